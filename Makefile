@@ -1,0 +1,28 @@
+# The two quick-start commands: `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: install demo test bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+demo: install
+	$(BIN)/autograder doctor
+	$(BIN)/autograder grade w07_attention examples/w07_class --db out/demo.db
+
+test: install
+	$(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/python bench/sandbox_overhead.py
+	$(BIN)/python bench/batch.py
+
+clean:
+	rm -rf out .pytest_cache

@@ -1,0 +1,1 @@
+"""Autograder for the attention assignment: course config → checks → sandboxed runner → comparison → results."""

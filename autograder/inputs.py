@@ -1,0 +1,26 @@
+"""Random inputs for checks: arrays and masks drawn from a check's own generator."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def normal(rng: np.random.Generator, shape, dtype=np.float64, scale: float = 1.0) -> np.ndarray:
+    """Standard-normal values times `scale`, in `dtype`."""
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def allowed_mask(rng: np.random.Generator, shape, keep: float = 0.6) -> np.ndarray:
+    """A random boolean mask, True = may attend, with at least one True in every row.
+
+    shape: (..., Nq, Nk); rows run along the last axis. Softmax is undefined
+    for an all-masked row, so checks that expect an answer never contain one.
+    """
+    allowed = rng.random(shape) < keep
+    rows = allowed.reshape(-1, shape[-1])
+    empty = ~rows.any(axis=1)
+    rows[empty, rng.integers(0, shape[-1], size=int(empty.sum()))] = True
+    return rows.reshape(shape)
+
+
+def dtype_name(dtype) -> str:
+    return np.dtype(dtype).name

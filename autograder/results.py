@@ -1,0 +1,82 @@
+"""Results as plain data: one CheckResult per check, one SubmissionResult per file.
+
+`SubmissionResult.to_json` is the line `autograder grade --json` prints, in
+the shape of Gradescope's results.json plus the fields a TA needs to trust
+it (seed, suite version, sandbox mode).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATUSES = ("passed", "failed", "error", "timeout")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str  # "<function>.<aspect>"
+    function: str
+    visibility: str  # "public" or "hidden"
+    status: str  # one of STATUSES
+    score: float
+    max_score: float
+    output: str = ""  # the message for the student
+    hint: str = ""
+    misconception: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    student: str
+    assignment: str
+    file: str
+    sha256: str
+    suite_version: str
+    seed: int
+    sandbox: str  # "bwrap" or "fallback"
+    tests: tuple[CheckResult, ...]
+    problem: str = ""  # why the file could not be graded at all
+    notes: tuple[str, ...] = ()  # load problems, skipped cells, notebook warnings
+    output: str = ""  # what the student's code printed (capped)
+    killed_processes: int = 0
+    seconds: float = 0.0
+    graded_at: str = ""
+
+    @property
+    def score(self) -> float:
+        return round(sum(t.score for t in self.tests), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(t.max_score for t in self.tests), 6)
+
+    def counts(self) -> dict[str, int]:
+        return {status: sum(t.status == status for t in self.tests) for status in STATUSES}
+
+    def by_function(self) -> dict[str, tuple[float, float]]:
+        """function -> (points earned, points possible), in check order."""
+        totals: dict[str, list[float]] = {}
+        for test in self.tests:
+            entry = totals.setdefault(test.function, [0.0, 0.0])
+            entry[0] += test.score
+            entry[1] += test.max_score
+        return {name: (round(got, 6), round(possible, 6)) for name, (got, possible) in totals.items()}
+
+    def to_json(self) -> dict:
+        """Gradescope's results.json fields, plus provenance."""
+        return {
+            "student": self.student, "assignment": self.assignment, "score": self.score,
+            "max_score": self.max_score, "seed": self.seed, "suite_version": self.suite_version,
+            "sandbox": self.sandbox, "file": self.file, "sha256": self.sha256, "problem": self.problem,
+            "notes": list(self.notes), "output": self.output, "execution_time": round(self.seconds, 3),
+            "tests": [{"name": t.name, "function": t.function, "score": t.score, "max_score": t.max_score,
+                       "status": t.status, "visibility": t.visibility, "output": t.output,
+                       "hint": t.hint, "misconception": t.misconception} for t in self.tests],
+        }
+
+
+def result_from_dict(data: dict) -> SubmissionResult:
+    """Inverse of `dataclasses.asdict` for a SubmissionResult."""
+    tests = tuple(CheckResult(**t) for t in data["tests"])
+    return SubmissionResult(**{**data, "tests": tests, "notes": tuple(data.get("notes", ()))})
+

@@ -1,0 +1,406 @@
+"""The grader's conversation with one submission's worker.
+
+A `Session` loads a submission in a fresh child of the sandbox's zygote and
+sends it calls, one at a time, each with a wall-clock deadline. It drains
+the child's output while it waits, caps what it keeps, and decodes replies
+with `wire.decode`, which trusts nothing. When a call hangs or the child
+dies, the whole process tree is killed and the next call gets a fresh child
+(which loads the submission again), so one bad function costs only the
+checks that call it. Every submission also has a total time budget.
+"""
+from __future__ import annotations
+
+import os
+import selectors
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autograder import wire
+from autograder.course import Limits
+from autograder.sandbox import Sandbox, SandboxError
+
+MAX_LOAD_ATTEMPTS = 6
+EVENT_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request: run the student's `function` on these arguments.
+
+    args/kwargs: NumPy arrays, numbers, None or tuples of them.
+    as_tensors: hand every array argument to the function as a torch tensor.
+    backward: upstream gradients, one per returned tensor (None to skip one);
+        when given, the float inputs require grad and the reply carries their
+        gradients.
+    return_inputs: send the arguments back as they are after the call, to
+        detect in-place modification.
+    seconds: wall-clock limit for this call; None means the course default.
+    """
+
+    function: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    as_tensors: bool = False
+    backward: tuple | None = None
+    return_inputs: bool = False
+    seconds: float | None = None
+
+    def payload_bytes(self) -> int:
+        arrays = [a for a in (*self.args, *self.kwargs.values(), *(self.backward or ()))
+                  if isinstance(a, np.ndarray)]
+        return sum(a.nbytes for a in arrays)
+
+
+@dataclass(frozen=True)
+class Raised:
+    """An exception raised by student code: its type, message and line."""
+
+    type: str
+    message: str
+    line: int | None = None
+
+    def describe(self) -> str:
+        where = f" at line {self.line}" if self.line else ""
+        message = f": {self.message}" if self.message else ""
+        return f"{self.type}{where}{message}"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one call produced, decoded and validated by the grader."""
+
+    value: Any = None
+    raised: Raised | None = None
+    inputs: tuple | None = None
+    grads: tuple | None = None
+    grad_error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """How loading the submission's top-level code went."""
+
+    functions: frozenset
+    problems: tuple = ()  # (unit label, Raised) for units that raised
+    stopped: tuple = ()  # (unit label, reason) for units that hung or killed the worker
+    failure: str = ""  # non-empty when the submission could not be loaded at all
+
+
+class CallFailed(Exception):
+    """A call produced no reply; `status` is "timeout" or "error"."""
+
+    status = "error"
+
+
+class CallTimedOut(CallFailed):
+    status = "timeout"
+
+
+class WorkerDied(CallFailed):
+    pass
+
+
+class ReplyRejected(CallFailed):
+    pass
+
+
+@dataclass
+class CapturedOutput:
+    """The first `limit` bytes of what the student's code printed, and a count of the rest."""
+
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.total += len(chunk)
+
+    def text(self) -> str:
+        text = self.data.decode(errors="replace")
+        cut = self.total - len(self.data)
+        if cut > 0:
+            text += f"\n[... {_size(cut)} more output not kept]"
+        return text
+
+
+class _Stopped(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Session:
+    """One submission's child worker, restarted as needed, within a time budget.
+
+    spec: what to load (see `submission.Submission.worker_spec`).
+    """
+
+    def __init__(self, sandbox: Sandbox, spec: dict, limits: Limits):
+        self.sandbox = sandbox
+        self.spec = spec
+        self.limits = limits
+        self.output = CapturedOutput(limits.output_kib * 1024)
+        self.killed_processes = 0
+        self.restarts = 0
+        self._deadline = time.monotonic() + limits.submission_seconds
+        self._skip: dict[int, str] = {}
+        self._sock: socket.socket | None = None
+        self._out: int | None = None
+        self._pid = 0
+        self._parser = wire.FrameParser(EVENT_LIMIT)
+        self._next_id = 0
+        self._unit: tuple[int, str] | None = None
+        self._exits: dict = {}
+        self.load: LoadReport | None = None
+
+    # -------------------------------------------------------------- public
+
+    def open(self) -> LoadReport:
+        """Load the submission; units that hang or kill the worker are skipped."""
+        self.load = self._start_child()
+        return self.load
+
+    def call(self, call: Call) -> Reply:
+        """Run one call in the worker. Raises CallFailed when there is no reply."""
+        if self._sock is None:
+            self.restarts += 1
+            report = self._start_child()
+            if report.failure:
+                raise WorkerDied(f"the worker could not reload the submission: {report.failure}")
+        self._next_id += 1
+        buffers: list = []
+        request = {"op": "call", "id": self._next_id, "function": call.function,
+                   "args": [wire.encode(a, buffers) for a in call.args],
+                   "kwargs": {k: wire.encode(v, buffers) for k, v in call.kwargs.items()},
+                   "as_tensors": call.as_tensors, "return_inputs": call.return_inputs,
+                   "backward": None if call.backward is None else [wire.encode(g, buffers) for g in call.backward]}
+        # An honest answer is at most a few times the size of the inputs.
+        self._parser.limit = (32 << 20) + 16 * call.payload_bytes()
+        seconds = call.seconds or self.limits.call_seconds
+        budget_left = self._deadline - time.monotonic()
+        try:
+            header, data = self._exchange(wire.pack(request, buffers), min(seconds, budget_left),
+                                          lambda h: h.get("event") == "reply" and h.get("id") == self._next_id)
+        except _Stopped as stop:
+            self._stop_child()
+            if stop.reason == "timeout" and budget_left < seconds:
+                raise CallTimedOut(f"{call.function} was stopped: the submission used up its "
+                                   f"{self.limits.submission_seconds:g} s budget") from None
+            if stop.reason == "timeout":
+                raise CallTimedOut(f"{call.function} did not return within {seconds:g} s and was stopped") from None
+            if isinstance(stop.__cause__, wire.FrameTooLarge):
+                big = stop.__cause__
+                raise ReplyRejected(f"{call.function} returned {_size(big.size)}, far more than an answer "
+                                    f"to this call can be (limit {_size(big.limit)}); it was not read") from None
+            raise WorkerDied(f"{call.function} stopped the worker process ({stop.reason})") from None
+        return self._reply(header, data)
+
+    def close(self) -> None:
+        """Stop the child and everything it started; keep what it printed."""
+        self._stop_child()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+    # -------------------------------------------------------------- loading
+
+    def _start_child(self) -> LoadReport:
+        for _ in range(MAX_LOAD_ATTEMPTS):
+            try:
+                self._sock, self._out, self._pid = self.sandbox.spawn(
+                    dict(self.spec, skip=sorted(self._skip), limits=self._child_limits()))
+            except (OSError, SandboxError) as error:
+                return LoadReport(frozenset(), failure=f"the worker could not start ({error})")
+            self._unit = None
+            seconds = min(self.limits.load_seconds, self._deadline - time.monotonic())
+            try:
+                header, _ = self._exchange([], seconds, lambda h: h.get("event") == "ready")
+            except _Stopped as stop:
+                unit = self._unit
+                self._stop_child()
+                if unit is None:
+                    return LoadReport(frozenset(), failure=f"the worker stopped before running any code ({stop.reason})")
+                reason = (f"did not finish within {seconds:g} s and was stopped" if stop.reason == "timeout"
+                          else f"stopped the worker process ({stop.reason})")
+                self._skip[unit[0]] = f"{unit[1]}: {reason}"
+                continue
+            return self._load_report(header)
+        return LoadReport(frozenset(), stopped=self._stopped(),
+                          failure=f"loading was stopped {MAX_LOAD_ATTEMPTS} times; the file was not graded")
+
+    def _child_limits(self) -> dict:
+        """The rlimits of worker._set_limits; CPU time backs up the wall-clock budget."""
+        limits = self.limits
+        return {"memory_mib": limits.memory_mib, "cpu_seconds": int(limits.submission_seconds) + 5,
+                "max_file_mib": limits.max_file_mib, "max_open_files": limits.max_open_files,
+                # Process counts are per uid, so the limit is only safe where workers have their own.
+                "max_processes": limits.max_processes if self.sandbox.protections.separate_user else 0}
+
+    def _load_report(self, header: dict) -> LoadReport:
+        functions = header.get("functions")
+        problems = header.get("problems")
+        if not isinstance(functions, list) or not isinstance(problems, list):
+            return LoadReport(frozenset(), failure="the worker sent a malformed report")
+        return LoadReport(
+            functions=frozenset(str(f)[:100] for f in functions),
+            problems=tuple((str(p.get("unit"))[:40], _raised(p.get("error"))) for p in problems
+                           if isinstance(p, dict)),
+            stopped=self._stopped())
+
+    def _stopped(self) -> tuple:
+        return tuple(self._skip[index].split(": ", 1) for index in sorted(self._skip))
+
+    # -------------------------------------------------------------- I/O
+
+    def _exchange(self, chunks: list, seconds: float, done) -> tuple[dict, list]:
+        """Write `chunks`, then read frames until `done(header)`; drain output meanwhile.
+
+        Raises _Stopped("timeout") at the deadline and _Stopped(reason) when
+        the child dies or sends something malformed.
+        """
+        deadline = time.monotonic() + max(seconds, 0.0)
+        pending = [memoryview(c).cast("B") for c in chunks if memoryview(c).nbytes]
+        self._sock.setblocking(False)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if pending else 0))
+            if self._out is not None:
+                selector.register(self._out, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _Stopped("timeout")
+                for key, mask in selector.select(remaining):
+                    if key.fileobj == self._out:
+                        self._read_output(selector)
+                        continue
+                    if mask & selectors.EVENT_WRITE:
+                        pending = self._write(pending)
+                        if not pending:
+                            selector.modify(self._sock, selectors.EVENT_READ)
+                    if mask & selectors.EVENT_READ:
+                        found = self._read_frames(done)
+                        if found is not None:
+                            self._drain_output()
+                            return found
+
+    def _write(self, pending: list) -> list:
+        try:
+            sent = self._sock.send(pending[0])
+        except BlockingIOError:
+            return pending
+        except OSError:
+            raise _Stopped("it closed its connection") from None
+        pending[0] = pending[0][sent:]
+        return [p for p in pending if p.nbytes]
+
+    def _read_frames(self, done):
+        try:
+            frames = self._parser.receive(self._sock)
+        except BlockingIOError:
+            return None
+        except (EOFError, ConnectionError):
+            raise _Stopped(self._death()) from None
+        except wire.WireError as error:
+            raise _Stopped(f"it sent a malformed reply: {error}") from error
+        for header, buffers in frames:
+            if header.get("event") == "unit" and isinstance(header.get("index"), int):
+                self._unit = (header["index"], str(header.get("label"))[:40])
+            elif done(header):
+                return header, buffers
+        return None
+
+    def _read_output(self, selector) -> None:
+        try:
+            chunk = os.read(self._out, 1 << 16)
+        except BlockingIOError:
+            return
+        if chunk:
+            self.output.add(chunk)
+        else:
+            selector.unregister(self._out)
+            os.close(self._out)
+            self._out = None
+
+    def _drain_output(self) -> None:
+        if self._out is None:
+            return
+        os.set_blocking(self._out, False)
+        try:
+            while chunk := os.read(self._out, 1 << 16):
+                self.output.add(chunk)
+        except BlockingIOError:
+            pass
+
+    def _death(self) -> str:
+        """Describe how the child ended, from the zygote's account of it."""
+        self._stop_child()
+        ended = self._exits.get(str(self._pid))
+        if ended is None:
+            return "it exited"
+        kind, detail = ended
+        if kind == "signal":
+            hint = {"SIGKILL": "killed, perhaps for using too much memory",
+                    "SIGXCPU": "killed for using too much CPU time",
+                    "SIGSEGV": "crashed with a segmentation fault",
+                    "SIGXFSZ": "killed for writing a file over the size limit"}.get(detail, f"killed by {detail}")
+            return hint
+        return f"it exited with status {detail}"
+
+    def _stop_child(self) -> None:
+        if self._sock is None and self._out is None:
+            return
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._drain_output()
+        if self._out is not None:
+            os.close(self._out)
+            self._out = None
+        killed, self._exits = self.sandbox.clean()
+        self.killed_processes += killed
+
+    def _reply(self, header: dict, buffers: list) -> Reply:
+        try:
+            seconds = float(header.get("seconds") or 0.0)
+            if header.get("raised") is not None:
+                return Reply(raised=_raised(header["raised"]), seconds=seconds)
+            if header.get("unsendable") is not None:
+                problem = _raised(header["unsendable"])
+                raise ReplyRejected(f"the returned value could not be sent back ({problem.describe()})")
+            value = wire.decode(header.get("value"), buffers)
+            inputs = header.get("inputs")
+            grads = header.get("grads")
+            return Reply(
+                value=value,
+                inputs=None if inputs is None else tuple(wire.decode(t, buffers) for t in inputs[:wire.MAX_ITEMS]),
+                grads=None if grads is None else tuple(wire.decode(t, buffers) for t in grads[:wire.MAX_ITEMS]),
+                grad_error=None if header.get("grad_error") is None else str(header["grad_error"])[:wire.MAX_TEXT],
+                seconds=seconds)
+        except (wire.WireError, TypeError, ValueError) as error:
+            raise ReplyRejected(f"the reply could not be read: {error}") from None
+
+
+def _raised(tree) -> Raised:
+    if not isinstance(tree, dict):
+        return Raised("Exception", "(no details)")
+    line = tree.get("line")
+    return Raised(str(tree.get("type"))[:80], str(tree.get("message", ""))[:wire.MAX_TEXT],
+                  line if type(line) is int else None)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"

@@ -1,0 +1,148 @@
+"""Reading one student's file — a .py module or a Jupyter notebook — into code to run.
+
+The grader parses but never executes: a notebook is read and validated with
+nbformat here, and only the text of its code cells travels to the worker.
+A file that cannot be read (empty, binary, not JSON, not a notebook, no code)
+becomes a Submission with a `problem` that the student's feedback shows.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+MAX_BYTES = 50 << 20  # notebooks with images can be large; anything bigger is not a submission
+SUFFIXES = (".py", ".ipynb")
+_LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
+# Cell magics whose body is still Python; any other cell magic (%%bash, %%writefile...) skips the cell.
+_PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    label: str  # "cell 3": what the student sees in their notebook, counting code cells from 1
+    source: str
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's file, read and ready to send to a worker.
+
+    kind: "py" or "ipynb". problem: why the file cannot be graded (empty when it can).
+    """
+
+    student: str
+    path: Path
+    kind: str
+    sha256: str
+    source: str = ""
+    cells: tuple[Cell, ...] = ()
+    problem: str = ""
+    note: str = ""  # a warning that did not stop grading, e.g. a notebook with schema problems
+
+    def worker_spec(self, module: str) -> dict:
+        """What the worker needs to load this submission (see worker._load)."""
+        spec = {"kind": self.kind, "module": module, "filename": f"{module}{Path(self.path).suffix}"}
+        if self.kind == "py":
+            spec["source"] = self.source
+        else:
+            spec["kind"] = "cells"
+            spec["cells"] = [{"label": c.label, "source": c.source} for c in self.cells]
+        return spec
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, as stored with its result ("" if it cannot be read)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def read_submission(path: Path, student: str | None = None) -> Submission:
+    """Read a .py or .ipynb file; the student id defaults to the file's stem."""
+    path = Path(path)
+    student = student or path.stem
+    kind = path.suffix.lstrip(".")
+    try:
+        size = path.stat().st_size
+        data = path.read_bytes() if size <= MAX_BYTES else b""
+    except OSError as error:
+        return Submission(student, path, kind, "", problem=f"the file could not be read ({error.strerror})")
+    digest = hashlib.sha256(data).hexdigest() if size <= MAX_BYTES else file_sha256(path)
+    problem = _basic_problem(data, size, path.name)
+    if problem:
+        return Submission(student, path, kind, digest, problem=problem)
+    text = data.decode("utf-8", errors="replace")
+    if kind == "py":
+        return Submission(student, path, kind, digest, source=text)
+    cells, problem, note = _notebook_cells(text, path.name)
+    return Submission(student, path, kind, digest, cells=cells, problem=problem, note=note)
+
+
+def _basic_problem(data: bytes, size: int, name: str) -> str:
+    if size > MAX_BYTES:
+        return f"{name} is {size / 1e6:.0f} MB, over the {MAX_BYTES >> 20} MB limit; clear the outputs and resubmit"
+    if not data.strip():
+        return f"{name} is empty; submit the file with your code in it"
+    if b"\x00" in data[:8192]:
+        return f"{name} is a binary file, not Python code or a notebook; submit the .py or .ipynb file itself"
+    return ""
+
+
+def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
+    """Code cells of a notebook, a problem that stops grading, and a note that does not."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        return (), (f"{name} is not a valid notebook: its JSON is broken at line {error.lineno} "
+                    f"({error.msg}). Open it in Jupyter, save it again and resubmit"), ""
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        return (), f"{name} is JSON but not a Jupyter notebook (it has no list of cells); submit the .ipynb you worked in", ""
+    note = ""
+    try:
+        notebook = nbformat.reads(text, as_version=4, capture_validation_error={})
+        nbformat.validate(notebook)
+    except Exception as error:  # noqa: BLE001 - nbformat raises several types for damaged files
+        note = (f"{name} does not fully follow the notebook format ({_first_line(error)}); "
+                "its code cells were graded anyway")
+        notebook = raw
+    cells = []
+    number = 0
+    for cell in notebook["cells"]:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        number += 1
+        if _is_grader_test(cell):
+            continue  # nbgrader's own test cells are ours, not the student's work
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        cells.append(Cell(f"cell {number}", _strip_magics(source)))
+    if not any(c.source.strip() for c in cells):
+        return (), f"{name} has no code cells with code in them; write your functions in code cells and resubmit", note
+    return tuple(cells), "", note
+
+
+def _is_grader_test(cell: dict) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}
+    return isinstance(meta, dict) and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _strip_magics(source: str) -> str:
+    """IPython syntax as plain Python: line magics and shell lines become `pass`."""
+    lines = source.split("\n")
+    if lines and lines[0].startswith("%%"):
+        if lines[0].split()[0] not in _PYTHON_CELL_MAGICS:
+            return ""
+        lines[0] = ""
+    return "\n".join(_LINE_MAGIC.sub(r"\1pass  # ", line) if _LINE_MAGIC.match(line) else line
+                     for line in lines)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else type(error).__name__

@@ -1,0 +1,135 @@
+"""An assignment's grading suite: its checks, their points, and the reference.
+
+Checks come from two files, which decide their visibility:
+`<source>/public_checks.py` (released to students) and
+`<solution>/hidden_checks.py` (never released); the reference is
+`<solution>/reference.py`. Each checks file defines `CHECKS`, a list of
+`autograder.checks.Check`. Points and per-check time limits come from
+course.yaml, and the two must name exactly the same checks.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from autograder.checks import Check
+from autograder.course import Assignment, Course, CourseError
+
+PUBLIC_FILE = "public_checks.py"
+HIDDEN_FILE = "hidden_checks.py"
+REFERENCE_FILE = "reference.py"
+# Grader code whose changes can change a verdict, so they are part of the suite's version.
+_GRADER_FILES = ("checks.py", "compare.py", "inputs.py")
+
+
+@dataclass(frozen=True)
+class SuiteCheck:
+    check: Check
+    visibility: str  # "public" or "hidden"
+    points: float
+    seconds: float | None
+
+    @property
+    def name(self) -> str:
+        return self.check.name
+
+    @property
+    def function(self) -> str:
+        return self.check.function
+
+
+@dataclass(frozen=True)
+class Suite:
+    assignment: Assignment
+    checks: tuple[SuiteCheck, ...]
+    reference: ModuleType | None
+    version: str  # changes whenever a check, the reference, or the assignment's settings change
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """The graded functions, in the order their first check appears."""
+        return tuple(dict.fromkeys(c.function for c in self.checks))
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.points for c in self.checks)
+
+    def check(self, name: str) -> SuiteCheck:
+        for entry in self.checks:
+            if entry.name == name:
+                return entry
+        raise CourseError(f"{self.assignment.name} has no check {name!r}; "
+                          "`autograder checks ASSIGNMENT` lists them")
+
+
+def load_suite(course: Course, name: str) -> Suite:
+    """Load the public and hidden checks and the reference of assignment `name`."""
+    assignment = course.assignment(name)
+    public_path = assignment.source_dir / PUBLIC_FILE
+    if not public_path.is_file():
+        raise CourseError(f"{public_path} is missing: every assignment needs public checks "
+                          "(a file defining CHECKS, which may be an empty list)")
+    found = [(check, "public") for check in _checks(_load_module(public_path, name, "public_checks"))]
+    hidden_path = assignment.solution_dir / HIDDEN_FILE
+    if hidden_path.is_file():
+        found += [(check, "hidden") for check in _checks(_load_module(hidden_path, name, "hidden_checks"))]
+    reference_path = assignment.solution_dir / REFERENCE_FILE
+    reference = _load_module(reference_path, name, "reference") if reference_path.is_file() else None
+    checks = tuple(_with_points(check, visibility, assignment, course) for check, visibility in found)
+    _require_all_listed(checks, assignment, course)
+    files = [public_path, hidden_path, reference_path] + [Path(__file__).parent / f for f in _GRADER_FILES]
+    return Suite(assignment, checks, reference, _version(files, assignment))
+
+
+def _load_module(path: Path, assignment: str, role: str) -> ModuleType:
+    module_name = f"autograder_suites.{assignment}.{role}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # so tracebacks and dataclasses in the module work
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[module_name]
+        raise CourseError(f"{path} failed to load: {type(error).__name__}: {error}. "
+                          "Fix the file; nothing was graded") from error
+    return module
+
+
+def _checks(module: ModuleType) -> list[Check]:
+    checks = getattr(module, "CHECKS", None)
+    if not isinstance(checks, list) or not all(isinstance(c, Check) for c in checks):
+        raise CourseError(f"{module.__file__} must define CHECKS, a list of autograder.checks.Check")
+    return checks
+
+
+def _with_points(check: Check, visibility: str, assignment: Assignment, course: Course) -> SuiteCheck:
+    config = assignment.checks.get(check.name)
+    if config is None:
+        raise CourseError(f"{course.path}: check {check.name!r} ({visibility}) has no points; add "
+                          f"`{check.name}: <points>` under assignments.{assignment.name}.checks")
+    return SuiteCheck(check, visibility, config.points, config.seconds)
+
+
+def _require_all_listed(checks: tuple[SuiteCheck, ...], assignment: Assignment, course: Course) -> None:
+    names = [c.name for c in checks]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise CourseError(f"{assignment.name}: check {duplicates[0]!r} is defined twice; names must be unique")
+    unknown = sorted(set(assignment.checks) - set(names))
+    if unknown:
+        raise CourseError(f"{course.path}: assignments.{assignment.name}.checks.{unknown[0]}: no check by that "
+                          f"name exists in {PUBLIC_FILE} or {HIDDEN_FILE}; remove the line or fix its name")
+
+
+def _version(files: list[Path], assignment: Assignment) -> str:
+    digest = hashlib.sha256(repr((assignment.module, assignment.preload, assignment.limits,
+                                  sorted(assignment.tolerance.items()),
+                                  sorted(assignment.checks.items()))).encode())
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes() if path.is_file() else b"-")
+    return digest.hexdigest()[:16]

@@ -1,0 +1,103 @@
+"""Build a class of week-7 submissions from the test fixtures.
+
+Used for the bundled example class (examples/w07_class) and for the batch
+benchmark's 200 notebooks. Most students are correct (the correct variants
+in turn), some have one bug, a few attack the grader, and a few hand in a
+broken notebook. Deterministic: the same arguments give the same files.
+
+    python bench/make_class.py OUT --students 12 [--layout nbgrader|flat] [--attacks name,name]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBMISSIONS = ROOT / "tests" / "fixtures" / "submissions"
+ASSIGNMENT = "w07_attention"
+# Attacks that finish quickly; the slow ones (sleeping, hanging) belong in the sandbox tests.
+QUICK_ATTACKS = ("patch_allclose", "lying_subclass", "object_array", "import_reference", "read_neighbours",
+                 "fake_results_print", "write_results_files", "exit_in_function", "sys_exit_in_function",
+                 "allocate_huge", "return_huge_broadcast", "network")
+BROKEN = {
+    "not_json": b'{"cells": [ {"cell_type": "code", "source": "def score(',
+    "empty": b"",
+    "binary": bytes(range(256)) * 4,
+}
+
+
+def notebook_from_code(code: str) -> nbformat.NotebookNode:
+    """Split a module at its top-level functions into code cells, as a student's notebook would be."""
+    chunks, current = [], []
+    for line in code.splitlines():
+        if line.startswith("def ") and current:
+            chunks.append("\n".join(current).strip("\n"))
+            current = []
+        current.append(line)
+    chunks.append("\n".join(current).strip("\n"))
+    cells = [nbformat.v4.new_markdown_cell("# Week 7: attention")]
+    cells += [nbformat.v4.new_code_cell(chunk) for chunk in chunks if chunk]
+    return nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                          "language": "python"}})
+
+
+def plan(students: int, attacks: tuple[str, ...], broken: int) -> list[tuple[str, str, str]]:
+    """(student id, kind, fixture name) for every student: mostly correct, ~15 % buggy."""
+    correct = sorted(p.stem for p in (SUBMISSIONS / "correct").glob("*.py"))
+    buggy = sorted(p.stem for p in (SUBMISSIONS / "buggy").glob("*.py"))
+    rows = [("attack", name) for name in attacks] + [("broken", name) for name in list(BROKEN)[:broken]]
+    honest = students - len(rows)
+    n_buggy = max(1, honest * 15 // 100)
+    rows += [("buggy", buggy[i % len(buggy)]) for i in range(n_buggy)]
+    rows += [("correct", correct[i % len(correct)]) for i in range(honest - n_buggy)]
+    random.Random(7).shuffle(rows)
+    return [(f"s{index:04d}", kind, name) for index, (kind, name) in enumerate(rows[:students], start=1)]
+
+
+def code_for(kind: str, name: str) -> str:
+    if kind == "correct":
+        return (SUBMISSIONS / "correct" / f"{name}.py").read_text()
+    plain = (SUBMISSIONS / "correct" / "plain.py").read_text()
+    return plain + "\n\n" + (SUBMISSIONS / ("buggy" if kind == "buggy" else "attacks") / f"{name}.py").read_text()
+
+
+def write_class(out: Path, students: int, layout: str, attacks: tuple[str, ...], broken: int) -> list:
+    """Write the class under `out`; returns the plan so callers know who is who."""
+    if out.exists():
+        shutil.rmtree(out)
+    rows = plan(students, attacks, broken)
+    for number, (student, kind, name) in enumerate(rows):
+        folder = out / "submitted" / student / ASSIGNMENT if layout == "nbgrader" else out
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = "attention" if layout == "nbgrader" else student
+        if kind == "broken":
+            (folder / f"{stem}.ipynb").write_bytes(BROKEN[name])
+        elif layout == "flat" and number % 4 == 0:
+            (folder / f"{stem}.py").write_text(code_for(kind, name))
+        else:
+            nbformat.write(notebook_from_code(code_for(kind, name)), folder / f"{stem}.ipynb")
+    (out / "roster.json").write_text(json.dumps([{"student": s, "kind": k, "fixture": n} for s, k, n in rows],
+                                                indent=1) + "\n")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--students", type=int, default=12)
+    parser.add_argument("--layout", choices=("nbgrader", "flat"), default="nbgrader")
+    parser.add_argument("--attacks", default="", help="comma-separated attack fixtures to include")
+    parser.add_argument("--broken", type=int, default=1, help="broken notebooks to include (at most 3)")
+    args = parser.parse_args()
+    attacks = tuple(a for a in args.attacks.split(",") if a)
+    rows = write_class(args.out, args.students, args.layout, attacks, args.broken)
+    print(f"wrote {len(rows)} submissions to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,330 @@
+"""Hidden checks for week 7: the student's functions against the reference.
+
+Never released. Every check grades one function in isolation, on random
+inputs that the reference computes (softmax gets reference scores, context
+gets reference weights), so a bug costs only the checks of the function that
+has it — and of compositions that call it. Inputs are drawn from the
+student's seeded generator with the sizes in `t.dims`, which the feedback's
+shrinker may reduce. The reference is `t.ref`; PyTorch's own
+scaled_dot_product_attention is the independent peer for the agreement and
+gradient checks. Points live in course.yaml.
+"""
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from autograder.checks import Check, CheckFailed, Dims, expect_raises, raise_for
+from autograder.compare import as_array, as_tensor, expect_close, expect_equal_mask, expect_pair
+from autograder.inputs import allowed_mask, normal
+
+DTYPES = (np.float64, np.float32)
+ALL_MASKED_ADVICE = "an all-masked row has no valid normalization (slide 22)"
+LONG = Dims(batch=(2, 4), nq=512, nk=512, dk=64, dv=64)  # slide 24: the quadratic score grid
+SAMPLE = 20_000  # entries compared at T = 512; the small-size checks compare every entry
+
+
+def _qkv(t, dtype=np.float64):
+    d = t.dims
+    return (normal(t.rng, (*d.batch, d.nq, d.dk), dtype), normal(t.rng, (*d.batch, d.nk, d.dk), dtype),
+            normal(t.rng, (*d.batch, d.nk, d.dv), dtype))
+
+
+def _f64(*arrays):
+    return [a.astype(np.float64) for a in arrays]
+
+
+def _name(dtype) -> str:
+    return np.dtype(dtype).name
+
+
+# ------------------------------------------------------------------ score
+
+def score_matches_reference(t):
+    """score matches the reference on batched cross-attention inputs (Nq ≠ Nk), float32 and float64."""
+    for dtype in DTYPES:
+        Q, K, _ = _qkv(t, dtype)
+        expected = t.ref.score(*_f64(Q, K))
+        expect_close(t.returned("score", Q, K), expected, t.tol(dtype), f"score(Q, K) for {_name(dtype)} inputs")
+
+
+def score_explicit_scale(t):
+    """score multiplies by an explicitly given scale (1.0 and 0.25) instead of 1/√dk."""
+    Q, K, _ = _qkv(t)
+    for scale in (1.0, 0.25):
+        expect_close(t.returned("score", Q, K, scale=scale), t.ref.score(Q, K, scale), t.tol(Q.dtype),
+                     f"score(Q, K, scale={scale})")
+
+
+def score_long_sequence(t):
+    """score at T = 512 (batch 2, 4 heads, d = 64) finishes within the time limit: vectorize, no Python loops."""
+    Q, K, expected = t.shared(_long_score_case)
+    expect_close(t.returned("score", Q, K), expected, t.tol(np.float32), "score(Q, K) at T = 512", sample=SAMPLE)
+
+
+def _long_score_case(t):
+    Q, K, _ = _qkv(t, np.float32)
+    return Q, K, t.ref.score(*_f64(Q, K))
+
+
+# ------------------------------------------------------------------ additive_score
+
+def additive_score_matches_reference(t):
+    """additive_score matches the reference for Nq ≠ Nk, dq ≠ dk and a hidden width h."""
+    for dtype in DTYPES:
+        d = t.dims
+        h = d.dv
+        args = [normal(t.rng, shape, dtype) for shape in ((d.nq, d.dk + 1), (d.nk, d.dk), (h, d.dk + 1),
+                                                          (h, d.dk), (h,), (h,))]
+        expected = t.ref.additive_score(*_f64(*args))
+        expect_close(t.returned("additive_score", *args), expected, t.tol(dtype),
+                     f"additive_score for {_name(dtype)} inputs")
+
+
+# ------------------------------------------------------------------ masks
+
+def causal_mask_rectangular(t):
+    """causal_mask(n_q, n_k) with n_q ≠ n_k is True exactly where j ≤ i."""
+    for n_q, n_k in ((t.dims.nq, t.dims.nk), (t.dims.nk, t.dims.nq)):
+        expect_equal_mask(t.returned("causal_mask", n_q, n_k), t.ref.causal_mask(n_q, n_k),
+                          f"causal_mask({n_q}, {n_k})")
+
+
+def causal_mask_one_by_one(t):
+    """causal_mask(1) is [[True]]: a single query sees itself."""
+    expect_equal_mask(t.returned("causal_mask", 1), t.ref.causal_mask(1), "causal_mask(1)")
+
+
+def padding_mask_matches_reference(t):
+    """padding_mask matches the reference for random lengths, including a full-length sequence."""
+    n_k = t.dims.nk
+    lengths = t.rng.integers(1, n_k + 1, size=4)
+    lengths[0] = n_k
+    expect_equal_mask(t.returned("padding_mask", lengths, n_k), t.ref.padding_mask(lengths, n_k),
+                      f"padding_mask({lengths.tolist()}, {n_k})")
+
+
+def apply_mask_matches_reference(t):
+    """apply_mask matches the reference on random float32 and float64 scores and masks."""
+    d = t.dims
+    for dtype in DTYPES:
+        S = normal(t.rng, (*d.batch, d.nq, d.nk), dtype, scale=5.0)
+        allowed = allowed_mask(t.rng, S.shape)
+        expect_close(t.returned("apply_mask", S, allowed), t.ref.apply_mask(S.astype(np.float64), allowed),
+                     t.tol(dtype), f"apply_mask(S, allowed) for {_name(dtype)} scores")
+
+
+def apply_mask_broadcasts(t):
+    """apply_mask broadcasts a padding mask (B, 1, 1, Nk) and a causal mask (Nq, Nk) over batch and heads."""
+    d = t.dims
+    S = normal(t.rng, (3, 2, d.nq, d.nk), scale=5.0)
+    masks = {"a padding mask of shape (3, 1, 1, Nk)": allowed_mask(t.rng, (3, 1, 1, d.nk)),
+             "a causal mask of shape (Nq, Nk)": t.ref.causal_mask(d.nq, d.nk)}
+    for what, allowed in masks.items():
+        expect_close(t.returned("apply_mask", S, allowed), t.ref.apply_mask(S, allowed), t.tol(S.dtype),
+                     f"apply_mask(S, allowed) with {what}")
+
+
+# ------------------------------------------------------------------ softmax
+
+def softmax_last_axis(t):
+    """softmax normalizes over the last axis (keys) of batched rectangular scores (Nq ≠ Nk)."""
+    d = t.dims
+    S = normal(t.rng, (*d.batch, d.nq, d.nk), scale=2.0)
+    expect_close(t.returned("softmax", S), t.ref.softmax(S), t.tol(S.dtype), "softmax(S)")
+
+
+def softmax_matches_reference(t):
+    """softmax matches the reference on masked scores up to ±1000, float32 and float64."""
+    d = t.dims
+    for dtype in DTYPES:
+        for magnitude in (3.0, 1000.0):
+            scores = t.ref.score(*_f64(*_qkv(t)[:2]), scale=magnitude)
+            S = t.ref.apply_mask(scores, allowed_mask(t.rng, (*d.batch, d.nq, d.nk))).astype(dtype)
+            expect_close(t.returned("softmax", S), t.ref.softmax(S.astype(np.float64)), t.tol(dtype),
+                         f"softmax(S) for masked {_name(dtype)} scores of size up to {magnitude:g}")
+
+
+def softmax_input_unchanged(t):
+    """softmax leaves its input S unmodified."""
+    d = t.dims
+    S = t.ref.apply_mask(normal(t.rng, (d.nq, d.nk), scale=3.0), allowed_mask(t.rng, (d.nq, d.nk)))
+    reply = t.call("softmax", S, return_inputs=True)
+    if reply.raised is not None:
+        raise_for("softmax", reply)
+    if not np.array_equal(reply.inputs[0], S):
+        raise CheckFailed("softmax changed its input S in place (e.g. `S -= S.max(...)`); compute into a "
+                          "new array so the caller's scores survive")
+
+
+def softmax_one_by_one(t):
+    """softmax of a single score (1×1, also with batch axes) is weight 1."""
+    for S in (np.array([[t.rng.normal() * 10]]), normal(t.rng, (3, 1, 1))):
+        expect_close(t.returned("softmax", S), t.ref.softmax(S), t.tol(S.dtype), f"softmax of shape {S.shape}")
+
+
+# ------------------------------------------------------------------ context
+
+def context_matches_reference(t):
+    """context matches the reference on reference weights with batch axes and dk ≠ dv."""
+    d = t.dims
+    for dtype in DTYPES:
+        A = t.ref.softmax(normal(t.rng, (*d.batch, d.nq, d.nk), scale=2.0)).astype(dtype)
+        V = normal(t.rng, (*d.batch, d.nk, d.dv), dtype)
+        expect_close(t.returned("context", A, V), t.ref.context(*_f64(A, V)), t.tol(dtype),
+                     f"context(A, V) for {_name(dtype)} inputs",
+                     shape_hint="C has one row per query and one column per value dimension")
+
+
+# ------------------------------------------------------------------ attention
+
+def attention_matches_reference(t):
+    """attention matches the reference with and without a mask, default and explicit scale."""
+    d = t.dims
+    for dtype in DTYPES:
+        Q, K, V = _qkv(t, dtype)
+        for allowed, scale in ((None, None), (allowed_mask(t.rng, (*d.batch, d.nq, d.nk)), 0.5)):
+            C_exp, A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)
+            what = f"attention for {_name(dtype)} inputs" + (" with a mask and scale=0.5" if scale else "")
+            C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), what)
+            expect_close(C, C_exp, t.tol(dtype), f"the context C of {what}")
+            expect_close(A, A_exp, t.tol(dtype), f"the weights A of {what}")
+
+
+def attention_all_masked_raises(t):
+    """attention raises ValueError when a query has every key masked (slide 22)."""
+    Q, K, V = _qkv(t)
+    allowed = allowed_mask(t.rng, (*t.dims.batch, t.dims.nq, t.dims.nk))
+    allowed[(0,) * len(t.dims.batch) + (0,)] = False
+    expect_raises(t, "ValueError", "attention", Q, K, V, allowed=allowed,
+                  what="attention with a fully masked query", advice=ALL_MASKED_ADVICE)
+
+
+def attention_agrees_with_sdpa(t):
+    """attention agrees with torch's scaled_dot_product_attention for the same inputs, scale and mask (slide 27)."""
+    d = t.dims
+    for dtype in DTYPES:
+        Q, K, V = _qkv(t, dtype)
+        allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
+        C, _ = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.7), "attention")
+        expect_close(C, _sdpa(Q, K, V, allowed, 0.7), t.tol(dtype),
+                     f"attention's C compared with scaled_dot_product_attention ({_name(dtype)})")
+
+
+def attention_long_sequence(t):
+    """attention at T = 512 (batch 2, 4 heads, d = 64) finishes within the time limit."""
+    Q, K, V, (C_exp, A_exp) = t.shared(_long_attention_case)
+    C, A = expect_pair(t.returned("attention", Q, K, V), "attention at T = 512")
+    expect_close(C, C_exp, t.tol(np.float32), "the context C of attention at T = 512", sample=SAMPLE)
+    expect_close(A, A_exp, t.tol(np.float32), "the weights A of attention at T = 512", sample=SAMPLE)
+
+
+def _long_attention_case(t):
+    Q, K, V = _qkv(t, np.float32)
+    return Q, K, V, t.ref.attention(*_f64(Q, K, V))
+
+
+# ------------------------------------------------------------------ attention_torch
+
+def attention_torch_agrees_with_sdpa(t):
+    """attention_torch agrees with scaled_dot_product_attention (C) and the reference (A), with mask and scale."""
+    d = t.dims
+    for dtype in DTYPES:
+        Q, K, V = _qkv(t, dtype)
+        allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
+        C, A = _torch_pair(t, Q, K, V, allowed, None)
+        what = f"attention_torch for {_name(dtype)} tensors with a mask"
+        expect_close(C.array, _sdpa(Q, K, V, allowed, None), t.tol(dtype), f"the context C of {what}")
+        expect_close(A.array, t.ref.attention(*_f64(Q, K, V), allowed=allowed)[1], t.tol(dtype),
+                     f"the weights A of {what}")
+
+
+def attention_torch_respects_scale(t):
+    """attention_torch uses an explicitly given scale (0.3) instead of 1/√dk."""
+    Q, K, V = _qkv(t)
+    C, _ = _torch_pair(t, Q, K, V, None, 0.3)
+    expect_close(C.array, _sdpa(Q, K, V, None, 0.3), t.tol(Q.dtype), "the context C of attention_torch(scale=0.3)")
+
+
+def attention_torch_gradients(t):
+    """Gradients of attention_torch's C with respect to Q, K and V agree with scaled_dot_product_attention's."""
+    d = t.dims
+    for dtype in DTYPES:
+        Q, K, V = _qkv(t, dtype)
+        allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
+        upstream = normal(t.rng, (*d.batch, d.nq, d.dv), dtype)
+        reply = t.call("attention_torch", Q, K, V, allowed=allowed, as_tensors=True, backward=(upstream, None))
+        if reply.raised is not None:
+            raise_for("attention_torch", reply)
+        if reply.grad_error:
+            raise CheckFailed(f"attention_torch: {reply.grad_error}. Keep every step in torch operations on "
+                              "the input tensors (no .detach(), .numpy() or torch.tensor(...) re-wrapping)")
+        _, expected = _sdpa(Q, K, V, allowed, None, upstream)
+        for name, got, exp in zip(("Q", "K", "V"), reply.grads, expected):
+            if got is None:
+                raise CheckFailed(f"attention_torch: no gradient reached {name}; C must be computed from {name} "
+                                  "with torch operations")
+            expect_close(as_tensor(got, f"the gradient for {name}", exp.shape).array, exp, t.tol(dtype),
+                         f"the gradient of C with respect to {name} ({_name(dtype)})")
+
+
+def attention_torch_agrees_with_numpy(t):
+    """attention_torch and the NumPy attention give the same C and A for the same inputs, scale and mask (slide 27)."""
+    d = t.dims
+    Q, K, V = _qkv(t)
+    allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
+    C_np, A_np = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.6), "attention")
+    C_t, A_t = _torch_pair(t, Q, K, V, allowed, 0.6)
+    for name, got, mine in (("C", C_t, C_np), ("A", A_t, A_np)):
+        mine = as_array(mine, f"{name} from attention", got.array.shape)
+        expect_close(got.array, mine.astype(np.float64), t.tol(Q.dtype),
+                     f"{name} of attention_torch compared with {name} of your NumPy attention")
+
+
+def _torch_pair(t, Q, K, V, allowed, scale):
+    C, A = expect_pair(t.returned("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True),
+                       "attention_torch")
+    d = t.dims
+    return (as_tensor(C, "the context C of attention_torch", (*d.batch, d.nq, d.dv)),
+            as_tensor(A, "the weights A of attention_torch", (*d.batch, d.nq, d.nk)))
+
+
+def _sdpa(Q, K, V, allowed, scale, upstream=None):
+    """PyTorch's scaled_dot_product_attention in float64, with gradients for `upstream` if given.
+
+    Q: (..., Nq, dk), K: (..., Nk, dk), V: (..., Nk, dv), allowed: bool (..., Nq, Nk) or None.
+    """
+    q, k, v = (torch.tensor(x, dtype=torch.float64, requires_grad=upstream is not None) for x in (Q, K, V))
+    mask = None if allowed is None else torch.from_numpy(np.ascontiguousarray(allowed))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    if upstream is None:
+        return out.detach().numpy()
+    out.backward(torch.from_numpy(upstream.astype(np.float64)))
+    return out.detach().numpy(), (q.grad.numpy(), k.grad.numpy(), v.grad.numpy())
+
+
+RANDOM = Dims(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+
+CHECKS = [
+    Check("score.matches_reference", score_matches_reference, dims=RANDOM),
+    Check("score.explicit_scale", score_explicit_scale, dims=RANDOM),
+    Check("score.long_sequence", score_long_sequence, dims=LONG),
+    Check("additive_score.matches_reference", additive_score_matches_reference, dims=Dims(nq=4, nk=6, dk=3, dv=5)),
+    Check("causal_mask.rectangular", causal_mask_rectangular, dims=Dims(nq=4, nk=7)),
+    Check("causal_mask.one_by_one", causal_mask_one_by_one),
+    Check("padding_mask.matches_reference", padding_mask_matches_reference, dims=Dims(nk=7)),
+    Check("apply_mask.matches_reference", apply_mask_matches_reference, dims=RANDOM),
+    Check("apply_mask.broadcasts", apply_mask_broadcasts, dims=RANDOM),
+    Check("softmax.last_axis", softmax_last_axis, dims=RANDOM),
+    Check("softmax.matches_reference", softmax_matches_reference, dims=RANDOM),
+    Check("softmax.input_unchanged", softmax_input_unchanged, dims=RANDOM),
+    Check("softmax.one_by_one", softmax_one_by_one),
+    Check("context.matches_reference", context_matches_reference, dims=RANDOM),
+    Check("attention.matches_reference", attention_matches_reference, dims=RANDOM),
+    Check("attention.all_masked_raises", attention_all_masked_raises, dims=RANDOM),
+    Check("attention.agrees_with_sdpa", attention_agrees_with_sdpa, dims=RANDOM),
+    Check("attention.long_sequence", attention_long_sequence, dims=LONG),
+    Check("attention_torch.agrees_with_sdpa", attention_torch_agrees_with_sdpa, dims=RANDOM),
+    Check("attention_torch.respects_scale", attention_torch_respects_scale, dims=RANDOM),
+    Check("attention_torch.gradients", attention_torch_gradients, dims=RANDOM),
+    Check("attention_torch.agrees_with_numpy", attention_torch_agrees_with_numpy, uses=("attention",), dims=RANDOM),
+]

@@ -1,0 +1,74 @@
+"""Shared fixtures: the real course, one real sandbox for the session, helpers to build submissions."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder.course import load_course
+from autograder.grading import Grader
+from autograder.sandbox import Sandbox, probe
+from autograder.submission import read_submission
+from autograder.suite import load_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+SUBMISSIONS = FIXTURES / "submissions"
+PLAIN = SUBMISSIONS / "correct" / "plain.py"
+STUB = ROOT / "assignments" / "w07_attention" / "attention.py"
+REFERENCE = ROOT / "solutions" / "w07_attention" / "reference.py"
+# attention is score -> apply_mask -> softmax -> context, so a bug in a part may cost attention's checks too.
+PARTS_OF_ATTENTION = {"score", "apply_mask", "softmax", "context"}
+
+
+def manifest(kind: str) -> dict:
+    return yaml.safe_load((SUBMISSIONS / kind / "manifest.yaml").read_text())
+
+
+def compose(directory: Path, name: str, snippet: Path | None = None, suffix: str = ".py") -> Path:
+    """A submission file: plain.py with `snippet` appended (a later def overrides the earlier one)."""
+    text = PLAIN.read_text() + ("\n\n" + snippet.read_text() if snippet else "")
+    path = directory / f"{name}{suffix}"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="session")
+def course():
+    return load_course(ROOT / "course.yaml")
+
+
+@pytest.fixture(scope="session")
+def suite(course):
+    return load_suite(course, "w07_attention")
+
+
+@pytest.fixture(scope="session")
+def sandbox(suite):
+    with Sandbox(probe("auto"), suite.assignment.preload) as box:
+        yield box
+
+
+@pytest.fixture(scope="session")
+def grader(course, suite, sandbox):
+    return Grader(course, suite, sandbox)
+
+
+@pytest.fixture
+def grade(grader):
+    """grade(path, student=None) -> SubmissionResult, through the real sandbox."""
+    return lambda path, student=None: grader.grade(read_submission(Path(path), student))
+
+
+def run_cli(*args, cwd=ROOT, timeout=600) -> subprocess.CompletedProcess:
+    """The real `autograder` command in a subprocess."""
+    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def bwrap_works() -> bool:
+    return shutil.which("bwrap") is not None and probe("auto").mode == "bwrap"

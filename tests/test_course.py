@@ -1,0 +1,105 @@
+"""course.yaml validation, the lecture's numbers, comparison messages, and a second assignment."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from autograder.checks import CheckFailed
+from autograder.compare import expect_close
+from autograder.course import CourseError, Tolerance, load_course
+from autograder.suite import load_suite
+from conftest import FIXTURES, ROOT, run_cli
+
+COURSE_TEXT = (ROOT / "course.yaml").read_text()
+
+
+def _course_copy(tmp_path, text: str):
+    """A course directory holding the real assignments and solutions and the given course.yaml."""
+    for folder in ("assignments", "solutions"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    (tmp_path / "course.yaml").write_text(text)
+    return tmp_path / "course.yaml"
+
+
+def test_the_lecture_example_holds_for_the_reference(suite):
+    ref = suite.reference
+    q, K = np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    V = np.array([[10.0, 0.0], [0.0, 10.0], [10.0, 10.0]])
+    np.testing.assert_allclose(ref.score(q, K), [[0.7071, 0.0, 0.7071]], atol=1e-4)
+    C, A = ref.attention(q, K, V)
+    np.testing.assert_allclose(A, [[0.4011, 0.1978, 0.4011]], atol=1e-4)
+    np.testing.assert_allclose(C, [[8.0222, 5.9889]], atol=1e-4)
+    np.testing.assert_allclose(ref.attention(np.array([[0.0, 1.0]]), K, V)[0], [[5.9889, 8.0222]], atol=1e-4)
+
+
+def test_shape_message_says_rows_are_queries():
+    with pytest.raises(CheckFailed) as failure:
+        expect_close(np.zeros((2, 6, 5)), np.zeros((2, 5, 6)), Tolerance(1e-6, 1e-9), "score(Q, K)")
+    assert failure.value.message == ("score(Q, K): expected shape (2, 5, 6), got (2, 6, 5): "
+                                     "rows should be queries and columns keys (slide 13)")
+
+
+@pytest.mark.parametrize("got, expected_words", [
+    (None, "is None: the function returned nothing"),
+    ([[0.5, 0.5]], "is a list of 1 items, not a NumPy array"),
+    (np.array([[1, 0]]), "has integer dtype int64"),
+    (np.array([[np.nan, 0.5]]), "has NaN at 1 positions"),
+    (np.array([[0.5, 0.6]]), "differs from the expected values at 1 of 2 positions"),
+])
+def test_comparison_goes_in_order_with_helpful_messages(got, expected_words):
+    with pytest.raises(CheckFailed) as failure:
+        expect_close(got, np.array([[0.5, 0.5]]), Tolerance(1e-6, 1e-9), "softmax(S)")
+    assert expected_words in failure.value.message
+
+
+def test_unknown_key_is_named(tmp_path):
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("    call_seconds: 5", "    call_secs: 5"))
+    with pytest.raises(CourseError, match=r"defaults\.limits\.call_secs: unknown key"):
+        load_course(path)
+
+
+def test_check_without_points_is_named(tmp_path):
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.one_by_one: 1\n", "      softmax.one_by_one:\n"))
+    with pytest.raises(CourseError, match=r"checks\.softmax\.one_by_one: no points given"):
+        load_course(path)
+
+
+def test_check_missing_from_course_yaml_is_named(tmp_path):
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.one_by_one: 1\n", ""))
+    with pytest.raises(CourseError, match=r"'softmax.one_by_one' \(hidden\) has no points"):
+        load_suite(load_course(path), "w07_attention")
+
+
+def test_listed_check_that_does_not_exist_is_named(tmp_path):
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.one_by_one: 1\n",
+                                                      "      softmax.one_by_one: 1\n      softmax.made_up: 1\n"))
+    with pytest.raises(CourseError, match=r"checks\.softmax\.made_up: no check by that name exists"):
+        load_suite(load_course(path), "w07_attention")
+
+
+def test_bad_yaml_and_missing_file_say_what_to_do(tmp_path):
+    (tmp_path / "course.yaml").write_text("course: [unclosed")
+    with pytest.raises(CourseError, match="not valid YAML"):
+        load_course(tmp_path / "course.yaml")
+    done = run_cli("grade", "w07_attention", "x.py", cwd=tmp_path.parent)
+    assert done.returncode == 2 and "pass --course" in done.stderr
+
+
+def test_a_second_assignment_is_a_folder_and_a_course_yaml_entry(tmp_path):
+    entry = ("  tiny:\n    title: Doubling\n    module: tiny\n    preload: [numpy]\n"
+             "    checks:\n      double.small: 1\n      double.matches_reference: 2\n")
+    path = _course_copy(tmp_path, COURSE_TEXT + entry)
+    for folder in ("assignments", "solutions"):
+        shutil.copytree(FIXTURES / "tiny" / folder / "tiny", tmp_path / folder / "tiny")
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text("def double(x):\n    return x + x\n")
+    bad.write_text("def double(x):\n    return x * 3\n")
+    done = run_cli("grade", "tiny", good, bad, "--json", "--course", path)
+    assert done.returncode == 0, done.stderr
+    results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert results["good"]["score"] == results["good"]["max_score"] == 3
+    assert results["bad"]["score"] == 0
+    assert {t["visibility"] for t in results["bad"]["tests"]} == {"public", "hidden"}

@@ -1,0 +1,118 @@
+"""Issue 2: the reference, the stub, correct variants and one-bug variants, graded end to end."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from conftest import PARTS_OF_ATTENTION, PLAIN, REFERENCE, STUB, SUBMISSIONS, compose, manifest, run_cli
+
+BUGGY = manifest("buggy")
+CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py"))
+
+
+def test_reference_gets_full_marks(grade, suite):
+    result = grade(REFERENCE, "reference")
+    failing = [(t.name, t.output) for t in result.tests if t.status != "passed"]
+    assert failing == []
+    assert result.score == result.max_score == suite.max_score == 100
+
+
+def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade, suite):
+    result = grade(STUB, "stub")
+    assert result.score == 0
+    for function in suite.functions:
+        messages = {t.output for t in result.tests if t.function == function}
+        assert f"{function} is not implemented yet (it raises NotImplementedError)" in messages, function
+    assert not any("Traceback" in t.output for t in result.tests)
+
+
+def test_stub_through_the_command_line_prints_no_traceback(tmp_path):
+    done = run_cli("grade", "w07_attention", STUB, "--db", tmp_path / "grades.db")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "attention: 0 / 100 points" in done.stdout
+    assert "softmax is not implemented yet" in done.stdout
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
+def test_correct_variants_get_full_marks(grade, path):
+    assert len(CORRECT) >= 6
+    result = grade(path)
+    assert [(t.name, t.output) for t in result.tests if t.status != "passed"] == []
+
+
+def _may_fail(check_functions: tuple, bug_in: str) -> bool:
+    """A check may lose points if it calls the buggy function, or attention built on it."""
+    affected = {bug_in} | ({"attention"} if bug_in in PARTS_OF_ATTENTION else set())
+    return bool(affected & set(check_functions))
+
+
+@pytest.mark.parametrize("bug", sorted(BUGGY))
+def test_one_bug_costs_only_its_function(grade, suite, tmp_path, bug):
+    assert len(BUGGY) >= 15
+    bug_in = BUGGY[bug]["function"]
+    result = grade(compose(tmp_path, bug, SUBMISSIONS / "buggy" / f"{bug}.py"))
+    own = [t for t in result.tests if t.function == bug_in and t.status != "passed"]
+    assert own, f"{bug}: no check of {bug_in} failed"
+    functions = {entry.name: entry.check.functions for entry in suite.checks}
+    collateral = [(t.name, t.output) for t in result.tests
+                  if t.status != "passed" and not _may_fail(functions[t.name], bug_in)]
+    assert collateral == []
+
+
+def test_same_submission_graded_twice_gives_the_same_result(grade, tmp_path):
+    path = compose(tmp_path, "twice", SUBMISSIONS / "buggy" / "softmax_over_queries.py")
+    first, second = grade(path), grade(path)
+    assert first.seed == second.seed
+    assert [(t.name, t.status, t.score, t.output) for t in first.tests] == \
+           [(t.name, t.status, t.score, t.output) for t in second.tests]
+
+
+def test_seeds_differ_between_students_and_change_the_inputs(grade, tmp_path):
+    path = compose(tmp_path, "seeded", SUBMISSIONS / "buggy" / "softmax_over_queries.py")
+    alice, bob = grade(path, "alice"), grade(path, "bob")
+    assert alice.seed != bob.seed
+    messages = lambda r: {t.name: t.output for t in r.tests if t.visibility == "hidden" and t.status != "passed"}
+    assert messages(alice).keys() == messages(bob).keys()
+    assert messages(alice) != messages(bob)  # same bug, different random inputs
+
+
+def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
+    code = PLAIN.read_text()
+    imports, rest = code.split("\n\n\ndef score", 1)
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Week 7"),
+        nbformat.v4.new_code_cell("%matplotlib inline\n!pip install nothing\n" + imports),
+        nbformat.v4.new_code_cell("def score" + rest),
+        nbformat.v4.new_code_cell("%%time\nprint(softmax(np.zeros((1, 2))))"),
+        nbformat.v4.new_code_cell("%%bash\necho not python"),
+        nbformat.v4.new_code_cell("undefined_name + 1"),
+    ])
+    path = tmp_path / "nb_student.ipynb"
+    nbformat.write(notebook, path)
+    result = grade(path)
+    assert result.score == 100
+    assert any("cell 5 raised NameError" in note for note in result.notes)
+    assert "[0.5 0.5]" in result.output
+
+
+def test_json_lines_follow_the_gradescope_shape(tmp_path):
+    buggy = compose(tmp_path, "bob", SUBMISSIONS / "buggy" / "causal_hides_diagonal.py")
+    done = run_cli("grade", "w07_attention", REFERENCE, buggy, "--json", "--db", tmp_path / "grades.db")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert sorted(line["student"] for line in lines) == ["bob", "reference"]
+    lines.sort(key=lambda line: line["student"] != "reference")
+    for line in lines:
+        assert {"student", "assignment", "score", "max_score", "seed", "tests"} <= line.keys()
+        for test in line["tests"]:
+            assert {"name", "function", "score", "max_score", "status", "visibility", "output",
+                    "misconception"} <= test.keys()
+            assert test["status"] in {"passed", "failed", "error", "timeout"}
+            assert test["visibility"] in {"public", "hidden"}
+    assert lines[0]["score"] == 100
+    failed = {t["name"] for t in lines[1]["tests"] if t["status"] == "failed"}
+    assert "causal_mask.diagonal_visible" in failed
+    assert lines[1]["score"] < 100
