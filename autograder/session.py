@@ -176,12 +176,7 @@ class Session:
             if report.failure:
                 raise WorkerDied(f"the worker could not reload the submission: {report.failure}")
         self._next_id += 1
-        buffers: list = []
-        request = {"op": "call", "id": self._next_id, "function": call.function,
-                   "args": [wire.encode(a, buffers) for a in call.args],
-                   "kwargs": {k: wire.encode(v, buffers) for k, v in call.kwargs.items()},
-                   "as_tensors": call.as_tensors, "return_inputs": call.return_inputs,
-                   "backward": None if call.backward is None else [wire.encode(g, buffers) for g in call.backward]}
+        request, buffers = request_frame(call, self._next_id)
         # An honest answer is at most a few times the size of the inputs.
         self._parser.limit = (32 << 20) + 16 * call.payload_bytes()
         seconds = call.seconds or self.limits.call_seconds
@@ -201,7 +196,7 @@ class Session:
                 raise ReplyRejected(f"{call.function} returned {_size(big.size)}, far more than an answer "
                                     f"to this call can be (limit {_size(big.limit)}); it was not read") from None
             raise WorkerDied(f"{call.function} stopped the worker process ({stop.reason})") from None
-        return self._reply(header, data)
+        return read_reply(header, data)
 
     def close(self) -> None:
         """Stop the child and everything it started; keep what it printed."""
@@ -370,25 +365,36 @@ class Session:
         killed, self._exits = self.sandbox.clean()
         self.killed_processes += killed
 
-    def _reply(self, header: dict, buffers: list) -> Reply:
-        try:
-            seconds = float(header.get("seconds") or 0.0)
-            if header.get("raised") is not None:
-                return Reply(raised=_raised(header["raised"]), seconds=seconds)
-            if header.get("unsendable") is not None:
-                problem = _raised(header["unsendable"])
-                raise ReplyRejected(f"the returned value could not be sent back ({problem.describe()})")
-            value = wire.decode(header.get("value"), buffers)
-            inputs = header.get("inputs")
-            grads = header.get("grads")
-            return Reply(
-                value=value,
-                inputs=None if inputs is None else tuple(wire.decode(t, buffers) for t in inputs[:wire.MAX_ITEMS]),
-                grads=None if grads is None else tuple(wire.decode(t, buffers) for t in grads[:wire.MAX_ITEMS]),
-                grad_error=None if header.get("grad_error") is None else str(header["grad_error"])[:wire.MAX_TEXT],
-                seconds=seconds)
-        except (wire.WireError, TypeError, ValueError) as error:
-            raise ReplyRejected(f"the reply could not be read: {error}") from None
+def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
+    """The wire header and buffers asking a worker to make `call`."""
+    buffers: list = []
+    header = {"op": "call", "id": call_id, "function": call.function,
+              "args": [wire.encode(a, buffers) for a in call.args],
+              "kwargs": {k: wire.encode(v, buffers) for k, v in call.kwargs.items()},
+              "as_tensors": call.as_tensors, "return_inputs": call.return_inputs,
+              "backward": None if call.backward is None else [wire.encode(g, buffers) for g in call.backward]}
+    return header, buffers
+
+
+def read_reply(header: dict, buffers: list) -> Reply:
+    """Decode and validate a worker's reply; raises ReplyRejected when it cannot be trusted."""
+    try:
+        seconds = float(header.get("seconds") or 0.0)
+        if header.get("raised") is not None:
+            return Reply(raised=_raised(header["raised"]), seconds=seconds)
+        if header.get("unsendable") is not None:
+            problem = _raised(header["unsendable"])
+            raise ReplyRejected(f"the returned value could not be sent back ({problem.describe()})")
+        inputs = header.get("inputs")
+        grads = header.get("grads")
+        return Reply(
+            value=wire.decode(header.get("value"), buffers),
+            inputs=None if inputs is None else tuple(wire.decode(t, buffers) for t in inputs[:wire.MAX_ITEMS]),
+            grads=None if grads is None else tuple(wire.decode(t, buffers) for t in grads[:wire.MAX_ITEMS]),
+            grad_error=None if header.get("grad_error") is None else str(header["grad_error"])[:wire.MAX_TEXT],
+            seconds=seconds)
+    except (wire.WireError, TypeError, ValueError) as error:
+        raise ReplyRejected(f"the reply could not be read: {error}") from None
 
 
 def _raised(tree) -> Raised:
