@@ -2,20 +2,28 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 
+from autograder import exports
 from autograder.batch import default_db, grade_batch, plan_batch
 from autograder.course import CourseError, find_course, load_course
 from autograder.discover import LayoutError, find_submissions
+from autograder.grading import Grader
+from autograder.inkernel import format_check
 from autograder.progress import Progress
+from autograder.public import public_course
+from autograder.release import ReleaseError, release
+from autograder.replay import format_replay
 from autograder.results import SubmissionResult
-from autograder.sandbox import SandboxError, probe
-from autograder.store import Store, StoreError
-from autograder.suite import load_suite
+from autograder.sandbox import Sandbox, SandboxError, probe
+from autograder.submission import SUFFIXES, read_submission
+from autograder.store import Store, StoreError, stored_results
+from autograder.suite import load_public_suite, load_suite
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,8 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (CourseError, SandboxError, LayoutError, StoreError) as error:
+    except (CourseError, SandboxError, LayoutError, StoreError, ReleaseError, exports.ExportError) as error:
         print(f"autograder: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"autograder: {error.strerror or error} ({error.filename or 'no file name'}); check that path "
+              "and its permissions, then run again", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("autograder: interrupted; results already stored are kept", file=sys.stderr)
@@ -49,6 +61,28 @@ def _parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="show which sandbox protections this machine supports")
     doctor.add_argument("--sandbox", choices=("auto", "bwrap", "fallback"), default="auto")
     doctor.set_defaults(run=_doctor)
+
+    report = commands.add_parser("report", help="write each student's feedback and the class report "
+                                                "from stored results")
+    report.add_argument("--db", type=Path, help="results database (default: grades.db beside course.yaml)")
+    report.add_argument("--out", type=Path, default=Path("report"),
+                        help="folder for index.html, grades.csv and feedback/ (default: %(default)s)")
+    report.add_argument("--assignment", help="assignment to report on (default: the only one in the database)")
+    report.add_argument("--course", type=Path, help="course.yaml to use (default: the nearest one)")
+    report.set_defaults(run=_report)
+
+    replay = commands.add_parser("replay", help="re-run one check for one student and print the inputs, "
+                                                "the expected and the returned values")
+    replay.add_argument("student", help="student id, as stored by `grade`")
+    replay.add_argument("check", help="check name, e.g. softmax.matches_reference")
+    replay.add_argument("--assignment", help="assignment (default: the only one in the database)")
+    replay.add_argument("--db", type=Path, help="results database (default: grades.db beside course.yaml)")
+    replay.add_argument("--file", type=Path, help="the student's file, if it moved since grading")
+    _common(replay)
+    replay.set_defaults(run=_replay)
+
+    _export_parsers(commands)  # export csv/gradescope/nbgrader, gradescope-bundle, gradescope-run
+    _release_parsers(commands)  # release (through nbgrader), check (students' public checks)
     return parser
 
 
@@ -89,6 +123,45 @@ def _grade(args) -> int:
             print(format_results(graded + skipped))
         print(f"results are in {store.path}; `autograder report` writes the feedback", file=sys.stderr)
     return 0
+
+
+def _report(args) -> int:
+    # Imported here: matplotlib and jinja2 would slow every other command's start.
+    from autograder.report import write_reports
+
+    assignment, results = stored_results(_db(args), args.assignment)
+    index = write_reports(assignment, results, args.out)
+    print(f"wrote feedback for {len(results)} students of {assignment} to {args.out / 'feedback'}/ and "
+          f"{args.out / 'grades.csv'}", file=sys.stderr)
+    print(f"class report: {index}")
+    return 0
+
+
+def _replay(args) -> int:
+    course = load_course(args.course or find_course())
+    assignment, results = stored_results(_db(args), args.assignment)
+    stored = next((r for r in results if r.student == args.student), None)
+    if stored is None:
+        raise CourseError(f"no stored result for student {args.student!r} in {assignment}; grade the "
+                          "submission first, or check the id with `autograder export csv`")
+    suite = load_suite(course, assignment)
+    path = args.file or Path(stored.file)
+    if not path.is_file():
+        raise CourseError(f"{path} (the file graded for {args.student}) is gone; pass --file with its new path")
+    submission = dataclasses.replace(read_submission(path), student=args.student)
+    if submission.sha256 != stored.sha256 or suite.version != stored.suite_version:
+        print(f"note: the file or the suite changed since {args.student} was graded; the replay uses the "
+              "current ones", file=sys.stderr)
+    protections = probe(args.sandbox)
+    with Sandbox(protections, suite.assignment.preload) as sandbox:
+        tried = Grader(course, suite, sandbox).replay(submission, args.check)
+    print(format_replay(args.student, args.check, stored.seed, tried))
+    return 0
+
+
+def _db(args) -> Path:
+    """--db, or grades.db beside the course's course.yaml."""
+    return args.db or default_db(load_course(args.course or find_course()))
 
 
 def _doctor(args) -> int:
@@ -136,4 +209,161 @@ def format_result(result: SubmissionResult) -> str:
         lines.append("  not passed:")
         for test in failing:
             lines.append(f"    {test.name} [{test.status}, {test.visibility}]: {test.output}")
+            if test.explanation:
+                lines.append(f"      idea to revisit: {test.explanation}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- exports
+
+
+def _export_parsers(commands) -> None:
+    export = commands.add_parser("export", help="write stored grades as CSV, Gradescope results.json files, "
+                                                "or into an nbgrader gradebook")
+    formats = export.add_subparsers(dest="format", required=True)
+    to_csv = formats.add_parser("csv", help="one row per student: total, points per function, status flags")
+    to_csv.add_argument("--out", type=Path, help="CSV file to write (default: standard output)")
+    to_csv.set_defaults(run=_export_csv)
+    to_gradescope = formats.add_parser("gradescope", help="OUT/<student>/results.json in Gradescope's format")
+    to_gradescope.add_argument("--out", type=Path, required=True, help="folder to write the results into")
+    to_gradescope.set_defaults(run=_export_gradescope)
+    to_nbgrader = formats.add_parser("nbgrader", help="write the scores into an nbgrader gradebook")
+    to_nbgrader.add_argument("--gradebook", required=True,
+                             help="nbgrader database: a URL (sqlite:///path/gradebook.db) or a path to a .db file")
+    to_nbgrader.add_argument("--notebook", help="notebook name in the gradebook (default: the assignment's "
+                                                "module from course.yaml, e.g. attention)")
+    to_nbgrader.set_defaults(run=_export_nbgrader)
+    for command in (to_csv, to_gradescope, to_nbgrader):
+        command.add_argument("--db", type=Path, help="results database (default: grades.db beside course.yaml)")
+        command.add_argument("--assignment", help="assignment to export (default: the only one in the database)")
+        command.add_argument("--course", type=Path, help="course.yaml to use (default: the nearest one)")
+
+    bundle = commands.add_parser("gradescope-bundle", help="write a Gradescope autograder zip for an assignment")
+    bundle.add_argument("assignment", help="assignment name from course.yaml, e.g. w07_attention")
+    bundle.add_argument("--out", type=Path, default=Path("autograder.zip"), help="zip to write (default: %(default)s)")
+    bundle.add_argument("--course", type=Path, help="course.yaml to use (default: the nearest one)")
+    bundle.set_defaults(run=_gradescope_bundle)
+
+    run = commands.add_parser("gradescope-run", help="grade the one submission in a Gradescope container and "
+                                                     "write results/results.json (the bundle's run_autograder)")
+    run.add_argument("assignment", help="assignment name from course.yaml")
+    run.add_argument("--root", type=Path, default=exports.GRADESCOPE_ROOT,
+                     help="Gradescope's folder holding submission/ and results/ (default: %(default)s)")
+    _common(run)
+    run.set_defaults(run=_gradescope_run)
+
+
+def _export_csv(args) -> int:
+    assignment, results = stored_results(_db(args), args.assignment)
+    if args.out is None:
+        exports.write_csv(results, sys.stdout)
+        where = "standard output (--out FILE writes a file)"
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with open(args.out, "w", newline="") as stream:
+            exports.write_csv(results, stream)
+        where = str(args.out)
+    print(f"wrote {len(results)} students of {assignment} to {where}", file=sys.stderr)
+    return 0
+
+
+def _export_gradescope(args) -> int:
+    assignment, results = stored_results(_db(args), args.assignment)
+    written = exports.write_gradescope_dir(results, args.out)
+    print(f"wrote {len(written)} results.json files of {assignment} under {args.out}/<student>/", file=sys.stderr)
+    return 0
+
+
+def _export_nbgrader(args) -> int:
+    gradebook = args.gradebook if "://" in args.gradebook else f"sqlite:///{Path(args.gradebook).resolve()}"
+    assignment, results = stored_results(_db(args), args.assignment)
+    notebook = args.notebook or load_course(args.course or find_course()).assignment(assignment).module
+    summary = exports.write_nbgrader(results, gradebook, assignment, notebook)
+    print(f"wrote {summary.students} students of {assignment} into {gradebook} (notebook {notebook!r}, one grade "
+          f"cell per function, {sum(summary.cells.values()):g} points); `nbgrader export` and formgrader show "
+          "them", file=sys.stderr)
+    return 0
+
+
+def _gradescope_bundle(args) -> int:
+    course = load_course(args.course or find_course())
+    names = exports.write_bundle(course, args.assignment, args.out)
+    print(f"wrote {args.out} ({len(names)} files): upload it as the assignment's autograder on Gradescope. "
+          "It holds the solutions; keep it private.", file=sys.stderr)
+    return 0
+
+
+def _gradescope_run(args) -> int:
+    exports.grade_for_gradescope(load_course(args.course or find_course()), args.assignment, args.root,
+                                 args.sandbox)
+    return 0
+
+
+# ---------------------------------------------------------------- release and students' self-check
+
+
+def _release_parsers(commands) -> None:
+    release = commands.add_parser("release", help="generate the students' version through nbgrader "
+                                                  "(notebook, stub, public checks) and scan it for leaks")
+    release.add_argument("assignment", help="assignment name from course.yaml, e.g. w07_attention")
+    release.add_argument("--out", type=Path, help="release folder; the assignment goes in OUT/ASSIGNMENT "
+                                                  "(default: release/ beside course.yaml, nbgrader's)")
+    release.add_argument("--gradebook", type=Path, help="nbgrader database to record the assignment in "
+                                                        "(default: nbgrader's, gradebook.db beside course.yaml)")
+    release.add_argument("--rebuild", action="store_true", help="first regenerate the source notebook's answer, "
+                                                                 "test and written cells and public_manifest.json "
+                                                                 "from the reference, the stub and course.yaml")
+    release.add_argument("--course", type=Path, help="course.yaml to use (default: the nearest one)")
+    release.set_defaults(run=_release)
+
+    check = commands.add_parser("check", help="run the public checks on your attention.py or attention.ipynb "
+                                              "(for students, in the folder they were given)")
+    check.add_argument("file", type=Path, help="your .py or .ipynb file")
+    check.add_argument("--dir", type=Path, help="the assignment folder you were given, holding public_checks.py "
+                                                "and public_manifest.json (default: the file's folder)")
+    check.add_argument("--sandbox", choices=("auto", "bwrap", "fallback"), default="auto",
+                       help="auto uses bubblewrap when it works; fallback skips it (weaker)")
+    check.set_defaults(run=_check)
+
+
+def _release(args) -> int:
+    course = load_course(args.course or find_course())
+    suite = load_suite(course, args.assignment)
+    done = release(course, suite, args.out or course.root / "release", args.gradebook, args.rebuild)
+    for path in done.rebuilt:
+        print(f"regenerated {path} from the reference, the stub and course.yaml; review and commit it",
+              file=sys.stderr)
+    print(f"released {suite.assignment.name} to {done.folder}: {', '.join(done.files)}")
+    print(f"  {done.points:g} autograded points (the same checks as `autograder grade`) and {done.written:g} "
+          "hand-graded; nothing from solutions/ or the hidden checks was found in it")
+    print(f"next: give students {done.folder}, or `nbgrader release_assignment {suite.assignment.name}` "
+          "with nbgrader's exchange", file=sys.stderr)
+    return 0
+
+
+def _check(args) -> int:
+    if not args.file.is_file() or args.file.suffix not in SUFFIXES:
+        raise LayoutError(f"{args.file} is not a .py or .ipynb file; pass the file you will hand in, "
+                          "e.g. `autograder check attention.ipynb`")
+    folder = args.dir or args.file.resolve().parent
+    suite = load_public_suite(folder)
+    course = public_course(suite.assignment, folder)
+    protections = probe(args.sandbox)
+    if protections.warning:
+        print(protections.warning, file=sys.stderr)
+    with Sandbox(protections, suite.assignment.preload) as sandbox:
+        # The student id is the module name, as in the notebook's public cells: the same inputs, the same messages.
+        result = Grader(course, suite, sandbox).grade(read_submission(args.file, student=suite.assignment.module))
+    passed = [t for t in result.tests if t.status == "passed"]
+    lines = [f"{args.file.name}: {len(passed)} of {len(result.tests)} public checks passed "
+             f"({result.score:g} / {result.max_score:g} points of the public checks)"]
+    if result.problem:
+        lines.append(f"  could not check: {result.problem}")
+    lines += [f"  note: {note}" for note in result.notes]
+    lines += [format_check(test) for test in result.tests]
+    if len(passed) == len(result.tests) and not result.problem:
+        lines.append("All public checks passed. Hidden checks on other inputs run when you are graded.")
+    else:
+        lines.append("Fix the checks marked above and run this again. Hidden checks run when you are graded.")
+    print("\n".join(lines))
+    return 0 if len(passed) == len(result.tests) and not result.problem else 1

@@ -6,7 +6,7 @@ changes a grade. Point values live here and nowhere else.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import yaml
@@ -27,6 +27,7 @@ class Limits:
     submission_seconds: float = 60.0
     memory_mib: int = 2048
     output_kib: int = 8
+    max_output_mib: int = 16
     max_processes: int = 64
     max_open_files: int = 64
     max_file_mib: int = 16
@@ -59,6 +60,9 @@ class Assignment:
     limits: Limits
     tolerance: dict[str, Tolerance]
     checks: dict[str, CheckConfig]
+    # Manually graded written answers in the assignment's notebook (nbgrader's formgrader grades
+    # them): name -> points. Not part of `autograder grade`'s total, which is `max_score`.
+    written: dict[str, float] = field(default_factory=dict)
 
     @property
     def max_score(self) -> float:
@@ -123,7 +127,8 @@ def load_course(path: Path) -> Course:
 class _Reader:
     """Validating accessors that name the offending key in every error."""
 
-    ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "limits", "tolerance", "checks"}
+    ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "limits", "tolerance", "checks",
+                       "written"}
 
     def __init__(self, path: Path):
         self.path = path
@@ -189,7 +194,12 @@ class _Reader:
             preload=tuple(preload),
             limits=self.limits(entry.get("limits", {}), _join(key, "limits"), base_limits),
             tolerance=tolerance,
-            checks=self.checks(entry["checks"], _join(key, "checks")))
+            checks=self.checks(entry["checks"], _join(key, "checks")),
+            written=self.written(entry.get("written", {}), _join(key, "written")))
+
+    def written(self, value, key: str) -> dict[str, float]:
+        value = self.mapping(value, key)
+        return {name: self.number(points, _join(key, name)) for name, points in value.items()}
 
     def checks(self, value, key: str) -> dict[str, CheckConfig]:
         value = self.mapping(value, key)

@@ -11,20 +11,28 @@ import datetime
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field
 
-from autograder.checks import CheckFailed, StudentError, Trial, check_rng, student_seed
+from autograder.checks import CheckFailed, Dims, StudentError, Trial, check_rng, student_seed
 from autograder.course import Course
+from autograder.examples import example_json
+from autograder.misconceptions import Misconception, diagnose
 from autograder.results import CheckResult, SubmissionResult
 from autograder.sandbox import Sandbox
-from autograder.session import CallFailed, LoadReport, Session
+from autograder.session import CallFailed, CallTimedOut, LoadReport, ReplyRejected, Session, WorkerDied
+from autograder.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.submission import Submission
 from autograder.suite import Suite, SuiteCheck
 
 
 class Grader:
-    """Grades submissions of one assignment with one sandbox (one job's worth)."""
+    """Grades submissions of one assignment with one sandbox (one job's worth).
 
-    def __init__(self, course: Course, suite: Suite, sandbox: Sandbox):
+    sandbox: None for a Grader that only runs checks against a session it is
+    given (`run_checks`), as nbgrader's in-kernel test cells do.
+    """
+
+    def __init__(self, course: Course, suite: Suite, sandbox: Sandbox | None):
         self.course = course
         self.suite = suite
         self.sandbox = sandbox
@@ -48,7 +56,7 @@ class Grader:
                 if load.failure:
                     tests = self._all(f"your file could not be loaded: {load.failure}", "error")
                 else:
-                    tests = [self._run(entry, session, load, seed) for entry in self.suite.checks]
+                    tests = self.run_checks(session, load, seed)
             output, killed = session.output.text(), session.killed_processes
         return SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
@@ -59,46 +67,155 @@ class Grader:
             seconds=time.monotonic() - started,
             graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
 
-    def _run(self, entry: SuiteCheck, session: Session, load: LoadReport, seed: int) -> CheckResult:
+    def replay(self, submission: Submission, check_name: str) -> Attempt:
+        """Run one check for one student again, exactly as graded, keeping every call it makes."""
+        entry = self.suite.check(check_name)
+        seed = student_seed(self.course.seed_salt, self.suite.assignment.name, submission.student)
+        if submission.problem:
+            return Attempt("failed", submission.problem)
+        with Session(self.sandbox, submission.worker_spec(self.suite.assignment.module),
+                     self.suite.assignment.limits) as session:
+            load = session.open()
+            if load.failure:
+                return Attempt("error", f"the file could not be loaded: {load.failure}")
+            missing = [name for name in entry.check.functions if name not in load.functions]
+            if missing:
+                return Attempt("failed", f"the file does not define {missing[0]}()")
+            return attempt(entry, self._trial(entry, session, seed, entry.check.dims, entry.seconds))
+
+    def run_checks(self, session, load: LoadReport, seed: int, entries=None, explain: bool = True) -> list[CheckResult]:
+        """Run `entries` (default: the whole suite) in order against a loaded submission.
+
+        session: anything with Session's `call`. explain: diagnose and shrink
+        failures (in-kernel grading skips it: the points are the same).
+        A function that hung once is not called again: otherwise one hanging
+        function would spend the submission's budget on its remaining checks
+        and take honest functions' points with it.
+        """
+        budget = ShrinkBudget.for_submission(self.suite.assignment.limits.submission_seconds)
+        hung: dict[str, str] = {}  # function -> the timeout message
+        results = []
+        for entry in self.suite.checks if entries is None else entries:
+            stuck = next((f for f in entry.check.functions if f in hung), None)
+            if stuck:
+                results.append(self._result(entry, "timeout", f"not run: {hung[stuck]}"))
+                continue
+            result = self._run(entry, session, load, seed, budget, explain)
+            if result.status == "timeout":
+                hung[entry.function] = result.output
+            results.append(result)
+        return results
+
+    def _run(self, entry: SuiteCheck, session: Session, load: LoadReport, seed: int,
+             budget: ShrinkBudget, explain: bool) -> CheckResult:
+        """One check; a failure is diagnosed, shrunk (randomized checks) and given an example."""
         missing = [name for name in entry.check.functions if name not in load.functions]
         if missing:
             return self._result(entry, "failed", f"your file does not define {missing[0]}(); keep the "
                                                  "function names of the stub")
-        trial = Trial(name=entry.name, rng=check_rng(seed, entry.name), ref=self.suite.reference,
-                      call_function=session.call, tolerance=self.suite.assignment.tolerance, dims=entry.check.dims,
-                      seconds=entry.seconds, shared_cache=self._shared, class_seed=self._class_seed)
         started = time.monotonic()
-        status, message, hint = run_trial(entry, trial)
-        return self._result(entry, status, message, hint, time.monotonic() - started)
+        first = attempt(entry, self._trial(entry, session, seed, entry.check.dims, entry.seconds))
+        seconds = time.monotonic() - started
+        if first.status == "passed" or first.stopped or not explain:
+            # A stopped call left no reply to diagnose or show; the message says what the sandbox did.
+            return self._result(entry, first.status, first.message, first.hint, seconds, stopped=first.stopped)
+        # Diagnosed on the graded run only: at the tiny shrunk sizes different ideas (and plain
+        # garbage such as all zeros) can give the same numbers.
+        idea = self._diagnose(first)
+        shrunk = self._shrink(entry, session, seed, first, seconds, budget)
+        example = example_json(entry.visibility, shrunk.attempt if shrunk else first, self.suite.reference,
+                               shrunk_from=first.dims if shrunk else None)
+        return self._result(entry, first.status, first.message, first.hint, seconds, idea=idea, example=example)
 
-    def _result(self, entry: SuiteCheck, status: str, message: str, hint: str = "", seconds: float = 0.0):
+    def _trial(self, entry: SuiteCheck, session: Session, seed: int, dims: Dims | None,
+               seconds: float | None) -> Trial:
+        """A fresh Trial of `entry` for this student: the same seed gives the same inputs at the same dims."""
+        return Trial(name=entry.name, rng=check_rng(seed, entry.name), ref=self.suite.reference,
+                     call_function=session.call, tolerance=self.suite.assignment.tolerance, dims=dims,
+                     seconds=seconds, shared_cache=self._shared, class_seed=self._class_seed)
+
+    def _shrink(self, entry: SuiteCheck, session: Session, seed: int, first: Attempt, seconds: float,
+                budget: ShrinkBudget) -> Shrunk | None:
+        """The smallest dims at which a failed randomized check still fails, re-run in the same session.
+
+        Not for errors (a raise is already small), nor for checks with their
+        own time limit in course.yaml: those time a fixed large case.
+        """
+        if first.status != "failed" or entry.check.dims is None or entry.seconds is not None:
+            return None
+        # A re-run that hangs would cost a full call limit; the failing run shows how long an answer takes.
+        limit = min(self.suite.assignment.limits.call_seconds, RERUN_SECONDS + 4 * seconds)
+        return shrink(entry.check.dims, input_size(first.calls),
+                      lambda dims: attempt(entry, self._trial(entry, session, seed, dims, limit)), budget)
+
+    def _diagnose(self, tried: Attempt) -> Misconception | None:
+        return diagnose(self.suite.misconceptions, tried.calls, self.suite.reference,
+                        self.suite.assignment.tolerance)
+
+    def _result(self, entry: SuiteCheck, status: str, message: str, hint: str = "", seconds: float = 0.0,
+                idea: Misconception | None = None, example: str = "", stopped: str = ""):
         return CheckResult(name=entry.name, function=entry.function, visibility=entry.visibility, status=status,
                            score=entry.points if status == "passed" else 0.0, max_score=entry.points,
-                           output=message, hint=hint, seconds=round(seconds, 4))
+                           output=message, hint=hint, seconds=round(seconds, 4),
+                           misconception=idea.id if idea else None, explanation=idea.sentence if idea else "",
+                           example=example, stopped=stopped)
 
     def _all(self, message: str, status: str) -> list[CheckResult]:
         return [self._result(entry, status, message) for entry in self.suite.checks]
 
 
-def run_trial(entry: SuiteCheck, trial: Trial) -> tuple[str, str, str]:
-    """Run one check; (status, message, hint). A fault in the check itself is reported, not raised."""
+RERUN_SECONDS = 1.0  # a shrinking re-run's call limit: this plus 4 × the failing run's time
+
+# How a call that produced no reply ended, for the feedback's "what the sandbox stopped".
+_STOPPED = ((CallTimedOut, "timeout"), (ReplyRejected, "rejected"), (WorkerDied, "crashed"))
+
+
+@dataclass
+class Attempt:
+    """One run of one check: its verdict and the calls it made.
+
+    status: one of results.STATUSES; message, hint: for the student.
+    failure: the CheckFailed raised, whose expected value a public example may show.
+    stopped: "timeout", "crashed" or "rejected" when the sandbox stopped a call.
+    calls: (Call, Reply) pairs in order; dims: the sizes the run used.
+    """
+
+    status: str
+    message: str = ""
+    hint: str = ""
+    failure: CheckFailed | None = None
+    stopped: str = ""
+    calls: list = field(default_factory=list)
+    dims: Dims | None = None
+
+
+def attempt(entry: SuiteCheck, trial: Trial) -> Attempt:
+    """Run one check once. A fault in the check itself is reported, not raised."""
+    ran = {"calls": trial.calls, "dims": trial.dims}
     try:
         entry.check.run(trial)
     except CheckFailed as failure:
-        return "failed", failure.message, failure.hint
+        return Attempt("failed", failure.message, failure.hint, failure=failure, **ran)
     except StudentError as error:
-        return "error", str(error), ""
+        return Attempt("error", str(error), **ran)
     except CallFailed as failure:
-        return failure.status, str(failure), ""
+        stopped = next((kind for cls, kind in _STOPPED if isinstance(failure, cls)), "crashed")
+        return Attempt(failure.status, str(failure), stopped=stopped, **ran)
     except Exception:  # noqa: BLE001 - a bug in a check must not stop the batch
         traceback.print_exc(file=sys.stderr)
-        return "error", (f"the grader failed while running {entry.name} (a fault in the check, not in your "
-                         "code); your instructor has been shown the details"), ""
-    return "passed", "", ""
+        return Attempt("error", f"the grader failed while running {entry.name} (a fault in the check, not in your "
+                                "code); your instructor has been shown the details", **ran)
+    return Attempt("passed", **ran)
 
 
 def _load_notes(load: LoadReport) -> list[str]:
-    notes = [f"{unit} raised {raised.describe()} while loading; the rest of the file still ran"
+    notes = [f"{unit} {_what_it_did(unit, raised)} while loading; the rest of the file still ran"
              for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the file was graded" for unit, reason in load.stopped]
     return notes
+
+
+def _what_it_did(unit: str, raised) -> str:
+    if raised.type == "SystemExit":
+        return "called sys.exit()"
+    return f"raised {raised.describe(line=not unit.startswith('line'))}"

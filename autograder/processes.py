@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 
 def parent_map() -> dict[int, int]:
@@ -41,30 +42,46 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def kill_descendants(root: int, rounds: int = 50) -> int:
-    """SIGKILL every descendant of `root` until none is left; return how many were killed.
+def kill_descendants(root: int, seconds: float = 10.0) -> int:
+    """SIGKILL every descendant of `root` and wait until all are dead; return how many were killed.
 
-    Repeats because a process may fork between the scan and the kill; each
-    round kills everything the previous one saw, so a bounded fork flood
-    dies within a few rounds.
+    Repeats because a process may fork between the scan and the kill, and
+    waits because a killed process is still running (tearing down its memory)
+    for a moment; a bounded fork flood is gone within a few rounds.
     """
     killed: set[int] = set()
-    for _ in range(rounds):
-        pids = [pid for pid in descendants(root) if not _is_zombie(pid)]
-        if not pids:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = [pid for pid in descendants(root) if not _is_zombie(pid)]
+        if not alive:
             break
-        for pid in pids:
+        for pid in alive:
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.add(pid)
             except ProcessLookupError:
                 pass
+        time.sleep(0.005)
     return len(killed)
 
 
-def _is_zombie(pid: int) -> bool:
+def live_descendants(root: int) -> int:
+    """How many descendants of `root` are running (zombies excluded)."""
+    return sum(not _is_zombie(pid) for pid in descendants(root))
+
+
+def live_count(proc: str) -> int:
+    """Processes that are not zombies in the procfs mounted at `proc` (e.g. a sandbox's /proc)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
+        entries = os.listdir(proc)
+    except OSError:
+        return 0
+    return sum(entry.isdigit() and not _is_zombie(entry, proc) for entry in entries)
+
+
+def _is_zombie(pid, proc: str = "/proc") -> bool:
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return True

@@ -21,8 +21,11 @@ class CheckResult:
     max_score: float
     output: str = ""  # the message for the student
     hint: str = ""
-    misconception: str | None = None
+    misconception: str | None = None  # a stable id from the assignment's misconception catalogue
     seconds: float = 0.0
+    explanation: str = ""  # the misconception's sentence: the idea from the lecture, and its slide
+    example: str = ""  # JSON (autograder.examples): inputs and values for public checks, sizes only for hidden
+    stopped: str = ""  # "timeout", "crashed" or "rejected" when the sandbox stopped one of the check's calls
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,8 @@ class SubmissionResult:
             "notes": list(self.notes), "output": self.output, "execution_time": round(self.seconds, 3),
             "tests": [{"name": t.name, "function": t.function, "score": t.score, "max_score": t.max_score,
                        "status": t.status, "visibility": t.visibility, "output": t.output,
-                       "hint": t.hint, "misconception": t.misconception} for t in self.tests],
+                       "hint": t.hint, "misconception": t.misconception, "explanation": t.explanation}
+                      for t in self.tests],
         }
 
 

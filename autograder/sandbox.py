@@ -102,7 +102,7 @@ def probe(requested: str = "auto") -> Protections:
 def _bwrap_problem(root: bool) -> str | None:
     if shutil.which("bwrap") is None:
         return "the bwrap command is not installed"
-    command = _bwrap_command(WORKER_UID_BASE if root else None, 16) + [sys.executable, "-I", "-c", "pass"]
+    command = _bwrap_command(WORKER_UID_BASE if root else None, 16) + [_python(), "-I", "-c", "pass"]
     try:
         done = subprocess.run(command, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -115,7 +115,7 @@ def _bwrap_problem(root: bool) -> str | None:
 
 def _interpreter_is_public() -> bool:
     """Whether an unprivileged uid can run this Python (every directory on the way is o+x)."""
-    paths = {Path(sys.executable).resolve(), Path(sys.prefix), Path(sys.base_prefix)}
+    paths = {Path(sys.executable).resolve(), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
     for path in paths:
         for part in [path, *path.parents]:
             try:
@@ -126,9 +126,14 @@ def _interpreter_is_public() -> bool:
     return True
 
 
+def _python() -> str:
+    """This interpreter's path without `..` parts, which may not exist inside the sandbox."""
+    return os.path.abspath(sys.executable)
+
+
 def _python_dirs() -> list[Path]:
     """Directories the worker's interpreter needs: its prefixes and library paths."""
-    dirs = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent}
+    dirs = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent.parent}
     return sorted(dirs)
 
 
@@ -213,7 +218,7 @@ class Sandbox:
             command, env, cwd = [], _worker_environment(scratch), scratch
             if self.uid is not None:
                 os.chown(scratch, self.uid, self.uid)
-        command += [sys.executable, "-I", "-c", BOOT]
+        command += [_python(), "-I", "-c", BOOT]
         config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "scratch": scratch,
                   "as_init": as_init}
         self._process = subprocess.Popen(
@@ -292,16 +297,48 @@ class Sandbox:
         """
         if self._process is None:
             return 0, {}
-        killed = processes.kill_descendants(self._zygote_pid)
-        exits = {}
-        try:
-            wire.send(self._control, {"op": "clean"})
-            exits = self._expect("clean", 30.0).get("exits", {})
-        except (OSError, SandboxError):
-            self.close()
+        inside = self.process_count()
+        if inside is not None:
+            killed = inside - 1  # everything but the zygote, which kills them as PID 1 of the namespace
+        else:
+            killed = processes.kill_descendants(self._zygote_pid)
+        exits = self._ask_zygote_to_clean()
+        if self._process is not None and inside is not None and self.process_count() != 1:
+            # The zygote lives inside the sandbox too, so its work is checked from outside.
+            processes.kill_descendants(self._zygote_pid)
+            exits.update(self._ask_zygote_to_clean())
         if self.fresh:
             self.close()
         return killed, exits
+
+    def _ask_zygote_to_clean(self) -> dict:
+        try:
+            wire.send(self._control, {"op": "clean"})
+            exits = self._expect("clean", 30.0).get("exits")
+            return exits if isinstance(exits, dict) else {}
+        except (OSError, SandboxError):
+            self.close()
+            return {}
+
+    def process_count(self) -> int | None:
+        """Live processes in the sandbox's PID namespace, zygote included; None outside bubblewrap.
+
+        Read from outside through the zygote's root, so nothing the
+        submission does inside can change the answer; cheap enough to ask
+        after every call.
+        """
+        if self.protections.mode != "bwrap" or not self._zygote_pid:
+            return None
+        return processes.live_count(f"/proc/{self._zygote_pid}/root/proc")
+
+    def submission_processes(self) -> int:
+        """Live processes the current submission is running (its child and anything it started)."""
+        if self._process is None:
+            return 0
+        inside = self.process_count()
+        if inside is not None:
+            return inside - 1  # the zygote
+        return processes.live_descendants(self._zygote_pid)
 
     # -------------------------------------------------------------- internals
 

@@ -63,8 +63,8 @@ class Raised:
     message: str
     line: int | None = None
 
-    def describe(self) -> str:
-        where = f" at line {self.line}" if self.line else ""
+    def describe(self, line: bool = True) -> str:
+        where = f" at line {self.line}" if self.line and line else ""
         message = f": {self.message}" if self.message else ""
         return f"{self.type}{where}{message}"
 
@@ -132,9 +132,11 @@ class CapturedOutput:
 
 
 class _Stopped(Exception):
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
+    """The child gave no usable reply. kind: timeout, died, flood, too_large or malformed."""
+
+    def __init__(self, kind: str, reason: str = "", child_alive: bool = True):
+        super().__init__(reason or kind)
+        self.kind, self.reason, self.child_alive = kind, reason or kind, child_alive
 
 
 class Session:
@@ -159,6 +161,7 @@ class Session:
         self._next_id = 0
         self._unit: tuple[int, str] | None = None
         self._exits: dict = {}
+        self._output_mark = 0
         self.load: LoadReport | None = None
 
     # -------------------------------------------------------------- public
@@ -181,26 +184,43 @@ class Session:
         self._parser.limit = (32 << 20) + 16 * call.payload_bytes()
         seconds = call.seconds or self.limits.call_seconds
         budget_left = self._deadline - time.monotonic()
+        processes_before = self.sandbox.process_count()
         try:
             header, data = self._exchange(wire.pack(request, buffers), min(seconds, budget_left),
                                           lambda h: h.get("event") == "reply" and h.get("id") == self._next_id)
         except _Stopped as stop:
-            self._stop_child()
-            if stop.reason == "timeout" and budget_left < seconds:
-                raise CallTimedOut(f"{call.function} was stopped: the submission used up its "
-                                   f"{self.limits.submission_seconds:g} s budget") from None
-            if stop.reason == "timeout":
-                raise CallTimedOut(f"{call.function} did not return within {seconds:g} s and was stopped") from None
-            if isinstance(stop.__cause__, wire.FrameTooLarge):
-                big = stop.__cause__
-                raise ReplyRejected(f"{call.function} returned {_size(big.size)}, far more than an answer "
-                                    f"to this call can be (limit {_size(big.limit)}); it was not read") from None
-            raise WorkerDied(f"{call.function} stopped the worker process ({stop.reason})") from None
+            self._stop_child(stop.child_alive)
+            raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
+        processes_after = self.sandbox.process_count()
+        if processes_before is not None and processes_after > processes_before:
+            self._stop_child(child_alive=True)
+            raise WorkerDied(f"{call.function} left {processes_after - processes_before} processes running after "
+                             "it returned; a function must not start processes. They were stopped")
         return read_reply(header, data)
 
+    def _failure(self, function: str, stop: "_Stopped", seconds: float, over_budget: bool) -> CallFailed:
+        """The student-facing explanation of a call that gave no reply."""
+        if stop.kind == "timeout" and over_budget:
+            return CallTimedOut(f"{function} was stopped: the submission used up its "
+                                f"{self.limits.submission_seconds:g} s budget")
+        if stop.kind == "timeout":
+            return CallTimedOut(f"{function} did not return within {seconds:g} s and was stopped")
+        if stop.kind == "too_large":
+            big = stop.__cause__
+            return ReplyRejected(f"{function} returned {_size(big.size)}, far more than an answer to this call "
+                                 f"can be (limit {_size(big.limit)}); it was not read")
+        if stop.kind == "flood":
+            return WorkerDied(f"{function} printed more than {self.limits.max_output_mib} MB of output and was "
+                              "stopped; remove the prints from your functions")
+        return WorkerDied(f"{function} stopped the worker process ({stop.reason})")
+
     def close(self) -> None:
-        """Stop the child and everything it started; keep what it printed."""
-        self._stop_child()
+        """Stop the child and everything it left running; keep what it printed."""
+        if self._sock is None:
+            return
+        left_behind = self.sandbox.submission_processes() - 1  # everything but the child itself
+        self._kill_child()
+        self.killed_processes += max(0, left_behind)
 
     def __enter__(self):
         return self
@@ -218,16 +238,18 @@ class Session:
             except (OSError, SandboxError) as error:
                 return LoadReport(frozenset(), failure=f"the worker could not start ({error})")
             self._unit = None
+            self._parser = wire.FrameParser(EVENT_LIMIT)  # nothing half-read from a killed child carries over
             seconds = min(self.limits.load_seconds, self._deadline - time.monotonic())
             try:
                 header, _ = self._exchange([], seconds, lambda h: h.get("event") == "ready")
             except _Stopped as stop:
                 unit = self._unit
-                self._stop_child()
+                self._stop_child(stop.child_alive)
                 if unit is None:
                     return LoadReport(frozenset(), failure=f"the worker stopped before running any code ({stop.reason})")
-                reason = (f"did not finish within {seconds:g} s and was stopped" if stop.reason == "timeout"
-                          else f"stopped the worker process ({stop.reason})")
+                reason = {"timeout": f"did not finish within {seconds:g} s and was stopped",
+                          "flood": f"printed more than {self.limits.max_output_mib} MB of output and was stopped",
+                          }.get(stop.kind, f"stopped the worker process ({stop.reason})")
                 self._skip[unit[0]] = f"{unit[1]}: {reason}"
                 continue
             return self._load_report(header)
@@ -265,6 +287,7 @@ class Session:
         the child dies or sends something malformed.
         """
         deadline = time.monotonic() + max(seconds, 0.0)
+        self._output_mark = self.output.total  # the flood limit is per call (and per load)
         pending = [memoryview(c).cast("B") for c in chunks if memoryview(c).nbytes]
         self._sock.setblocking(False)
         with selectors.DefaultSelector() as selector:
@@ -295,7 +318,7 @@ class Session:
         except BlockingIOError:
             return pending
         except OSError:
-            raise _Stopped("it closed its connection") from None
+            raise _Stopped("died", "it closed its connection", child_alive=False) from None
         pending[0] = pending[0][sent:]
         return [p for p in pending if p.nbytes]
 
@@ -305,9 +328,11 @@ class Session:
         except BlockingIOError:
             return None
         except (EOFError, ConnectionError):
-            raise _Stopped(self._death()) from None
+            raise _Stopped("died", self._death(), child_alive=False) from None
+        except wire.FrameTooLarge as error:
+            raise _Stopped("too_large") from error
         except wire.WireError as error:
-            raise _Stopped(f"it sent a malformed reply: {error}") from error
+            raise _Stopped("malformed", f"it sent a malformed reply: {error}") from error
         for header, buffers in frames:
             if header.get("event") == "unit" and isinstance(header.get("index"), int):
                 self._unit = (header["index"], str(header.get("label"))[:40])
@@ -322,6 +347,8 @@ class Session:
             return
         if chunk:
             self.output.add(chunk)
+            if self.output.total - self._output_mark > self.limits.max_output_mib << 20:
+                raise _Stopped("flood")
         else:
             selector.unregister(self._out)
             os.close(self._out)
@@ -339,7 +366,7 @@ class Session:
 
     def _death(self) -> str:
         """Describe how the child ended, from the zygote's account of it."""
-        self._stop_child()
+        self._stop_child(child_alive=False)
         ended = self._exits.get(str(self._pid))
         if ended is None:
             return "it exited"
@@ -352,9 +379,14 @@ class Session:
             return hint
         return f"it exited with status {detail}"
 
-    def _stop_child(self) -> None:
+    def _stop_child(self, child_alive: bool) -> None:
+        """Kill the child's whole process tree mid-submission; count what it left (not the child itself)."""
+        self.killed_processes += max(0, self._kill_child() - child_alive)
+
+    def _kill_child(self) -> int:
+        """Kill every process of this submission, keep the rest of its output; how many were killed."""
         if self._sock is None and self._out is None:
-            return
+            return 0
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -363,7 +395,8 @@ class Session:
             os.close(self._out)
             self._out = None
         killed, self._exits = self.sandbox.clean()
-        self.killed_processes += killed
+        return killed
+
 
 def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
     """The wire header and buffers asking a worker to make `call`."""

@@ -49,9 +49,19 @@ CREATE TABLE IF NOT EXISTS checks (
     hint TEXT NOT NULL,
     misconception TEXT,
     seconds REAL NOT NULL,
+    explanation TEXT NOT NULL DEFAULT '',
+    example TEXT NOT NULL DEFAULT '',
+    stopped TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (submission_id, name)
 );
 """
+# Columns added after the first release: (table, column, definition). A database
+# written before them gets them added on open; its rows then hold the defaults.
+ADDED_COLUMNS = (
+    ("checks", "explanation", "TEXT NOT NULL DEFAULT ''"),
+    ("checks", "example", "TEXT NOT NULL DEFAULT ''"),
+    ("checks", "stopped", "TEXT NOT NULL DEFAULT ''"),
+)
 _CHECK_FIELDS = [f.name for f in fields(CheckResult)]
 RETRIES = 20
 
@@ -72,6 +82,7 @@ class Store:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._retry(lambda: self._db.executescript(SCHEMA))
+            self._retry(self._add_missing_columns)
         except sqlite3.DatabaseError as error:
             raise StoreError(f"cannot use {self.path} as the results database ({error}). Pass --db with a "
                              "writable path, or move the damaged file away and regrade.") from None
@@ -133,6 +144,19 @@ class Store:
         tests = tuple(CheckResult(**dict(zip(_CHECK_FIELDS, values))) for values in cursor.fetchall())
         return SubmissionResult(**{**row, "notes": tuple(json.loads(row["notes"])), "tests": tests})
 
+    def _add_missing_columns(self) -> None:
+        """Bring a database from an earlier version up to SCHEMA, in one transaction."""
+        if not self._missing_columns():
+            return  # the usual case: nothing to write, so no write lock either
+        with self._transaction():
+            for table, column, definition in self._missing_columns():  # again: another grader may have added them
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+    def _missing_columns(self) -> list[tuple[str, str, str]]:
+        present = {table: {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+                   for table in {table for table, _, _ in ADDED_COLUMNS}}
+        return [added for added in ADDED_COLUMNS if added[1] not in present[added[0]]]
+
     def _transaction(self):
         return _Transaction(self._db)
 
@@ -160,3 +184,26 @@ class _Transaction:
 
     def __exit__(self, kind, *_):
         self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def stored_results(db: Path, assignment: str | None) -> tuple[str, list[SubmissionResult]]:
+    """The stored results of one assignment, by student; `assignment=None` picks the only one.
+
+    For the commands that read grades (report, export, replay); raises StoreError saying what to do.
+    """
+    db = Path(db)
+    if not db.is_file():
+        raise StoreError(f"there is no results database at {db}. Grade first (`autograder grade ASSIGNMENT "
+                         "PATH... --db PATH`) or pass --db with the database the grades went to.")
+    with Store(db) as store:
+        known = store.assignments()
+        if assignment is None:
+            if len(known) != 1:
+                raise StoreError(f"{db} holds results of {len(known)} assignments ({', '.join(known) or 'none'}); "
+                                 "pass --assignment NAME to pick one.")
+            assignment = known[0]
+        results = store.results(assignment)
+    if not results:
+        raise StoreError(f"{db} has no results for {assignment!r} (it holds: {', '.join(known) or 'nothing'}). "
+                         "Check --assignment, or grade the assignment first.")
+    return assignment, results

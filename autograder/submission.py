@@ -10,10 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
+# jsonschema (which nbformat imports) loads the optional IRI checker rfc3987_syntax when it is
+# installed, compiling a grammar for ~3 s on every start; notebooks use no IRI formats.
+sys.modules.setdefault("rfc3987_syntax", None)
+import nbformat  # noqa: E402
 
 MAX_BYTES = 50 << 20  # notebooks with images can be large; anything bigger is not a submission
 SUFFIXES = (".py", ".ipynb")

@@ -18,12 +18,17 @@ from types import ModuleType
 
 from autograder.checks import Check
 from autograder.course import Assignment, Course, CourseError
+from autograder.public import MANIFEST_FILE, read_manifest
+from autograder.misconceptions import Catalogue
 
 PUBLIC_FILE = "public_checks.py"
 HIDDEN_FILE = "hidden_checks.py"
 REFERENCE_FILE = "reference.py"
+MISCONCEPTIONS_FILE = "misconceptions.py"  # optional, beside the reference: see autograder.misconceptions
 # Grader code whose changes can change a verdict, so they are part of the suite's version.
 _GRADER_FILES = ("checks.py", "compare.py", "inputs.py")
+# Grader code that changes what a stored result says (misconception, example), so also versioned.
+_FEEDBACK_FILES = ("misconceptions.py", "shrink.py", "examples.py")
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class Suite:
     checks: tuple[SuiteCheck, ...]
     reference: ModuleType | None
     version: str  # changes whenever a check, the reference, or the assignment's settings change
+    misconceptions: Catalogue | None = None  # the assignment's known wrong ideas, if it has a catalogue
 
     @property
     def functions(self) -> tuple[str, ...]:
@@ -81,8 +87,37 @@ def load_suite(course: Course, name: str) -> Suite:
     reference = _load_module(reference_path, name, "reference") if reference_path.is_file() else None
     checks = tuple(_with_points(check, visibility, assignment, course) for check, visibility in found)
     _require_all_listed(checks, assignment, course)
-    files = [public_path, hidden_path, reference_path] + [Path(__file__).parent / f for f in _GRADER_FILES]
-    return Suite(assignment, checks, reference, _version(files, assignment))
+    catalogue_path = assignment.solution_dir / MISCONCEPTIONS_FILE
+    catalogue = _catalogue(_load_module(catalogue_path, name, "misconceptions")) if catalogue_path.is_file() else None
+    files = [public_path, hidden_path, reference_path, catalogue_path] + [
+        Path(__file__).parent / f for f in _GRADER_FILES + _FEEDBACK_FILES]
+    return Suite(assignment, checks, reference, _version(files, assignment), catalogue)
+
+
+def load_public_suite(folder: Path) -> Suite:
+    """The public checks of a released assignment folder, with points from its public manifest.
+
+    For students (`autograder check`, the notebook's public test cells): needs
+    neither course.yaml nor solutions/, only the folder `autograder release`
+    produced (public_checks.py and public_manifest.json beside the stub).
+    """
+    folder = Path(folder)
+    assignment = read_manifest(folder)
+    public_path = folder / PUBLIC_FILE
+    if not public_path.is_file():
+        raise CourseError(f"{public_path} is missing: the released folder must hold the public checks; "
+                          "download the assignment again, or pass its folder with --dir")
+    checks = _checks(_load_module(public_path, assignment.name, "public_checks"))
+    released = set(assignment.checks)
+    unlisted = [c.name for c in checks if c.name not in released] + sorted(released - {c.name for c in checks})
+    if unlisted:
+        raise CourseError(f"{folder / MANIFEST_FILE} and {PUBLIC_FILE} disagree about check {unlisted[0]!r}: "
+                          "the folder mixes two releases. Download the assignment again "
+                          "(instructors: run `autograder release`)")
+    entries = tuple(SuiteCheck(c, "public", assignment.checks[c.name].points, assignment.checks[c.name].seconds)
+                    for c in checks)
+    files = [public_path, folder / MANIFEST_FILE] + [Path(__file__).parent / f for f in _GRADER_FILES]
+    return Suite(assignment, entries, None, _version(files, assignment))
 
 
 def _load_module(path: Path, assignment: str, role: str) -> ModuleType:
@@ -104,6 +139,14 @@ def _checks(module: ModuleType) -> list[Check]:
     if not isinstance(checks, list) or not all(isinstance(c, Check) for c in checks):
         raise CourseError(f"{module.__file__} must define CHECKS, a list of autograder.checks.Check")
     return checks
+
+
+def _catalogue(module: ModuleType) -> Catalogue:
+    catalogue = getattr(module, "CATALOGUE", None)
+    if not isinstance(catalogue, Catalogue):
+        raise CourseError(f"{module.__file__} must define CATALOGUE, an autograder.misconceptions.Catalogue "
+                          "(or be removed if the assignment has no misconception catalogue)")
+    return catalogue
 
 
 def _with_points(check: Check, visibility: str, assignment: Assignment, course: Course) -> SuiteCheck:

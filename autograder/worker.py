@@ -73,7 +73,10 @@ def zygote_main(config: dict) -> None:
             os.close(output)
             wire.send(control, {"event": "spawned", "pid": pid})
         elif header.get("op") == "clean":
-            exits = _reap_all()
+            if config["as_init"]:
+                # PID 1 of the sandbox's namespace: kill(-1) reaches exactly the submission's processes.
+                os.kill(-1, signal.SIGKILL)
+            exits = _reap_all(wait=True)  # everything is dead or dying: nothing is left to wait for
             _wipe(config["scratch"])
             wire.send(control, {"event": "clean", "exits": exits})
 
@@ -90,12 +93,12 @@ def _receive(sock, parser):
             return frames[0], fds
 
 
-def _reap_all() -> dict[str, list]:
-    """Reap every finished child; pid -> ["exit", code] or ["signal", name]."""
+def _reap_all(wait: bool) -> dict[str, list]:
+    """Reap finished children (all of them, if `wait`); pid -> ["exit", code] or ["signal", name]."""
     exits = {}
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, 0 if wait else os.WNOHANG)
         except ChildProcessError:
             return exits
         if pid == 0:
@@ -150,6 +153,8 @@ def _child_main(spec: dict, sock_fd: int, output_fd: int) -> None:
         os.environ.update(HOME=workdir, TMPDIR=workdir, PATH="/usr/bin:/bin")
         _set_limits(spec["limits"])
         sock = socket.socket(fileno=sock_fd)
+        for name in [m for m in sys.modules if m == "autograder" or m.startswith("autograder.")]:
+            del sys.modules[name]  # the worker keeps its references; `import autograder` must find nothing
         namespace = _load(spec, sock)
         _serve(sock, namespace)
     except BaseException:  # noqa: BLE001 - the child must never fall back into the zygote loop
@@ -216,17 +221,20 @@ def _load(spec: dict, sock) -> dict:
     sys.modules[spec["module"]] = module
     problems = []
     skip = set(spec["skip"])
+    me = os.getpid()
     for index, (label, code) in enumerate(_units(spec)):
         if index in skip:
             continue
         if isinstance(code, BaseException):
             problems.append({"unit": label, "error": _describe(code, spec["filename"])})
             continue
-        wire.send(sock, {"event": "unit", "index": index, "label": label})
+        if os.getpid() == me:  # a process the file forked runs the rest of the file silently, as in Python
+            wire.send(sock, {"event": "unit", "index": index, "label": label})
         try:
             exec(code, module.__dict__)
         except BaseException as error:  # noqa: BLE001 - SystemExit at import is the student's problem
             problems.append({"unit": label, "error": _describe(error, spec["filename"])})
+    _exit_if_forked_copy(me)
     sys.stdout.flush()
     functions = sorted(name for name, value in vars(module).items()
                        if callable(value) and not name.startswith("__"))[:500]
@@ -234,7 +242,14 @@ def _load(spec: dict, sock) -> dict:
     return module.__dict__
 
 
+def _exit_if_forked_copy(me: int) -> None:
+    """A process the student forked that returned into this code must not speak on our socket."""
+    if os.getpid() != me:
+        os._exit(0)
+
+
 def _serve(sock, namespace: dict) -> None:
+    me = os.getpid()
     parser = wire.FrameParser(limit=1 << 30)
     while True:
         try:
@@ -243,6 +258,7 @@ def _serve(sock, namespace: dict) -> None:
             return
         for header, buffers in frames:
             reply, reply_buffers = _call(header, buffers, namespace)
+            _exit_if_forked_copy(me)
             sys.stdout.flush()
             wire.send(sock, reply, reply_buffers)
 
@@ -289,8 +305,11 @@ def _backward(result, args, upstream_trees, buffers, out) -> dict:
                                   "(no grad_fn): it was detached, or computed outside PyTorch"}
         pairs.append((output, torch.from_numpy(upstream).to(output.dtype)))
     try:
-        torch.autograd.backward([o for o, _ in pairs], [u for _, u in pairs])
-    except RuntimeError as error:
+        # sum(output * upstream) has the same gradients as backward(output, upstream), and a scalar
+        # backward skips torch's lazy import of sympy (~1 s per fresh child).
+        total = sum((output * upstream).sum() for output, upstream in pairs)
+        total.backward()
+    except (RuntimeError, AttributeError) as error:
         return {"grad_error": f"backward failed: {str(error)[:wire.MAX_TEXT]}"}
     return {"grads": [wire.encode(a.grad, out) if isinstance(a, torch.Tensor) else {"t": "none"}
                       for a in args]}

@@ -66,8 +66,12 @@ def code_for(kind: str, name: str) -> str:
     return plain + "\n\n" + (SUBMISSIONS / ("buggy" if kind == "buggy" else "attacks") / f"{name}.py").read_text()
 
 
-def write_class(out: Path, students: int, layout: str, attacks: tuple[str, ...], broken: int) -> list:
-    """Write the class under `out`; returns the plan so callers know who is who."""
+def write_class(out: Path, students: int, layout: str, attacks: tuple[str, ...], broken: int,
+                to_notebook=notebook_from_code) -> list:
+    """Write the class under `out`; returns the plan so callers know who is who.
+
+    to_notebook: turns a student's code into their notebook (default: one cell per function).
+    """
     if out.exists():
         shutil.rmtree(out)
     rows = plan(students, attacks, broken)
@@ -80,7 +84,7 @@ def write_class(out: Path, students: int, layout: str, attacks: tuple[str, ...],
         elif layout == "flat" and number % 4 == 0:
             (folder / f"{stem}.py").write_text(code_for(kind, name))
         else:
-            nbformat.write(notebook_from_code(code_for(kind, name)), folder / f"{stem}.ipynb")
+            nbformat.write(to_notebook(code_for(kind, name)), folder / f"{stem}.ipynb")
     (out / "roster.json").write_text(json.dumps([{"student": s, "kind": k, "fixture": n} for s, k, n in rows],
                                                 indent=1) + "\n")
     return rows

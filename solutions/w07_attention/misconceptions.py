@@ -1,0 +1,295 @@
+"""Known wrong ideas for week 7, and the wrong answers each one produces.
+
+Never released: the wrong answers are computed from the reference. The
+grader's engine (`autograder.misconceptions`) compares a failing check's
+replies with these answers; the first misconception (in list order) whose
+wrong answer matches a reply the student got wrong is reported, with its
+sentence. Ids equal the buggy fixture ids in tests/fixtures/submissions/buggy.
+
+A wrong idea about a part of attention (score, apply_mask, softmax, context)
+also shows in `attention`, which plain implementations build from those
+parts, so each part's wrong version is also run through the whole pipeline
+(`_attention_with`). Shapes: Q (..., Nq, dk), K (..., Nk, dk),
+V (..., Nk, dv), S and A (..., Nq, Nk), allowed broadcastable to S.
+"""
+import math
+
+import numpy as np
+
+from autograder.misconceptions import Catalogue, Misconception
+from autograder.wire import TensorData
+
+# ------------------------------------------------------------------ wrong parts
+
+
+def _scale(seen, default):
+    """The scale a call asked for, or `default(dk)` when it passed None."""
+    scale = seen.args.get("scale")
+    return default(np.shape(seen.args["Q"])[-1]) if scale is None else scale
+
+
+def _score_unscaled(seen):
+    return seen.ref.score(seen.args["Q"], seen.args["K"], _scale(seen, lambda dk: 1.0))
+
+
+def _score_over_dk(seen):
+    return seen.ref.score(seen.args["Q"], seen.args["K"], _scale(seen, lambda dk: 1.0 / dk))
+
+
+def _score_transposed(seen):
+    Q, K = np.asarray(seen.args["Q"]), np.asarray(seen.args["K"])
+    return (K @ np.swapaxes(Q, -1, -2)) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
+
+
+def _fill_zero(S, allowed):
+    S = np.asarray(S)
+    return np.where(np.broadcast_to(allowed, S.shape), S, 0.0)
+
+
+def _softmax_along(S, axis):
+    S = np.asarray(S)
+    e = np.exp(S - S.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _softmax_over_queries(S):
+    return _softmax_along(S, -2)
+
+
+def _softmax_unshifted(S):
+    e = np.exp(np.asarray(S))  # in the input's dtype, so it overflows where the student's does
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_without_check(S):
+    return _softmax_along(S, -1)  # an all −inf row becomes −inf − (−inf) = NaN
+
+
+def _softmax_uniform_dead_rows(S):
+    S = np.asarray(S)
+    dead = ~np.isfinite(S).any(axis=-1, keepdims=True)
+    return _softmax_along(np.where(dead, 0.0, S), -1)
+
+
+def _context_transposed(A, V):
+    return np.swapaxes(np.asarray(A), -1, -2) @ np.asarray(V)
+
+
+def _attention_with(seen, score=None, apply_mask=None, softmax=None, context=None):
+    """attention(Q, K, V, allowed, scale) with some parts replaced by wrong versions: (C, A)."""
+    ref, args = seen.ref, seen.args
+    S = score(seen) if score else ref.score(args["Q"], args["K"], args["scale"])
+    if args["allowed"] is not None:
+        S = (apply_mask or ref.apply_mask)(S, args["allowed"])
+    A = (softmax or ref.softmax)(S)
+    return (context or ref.context)(A, args["V"]), A
+
+
+def _part(function, wrong_part, **pipeline_part):
+    """A wrong answer for calls of `function` itself and for attention built on it."""
+    def wrong(seen):
+        if seen.function == "attention":
+            return _attention_with(seen, **pipeline_part)
+        return wrong_part(seen)
+    return wrong
+
+
+# ------------------------------------------------------------------ behaviour
+
+
+def _has_all_masked_row(seen) -> bool:
+    if seen.function == "softmax":
+        return not np.isfinite(np.asarray(seen.args["S"])).any(axis=-1).all()
+    allowed = seen.args.get("allowed")
+    if allowed is None:
+        return False
+    Q, K = np.asarray(seen.args["Q"]), np.asarray(seen.args["K"])
+    shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2])
+    return not np.broadcast_to(allowed, shape).any(axis=-1).all()
+
+
+# Exceptions a student raises on purpose for a bad row, or gets from dividing by its zero sum.
+# Others (MemoryError, ImportError, ...) have causes that have nothing to do with the row.
+_ROW_EXCEPTIONS = ("RuntimeError", "Exception", "AssertionError", "ArithmeticError", "FloatingPointError",
+                   "ZeroDivisionError")
+
+
+def _raises_other_than_value_error(seen) -> bool:
+    return seen.raised is not None and seen.raised[0] in _ROW_EXCEPTIONS and _has_all_masked_row(seen)
+
+
+def _changed_input(name):
+    def shows(seen):
+        after = seen.args_after
+        return after is not None and not np.array_equal(after[name], seen.args[name], equal_nan=True)
+    return shows
+
+
+def _detached(seen) -> bool:
+    """Gradients were asked for, but a returned tensor has no autograd history."""
+    value = seen.reply.value
+    tensors = value if isinstance(value, (tuple, list)) else (value,)
+    return seen.call.backward is not None and any(
+        isinstance(t, TensorData) and t.grad_fn is None and not t.requires_grad for t in tensors)
+
+
+def _torch_default_scale(seen):
+    if seen.args["scale"] is None:
+        return None  # ignoring scale is invisible when none is given
+    args = seen.args
+    return seen.ref.attention(args["Q"], args["K"], args["V"], args["allowed"], None)
+
+
+def _mask_after_softmax(seen):
+    """Softmax of the unmasked scores, then hidden weights set to 0 without renormalizing: (C, A)."""
+    ref, args = seen.ref, seen.args
+    if args["allowed"] is None:
+        return None
+    A = ref.softmax(ref.score(args["Q"], args["K"], args["scale"])) * np.asarray(args["allowed"], dtype=bool)
+    return ref.context(A, args["V"]), A
+
+
+def _returns_a_c(seen):
+    args = seen.args
+    C, A = seen.ref.attention(args["Q"], args["K"], args["V"], args["allowed"], args["scale"])
+    return A, C
+
+
+def _causal(seen, allowed_if):
+    n_q = seen.args["n_q"]
+    n_k = n_q if seen.args["n_k"] is None else seen.args["n_k"]
+    return allowed_if(np.arange(n_k)[None, :], np.arange(n_q)[:, None])
+
+
+def _padding_one_too_many(seen):
+    lengths = np.asarray(seen.args["lengths"])
+    return (np.arange(seen.args["n_k"])[None, :] <= lengths[:, None])[:, None, :]
+
+
+def _additive_without_tanh(seen):
+    Q, K, W_q, W_k, v, b = (np.asarray(seen.args[n]) for n in ("Q", "K", "W_q", "W_k", "v", "b"))
+    return ((Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :] + b) @ v
+
+
+def _right(seen):
+    """The reference's answer; attention_torch's is the NumPy attention's (same contract)."""
+    name = "attention" if seen.function == "attention_torch" else seen.function
+    return getattr(seen.ref, name)(**seen.args)
+
+
+# ------------------------------------------------------------------ the catalogue
+
+_SOFTMAX = ("softmax", "attention")
+
+MISCONCEPTIONS = (
+    Misconception(
+        "attention_returns_a_c",
+        "attention returns the context first and the weights second, (C, A) — slide 30.",
+        ("attention",), wrong=_returns_a_c),
+    Misconception(
+        "mask_after_softmax",
+        "Mask the scores before softmax (hidden scores become −∞); zeroing weights after softmax leaves "
+        "rows that no longer sum to 1 — slide 20.",
+        ("attention",), wrong=_mask_after_softmax),
+    Misconception(
+        "score_missing_scale",
+        "Dot-product scores are divided by √dk (scale=None means 1/√dk), so high-dimensional dot products "
+        "do not saturate softmax — slide 10.",
+        ("score", "attention"), wrong=_part("score", _score_unscaled, score=_score_unscaled)),
+    Misconception(
+        "score_divides_by_dk",
+        "The default scale is 1/√dk, not 1/dk: divide the dot products by the square root of the key "
+        "width — slide 10.",
+        ("score", "attention"), wrong=_part("score", _score_over_dk, score=_score_over_dk)),
+    Misconception(
+        "score_transposed",
+        "Scores are Q Kᵀ: rows are queries and columns are keys, so S has shape (Nq, Nk), not K Qᵀ's "
+        "(Nk, Nq) — slide 13.",
+        ("score", "attention"), wrong=_part("score", _score_transposed, score=_score_transposed)),
+    Misconception(
+        "mask_fills_zero",
+        "A hidden key needs the score −∞, not 0: a zero score still gets positive weight after softmax "
+        "(slide 15's zero dot product gets 0.1978) — slides 15 and 20.",
+        ("apply_mask", "attention"),
+        wrong=_part("apply_mask", lambda seen: _fill_zero(seen.args["S"], seen.args["allowed"]),
+                    apply_mask=_fill_zero)),
+    Misconception(
+        "apply_mask_modifies_input",
+        "apply_mask returns a masked copy of the scores; writing −∞ into the caller's array destroys "
+        "scores the caller still needs — slide 20.",
+        ("apply_mask",), shows=_changed_input("S")),
+    Misconception(
+        "all_masked_wrong_exception",
+        "An all-masked row is an invalid input, and the contract asks for ValueError there, not another "
+        "exception type — slide 22.",
+        _SOFTMAX, shows=_raises_other_than_value_error),
+    Misconception(
+        "all_masked_nan",
+        "A row with every key masked has no valid normalization, so softmax should raise ValueError "
+        "instead of returning NaN — slide 22.",
+        _SOFTMAX,
+        wrong=_part("softmax", lambda seen: _softmax_without_check(seen.args["S"]),
+                    softmax=_softmax_without_check)),
+    Misconception(
+        "all_masked_uniform",
+        "A row with every key masked has no valid normalization; raise ValueError instead of spreading "
+        "its weight evenly over keys that are all hidden — slide 22.",
+        _SOFTMAX,
+        wrong=_part("softmax", lambda seen: _softmax_uniform_dead_rows(seen.args["S"]),
+                    softmax=_softmax_uniform_dead_rows)),
+    Misconception(
+        "softmax_over_queries",
+        "Softmax normalizes over the keys of each query (the last axis), not over the queries — slide 11.",
+        _SOFTMAX,
+        wrong=_part("softmax", lambda seen: _softmax_over_queries(seen.args["S"]),
+                    softmax=_softmax_over_queries)),
+    Misconception(
+        "softmax_no_max_subtraction",
+        "Subtract each row's maximum before exponentiating: exp of a score near 1000 overflows, while "
+        "the shifted scores give the same weights — slide 11.",
+        _SOFTMAX,
+        wrong=_part("softmax", lambda seen: _softmax_unshifted(seen.args["S"]), softmax=_softmax_unshifted)),
+    Misconception(
+        "softmax_modifies_input",
+        "Subtracting the row maximum must make a new array (S - S.max(...)); `S -= ...` overwrites the "
+        "caller's scores — slide 11.",
+        ("softmax",), shows=_changed_input("S")),
+    Misconception(
+        "context_transposed_weights",
+        "The context is C = A V with A's rows (the queries) kept as rows: each query's weights combine "
+        "the values, so A is not transposed — slides 12 and 13.",
+        ("context", "attention"),
+        wrong=_part("context", lambda seen: _context_transposed(seen.args["A"], seen.args["V"]),
+                    context=_context_transposed)),
+    Misconception(
+        "causal_hides_diagonal",
+        "A causal mask hides only future keys (j > i); each query still sees its own position, so the "
+        "diagonal stays True — slide 20.",
+        ("causal_mask",), wrong=lambda seen: _causal(seen, lambda j, i: j < i)),
+    Misconception(
+        "causal_shows_future",
+        "A causal mask must hide every future key: allowed(i, j) is True only for j ≤ i — slide 20.",
+        ("causal_mask",), wrong=lambda seen: np.ones_like(_causal(seen, lambda j, i: j <= i))),
+    Misconception(
+        "padding_off_by_one",
+        "A sequence of length L has keys 0 … L−1, so its padding mask is True for j < L, not j ≤ L "
+        "— slide 21.",
+        ("padding_mask",), wrong=_padding_one_too_many),
+    Misconception(
+        "additive_no_tanh",
+        "Additive attention passes W_q q_i + W_k k_j + b through tanh before the dot product with v "
+        "— slide 9.",
+        ("additive_score",), wrong=_additive_without_tanh),
+    Misconception(
+        "torch_detached",
+        "attention_torch must stay in torch operations on the input tensors so autograd can follow; "
+        ".detach(), .numpy() or re-wrapping cuts the gradient path — slide 27.",
+        ("attention_torch",), shows=_detached),
+    Misconception(
+        "torch_ignores_scale",
+        "attention_torch must use the scale it is given and fall back to 1/√dk only when scale is None, "
+        "like the NumPy attention — slides 10 and 27.",
+        ("attention_torch",), wrong=_torch_default_scale),
+)
+
+CATALOGUE = Catalogue(misconceptions=MISCONCEPTIONS, right=_right)

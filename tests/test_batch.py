@@ -1,0 +1,224 @@
+"""Issue 4: class folders in every layout, broken notebooks, resume after kill -9, regrades, shared databases."""
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+
+import nbformat
+import pytest
+
+from autograder import processes
+from autograder.progress import Progress
+from autograder.store import Store
+from conftest import PLAIN, ROOT, SUBMISSIONS, compose, run_cli
+
+sys.path.insert(0, str(ROOT / "bench"))
+from make_class import notebook_from_code, write_class  # noqa: E402
+
+
+def _grade(*paths, db, extra=()):
+    done = run_cli("grade", "w07_attention", *paths, "--json", "--db", db, "--jobs", "2", *extra)
+    assert done.returncode == 0, done.stderr
+    return {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}, done
+
+
+def _rows(db) -> tuple[int, int, list]:
+    with sqlite3.connect(db) as connection:
+        submissions = connection.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
+        checks = connection.execute("SELECT COUNT(*) FROM checks").fetchone()[0]
+        students = [r[0] for r in connection.execute("SELECT student FROM submissions ORDER BY student")]
+    return submissions, checks, students
+
+
+def _committed(db) -> int:
+    try:
+        return _rows(db)[0]
+    except sqlite3.OperationalError:  # the grader has not created its tables yet
+        return 0
+
+
+def _notebook(path, code):
+    nbformat.write(notebook_from_code(code), path)
+
+
+@pytest.fixture(scope="module")
+def flat_class(tmp_path_factory):
+    """A flat folder: a .py, a .ipynb, and a student folder holding a notebook."""
+    folder = tmp_path_factory.mktemp("flat")
+    shutil.copy(PLAIN, folder / "ann.py")
+    _notebook(folder / "ben.ipynb", PLAIN.read_text())
+    (folder / "cat").mkdir()
+    _notebook(folder / "cat" / "attention.ipynb",
+              PLAIN.read_text() + "\n\n" + (SUBMISSIONS / "buggy" / "padding_off_by_one.py").read_text())
+    return folder
+
+
+def test_flat_folder_of_files_and_student_folders(flat_class, tmp_path):
+    results, _ = _grade(flat_class, db=tmp_path / "g.db")
+    assert sorted(results) == ["ann", "ben", "cat"]
+    assert results["ann"]["score"] == results["ben"]["score"] == 100
+    assert results["cat"]["score"] < 100
+
+
+def test_nbgrader_submitted_tree_and_zips(tmp_path):
+    roster = write_class(tmp_path / "course", 6, "nbgrader", attacks=(), broken=0)
+    students = sorted(student for student, _, _ in roster)
+    for target in (tmp_path / "course", tmp_path / "course" / "submitted"):
+        results, _ = _grade(target, db=tmp_path / f"{target.name}.db")
+        assert sorted(results) == students
+    archive = tmp_path / "course.zip"
+    shutil.make_archive(str(archive.with_suffix("")), "zip", tmp_path, "course")
+    results, _ = _grade(archive, db=tmp_path / "zip.db")
+    assert sorted(results) == students
+    flat_zip = tmp_path / "flat.zip"
+    with zipfile.ZipFile(flat_zip, "w") as bundle:
+        bundle.write(PLAIN, "dee.py")
+        bundle.writestr("../escape.py", "print('outside')")  # a hostile member is skipped
+    results, _ = _grade(flat_zip, db=tmp_path / "flat.db")
+    assert sorted(results) == ["dee"] and results["dee"]["score"] == 100
+    assert not (tmp_path.parent / "escape.py").exists()
+
+
+BROKEN = {
+    "not_json": (b'{"cells": [', "is not a valid notebook: its JSON is broken"),
+    "empty": (b"", "is empty"),
+    "binary": (bytes(range(256)) * 8, "is a binary file"),
+    "not_a_notebook": (b'{"hello": "world"}', "is JSON but not a Jupyter notebook"),
+    "no_code": (nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("hi")])).encode(),
+                "has no code cells with code in them"),
+}
+
+
+def test_broken_notebooks_get_clear_errors_and_the_batch_goes_on(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for student, (data, _) in BROKEN.items():
+        (folder / f"{student}.ipynb").write_bytes(data)
+    _notebook(folder / "only_score.ipynb", "import numpy as np\n\ndef score(Q, K, scale=None):\n"
+                                            "    return Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n")
+    shutil.copy(PLAIN, folder / "good.py")
+    results, _ = _grade(folder, db=tmp_path / "g.db")
+    for student, (_, words) in BROKEN.items():
+        assert words in results[student]["problem"], student
+        assert results[student]["score"] == 0
+    partial = results["only_score"]
+    assert 0 < partial["score"] < 100 and not partial["problem"]
+    missing = [t["output"] for t in partial["tests"] if t["function"] == "softmax"]
+    assert missing and all("your file does not define softmax()" in m for m in missing)
+    assert results["good"]["score"] == 100
+
+
+def test_kill_9_mid_batch_loses_nothing_and_the_rerun_finishes(tmp_path):
+    roster = write_class(tmp_path / "course", 14, "nbgrader", attacks=(), broken=0)
+    db = tmp_path / "g.db"
+    command = [sys.executable, "-m", "autograder", "grade", "w07_attention", str(tmp_path / "course"),
+               "--db", str(db), "--jobs", "2"]
+    grader = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and _committed(db) < 3:
+        time.sleep(0.05)
+    grader.send_signal(signal.SIGKILL)
+    grader.wait()
+    before, _, graded_first = _rows(db)
+    assert 3 <= before < 14, "the batch was not interrupted mid-way"
+    time.sleep(1)
+    assert not [p for p in processes.descendants(grader.pid)], "grader processes outlived kill -9"
+    results, done = _grade(tmp_path / "course", db=db)
+    assert f"{before} submissions already graded" in done.stderr
+    after, checks, students = _rows(db)
+    assert after == 14 and students == sorted(s for s, _, _ in roster)
+    assert checks == 14 * len(results[students[0]]["tests"])  # no lost or duplicated check rows
+    with Store(db) as store:
+        assert all(r.student in graded_first or r.score >= 0 for r in store.results("w07_attention"))
+
+
+def test_rerun_skips_unchanged_and_regrades_changed_files_and_suites(tmp_path):
+    course = tmp_path / "repo"
+    for folder in ("assignments", "solutions"):
+        shutil.copytree(ROOT / folder, course / folder)
+    shutil.copy(ROOT / "course.yaml", course / "course.yaml")
+    klass = tmp_path / "class"
+    klass.mkdir()
+    shutil.copy(PLAIN, klass / "ann.py")
+    shutil.copy(PLAIN, klass / "bob.py")
+    db, args = tmp_path / "g.db", ("--course", course / "course.yaml")
+    first, _ = _grade(klass, db=db, extra=args)
+    _, done = _grade(klass, db=db, extra=args)
+    assert "2 submissions already graded" in done.stderr
+    compose(klass, "bob", SUBMISSIONS / "buggy" / "causal_hides_diagonal.py")
+    second, done = _grade(klass, db=db, extra=args)
+    assert "1 submissions already graded" in done.stderr and second["bob"]["score"] < 100
+    text = (course / "course.yaml").read_text().replace("softmax.one_by_one: 1", "softmax.one_by_one: 2")
+    (course / "course.yaml").write_text(text)
+    third, done = _grade(klass, db=db, extra=args)
+    assert "already graded" not in done.stderr
+    assert third["ann"]["suite_version"] != first["ann"]["suite_version"]
+    assert third["ann"]["max_score"] == 101
+    _, done = _grade(klass, db=db, extra=(*args, "--force"))
+    assert "already graded" not in done.stderr
+
+
+def test_two_graders_share_one_database(tmp_path):
+    write_class(tmp_path / "course", 8, "nbgrader", attacks=(), broken=0)
+    db = tmp_path / "g.db"
+    command = [sys.executable, "-m", "autograder", "grade", "w07_attention", str(tmp_path / "course"),
+               "--db", str(db), "--jobs", "1", "--force"]
+    runs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    for run in runs:
+        _, stderr = run.communicate(timeout=600)
+        assert run.returncode == 0, stderr
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    submissions, checks, students = _rows(db)
+    assert submissions == 8 and len(set(students)) == 8
+    assert checks == 8 * checks // submissions
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def _fake_result(student, score):
+    from autograder.results import CheckResult, SubmissionResult
+    test = CheckResult("softmax.x", "softmax", "hidden", "passed" if score else "timeout", score, 1.0)
+    return SubmissionResult(student, "w07", "f.py", "0", "v", 1, "bwrap", (test,))
+
+
+def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
+    terminal, log = _Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        progress = Progress(2, stream=stream, skipped=1)
+        progress.update(_fake_result("ann", 1.0))
+        progress.update(_fake_result("bob", 0.0))
+        progress.finish()
+    assert "\r[" in terminal.getvalue() and "ETA" in terminal.getvalue()
+    assert "full marks 1" in terminal.getvalue() and "timeouts 1" in terminal.getvalue()
+    assert log.getvalue().splitlines()[1:3] == ["[1/2] ann: 1/1", "[2/2] bob: 0/1"]
+    assert "\r" not in log.getvalue()
+    assert "1 submissions already graded" in log.getvalue()
+
+
+def test_replay_shows_inputs_expected_and_returned_values(tmp_path):
+    path = compose(tmp_path, "eve", SUBMISSIONS / "buggy" / "softmax_over_queries.py")
+    results, _ = _grade(path, db=tmp_path / "g.db")
+    stored = {t["name"]: t for t in results["eve"]["tests"]}
+    assert stored["softmax.last_axis"]["status"] == "failed"
+    done = run_cli("replay", "eve", "softmax.last_axis", "--db", tmp_path / "g.db")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"replay of softmax.last_axis for eve (seed {results['eve']['seed']}): failed"
+    assert "call 1: softmax(arg 0)" in lines and "array of shape (2, 3, 5, 7), dtype float64:" in done.stdout
+    assert f"verdict: {stored['softmax.last_axis']['output']}" in lines
+    assert "expected:" in lines and "got:" in lines and "  returned:" in lines
+    unknown = run_cli("replay", "nobody", "softmax.last_axis", "--db", tmp_path / "g.db")
+    assert unknown.returncode == 2 and "no stored result for student 'nobody'" in unknown.stderr

@@ -1,0 +1,224 @@
+"""Issue 5: failing checks name the misconception behind them, and failing randomized checks are shrunk.
+
+Grading goes through the real sandbox (conftest's session-scoped fixtures);
+the engine and the shrinker also get small tests of their own rules.
+"""
+from __future__ import annotations
+
+import json
+import types
+
+import numpy as np
+import pytest
+
+from autograder.checks import Dims, Trial, check_rng, student_seed
+from autograder.course import Tolerance
+from autograder.grading import attempt
+from autograder.misconceptions import Catalogue, Misconception, diagnose
+from autograder.session import Call, Raised, Reply, Session
+from autograder.shrink import ShrinkBudget, input_size, shrink
+from autograder.submission import read_submission
+from conftest import REFERENCE, SUBMISSIONS, compose, manifest, run_cli
+
+BUGGY = manifest("buggy")
+CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py")) + [REFERENCE]
+TOLERANCE = {"float32": Tolerance(rtol=2e-3, atol=1e-5), "float64": Tolerance(rtol=1e-6, atol=1e-9)}
+
+
+def _buggy(tmp_path, bug):
+    return compose(tmp_path, bug, SUBMISSIONS / "buggy" / f"{bug}.py")
+
+
+# ------------------------------------------------------------------ diagnosis, end to end
+
+
+@pytest.mark.parametrize("bug", sorted(BUGGY))
+def test_each_bug_is_diagnosed_as_its_own_misconception(grade, tmp_path, bug):
+    expected = BUGGY[bug]["misconception"]
+    result = grade(_buggy(tmp_path, bug))
+    reported = {t.misconception for t in result.tests if t.misconception}
+    assert reported == {expected}, [(t.name, t.misconception) for t in result.tests if t.misconception]
+    named = [t for t in result.tests if t.misconception]
+    assert all(t.status != "passed" for t in named)
+    assert any(t.function == BUGGY[bug]["function"] for t in named), "diagnosed only in other functions' checks"
+    sentences = {t.explanation for t in named}
+    assert len(sentences) == 1 and "slide" in sentences.pop()
+
+
+def test_catalogue_covers_every_buggy_fixture_and_ids_are_unique(suite):
+    ids = [m.id for m in suite.misconceptions.misconceptions]
+    assert len(ids) == len(set(ids))
+    assert {entry["misconception"] for entry in BUGGY.values()} <= set(ids)
+    for idea in suite.misconceptions.misconceptions:
+        assert idea.sentence.endswith(".") and "slide" in idea.sentence, idea.id
+        assert (idea.wrong is None) != (idea.shows is None), idea.id
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
+def test_correct_implementations_get_no_misconception(grade, path):
+    result = grade(path)
+    assert result.score == result.max_score
+    assert [(t.name, t.misconception) for t in result.tests if t.misconception or t.explanation] == []
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
+def test_no_misconception_matches_any_call_of_a_correct_implementation(sandbox, suite, course, path):
+    """Diagnose every call of every check, passed or not: a correct answer must never look like a wrong idea."""
+    submission = read_submission(path)
+    seed = student_seed(course.seed_salt, suite.assignment.name, submission.student)
+    shared: dict = {}
+    diagnosed = 0
+    with Session(sandbox, submission.worker_spec(suite.assignment.module), suite.assignment.limits) as session:
+        assert not session.open().failure
+        for entry in suite.checks:
+            if entry.seconds is not None:
+                continue  # the T = 512 timing checks: too big to diagnose, by design (MAX_DIAGNOSED_BYTES)
+            trial = Trial(entry.name, check_rng(seed, entry.name), suite.reference, session.call,
+                          suite.assignment.tolerance, dims=entry.check.dims, shared_cache=shared)
+            assert attempt(entry, trial).status == "passed", entry.name
+            assert diagnose(suite.misconceptions, trial.calls, suite.reference, suite.assignment.tolerance) is None
+            diagnosed += len(trial.calls)
+    assert diagnosed > 50
+
+
+def test_the_sentence_reaches_the_command_line_table(tmp_path):
+    done = run_cli("grade", "w07_attention", _buggy(tmp_path, "mask_fills_zero"), "--db", tmp_path / "g.db")
+    assert done.returncode == 0, done.stderr
+    assert "idea to revisit: A hidden key needs the score −∞, not 0" in done.stdout
+
+
+# ------------------------------------------------------------------ the engine's rules
+
+
+def _reference_module():
+    module = types.ModuleType("tiny_reference")
+    module.plus_one = lambda x: np.asarray(x) + 1.0
+    module.outer = lambda x: module.plus_one(x) * 2.0
+    return module
+
+
+def _idea(name, functions, offset=None, raises=None):
+    def wrong(seen):
+        if raises:
+            raise ValueError(raises)
+        return np.asarray(seen.args["x"]) + offset
+    return Misconception(name, f"{name} — slide 1.", functions, wrong=wrong)
+
+
+def _catalogue(*ideas):
+    return Catalogue(ideas, right=lambda seen: getattr(seen.ref, seen.function)(**seen.args))
+
+
+def _call(function, x, value=None, raised=None):
+    return Call(function, (np.asarray(x, dtype=float),)), Reply(value=None if value is None else np.asarray(value),
+                                                                  raised=raised)
+
+
+def test_engine_names_the_idea_whose_wrong_answer_the_reply_matches():
+    ref, catalogue = _reference_module(), _catalogue(_idea("plus_two", ("plus_one",), 2.0),
+                                                     _idea("plus_three", ("plus_one",), 3.0))
+    assert diagnose(catalogue, [_call("plus_one", [1.0, 2.0], [4.0, 5.0])], ref, TOLERANCE).id == "plus_three"
+    assert diagnose(catalogue, [_call("plus_one", [1.0, 2.0], [3.0, 4.0])], ref, TOLERANCE).id == "plus_two"
+    assert diagnose(catalogue, [_call("plus_one", [1.0, 2.0], [9.0, 9.0])], ref, TOLERANCE) is None
+    assert diagnose(catalogue, [_call("plus_one", [1.0, 2.0], [2.0, 3.0])], ref, TOLERANCE) is None  # right
+
+
+def test_engine_ignores_an_idea_that_gives_the_right_answer_on_the_call():
+    ref = _reference_module()
+    catalogue = _catalogue(_idea("plus_one_again", ("plus_one",), 1.0))  # same as the right answer
+    assert diagnose(catalogue, [_call("plus_one", [1.0], [2.0])], ref, TOLERANCE) is None
+
+
+def test_engine_examines_the_last_call_first():
+    ref, catalogue = _reference_module(), _catalogue(_idea("plus_two", ("plus_one",), 2.0),
+                                                     _idea("plus_three", ("plus_one",), 3.0))
+    calls = [_call("plus_one", [1.0], [3.0]), _call("plus_one", [1.0], [4.0])]
+    assert diagnose(catalogue, calls, ref, TOLERANCE).id == "plus_three"
+
+
+def test_engine_matches_an_exception_only_in_the_function_the_idea_lives_in():
+    ref = _reference_module()
+    catalogue = _catalogue(_idea("breaks", ("plus_one", "outer"), raises="shapes differ"))
+    raised = Raised("ValueError", "shapes differ")
+    assert diagnose(catalogue, [_call("plus_one", [1.0], raised=raised)], ref, TOLERANCE).id == "breaks"
+    assert diagnose(catalogue, [_call("outer", [1.0], raised=raised)], ref, TOLERANCE) is None
+    other = Raised("ValueError", "another message")
+    assert diagnose(catalogue, [_call("plus_one", [1.0], raised=other)], ref, TOLERANCE) is None
+
+
+# ------------------------------------------------------------------ shrinking
+
+
+class _Run:
+    """A fake attempt: fails where `fails(dims)`, with inputs sized by the dims."""
+
+    def __init__(self, dims, failed):
+        self.status = "failed" if failed else "passed"
+        self.calls = [(Call("f", (np.zeros((*dims.batch, dims.nq, dims.nk, dims.dk)),)), Reply())]
+
+
+def test_shrink_walks_down_to_a_local_minimum():
+    start = Dims(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    fails = lambda d: d.nk >= 2 and d.dk >= 3  # noqa: E731
+    runs = []
+    rerun = lambda d: runs.append(d) or _Run(d, fails(d))  # noqa: E731
+    shrunk = shrink(start, input_size(_Run(start, True).calls), rerun, ShrinkBudget(10.0))
+    assert shrunk.dims == Dims(batch=(), nq=1, nk=2, dk=3, dv=1)
+    assert all(not fails(smaller) for smaller in shrunk.dims.smaller())
+    assert shrunk.runs == len(runs) <= 20
+
+
+def test_shrink_is_bounded_by_runs_and_by_time():
+    start = Dims(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    size = input_size(_Run(start, True).calls)
+    runs = []
+    shrunk = shrink(start, size, lambda d: runs.append(d) or _Run(d, True), ShrinkBudget(10.0), max_runs=3)
+    assert len(runs) == 3 and shrunk.runs == 3
+    runs.clear()
+    assert shrink(start, size, lambda d: runs.append(d) or _Run(d, True), ShrinkBudget(0.0)) is None
+    assert runs == []
+
+
+def test_shrink_reports_nothing_when_the_inputs_do_not_depend_on_dims():
+    start = Dims(batch=(2,), nq=3, nk=3, dk=2, dv=2)
+    fixed = _Run(start, True)
+    assert shrink(start, input_size(fixed.calls), lambda d: fixed, ShrinkBudget(10.0)) is None
+
+
+def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade, tmp_path, sandbox, suite, course):
+    result = grade(_buggy(tmp_path, "score_missing_scale"))
+    check = next(t for t in result.tests if t.name == "score.matches_reference")
+    example = json.loads(check.example)
+    # Missing 1/√dk only shows when √dk ≠ 1: one query, one key, dk = 2 is the smallest failing input.
+    assert example["dims"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
+    assert example["shrunk_from"] == {"batch": [2, 3], "nq": 5, "nk": 7, "dk": 4, "dv": 3}
+    assert set(example) == {"dims", "shrunk_from"}  # a hidden check: sizes, never values
+    entry = suite.check("score.matches_reference")
+    smallest = Dims(**{**example["dims"], "batch": tuple(example["dims"]["batch"])})
+    submission = read_submission(_buggy(tmp_path, "score_missing_scale"))
+    with Session(sandbox, submission.worker_spec(suite.assignment.module), suite.assignment.limits) as session:
+        session.open()
+        run = lambda dims: attempt(entry, Trial(entry.name, check_rng(result.seed, entry.name), suite.reference,  # noqa: E731
+                                                session.call, suite.assignment.tolerance, dims=dims))
+        assert run(smallest).status == "failed"
+        assert [run(d).status for d in smallest.smaller()] == ["passed"] * len(smallest.smaller())
+
+
+def test_timing_checks_are_not_shrunk(grade, tmp_path):
+    result = grade(_buggy(tmp_path, "score_missing_scale"))
+    long = next(t for t in result.tests if t.name == "score.long_sequence")
+    assert long.status == "failed" and long.example == ""
+
+
+def test_hidden_examples_hold_sizes_only_and_public_ones_hold_the_values(grade, tmp_path):
+    result = grade(_buggy(tmp_path, "softmax_no_max_subtraction"))
+    for test in result.tests:
+        if test.visibility == "hidden" and test.example:
+            assert set(json.loads(test.example)) == {"dims", "shrunk_from"}, test.name
+    stable = next(t for t in result.tests if t.name == "softmax.large_scores_stable")
+    example = json.loads(stable.example)
+    (call,) = example["calls"]
+    assert call["function"] == "softmax"
+    assert call["args"]["S"]["values"] == [[1000.0, 999.0, -1000.0], [-1000.0, -999.0, -998.0]]
+    assert "nan" in json.dumps(call["returned"]["values"])
+    assert example["expected"]["shape"] == [2, 3]

@@ -1,0 +1,309 @@
+"""Issue 5: `autograder report` — student feedback and the class report, checked against the database.
+
+A small class is graded for real (sandbox fixtures from conftest), stored,
+and reported through the real command line; the tests then read the HTML,
+Markdown and CSV it wrote and compare them with the database.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import math
+import re
+import sqlite3
+
+import numpy as np
+import pytest
+from markupsafe import escape
+
+from autograder.checks import Dims, Trial, check_rng
+from autograder.grading import attempt
+from autograder.results import CheckResult, SubmissionResult
+from autograder.session import Session
+from autograder.store import Store
+from autograder.submission import read_submission
+from conftest import PLAIN, REFERENCE, SUBMISSIONS, compose, run_cli
+
+EVIL = 'x<b>y"&'  # a student id with markup in it (it comes from a file name)
+CLASS = {  # student -> (folder under fixtures/submissions, fixture); None: the file is built by the test
+    "ref": None, "plain": ("correct", "plain"), "einsum": ("correct", "einsum"),
+    "queries": ("buggy", "softmax_over_queries"), "overflow": ("buggy", "softmax_no_max_subtraction"),
+    "inplace": ("buggy", "softmax_modifies_input"), "zeros": ("buggy", "mask_fills_zero"),
+    "unscaled1": ("buggy", "score_missing_scale"), "unscaled2": ("buggy", "score_missing_scale"),
+    "crasher": ("attacks", "exit_in_function"), "broken": None, EVIL: None,
+}
+PRINTED = "<script>alert('owned')</script>"
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory, grader):
+    """(class folder, report folder, database path, {student: submission path}) after grading and reporting."""
+    root = tmp_path_factory.mktemp("class")
+    files = {}
+    for student, source in CLASS.items():
+        if student == "ref":
+            files[student] = REFERENCE
+        elif student == "broken":
+            files[student] = root / "broken.ipynb"
+            files[student].write_text('{"cells": [ {"cell_type": "code", "source": "def score(')
+        elif student == EVIL:
+            files[student] = root / f"{EVIL}.py"
+            files[student].write_text(PLAIN.read_text() + f"\nprint({PRINTED!r})\n")
+        else:
+            folder, fixture = source
+            files[student] = compose(root, student, SUBMISSIONS / folder / f"{fixture}.py")
+    db = root / "grades.db"
+    with Store(db) as store:
+        for student, path in files.items():
+            store.save(grader.grade(read_submission(path, student)))
+    out = root / "report"
+    done = run_cli("report", "--db", db, "--out", out)
+    assert done.returncode == 0, done.stderr
+    return root, out, db, files, done
+
+
+def _results(db) -> dict[str, SubmissionResult]:
+    with Store(db) as store:
+        return {r.student: r for r in store.results("w07_attention")}
+
+
+def _rows(html: str, table: str) -> list[dict[str, str]]:
+    """The data-* attributes of every row of the table with this id."""
+    body = re.search(rf'<table id="{table}">(.*?)</table>', html, re.S).group(1)
+    return [dict(re.findall(r'data-([a-z]+)="([^"]*)"', row)) for row in re.findall(r"<tr data-[^>]*>", body)]
+
+
+def test_report_prints_where_index_is_and_writes_every_file(reported):
+    _, out, db, files, done = reported
+    assert done.stdout.strip() == f"class report: {out / 'index.html'}"
+    assert (out / "grades.csv").is_file()
+    assert len(list((out / "feedback").glob("*.html"))) == len(files) == len(list((out / "feedback").glob("*.md")))
+
+
+def test_histogram_counts_match_the_database(reported):
+    _, out, db, _, _ = reported
+    scores = [row[0] for row in sqlite3.connect(db).execute("SELECT score FROM submissions")]
+    bins = _rows((out / "index.html").read_text(), "histogram")
+    assert len(bins) == 10 and float(bins[0]["low"]) == 0 and float(bins[-1]["high"]) == 100
+    for i, row in enumerate(bins):
+        low, high = float(row["low"]), float(row["high"])
+        inside = [s for s in scores if low <= s < high or (i == len(bins) - 1 and s == high)]
+        assert int(row["count"]) == len(inside), (low, high)
+    assert sum(int(row["count"]) for row in bins) == len(scores) == len(CLASS)
+
+
+def test_misconception_table_matches_the_database(reported):
+    _, out, db, _, _ = reported
+    stored = {idea: (students, checks) for idea, students, checks in sqlite3.connect(db).execute(
+        "SELECT misconception, COUNT(DISTINCT submission_id), COUNT(*) FROM checks "
+        "WHERE misconception IS NOT NULL GROUP BY misconception")}
+    shown = {row["id"]: (int(row["students"]), int(row["checks"]))
+             for row in _rows((out / "index.html").read_text(), "misconceptions")}
+    assert shown == stored
+    assert shown["score_missing_scale"][0] == 2  # two students hold the same idea
+    assert {"softmax_over_queries", "softmax_no_max_subtraction", "softmax_modifies_input",
+            "mask_fills_zero"} <= shown.keys()
+
+
+def test_pass_rates_and_function_means_match_the_database(reported):
+    _, out, db, _, _ = reported
+    connection = sqlite3.connect(db)
+    graded = "SELECT id FROM submissions WHERE problem = ''"
+    stored = {name: (passed, total) for name, passed, total in connection.execute(
+        f"SELECT name, SUM(status = 'passed'), COUNT(*) FROM checks WHERE submission_id IN ({graded}) GROUP BY name")}
+    html = (out / "index.html").read_text()
+    shown = {row["check"]: (int(row["passed"]), int(row["graded"])) for row in _rows(html, "checks")}
+    assert shown == stored
+    means = {function: total / len(CLASS) for function, total in connection.execute(
+        "SELECT function, SUM(score) FROM checks GROUP BY function")}
+    for row in _rows(html, "function-means"):
+        assert math.isclose(float(row["mean"]), means[row["function"]], abs_tol=1e-3)
+
+
+def test_index_is_one_self_contained_file(reported):
+    _, out, _, _, _ = reported
+    html = (out / "index.html").read_text()
+    assert not re.search(r'(src|href)="(https?:)?//', html) and "<link" not in html and "<script" not in html
+    images = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', html)
+    assert {alt for alt, _ in images} >= {"score histogram", "pass rate per check", "mean points per function",
+                                         "misconception frequencies", "grading time per submission"}
+    assert all(base64.b64decode(data).startswith(b"\x89PNG\r\n\x1a\n") for _, data in images)
+
+
+def test_flags_name_crashes_and_ungraded_files(reported):
+    _, out, db, _, _ = reported
+    flagged = {row["student"] for row in _rows((out / "index.html").read_text(), "flagged")}
+    assert {"crasher", "broken"} <= flagged
+    assert not flagged & {"ref", "plain", "einsum", "queries"}
+    crasher = (out / "feedback" / "crasher.html").read_text()
+    assert "softmax stopped the worker process" in crasher and "What the sandbox stopped" in crasher
+
+
+def test_grades_csv_matches_the_database(reported):
+    _, out, db, _, _ = reported
+    results = _results(db)
+    with open(out / "grades.csv", newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    assert {row["student"] for row in rows} == set(results)
+    for row in rows:
+        result = results[row["student"]]
+        assert float(row["total"]) == result.score and float(row["max_total"]) == result.max_score
+        for function, (got, _) in result.by_function().items():
+            assert float(row[f"{function} points"]) == got
+        assert row["misconceptions"] == "; ".join(sorted({t.misconception for t in result.tests if t.misconception}))
+
+
+def test_feedback_never_says_all_passed_while_a_hidden_check_failed(reported):
+    _, out, db, _, _ = reported
+    results = _results(db)
+    inplace = results["inplace"]
+    assert [t.visibility for t in inplace.tests if t.status != "passed"] == ["hidden"]  # the case in point
+    for suffix in (".html", ".md"):
+        text = (out / "feedback" / f"inplace{suffix}").read_text()
+        assert "All public checks passed; 1 hidden check of 22 did not pass." in text
+        assert "all tests passed" not in text.lower() and "checks passed, public and hidden" not in text
+        assert "softmax.input" in text and "Subtracting the row maximum must make a new array" in text
+    assert "All 43 checks passed, public and hidden." in (out / "feedback" / "ref.html").read_text()
+
+
+def test_public_failures_show_their_example_and_the_idea(reported):
+    _, out, _, _, _ = reported
+    text = (out / "feedback" / "overflow.html").read_text()
+    section = re.search(r'<section class="check" id="softmax.large_scores_stable">(.*?)</section>', text, re.S).group(1)
+    assert "[-1000.,  -999.,  -998.]" in section  # the input S
+    assert "nan" in section and "Expected:" in section
+    assert "Subtract each row&#39;s maximum before exponentiating" in section
+
+
+def test_hidden_check_inputs_are_absent_from_every_student_file(reported, sandbox, suite):
+    """Re-run every hidden check with each student's stored seed, as the grader did, and look for its inputs."""
+    _, out, db, files, _ = reported
+    results = _results(db)
+    detected_public = 0
+    for student, result in results.items():
+        if result.problem:
+            continue
+        texts = [p.read_text() for p in (out / "feedback").glob(f"{_file_name(student)}.*")]
+        numbers = np.unique(np.concatenate([_numbers_in(text) for text in texts]))
+        hidden, public = _inputs_by_visibility(sandbox, suite, files[student], result)
+        for check, arrays in hidden.items():
+            for array in arrays:
+                assert _shown_values(array, numbers) < 3, f"{student}: inputs of {check} appear in the feedback"
+        # The detector does find inputs where they are shown: public failing checks show theirs.
+        failing_public = {t.name for t in result.tests if t.visibility == "public" and t.status == "failed"}
+        for check, arrays in public.items():
+            if check in failing_public:
+                detected_public += sum(_shown_values(a, numbers) == a.size for a in arrays if a.size >= 3)
+    assert detected_public >= 3
+
+
+def test_database_holds_sizes_only_for_hidden_examples(reported):
+    _, _, db, _, _ = reported
+    rows = [json.loads(text) for (text,) in sqlite3.connect(db).execute(
+        "SELECT example FROM checks WHERE visibility = 'hidden' AND example != ''")]
+    assert rows and all(set(row) == {"dims", "shrunk_from"} for row in rows)
+    public = [json.loads(text) for (text,) in sqlite3.connect(db).execute(
+        "SELECT example FROM checks WHERE visibility = 'public' AND example != ''")]
+    assert public and all("calls" in row for row in public)
+
+
+def test_student_controlled_text_is_escaped(reported):
+    _, out, _, _, _ = reported
+    html = (out / "feedback" / "x_b_y__.html").read_text()
+    assert "<b>y" not in html and str(escape(EVIL)) in html
+    assert "<script>" not in html and str(escape(PRINTED)) in html
+    index = (out / "index.html").read_text()
+    assert "<b>y" not in index and str(escape(EVIL)) in index
+    markdown = (out / "feedback" / "x_b_y__.md").read_text()
+    assert "<b>" not in markdown and 'x&lt;b&gt;y"&amp;' in markdown
+    fenced = re.findall(r"^(`{3,})\n(.*?)\n\1$", markdown, re.S | re.M)
+    assert any(PRINTED in body for _, body in fenced)  # printed output only inside a code block
+    assert markdown.count(PRINTED) == sum(body.count(PRINTED) for _, body in fenced)
+
+
+def test_report_errors_say_what_to_do(tmp_path):
+    done = run_cli("report", "--db", tmp_path / "missing.db", "--out", tmp_path / "out")
+    assert done.returncode == 2
+    assert "there is no results database" in done.stderr and "Grade first" in done.stderr
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_store_adds_the_new_columns_to_an_old_database(tmp_path):
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript("""
+        CREATE TABLE submissions (id INTEGER PRIMARY KEY, assignment TEXT NOT NULL, student TEXT NOT NULL,
+            file TEXT NOT NULL, sha256 TEXT NOT NULL, suite_version TEXT NOT NULL, seed INTEGER NOT NULL,
+            sandbox TEXT NOT NULL, score REAL NOT NULL, max_score REAL NOT NULL, problem TEXT NOT NULL,
+            notes TEXT NOT NULL, output TEXT NOT NULL, killed_processes INTEGER NOT NULL, seconds REAL NOT NULL,
+            graded_at TEXT NOT NULL, UNIQUE (assignment, student));
+        CREATE TABLE checks (submission_id INTEGER NOT NULL REFERENCES submissions(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL, name TEXT NOT NULL, function TEXT NOT NULL, visibility TEXT NOT NULL,
+            status TEXT NOT NULL, score REAL NOT NULL, max_score REAL NOT NULL, output TEXT NOT NULL,
+            hint TEXT NOT NULL, misconception TEXT, seconds REAL NOT NULL, PRIMARY KEY (submission_id, name));
+        INSERT INTO submissions VALUES (1, 'a', 'old', 'f.py', 'x', 'v', 1, 'bwrap', 0, 1, '', '[]', '', 0, 0, '');
+        INSERT INTO checks VALUES (1, 0, 'f.c', 'f', 'public', 'failed', 0, 1, 'no', '', NULL, 0);
+    """)
+    old.close()
+    check = CheckResult("f.c", "f", "public", "failed", 0, 1, "no", misconception="idea", explanation="why",
+                        example=json.dumps({"calls": []}), stopped="timeout")
+    new = SubmissionResult("new", "a", "g.py", "y", "v", 2, "bwrap", (check,))
+    with Store(path) as store:
+        assert store.result("a", "old").tests[0].example == ""
+        store.save(new)
+        assert store.result("a", "new") == new
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _file_name(student: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", student).lstrip(".")
+
+
+def _numbers_in(text: str) -> np.ndarray:
+    """Every decimal number written with at least four digits after the point (plain or scientific)."""
+    found = re.findall(r"-?\d+\.\d{4,}(?:e[-+]\d+)?", text)
+    return np.array([float(n) for n in found], dtype=np.float64)
+
+
+def _shown_values(array: np.ndarray, numbers: np.ndarray) -> int:
+    """How many of the array's values appear among `numbers`, to the six digits the pages print."""
+    if numbers.size == 0:
+        return 0
+    values = np.asarray(array, dtype=np.float64).ravel()
+    values = values[np.isfinite(values)]  # −inf marks masked scores; it is no value of the student's input
+    index = np.clip(np.searchsorted(numbers, values), 1, numbers.size - 1)
+    nearest = np.minimum(np.abs(numbers[index] - values), np.abs(numbers[index - 1] - values))
+    return int(np.sum(nearest <= 6e-7 * np.maximum(1.0, np.abs(values))))
+
+
+def _inputs_by_visibility(sandbox, suite, path, result) -> tuple[dict, dict]:
+    """{check: [float input arrays]} for hidden and public checks, re-run with the student's seed.
+
+    Hidden failures are also re-run at their stored smallest sizes. Checks
+    with their own time limit use one class-wide T = 512 case that no page
+    can print in full (at most 64 values of an array are ever shown), so
+    they are left out.
+    """
+    hidden, public = {}, {}
+    stored = {t.name: t for t in result.tests}
+    submission = read_submission(path, result.student)
+    with Session(sandbox, submission.worker_spec(suite.assignment.module), suite.assignment.limits) as session:
+        session.open()
+        for entry in suite.checks:
+            if entry.seconds is not None:
+                continue
+            sizes = [entry.check.dims]
+            example = json.loads(stored[entry.name].example or "{}")
+            if example.get("dims"):
+                sizes.append(Dims(**{**example["dims"], "batch": tuple(example["dims"]["batch"])}))
+            for dims in sizes:
+                trial = Trial(entry.name, check_rng(result.seed, entry.name), suite.reference, session.call,
+                              suite.assignment.tolerance, dims=dims)
+                attempt(entry, trial)
+                arrays = [a for call, _ in trial.calls for a in (*call.args, *call.kwargs.values())
+                          if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+                (hidden if entry.visibility == "hidden" else public).setdefault(entry.name, []).extend(arrays)
+    return hidden, public

@@ -1,0 +1,190 @@
+"""Issue 3: hostile submissions, graded end to end in the real sandbox.
+
+For every attack: the attacked functions score 0, honest functions keep their
+points, the submission finishes in bounded time, no file outside the sandbox
+changes, no process of the submission survives, and the feedback says what
+happened in plain words.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from autograder.grading import Grader
+from autograder.sandbox import Sandbox, probe
+from autograder.submission import read_submission
+from conftest import PARTS_OF_ATTENTION, ROOT, SUBMISSIONS, bwrap_works, compose, manifest, run_cli
+
+ATTACKS = manifest("attacks")
+ATTACK_PORT = 8765  # the network attack's default; the sandbox clears the environment
+# What the feedback must say, in plain words, for each attack.
+SAYS = {
+    "patch_allclose": "softmax of the worked example's scores differs from the expected values",
+    "lying_subclass": "differs from the expected values",
+    "object_array": "object",
+    "import_reference": "differs from the expected values",
+    "exit_in_function": "softmax stopped the worker process (it exited with status 0)",
+    "sys_exit_in_function": "causal_mask called sys.exit()",
+    "infinite_loop_in_function": "softmax did not return within 5 s and was stopped",
+    "sleep_in_function": "context did not return within 5 s and was stopped",
+    "allocate_huge": "MemoryError",
+    "return_huge": "MemoryError",
+    "return_huge_broadcast": "could not be sent back",
+    "return_gigabyte": "context returned 1.2 GB, far more than an answer to this call can be",
+    "print_flood": "softmax printed more than 16 MB of output and was stopped",
+    "fork_flood": "processes running after it returned; a function must not start processes",
+    "exit_at_import": "stopped the worker process (it exited with status 0); it was skipped",
+    "sys_exit_at_import": "called sys.exit() while loading; the rest of the file still ran",
+    "import_hang_ignoring_signals": "did not finish within 10 s and was stopped; it was skipped",
+}
+CONTAINED_IN_FALLBACK = ["exit_in_function", "infinite_loop_in_function", "daemon", "print_flood",
+                         "sys_exit_at_import", "return_gigabyte", "fork_flood"]
+
+
+def _require_bwrap():
+    if not bwrap_works():
+        if os.environ.get("CI"):
+            pytest.fail("CI must test the bubblewrap path, but bwrap is missing or cannot start here")
+        pytest.skip("bubblewrap is not installed or cannot start on this machine (apt-get install -y bubblewrap)")
+
+
+@pytest.fixture(scope="module")
+def bwrap_grader(course, suite):
+    _require_bwrap()
+    with Sandbox(probe("bwrap"), suite.assignment.preload) as box:
+        yield Grader(course, suite, box)
+
+
+@pytest.fixture(scope="module")
+def fallback_grader(course, suite):
+    with Sandbox(probe("fallback"), suite.assignment.preload) as box:
+        yield Grader(course, suite, box)
+
+
+def _snapshot(folder: Path) -> dict:
+    """Every file under the folder — the submission's own — with its size and mtime."""
+    return {str(p): (p.lstat().st_size, p.lstat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def _grade_attack(grader, tmp_path, attack):
+    (tmp_path / "class").mkdir()
+    path = compose(tmp_path / "class", "student", SUBMISSIONS / "attacks" / f"{attack}.py")
+    before = _snapshot(tmp_path)
+    result = grader.grade(read_submission(path))
+    assert _snapshot(tmp_path) == before
+    for written in (ROOT / "results.json", ROOT / "grades.db", Path.cwd() / "results.json",
+                    Path("/autograder/results/results.json"), ROOT / "daemon_was_here.txt"):
+        assert not written.exists(), f"{written} was written"
+    assert grader.sandbox.submission_processes() == 0, "a process of the submission survived grading"
+    assert result.seconds < grader.suite.assignment.limits.submission_seconds + 15
+    return result
+
+
+def _honest_checks_pass(result, suite, attacked: set):
+    affected = attacked | ({"attention"} if attacked & PARTS_OF_ATTENTION else set())
+    uses = {entry.name: set(entry.check.functions) for entry in suite.checks}
+    lost = [(t.name, t.output) for t in result.tests if t.status != "passed" and not uses[t.name] & affected]
+    assert lost == []
+
+
+def _everything_said(result) -> str:
+    return "\n".join([result.problem, *result.notes, *(t.output for t in result.tests)])
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_attack_is_contained_in_bubblewrap(bwrap_grader, suite, tmp_path, attack):
+    attacked = set(ATTACKS[attack]["attacked"])
+    result = _grade_attack(bwrap_grader, tmp_path, attack)
+    assert result.sandbox == "bwrap"
+    by_function = result.by_function()
+    for function in attacked:
+        assert by_function[function][0] == 0, f"{function} kept points under attack"
+    _honest_checks_pass(result, suite, attacked)
+    if attack in SAYS:
+        assert SAYS[attack] in _everything_said(result)
+
+
+def test_reading_the_filesystem_finds_no_course_file(bwrap_grader, tmp_path):
+    _require_bwrap()
+    result = _grade_attack(bwrap_grader, tmp_path, "read_neighbours")
+    said = _everything_said(result)
+    for secret in ("/work", "solutions", "grades.db", "/home/", str(tmp_path), "hidden_checks"):
+        assert secret not in said
+
+
+def test_network_attack_reaches_nothing(bwrap_grader, tmp_path):
+    received = []
+    with socket.create_server(("127.0.0.1", ATTACK_PORT), reuse_port=True) as server:
+        server.settimeout(0.2)
+        stop = threading.Event()
+
+        def listen():
+            while not stop.is_set():
+                try:
+                    connection, _ = server.accept()
+                except OSError:
+                    continue
+                received.append(connection.recv(100))
+                connection.close()
+
+        thread = threading.Thread(target=listen)
+        thread.start()
+        try:
+            result = _grade_attack(bwrap_grader, tmp_path, "network")
+        finally:
+            stop.set()
+            thread.join()
+    assert received == []
+    assert result.score == result.max_score  # the attack failed, and padding_mask is otherwise honest
+
+
+def test_daemon_is_killed_and_its_files_stay_inside(bwrap_grader, tmp_path):
+    heartbeats = set(Path("/tmp").glob("daemon_alive_*"))  # a fallback run may have left some
+    result = _grade_attack(bwrap_grader, tmp_path, "daemon")
+    assert result.score == result.max_score
+    assert result.killed_processes >= 1
+    assert set(Path("/tmp").glob("daemon_alive_*")) == heartbeats
+    assert not list(tmp_path.rglob("daemon_was_here.txt"))
+
+
+def test_printed_fake_results_stay_in_the_students_output(tmp_path):
+    path = compose(tmp_path, "faker", SUBMISSIONS / "attacks" / "fake_results_print.py")
+    done = run_cli("grade", "w07_attention", path, "--json", "--db", tmp_path / "grades.db")
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1 and '"student": "faker"' in lines[0]
+    assert "All tests passed" not in done.stderr
+    assert "All tests passed" in lines[0]  # kept, as the student's captured output
+    assert not (tmp_path / "results.json").exists()
+
+
+@pytest.mark.parametrize("attack", CONTAINED_IN_FALLBACK)
+def test_fallback_contains_what_it_can(fallback_grader, suite, tmp_path, attack):
+    attacked = set(ATTACKS[attack]["attacked"]) - {"causal_mask"}  # no per-call process count without bwrap
+    result = _grade_attack(fallback_grader, tmp_path, attack)
+    assert result.sandbox == "fallback"
+    for function in attacked:
+        assert result.by_function()[function][0] == 0
+    _honest_checks_pass(result, suite, attacked | {"causal_mask"} if attack == "fork_flood" else attacked)
+
+
+def test_doctor_reports_protections():
+    done = run_cli("doctor")
+    assert done.returncode == 0
+    assert "resource limits" in done.stdout and "[x] separate worker process" in done.stdout
+    if bwrap_works():
+        assert "sandbox mode: bwrap" in done.stdout and "[x] bubblewrap: no network" in done.stdout
+    fallback = run_cli("doctor", "--sandbox", "fallback")
+    assert "sandbox mode: fallback" in fallback.stdout
+    assert "[ ] bubblewrap: no network" in fallback.stdout
+    assert "WARNING: bubblewrap is not in use" in fallback.stdout
+
+
+def test_fallback_grading_says_so_loudly(tmp_path):
+    path = compose(tmp_path, "alice")
+    done = run_cli("grade", "w07_attention", path, "--sandbox", "fallback", "--json", "--db", tmp_path / "g.db")
+    assert "WARNING: bubblewrap is not in use" in done.stderr
+    assert '"sandbox": "fallback"' in done.stdout
