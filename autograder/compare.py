@@ -11,12 +11,12 @@ import numpy as np
 
 from autograder.checks import CheckFailed
 from autograder.course import Tolerance
-from autograder.wire import Opaque, TensorData
+from autograder.wire import Opaque, SampledArray, TensorData, sample_positions
 
 
-def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
-    """The returned value as an ndarray, or CheckFailed saying what it was instead."""
-    if isinstance(got, np.ndarray):
+def as_array(got, what: str, expected_shape: tuple) -> np.ndarray | SampledArray:
+    """The returned value as an ndarray (or a sample of one), or CheckFailed saying what it was instead."""
+    if isinstance(got, (np.ndarray, SampledArray)):
         return got
     if got is None:
         raise CheckFailed(f"{what} is None: the function returned nothing (is a `return` missing?)")
@@ -73,7 +73,8 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
     expected: the trusted value; may hold −inf (masked scores) and must then
     be matched exactly there. sample: compare only this many positions spread
     over the whole array (for outputs of millions of entries whose values
-    other checks already verify in full at small sizes).
+    other checks already verify in full at small sizes); `got` may already be
+    such a sample (a SampledArray, see Call.sample).
     """
     got = as_array(got, what, expected.shape)
     expect_shape(got, expected.shape, what, shape_hint)
@@ -83,9 +84,14 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
     if got.dtype.kind != "f":
         raise CheckFailed(f"{what} has dtype {got.dtype}; expected floating-point numbers", expected, got)
     positions = None
-    if sample is not None and expected.size > sample:
-        positions = np.random.default_rng(0).integers(0, expected.size, sample)
-    got64 = got.reshape(-1)[positions] if positions is not None else got.reshape(-1)
+    if isinstance(got, SampledArray):  # the worker was asked to send only a sample
+        positions = sample_positions(expected.size, got.values.size)
+        got64 = got.values
+    elif sample is not None and expected.size > sample:
+        positions = sample_positions(expected.size, sample)
+        got64 = got.reshape(-1)[positions]
+    else:
+        got64 = got.reshape(-1)
     exp64 = expected.reshape(-1)[positions] if positions is not None else expected.reshape(-1)
     got64, exp64 = got64.astype(np.float64), exp64.astype(np.float64)
 

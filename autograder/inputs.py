@@ -20,7 +20,3 @@ def allowed_mask(rng: np.random.Generator, shape, keep: float = 0.6) -> np.ndarr
     empty = ~rows.any(axis=1)
     rows[empty, rng.integers(0, shape[-1], size=int(empty.sum()))] = True
     return rows.reshape(shape)
-
-
-def dtype_name(dtype) -> str:
-    return np.dtype(dtype).name

@@ -77,10 +77,3 @@ class SubmissionResult:
                        "hint": t.hint, "misconception": t.misconception, "explanation": t.explanation}
                       for t in self.tests],
         }
-
-
-def result_from_dict(data: dict) -> SubmissionResult:
-    """Inverse of `dataclasses.asdict` for a SubmissionResult."""
-    tests = tuple(CheckResult(**t) for t in data["tests"])
-    return SubmissionResult(**{**data, "tests": tests, "notes": tuple(data.get("notes", ()))})
-

@@ -39,6 +39,8 @@ class Call:
     return_inputs: send the arguments back as they are after the call, to
         detect in-place modification.
     seconds: wall-clock limit for this call; None means the course default.
+    sample: return arrays larger than this as a sample of this many entries
+        (wire.SampledArray), for outputs too large to be worth sending whole.
     """
 
     function: str
@@ -48,6 +50,7 @@ class Call:
     backward: tuple | None = None
     return_inputs: bool = False
     seconds: float | None = None
+    sample: int | None = None
 
     def payload_bytes(self) -> int:
         arrays = [a for a in (*self.args, *self.kwargs.values(), *(self.backward or ()))
@@ -151,7 +154,6 @@ class Session:
         self.limits = limits
         self.output = CapturedOutput(limits.output_kib * 1024)
         self.killed_processes = 0
-        self.restarts = 0
         self._deadline = time.monotonic() + limits.submission_seconds
         self._skip: dict[int, str] = {}
         self._sock: socket.socket | None = None
@@ -162,19 +164,17 @@ class Session:
         self._unit: tuple[int, str] | None = None
         self._exits: dict = {}
         self._output_mark = 0
-        self.load: LoadReport | None = None
+        self._processes: int | None = None  # live processes in the sandbox while the child is idle
 
     # -------------------------------------------------------------- public
 
     def open(self) -> LoadReport:
         """Load the submission; units that hang or kill the worker are skipped."""
-        self.load = self._start_child()
-        return self.load
+        return self._start_child()
 
     def call(self, call: Call) -> Reply:
         """Run one call in the worker. Raises CallFailed when there is no reply."""
         if self._sock is None:
-            self.restarts += 1
             report = self._start_child()
             if report.failure:
                 raise WorkerDied(f"the worker could not reload the submission: {report.failure}")
@@ -184,17 +184,17 @@ class Session:
         self._parser.limit = (32 << 20) + 16 * call.payload_bytes()
         seconds = call.seconds or self.limits.call_seconds
         budget_left = self._deadline - time.monotonic()
-        processes_before = self.sandbox.process_count()
+        processes_before = self._processes  # counted when the child last went idle
         try:
             header, data = self._exchange(wire.pack(request, buffers), min(seconds, budget_left),
                                           lambda h: h.get("event") == "reply" and h.get("id") == self._next_id)
         except _Stopped as stop:
             self._stop_child(stop.child_alive)
             raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
-        processes_after = self.sandbox.process_count()
-        if processes_before is not None and processes_after > processes_before:
+        self._processes = self.sandbox.process_count()
+        if processes_before is not None and self._processes > processes_before:
             self._stop_child(child_alive=True)
-            raise WorkerDied(f"{call.function} left {processes_after - processes_before} processes running after "
+            raise WorkerDied(f"{call.function} left {self._processes - processes_before} processes running after "
                              "it returned; a function must not start processes. They were stopped")
         return read_reply(header, data)
 
@@ -252,6 +252,7 @@ class Session:
                           }.get(stop.kind, f"stopped the worker process ({stop.reason})")
                 self._skip[unit[0]] = f"{unit[1]}: {reason}"
                 continue
+            self._processes = self.sandbox.process_count()
             return self._load_report(header)
         return LoadReport(frozenset(), stopped=self._stopped(),
                           failure=f"loading was stopped {MAX_LOAD_ATTEMPTS} times; the file was not graded")
@@ -404,7 +405,7 @@ def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
     header = {"op": "call", "id": call_id, "function": call.function,
               "args": [wire.encode(a, buffers) for a in call.args],
               "kwargs": {k: wire.encode(v, buffers) for k, v in call.kwargs.items()},
-              "as_tensors": call.as_tensors, "return_inputs": call.return_inputs,
+              "as_tensors": call.as_tensors, "return_inputs": call.return_inputs, "sample": call.sample,
               "backward": None if call.backward is None else [wire.encode(g, buffers) for g in call.backward]}
     return header, buffers
 

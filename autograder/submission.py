@@ -21,6 +21,7 @@ import nbformat  # noqa: E402
 
 MAX_BYTES = 50 << 20  # notebooks with images can be large; anything bigger is not a submission
 SUFFIXES = (".py", ".ipynb")
+DEMO_TAG = "demo"  # a cell tag: an instructor's illustration the grader does not run (it defines nothing graded)
 _LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
 # Cell magics whose body is still Python; any other cell magic (%%bash, %%writefile...) skips the cell.
 _PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
@@ -121,14 +122,19 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         number += 1
-        if _is_grader_test(cell):
-            continue  # nbgrader's own test cells are ours, not the student's work
+        if _is_grader_test(cell) or DEMO_TAG in _tags(cell):
+            continue  # test cells and the instructor's illustrations are not the student's work
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
         cells.append(Cell(f"cell {number}", _strip_magics(source)))
     if not any(c.source.strip() for c in cells):
         return (), f"{name} has no code cells with code in them; write your functions in code cells and resubmit", note
     return tuple(cells), "", note
+
+
+def _tags(cell: dict) -> list:
+    tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
+    return tags if isinstance(tags, list) else []
 
 
 def _is_grader_test(cell: dict) -> bool:

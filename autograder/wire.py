@@ -56,6 +56,21 @@ class TensorData:
 
 
 @dataclass(frozen=True)
+class SampledArray:
+    """A large array of which only a sample crossed: its full shape and dtype, and the values
+    at `sample_positions(size, len(values))` of its flattened data."""
+
+    shape: tuple
+    dtype: np.dtype
+    values: np.ndarray
+
+
+def sample_positions(size: int, count: int) -> np.ndarray:
+    """Flat positions of a sample of `count` entries; the same on both sides (a fixed seed)."""
+    return np.random.default_rng(0).integers(0, size, count)
+
+
+@dataclass(frozen=True)
 class Opaque:
     """A returned object that is not data (a list of objects, a custom class...)."""
 
@@ -169,18 +184,21 @@ class FrameParser:
 
 # ---------------------------------------------------------------- values
 
-def encode(value, buffers: list, depth: int = 0) -> dict:
-    """Describe `value` as a JSON-able tree, appending array bytes to `buffers`."""
+def encode(value, buffers: list, depth: int = 0, sample: int | None = None) -> dict:
+    """Describe `value` as a JSON-able tree, appending array bytes to `buffers`.
+
+    sample: send arrays larger than this as a SampledArray of this many entries.
+    """
     if value is None:
         return {"t": "none"}
     if isinstance(value, (bool, int, float)) and type(value) in (bool, int, float):
         return {"t": "scalar", "value": value if not isinstance(value, float) or np.isfinite(value) else repr(value)}
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
-        return _encode_array(np.asarray(value), buffers)
+        return _encode_array(np.asarray(value), buffers, sample)
     torch = _torch_module()
     if torch is not None and isinstance(value, torch.Tensor):
         array = value.detach().cpu().resolve_conj().resolve_neg().numpy()
-        tree = _encode_array(array, buffers)
+        tree = _encode_array(array, buffers, sample)
         if tree["t"] == "array":
             grad_fn = type(value.grad_fn).__name__ if value.grad_fn is not None else None
             tree.update(t="tensor", requires_grad=bool(value.requires_grad), grad_fn=grad_fn)
@@ -188,18 +206,22 @@ def encode(value, buffers: list, depth: int = 0) -> dict:
     if isinstance(value, (tuple, list)) and type(value) in (tuple, list) and depth < MAX_DEPTH:
         if len(value) > MAX_ITEMS:
             return {"t": "opaque", "type": type(value).__name__, "detail": f"{len(value)} items"}
-        return {"t": type(value).__name__, "items": [encode(v, buffers, depth + 1) for v in value]}
+        return {"t": type(value).__name__, "items": [encode(v, buffers, depth + 1, sample) for v in value]}
     if isinstance(value, str) and type(value) is str:
         return {"t": "opaque", "type": "str", "detail": value[:MAX_TEXT]}
     return {"t": "opaque", "type": _type_name(value)}
 
 
-def _encode_array(array: np.ndarray, buffers: list) -> dict:
+def _encode_array(array: np.ndarray, buffers: list, sample: int | None) -> dict:
     array = np.asarray(array)  # a subclass travels as its base data
     if array.dtype.str not in DTYPES:
         return {"t": "opaque", "type": "numpy.ndarray", "detail": f"dtype={array.dtype}"}
+    whole = {}
+    if sample is not None and array.size > sample:
+        whole = {"whole": list(array.shape)}
+        array = array.reshape(-1)[sample_positions(array.size, sample)]
     buffers.append(np.ascontiguousarray(array).data.cast("B"))
-    return {"t": "array", "dtype": array.dtype.str, "shape": list(array.shape), "buf": len(buffers) - 1}
+    return {"t": "array", "dtype": array.dtype.str, "shape": list(array.shape), "buf": len(buffers) - 1, **whole}
 
 
 def decode(tree, buffers: list, depth: int = 0):
@@ -251,7 +273,14 @@ def _decode_array(tree: dict, buffers: list) -> np.ndarray:
     data = buffers[index]
     if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != len(data):
         raise WireError("array bytes do not match its shape")
-    return np.frombuffer(data, dtype=dtype).reshape(shape)
+    values = np.frombuffer(data, dtype=dtype).reshape(shape)
+    if "whole" not in tree:
+        return values
+    whole = tree["whole"]
+    if not (isinstance(whole, list) and len(whole) <= MAX_DIMS and all(type(n) is int and n >= 0 for n in whole)
+            and len(shape) == 1 and shape[0] <= int(np.prod(whole, dtype=np.int64))):
+        raise WireError("sampled array shape is not valid")
+    return SampledArray(tuple(whole), dtype, values)
 
 
 def _type_name(value) -> str:

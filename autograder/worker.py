@@ -279,7 +279,7 @@ def _call(request: dict, buffers: list, namespace: dict):
         return reply, out
     reply["seconds"] = time.perf_counter() - start
     try:
-        reply["value"] = wire.encode(result, out)
+        reply["value"] = wire.encode(result, out, sample=request.get("sample"))
         if request.get("return_inputs"):
             reply["inputs"] = [wire.encode(a, out) for a in args]
         if request.get("backward") is not None:

@@ -89,12 +89,14 @@ def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
         nbformat.v4.new_code_cell("%%time\nprint(softmax(np.zeros((1, 2))))"),
         nbformat.v4.new_code_cell("%%bash\necho not python"),
         nbformat.v4.new_code_cell("undefined_name + 1"),
+        nbformat.v4.new_code_cell("raise RuntimeError('a demo cell ran')", metadata={"tags": ["demo"]}),
     ])
     path = tmp_path / "nb_student.ipynb"
     nbformat.write(notebook, path)
     result = grade(path)
     assert result.score == 100
     assert any("cell 5 raised NameError" in note for note in result.notes)
+    assert not any("a demo cell ran" in note for note in result.notes)  # cells tagged demo are not run
     assert "[0.5 0.5]" in result.output
 
 
