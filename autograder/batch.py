@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -104,10 +105,18 @@ def _grader_process(course, suite, protections, slot, tasks, results) -> None:
     """One job: its own sandbox, grading until it takes the end marker."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides what Ctrl-C means
+    _one_thread()
     with Sandbox(protections, suite.assignment.preload, slot=slot) as sandbox:
         grader = Grader(course, suite, sandbox)
         while (item := tasks.get()) is not None:
             results.put(grader.grade(_read(item)))
+
+
+def _one_thread() -> None:
+    """Jobs already fill the cores; PyTorch's own thread pool in each grader would only contend with them."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def _die_with_parent() -> None:
