@@ -132,9 +132,16 @@ def _python() -> str:
 
 
 def _python_dirs() -> list[Path]:
-    """Directories the worker's interpreter needs: its prefixes and library paths."""
+    """Directories the worker's interpreter needs: its prefixes and library paths.
+
+    Package directories that lie outside the prefixes (linked in by a .pth
+    file) count too; other sys.path entries (a project root) never do.
+    """
     dirs = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent.parent}
-    return sorted(dirs)
+    dirs |= {Path(entry).resolve() for entry in sys.path
+             if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()}
+    # A directory inside another one is already bound with it.
+    return sorted(d for d in dirs if not any(other in d.parents for other in dirs))
 
 
 def _bwrap_command(uid: int | None, tmp_mib: int) -> list[str]:
@@ -151,17 +158,20 @@ def _bwrap_command(uid: int | None, tmp_mib: int) -> list[str]:
             command += ["--ro-bind", name, name]
     for name in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
         command += ["--ro-bind-try", name, name]
+    # /tmp comes before the Python environment: a virtualenv under /tmp (a fresh clone there)
+    # is then bound on top of the tmpfs instead of hidden by it.
+    command += ["--proc", "/proc", "--dev", "/dev",
+                "--perms", "1777", "--size", str(tmp_mib << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
     python_dirs = _python_dirs()
     # Create the parents of the Python bind mounts readable, or an unprivileged
     # uid could not reach an interpreter that lives under /root.
-    parents = sorted({p for d in python_dirs for p in d.parents if str(p) != "/"}, key=lambda p: len(p.parts))
+    parents = sorted({p for d in python_dirs for p in d.parents}, key=lambda p: len(p.parts))
     for parent in parents:
-        if not str(parent).startswith(("/usr", "/tmp", "/proc", "/dev")):
+        if str(parent) not in ("/", "/tmp", "/usr", "/proc", "/dev") and not str(parent).startswith(
+                ("/usr/", "/proc/", "/dev/")):
             command += ["--perms", "0755", "--dir", str(parent)]
     for directory in python_dirs:
         command += ["--ro-bind", str(directory), str(directory)]
-    command += ["--proc", "/proc", "--dev", "/dev",
-                "--perms", "1777", "--size", str(tmp_mib << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
     if uid is not None:
         command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
                     "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",

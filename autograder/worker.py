@@ -110,14 +110,30 @@ def _reap_all(wait: bool) -> dict[str, list]:
 
 
 def _wipe(directory: str) -> None:
+    """Remove everything under `directory` but mount points (a Python environment under /tmp)."""
     for entry in os.scandir(directory):
         try:
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, onerror=_force_remove)
+                if os.path.ismount(entry.path):
+                    continue
+                if _holds_mount(entry.path):
+                    _wipe(entry.path)
+                else:
+                    shutil.rmtree(entry.path, onerror=_force_remove)
             else:
                 os.unlink(entry.path)
         except OSError:
             pass
+
+
+def _holds_mount(directory: str) -> bool:
+    """Whether a mount point lies below `directory` (read from /proc/self/mountinfo)."""
+    prefix = directory.rstrip("/") + "/"
+    try:
+        with open("/proc/self/mountinfo") as mounts:
+            return any(line.split()[4].startswith(prefix) for line in mounts)
+    except OSError:
+        return False
 
 
 def _force_remove(function, path, _):

@@ -7,8 +7,14 @@ happened in plain words.
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
 import threading
 from pathlib import Path
 
@@ -17,7 +23,7 @@ import pytest
 from autograder.grading import Grader
 from autograder.sandbox import Sandbox, probe
 from autograder.submission import read_submission
-from conftest import PARTS_OF_ATTENTION, ROOT, SUBMISSIONS, bwrap_works, compose, manifest, run_cli
+from conftest import PARTS_OF_ATTENTION, PLAIN, ROOT, SUBMISSIONS, bwrap_works, compose, manifest, run_cli
 
 ATTACKS = manifest("attacks")
 ATTACK_PORT = 8765  # the network attack's default; the sandbox clears the environment
@@ -188,3 +194,23 @@ def test_fallback_grading_says_so_loudly(tmp_path):
     done = run_cli("grade", "w07_attention", path, "--sandbox", "fallback", "--json", "--db", tmp_path / "g.db")
     assert "WARNING: bubblewrap is not in use" in done.stderr
     assert '"sandbox": "fallback"' in done.stdout
+
+
+def test_a_python_environment_under_tmp_still_runs_in_bubblewrap(tmp_path):
+    """A fresh clone under /tmp keeps its virtualenv there, where the sandbox mounts its own /tmp."""
+    _require_bwrap()
+    env_dir = Path(tempfile.mkdtemp(dir="/tmp", prefix="venv-under-tmp-"))
+    env_dir.chmod(0o755)  # as a cloned project is; the worker's uid must read the environment
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
+        # The new environment borrows this one's packages, as a .pth file links them in.
+        site_packages = next(env_dir.glob("lib/python*/site-packages"))
+        (site_packages / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        done = subprocess.run([str(env_dir / "bin" / "python"), "-m", "autograder", "grade", "w07_attention",
+                               str(PLAIN), "--sandbox", "bwrap", "--json", "--db", str(tmp_path / "g.db")],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(env_dir)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["sandbox"] == "bwrap" and result["score"] == result["max_score"]
