@@ -66,15 +66,13 @@ def expect_shape(got: np.ndarray, expected_shape: tuple, what: str, hint: str = 
                       + (f": {hint}" if hint else ""), got=got)
 
 
-def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hint: str = "",
-                 sample: int | None = None) -> np.ndarray:
+def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hint: str = "") -> np.ndarray:
     """Floating-point comparison: array → shape → dtype → finiteness → values.
 
     expected: the trusted value; may hold −inf (masked scores) and must then
-    be matched exactly there. sample: compare only this many positions spread
-    over the whole array (for outputs of millions of entries whose values
-    other checks already verify in full at small sizes); `got` may already be
-    such a sample (a SampledArray, see Call.sample).
+    be matched exactly there. got: may be a SampledArray (see Call.sample),
+    for outputs of millions of entries whose values other checks already
+    verify in full at small sizes; only its sampled positions are compared.
     """
     got = as_array(got, what, expected.shape)
     expect_shape(got, expected.shape, what, shape_hint)
@@ -83,16 +81,12 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
                           "(an integer result has lost the fractions)", expected, got)
     if got.dtype.kind != "f":
         raise CheckFailed(f"{what} has dtype {got.dtype}; expected floating-point numbers", expected, got)
-    positions = None
-    if isinstance(got, SampledArray):  # the worker was asked to send only a sample
+    if isinstance(got, SampledArray):
         positions = sample_positions(expected.size, got.values.size)
-        got64 = got.values
-    elif sample is not None and expected.size > sample:
-        positions = sample_positions(expected.size, sample)
-        got64 = got.reshape(-1)[positions]
+        got64, exp64 = got.values, expected.reshape(-1)[positions]
     else:
-        got64 = got.reshape(-1)
-    exp64 = expected.reshape(-1)[positions] if positions is not None else expected.reshape(-1)
+        positions = None
+        got64, exp64 = got.reshape(-1), expected.reshape(-1)
     got64, exp64 = got64.astype(np.float64), exp64.astype(np.float64)
 
     def index(i):  # a position in the compared values -> an index into the arrays

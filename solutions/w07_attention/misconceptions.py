@@ -94,6 +94,11 @@ def _part(function, wrong_part, **pipeline_part):
     return wrong
 
 
+def _wrong_softmax(variant):
+    """A wrong softmax: `variant(S)` on softmax's own scores, and inside attention."""
+    return _part("softmax", lambda seen: variant(seen.args["S"]), softmax=variant)
+
+
 # ------------------------------------------------------------------ behaviour
 
 
@@ -228,27 +233,24 @@ MISCONCEPTIONS = (
         "A row with every key masked has no valid normalization, so softmax should raise ValueError "
         "instead of returning NaN — slide 22.",
         _SOFTMAX,
-        wrong=_part("softmax", lambda seen: _softmax_without_check(seen.args["S"]),
-                    softmax=_softmax_without_check)),
+        wrong=_wrong_softmax(_softmax_without_check)),
     Misconception(
         "all_masked_uniform",
         "A row with every key masked has no valid normalization; raise ValueError instead of spreading "
         "its weight evenly over keys that are all hidden — slide 22.",
         _SOFTMAX,
-        wrong=_part("softmax", lambda seen: _softmax_uniform_dead_rows(seen.args["S"]),
-                    softmax=_softmax_uniform_dead_rows)),
+        wrong=_wrong_softmax(_softmax_uniform_dead_rows)),
     Misconception(
         "softmax_over_queries",
         "Softmax normalizes over the keys of each query (the last axis), not over the queries — slide 11.",
         _SOFTMAX,
-        wrong=_part("softmax", lambda seen: _softmax_over_queries(seen.args["S"]),
-                    softmax=_softmax_over_queries)),
+        wrong=_wrong_softmax(_softmax_over_queries)),
     Misconception(
         "softmax_no_max_subtraction",
         "Subtract each row's maximum before exponentiating: exp of a score near 1000 overflows, while "
         "the shifted scores give the same weights — slide 11.",
         _SOFTMAX,
-        wrong=_part("softmax", lambda seen: _softmax_unshifted(seen.args["S"]), softmax=_softmax_unshifted)),
+        wrong=_wrong_softmax(_softmax_unshifted)),
     Misconception(
         "softmax_modifies_input",
         "Subtracting the row maximum must make a new array (S - S.max(...)); `S -= ...` overwrites the "
