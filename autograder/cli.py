@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     except (CourseError, SandboxError, LayoutError, StoreError, ReleaseError, exports.ExportError) as error:
         print(f"autograder: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `autograder export csv | head`: the reader has all it wanted
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush from failing again
+        return 0
     except OSError as error:
         print(f"autograder: {error.strerror or error} ({error.filename or 'no file name'}); check that path "
               "and its permissions, then run again", file=sys.stderr)
@@ -70,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--assignment", help="assignment to report on (default: the only one in the database)")
     report.add_argument("--course", type=Path, help="course.yaml to use (default: the nearest one)")
     report.set_defaults(run=_report)
+
+    checks = commands.add_parser("checks", help="list an assignment's checks: function, visibility, points, "
+                                                "what each verifies")
+    checks.add_argument("assignment", help="assignment name from course.yaml, e.g. w07_attention")
+    checks.add_argument("--course", type=Path, help="course.yaml to use (default: the nearest one)")
+    checks.set_defaults(run=_checks)
 
     replay = commands.add_parser("replay", help="re-run one check for one student and print the inputs, "
                                                 "the expected and the returned values")
@@ -162,6 +171,16 @@ def _replay(args) -> int:
 def _db(args) -> Path:
     """--db, or grades.db beside the course's course.yaml."""
     return args.db or default_db(load_course(args.course or find_course()))
+
+
+def _checks(args) -> int:
+    suite = load_suite(load_course(args.course or find_course()), args.assignment)
+    width = max(len(entry.name) for entry in suite.checks)
+    for entry in suite.checks:
+        limit = f" (within {entry.seconds:g} s)" if entry.seconds else ""
+        print(f"{entry.name:<{width}}  {entry.visibility:<6}  {entry.points:>4g}  {entry.check.description}{limit}")
+    print(f"{len(suite.checks)} checks, {suite.max_score:g} points; suite version {suite.version}")
+    return 0
 
 
 def _doctor(args) -> int:

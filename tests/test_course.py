@@ -103,3 +103,15 @@ def test_a_second_assignment_is_a_folder_and_a_course_yaml_entry(tmp_path):
     assert results["good"]["score"] == results["good"]["max_score"] == 3
     assert results["bad"]["score"] == 0
     assert {t["visibility"] for t in results["bad"]["tests"]} == {"public", "hidden"}
+
+
+def test_checks_command_lists_every_check_with_its_points_from_course_yaml(course, suite):
+    done = run_cli("checks", "w07_attention")
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split()[1:3] for line in done.stdout.splitlines()[:-1]}
+    points = course.assignments["w07_attention"].checks
+    assert set(rows) == set(points)
+    for name, (visibility, shown) in rows.items():
+        assert float(shown) == points[name].points
+        assert visibility == suite.check(name).visibility
+    assert f"{len(points)} checks, {suite.max_score:g} points" in done.stdout.splitlines()[-1]
