@@ -104,34 +104,39 @@ def _common(command: argparse.ArgumentParser) -> None:
 def _grade(args) -> int:
     course = load_course(args.course or find_course())
     suite = load_suite(course, args.assignment)
-    with tempfile.TemporaryDirectory(prefix="autograder-zip-") as workdir, \
-            Store(args.db or default_db(course)) as store:
+    with tempfile.TemporaryDirectory(prefix="autograder-zip-") as workdir:
         found = find_submissions(args.paths, suite.assignment.name, suite.assignment.module, Path(workdir))
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
-        plan = plan_batch(found, store, suite, args.force)
-        protections = probe(args.sandbox)
-        if protections.warning:
-            print(protections.warning, file=sys.stderr)
-        progress = Progress(len(plan.todo), skipped=len(plan.skipped))
-        graded = []
-
-        def on_result(result):
-            graded.append(result)
-            progress.update(result)
-            if args.json:
-                print(json.dumps(result.to_json()), flush=True)
-
-        grade_batch(course, suite, protections, plan.todo, store, args.jobs or os.cpu_count() or 1, on_result)
-        progress.finish()
-        skipped = [store.result(suite.assignment.name, item.student) for item in plan.skipped]
-        if args.json:
-            for result in skipped:
-                print(json.dumps(result.to_json()), flush=True)
-        else:
-            print(format_results(graded + skipped))
-        print(f"results are in {store.path}; `autograder report` writes the feedback", file=sys.stderr)
+        # Opened only now, so a mistyped path does not leave an empty database behind.
+        with Store(args.db or default_db(course)) as store:
+            _grade_found(args, course, suite, found, store)
     return 0
+
+
+def _grade_found(args, course, suite, found, store: Store) -> None:
+    plan = plan_batch(found, store, suite, args.force)
+    protections = probe(args.sandbox)
+    if protections.warning:
+        print(protections.warning, file=sys.stderr)
+    progress = Progress(len(plan.todo), skipped=len(plan.skipped))
+    graded = []
+
+    def on_result(result):
+        graded.append(result)
+        progress.update(result)
+        if args.json:
+            print(json.dumps(result.to_json()), flush=True)
+
+    grade_batch(course, suite, protections, plan.todo, store, args.jobs or os.cpu_count() or 1, on_result)
+    progress.finish()
+    skipped = [store.result(suite.assignment.name, item.student) for item in plan.skipped]
+    if args.json:
+        for result in skipped:
+            print(json.dumps(result.to_json()), flush=True)
+    else:
+        print(format_results(graded + skipped))
+    print(f"results are in {store.path}; `autograder report` writes the feedback", file=sys.stderr)
 
 
 def _report(args) -> int:

@@ -153,7 +153,7 @@ class KernelSession:
         except wire.FrameTooLarge as big:
             raise ReplyRejected(f"{call.function} returned {big.size} bytes, far more than an answer to this "
                                 f"call can be (limit {big.limit}); it was not read") from None
-        return read_reply(reply_header, reply_buffers)
+        return read_reply(reply_header, reply_buffers, call.sample)
 
 
 def _through_wire(header: dict, buffers: list, limit: int) -> tuple[dict, list]:

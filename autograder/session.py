@@ -196,7 +196,7 @@ class Session:
             self._stop_child(child_alive=True)
             raise WorkerDied(f"{call.function} left {self._processes - processes_before} processes running after "
                              "it returned; a function must not start processes. They were stopped")
-        return read_reply(header, data)
+        return read_reply(header, data, call.sample)
 
     def _failure(self, function: str, stop: "_Stopped", seconds: float, over_budget: bool) -> CallFailed:
         """The student-facing explanation of a call that gave no reply."""
@@ -410,8 +410,11 @@ def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
     return header, buffers
 
 
-def read_reply(header: dict, buffers: list) -> Reply:
-    """Decode and validate a worker's reply; raises ReplyRejected when it cannot be trusted."""
+def read_reply(header: dict, buffers: list, sample: int | None = None) -> Reply:
+    """Decode and validate a worker's reply; raises ReplyRejected when it cannot be trusted.
+
+    sample: the call's `sample`, the only size of sampled array the reply may hold.
+    """
     try:
         seconds = float(header.get("seconds") or 0.0)
         if header.get("raised") is not None:
@@ -422,7 +425,7 @@ def read_reply(header: dict, buffers: list) -> Reply:
         inputs = header.get("inputs")
         grads = header.get("grads")
         return Reply(
-            value=wire.decode(header.get("value"), buffers),
+            value=wire.decode(header.get("value"), buffers, sample=sample),
             inputs=None if inputs is None else tuple(wire.decode(t, buffers) for t in inputs[:wire.MAX_ITEMS]),
             grads=None if grads is None else tuple(wire.decode(t, buffers) for t in grads[:wire.MAX_ITEMS]),
             grad_error=None if header.get("grad_error") is None else str(header["grad_error"])[:wire.MAX_TEXT],

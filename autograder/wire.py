@@ -224,11 +224,13 @@ def _encode_array(array: np.ndarray, buffers: list, sample: int | None) -> dict:
     return {"t": "array", "dtype": array.dtype.str, "shape": list(array.shape), "buf": len(buffers) - 1, **whole}
 
 
-def decode(tree, buffers: list, depth: int = 0):
+def decode(tree, buffers: list, depth: int = 0, sample: int | None = None):
     """Rebuild a value from `encode`'s tree, validating every field.
 
     Raises WireError on anything malformed. Arrays come back as base
     `np.ndarray` (never a subclass), read-only views of the received bytes.
+    sample: what the request asked for (see `encode`); a SampledArray is
+    accepted only then, and only with exactly that many entries.
     """
     if not isinstance(tree, dict) or depth > MAX_DEPTH:
         raise WireError("value description is not valid")
@@ -243,7 +245,7 @@ def decode(tree, buffers: list, depth: int = 0):
             raise WireError("scalar is not a number")
         return value
     if kind in ("array", "tensor"):
-        array = _decode_array(tree, buffers)
+        array = _decode_array(tree, buffers, sample)
         if kind == "tensor":
             grad_fn = tree.get("grad_fn")
             return TensorData(array, bool(tree.get("requires_grad")),
@@ -253,14 +255,14 @@ def decode(tree, buffers: list, depth: int = 0):
         items = tree.get("items")
         if not isinstance(items, list) or len(items) > MAX_ITEMS:
             raise WireError("sequence is not valid")
-        values = [decode(item, buffers, depth + 1) for item in items]
+        values = [decode(item, buffers, depth + 1, sample) for item in items]
         return tuple(values) if kind == "tuple" else values
     if kind == "opaque":
         return Opaque(str(tree.get("type"))[:MAX_TEXT], str(tree.get("detail", ""))[:MAX_TEXT])
     raise WireError(f"unknown value kind {str(kind)[:40]!r}")
 
 
-def _decode_array(tree: dict, buffers: list) -> np.ndarray:
+def _decode_array(tree: dict, buffers: list, sample: int | None) -> np.ndarray | SampledArray:
     dtype = DTYPES.get(tree.get("dtype"))
     shape, index = tree.get("shape"), tree.get("buf")
     if dtype is None:
@@ -277,8 +279,10 @@ def _decode_array(tree: dict, buffers: list) -> np.ndarray:
     if "whole" not in tree:
         return values
     whole = tree["whole"]
-    if not (isinstance(whole, list) and len(whole) <= MAX_DIMS and all(type(n) is int and n >= 0 for n in whole)
-            and len(shape) == 1 and shape[0] <= int(np.prod(whole, dtype=np.int64))):
+    # A short sample would be judged on fewer positions than the check asked for.
+    if not (sample is not None and isinstance(whole, list) and len(whole) <= MAX_DIMS
+            and all(type(n) is int and n >= 0 for n in whole)
+            and shape == [sample] and sample < int(np.prod(whole, dtype=np.int64))):
         raise WireError("sampled array shape is not valid")
     return SampledArray(tuple(whole), dtype, values)
 

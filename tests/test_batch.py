@@ -115,6 +115,13 @@ def test_broken_notebooks_get_clear_errors_and_the_batch_goes_on(tmp_path):
     assert results["good"]["score"] == 100
 
 
+def test_a_path_that_does_not_exist_is_named_and_leaves_no_database(tmp_path):
+    done = run_cli("grade", "w07_attention", tmp_path / "no_such_folder", "--db", tmp_path / "g.db")
+    assert done.returncode == 2
+    assert "no_such_folder does not exist" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "g.db").exists()
+
+
 def test_kill_9_mid_batch_loses_nothing_and_the_rerun_finishes(tmp_path):
     roster = write_class(tmp_path / "course", 14, "nbgrader", attacks=(), broken=0)
     db = tmp_path / "g.db"

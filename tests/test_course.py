@@ -7,9 +7,11 @@ import shutil
 import numpy as np
 import pytest
 
+from autograder import wire
 from autograder.checks import CheckFailed
 from autograder.compare import expect_close
 from autograder.course import CourseError, Tolerance, load_course
+from autograder.session import ReplyRejected, read_reply
 from autograder.suite import load_suite
 from conftest import FIXTURES, ROOT, run_cli
 
@@ -115,3 +117,28 @@ def test_checks_command_lists_every_check_with_its_points_from_course_yaml(cours
         assert float(shown) == points[name].points
         assert visibility == suite.check(name).visibility
     assert f"{len(points)} checks, {suite.max_score:g} points" in done.stdout.splitlines()[-1]
+
+
+def _reply(value, sample):
+    """A worker's reply frame for `value`, encoded as the worker encodes it."""
+    buffers = []
+    return {"event": "reply", "id": 1, "value": wire.encode(value, buffers, sample=sample)}, buffers
+
+
+def test_a_sampled_reply_is_compared_at_the_sampled_positions_and_must_be_the_sample_asked_for():
+    expected = np.linspace(-1, 1, 50_000).reshape(50, 1000)
+    tol = Tolerance(1e-6, 1e-9)
+    honest = read_reply(*_reply(expected.copy(), 20_000), sample=20_000).value
+    assert isinstance(honest, wire.SampledArray) and honest.shape == (50, 1000)
+    expect_close(honest, expected, tol, "x")
+    wrong = expected.copy()
+    wrong[:, :500] += 1.0  # half the entries: the sample cannot miss them
+    with pytest.raises(CheckFailed, match="sampled positions"):
+        expect_close(read_reply(*_reply(wrong, 20_000), sample=20_000).value, expected, tol, "x")
+    with pytest.raises(CheckFailed, match="expected shape"):
+        expect_close(read_reply(*_reply(expected.T.copy(), 20_000), sample=20_000).value, expected, tol, "x")
+    # A hostile worker may not choose fewer positions, nor send a sample nobody asked for.
+    with pytest.raises(ReplyRejected):
+        read_reply(*_reply(expected, 10), sample=20_000)
+    with pytest.raises(ReplyRejected):
+        read_reply(*_reply(expected, 20_000), sample=None)
