@@ -85,8 +85,9 @@ def _attention_with(seen, score=None, apply_mask=None, softmax=None, context=Non
     return (context or ref.context)(A, args["V"]), A
 
 
-def _part(function, wrong_part, **pipeline_part):
-    """A wrong answer for calls of `function` itself and for attention built on it."""
+def _part(wrong_part, **pipeline_part):
+    """A wrong answer for calls of the function itself (`wrong_part`) and for attention built on it
+    (attention with `pipeline_part`, e.g. score=..., in place of the reference's part)."""
     def wrong(seen):
         if seen.function == "attention":
             return _attention_with(seen, **pipeline_part)
@@ -96,7 +97,7 @@ def _part(function, wrong_part, **pipeline_part):
 
 def _wrong_softmax(variant):
     """A wrong softmax: `variant(S)` on softmax's own scores, and inside attention."""
-    return _part("softmax", lambda seen: variant(seen.args["S"]), softmax=variant)
+    return _part(lambda seen: variant(seen.args["S"]), softmax=variant)
 
 
 # ------------------------------------------------------------------ behaviour
@@ -200,23 +201,23 @@ MISCONCEPTIONS = (
         "score_missing_scale",
         "Dot-product scores are divided by √dk (scale=None means 1/√dk), so high-dimensional dot products "
         "do not saturate softmax — slide 10.",
-        ("score", "attention"), wrong=_part("score", _score_unscaled, score=_score_unscaled)),
+        ("score", "attention"), wrong=_part(_score_unscaled, score=_score_unscaled)),
     Misconception(
         "score_divides_by_dk",
         "The default scale is 1/√dk, not 1/dk: divide the dot products by the square root of the key "
         "width — slide 10.",
-        ("score", "attention"), wrong=_part("score", _score_over_dk, score=_score_over_dk)),
+        ("score", "attention"), wrong=_part(_score_over_dk, score=_score_over_dk)),
     Misconception(
         "score_transposed",
         "Scores are Q Kᵀ: rows are queries and columns are keys, so S has shape (Nq, Nk), not K Qᵀ's "
         "(Nk, Nq) — slide 13.",
-        ("score", "attention"), wrong=_part("score", _score_transposed, score=_score_transposed)),
+        ("score", "attention"), wrong=_part(_score_transposed, score=_score_transposed)),
     Misconception(
         "mask_fills_zero",
         "A hidden key needs the score −∞, not 0: a zero score still gets positive weight after softmax "
         "(slide 15's zero dot product gets 0.1978) — slides 15 and 20.",
         ("apply_mask", "attention"),
-        wrong=_part("apply_mask", lambda seen: _fill_zero(seen.args["S"], seen.args["allowed"]),
+        wrong=_part(lambda seen: _fill_zero(seen.args["S"], seen.args["allowed"]),
                     apply_mask=_fill_zero)),
     Misconception(
         "apply_mask_modifies_input",
@@ -261,7 +262,7 @@ MISCONCEPTIONS = (
         "The context is C = A V with A's rows (the queries) kept as rows: each query's weights combine "
         "the values, so A is not transposed — slides 12 and 13.",
         ("context", "attention"),
-        wrong=_part("context", lambda seen: _context_transposed(seen.args["A"], seen.args["V"]),
+        wrong=_part(lambda seen: _context_transposed(seen.args["A"], seen.args["V"]),
                     context=_context_transposed)),
     Misconception(
         "causal_hides_diagonal",
