@@ -20,10 +20,14 @@ from autograder.public import public_course
 from autograder.release import ReleaseError, release
 from autograder.replay import format_replay
 from autograder.results import SubmissionResult
-from autograder.sandbox import Sandbox, SandboxError, probe
+from autograder.sandbox import Sandbox, SandboxError, probe, refuse_readable
 from autograder.submission import SUFFIXES, read_submission
 from autograder.store import Store, StoreError, stored_results
 from autograder.suite import load_public_suite, load_suite
+from autograder.text import safe
+
+
+INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,14 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (CourseError, SandboxError, LayoutError, StoreError, ReleaseError, exports.ExportError) as error:
-        print(f"autograder: {error}", file=sys.stderr)
+        print(f"autograder: {safe(error)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `autograder export csv | head`: the reader has all it wanted
         # Python's documented remedy: point stdout at devnull so the flush at exit cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as error:
-        print(f"autograder: {error.strerror or error} ({error.filename or 'no file name'}); check that path "
+        print(f"autograder: {safe(error.strerror or error)} ({safe(error.filename or 'no file name')}); check that path "
               "and its permissions, then run again", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -109,17 +113,18 @@ def _grade(args) -> int:
         found = find_submissions(args.paths, suite.assignment.name, suite.assignment.module, Path(workdir))
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
-        # Opened only now, so a mistyped path does not leave an empty database behind.
-        with Store(args.db or default_db(course)) as store:
-            _grade_found(args, course, suite, found, store)
-    return 0
+        db = args.db or default_db(course)
+        protections = probe(args.sandbox)
+        if protections.warning:
+            print(protections.warning, file=sys.stderr)
+        refuse_readable(protections, suite.secret_paths(course) + [db] + [item.path for item in found])
+        # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
+        with Store(db) as store:
+            return _grade_found(args, course, suite, found, store, protections)
 
 
-def _grade_found(args, course, suite, found, store: Store) -> None:
+def _grade_found(args, course, suite, found, store: Store, protections) -> int:
     plan = plan_batch(found, store, suite, args.force)
-    protections = probe(args.sandbox)
-    if protections.warning:
-        print(protections.warning, file=sys.stderr)
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
     graded = []
 
@@ -136,8 +141,16 @@ def _grade_found(args, course, suite, found, store: Store) -> None:
         for result in skipped:
             print(json.dumps(result.to_json()), flush=True)
     else:
-        print(format_results(graded + skipped))
+        print(safe(format_results(graded + skipped)))
+    failed = sum(bool(result.internal_error) for result in graded)
+    if failed:
+        # The last line, and the exit status, tell a script that some submissions still need grading.
+        print(f"results are in {store.path}; {failed} submissions hit an internal error in the grader (not in their "
+              "code): they are flagged in `autograder report` with the traceback, and the next `autograder grade` "
+              "grades them again", file=sys.stderr)
+        return INTERNAL_ERROR_STATUS
     print(f"results are in {store.path}; `autograder report` writes the feedback", file=sys.stderr)
+    return 0
 
 
 def _report(args) -> int:
@@ -168,9 +181,10 @@ def _replay(args) -> int:
         print(f"note: the file or the suite changed since {args.student} was graded; the replay uses the "
               "current ones", file=sys.stderr)
     protections = probe(args.sandbox)
+    refuse_readable(protections, suite.secret_paths(course) + [path, _db(args)])
     with Sandbox(protections, suite.assignment.preload) as sandbox:
         tried = Grader(course, suite, sandbox).replay(submission, args.check)
-    print(format_replay(args.student, args.check, stored.seed, tried))
+    print(safe(format_replay(args.student, args.check, stored.seed, tried)))
     return 0
 
 
@@ -390,5 +404,5 @@ def _check(args) -> int:
         lines.append("All public checks passed. Hidden checks on other inputs run when you are graded.")
     else:
         lines.append("Fix the checks marked above and run this again. Hidden checks run when you are graded.")
-    print("\n".join(lines))
+    print(safe("\n".join(lines)))
     return 0 if len(passed) == len(result.tests) and not result.problem else 1

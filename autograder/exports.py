@@ -31,6 +31,8 @@ from typing import TextIO
 from autograder.course import Course
 from autograder.results import SubmissionResult
 from autograder.submission import SUFFIXES, Submission, read_submission
+from autograder.suite import PUBLIC_FILE
+from autograder.text import safe
 
 
 class ExportError(Exception):
@@ -44,8 +46,8 @@ def function_order(results: list[SubmissionResult]) -> list[str]:
 
 # ---------------------------------------------------------------- CSV
 
-FLAG_COLUMNS = ("passed", "failed", "errors", "timeouts", "could_not_grade", "problem", "reduced_sandbox",
-                "sandbox", "killed_processes")
+FLAG_COLUMNS = ("passed", "failed", "errors", "timeouts", "could_not_grade", "problem", "internal_error",
+                "reduced_sandbox", "sandbox", "killed_processes")
 PROVENANCE_COLUMNS = ("sha256", "suite_version", "seed", "graded_at", "file")
 SHORT_SHA = 12
 # A spreadsheet runs a cell starting with one of these as a formula; student-chosen text
@@ -66,7 +68,7 @@ def csv_row(result: SubmissionResult, functions: list[str]) -> list[str]:
         _text(result.student), _number(result.score), _number(result.max_score),
         *(_number(points[f][0]) if f in points else "" for f in functions),
         str(counts["passed"]), str(counts["failed"]), str(counts["error"]), str(counts["timeout"]),
-        "1" if result.problem else "0", _text(result.problem),
+        "1" if result.problem else "0", _text(result.problem), "1" if result.internal_error else "0",
         "0" if result.sandbox == "bwrap" else "1", result.sandbox, str(result.killed_processes),
         result.sha256[:SHORT_SHA], result.suite_version, str(result.seed), result.graded_at, _text(result.file),
     ]
@@ -87,6 +89,7 @@ def _number(value: float) -> str:
 
 
 def _text(value: str) -> str:
+    value = safe(value)
     return "'" + value if value.startswith(_FORMULA_STARTS) else value
 
 
@@ -125,6 +128,7 @@ def gradescope_results(result: SubmissionResult) -> dict:
             "sha256": result.sha256, "suite_version": result.suite_version, "seed": result.seed,
             "sandbox": result.sandbox, "killed_processes": result.killed_processes, "problem": result.problem,
             "notes": list(result.notes), "graded_at": result.graded_at, "student_output": result.output,
+            "internal_error": result.internal_error,
             "max_score": result.max_score,
         },
         "tests": [_gradescope_test(test, numbers[test.name]) for test in result.tests],
@@ -276,7 +280,7 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
     """
     # Imported here: grading loads the suite, the sandbox and torch, which the other exports never need.
     from autograder.grading import Grader
-    from autograder.sandbox import Sandbox, probe
+    from autograder.sandbox import Sandbox, SandboxError, probe, refuse_readable
     from autograder.suite import load_suite
 
     root = Path(root)
@@ -295,6 +299,14 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
           file=log)
     if protections.warning:
         print(protections.warning, file=log)
+    try:
+        refuse_readable(protections, suite.secret_paths(course))
+    except SandboxError:
+        write_json(root / "results" / "results.json", {
+            "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
+            "output": "The autograder did not run: on this machine your code could have read the solutions. "
+                      "Your instructor has to fix the autograder; your submission will be graded then."})
+        raise
     with Sandbox(protections, suite.assignment.preload) as box:
         result = Grader(course, suite, box).grade(submission)
     write_json(root / "results" / "results.json", gradescope_results(result))
@@ -332,9 +344,10 @@ RUN_AUTOGRADER = """\
 set -euo pipefail
 ROOT="${GRADESCOPE_ROOT:-/autograder}"
 PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
-# Workers run under their own uid when the grader is root: keep the reference and the
-# hidden checks unreadable to them even where bubblewrap cannot start.
-chmod -R go-rwx "$ROOT/source/solutions"
+# Workers run under their own uid when the grader is root: keep the course (the reference, the
+# hidden checks, course.yaml's seed salt) unreadable to them even where bubblewrap cannot start.
+# The grader checks this before it grades, and refuses to grade where it does not hold.
+chmod -R go-rwx "$ROOT/source"
 mkdir -p "$ROOT/results"
 cd "$ROOT/source"
 exec "$PYTHON" -m autograder gradescope-run @ASSIGNMENT@ --root "$ROOT" --course "$ROOT/source/course.yaml" \\
@@ -368,7 +381,10 @@ def torch_requirement(root: Path) -> str:
 
 
 def bundle_members(course: Course, assignment: str) -> list[BundleMember]:
-    """What autograder.zip holds: the two scripts, the package, the course, one assignment."""
+    """What autograder.zip holds: the two scripts, the package, the course settings, and what grading one
+    assignment needs: its public checks and its solution folder. Nothing else of the assignment (the
+    nbgrader source notebook holds every solution region) goes in, and run_autograder makes everything
+    unreadable to the workers."""
     settings = course.assignment(assignment)
     root = course.root
     package = Path(__file__).resolve().parent
@@ -378,10 +394,10 @@ def bundle_members(course: Course, assignment: str) -> list[BundleMember]:
     members = [BundleMember("setup.sh", setup.encode(), True), BundleMember("run_autograder", run.encode(), True)]
     members += [BundleMember(name, (root / name).read_bytes()) for name in _TOP_FILES if (root / name).is_file()]
     members.append(BundleMember("course.yaml", course.path.read_bytes()))
-    for folder, target in ((package, "autograder"), (settings.source_dir, None), (settings.solution_dir, None)):
-        if target is None:
-            target = _inside(folder, root)
-        members += _folder_members(folder, target)
+    members += _folder_members(package, "autograder")
+    public = settings.source_dir / PUBLIC_FILE
+    members.append(BundleMember(f"{_inside(settings.source_dir, root)}/{PUBLIC_FILE}", public.read_bytes()))
+    members += _folder_members(settings.solution_dir, _inside(settings.solution_dir, root))
     return members
 
 

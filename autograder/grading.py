@@ -40,10 +40,30 @@ class Grader:
         self._class_seed = student_seed(course.seed_salt, suite.assignment.name, "")
 
     def grade(self, submission: Submission) -> SubmissionResult:
-        """Grade one file; never raises for anything the file does."""
+        """Grade one file; never raises for anything the file does.
+
+        The one boundary per submission: a fault in the grader itself (a bug,
+        something no check foresaw) becomes this submission's result, "could
+        not grade: internal error", with the traceback kept for the
+        instructor, and the sandbox is restarted so the next file starts clean.
+        """
+        started = time.monotonic()
+        try:
+            return self._grade(submission, started)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - SystemExit from a check must not end the batch either
+            details = traceback.format_exc()
+            traceback.print_exc(file=sys.stderr)
+            if self.sandbox is not None:
+                self.sandbox.close()
+            return internal_error_result(submission.student, self.suite, str(submission.path), submission.sha256,
+                                         details, time.monotonic() - started,
+                                         self.sandbox.protections.mode if self.sandbox is not None else "")
+
+    def _grade(self, submission: Submission, started: float) -> SubmissionResult:
         assignment = self.suite.assignment
         seed = student_seed(self.course.seed_salt, assignment.name, submission.student)
-        started = time.monotonic()
         notes = [submission.note] if submission.note else []
         output, killed, problem = "", 0, submission.problem
         if problem:
@@ -58,14 +78,14 @@ class Grader:
                 else:
                     tests = self.run_checks(session, load, seed)
             output, killed = session.output.text(), session.killed_processes
+            notes += session.notes
         return SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
             sandbox=self.sandbox.protections.mode, tests=tuple(tests),
             problem=problem,
             notes=tuple(notes), output=output, killed_processes=killed,
-            seconds=time.monotonic() - started,
-            graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+            seconds=time.monotonic() - started, graded_at=_now())
 
     def replay(self, submission: Submission, check_name: str) -> Attempt:
         """Run one check for one student again, exactly as graded, keeping every call it makes."""
@@ -208,10 +228,33 @@ def attempt(entry: SuiteCheck, trial: Trial) -> Attempt:
     return Attempt("passed", **ran)
 
 
+INTERNAL_ERROR = ("internal error: the grader failed on this submission (not because of your code); your "
+                  "instructor has the details and will grade it again")
+
+
+def internal_error_result(student: str, suite: Suite, file: str, sha256: str, details: str, seconds: float,
+                          sandbox: str) -> SubmissionResult:
+    """The result of a submission the grader itself failed on: zero, flagged, with the traceback kept."""
+    tests = tuple(CheckResult(name=e.name, function=e.function, visibility=e.visibility, status="error", score=0.0,
+                              max_score=e.points, output=INTERNAL_ERROR) for e in suite.checks)
+    return SubmissionResult(
+        student=student, assignment=suite.assignment.name, file=file, sha256=sha256,
+        suite_version=suite.version, seed=0, sandbox=sandbox, tests=tests, problem=INTERNAL_ERROR,
+        seconds=seconds, graded_at=_now(), internal_error=details or "(no traceback)")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
 def _load_notes(load: LoadReport) -> list[str]:
     notes = [f"{unit} {_what_it_did(unit, raised)} while loading; the rest of the file still ran"
              for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the file was graded" for unit, reason in load.stopped]
+    if load.stray_processes:
+        notes.append(f"the file's top-level code left {load.stray_processes} processes running while loading; "
+                     "they were stopped, and no function was charged for them. Start no processes at the top "
+                     "level of your file")
     return notes
 
 

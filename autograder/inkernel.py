@@ -144,6 +144,8 @@ class KernelSession:
             alarm.disarm()  # it rang outside the function, perhaps inside disarm; spent, it cannot ring again
         if alarm.rang:
             raise CallTimedOut(f"{call.function} did not return within {seconds:g} s and was stopped")
+        # The function worked on these buffers in place, as a sandboxed one works on shared memory.
+        inputs = tuple(wire.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
         reply_header, reply_buffers = answer
         if (reply_header.get("raised") or {}).get("type") == "KeyboardInterrupt":
             raise KeyboardInterrupt  # the cell was interrupted (e.g. nbgrader's cell timeout): stop it
@@ -153,7 +155,7 @@ class KernelSession:
         except wire.FrameTooLarge as big:
             raise ReplyRejected(f"{call.function} returned {big.size} bytes, far more than an answer to this "
                                 f"call can be (limit {big.limit}); it was not read") from None
-        return read_reply(reply_header, reply_buffers, call.sample)
+        return read_reply(reply_header, reply_buffers, call, inputs)
 
 
 def _through_wire(header: dict, buffers: list, limit: int) -> tuple[dict, list]:

@@ -42,17 +42,18 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def kill_descendants(root: int, seconds: float = 10.0) -> int:
-    """SIGKILL every descendant of `root` and wait until all are dead; return how many were killed.
+def kill_descendants(root: int, seconds: float = 10.0, keep: set[int] = frozenset()) -> int:
+    """SIGKILL every descendant of `root` but those in `keep` and wait until all are dead; return how many.
 
-    Repeats because a process may fork between the scan and the kill, and
-    waits because a killed process is still running (tearing down its memory)
-    for a moment; a bounded fork flood is gone within a few rounds.
+    A kept process's own descendants are killed too. Repeats because a
+    process may fork between the scan and the kill, and waits because a
+    killed process is still running (tearing down its memory) for a moment;
+    a bounded fork flood is gone within a few rounds.
     """
     killed: set[int] = set()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        alive = [pid for pid in descendants(root) if not _is_zombie(pid)]
+        alive = [pid for pid in descendants(root) if pid not in keep and not _is_zombie(pid)]
         if not alive:
             break
         for pid in alive:
@@ -63,6 +64,18 @@ def kill_descendants(root: int, seconds: float = 10.0) -> int:
                 pass
         time.sleep(0.005)
     return len(killed)
+
+
+def namespace_pid(pid: int) -> int | None:
+    """The pid `pid` has in its own (innermost) PID namespace, from /proc/<pid>/status."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def live_descendants(root: int) -> int:

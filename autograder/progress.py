@@ -5,6 +5,7 @@ import sys
 import time
 
 from autograder.results import SubmissionResult
+from autograder.text import safe
 
 
 class Progress:
@@ -22,7 +23,7 @@ class Progress:
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
         self.done = 0
-        self.counts = {"full marks": 0, "errors": 0, "timeouts": 0, "could not grade": 0}
+        self.counts = {"full marks": 0, "errors": 0, "timeouts": 0, "could not grade": 0, "internal errors": 0}
         if skipped:
             self._write(f"{skipped} submissions already graded with this suite and unchanged: skipped "
                         "(--force regrades them)\n")
@@ -34,11 +35,12 @@ class Progress:
         self.counts["errors"] += "error" in statuses
         self.counts["timeouts"] += "timeout" in statuses
         self.counts["could not grade"] += bool(result.problem)
+        self.counts["internal errors"] += bool(result.internal_error)
         if self.tty:
             self._write("\r" + self._bar() + "\033[K")
         else:
-            self._write(f"[{self.done}/{self.total}] {result.student}: {result.score:g}/{result.max_score:g}"
-                        + (f" ({result.problem})" if result.problem else "") + "\n")
+            self._write(f"[{self.done}/{self.total}] {safe(result.student)}: {result.score:g}/{result.max_score:g}"
+                        + (f" ({safe(result.problem)})" if result.problem else "") + "\n")
 
     def finish(self) -> None:
         if self.tty and self.done:

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 
 from autograder.examples import load_example, render_value
 from autograder.results import CheckResult, SubmissionResult
+from autograder.text import safe
 
 TEMPLATES = Path(__file__).parent / "templates"
 HISTOGRAM_BINS = 10
@@ -140,7 +141,9 @@ def sandbox_events(result: SubmissionResult) -> list[str]:
 def flags(result: SubmissionResult) -> list[str]:
     """Short labels for a TA: what in this submission needs a look."""
     found = []
-    if result.problem:
+    if result.internal_error:
+        found.append("internal error")
+    elif result.problem:
         found.append("not graded")
     if any(t.status == "timeout" for t in result.tests):
         found.append("timeout")
@@ -289,6 +292,11 @@ def _seconds_figure(seconds: list[float]) -> Figure:
 # ---------------------------------------------------------------- writing
 
 
+def _html_text(value):
+    """Text shown in a page: control characters made visible (autoescape then handles the markup)."""
+    return safe(value) if isinstance(value, str) else value
+
+
 class Verbatim(str):
     """Text the Markdown templates print as it is: a fenced code block built by `_code_block`."""
 
@@ -297,14 +305,14 @@ def _markdown_escape(value) -> str:
     """Any value printed into Markdown: no raw HTML, no accidental emphasis, links or table cells."""
     if isinstance(value, Verbatim):
         return value
-    text = "" if value is None else str(value)
+    text = "" if value is None else safe(value)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return re.sub(r"([\\`*_\[\]|#])", r"\\\1", text)
 
 
 def _code_block(text) -> Verbatim:
     """A fenced block longer than any backtick run inside, so the text cannot end it."""
-    text = str(text)
+    text = safe(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return Verbatim(f"{fence}\n{text}\n{fence}")
@@ -313,7 +321,7 @@ def _code_block(text) -> Verbatim:
 def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     loader = jinja2.FileSystemLoader(TEMPLATES)
     html = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True)
+                              finalize=_html_text, trim_blocks=True, lstrip_blocks=True)
     markdown = jinja2.Environment(loader=loader, autoescape=False, finalize=_markdown_escape,
                                   undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     markdown.filters["code"] = _code_block
@@ -370,4 +378,5 @@ def write_grades_csv(results: list[SubmissionResult], stream) -> None:
 
 
 def _cell(text: str) -> str:
+    text = safe(text)
     return "'" + text if text.startswith(_FORMULA_STARTS) else text

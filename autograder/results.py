@@ -44,6 +44,8 @@ class SubmissionResult:
     killed_processes: int = 0
     seconds: float = 0.0
     graded_at: str = ""
+    # The grader's own traceback when grading failed inside the grader: for instructors, never students.
+    internal_error: str = ""
 
     @property
     def score(self) -> float:
@@ -72,6 +74,7 @@ class SubmissionResult:
             "max_score": self.max_score, "seed": self.seed, "suite_version": self.suite_version,
             "sandbox": self.sandbox, "file": self.file, "sha256": self.sha256, "problem": self.problem,
             "notes": list(self.notes), "output": self.output, "execution_time": round(self.seconds, 3),
+            "internal_error": self.internal_error,
             "tests": [{"name": t.name, "function": t.function, "score": t.score, "max_score": t.max_score,
                        "status": t.status, "visibility": t.visibility, "output": t.output,
                        "hint": t.hint, "misconception": t.misconception, "explanation": t.explanation}

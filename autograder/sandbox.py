@@ -20,16 +20,24 @@ import selectors
 import shutil
 import socket
 import subprocess
+import platform
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import processes, wire
+from autograder import processes, seccomp, wire, worker
+from autograder.text import safe
+from autograder.worker import wipe
 
 WORKER_UID_BASE = 61000  # workers run as 61000 + job slot when the grader is root
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")  # writable by every user, so by a fallback worker too
+WORKER_PYTHON = "AUTOGRADER_WORKER_PYTHON"  # names the interpreter workers run, if not the grader's own
 START_SECONDS = 120.0
+
+# The modules the worker runs, in import order (each imports only the ones before it).
+WORKER_MODULES = ("text", "seccomp", "wire", "worker")
 
 # Runs in a fresh interpreter: read the worker's source from stdin and start it.
 BOOT = """\
@@ -49,31 +57,73 @@ class SandboxError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Cleaned:
+    """What cleaning up after a submission took.
+
+    killed: processes that had to be killed; exits: how each reaped child
+    ended (pid -> ["exit", code] or ["signal", name]); restarted: why the
+    sandbox was restarted (scratch files that could not be removed), or "".
+    """
+
+    killed: int = 0
+    exits: dict = field(default_factory=dict)
+    restarted: str = ""
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """The Python the workers run: its path, and the directories it needs (prefixes, package folders)."""
+
+    path: str
+    dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Protections:
     """What containment the workers on this machine get."""
 
     mode: str  # "bwrap" or "fallback"
     reason: str  # why the fallback was chosen; empty for bwrap
     separate_user: bool  # workers run under their own uid (so a process-count limit works)
+    python: Interpreter
 
     @property
     def warning(self) -> str:
         if self.mode == "bwrap":
             return ""
-        return (f"WARNING: bubblewrap is not in use ({self.reason}). Student code runs as a plain "
-                "process with resource limits only: it can read the course files and use the "
-                "network. Install bubblewrap (apt-get install -y bubblewrap) and check with "
-                "`autograder doctor`.")
+        if self.separate_user:
+            what = ("Student code runs as a plain process under a user id of its own, with resource limits: it has "
+                    "the network and sees every file other users may read, so grading is refused where those "
+                    "include the course's secrets.")
+        elif os.geteuid() == 0:
+            what = ("No other user can run the workers' Python here, so the fallback refuses to run student code "
+                    "(it would run as root).")
+        else:
+            what = ("Student code would run under your own user id and could read everything you can, so grading "
+                    "with hidden checks is refused; public checks (`autograder check`) still run.")
+        return (f"WARNING: bubblewrap is not in use ({self.reason}). {what} Install bubblewrap (apt-get install "
+                "-y bubblewrap) and check with `autograder doctor`.")
 
     def rows(self) -> list[tuple[str, bool]]:
         """(protection, active) pairs for `autograder doctor`."""
         strong = self.mode == "bwrap"
         return [
             ("separate worker process per submission, forked from a zygote", True),
+            ("the zygote never holds a submission: each child receives its source after the fork", True),
+            ("zygote and children not dumpable: no /proc/<pid>/mem or ptrace between them", True),
+            (f"seccomp filter in every child: no ptrace, process_vm_readv/writev, System V IPC, keyrings, or "
+             f"signals to the zygote ({platform.machine()})", seccomp.supported()),
+            ("a fresh scratch directory with a random 128-bit name per submission; scratch space wiped and "
+             "checked between submissions (restart when it cannot be)", True),
+            ("arguments in shared memory the grader reads back; gradients, timings and process counts "
+             "established by the grader, never taken from the worker", True),
+            ("grading refused where workers could read the solutions, course.yaml, results or other "
+             "submissions", True),
             ("resource limits: address space, CPU time, file size, open files", True),
             ("per-call and per-submission wall-clock timeouts, whole process tree killed", True),
             ("empty environment, private working directory", True),
-            ("process-count limit (workers run under their own uid)", self.separate_user),
+            ("workers run under a user id of their own (never root), with a process-count limit",
+             self.separate_user),
             ("bubblewrap: no network", strong),
             ("bubblewrap: own PID namespace", strong),
             ("bubblewrap: private /tmp, read-only system and Python", strong),
@@ -81,28 +131,83 @@ class Protections:
         ]
 
 
-def probe(requested: str = "auto") -> Protections:
+def probe(requested: str = "auto", python: str | None = None) -> Protections:
     """Find the strongest protection this machine supports.
 
     requested: "auto" (bwrap if it works), "bwrap" (raise if it does not) or
     "fallback" (skip bwrap, for machines or tests that need to).
+    python: the interpreter workers run; default $AUTOGRADER_WORKER_PYTHON,
+    else the grader's own.
     """
     root = os.geteuid() == 0
+    interpreter = worker_interpreter(python)
     if requested == "fallback":
-        return Protections("fallback", "the fallback was requested", root and _interpreter_is_public())
-    problem = _bwrap_problem(root)
-    if problem is None:
-        return Protections("bwrap", "", root)
-    if requested == "bwrap":
-        raise SandboxError(f"bubblewrap was requested but {problem}. Install it with "
-                           "`apt-get install -y bubblewrap`, or run with --sandbox auto.")
-    return Protections("fallback", problem, root and _interpreter_is_public())
+        problem = "the fallback was requested"
+    else:
+        problem = _bwrap_problem(root, interpreter)
+        if problem is None:
+            return Protections("bwrap", "", root, interpreter)
+        if requested == "bwrap":
+            raise SandboxError(f"bubblewrap was requested but {problem}. Install it with "
+                               "`apt-get install -y bubblewrap`, or run with --sandbox auto.")
+    return Protections("fallback", problem, root and _runs_as(WORKER_UID_BASE, interpreter), interpreter)
 
 
-def _bwrap_problem(root: bool) -> str | None:
+def worker_interpreter(python: str | None = None) -> Interpreter:
+    """The workers' interpreter (see `probe`) and the directories it needs, asked of that interpreter."""
+    path = os.path.abspath(python or os.environ.get(WORKER_PYTHON) or sys.executable)
+    if path == os.path.abspath(sys.executable):
+        return Interpreter(path, _python_dirs(sys.prefix, sys.base_prefix, sys.executable, sys.path))
+    script = "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.executable, sys.path]))"
+    try:
+        done = subprocess.run([path, "-I", "-c", script], capture_output=True, text=True, timeout=60)
+        return Interpreter(path, _python_dirs(*json.loads(done.stdout)))
+    except (OSError, ValueError, TypeError, subprocess.TimeoutExpired):
+        raise SandboxError(f"{path} (${WORKER_PYTHON}) could not be run as a Python interpreter; point it at "
+                           "the python of an environment with this course's packages, or unset it") from None
+
+
+def _runs_as(uid: int, python: Interpreter) -> bool:
+    """Whether `uid` can run the workers' interpreter with NumPy: every folder on the way is open to it."""
+    try:
+        done = subprocess.run([python.path, "-I", "-c", "import numpy"], user=uid, group=uid, extra_groups=[],
+                              cwd="/", env=_worker_environment("/"), capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def refuse_readable(protections: Protections, paths: list[Path]) -> None:
+    """Raise SandboxError if a worker on this machine could read any of `paths`.
+
+    Asked of a real (light) sandbox before grading starts, so the answer
+    is from the workers' own uid and view of the file system. Where the
+    fallback runs workers under the grader's own uid, everything the grader
+    reads is readable to them: grading is refused rather than done quietly.
+    """
+    if not paths:
+        return
+    with Sandbox(protections, preload=()) as box:
+        found = box.readable(paths)
+    if not found:
+        return
+    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    if protections.mode == "fallback" and not protections.separate_user:
+        fix = ("the fallback sandbox runs student code under your own user id, which can read everything you "
+               "can. Make bubblewrap work here (`autograder doctor` says why it does not), or run the grader "
+               "as root so that workers get a user id of their own")
+    else:
+        fix = ("make them unreadable to other users, e.g. `chmod -R o-rwx` on the course's solutions/ and "
+               "course.yaml, its results and the class folder (folders on the way to the Python "
+               "environment may keep o+x), or make bubblewrap work here")
+    raise SandboxError(f"grading was refused: student code in the {protections.mode} sandbox could read {shown}, "
+                       f"which it must never see. To grade, {fix}; then run again. Nothing was graded.")
+
+
+def _bwrap_problem(root: bool, python: Interpreter) -> str | None:
     if shutil.which("bwrap") is None:
         return "the bwrap command is not installed"
-    command = _bwrap_command(WORKER_UID_BASE if root else None, 16) + [_python(), "-I", "-c", "pass"]
+    command = _bwrap_command(WORKER_UID_BASE if root else None, 16, python) + [python.path, "-I", "-c", "pass"]
     try:
         done = subprocess.run(command, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -113,38 +218,20 @@ def _bwrap_problem(root: bool) -> str | None:
     return None
 
 
-def _interpreter_is_public() -> bool:
-    """Whether an unprivileged uid can run this Python (every directory on the way is o+x)."""
-    paths = {Path(sys.executable).resolve(), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
-    for path in paths:
-        for part in [path, *path.parents]:
-            try:
-                if not part.stat().st_mode & 0o001:
-                    return False
-            except OSError:
-                return False
-    return True
-
-
-def _python() -> str:
-    """This interpreter's path without `..` parts, which may not exist inside the sandbox."""
-    return os.path.abspath(sys.executable)
-
-
-def _python_dirs() -> list[Path]:
-    """Directories the worker's interpreter needs: its prefixes and library paths.
+def _python_dirs(prefix: str, base_prefix: str, executable: str, path: list) -> tuple[str, ...]:
+    """Directories an interpreter needs: its prefixes and library paths.
 
     Package directories that lie outside the prefixes (linked in by a .pth
     file) count too; other sys.path entries (a project root) never do.
     """
-    dirs = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent.parent}
-    dirs |= {Path(entry).resolve() for entry in sys.path
+    dirs = {Path(prefix).resolve(), Path(base_prefix).resolve(), Path(executable).resolve().parent.parent}
+    dirs |= {Path(entry).resolve() for entry in path
              if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()}
     # A directory inside another one is already bound with it.
-    return sorted(d for d in dirs if not any(other in d.parents for other in dirs))
+    return tuple(str(d) for d in sorted(d for d in dirs if not any(other in d.parents for other in dirs)))
 
 
-def _bwrap_command(uid: int | None, tmp_mib: int) -> list[str]:
+def _bwrap_command(uid: int | None, tmp_mib: int, python: Interpreter) -> list[str]:
     command = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1",
                "--hostname", "sandbox", "--clearenv"]
@@ -162,7 +249,7 @@ def _bwrap_command(uid: int | None, tmp_mib: int) -> list[str]:
     # is then bound on top of the tmpfs instead of hidden by it.
     command += ["--proc", "/proc", "--dev", "/dev",
                 "--perms", "1777", "--size", str(tmp_mib << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
-    python_dirs = _python_dirs()
+    python_dirs = [Path(d) for d in python.dirs]
     # Create the parents of the Python bind mounts readable, or an unprivileged
     # uid could not reach an interpreter that lives under /root.
     parents = sorted({p for d in python_dirs for p in d.parents}, key=lambda p: len(p.parts))
@@ -187,7 +274,7 @@ def _worker_environment(home: str) -> dict[str, str]:
 
 def _worker_sources() -> list[tuple[str, str]]:
     here = Path(__file__).parent
-    return [(f"autograder.{name}", (here / f"{name}.py").read_text()) for name in ("wire", "worker")]
+    return [(f"autograder.{name}", (here / f"{name}.py").read_text()) for name in WORKER_MODULES]
 
 
 class Sandbox:
@@ -217,20 +304,25 @@ class Sandbox:
 
     def start(self) -> None:
         """Launch the zygote and wait until it has imported its modules."""
+        if self.protections.mode != "bwrap" and os.geteuid() == 0 and self.uid is None:
+            raise SandboxError(
+                f"the fallback sandbox would run student code as root: no other user can run the workers' Python "
+                f"({self.protections.python.path}; every folder above it needs o+x, and /root has not). Make "
+                f"bubblewrap work here (`autograder doctor` says why it does not), or set ${WORKER_PYTHON} to "
+                "the python of an environment other users can read, e.g. one made with /usr/bin/python3 -m venv")
         ours, theirs = socket.socketpair()
         self._log = tempfile.TemporaryFile()
         if self.protections.mode == "bwrap":
-            command = _bwrap_command(self.uid, self.tmp_mib)
+            command = _bwrap_command(self.uid, self.tmp_mib, self.protections.python)
             scratch, as_init, env, cwd = "/tmp", True, None, None
         else:
-            self._scratch = tempfile.TemporaryDirectory(prefix="autograder-work-")
-            scratch, as_init = self._scratch.name, False
+            scratch, as_init = self._fallback_scratch(), False
             command, env, cwd = [], _worker_environment(scratch), scratch
-            if self.uid is not None:
-                os.chown(scratch, self.uid, self.uid)
-        command += [_python(), "-I", "-c", BOOT]
+        command += [self.protections.python.path, "-I", "-c", BOOT]
+        # The fallback's workers can write to the machine's shared folders; what their uid owns there goes too.
+        sweep = list(SHARED_FOLDERS) if self.protections.mode != "bwrap" and self.uid is not None else []
         config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "scratch": scratch,
-                  "as_init": as_init}
+                  "sweep": sweep, "as_init": as_init}
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log,
             env=env, cwd=cwd, start_new_session=True, pass_fds=(theirs.fileno(),), **self._fallback_user())
@@ -257,6 +349,8 @@ class Sandbox:
         if self._control is not None:
             self._control.close()
         if self._scratch is not None:
+            # What a submission left may be nested deeper than a recursive delete can go.
+            wipe(self._scratch.name)
             self._scratch.cleanup()
         if self._log is not None:
             self._log.close()
@@ -264,6 +358,7 @@ class Sandbox:
         self._zygote_pid = 0
 
     def __enter__(self):
+        self.start()  # a sandbox that cannot start fails here, before any submission is taken
         return self
 
     def __exit__(self, *_):
@@ -271,12 +366,13 @@ class Sandbox:
 
     # -------------------------------------------------------------- per submission
 
-    def spawn(self, spec: dict) -> tuple[socket.socket, int, int]:
-        """Fork a fresh child for one submission.
+    def spawn(self, limits: dict) -> tuple[socket.socket, int, int]:
+        """Fork a fresh child for one submission, under `limits` (see worker._set_limits).
 
-        spec: what the child runs (see worker._child_main). Returns the
-        grader's ends — a socket for calls and the read end of the child's
-        stdout/stderr pipe — and the child's pid as the zygote knows it.
+        Returns the grader's ends — a socket for the submission and its calls,
+        and the read end of the child's stdout/stderr pipe — and the child's
+        pid as the zygote knows it. The submission itself goes over that
+        socket, never through the zygote.
         """
         for attempt in (1, 2):
             if self._process is None:
@@ -284,9 +380,11 @@ class Sandbox:
             ours, theirs = socket.socketpair()
             out_read, out_write = os.pipe()
             try:
-                frame = wire.pack({"op": "spawn", **spec, "scratch": self._scratch_dir()}, [])
+                frame = wire.pack({"op": "spawn", "limits": limits}, [])
                 socket.send_fds(self._control, [b"".join(frame)], [theirs.fileno(), out_write])
                 spawned = self._expect("spawned", 30.0)
+                if type(spawned.get("pid")) is not int:
+                    raise SandboxError("the worker gave no pid for the new child")
                 return ours, out_read, spawned["pid"]
             except (OSError, SandboxError):
                 ours.close()
@@ -299,36 +397,68 @@ class Sandbox:
                 os.close(out_write)
         raise AssertionError("unreachable")
 
-    def clean(self) -> tuple[int, dict]:
-        """Kill every process the last submission left, reap them, wipe scratch files.
+    def stop_others(self, child: int) -> int:
+        """Kill every process of the submission except its child `child` (a pid as the zygote knows it).
 
-        Returns how many processes had to be killed, and how each reaped
-        child ended (pid -> ["exit", code] or ["signal", name]).
+        For processes the submission's top-level code left running: they are
+        the load's doing, and must not be charged to the first function called.
+        Returns how many were killed.
+        """
+        if self._process is None or self.submission_processes() <= 1:
+            return 0
+        keep = self._host_pid(child)
+        return processes.kill_descendants(self._zygote_pid, keep={keep} if keep else set())
+
+    def clean(self) -> Cleaned:
+        """Kill every process the last submission left, reap them, wipe the scratch space.
+
+        When the scratch space cannot be emptied the sandbox is closed, so the
+        next submission starts in a new one; `restarted` says so.
         """
         if self._process is None:
-            return 0, {}
+            return Cleaned()
         inside = self.process_count()
         if inside is not None:
             killed = inside - 1  # everything but the zygote, which kills them as PID 1 of the namespace
         else:
             killed = processes.kill_descendants(self._zygote_pid)
-        exits = self._ask_zygote_to_clean()
+        reply = self._ask_zygote_to_clean()
         if self._process is not None and inside is not None and self.process_count() != 1:
             # The zygote lives inside the sandbox too, so its work is checked from outside.
             processes.kill_descendants(self._zygote_pid)
-            exits.update(self._ask_zygote_to_clean())
+            reply = self._ask_zygote_to_clean()
+        exits = reply.get("exits") if isinstance(reply.get("exits"), dict) else {}
+        left = reply.get("left")
+        restarted = ""
+        if self._process is not None and left != []:
+            shown = ", ".join(safe(name, 60) for name in left) if isinstance(left, list) else "unknown files"
+            restarted = (f"files this submission left in the scratch space could not be removed ({shown}); the "
+                         "sandbox was restarted so that the next submission starts clean")
+            self.close()
         if self.fresh:
             self.close()
-        return killed, exits
+        return Cleaned(killed, exits, restarted)
 
     def _ask_zygote_to_clean(self) -> dict:
         try:
             wire.send(self._control, {"op": "clean"})
-            exits = self._expect("clean", 30.0).get("exits")
-            return exits if isinstance(exits, dict) else {}
+            return self._expect("clean", 30.0 + worker.WIPE_SECONDS)
         except (OSError, SandboxError):
             self.close()
             return {}
+
+    def readable(self, paths: list[Path]) -> list[str]:
+        """Which of `paths` (files and directories, not searched below) a worker of this sandbox could read.
+
+        Asked of the zygote before any submission has run in it, so the
+        answer is the sandbox's own, from the worker's uid and view of the
+        file system.
+        """
+        if self._process is None:
+            self.start()
+        wire.send(self._control, {"op": "probe", "paths": [str(p) for p in paths]})
+        found = self._expect("probed", 60.0).get("readable")
+        return [safe(p) for p in found] if isinstance(found, list) else ["(the worker's answer was not readable)"]
 
     def process_count(self) -> int | None:
         """Live processes in the sandbox's PID namespace, zygote included; None outside bubblewrap.
@@ -352,8 +482,24 @@ class Sandbox:
 
     # -------------------------------------------------------------- internals
 
-    def _scratch_dir(self) -> str:
-        return "/tmp" if self.protections.mode == "bwrap" else self._scratch.name
+    def _fallback_scratch(self) -> str:
+        """A private scratch directory for the fallback's workers, inside one they cannot rename or replace."""
+        self._scratch = tempfile.TemporaryDirectory(prefix="autograder-work-")
+        os.chmod(self._scratch.name, 0o711)
+        scratch = os.path.join(self._scratch.name, "scratch")
+        os.mkdir(scratch, 0o700)
+        if self.uid is not None:
+            os.chown(scratch, self.uid, self.uid)
+        return scratch
+
+    def _host_pid(self, pid: int) -> int | None:
+        """The pid, as this process sees it, of the zygote's child `pid` (a pid in the sandbox's namespace)."""
+        if self.protections.mode != "bwrap":
+            return pid
+        for host in processes.descendants(self._zygote_pid):
+            if processes.namespace_pid(host) == pid:
+                return host
+        return None
 
     def _fallback_user(self) -> dict:
         """Popen arguments that run a fallback zygote under the worker uid."""

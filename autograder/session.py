@@ -1,12 +1,19 @@
 """The grader's conversation with one submission's worker.
 
-A `Session` loads a submission in a fresh child of the sandbox's zygote and
-sends it calls, one at a time, each with a wall-clock deadline. It drains
-the child's output while it waits, caps what it keeps, and decodes replies
-with `wire.decode`, which trusts nothing. When a call hangs or the child
-dies, the whole process tree is killed and the next call gets a fresh child
-(which loads the submission again), so one bad function costs only the
-checks that call it. Every submission also has a total time budget.
+A `Session` starts a fresh child of the sandbox's zygote, sends it the
+submission over the child's own socket, and then sends it calls, one at a
+time, each with a wall-clock deadline. It drains the child's output while it
+waits, caps what it keeps, and decodes replies with `wire.decode`, which
+trusts nothing. When a call hangs or the child dies, the whole process tree
+is killed and the next call gets a fresh child (which loads the submission
+again), so one bad function costs only the checks that call it. Every
+submission also has a total time budget.
+
+What the grader believes about a call it establishes itself: the arguments
+after the call are read from shared memory the grader owns, the gradients
+must be one per argument and of its shape, the processes left running are
+counted from outside the sandbox, and time is measured here. The worker's
+own account of any of these is never the evidence.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import numpy as np
 from autograder import wire
 from autograder.course import Limits
 from autograder.sandbox import Sandbox, SandboxError
+from autograder.text import safe
 
 MAX_LOAD_ATTEMPTS = 6
 EVENT_LIMIT = 1 << 20
@@ -36,8 +44,8 @@ class Call:
     backward: upstream gradients, one per returned tensor (None to skip one);
         when given, the float inputs require grad and the reply carries their
         gradients.
-    return_inputs: send the arguments back as they are after the call, to
-        detect in-place modification.
+    return_inputs: read the arguments back after the call (from the
+        grader's shared memory), to detect in-place modification.
     seconds: wall-clock limit for this call; None means the course default.
     sample: return arrays larger than this as a sample of this many entries
         (wire.SampledArray), for outputs too large to be worth sending whole.
@@ -74,14 +82,19 @@ class Raised:
 
 @dataclass(frozen=True)
 class Reply:
-    """What one call produced, decoded and validated by the grader."""
+    """What one call produced, decoded and validated by the grader.
+
+    inputs: the positional arguments as the call left them (when the call
+        asked for them), read by the grader from its own memory.
+    grads: for a call with `backward`, one gradient per positional argument
+        (None where none reached it), each of its argument's shape.
+    """
 
     value: Any = None
     raised: Raised | None = None
     inputs: tuple | None = None
     grads: tuple | None = None
     grad_error: str | None = None
-    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,7 @@ class LoadReport:
     problems: tuple = ()  # (unit label, Raised) for units that raised
     stopped: tuple = ()  # (unit label, reason) for units that hung or killed the worker
     failure: str = ""  # non-empty when the submission could not be loaded at all
+    stray_processes: int = 0  # processes the top-level code left running, stopped after loading
 
 
 class CallFailed(Exception):
@@ -127,7 +141,7 @@ class CapturedOutput:
         self.total += len(chunk)
 
     def text(self) -> str:
-        text = self.data.decode(errors="replace")
+        text = safe(self.data.decode(errors="replace"))
         cut = self.total - len(self.data)
         if cut > 0:
             text += f"\n[... {_size(cut)} more output not kept]"
@@ -146,6 +160,8 @@ class Session:
     """One submission's child worker, restarted as needed, within a time budget.
 
     spec: what to load (see `submission.Submission.worker_spec`).
+    notes: what the sandbox did around this submission that its results
+        should mention (a restart after files that could not be removed).
     """
 
     def __init__(self, sandbox: Sandbox, spec: dict, limits: Limits):
@@ -154,6 +170,7 @@ class Session:
         self.limits = limits
         self.output = CapturedOutput(limits.output_kib * 1024)
         self.killed_processes = 0
+        self.notes: list[str] = []
         self._deadline = time.monotonic() + limits.submission_seconds
         self._skip: dict[int, str] = {}
         self._sock: socket.socket | None = None
@@ -164,7 +181,6 @@ class Session:
         self._unit: tuple[int, str] | None = None
         self._exits: dict = {}
         self._output_mark = 0
-        self._processes: int | None = None  # live processes in the sandbox while the child is idle
 
     # -------------------------------------------------------------- public
 
@@ -180,23 +196,37 @@ class Session:
                 raise WorkerDied(f"the worker could not reload the submission: {report.failure}")
         self._next_id += 1
         request, buffers = request_frame(call, self._next_id)
+        shared = wire.SharedArrays(buffers) if buffers else None
+        try:
+            return self._call(call, request, shared)
+        finally:
+            if shared is not None:
+                shared.close()
+
+    def _call(self, call: Call, request: dict, shared: wire.SharedArrays | None) -> Reply:
         # An honest answer is at most a few times the size of the inputs.
         self._parser.limit = (32 << 20) + 16 * call.payload_bytes()
         seconds = call.seconds or self.limits.call_seconds
         budget_left = self._deadline - time.monotonic()
-        processes_before = self._processes  # counted when the child last went idle
+        if shared is not None:
+            request = dict(request, shared=shared.layout)
         try:
-            header, data = self._exchange(wire.pack(request, buffers), min(seconds, budget_left),
-                                          lambda h: h.get("event") == "reply" and h.get("id") == self._next_id)
+            header, data = self._exchange(wire.pack(request, []), min(seconds, budget_left),
+                                          lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
+                                          fds=[shared.fd] if shared is not None else [])
         except _Stopped as stop:
             self._stop_child(stop.child_alive)
             raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
-        self._processes = self.sandbox.process_count()
-        if processes_before is not None and self._processes > processes_before:
+        # Counted from outside the sandbox: the child itself is the only process a finished call may leave.
+        extra = self.sandbox.submission_processes() - 1
+        if extra > 0:
             self._stop_child(child_alive=True)
-            raise WorkerDied(f"{call.function} left {self._processes - processes_before} processes running after "
-                             "it returned; a function must not start processes. They were stopped")
-        return read_reply(header, data, call.sample)
+            raise WorkerDied(f"{call.function} left {extra} processes running after it returned; a function "
+                             "must not start processes. They were stopped")
+        inputs = None
+        if call.return_inputs:
+            inputs = tuple(wire.decode(tree, shared.buffers()) for tree in request["args"]) if shared else call.args
+        return read_reply(header, data, call, inputs)
 
     def _failure(self, function: str, stop: "_Stopped", seconds: float, over_budget: bool) -> CallFailed:
         """The student-facing explanation of a call that gave no reply."""
@@ -212,6 +242,8 @@ class Session:
         if stop.kind == "flood":
             return WorkerDied(f"{function} printed more than {self.limits.max_output_mib} MB of output and was "
                               "stopped; remove the prints from your functions")
+        if stop.kind == "malformed":
+            return ReplyRejected(f"{function} was stopped: its process sent a malformed reply ({stop.reason})")
         return WorkerDied(f"{function} stopped the worker process ({stop.reason})")
 
     def close(self) -> None:
@@ -233,15 +265,14 @@ class Session:
     def _start_child(self) -> LoadReport:
         for _ in range(MAX_LOAD_ATTEMPTS):
             try:
-                self._sock, self._out, self._pid = self.sandbox.spawn(
-                    dict(self.spec, skip=sorted(self._skip), limits=self._child_limits()))
+                self._sock, self._out, self._pid = self.sandbox.spawn(self._child_limits())
             except (OSError, SandboxError) as error:
                 return LoadReport(frozenset(), failure=f"the worker could not start ({error})")
             self._unit = None
             self._parser = wire.FrameParser(EVENT_LIMIT)  # nothing half-read from a killed child carries over
             seconds = min(self.limits.load_seconds, self._deadline - time.monotonic())
             try:
-                header, _ = self._exchange([], seconds, lambda h: h.get("event") == "ready")
+                header, _ = self._exchange(self._load_frame(), seconds, lambda h: h.get("event") == "ready")
             except _Stopped as stop:
                 unit = self._unit
                 self._stop_child(stop.child_alive)
@@ -252,10 +283,18 @@ class Session:
                           }.get(stop.kind, f"stopped the worker process ({stop.reason})")
                 self._skip[unit[0]] = f"{unit[1]}: {reason}"
                 continue
-            self._processes = self.sandbox.process_count()
-            return self._load_report(header)
+            # Processes the top-level code started would otherwise be charged to the first function called.
+            stray = self.sandbox.stop_others(self._pid)
+            return self._load_report(header, stray)
         return LoadReport(frozenset(), stopped=self._stopped(),
                           failure=f"loading was stopped {MAX_LOAD_ATTEMPTS} times; the file was not graded")
+
+    def _load_frame(self) -> list:
+        """The submission itself, sent to the child over its own socket (never through the zygote)."""
+        spec = self.spec
+        header = {"op": "load", "kind": spec["kind"], "module": spec["module"], "filename": spec["filename"],
+                  "labels": spec["labels"], "skip": sorted(self._skip)}
+        return wire.pack(header, [source.encode("utf-8", "replace") for source in spec["sources"]])
 
     def _child_limits(self) -> dict:
         """The rlimits of worker._set_limits; CPU time backs up the wall-clock budget."""
@@ -265,24 +304,25 @@ class Session:
                 # Process counts are per uid, so the limit is only safe where workers have their own.
                 "max_processes": limits.max_processes if self.sandbox.protections.separate_user else 0}
 
-    def _load_report(self, header: dict) -> LoadReport:
+    def _load_report(self, header: dict, stray: int) -> LoadReport:
         functions = header.get("functions")
         problems = header.get("problems")
         if not isinstance(functions, list) or not isinstance(problems, list):
             return LoadReport(frozenset(), failure="the worker sent a malformed report")
+        self.killed_processes += stray
         return LoadReport(
-            functions=frozenset(str(f)[:100] for f in functions),
-            problems=tuple((str(p.get("unit"))[:40], _raised(p.get("error"))) for p in problems
+            functions=frozenset(safe(f, 100) for f in functions[:500]),
+            problems=tuple((safe(p.get("unit"), 40), _raised(p.get("error"))) for p in problems[:50]
                            if isinstance(p, dict)),
-            stopped=self._stopped())
+            stopped=self._stopped(), stray_processes=stray)
 
     def _stopped(self) -> tuple:
         return tuple(self._skip[index].split(": ", 1) for index in sorted(self._skip))
 
     # -------------------------------------------------------------- I/O
 
-    def _exchange(self, chunks: list, seconds: float, done) -> tuple[dict, list]:
-        """Write `chunks`, then read frames until `done(header)`; drain output meanwhile.
+    def _exchange(self, chunks: list, seconds: float, done, fds: list = ()) -> tuple[dict, list]:
+        """Write `chunks` (`fds` ride with the first), then read frames until `done(header)`; drain output meanwhile.
 
         Raises _Stopped("timeout") at the deadline and _Stopped(reason) when
         the child dies or sends something malformed.
@@ -290,6 +330,7 @@ class Session:
         deadline = time.monotonic() + max(seconds, 0.0)
         self._output_mark = self.output.total  # the flood limit is per call (and per load)
         pending = [memoryview(c).cast("B") for c in chunks if memoryview(c).nbytes]
+        fds = list(fds)
         self._sock.setblocking(False)
         with selectors.DefaultSelector() as selector:
             selector.register(self._sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if pending else 0))
@@ -304,7 +345,8 @@ class Session:
                         self._read_output(selector)
                         continue
                     if mask & selectors.EVENT_WRITE:
-                        pending = self._write(pending)
+                        pending, sent = self._write(pending, fds)
+                        fds = fds if not sent else []  # the descriptors went with the first bytes sent
                         if not pending:
                             selector.modify(self._sock, selectors.EVENT_READ)
                     if mask & selectors.EVENT_READ:
@@ -313,15 +355,19 @@ class Session:
                             self._drain_output()
                             return found
 
-    def _write(self, pending: list) -> list:
+    def _write(self, pending: list, fds: list) -> tuple[list, int]:
+        """Send what the socket takes of `pending[0]`; the rest, and how many bytes went."""
         try:
-            sent = self._sock.send(pending[0])
+            if fds:
+                sent = socket.send_fds(self._sock, [pending[0]], fds)
+            else:
+                sent = self._sock.send(pending[0])
         except BlockingIOError:
-            return pending
+            return pending, 0
         except OSError:
             raise _Stopped("died", "it closed its connection", child_alive=False) from None
         pending[0] = pending[0][sent:]
-        return [p for p in pending if p.nbytes]
+        return [p for p in pending if p.nbytes], sent
 
     def _read_frames(self, done):
         try:
@@ -333,14 +379,13 @@ class Session:
         except wire.FrameTooLarge as error:
             raise _Stopped("too_large") from error
         except wire.WireError as error:
-            raise _Stopped("malformed", f"it sent a malformed reply: {error}") from error
+            raise _Stopped("malformed", str(error)) from error
         for header, buffers in frames:
-            if header.get("event") == "unit" and isinstance(header.get("index"), int):
-                self._unit = (header["index"], str(header.get("label"))[:40])
+            if header.get("event") == "unit" and type(header.get("index")) is int:
+                self._unit = (header["index"], safe(header.get("label"), 40))
             elif done(header):
                 return header, buffers
         return None
-
     def _read_output(self, selector) -> None:
         try:
             chunk = os.read(self._out, 1 << 16)
@@ -395,8 +440,11 @@ class Session:
         if self._out is not None:
             os.close(self._out)
             self._out = None
-        killed, self._exits = self.sandbox.clean()
-        return killed
+        cleaned = self.sandbox.clean()
+        self._exits = cleaned.exits
+        if cleaned.restarted:
+            self.notes.append(cleaned.restarted)
+        return cleaned.killed
 
 
 def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
@@ -410,35 +458,53 @@ def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
     return header, buffers
 
 
-def read_reply(header: dict, buffers: list, sample: int | None = None) -> Reply:
-    """Decode and validate a worker's reply; raises ReplyRejected when it cannot be trusted.
+def read_reply(header: dict, buffers: list, call: Call, inputs: tuple | None = None) -> Reply:
+    """Decode and validate a worker's reply to `call`; raises ReplyRejected when it cannot be trusted.
 
-    sample: the call's `sample`, the only size of sampled array the reply may hold.
+    Only the call's `sample` size of sampled array is accepted, and for a
+    call with `backward` exactly one gradient per positional argument, each
+    None or of that argument's shape. inputs: the arguments after the call,
+    as the caller (not the worker) read them.
     """
     try:
-        seconds = float(header.get("seconds") or 0.0)
         if header.get("raised") is not None:
-            return Reply(raised=_raised(header["raised"]), seconds=seconds)
+            return Reply(raised=_raised(header["raised"]), inputs=inputs)
         if header.get("unsendable") is not None:
             problem = _raised(header["unsendable"])
             raise ReplyRejected(f"the returned value could not be sent back ({problem.describe()})")
-        inputs = header.get("inputs")
-        grads = header.get("grads")
+        grad_error = header.get("grad_error")
         return Reply(
-            value=wire.decode(header.get("value"), buffers, sample=sample),
-            inputs=None if inputs is None else tuple(wire.decode(t, buffers) for t in inputs[:wire.MAX_ITEMS]),
-            grads=None if grads is None else tuple(wire.decode(t, buffers) for t in grads[:wire.MAX_ITEMS]),
-            grad_error=None if header.get("grad_error") is None else str(header["grad_error"])[:wire.MAX_TEXT],
-            seconds=seconds)
+            value=wire.decode(header.get("value"), buffers, sample=call.sample),
+            inputs=inputs,
+            grads=_gradients(header.get("grads"), buffers, call) if grad_error is None else None,
+            grad_error=None if grad_error is None else safe(grad_error, wire.MAX_TEXT))
     except (wire.WireError, TypeError, ValueError) as error:
         raise ReplyRejected(f"the reply could not be read: {error}") from None
+
+
+def _gradients(trees, buffers: list, call: Call) -> tuple | None:
+    """One gradient per positional argument, None or shaped like the argument; else ReplyRejected."""
+    if call.backward is None:
+        return None
+    if not isinstance(trees, list) or len(trees) != len(call.args):
+        raise ReplyRejected(f"the reply to {call.function} does not carry one gradient per argument")
+    grads = tuple(wire.decode(tree, buffers) for tree in trees)
+    for number, (grad, arg) in enumerate(zip(grads, call.args), start=1):
+        array = grad.array if isinstance(grad, wire.TensorData) else grad
+        if grad is None:
+            continue
+        if not (isinstance(array, np.ndarray) and isinstance(arg, np.ndarray) and array.shape == arg.shape
+                and array.dtype.kind == "f"):
+            raise ReplyRejected(f"the gradient for argument {number} of {call.function} is not a float array "
+                                "of that argument's shape")
+    return grads
 
 
 def _raised(tree) -> Raised:
     if not isinstance(tree, dict):
         return Raised("Exception", "(no details)")
     line = tree.get("line")
-    return Raised(str(tree.get("type"))[:80], str(tree.get("message", ""))[:wire.MAX_TEXT],
+    return Raised(safe(tree.get("type"), 80), safe(tree.get("message", ""), wire.MAX_TEXT),
                   line if type(line) is int else None)
 
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from autograder.results import CheckResult, SubmissionResult
+from autograder.text import valid_utf8
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -34,6 +35,7 @@ CREATE TABLE IF NOT EXISTS submissions (
     killed_processes INTEGER NOT NULL,
     seconds REAL NOT NULL,
     graded_at TEXT NOT NULL,
+    internal_error TEXT NOT NULL DEFAULT '',
     UNIQUE (assignment, student)
 );
 CREATE TABLE IF NOT EXISTS checks (
@@ -58,6 +60,7 @@ CREATE TABLE IF NOT EXISTS checks (
 # Columns added after the first release: (table, column, definition). A database
 # written before them gets them added on open; its rows then hold the defaults.
 ADDED_COLUMNS = (
+    ("submissions", "internal_error", "TEXT NOT NULL DEFAULT ''"),
     ("checks", "explanation", "TEXT NOT NULL DEFAULT ''"),
     ("checks", "example", "TEXT NOT NULL DEFAULT ''"),
     ("checks", "stopped", "TEXT NOT NULL DEFAULT ''"),
@@ -97,14 +100,14 @@ class Store:
         self.close()
 
     def is_current(self, assignment: str, student: str, sha256: str, suite_version: str) -> bool:
-        """Whether this exact file was already graded with this exact suite."""
-        row = self._db.execute("SELECT sha256, suite_version FROM submissions WHERE assignment=? AND student=?",
-                               (assignment, student)).fetchone()
-        return row == (sha256, suite_version)
+        """Whether this exact file was already graded with this exact suite (and the grader did not fail on it)."""
+        row = self._db.execute("SELECT sha256, suite_version, internal_error FROM submissions "
+                               "WHERE assignment=? AND student=?", (assignment, student)).fetchone()
+        return row == (sha256, suite_version, "")
 
     def save(self, result: SubmissionResult) -> None:
         """Replace the student's stored result with `result`, atomically."""
-        row = asdict(result)
+        row = _storable(asdict(result))
         tests = row.pop("tests")
         row["notes"] = json.dumps(row["notes"])
         row.update(score=result.score, max_score=result.max_score)  # derived, stored for queries and exports
@@ -167,10 +170,26 @@ class Store:
             try:
                 return action()
             except sqlite3.OperationalError as error:
-                if "locked" not in str(error) and "busy" not in str(error) or attempt == RETRIES - 1:
-                    raise StoreError(f"could not write the results database ({error}); another program may "
-                                     "hold it. Rerun: finished submissions are kept") from None
-                time.sleep(0.05 * (attempt + 1))
+                busy = "locked" in str(error) or "busy" in str(error)
+                if busy and attempt < RETRIES - 1:
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                why = ("another program may hold it" if busy else
+                       "it may be full, read-only, or written by another version of autograder (pass --db with a "
+                       "new file to start a fresh one)")
+                raise StoreError(f"could not write the results database ({error}); {why}. Rerun: finished "
+                                 "submissions are kept") from None
+
+
+def _storable(value):
+    """`value` with every string valid UTF-8, which SQLite requires; student text was made so already."""
+    if isinstance(value, str):
+        return valid_utf8(value)
+    if isinstance(value, dict):
+        return {key: _storable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_storable(item) for item in value)
+    return value
 
 
 class _Transaction:

@@ -19,7 +19,10 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 import nbformat  # noqa: E402
 
+from autograder.text import safe, valid_utf8  # noqa: E402
+
 MAX_BYTES = 50 << 20  # notebooks with images can be large; anything bigger is not a submission
+MAX_CELLS = 5000  # code cells graded in one notebook
 SUFFIXES = (".py", ".ipynb")
 DEMO_TAG = "demo"  # a cell tag: an instructor's illustration the grader does not run (it defines nothing graded)
 _LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
@@ -50,14 +53,11 @@ class Submission:
     note: str = ""  # a warning that did not stop grading, e.g. a notebook with schema problems
 
     def worker_spec(self, module: str) -> dict:
-        """What the worker needs to load this submission (see worker._load)."""
-        spec = {"kind": self.kind, "module": module, "filename": f"{module}{Path(self.path).suffix}"}
+        """What the worker needs to load this submission (see worker._load): its units' labels and sources."""
+        spec = {"module": module, "filename": f"{module}{Path(self.path).suffix}"}
         if self.kind == "py":
-            spec["source"] = self.source
-        else:
-            spec["kind"] = "cells"
-            spec["cells"] = [{"label": c.label, "source": c.source} for c in self.cells]
-        return spec
+            return dict(spec, kind="py", labels=["the file"], sources=[self.source])
+        return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.source for c in self.cells])
 
 
 def file_sha256(path: Path) -> str:
@@ -77,15 +77,17 @@ def read_submission(path: Path, student: str | None = None) -> Submission:
         size = path.stat().st_size
         data = path.read_bytes() if size <= MAX_BYTES else b""
     except OSError as error:
-        return Submission(student, path, kind, "", problem=f"the file could not be read ({error.strerror})")
+        return Submission(student, path, kind, "", problem=f"the file could not be read ({error.strerror}); "
+                                                           "check that it exists and is readable, then grade again")
     digest = hashlib.sha256(data).hexdigest() if size <= MAX_BYTES else file_sha256(path)
-    problem = _basic_problem(data, size, path.name)
+    shown = safe(path.name)  # the student chose the name
+    problem = _basic_problem(data, size, shown)
     if problem:
         return Submission(student, path, kind, digest, problem=problem)
     text = data.decode("utf-8", errors="replace")
     if kind == "py":
         return Submission(student, path, kind, digest, source=text)
-    cells, problem, note = _notebook_cells(text, path.name)
+    cells, problem, note = _notebook_cells(text, shown)
     return Submission(student, path, kind, digest, cells=cells, problem=problem, note=note)
 
 
@@ -100,46 +102,66 @@ def _basic_problem(data: bytes, size: int, name: str) -> str:
 
 
 def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
-    """Code cells of a notebook, a problem that stops grading, and a note that does not."""
+    """Code cells of a notebook, a problem that stops grading, and a note that does not.
+
+    Everything in the file is checked before it is used: a notebook is
+    student data, and a list where text belongs must not stop the batch.
+    """
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as error:
         return (), (f"{name} is not a valid notebook: its JSON is broken at line {error.lineno} "
                     f"({error.msg}). Open it in Jupyter, save it again and resubmit"), ""
+    except (RecursionError, MemoryError, ValueError):
+        return (), (f"{name} is not a valid notebook: its JSON is nested too deeply or too large to be one. "
+                    "Open your notebook in Jupyter, save it again and resubmit"), ""
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         return (), f"{name} is JSON but not a Jupyter notebook (it has no list of cells); submit the .ipynb you worked in", ""
-    note = ""
+    notes = []
     try:
-        notebook = nbformat.reads(text, as_version=4, capture_validation_error={})
-        nbformat.validate(notebook)
+        nbformat.validate(nbformat.reads(text, as_version=4, capture_validation_error={}))
     except Exception as error:  # noqa: BLE001 - nbformat raises several types for damaged files
-        note = (f"{name} does not fully follow the notebook format ({_first_line(error)}); "
-                "its code cells were graded anyway")
-        notebook = raw
-    cells = []
-    number = 0
-    for cell in notebook["cells"]:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        number += 1
+        notes.append(f"{name} does not fully follow the notebook format ({_first_line(error)}); "
+                     "its code cells were graded anyway")
+    cells, skipped = [], []
+    for number, cell in enumerate((c for c in raw["cells"] if isinstance(c, dict) and c.get("cell_type") == "code"),
+                                  start=1):
+        if number > MAX_CELLS:
+            notes.append(f"{name} has more than {MAX_CELLS} code cells; only the first {MAX_CELLS} were graded")
+            break
         if _is_grader_test(cell) or DEMO_TAG in _tags(cell):
             continue  # test cells and the instructor's illustrations are not the student's work
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        cells.append(Cell(f"cell {number}", _strip_magics(source)))
+        source = _source_text(cell.get("source", ""))
+        if source is None:
+            skipped.append(f"cell {number}")
+            continue
+        cells.append(Cell(f"cell {number}", _strip_magics(valid_utf8(source))))
+    if skipped:
+        notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "
+                     "open the notebook in Jupyter and save it again")
     if not any(c.source.strip() for c in cells):
-        return (), f"{name} has no code cells with code in them; write your functions in code cells and resubmit", note
-    return tuple(cells), "", note
+        return (), f"{name} has no code cells with code in them; write your functions in code cells and resubmit", \
+            "; ".join(notes)
+    return tuple(cells), "", "; ".join(notes)
+
+
+def _source_text(source) -> str | None:
+    """A cell's source as text (nbformat allows a string or a list of strings); None for anything else."""
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    return None
 
 
 def _tags(cell: dict) -> list:
     tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
-    return tags if isinstance(tags, list) else []
+    return [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
 
 
 def _is_grader_test(cell: dict) -> bool:
     meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}
-    return isinstance(meta, dict) and bool(meta.get("grade")) and not meta.get("solution")
+    return isinstance(meta, dict) and meta.get("grade") is True and meta.get("solution") is not True
 
 
 def _strip_magics(source: str) -> str:
@@ -154,5 +176,5 @@ def _strip_magics(source: str) -> str:
 
 
 def _first_line(error: Exception) -> str:
-    text = str(error).strip().splitlines()
+    text = safe(error).strip().splitlines()
     return text[0][:200] if text else type(error).__name__

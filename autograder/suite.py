@@ -64,6 +64,22 @@ class Suite:
     def max_score(self) -> float:
         return sum(c.points for c in self.checks)
 
+    def secret_paths(self, course: Course) -> list[Path]:
+        """Every file and folder of the course that no worker may read, for a suite with hidden parts.
+
+        course.yaml (its seed salt), the solution folder, nbgrader's source
+        notebook (its solution regions), and the results and students' work
+        nbgrader and `grade` keep in the course root. Empty for a suite of
+        public checks only, which has nothing to hide.
+        """
+        if self.reference is None and all(c.visibility == "public" for c in self.checks):
+            return []
+        root = course.root
+        places = [course.path, self.assignment.solution_dir,
+                  self.assignment.source_dir / f"{self.assignment.module}.ipynb", root / "grades.db",
+                  root / "gradebook.db", root / "submitted", root / "autograded", root / "feedback"]
+        return [path for place in places if place.exists() for path in _with_contents(place)]
+
     def check(self, name: str) -> SuiteCheck:
         for entry in self.checks:
             if entry.name == name:
@@ -118,6 +134,14 @@ def load_public_suite(folder: Path) -> Suite:
                     for c in checks)
     files = [public_path, folder / MANIFEST_FILE] + [Path(__file__).parent / f for f in _GRADER_FILES]
     return Suite(assignment, entries, None, _version(files, assignment))
+
+
+def _with_contents(place: Path, limit: int = 5000) -> list[Path]:
+    """`place` and, for a folder, what it holds (each file is tried: a folder one cannot list may still be entered)."""
+    found = [place]
+    if place.is_dir():
+        found += sorted(place.rglob("*"))[:limit]
+    return found
 
 
 def _load_module(path: Path, assignment: str, role: str) -> ModuleType:

@@ -6,25 +6,37 @@ arrays (numeric and bool dtypes only, as dtype + shape + bytes), tuples and
 lists of values, None, plain numbers and short strings; anything else is sent
 as the *name* of its type, never as the object.
 
+The arrays of a call do not travel in the frame: the grader puts them in
+shared memory (`SharedArrays`) and sends its file descriptor with the frame,
+so it can read back what the function did to its arguments from memory it
+owns, whatever the worker says.
+
 This module runs on both sides of the boundary, so it imports only the
-standard library and NumPy. The grader decodes with `decode`, which trusts
-nothing: dtypes come from an allow-list, shapes must match the byte counts,
-nesting and sizes are capped. Nothing a worker sends is unpickled or evaluated.
+standard library, NumPy and `autograder.text`. The grader decodes with
+`parse_header` and `decode`, which trust nothing: headers are bounded in size
+and nesting and hold no NaN or infinity, dtypes come from an allow-list,
+shapes must match the byte counts, sizes and counts are capped, and every
+string is made valid, visible text. Nothing a worker sends is unpickled or
+evaluated.
 """
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import struct
 from dataclasses import dataclass
 
 import numpy as np
 
+from autograder.text import safe
+
 HEADER_LIMIT = 1 << 20  # bytes of JSON header accepted from the other side
 MAX_DEPTH = 4
 MAX_ITEMS = 64
 MAX_DIMS = 32
 MAX_TEXT = 300
+ALIGN = 64  # bytes: arrays in shared memory start on cache-line boundaries
 
 # The dtypes an array may carry across the boundary, by their wire name.
 DTYPES = {
@@ -158,13 +170,11 @@ class FrameParser:
             raise WireError(f"message header of {size} bytes is over the limit")
         if len(self._head) < 4 + size:
             return False
-        try:
-            header = json.loads(bytes(self._head[4:4 + size]))
-            sizes = header.pop("_buffers")
-            if not (isinstance(sizes, list) and all(type(n) is int and n >= 0 for n in sizes)):
-                raise ValueError
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise WireError("message header is not valid") from None
+        header = parse_header(bytes(self._head[4:4 + size]))
+        sizes = header.pop("_buffers", None)
+        if not (isinstance(sizes, list) and len(sizes) <= MAX_ITEMS * MAX_ITEMS
+                and all(type(n) is int and n >= 0 for n in sizes)):
+            raise WireError("message header is not valid")
         if sum(sizes) > self.limit:
             raise FrameTooLarge(sum(sizes), self.limit)
         self._header, self._sizes, self._header_end = header, sizes, 4 + size
@@ -180,6 +190,68 @@ class FrameParser:
         header, self._header = self._header, None
         self._payload, self._filled = bytearray(), 0
         return header, buffers
+
+
+def parse_header(data: bytes) -> dict:
+    """A frame's JSON header as a dict; WireError for anything else.
+
+    Deep nesting (which makes a recursive decoder fail), NaN and infinity
+    (which JSON itself does not have) and text that is not UTF-8 are refused here.
+    """
+    try:
+        header = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, RecursionError, MemoryError, UnicodeDecodeError):
+        raise WireError("message header is not valid JSON") from None
+    if not isinstance(header, dict):
+        raise WireError("message header is not a JSON object")
+    return header
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+# ---------------------------------------------------------------- shared memory
+
+class SharedArrays:
+    """The buffers of one call, laid out in shared memory the grader owns.
+
+    `layout` goes in the frame's header and `fd` with it; the worker maps
+    the same memory (`shared_buffers`) and the called function works on it,
+    so `buffers()` afterwards shows the arguments as the function left them.
+    """
+
+    def __init__(self, buffers: list):
+        sizes = [memoryview(b).nbytes for b in buffers]
+        offsets, end = [], 0
+        for size in sizes:
+            offsets.append(end)
+            end += -(-size // ALIGN) * ALIGN
+        self.layout = [[offset, size] for offset, size in zip(offsets, sizes)]
+        self.fd = os.memfd_create("call", os.MFD_CLOEXEC)
+        os.ftruncate(self.fd, max(end, 1))
+        self._memory = mmap.mmap(self.fd, max(end, 1))
+        for (offset, size), buffer in zip(self.layout, buffers):
+            self._memory[offset:offset + size] = memoryview(buffer).cast("B")
+
+    def buffers(self) -> list:
+        """Copies of the buffers as they are now (the function may have written to them)."""
+        return [bytes(self._memory[offset:offset + size]) for offset, size in self.layout]
+
+    def close(self) -> None:
+        self._memory.close()
+        os.close(self.fd)
+
+
+def shared_buffers(fd: int, layout) -> list:
+    """The worker's view of a call's buffers: writable slices of the grader's shared memory."""
+    if not (isinstance(layout, list) and all(isinstance(e, list) and len(e) == 2 and all(type(n) is int and n >= 0
+                                                                                             for n in e)
+                                             for e in layout)):
+        raise WireError("shared memory layout is not valid")
+    memory = mmap.mmap(fd, os.fstat(fd).st_size) if layout else b""
+    view = memoryview(memory)
+    return [view[offset:offset + size] for offset, size in layout]
 
 
 # ---------------------------------------------------------------- values
@@ -228,7 +300,8 @@ def decode(tree, buffers: list, depth: int = 0, sample: int | None = None):
     """Rebuild a value from `encode`'s tree, validating every field.
 
     Raises WireError on anything malformed. Arrays come back as base
-    `np.ndarray` (never a subclass), read-only views of the received bytes.
+    `np.ndarray` (never a subclass), views of the received bytes (writable
+    when those are, as a call's arguments in shared memory are).
     sample: what the request asked for (see `encode`); a SampledArray is
     accepted only then, and only with exactly that many entries.
     """
@@ -248,8 +321,8 @@ def decode(tree, buffers: list, depth: int = 0, sample: int | None = None):
         array = _decode_array(tree, buffers, sample)
         if kind == "tensor":
             grad_fn = tree.get("grad_fn")
-            return TensorData(array, bool(tree.get("requires_grad")),
-                              str(grad_fn)[:MAX_TEXT] if grad_fn is not None else None)
+            return TensorData(array, tree.get("requires_grad") is True,
+                              safe(grad_fn, MAX_TEXT) if grad_fn is not None else None)
         return array
     if kind in ("tuple", "list"):
         items = tree.get("items")
@@ -258,33 +331,42 @@ def decode(tree, buffers: list, depth: int = 0, sample: int | None = None):
         values = [decode(item, buffers, depth + 1, sample) for item in items]
         return tuple(values) if kind == "tuple" else values
     if kind == "opaque":
-        return Opaque(str(tree.get("type"))[:MAX_TEXT], str(tree.get("detail", ""))[:MAX_TEXT])
-    raise WireError(f"unknown value kind {str(kind)[:40]!r}")
+        return Opaque(safe(tree.get("type"), MAX_TEXT), safe(tree.get("detail", ""), MAX_TEXT))
+    raise WireError(f"unknown value kind {safe(kind, 40)!r}")
 
 
 def _decode_array(tree: dict, buffers: list, sample: int | None) -> np.ndarray | SampledArray:
     dtype = DTYPES.get(tree.get("dtype"))
     shape, index = tree.get("shape"), tree.get("buf")
     if dtype is None:
-        raise WireError(f"array dtype {str(tree.get('dtype'))[:40]!r} is not allowed")
-    if not (isinstance(shape, list) and len(shape) <= MAX_DIMS
-            and all(type(n) is int and n >= 0 for n in shape)):
+        raise WireError(f"array dtype {safe(tree.get('dtype'), 40)!r} is not allowed")
+    if not _is_shape(shape):
         raise WireError("array shape is not valid")
     if type(index) is not int or not 0 <= index < len(buffers):
         raise WireError("array refers to a missing buffer")
     data = buffers[index]
-    if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != len(data):
+    if _count(shape) * dtype.itemsize != memoryview(data).nbytes:
         raise WireError("array bytes do not match its shape")
     values = np.frombuffer(data, dtype=dtype).reshape(shape)
     if "whole" not in tree:
         return values
     whole = tree["whole"]
     # A short sample would be judged on fewer positions than the check asked for.
-    if not (sample is not None and isinstance(whole, list) and len(whole) <= MAX_DIMS
-            and all(type(n) is int and n >= 0 for n in whole)
-            and shape == [sample] and sample < int(np.prod(whole, dtype=np.int64))):
+    if not (sample is not None and _is_shape(whole) and shape == [sample] and sample < _count(whole)):
         raise WireError("sampled array shape is not valid")
     return SampledArray(tuple(whole), dtype, values)
+
+
+def _is_shape(shape) -> bool:
+    return isinstance(shape, list) and len(shape) <= MAX_DIMS and all(type(n) is int and n >= 0 for n in shape)
+
+
+def _count(shape: list) -> int:
+    """Entries of an array of `shape`, in Python integers: an int64 product could wrap to a small number."""
+    count = 1
+    for n in shape:
+        count *= n
+    return count
 
 
 def _type_name(value) -> str:

@@ -1,16 +1,28 @@
 """The untrusted side: a zygote that forks one child per submission.
 
 This file never runs in the grader's process. The grader sends its source
-(and `wire`'s) over a pipe to a fresh interpreter inside the sandbox, so the
-worker needs no view of the course repository. The zygote imports NumPy and
-PyTorch once; each submission runs in a fresh fork of it, so no submission
-pays the import and nothing one submission does can reach the next.
+(with `text`, `seccomp` and `wire`) over a pipe to a fresh interpreter
+inside the sandbox, so the worker needs no view of the course repository.
+The zygote imports NumPy and PyTorch once; each submission runs in a fresh
+fork of it, so no submission pays the import.
+
+Nothing one submission does may reach another, so:
+- the zygote never holds a submission's code or data: it forks a child,
+  and the child then receives the submission over its own socket;
+- the zygote and its children are not dumpable and every child runs under a
+  seccomp filter (autograder.seccomp), so no child can read or write the
+  memory of the zygote, from which every later child is forked;
+- each child works in a fresh directory with a random 128-bit name, which
+  no earlier submission can have made, and between submissions the zygote
+  removes everything in the scratch space and says what it could not.
 
 A child loads the student's code unit by unit (top-level statements of a
 .py file, code cells of a notebook), then answers calls "run function F on
-these arrays" until the grader closes its socket. Everything here can be
-tampered with by the student's code, which is why the grader validates every
-reply and decides nothing on the worker's word.
+these arrays" until the grader closes its socket. The arrays of a call live
+in shared memory the grader owns, which is how the grader sees whether a
+function changed its arguments. Everything here can be tampered with by the
+student's code, which is why the grader validates every reply and decides
+nothing on the worker's word.
 """
 from __future__ import annotations
 
@@ -20,9 +32,10 @@ import gc
 import importlib
 import os
 import resource
-import shutil
+import secrets
 import signal
 import socket
+import stat
 import sys
 import time
 import traceback
@@ -30,22 +43,32 @@ import types
 
 import numpy as np
 
-from autograder import wire
+from autograder import seccomp, wire
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+CONTROL_LIMIT = 1 << 20  # bytes of buffers in one message from the grader to the zygote
+SOURCE_LIMIT = 256 << 20  # a submission's code (the grader reads at most 50 MB of a file)
+CALL_LIMIT = 1 << 30  # a call's buffers travel in shared memory; this caps what comes inline
+WIPE_SECONDS = 10.0  # time to empty the scratch space; what is left then restarts the sandbox
+MAX_FDS = 4  # file descriptors one message may carry
 
 
 # ---------------------------------------------------------------- zygote
 
 def zygote_main(config: dict) -> None:
-    """Serve spawn requests on the control socket until it closes.
+    """Serve spawn, clean and probe requests on the control socket until it closes.
 
     config: {"control_fd", "preload": [module names], "scratch": dir whose
-    contents are wiped between submissions, "as_init": bool}.
+    contents are wiped between submissions, "sweep": world-writable dirs
+    (the fallback's /tmp) from which everything our uid owns is wiped too,
+    "as_init": bool}.
     """
     control = socket.socket(fileno=config["control_fd"])
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Not dumpable: no process of our uid can open /proc/<pid>/mem or ptrace us. Children inherit it.
+    _prctl(PR_SET_DUMPABLE, 0)
     if not config["as_init"]:
         # Orphans of a submission (double-forked daemons) must stay our
         # descendants so the grader can find and kill them.
@@ -57,51 +80,71 @@ def zygote_main(config: dict) -> None:
     gc.collect()
     gc.freeze()  # keeps the children from touching (and copying) the zygote's pages
     wire.send(control, {"event": "ready", "pid": os.getpid()})
-    parser = wire.FrameParser(limit=64 << 20)
+    inbox = _Inbox(control, CONTROL_LIMIT)
     while True:
-        frame, fds = _receive(control, parser)
+        frame, fds = inbox.next()
         if frame is None:
             os._exit(0)
         header, _ = frame
-        if header.get("op") == "spawn":
-            child_sock, output = fds
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                _child_main(header, child_sock, output)
-            os.close(child_sock)
-            os.close(output)
-            wire.send(control, {"event": "spawned", "pid": pid})
-        elif header.get("op") == "clean":
+        op = header.get("op")
+        if op == "spawn" and len(fds) == 2:
+            wire.send(control, {"event": "spawned", "pid": _spawn(header, fds, config["scratch"])})
+        elif op == "clean":
             if config["as_init"]:
                 # PID 1 of the sandbox's namespace: kill(-1) reaches exactly the submission's processes.
                 os.kill(-1, signal.SIGKILL)
-            exits = _reap_all(wait=True)  # everything is dead or dying: nothing is left to wait for
-            _wipe(config["scratch"])
-            wire.send(control, {"event": "clean", "exits": exits})
+            exits = _reap_all()  # everything is dead or dying: nothing is left to wait for
+            left = wipe(config["scratch"])
+            for shared in config.get("sweep", []):
+                left += wipe(shared, owner=os.getuid())
+            wire.send(control, {"event": "clean", "exits": exits, "left": left[:5]})
+        elif op == "probe":
+            wire.send(control, {"event": "probed", "readable": readable(header.get("paths", []))[:20]})
+        for fd in fds if op != "spawn" else ():
+            os.close(fd)
 
 
-def _receive(sock, parser):
-    fds = []
-    while True:
-        data, new_fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
-        fds += new_fds
-        if not data:
-            return None, fds
-        frames = parser.feed(data)
-        if frames:
-            return frames[0], fds
+def _spawn(header: dict, fds: list, scratch: str) -> int:
+    """Fork the child for one submission; it gets the grader's socket and output pipe, nothing else."""
+    child_sock, output = fds
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        _child_main(header.get("limits", {}), child_sock, output, scratch, parent)
+    os.close(child_sock)
+    os.close(output)
+    return pid
 
 
-def _reap_all(wait: bool) -> dict[str, list]:
-    """Reap finished children (all of them, if `wait`); pid -> ["exit", code] or ["signal", name]."""
+class _Inbox:
+    """Frames and the file descriptors that came with them, read from a blocking socket."""
+
+    def __init__(self, sock: socket.socket, limit: int):
+        self.sock = sock
+        self.parser = wire.FrameParser(limit)
+        self.frames: list = []
+        self.fds: list[int] = []
+
+    def next(self):
+        """The next frame and the descriptors received with it; (None, []) when the socket closes."""
+        while not self.frames:
+            data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, MAX_FDS)
+            self.fds += fds
+            if not data:
+                return None, self.fds
+            self.frames += self.parser.feed(data)
+        # The grader sends one request at a time, so descriptors belong to the frame they came with.
+        fds, self.fds = self.fds, []
+        return self.frames.pop(0), fds
+
+
+def _reap_all() -> dict[str, list]:
+    """Reap every child; pid -> ["exit", code] or ["signal", name]."""
     exits = {}
     while True:
         try:
-            pid, status = os.waitpid(-1, 0 if wait else os.WNOHANG)
+            pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
-            return exits
-        if pid == 0:
             return exits
         if os.WIFSIGNALED(status):
             exits[str(pid)] = ["signal", signal.Signals(os.WTERMSIG(status)).name]
@@ -109,40 +152,114 @@ def _reap_all(wait: bool) -> dict[str, list]:
             exits[str(pid)] = ["exit", os.WEXITSTATUS(status)]
 
 
-def _wipe(directory: str) -> None:
-    """Remove everything under `directory` but mount points (a Python environment under /tmp)."""
-    for entry in os.scandir(directory):
+def wipe(directory: str, owner: int | None = None) -> list[str]:
+    """Remove everything under `directory` but mount points (a Python environment under /tmp).
+
+    owner: only remove the entries of `directory` this uid owns (a folder
+    shared with other users). Returns the names still there that should not
+    be (empty when clean).
+    Never recursive and never follows a long path: a directory is emptied
+    by moving its entries up into `directory` and removed, so a tree nested
+    thousands of levels deep, or made unreadable with mode 000, goes too.
+    """
+    keep = _mount_paths(directory)
+    if owner is None:
         try:
-            if entry.is_dir(follow_symlinks=False):
-                if os.path.ismount(entry.path):
-                    continue
-                if _holds_mount(entry.path):
-                    _wipe(entry.path)
-                else:
-                    shutil.rmtree(entry.path, onerror=_force_remove)
-            else:
-                os.unlink(entry.path)
+            os.chmod(directory, 0o700)
         except OSError:
-            pass
+            pass  # the sandbox's own /tmp belongs to root; its sticky bit lets us remove our files
+    try:
+        top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return []  # nothing there to wipe
+    deadline = time.monotonic() + WIPE_SECONDS
+
+    def left() -> list[str]:
+        return sorted(n for n in os.listdir(top) if os.path.join(directory, n) not in keep
+                      and (owner is None or _owner(top, n) == owner))
+    try:
+        pending = left()
+        while pending and time.monotonic() < deadline:
+            pending += _remove(top, pending.pop())
+        for path in sorted(keep - {directory}):
+            if not os.path.ismount(path) and os.path.dirname(path) == directory:
+                wipe(path)  # a directory that only leads to a mount point: empty around it
+        return left()
+    finally:
+        os.close(top)
 
 
-def _holds_mount(directory: str) -> bool:
-    """Whether a mount point lies below `directory` (read from /proc/self/mountinfo)."""
+def _owner(top: int, name: str) -> int | None:
+    try:
+        return os.lstat(name, dir_fd=top).st_uid
+    except OSError:
+        return None
+
+
+def _remove(top: int, name: str) -> list[str]:
+    """Remove entry `name` of the directory open as `top`; returns the names its contents were moved up to."""
+    moved = []
+    try:
+        info = os.lstat(name, dir_fd=top)
+        if not stat.S_ISDIR(info.st_mode):
+            os.unlink(name, dir_fd=top)
+            return moved
+        os.chmod(name, 0o700, dir_fd=top)
+        inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
+        try:
+            for entry in os.listdir(inner):
+                if stat.S_ISDIR(os.lstat(entry, dir_fd=inner).st_mode):
+                    os.chmod(entry, 0o700, dir_fd=inner)  # moving a folder to a new parent rewrites its ".."
+                moved.append(_unused_name(top))
+                os.rename(entry, moved[-1], src_dir_fd=inner, dst_dir_fd=top)
+        finally:
+            os.close(inner)
+        os.rmdir(name, dir_fd=top)
+    except OSError:
+        pass  # what never goes is reported as left
+    return moved
+
+
+def _unused_name(top: int) -> str:
+    while True:
+        name = f".wiped-{secrets.token_hex(8)}"
+        try:
+            os.lstat(name, dir_fd=top)
+        except FileNotFoundError:
+            return name
+
+
+def _mount_paths(directory: str) -> set[str]:
+    """Mount points below `directory` and the directories that lead to them (from /proc/self/mountinfo)."""
     prefix = directory.rstrip("/") + "/"
     try:
         with open("/proc/self/mountinfo") as mounts:
-            return any(line.split()[4].startswith(prefix) for line in mounts)
+            points = [line.split()[4] for line in mounts if line.split()[4].startswith(prefix)]
     except OSError:
-        return False
+        return set()
+    paths = set()
+    for point in points:
+        while point.startswith(prefix):
+            paths.add(point)
+            point = os.path.dirname(point)
+    return paths
 
 
-def _force_remove(function, path, _):
-    try:
-        os.chmod(os.path.dirname(path), 0o700)
-        os.chmod(path, 0o700)
-        function(path)
-    except OSError:
-        pass
+def readable(paths: list) -> list[str]:
+    """Which of `paths` this process can read: a file it can open, or a directory it can list."""
+    found = []
+    for path in paths:
+        if not isinstance(path, str):
+            continue
+        try:
+            if os.path.isdir(path):
+                os.listdir(path)
+            else:
+                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+            found.append(path)
+        except OSError:
+            pass
+    return found
 
 
 def _prctl(option: int, value: int) -> None:
@@ -154,30 +271,45 @@ def _prctl(option: int, value: int) -> None:
 
 # ---------------------------------------------------------------- child
 
-def _child_main(spec: dict, sock_fd: int, output_fd: int) -> None:
-    """Run one submission: contain it, load it, answer calls. Never returns."""
+def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent: int) -> None:
+    """Run one submission: contain it, receive it, load it, answer calls. Never returns."""
     try:
         os.setsid()
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
         _redirect_output(output_fd)
-        workdir = os.path.join(spec["scratch"], f"work-{os.getpid()}")
-        os.mkdir(workdir, 0o700)
+        workdir = _fresh_directory(scratch)
         os.chdir(workdir)
         os.environ.clear()
         os.environ.update(HOME=workdir, TMPDIR=workdir, PATH="/usr/bin:/bin")
-        _set_limits(spec["limits"])
+        _set_limits(limits)
+        if seccomp.supported():
+            seccomp.install(parent)
         sock = socket.socket(fileno=sock_fd)
         for name in [m for m in sys.modules if m == "autograder" or m.startswith("autograder.")]:
             del sys.modules[name]  # the worker keeps its references; `import autograder` must find nothing
-        namespace = _load(spec, sock)
-        _serve(sock, namespace)
+        inbox = _Inbox(sock, SOURCE_LIMIT)
+        (spec, sources), _ = inbox.next()
+        inbox.parser.limit = CALL_LIMIT
+        namespace = _load(spec, [bytes(s).decode("utf-8", "replace") for s in sources], sock)
+        _serve(inbox, namespace)
     except BaseException:  # noqa: BLE001 - the child must never fall back into the zygote loop
         # Shown to the grader as the child's output: a worker fault, not the student's.
         traceback.print_exc()
         sys.stderr.flush()
     os._exit(0)
+
+
+def _fresh_directory(scratch: str) -> str:
+    """A new directory with a random name: no earlier submission can have created or predicted it."""
+    while True:
+        path = os.path.join(scratch, f"work-{secrets.token_hex(16)}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
 
 
 def _redirect_output(output_fd: int) -> None:
@@ -206,26 +338,29 @@ def _set_limits(limits: dict) -> None:
         resource.setrlimit(which, (value, value))
 
 
-def _units(spec: dict):
-    """The submission as (label, code or SyntaxError) units, in order."""
+def _units(spec: dict, sources: list[str]):
+    """The submission as (label, code or SyntaxError) units, in order.
+
+    spec: {"kind": "py" or "cells", "filename", "labels": one per source}.
+    """
     filename = spec["filename"]
     if spec["kind"] == "py":
         try:
-            tree = ast.parse(spec["source"], filename)
+            tree = ast.parse(sources[0], filename)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
             return [("the file", error)]
         return [(f"line {node.lineno}", compile(ast.Module([node], []), filename, "exec"))
                 for node in tree.body]
     units = []
-    for cell in spec["cells"]:
+    for label, source in zip(spec["labels"], sources):
         try:
-            units.append((cell["label"], compile(cell["source"], f"{filename} ({cell['label']})", "exec")))
+            units.append((label, compile(source, f"{filename} ({label})", "exec")))
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            units.append((cell["label"], error))
+            units.append((label, error))
     return units
 
 
-def _load(spec: dict, sock) -> dict:
+def _load(spec: dict, sources: list[str], sock) -> dict:
     """Execute the submission's top-level code, reporting each unit before it runs.
 
     A unit that raises is recorded and skipped, as Jupyter would; a unit that
@@ -238,7 +373,7 @@ def _load(spec: dict, sock) -> dict:
     problems = []
     skip = set(spec["skip"])
     me = os.getpid()
-    for index, (label, code) in enumerate(_units(spec)):
+    for index, (label, code) in enumerate(_units(spec, sources)):
         if index in skip:
             continue
         if isinstance(code, BaseException):
@@ -264,40 +399,40 @@ def _exit_if_forked_copy(me: int) -> None:
         os._exit(0)
 
 
-def _serve(sock, namespace: dict) -> None:
+def _serve(inbox: _Inbox, namespace: dict) -> None:
     me = os.getpid()
-    parser = wire.FrameParser(limit=1 << 30)
     while True:
-        try:
-            frames = parser.receive(sock)
-        except EOFError:
+        frame, fds = inbox.next()
+        if frame is None:
             return
-        for header, buffers in frames:
-            reply, reply_buffers = _call(header, buffers, namespace)
-            _exit_if_forked_copy(me)
-            sys.stdout.flush()
-            wire.send(sock, reply, reply_buffers)
+        header, buffers = frame
+        if fds:
+            # The arrays of the call are in the grader's shared memory: the function works on them there.
+            buffers = wire.shared_buffers(fds[0], header.get("shared"))
+            for fd in fds:
+                os.close(fd)
+        reply, reply_buffers = _call(header, buffers, namespace)
+        _exit_if_forked_copy(me)
+        sys.stdout.flush()
+        wire.send(inbox.sock, reply, reply_buffers)
 
 
 def _call(request: dict, buffers: list, namespace: dict):
-    args = [_writable(wire.decode(tree, buffers)) for tree in request["args"]]
-    kwargs = {name: _writable(wire.decode(tree, buffers)) for name, tree in request["kwargs"].items()}
+    """Run one call on arrays decoded from `buffers`, in place: the caller reads them back afterwards."""
+    args = [wire.decode(tree, buffers) for tree in request["args"]]
+    kwargs = {name: wire.decode(tree, buffers) for name, tree in request["kwargs"].items()}
     if request.get("as_tensors"):
         args = [_to_tensor(a, request.get("backward") is not None) for a in args]
         kwargs = {name: _to_tensor(a, False) for name, a in kwargs.items()}
     reply = {"event": "reply", "id": request["id"]}
     out = []
-    start = time.perf_counter()
     try:
         result = namespace[request["function"]](*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - report every failure, including SystemExit
-        reply.update(seconds=time.perf_counter() - start, raised=_describe(error, namespace.get("__file__")))
+        reply["raised"] = _describe(error, namespace.get("__file__"))
         return reply, out
-    reply["seconds"] = time.perf_counter() - start
     try:
         reply["value"] = wire.encode(result, out, sample=request.get("sample"))
-        if request.get("return_inputs"):
-            reply["inputs"] = [wire.encode(a, out) for a in args]
         if request.get("backward") is not None:
             reply.update(_backward(result, args, request["backward"], buffers, out))
     except BaseException as error:  # noqa: BLE001
@@ -313,13 +448,13 @@ def _backward(result, args, upstream_trees, buffers, out) -> dict:
     outputs = result if isinstance(result, (tuple, list)) else (result,)
     pairs = []
     for output, tree in zip(outputs, upstream_trees):
-        upstream = _writable(wire.decode(tree, buffers))
+        upstream = wire.decode(tree, buffers)
         if upstream is None:
             continue
         if not isinstance(output, torch.Tensor) or output.grad_fn is None:
             return {"grad_error": "the output is not connected to the autograd graph "
                                   "(no grad_fn): it was detached, or computed outside PyTorch"}
-        pairs.append((output, torch.from_numpy(upstream).to(output.dtype)))
+        pairs.append((output, torch.from_numpy(np.array(upstream)).to(output.dtype)))
     try:
         # sum(output * upstream) has the same gradients as backward(output, upstream), and a scalar
         # backward skips torch's lazy import of sympy (~1 s per fresh child).
@@ -329,10 +464,6 @@ def _backward(result, args, upstream_trees, buffers, out) -> dict:
         return {"grad_error": f"backward failed: {str(error)[:wire.MAX_TEXT]}"}
     return {"grads": [wire.encode(a.grad, out) if isinstance(a, torch.Tensor) else {"t": "none"}
                       for a in args]}
-
-
-def _writable(value):
-    return np.array(value) if isinstance(value, np.ndarray) else value
 
 
 def _to_tensor(value, requires_grad: bool):

@@ -1,9 +1,12 @@
 """Shared fixtures: the real course, one real sandbox for the session, helpers to build submissions."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -64,10 +67,48 @@ def grade(grader):
     return lambda path, student=None: grader.grade(read_submission(Path(path), student))
 
 
-def run_cli(*args, cwd=ROOT, timeout=600) -> subprocess.CompletedProcess:
-    """The real `autograder` command in a subprocess."""
+def run_cli(*args, cwd=ROOT, timeout=600, env=None) -> subprocess.CompletedProcess:
+    """The real `autograder` command in a subprocess; `env` adds to this process's environment."""
     return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="session")
+def public_python(tmp_path_factory):
+    """A Python other users can run, borrowing this environment's packages: what the fallback's workers need.
+
+    This machine's own interpreter may live under /root, which no worker uid can enter; the system's
+    python3 of the same version, in a virtualenv under /tmp, can be.
+    """
+    system = Path("/usr/bin/python3")
+    if not system.is_file() or subprocess.run([str(system), "-c", f"import sys; assert sys.version_info[:2] == "
+                                                f"{tuple(sys.version_info[:2])}"]).returncode != 0:
+        _skip_or_fail(f"no system python3 of version {sys.version_info[0]}.{sys.version_info[1]} to run fallback "
+                      "workers with")
+    place = Path(tempfile.mkdtemp(prefix="public-python-", dir="/tmp"))
+    place.chmod(0o755)
+    subprocess.run([str(system), "-m", "venv", "--without-pip", str(place)], check=True, timeout=120)
+    site_packages = next(place.glob("lib/python*/site-packages"))
+    (site_packages / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    if not probe("fallback", python=str(place / "bin" / "python")).separate_user:
+        shutil.rmtree(place)
+        _skip_or_fail("no worker uid can run a Python with this environment's packages (its folders are private)")
+    yield str(place / "bin" / "python")
+    shutil.rmtree(place)
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must test the fallback sandbox, but {reason}")
+    pytest.skip(reason)
+
+
+def private_course(folder: Path) -> Path:
+    """A copy of the course in `folder` (a pytest tmp folder: no other user can enter it); its course.yaml."""
+    shutil.copy(ROOT / "course.yaml", folder / "course.yaml")
+    for part in ("assignments", "solutions"):
+        shutil.copytree(ROOT / part / "w07_attention", folder / part / "w07_attention")
+    return folder / "course.yaml"
 
 
 def bwrap_works() -> bool:

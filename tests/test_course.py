@@ -11,7 +11,7 @@ from autograder import wire
 from autograder.checks import CheckFailed
 from autograder.compare import expect_close
 from autograder.course import CourseError, Tolerance, load_course
-from autograder.session import ReplyRejected, read_reply
+from autograder.session import Call, ReplyRejected, read_reply
 from autograder.suite import load_suite
 from conftest import FIXTURES, ROOT, run_cli
 
@@ -128,17 +128,18 @@ def _reply(value, sample):
 def test_a_sampled_reply_is_compared_at_the_sampled_positions_and_must_be_the_sample_asked_for():
     expected = np.linspace(-1, 1, 50_000).reshape(50, 1000)
     tol = Tolerance(1e-6, 1e-9)
-    honest = read_reply(*_reply(expected.copy(), 20_000), sample=20_000).value
+    asked, unasked = Call("f", sample=20_000), Call("f")
+    honest = read_reply(*_reply(expected.copy(), 20_000), asked).value
     assert isinstance(honest, wire.SampledArray) and honest.shape == (50, 1000)
     expect_close(honest, expected, tol, "x")
     wrong = expected.copy()
     wrong[:, :500] += 1.0  # half the entries: the sample cannot miss them
     with pytest.raises(CheckFailed, match="sampled positions"):
-        expect_close(read_reply(*_reply(wrong, 20_000), sample=20_000).value, expected, tol, "x")
+        expect_close(read_reply(*_reply(wrong, 20_000), asked).value, expected, tol, "x")
     with pytest.raises(CheckFailed, match="expected shape"):
-        expect_close(read_reply(*_reply(expected.T.copy(), 20_000), sample=20_000).value, expected, tol, "x")
+        expect_close(read_reply(*_reply(expected.T.copy(), 20_000), asked).value, expected, tol, "x")
     # A hostile worker may not choose fewer positions, nor send a sample nobody asked for.
     with pytest.raises(ReplyRejected):
-        read_reply(*_reply(expected, 10), sample=20_000)
+        read_reply(*_reply(expected, 10), asked)
     with pytest.raises(ReplyRejected):
-        read_reply(*_reply(expected, 20_000), sample=None)
+        read_reply(*_reply(expected, 20_000), unasked)

@@ -15,6 +15,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -261,17 +262,18 @@ def test_bundle_holds_the_scripts_package_course_and_assignment_and_nothing_else
         assert (infos[script].external_attr >> 16) & stat.S_IXUSR, script
     package = {f"autograder/{p.name}" for p in (ROOT / "autograder").glob("*.py")}
     assert package <= names
-    required = {"course.yaml", "pyproject.toml", "README.md", f"assignments/{ASSIGNMENT}/attention.py",
-                f"assignments/{ASSIGNMENT}/public_checks.py", f"solutions/{ASSIGNMENT}/reference.py",
-                f"solutions/{ASSIGNMENT}/hidden_checks.py"}
+    required = {"course.yaml", "pyproject.toml", "README.md", f"assignments/{ASSIGNMENT}/public_checks.py",
+                f"solutions/{ASSIGNMENT}/reference.py", f"solutions/{ASSIGNMENT}/hidden_checks.py"}
     assert required <= names
     leaked = [n for n in names if n.startswith((".git", ".venv", "out/", "tests/")) or "grades.db" in n
               or "__pycache__" in n or n.endswith((".pyc", ".DS_Store")) or ".ipynb_checkpoints" in n
               or "fixtures" in n]
     assert leaked == []
-    shipped = {f"{folder}/{ASSIGNMENT}/{p.relative_to(ROOT / folder / ASSIGNMENT).as_posix()}"
-               for folder in ("assignments", "solutions") for p in (ROOT / folder / ASSIGNMENT).rglob("*")
+    # Only what grading needs: the public checks, not the source notebook (every solution region) or the stub.
+    shipped = {f"solutions/{ASSIGNMENT}/{p.relative_to(ROOT / 'solutions' / ASSIGNMENT).as_posix()}"
+               for p in (ROOT / "solutions" / ASSIGNMENT).rglob("*")
                if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")}
+    shipped.add(f"assignments/{ASSIGNMENT}/public_checks.py")
     assert {n for n in names if n.startswith(("assignments/", "solutions/"))} == shipped
     top = {n for n in names if "/" not in n}
     assert top == {"setup.sh", "run_autograder", "course.yaml", "pyproject.toml", "README.md"}
@@ -309,9 +311,11 @@ def _fake_gradescope(tmp_path: Path, bundle: Path, files: dict[str, str], email:
     return root
 
 
-def _run_autograder(root: Path, sandbox: str = "auto") -> subprocess.CompletedProcess:
+def _run_autograder(root: Path, sandbox: str = "auto", worker_python: str | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "GRADESCOPE_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable,
            "AUTOGRADER_SANDBOX": sandbox}
+    if worker_python:
+        env["AUTOGRADER_WORKER_PYTHON"] = worker_python
     return subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True,
                           timeout=300)
 
@@ -348,12 +352,52 @@ def _without_timing(expected: dict, like: dict) -> dict:
             "tests": tests}
 
 
-def test_run_autograder_takes_a_notebook_and_records_the_fallback_sandbox(bundle, tmp_path):
+def test_the_fallback_on_gradescope_lets_student_code_read_nothing_of_the_bundle(bundle, public_python):
+    """Gradescope's container may not run bubblewrap; a submission then searches the disk for solutions."""
+    place = Path(tempfile.mkdtemp(prefix="gradescope-", dir="/tmp"))
+    place.chmod(0o755)  # as /autograder is: every uid may pass through
+    try:
+        code = PLAIN.read_text() + "\n\n" + (SUBMISSIONS / "attacks" / "hunt_solutions.py").read_text()
+        root = _fake_gradescope(place, bundle, {"attention.py": code}, email="hunter@example.com")
+        done = _run_autograder(root, sandbox="fallback", worker_python=public_python)
+        assert done.returncode == 0, done.stderr
+        document = json.loads((root / "results" / "results.json").read_text())
+        assert document["extra_data"]["sandbox"] == "fallback"
+        shown = json.dumps(document)
+        assert "hunt_solutions searched" in document["extra_data"]["student_output"]  # the attack ran
+        assert str(root / "source") not in shown  # no file of the bundle was readable to the submission
+        readable = [line.split(": ", 1)[1] for line in document["extra_data"]["student_output"].splitlines()
+                    if line.startswith("readable: ")]
+        # The student's own submission is theirs to read; nothing else of the bundle is.
+        assert [p for p in readable if p.startswith(str(root)) and not p.startswith(str(root / "submission"))] == []
+        assert stat.S_IMODE((root / "source").stat().st_mode) & 0o077 == 0
+    finally:
+        shutil.rmtree(place)
+
+
+def test_run_autograder_refuses_where_the_bundle_stays_readable(bundle, public_python):
+    place = Path(tempfile.mkdtemp(prefix="gradescope-", dir="/tmp"))
+    place.chmod(0o755)
+    try:
+        root = _fake_gradescope(place, bundle, {"attention.py": PLAIN.read_text()}, email=None)
+        script = (root / "run_autograder").read_text().replace('chmod -R go-rwx "$ROOT/source"', "true")
+        (root / "run_autograder").write_text(script)  # as if the lock had been forgotten
+        done = _run_autograder(root, sandbox="fallback", worker_python=public_python)
+        assert done.returncode == 2
+        assert "grading was refused" in done.stderr and "course.yaml" in done.stderr
+        document = json.loads((root / "results" / "results.json").read_text())
+        _validate(document)
+        assert "did not run" in document["output"] and document["score"] == 0
+    finally:
+        shutil.rmtree(place)
+
+
+def test_run_autograder_takes_a_notebook_and_records_the_fallback_sandbox(bundle, tmp_path, public_python):
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Week 7"),
                                                nbformat.v4.new_code_cell(REFERENCE.read_text())])
     files = {"work/attention.ipynb": nbformat.writes(notebook), "notes.txt": "not code"}
     root = _fake_gradescope(tmp_path, bundle, files, email=None)
-    done = _run_autograder(root, sandbox="fallback")
+    done = _run_autograder(root, sandbox="fallback", worker_python=public_python)
     assert done.returncode == 0, done.stderr
     assert "sandbox fallback" in done.stderr
     document = json.loads((root / "results" / "results.json").read_text())
@@ -368,7 +412,7 @@ def test_a_submission_without_the_file_gets_a_zero_that_says_what_to_upload(cour
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     (root / "submission" / "answers.txt").write_text("def softmax(S): ...")
-    result = exports.grade_for_gradescope(course, ASSIGNMENT, root, "fallback", log=io.StringIO())
+    result = exports.grade_for_gradescope(course, ASSIGNMENT, root, "auto", log=io.StringIO())
     document = json.loads((root / "results" / "results.json").read_text())
     _validate(document)
     assert result.score == document["score"] == 0

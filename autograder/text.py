@@ -1,0 +1,45 @@
+"""Text from untrusted places, made safe to store and to show.
+
+Student code chooses exception messages, type names, printed output and file
+names. Such text may hold lone surrogates (which UTF-8, and so SQLite,
+cannot encode) and control characters (terminal escapes that clear a TA's
+screen, carriage returns that overwrite a line, bidi overrides that reorder
+it). `safe` makes any of it valid UTF-8 with every control character except
+newline and tab shown as a visible escape, such as `\\x1b`. It is applied
+where such text enters the grader and again wherever text is displayed, and
+is idempotent, so applying it twice changes nothing.
+
+This module is shipped to the worker too (see sandbox.BOOT): standard library only.
+"""
+from __future__ import annotations
+
+import re
+
+# C0 and C1 controls but newline and tab, DEL, and the bidirectional formatting characters.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def valid_utf8(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def visible(text: str) -> str:
+    """`text` with control characters (not newline or tab) written as escapes: ESC becomes `\\x1b`."""
+    return _CONTROL.sub(_escape, text)
+
+
+def safe(value, limit: int | None = None) -> str:
+    """Any value as text that can be stored and shown: valid UTF-8, no control characters, at most `limit` characters."""
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:  # noqa: BLE001 - a hostile __str__
+        text = "(text that could not be read)"
+    if limit is not None:
+        text = text[:limit]
+    return visible(valid_utf8(text))
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
