@@ -146,11 +146,11 @@ def released_folder(tmp_path, course, suite):
 def test_check_function_prints_a_table_and_fails_the_cell(released_folder, capsys, monkeypatch):
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     namespace = namespace_of(compose(released_folder, "x", SUBMISSIONS / "buggy" / "causal_hides_diagonal.py"))
-    with pytest.raises(ChecksFailed, match="1 of 2 public checks of causal_mask failed(.|\n)*"
-                                           "causal_mask.diagonal_visible: causal_mask\\(4\\)\\[0, 0\\] is False"):
+    with pytest.raises(ChecksFailed, match="1 of 1 public checks of causal_mask failed(.|\n)*"
+                                           "causal_mask.lower_triangle: causal_mask\\(4\\)\\[0, 0\\] is False"):
         check_function("causal_mask", namespace, released_folder)
     table = capsys.readouterr().out
-    assert "FAILED  causal_mask.diagonal_visible" in table and "causal_mask.rectangular" not in table
+    assert "FAILED  causal_mask.lower_triangle" in table and "causal_mask.rectangular" not in table
     check_function("score", namespace, released_folder)  # a correct function passes quietly
 
 
