@@ -179,6 +179,21 @@ def expect_raises(t: Trial, exception: str, function: str, *args, what: str, adv
         raise CheckFailed(f"{what} raised {reply.raised.describe()}; expected {exception}")
 
 
+def returned_where_valid(t: Trial, function: str, *args, what: str, advice: str, **kwargs):
+    """The value `function` returns for a valid input next to an error case; raising there fails.
+
+    An error-path check calls this after `expect_raises`, on the same input
+    with the fault removed, so a function that always raises earns nothing.
+    what: names the valid input; advice: when raising is right instead.
+    """
+    reply = t.call(function, *args, **kwargs)
+    if reply.raised is None:
+        return reply.value
+    if reply.raised.type in ("NotImplementedError", "SystemExit"):
+        raise_for(function, reply)
+    raise CheckFailed(f"{what} raised {reply.raised.describe()}, but that input is valid: {advice}")
+
+
 def student_seed(salt: str, assignment: str, student: str) -> int:
     """The seed of a student's randomized inputs: stable, and different per student."""
     digest = hashlib.sha256(f"{salt}\0{assignment}\0{student}".encode()).digest()

@@ -14,9 +14,13 @@ def allowed_mask(rng: np.random.Generator, shape, keep: float = 0.6) -> np.ndarr
 
     shape: (..., Nq, Nk); rows run along the last axis. Softmax is undefined
     for an all-masked row, so checks that expect an answer never contain one.
+    With more than one key, at least one key is hidden somewhere, so a
+    function that ignores the mask never gives the right answer by luck.
     """
     allowed = rng.random(shape) < keep
     rows = allowed.reshape(-1, shape[-1])
     empty = ~rows.any(axis=1)
     rows[empty, rng.integers(0, shape[-1], size=int(empty.sum()))] = True
+    if shape[-1] > 1 and rows.all():
+        rows[0, -1] = False  # no draw, so every other mask stays as it was
     return rows.reshape(shape)

@@ -67,10 +67,21 @@ def grade(grader):
     return lambda path, student=None: grader.grade(read_submission(Path(path), student))
 
 
+def repository_env(**extra) -> dict:
+    """This process's environment with the repository first on PYTHONPATH, plus `extra`.
+
+    A subprocess started outside the repository root (a CLI run elsewhere,
+    nbgrader's kernels, a script in a temporary folder) must import the
+    `autograder` under test, not whichever checkout is installed in the environment.
+    """
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, **extra, "PYTHONPATH": path}
+
+
 def run_cli(*args, cwd=ROOT, timeout=600, env=None) -> subprocess.CompletedProcess:
     """The real `autograder` command in a subprocess; `env` adds to this process's environment."""
     return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+                          capture_output=True, text=True, timeout=timeout, env=repository_env(**(env or {})))
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.release import fill_answers, nbgrader_env
-from conftest import REFERENCE, ROOT, STUB, SUBMISSIONS, compose, manifest, run_cli
+from conftest import REFERENCE, ROOT, STUB, SUBMISSIONS, compose, manifest, repository_env, run_cli
 
 ASSIGNMENT = "w07_attention"
 # Anything for the two hand-graded cells, so that `nbgrader validate` sees them answered.
@@ -34,9 +34,9 @@ def release(root: Path) -> Path:
 
 
 def nbgrader(*args, cwd: Path, timeout: int = 1800, **env) -> subprocess.CompletedProcess:
-    """The real nbgrader command, from this Python's environment."""
+    """The real nbgrader command, from this Python's environment; its kernels import this repository's autograder."""
     return subprocess.run([sys.executable, "-m", "nbgrader", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env=nbgrader_env(env))
+                          text=True, timeout=timeout, env=nbgrader_env(repository_env(**env)))
 
 
 def with_code(released: Path, code: str, functions: tuple[str, ...], written: str = "") -> nbformat.NotebookNode:

@@ -162,7 +162,7 @@ def test_rerun_skips_unchanged_and_regrades_changed_files_and_suites(tmp_path):
     compose(klass, "bob", SUBMISSIONS / "buggy" / "causal_hides_diagonal.py")
     second, done = _grade(klass, db=db, extra=args)
     assert "1 submissions already graded" in done.stderr and second["bob"]["score"] < 100
-    text = (course / "course.yaml").read_text().replace("softmax.one_by_one: 1", "softmax.one_by_one: 2")
+    text = (course / "course.yaml").read_text().replace("softmax.input_unchanged: 1", "softmax.input_unchanged: 2")
     (course / "course.yaml").write_text(text)
     third, done = _grade(klass, db=db, extra=args)
     assert "already graded" not in done.stderr

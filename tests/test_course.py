@@ -64,20 +64,20 @@ def test_unknown_key_is_named(tmp_path):
 
 
 def test_check_without_points_is_named(tmp_path):
-    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.one_by_one: 1\n", "      softmax.one_by_one:\n"))
-    with pytest.raises(CourseError, match=r"checks\.softmax\.one_by_one: no points given"):
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.input_unchanged: 1\n", "      softmax.input_unchanged:\n"))
+    with pytest.raises(CourseError, match=r"checks\.softmax\.input_unchanged: no points given"):
         load_course(path)
 
 
 def test_check_missing_from_course_yaml_is_named(tmp_path):
-    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.one_by_one: 1\n", ""))
-    with pytest.raises(CourseError, match=r"'softmax.one_by_one' \(hidden\) has no points"):
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.input_unchanged: 1\n", ""))
+    with pytest.raises(CourseError, match=r"'softmax.input_unchanged' \(hidden\) has no points"):
         load_suite(load_course(path), "w07_attention")
 
 
 def test_listed_check_that_does_not_exist_is_named(tmp_path):
-    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.one_by_one: 1\n",
-                                                      "      softmax.one_by_one: 1\n      softmax.made_up: 1\n"))
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.input_unchanged: 1\n",
+                                                      "      softmax.input_unchanged: 1\n      softmax.made_up: 1\n"))
     with pytest.raises(CourseError, match=r"checks\.softmax\.made_up: no check by that name exists"):
         load_suite(load_course(path), "w07_attention")
 

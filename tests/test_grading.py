@@ -116,5 +116,5 @@ def test_json_lines_follow_the_gradescope_shape(tmp_path):
             assert test["visibility"] in {"public", "hidden"}
     assert lines[0]["score"] == 100
     failed = {t["name"] for t in lines[1]["tests"] if t["status"] == "failed"}
-    assert "causal_mask.diagonal_visible" in failed
+    assert "causal_mask.lower_triangle" in failed
     assert lines[1]["score"] < 100

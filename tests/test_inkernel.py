@@ -20,7 +20,7 @@ from autograder.inkernel import ChecksFailed, check_function, grade_function, nb
 from autograder.course import CourseError
 from autograder.public import MANIFEST_FILE, manifest_data, manifest_text
 from autograder.suite import PUBLIC_FILE
-from conftest import PLAIN, REFERENCE, ROOT, STUB, SUBMISSIONS, compose
+from conftest import PLAIN, REFERENCE, ROOT, STUB, SUBMISSIONS, compose, repository_env
 
 # A sample that reaches every status and every kind of reply: passes, wrong values, a raise inside the
 # student's code (error), NotImplementedError, a detached tensor (no gradient), an input changed in place,
@@ -84,7 +84,8 @@ exec(compile(open("attention.py").read(), "attention.py", "exec"), namespace)
 ran = {f: run_checks(course, suite, f, namespace, "alice") for f in ("softmax", "context")}
 print(json.dumps({f: [r.output, r.score, r.max_score] for f, r in ran.items()}))
 """ % str(ROOT / "course.yaml")
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=repository_env())
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # nbgrader scores a test cell 0 when anything reaches stderr
     ran = json.loads(done.stdout)
@@ -145,11 +146,11 @@ def released_folder(tmp_path, course, suite):
 def test_check_function_prints_a_table_and_fails_the_cell(released_folder, capsys, monkeypatch):
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     namespace = namespace_of(compose(released_folder, "x", SUBMISSIONS / "buggy" / "causal_hides_diagonal.py"))
-    with pytest.raises(ChecksFailed, match="1 of 2 public checks of causal_mask failed(.|\n)*"
-                                           "causal_mask.diagonal_visible: causal_mask\\(4\\)\\[0, 0\\] is False"):
+    with pytest.raises(ChecksFailed, match="1 of 1 public checks of causal_mask failed(.|\n)*"
+                                           "causal_mask.lower_triangle: causal_mask\\(4\\)\\[0, 0\\] is False"):
         check_function("causal_mask", namespace, released_folder)
     table = capsys.readouterr().out
-    assert "FAILED  causal_mask.diagonal_visible" in table and "causal_mask.rectangular" not in table
+    assert "FAILED  causal_mask.lower_triangle" in table and "causal_mask.rectangular" not in table
     check_function("score", namespace, released_folder)  # a correct function passes quietly
 
 

@@ -19,6 +19,7 @@ from autograder.session import Call, Raised, Reply, Session
 from autograder.shrink import ShrinkBudget, input_size, shrink
 from autograder.submission import read_submission
 from conftest import REFERENCE, SUBMISSIONS, compose, manifest, run_cli
+from degenerate import write_degenerate
 
 BUGGY = manifest("buggy")
 CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py")) + [REFERENCE]
@@ -79,6 +80,29 @@ def test_no_misconception_matches_any_call_of_a_correct_implementation(sandbox, 
             assert diagnose(suite.misconceptions, trial.calls, suite.reference, suite.assignment.tolerance) is None
             diagnosed += len(trial.calls)
     assert diagnosed > 50
+
+
+# Degenerate answers (tests/degenerate.py): the idea each one shows, as the feedback names it.
+DEGENERATE_IDEAS = {
+    ("softmax", "uniform"): "weights_ignore_scores",
+    ("attention", "uniform"): "weights_ignore_scores",
+    ("causal_mask", "zeros"): "mask_ignores_positions",
+    ("causal_mask", "ones"): "causal_shows_future",  # the specific idea keeps its name
+    ("padding_mask", "ones"): "mask_ignores_positions",
+    ("padding_mask", "zeros"): "mask_ignores_positions",
+    ("context", "zeros"): "context_ignores_values",
+    ("softmax", "raises"): "raises_on_valid_rows",
+}
+
+
+@pytest.mark.parametrize("function,variant", sorted(DEGENERATE_IDEAS), ids=lambda x: x)
+def test_a_degenerate_answer_is_named_by_the_idea_it_shows(grade, tmp_path, function, variant):
+    expected = DEGENERATE_IDEAS[function, variant]
+    result = grade(write_degenerate(tmp_path, function, variant))
+    named = [t for t in result.tests if t.misconception]
+    assert {t.misconception for t in named} == {expected}, [(t.name, t.misconception) for t in named]
+    assert any(t.function == function for t in named), "named only in other functions' checks"
+    assert all(t.status != "passed" and "slide" in t.explanation for t in named)
 
 
 def test_the_sentence_reaches_the_command_line_table(tmp_path):

@@ -7,18 +7,22 @@ has it — and of compositions that call it. Inputs are drawn from the
 student's seeded generator with the sizes in `t.dims`, which the feedback's
 shrinker may reduce. The reference is `t.ref`; PyTorch's own
 scaled_dot_product_attention is the independent peer for the agreement and
-gradient checks. Points live in course.yaml.
+gradient checks. Every check compares the whole answer (for attention_torch,
+also the gradients autograd brings back), so an answer of the right shape
+that computes nothing earns nothing. Points live in course.yaml.
 """
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.checks import Check, CheckFailed, Dims, expect_raises, raise_for
-from autograder.compare import as_array, as_tensor, expect_close, expect_equal_mask, expect_pair
+from autograder.checks import Check, CheckFailed, Dims, expect_raises, raise_for, returned_where_valid
+from autograder.compare import as_array, as_tensor, expect_close, expect_equal_mask, expect_gradients, expect_pair
 from autograder.inputs import allowed_mask, normal
 
 DTYPES = (np.float64, np.float32)
 ALL_MASKED_ADVICE = "an all-masked row has no valid normalization (slide 22)"
+VISIBLE_KEY_ADVICE = ("raise ValueError only when a query has no visible key; one visible key gives a valid "
+                      "normalization (slides 20 and 22)")
 LONG = Dims(batch=(2, 4), nq=512, nk=512, dk=64, dv=64)  # slide 24: the quadratic score grid
 SAMPLE = 20_000  # entries sent back and compared at T = 512; the small-size checks compare every entry
 
@@ -89,16 +93,12 @@ def causal_mask_rectangular(t):
                           f"causal_mask({n_q}, {n_k})")
 
 
-def causal_mask_one_by_one(t):
-    """causal_mask(1) is [[True]]: a single query sees itself."""
-    expect_equal_mask(t.returned("causal_mask", 1), t.ref.causal_mask(1), "causal_mask(1)")
-
-
 def padding_mask_matches_reference(t):
     """padding_mask matches the reference for random lengths, including a full-length sequence."""
     n_k = t.dims.nk
     lengths = t.rng.integers(1, n_k + 1, size=4)
     lengths[0] = n_k
+    lengths[1] = max(1, min(lengths[1], n_k - 1))  # and a padded one (n_k > 1), so all True is wrong too
     expect_equal_mask(t.returned("padding_mask", lengths, n_k), t.ref.padding_mask(lengths, n_k),
                       f"padding_mask(lengths, {n_k}) for {len(lengths)} random lengths")  # hidden: never the inputs
 
@@ -134,7 +134,7 @@ def softmax_last_axis(t):
 
 
 def softmax_matches_reference(t):
-    """softmax matches the reference on masked scores up to ±1000, float32 and float64."""
+    """softmax matches the reference on masked scores up to ±1000, float32 and float64, and on single scores (1×1)."""
     d = t.dims
     for dtype in DTYPES:
         for magnitude in (3.0, 1000.0):
@@ -142,6 +142,10 @@ def softmax_matches_reference(t):
             S = t.ref.apply_mask(scores, allowed_mask(t.rng, (*d.batch, d.nq, d.nk))).astype(dtype)
             expect_close(t.returned("softmax", S), t.ref.softmax(S.astype(np.float64)), t.tol(dtype),
                          f"softmax(S) for masked {_name(dtype)} scores of size up to {magnitude:g}")
+    # A single key takes the whole weight, 1, whatever its score; alone this case cannot tell a right
+    # softmax from an array of ones, so it only counts together with the cases above.
+    for S in (np.array([[t.rng.normal() * 10]]), normal(t.rng, (3, 1, 1))):
+        expect_close(t.returned("softmax", S), t.ref.softmax(S), t.tol(S.dtype), f"softmax of shape {S.shape}")
 
 
 def softmax_input_unchanged(t):
@@ -155,12 +159,6 @@ def softmax_input_unchanged(t):
         raise CheckFailed("softmax changed its input S in place (e.g. `S -= S.max(...)`); compute into a "
                           "new array so the caller's scores survive")
     expect_close(reply.value, t.ref.softmax(S), t.tol(S.dtype), "softmax(S)")
-
-
-def softmax_one_by_one(t):
-    """softmax of a single score (1×1, also with batch axes) is weight 1."""
-    for S in (np.array([[t.rng.normal() * 10]]), normal(t.rng, (3, 1, 1))):
-        expect_close(t.returned("softmax", S), t.ref.softmax(S), t.tol(S.dtype), f"softmax of shape {S.shape}")
 
 
 # ------------------------------------------------------------------ context
@@ -192,23 +190,36 @@ def attention_matches_reference(t):
 
 
 def attention_all_masked_raises(t):
-    """attention raises ValueError when a query has every key masked (slide 22)."""
+    """attention raises ValueError when a query has every key masked (slide 22), and matches the reference once one of
+    its keys is visible."""
     Q, K, V = _qkv(t)
     allowed = allowed_mask(t.rng, (*t.dims.batch, t.dims.nq, t.dims.nk))
-    allowed[(0,) * len(t.dims.batch) + (0,)] = False
+    query = (0,) * len(t.dims.batch) + (0,)
+    allowed[query] = False
     expect_raises(t, "ValueError", "attention", Q, K, V, allowed=allowed,
                   what="attention with a fully masked query", advice=ALL_MASKED_ADVICE)
+    neighbour = allowed.copy()
+    neighbour[query + (int(t.rng.integers(t.dims.nk)),)] = True  # the same input, one key of that query visible
+    what = "attention with the same mask but one key of that query visible"
+    C, A = expect_pair(returned_where_valid(t, "attention", Q, K, V, allowed=neighbour, what=what,
+                                            advice=VISIBLE_KEY_ADVICE), what)
+    C_exp, A_exp = t.ref.attention(Q, K, V, allowed=neighbour)
+    expect_close(C, C_exp, t.tol(Q.dtype), f"the context C of {what}")
+    expect_close(A, A_exp, t.tol(Q.dtype), f"the weights A of {what}")
 
 
 def attention_agrees_with_sdpa(t):
-    """attention agrees with torch's scaled_dot_product_attention for the same inputs, scale and mask (slide 27)."""
+    """attention agrees with torch's scaled_dot_product_attention (C) and the reference (A) for the same inputs, scale
+    and mask (slide 27)."""
     d = t.dims
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
         allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
-        C, _ = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.7), "attention")
+        C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.7), "attention")
         expect_close(C, _sdpa(Q, K, V, allowed, 0.7), t.tol(dtype),
                      f"attention's C compared with scaled_dot_product_attention ({_name(dtype)})")
+        expect_close(A, t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=0.7)[1], t.tol(dtype),
+                     f"attention's A for the inputs given to scaled_dot_product_attention ({_name(dtype)})")
 
 
 def attention_long_sequence(t):
@@ -225,68 +236,62 @@ def _long_attention_case(t):
 
 
 # ------------------------------------------------------------------ attention_torch
+# Every check asks for gradients and compares them with PyTorch's own: right values computed outside
+# autograd (NumPy results wrapped as tensors) are not what attention_torch is for, so they earn nothing.
 
 def attention_torch_agrees_with_sdpa(t):
-    """attention_torch agrees with scaled_dot_product_attention (C) and the reference (A), with mask and scale."""
+    """attention_torch agrees with scaled_dot_product_attention (C and the gradients of C with respect to Q, K and V)
+    and the reference (A), with a mask."""
     d = t.dims
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
         allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
-        C, A = _torch_pair(t, Q, K, V, allowed, None)
-        what = f"attention_torch for {_name(dtype)} tensors with a mask"
-        expect_close(C.array, _sdpa(Q, K, V, allowed, None), t.tol(dtype), f"the context C of {what}")
-        expect_close(A.array, t.ref.attention(*_f64(Q, K, V), allowed=allowed)[1], t.tol(dtype),
-                     f"the weights A of {what}")
+        _torch_checked(t, Q, K, V, allowed, None, f"attention_torch for {_name(dtype)} tensors with a mask")
 
 
 def attention_torch_respects_scale(t):
-    """attention_torch uses an explicitly given scale (0.3) instead of 1/√dk."""
+    """attention_torch uses an explicitly given scale (0.3) instead of 1/√dk, in C, A and the gradients."""
     Q, K, V = _qkv(t)
-    C, _ = _torch_pair(t, Q, K, V, None, 0.3)
-    expect_close(C.array, _sdpa(Q, K, V, None, 0.3), t.tol(Q.dtype), "the context C of attention_torch(scale=0.3)")
-
-
-def attention_torch_gradients(t):
-    """Gradients of attention_torch's C with respect to Q, K and V agree with scaled_dot_product_attention's."""
-    d = t.dims
-    for dtype in DTYPES:
-        Q, K, V = _qkv(t, dtype)
-        allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
-        upstream = normal(t.rng, (*d.batch, d.nq, d.dv), dtype)
-        reply = t.call("attention_torch", Q, K, V, allowed=allowed, as_tensors=True, backward=(upstream, None))
-        if reply.raised is not None:
-            raise_for("attention_torch", reply)
-        if reply.grad_error:
-            raise CheckFailed(f"attention_torch: {reply.grad_error}. Keep every step in torch operations on "
-                              "the input tensors (no .detach(), .numpy() or torch.tensor(...) re-wrapping)")
-        _, expected = _sdpa(Q, K, V, allowed, None, upstream)
-        for name, got, exp in zip(("Q", "K", "V"), reply.grads, expected):
-            if got is None:
-                raise CheckFailed(f"attention_torch: no gradient reached {name}; C must be computed from {name} "
-                                  "with torch operations")
-            expect_close(as_tensor(got, f"the gradient for {name}", exp.shape).array, exp, t.tol(dtype),
-                         f"the gradient of C with respect to {name} ({_name(dtype)})")
+    _torch_checked(t, Q, K, V, None, 0.3, "attention_torch(scale=0.3)")
 
 
 def attention_torch_agrees_with_numpy(t):
-    """attention_torch and the NumPy attention give the same C and A for the same inputs, scale and mask (slide 27)."""
+    """attention_torch and the NumPy attention give the same C and A for the same inputs, scale and mask (slide 27),
+    and both are right."""
     d = t.dims
     Q, K, V = _qkv(t)
     allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
+    C_t, A_t = _torch_checked(t, Q, K, V, allowed, 0.6, "attention_torch with a mask and scale=0.6")
     C_np, A_np = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.6), "attention")
-    C_t, A_t = _torch_pair(t, Q, K, V, allowed, 0.6)
-    for name, got, mine in (("C", C_t, C_np), ("A", A_t, A_np)):
-        mine = as_array(mine, f"{name} from attention", got.array.shape)
-        expect_close(got.array, mine.astype(np.float64), t.tol(Q.dtype),
-                     f"{name} of attention_torch compared with {name} of your NumPy attention")
+    for name, torch_value, mine in (("C", C_t, C_np), ("A", A_t, A_np)):
+        mine = as_array(mine, f"{name} from attention", torch_value.shape)
+        expect_close(mine, torch_value, t.tol(Q.dtype),
+                     f"{name} of your NumPy attention (your attention_torch gives the right {name} for the same "
+                     "inputs, scale and mask, and the two should agree: slide 27)")
 
 
-def _torch_pair(t, Q, K, V, allowed, scale):
-    C, A = expect_pair(t.returned("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True),
-                       "attention_torch")
+def _torch_checked(t, Q, K, V, allowed, scale, what):
+    """Call attention_torch with gradients asked for; C, A and the gradients must all be right.
+
+    Q (..., Nq, dk), K (..., Nk, dk), V (..., Nk, dv), allowed bool (..., Nq, Nk) or None.
+    C and the gradients of Σ upstream·C are compared with scaled_dot_product_attention's, A with
+    the reference's. Returns the expected (C, A) as float64 arrays, which the student's matched.
+    """
     d = t.dims
-    return (as_tensor(C, "the context C of attention_torch", (*d.batch, d.nq, d.dv)),
-            as_tensor(A, "the weights A of attention_torch", (*d.batch, d.nq, d.nk)))
+    upstream = normal(t.rng, (*d.batch, d.nq, d.dv), Q.dtype)
+    reply = t.call("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True,
+                   backward=(upstream, None))
+    if reply.raised is not None:
+        raise_for("attention_torch", reply)
+    C, A = expect_pair(reply.value, "attention_torch")
+    C = as_tensor(C, "the context C of attention_torch", (*d.batch, d.nq, d.dv))
+    A = as_tensor(A, "the weights A of attention_torch", (*d.batch, d.nq, d.nk))
+    C_exp, grads = _sdpa(Q, K, V, allowed, scale, upstream)
+    A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
+    expect_close(C.array, C_exp, t.tol(Q.dtype), f"the context C of {what}")
+    expect_close(A.array, A_exp, t.tol(Q.dtype), f"the weights A of {what}")
+    expect_gradients(reply, dict(zip("QKV", grads)), t.tol(Q.dtype), f"C in {what}")
+    return C_exp, A_exp
 
 
 def _sdpa(Q, K, V, allowed, scale, upstream=None):
@@ -312,14 +317,12 @@ CHECKS = [
     Check("score.long_sequence", score_long_sequence, dims=LONG),
     Check("additive_score.matches_reference", additive_score_matches_reference, dims=Dims(nq=4, nk=6, dk=3, dv=5)),
     Check("causal_mask.rectangular", causal_mask_rectangular, dims=Dims(nq=4, nk=7)),
-    Check("causal_mask.one_by_one", causal_mask_one_by_one),
     Check("padding_mask.matches_reference", padding_mask_matches_reference, dims=Dims(nk=7)),
     Check("apply_mask.matches_reference", apply_mask_matches_reference, dims=RANDOM),
     Check("apply_mask.broadcasts", apply_mask_broadcasts, dims=RANDOM),
     Check("softmax.last_axis", softmax_last_axis, dims=RANDOM),
     Check("softmax.matches_reference", softmax_matches_reference, dims=RANDOM),
     Check("softmax.input_unchanged", softmax_input_unchanged, dims=RANDOM),
-    Check("softmax.one_by_one", softmax_one_by_one),
     Check("context.matches_reference", context_matches_reference, dims=RANDOM),
     Check("attention.matches_reference", attention_matches_reference, dims=RANDOM),
     Check("attention.all_masked_raises", attention_all_masked_raises, dims=RANDOM),
@@ -327,6 +330,5 @@ CHECKS = [
     Check("attention.long_sequence", attention_long_sequence, dims=LONG),
     Check("attention_torch.agrees_with_sdpa", attention_torch_agrees_with_sdpa, dims=RANDOM),
     Check("attention_torch.respects_scale", attention_torch_respects_scale, dims=RANDOM),
-    Check("attention_torch.gradients", attention_torch_gradients, dims=RANDOM),
     Check("attention_torch.agrees_with_numpy", attention_torch_agrees_with_numpy, uses=("attention",), dims=RANDOM),
 ]

@@ -4,7 +4,9 @@ Never released: the wrong answers are computed from the reference. The
 grader's engine (`autograder.misconceptions`) compares a failing check's
 replies with these answers; the first misconception (in list order) whose
 wrong answer matches a reply the student got wrong is reported, with its
-sentence. Ids equal the buggy fixture ids in tests/fixtures/submissions/buggy.
+sentence. Ids equal the buggy fixture ids in tests/fixtures/submissions/buggy;
+the last few name answers of the right shape that compute nothing (uniform
+weights, a constant mask, a zero context), as tests/degenerate.py builds them.
 
 A wrong idea about a part of attention (score, apply_mask, softmax, context)
 also shows in `attention`, which plain implementations build from those
@@ -75,6 +77,18 @@ def _context_transposed(A, V):
     return np.swapaxes(np.asarray(A), -1, -2) @ np.asarray(V)
 
 
+def _uniform_weights(S):
+    """Weights that ignore the scores: 1/Nk for every key, hidden or not."""
+    S = np.asarray(S)
+    return np.full(S.shape, 1.0 / S.shape[-1])
+
+
+def _zero_context(A, V):
+    """A context that never combines the values: zeros of C's shape (..., Nq, dv)."""
+    A, V = np.asarray(A), np.asarray(V)
+    return np.zeros(np.broadcast_shapes(A.shape[:-2], V.shape[:-2]) + (A.shape[-2], V.shape[-1]))
+
+
 def _attention_with(seen, score=None, apply_mask=None, softmax=None, context=None):
     """attention(Q, K, V, allowed, scale) with some parts replaced by wrong versions: (C, A)."""
     ref, args = seen.ref, seen.args
@@ -122,6 +136,22 @@ _ROW_EXCEPTIONS = ("RuntimeError", "Exception", "AssertionError", "ArithmeticErr
 
 def _raises_other_than_value_error(seen) -> bool:
     return seen.raised is not None and seen.raised[0] in _ROW_EXCEPTIONS and _has_all_masked_row(seen)
+
+
+def _raises_on_valid_rows(seen) -> bool:
+    """ValueError, the all-masked row's exception, for scores where every row has a visible key."""
+    return seen.raised is not None and seen.raised[0] == "ValueError" and not _has_all_masked_row(seen)
+
+
+def _constant_mask(seen) -> bool:
+    """A boolean mask that is all True or all False where the right mask depends on the positions."""
+    def constant(mask):
+        return bool(mask.all() or not mask.any())
+    got = seen.value
+    if not isinstance(got, np.ndarray) or got.dtype != np.bool_ or got.size == 0:
+        return False
+    right = np.asarray(getattr(seen.ref, seen.function)(**seen.args))
+    return got.shape == right.shape and constant(got) and not constant(right)
 
 
 def _changed_input(name):
@@ -293,6 +323,30 @@ MISCONCEPTIONS = (
         "attention_torch must use the scale it is given and fall back to 1/√dk only when scale is None, "
         "like the NumPy attention — slides 10 and 27.",
         ("attention_torch",), wrong=_torch_default_scale),
+    # Answers of the right shape that compute nothing (issue 11). Last, so the specific ideas above
+    # keep their names where both would match (an all-True causal mask is causal_shows_future).
+    Misconception(
+        "weights_ignore_scores",
+        "The weights must depend on the scores: a_ij = exp(s_ij) / Σ_m exp(s_im) gives a better-matching "
+        "key more weight, while uniform weights 1/Nk ignore the comparison altogether — slides 11 and 15.",
+        _SOFTMAX, wrong=_wrong_softmax(_uniform_weights)),
+    Misconception(
+        "mask_ignores_positions",
+        "A mask depends on the positions: causal_mask compares key j with query i (True for j ≤ i) and "
+        "padding_mask compares j with each length (True for j < L); a mask that is the same everywhere "
+        "hides every key or none — slides 20 and 21.",
+        ("causal_mask", "padding_mask"), shows=_constant_mask),
+    Misconception(
+        "context_ignores_values",
+        "Retrieval is a weighted sum of the values, c_i = Σ_j a_ij v_j: the context must be computed from "
+        "the weights and the values, not left at zero — slide 12.",
+        ("context", "attention"),
+        wrong=_part(lambda seen: _zero_context(seen.args["A"], seen.args["V"]), context=_zero_context)),
+    Misconception(
+        "raises_on_valid_rows",
+        "Raise ValueError only for a row whose every key is masked: a row with at least one visible key has "
+        "a valid normalization, and its hidden keys simply get weight 0 — slides 20 and 22.",
+        ("softmax",), shows=_raises_on_valid_rows),
 )
 
 CATALOGUE = Catalogue(misconceptions=MISCONCEPTIONS, right=_right)

@@ -1,0 +1,81 @@
+"""Issue 11: points only for the arithmetic. The suite's mutation-adequacy test.
+
+Every function of the stub is replaced, one at a time, by each degenerate
+answer of tests/degenerate.py (zeros, ones, uniform weights, the identity, the
+input echoed back, random values, always raising, the NumPy result wrapped as
+tensors) inside an otherwise correct submission (plain.py). Graded through the
+real sandbox, each must earn 0 points on the function it replaces, and every
+function it does not touch must keep all of its points. plain.py's `attention`
+is built from score, apply_mask, softmax and context, so it may lose points
+with them, as may checks that call attention (`uses`).
+"""
+from __future__ import annotations
+
+import pytest
+
+from autograder.checks import student_seed
+from autograder.session import Session
+from autograder.submission import read_submission
+from conftest import PARTS_OF_ATTENTION
+from degenerate import RETURNS, VARIANTS, stub_signatures, write_degenerate
+
+CASES = [(function, variant) for function in RETURNS for variant in VARIANTS]
+# Variants that return arrays of the shape a right answer has, so no check may fail them on shape alone.
+SHAPED = {"zeros", "ones", "uniform", "identity", "random", "wrapped"}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("degenerate")
+
+
+def graded(grader, path):
+    """Every check's result for one file, through the grader's real sandbox.
+
+    Failures are not explained (no misconception, no shrinking): points do not
+    depend on it, and this module grades ~70 files. Loading must succeed, or
+    every check would fail and the first assertion below would mean nothing.
+    """
+    submission = read_submission(path)
+    assignment = grader.suite.assignment
+    seed = student_seed(grader.course.seed_salt, assignment.name, submission.student)
+    with Session(grader.sandbox, submission.worker_spec(assignment.module), assignment.limits) as session:
+        load = session.open()
+        assert not load.failure and not load.problems and not load.stopped, (load.failure, load.problems)
+        return grader.run_checks(session, load, seed, explain=False)
+
+
+def test_the_table_covers_every_function_of_the_stub_and_of_the_suite(suite):
+    assert list(RETURNS) == list(stub_signatures())
+    assert set(RETURNS) == set(suite.functions)
+    assert len(CASES) >= 60
+
+
+@pytest.mark.parametrize("function,variant", CASES, ids=[f"{f}-{v}" for f, v in CASES])
+def test_a_degenerate_answer_earns_nothing_on_its_function_and_costs_no_other(grader, suite, folder,
+                                                                             function, variant):
+    results = graded(grader, write_degenerate(folder, function, variant))
+    own = [r for r in results if r.function == function]
+    assert own and [(r.name, r.output) for r in own if r.score > 0] == []
+    if variant in SHAPED:  # the table's shapes are right: nothing fails merely on shape
+        assert [(r.name, r.output) for r in own if "expected shape" in r.output] == []
+    affected = {function} | ({"attention"} if function in PARTS_OF_ATTENTION else set())
+    uses = {entry.name: set(entry.check.functions) for entry in suite.checks}
+    lost = [(r.name, r.output) for r in results if r.status != "passed" and not uses[r.name] & affected]
+    assert lost == []
+
+
+def test_right_values_outside_autograd_fail_every_attention_torch_check_on_the_gradients(grader, folder):
+    """The wrapped NumPy result has C and A right; only the missing gradients can fail it."""
+    results = graded(grader, write_degenerate(folder, "attention_torch", "wrapped"))
+    torch_checks = [r for r in results if r.function == "attention_torch"]
+    assert len(torch_checks) >= 4
+    assert all("not connected to the autograd graph" in r.output for r in torch_checks), \
+        [(r.name, r.output) for r in torch_checks]
+
+
+def test_always_raising_fails_the_error_path_checks_on_the_valid_neighbour(grader, folder):
+    for function in ("softmax", "attention"):
+        results = graded(grader, write_degenerate(folder, function, "raises"))
+        check = next(r for r in results if r.name == f"{function}.all_masked_raises")
+        assert check.status == "failed" and "but that input is valid" in check.output, check.output
