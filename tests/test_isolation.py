@@ -108,10 +108,11 @@ def test_each_submission_starts_in_a_fresh_unpredictable_directory(job, tmp_path
 def test_forged_accounts_of_the_worker_earn_nothing(job, tmp_path):
     result = job.grade(read_submission(attack(tmp_path, "forge_account")))
     verdicts = {t.name: t.status for t in result.tests}
-    for name in ("apply_mask.input_unchanged", "softmax.input_unchanged", "attention_torch.gradients"):
+    for name in ("apply_mask.input_unchanged", "softmax.input_unchanged"):
         assert verdicts[name] != "passed", name
-    forged = {t.name: t.output for t in result.tests if t.name == "attention_torch.gradients"}
-    assert "gradient" in forged["attention_torch.gradients"]
+    torch_checks = [t for t in result.tests if t.function == "attention_torch"]
+    assert torch_checks and all(t.status != "passed" and "gradient" in t.output for t in torch_checks), \
+        [(t.name, t.output) for t in torch_checks]
 
 
 def test_processes_started_at_load_are_stopped_and_cost_no_function(job, tmp_path):
