@@ -82,9 +82,10 @@ def test_no_child_can_read_code_graded_before_it(job, tmp_path):
 
 
 def test_squatting_the_scratch_space_stops_no_later_submission(job, tmp_path):
-    squatter = job.grade(read_submission(attack(tmp_path, "squat_tmp")))
-    assert squatter.score == 100
-    assert not any("restarted" in note for note in squatter.notes), squatter.notes  # all of it was removed
+    for name in ("squat_tmp", "nest_tmp"):
+        squatter = job.grade(read_submission(attack(tmp_path, name)))
+        assert squatter.score == 100
+        assert not any("restarted" in note for note in squatter.notes), squatter.notes  # all of it was removed
     if job.sandbox.uid is not None and job.sandbox.protections.mode == "fallback":
         assert not [p for p in os.listdir("/tmp") if os.lstat(f"/tmp/{p}").st_uid == job.sandbox.uid]
     after = job.grade(read_submission(honest(tmp_path, "after")))
