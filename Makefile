@@ -2,15 +2,16 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+JOBS ?= 2
 
-.PHONY: install demo test bench release clean
+.PHONY: install demo check test bench release clean
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[torch,test]'
 	touch $@
 
 demo: install
@@ -18,8 +19,13 @@ demo: install
 	$(BIN)/autograder grade w07_attention examples/w07_class --db out/demo.db
 	$(BIN)/autograder report --db out/demo.db --out out/report
 
+# The fast tier: lint, then everything but the end-to-end runs.
+check: install
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -m "not slow and not fuzz_long and not nbgrader_table"
+
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -q -n $(JOBS)
 
 # The students' version through nbgrader, scanned for leaks: release/w07_attention/ (see README, Instructors).
 release: install

@@ -30,7 +30,7 @@ def visible(text: str) -> str:
 
 
 def safe(value, limit: int | None = None) -> str:
-    """Any value as text that can be stored and shown: valid UTF-8, no control characters, at most `limit` characters."""
+    """Any value as text to store and show: valid UTF-8, no control characters, at most `limit` characters."""
     try:
         text = value if isinstance(value, str) else str(value)
     except Exception:  # noqa: BLE001 - a hostile __str__

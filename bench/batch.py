@@ -20,9 +20,11 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.release import fill_answers, nbgrader_env
-from measure import run_measured
+from autograder.nbgrader.release import nbgrader_env
+from autograder.nbgrader.source import fill_answers
+
 from make_class import QUICK_ATTACKS, write_class
+from measure import run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "w07_attention"

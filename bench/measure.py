@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from autograder import processes
+from autograder.sandbox import processes
 
 
 @dataclass(frozen=True)

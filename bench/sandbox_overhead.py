@@ -17,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder.course import load_course
-from autograder.sandbox import Sandbox, probe
-from autograder.session import Call, Session
-from autograder.submission import read_submission
+from autograder.authoring.protocol import Call
+from autograder.grading.course import load_course
+from autograder.grading.submission import read_submission
+from autograder.sandbox.protections import probe
+from autograder.sandbox.session import Session
+from autograder.sandbox.zygote import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 

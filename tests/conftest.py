@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder.course import load_course
-from autograder.grading import Grader
-from autograder.sandbox import Sandbox, probe
-from autograder.submission import read_submission
-from autograder.suite import load_suite
+from autograder.grading.course import load_course
+from autograder.grading.grader import Grader
+from autograder.grading.submission import read_submission
+from autograder.grading.suite import load_suite
+from autograder.sandbox.protections import probe
+from autograder.sandbox.zygote import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"

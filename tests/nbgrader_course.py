@@ -7,7 +7,9 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.release import fill_answers, nbgrader_env
+from autograder.nbgrader.release import nbgrader_env
+from autograder.nbgrader.source import fill_answers
+
 from conftest import REFERENCE, ROOT, STUB, SUBMISSIONS, compose, manifest, repository_env, run_cli
 
 ASSIGNMENT = "w07_attention"

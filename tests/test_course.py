@@ -7,12 +7,14 @@ import shutil
 import numpy as np
 import pytest
 
-from autograder import wire
-from autograder.checks import CheckFailed
-from autograder.compare import expect_close
-from autograder.course import CourseError, Tolerance, load_course
-from autograder.session import Call, ReplyRejected, read_reply
-from autograder.suite import load_suite
+from autograder.authoring.checks import CheckFailed, Tolerance
+from autograder.authoring.compare import expect_close
+from autograder.authoring.protocol import Call, SampledArray
+from autograder.grading.course import CourseError, load_course
+from autograder.grading.suite import load_suite
+from autograder.sandbox import wire
+from autograder.sandbox.replies import ReplyRejected, read_reply
+
 from conftest import FIXTURES, ROOT, run_cli
 
 COURSE_TEXT = (ROOT / "course.yaml").read_text()
@@ -37,11 +39,15 @@ def test_the_lecture_example_holds_for_the_reference(suite):
     np.testing.assert_allclose(ref.attention(np.array([[0.0, 1.0]]), K, V)[0], [[5.9889, 8.0222]], atol=1e-4)
 
 
-def test_shape_message_says_rows_are_queries():
+def test_a_transposed_shape_is_named_as_such_or_in_the_assignments_words():
     with pytest.raises(CheckFailed) as failure:
         expect_close(np.zeros((2, 6, 5)), np.zeros((2, 5, 6)), Tolerance(1e-6, 1e-9), "score(Q, K)")
     assert failure.value.message == ("score(Q, K): expected shape (2, 5, 6), got (2, 6, 5): "
-                                     "rows should be queries and columns keys (slide 13)")
+                                     "its last two axes are the other way round")
+    with pytest.raises(CheckFailed) as failure:
+        expect_close(np.zeros((2, 6, 5)), np.zeros((2, 5, 6)), Tolerance(1e-6, 1e-9), "score(Q, K)",
+                     shape_hint="rows should be queries and columns keys (slide 13)")
+    assert failure.value.message.endswith(": rows should be queries and columns keys (slide 13)")
 
 
 @pytest.mark.parametrize("got, expected_words", [
@@ -64,7 +70,8 @@ def test_unknown_key_is_named(tmp_path):
 
 
 def test_check_without_points_is_named(tmp_path):
-    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.input_unchanged: 1\n", "      softmax.input_unchanged:\n"))
+    text = COURSE_TEXT.replace("      softmax.input_unchanged: 1\n", "      softmax.input_unchanged:\n")
+    path = _course_copy(tmp_path, text)
     with pytest.raises(CourseError, match=r"checks\.softmax\.input_unchanged: no points given"):
         load_course(path)
 
@@ -130,7 +137,7 @@ def test_a_sampled_reply_is_compared_at_the_sampled_positions_and_must_be_the_sa
     tol = Tolerance(1e-6, 1e-9)
     asked, unasked = Call("f", sample=20_000), Call("f")
     honest = read_reply(*_reply(expected.copy(), 20_000), asked).value
-    assert isinstance(honest, wire.SampledArray) and honest.shape == (50, 1000)
+    assert isinstance(honest, SampledArray) and honest.shape == (50, 1000)
     expect_close(honest, expected, tol, "x")
     wrong = expected.copy()
     wrong[:, :500] += 1.0  # half the entries: the sample cannot miss them

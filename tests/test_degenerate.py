@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.checks import student_seed
-from autograder.session import Session
-from autograder.submission import read_submission
+from autograder.authoring.checks import student_seed
+from autograder.grading.submission import read_submission
+from autograder.sandbox.session import Session
+
 from conftest import PARTS_OF_ATTENTION
 from degenerate import RETURNS, VARIANTS, stub_signatures, write_degenerate
 

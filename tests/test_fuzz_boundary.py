@@ -23,16 +23,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import Check, Trial, check_rng
-from autograder.cli import format_result
-from autograder.grading import Grader, attempt
-from autograder.results import STATUSES, CheckResult, SubmissionResult
-from autograder.session import Session
-from autograder.store import Store
-from autograder.submission import read_submission
-from autograder.suite import SuiteCheck
+from autograder.authoring.checks import Check, Trial, check_rng
+from autograder.grading.grader import Grader, attempt
+from autograder.grading.results import STATUSES, CheckResult, SubmissionResult
+from autograder.grading.store import Store
+from autograder.grading.submission import read_submission
+from autograder.grading.suite import SuiteCheck
+from autograder.outputs.terminal import format_result
+from autograder.sandbox.session import Session
+
 from conftest import PLAIN
 
+pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
 SHORT = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 LONG = settings(max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -97,8 +99,10 @@ def _trees(depth: int = 0):
 headers = st.fixed_dictionaries(
     {"event": st.sampled_from(["reply", "unit", "ready", "x"])},
     optional={"id": numbers, "value": _trees(), "raised": st.one_of(numbers, st.fixed_dictionaries(
-        {"type": texts, "message": texts, "line": numbers})), "grads": st.one_of(numbers, st.lists(_trees(), max_size=4)),
-              "grad_error": numbers, "unsendable": numbers, "_buffers": st.one_of(numbers, st.lists(numbers, max_size=4)),
+        {"type": texts, "message": texts, "line": numbers})),
+              "grads": st.one_of(numbers, st.lists(_trees(), max_size=4)),
+              "grad_error": numbers, "unsendable": numbers,
+              "_buffers": st.one_of(numbers, st.lists(numbers, max_size=4)),
               "functions": st.one_of(numbers, st.lists(texts, max_size=5)), "problems": st.lists(numbers, max_size=3),
               "index": numbers, "label": texts})
 
@@ -130,7 +134,7 @@ def replies(draw) -> bytes:
 def _softmax_check(payload: np.ndarray) -> SuiteCheck:
     def fuzzed(t):
         """softmax's reply, whatever it is, judged as an answer."""
-        from autograder.compare import expect_close
+        from autograder.authoring.compare import expect_close
         expect_close(t.returned("softmax", payload), np.zeros(3), t.tol(np.float64), "softmax(S)")
     return SuiteCheck(Check("softmax.fuzzed", fuzzed), "hidden", 1.0, None)
 
@@ -213,7 +217,7 @@ def test_long_run_any_bytes_at_load_become_a_submission_result(quick, tmp_path_f
 
 
 def test_the_generator_reaches_every_kind_of_malformation():
-    """The strategy itself: it produces NaN, surrogates, deep nesting and lying lengths (so the tests above can fail)."""
+    """The strategy reaches NaN, surrogates, deep nesting and lying lengths (so the tests above can fail)."""
     seen = set()
 
     @settings(max_examples=300, deadline=None, derandomize=True)

@@ -16,11 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from autograder.inkernel import ChecksFailed, check_function, grade_function, nbgrader_student, run_checks
-from autograder.course import CourseError
-from autograder.public import MANIFEST_FILE, manifest_data, manifest_text
-from autograder.suite import PUBLIC_FILE
+from autograder.grading.course import CourseError
+from autograder.grading.manifest import MANIFEST_FILE, manifest_data, manifest_text
+from autograder.grading.suite import PUBLIC_FILE
+from autograder.nbgrader.inkernel import ChecksFailed, check_function, grade_function, nbgrader_student, run_checks
+
 from conftest import PLAIN, REFERENCE, ROOT, STUB, SUBMISSIONS, compose, repository_env
+
+BUGGY = SUBMISSIONS / "buggy"
 
 # A sample that reaches every status and every kind of reply: passes, wrong values, a raise inside the
 # student's code (error), NotImplementedError, a detached tensor (no gradient), an input changed in place,
@@ -29,10 +32,10 @@ SAMPLE = {
     "reference": lambda tmp: REFERENCE,
     "stub": lambda tmp: STUB,
     "float32_kept": lambda tmp: SUBMISSIONS / "correct" / "float32_kept.py",
-    "context_transposed_weights": lambda tmp: compose(tmp, "ctw", SUBMISSIONS / "buggy" / "context_transposed_weights.py"),
-    "softmax_no_max_subtraction": lambda tmp: compose(tmp, "snm", SUBMISSIONS / "buggy" / "softmax_no_max_subtraction.py"),
+    "context_transposed_weights": lambda tmp: compose(tmp, "ctw", BUGGY / "context_transposed_weights.py"),
+    "softmax_no_max_subtraction": lambda tmp: compose(tmp, "snm", BUGGY / "softmax_no_max_subtraction.py"),
     "torch_detached": lambda tmp: compose(tmp, "td", SUBMISSIONS / "buggy" / "torch_detached.py"),
-    "apply_mask_modifies_input": lambda tmp: compose(tmp, "ami", SUBMISSIONS / "buggy" / "apply_mask_modifies_input.py"),
+    "apply_mask_modifies_input": lambda tmp: compose(tmp, "ami", BUGGY / "apply_mask_modifies_input.py"),
 }
 
 
@@ -74,16 +77,16 @@ def context(A, V):
     (tmp_path / "attention.py").write_text(source)
     script = """
 import json
-from autograder.course import load_course
-from autograder.inkernel import run_checks
-from autograder.suite import load_suite
-course = load_course(%r)
+from autograder.grading.course import load_course
+from autograder.nbgrader.inkernel import run_checks
+from autograder.grading.suite import load_suite
+course = load_course(COURSE)
 suite = load_suite(course, "w07_attention")
 namespace = {}
 exec(compile(open("attention.py").read(), "attention.py", "exec"), namespace)
 ran = {f: run_checks(course, suite, f, namespace, "alice") for f in ("softmax", "context")}
 print(json.dumps({f: [r.output, r.score, r.max_score] for f, r in ran.items()}))
-""" % str(ROOT / "course.yaml")
+""".replace("COURSE", repr(str(ROOT / "course.yaml")))
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env=repository_env())
     assert done.returncode == 0, done.stderr
@@ -128,7 +131,8 @@ def test_a_missing_function_fails_its_checks_with_the_graders_message(course, su
     namespace = namespace_of(PLAIN)
     del namespace["context"]
     ran = run_checks(course, suite, "context", namespace, "alice")
-    assert {r.output for r in ran.results} == {"your file does not define context(); keep the function names of the stub"}
+    expected = "your file does not define context(); keep the function names of the stub"
+    assert {r.output for r in ran.results} == {expected}
     assert ran.score == 0
 
 

@@ -19,11 +19,14 @@ import zipfile
 
 import pytest
 
-from autograder.grading import Grader
-from autograder.sandbox import Sandbox, probe
-from autograder.submission import read_submission
+from autograder.grading.grader import Grader
+from autograder.grading.submission import read_submission
+from autograder.sandbox.protections import probe
+from autograder.sandbox.zygote import Sandbox
+
 from conftest import FIXTURES, PLAIN, SUBMISSIONS, bwrap_works, compose, run_cli
 
+pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
 ATTACKS = SUBMISSIONS / "attacks"
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
@@ -243,8 +246,8 @@ def test_a_public_suite_needs_no_secrets_kept(tmp_path, public_python):
 FAULTY_CHECK = '''
 import os
 import numpy as np
-from autograder.checks import Check
-from autograder.compare import expect_close
+from autograder.authoring.checks import Check
+from autograder.authoring.compare import expect_close
 
 
 def double_faulty(t):

@@ -11,13 +11,15 @@ import types
 import numpy as np
 import pytest
 
-from autograder.checks import Dims, Trial, check_rng, student_seed
-from autograder.course import Tolerance
-from autograder.grading import attempt
-from autograder.misconceptions import Catalogue, Misconception, diagnose
-from autograder.session import Call, Raised, Reply, Session
-from autograder.shrink import ShrinkBudget, input_size, shrink
-from autograder.submission import read_submission
+from autograder.authoring.checks import Sizes, Tolerance, Trial, check_rng, student_seed
+from autograder.authoring.misconceptions import Catalogue, Misconception
+from autograder.authoring.protocol import Call, Raised, Reply
+from autograder.grading.diagnosis import diagnose
+from autograder.grading.grader import attempt
+from autograder.grading.shrink import ShrinkBudget, input_size, shrink
+from autograder.grading.submission import read_submission
+from autograder.sandbox.session import Session
+
 from conftest import REFERENCE, SUBMISSIONS, compose, manifest, run_cli
 from degenerate import write_degenerate
 
@@ -75,7 +77,7 @@ def test_no_misconception_matches_any_call_of_a_correct_implementation(sandbox, 
             if entry.seconds is not None:
                 continue  # the T = 512 timing checks: too big to diagnose, by design (MAX_DIAGNOSED_BYTES)
             trial = Trial(entry.name, check_rng(seed, entry.name), suite.reference, session.call,
-                          suite.assignment.tolerance, dims=entry.check.dims, shared_cache=shared)
+                          suite.assignment.tolerance, sizes=entry.check.sizes, shared_cache=shared)
             assert attempt(entry, trial).status == "passed", entry.name
             assert diagnose(suite.misconceptions, trial.calls, suite.reference, suite.assignment.tolerance) is None
             diagnosed += len(trial.calls)
@@ -174,26 +176,26 @@ def test_engine_matches_an_exception_only_in_the_function_the_idea_lives_in():
 
 
 class _Run:
-    """A fake attempt: fails where `fails(dims)`, with inputs sized by the dims."""
+    """A fake attempt: fails where `fails(sizes)`, with inputs sized by the sizes."""
 
-    def __init__(self, dims, failed):
+    def __init__(self, sizes, failed):
         self.status = "failed" if failed else "passed"
-        self.calls = [(Call("f", (np.zeros((*dims.batch, dims.nq, dims.nk, dims.dk)),)), Reply())]
+        self.calls = [(Call("f", (np.zeros((*sizes["batch"], sizes["nq"], sizes["nk"], sizes["dk"])),)), Reply())]
 
 
 def test_shrink_walks_down_to_a_local_minimum():
-    start = Dims(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
-    fails = lambda d: d.nk >= 2 and d.dk >= 3  # noqa: E731
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    fails = lambda d: d["nk"] >= 2 and d["dk"] >= 3  # noqa: E731
     runs = []
     rerun = lambda d: runs.append(d) or _Run(d, fails(d))  # noqa: E731
     shrunk = shrink(start, input_size(_Run(start, True).calls), rerun, ShrinkBudget(10.0))
-    assert shrunk.dims == Dims(batch=(), nq=1, nk=2, dk=3, dv=1)
-    assert all(not fails(smaller) for smaller in shrunk.dims.smaller())
+    assert shrunk.sizes == Sizes.of(batch=(), nq=1, nk=2, dk=3, dv=1)
+    assert all(not fails(smaller) for smaller in shrunk.sizes.smaller())
     assert shrunk.runs == len(runs) <= 20
 
 
 def test_shrink_is_bounded_by_runs_and_by_time():
-    start = Dims(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
     size = input_size(_Run(start, True).calls)
     runs = []
     shrunk = shrink(start, size, lambda d: runs.append(d) or _Run(d, True), ShrinkBudget(10.0), max_runs=3)
@@ -203,8 +205,8 @@ def test_shrink_is_bounded_by_runs_and_by_time():
     assert runs == []
 
 
-def test_shrink_reports_nothing_when_the_inputs_do_not_depend_on_dims():
-    start = Dims(batch=(2,), nq=3, nk=3, dk=2, dv=2)
+def test_shrink_reports_nothing_when_the_inputs_do_not_depend_on_the_sizes():
+    start = Sizes.of(batch=(2,), nq=3, nk=3, dk=2, dv=2)
     fixed = _Run(start, True)
     assert shrink(start, input_size(fixed.calls), lambda d: fixed, ShrinkBudget(10.0)) is None
 
@@ -214,16 +216,16 @@ def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade
     check = next(t for t in result.tests if t.name == "score.matches_reference")
     example = json.loads(check.example)
     # Missing 1/√dk only shows when √dk ≠ 1: one query, one key, dk = 2 is the smallest failing input.
-    assert example["dims"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
+    assert example["sizes"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
     assert example["shrunk_from"] == {"batch": [2, 3], "nq": 5, "nk": 7, "dk": 4, "dv": 3}
-    assert set(example) == {"dims", "shrunk_from"}  # a hidden check: sizes, never values
+    assert set(example) == {"sizes", "shrunk_from"}  # a hidden check: sizes, never values
     entry = suite.check("score.matches_reference")
-    smallest = Dims(**{**example["dims"], "batch": tuple(example["dims"]["batch"])})
+    smallest = Sizes.of(**example["sizes"])
     submission = read_submission(_buggy(tmp_path, "score_missing_scale"))
     with Session(sandbox, submission.worker_spec(suite.assignment.module), suite.assignment.limits) as session:
         session.open()
-        run = lambda dims: attempt(entry, Trial(entry.name, check_rng(result.seed, entry.name), suite.reference,  # noqa: E731
-                                                session.call, suite.assignment.tolerance, dims=dims))
+        run = lambda sizes: attempt(entry, Trial(entry.name, check_rng(result.seed, entry.name), suite.reference,  # noqa: E731
+                                                 session.call, suite.assignment.tolerance, sizes=sizes))
         assert run(smallest).status == "failed"
         assert [run(d).status for d in smallest.smaller()] == ["passed"] * len(smallest.smaller())
 
@@ -238,7 +240,7 @@ def test_hidden_examples_hold_sizes_only_and_public_ones_hold_the_values(grade, 
     result = grade(_buggy(tmp_path, "softmax_no_max_subtraction"))
     for test in result.tests:
         if test.visibility == "hidden" and test.example:
-            assert set(json.loads(test.example)) == {"dims", "shrunk_from"}, test.name
+            assert set(json.loads(test.example)) == {"sizes", "shrunk_from"}, test.name
     stable = next(t for t in result.tests if t.name == "softmax.large_scores_stable")
     example = json.loads(stable.example)
     (call,) = example["calls"]

@@ -14,14 +14,18 @@ import textwrap
 import nbformat
 import pytest
 
-from autograder.course import CourseError, load_course
-from autograder.public import MANIFEST_FILE, manifest_data, manifest_text
-from autograder.release import ReleaseError, build_source, scan_release, sync_notebook
-from autograder.release import release as release_assignment
-from autograder.suite import HIDDEN_FILE, PUBLIC_FILE, load_public_suite, load_suite
+from autograder.grading.course import CourseError, load_course
+from autograder.grading.manifest import MANIFEST_FILE, manifest_data, manifest_text
+from autograder.grading.suite import HIDDEN_FILE, PUBLIC_FILE, load_public_suite, load_suite
+from autograder.nbgrader import ReleaseError
+from autograder.nbgrader.leaks import scan_release
+from autograder.nbgrader.release import release as release_assignment
+from autograder.nbgrader.source import build_source, sync_notebook
+
 from conftest import PLAIN, REFERENCE, ROOT, STUB, SUBMISSIONS, compose, run_cli
 from nbgrader_course import WRITTEN, make_course, nbgrader, release, with_code
 
+pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
 SOURCE = ROOT / "assignments" / "w07_attention"
 
 
@@ -33,7 +37,8 @@ def load(path, name):
 
 
 def graded_cells(notebook) -> dict:
-    return {c.metadata["nbgrader"]["grade_id"]: c for c in notebook.cells if "grade_id" in c.metadata.get("nbgrader", {})}
+    return {c.metadata["nbgrader"]["grade_id"]: c for c in notebook.cells
+            if "grade_id" in c.metadata.get("nbgrader", {})}
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +88,8 @@ def test_cell_points_are_course_yaml_points(course, source):
     by_function: dict[str, float] = {}
     for name, config in assignment.checks.items():
         by_function[name.split(".")[0]] = by_function.get(name.split(".")[0], 0) + config.points
-    tests = {gid[len("test_"):]: c.metadata["nbgrader"]["points"] for gid, c in cells.items() if gid.startswith("test_")}
+    tests = {gid[len("test_"):]: c.metadata["nbgrader"]["points"] for gid, c in cells.items()
+             if gid.startswith("test_")}
     assert tests == by_function
     assert sum(tests.values()) == assignment.max_score == 100
     written = {gid[len("written_"):]: c.metadata["nbgrader"]["points"] for gid, c in cells.items()
@@ -128,8 +134,8 @@ def test_a_points_change_in_course_yaml_is_refused_until_rebuilt(tmp_path):
     rebuilt = graded_cells(nbformat.read(tmp_path / "assignments/w07_attention/attention.ipynb", as_version=4))
     assert rebuilt["test_score"].metadata["nbgrader"]["points"] == 15
     assert "# score: 15 points." in rebuilt["test_score"].source
-    assert json.loads((tmp_path / "assignments/w07_attention" / MANIFEST_FILE).read_text())[
-        "checks"]["score.lecture_example"]["points"] == 5
+    manifest = json.loads((tmp_path / "assignments/w07_attention" / MANIFEST_FILE).read_text())
+    assert manifest["entry"]["checks"]["score.lecture_example"] == 5
 
 
 # ---------------------------------------------------------------- the release
@@ -172,7 +178,8 @@ def test_nothing_from_solutions_or_hidden_checks_is_released(suite, released):
     assert len(hidden) >= 15 and len(needles) >= 20
     needles.update({e.name: "hidden check name" for e in hidden})
     needles.update({e.check.run.__name__: "hidden check function" for e in hidden})
-    needles.update({"### BEGIN SOLUTION": "marker", "### BEGIN HIDDEN TESTS": "marker", "grade_function": "hidden part"})
+    needles.update({"### BEGIN SOLUTION": "marker", "### BEGIN HIDDEN TESTS": "marker",
+                    "grade_function": "hidden part"})
     hidden_numbers = _numbers((ROOT / "solutions" / "w07_attention" / HIDDEN_FILE).read_text()) - \
         _numbers((SOURCE / PUBLIC_FILE).read_text())
     distinctive = {n for n in hidden_numbers if not (float(n).is_integer() and abs(n) < 100)}

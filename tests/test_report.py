@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import io
 import json
 import math
 import re
@@ -17,12 +18,13 @@ import numpy as np
 import pytest
 from markupsafe import escape
 
-from autograder.checks import Dims, Trial, check_rng
-from autograder.grading import attempt
-from autograder.results import CheckResult, SubmissionResult
-from autograder.session import Session
-from autograder.store import Store
-from autograder.submission import read_submission
+from autograder.authoring.checks import Sizes, Trial, check_rng
+from autograder.grading.grader import attempt
+from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.store import Store
+from autograder.grading.submission import read_submission
+from autograder.sandbox.session import Session
+
 from conftest import PLAIN, REFERENCE, SUBMISSIONS, compose, run_cli
 
 EVIL = 'x<b>y"&'  # a student id with markup in it (it comes from a file name)
@@ -140,17 +142,18 @@ def test_flags_name_crashes_and_ungraded_files(reported):
     assert "softmax stopped the worker process" in crasher and "What the sandbox stopped" in crasher
 
 
-def test_grades_csv_matches_the_database(reported):
+def test_grades_csv_matches_the_database_and_the_export(reported):
     _, out, db, _, _ = reported
     results = _results(db)
-    with open(out / "grades.csv", newline="") as stream:
-        rows = list(csv.DictReader(stream))
+    text = (out / "grades.csv").read_text()
+    assert text == run_cli("export", "csv", "--db", db).stdout  # one format, wherever it is written
+    rows = list(csv.DictReader(io.StringIO(text)))
     assert {row["student"] for row in rows} == set(results)
     for row in rows:
         result = results[row["student"]]
-        assert float(row["total"]) == result.score and float(row["max_total"]) == result.max_score
+        assert float(row["total"]) == result.score and float(row["max"]) == result.max_score
         for function, (got, _) in result.by_function().items():
-            assert float(row[f"{function} points"]) == got
+            assert float(row[f"{function}()"]) == got
         assert row["misconceptions"] == "; ".join(sorted({t.misconception for t in result.tests if t.misconception}))
 
 
@@ -202,7 +205,7 @@ def test_database_holds_sizes_only_for_hidden_examples(reported):
     _, _, db, _, _ = reported
     rows = [json.loads(text) for (text,) in sqlite3.connect(db).execute(
         "SELECT example FROM checks WHERE visibility = 'hidden' AND example != ''")]
-    assert rows and all(set(row) == {"dims", "shrunk_from"} for row in rows)
+    assert rows and all(set(row) == {"sizes", "shrunk_from"} for row in rows)
     public = [json.loads(text) for (text,) in sqlite3.connect(db).execute(
         "SELECT example FROM checks WHERE visibility = 'public' AND example != ''")]
     assert public and all("calls" in row for row in public)
@@ -295,13 +298,13 @@ def _inputs_by_visibility(sandbox, suite, path, result) -> tuple[dict, dict]:
         for entry in suite.checks:
             if entry.seconds is not None:
                 continue
-            sizes = [entry.check.dims]
+            sizes = [entry.check.sizes]
             example = json.loads(stored[entry.name].example or "{}")
-            if example.get("dims"):
-                sizes.append(Dims(**{**example["dims"], "batch": tuple(example["dims"]["batch"])}))
-            for dims in sizes:
+            if example.get("sizes"):
+                sizes.append(Sizes.of(**example["sizes"]))
+            for size in sizes:
                 trial = Trial(entry.name, check_rng(result.seed, entry.name), suite.reference, session.call,
-                              suite.assignment.tolerance, dims=dims)
+                              suite.assignment.tolerance, sizes=size)
                 attempt(entry, trial)
                 arrays = [a for call, _ in trial.calls for a in (*call.args, *call.kwargs.values())
                           if isinstance(a, np.ndarray) and a.dtype.kind == "f"]

@@ -20,12 +20,24 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading import Grader
-from autograder.sandbox import Sandbox, probe
-from autograder.submission import read_submission
-from conftest import (PARTS_OF_ATTENTION, PLAIN, ROOT, SUBMISSIONS, bwrap_works, compose, manifest, private_course,
-                      run_cli)
+from autograder.grading.grader import Grader
+from autograder.grading.submission import read_submission
+from autograder.sandbox.protections import probe
+from autograder.sandbox.zygote import Sandbox
 
+from conftest import (
+    PARTS_OF_ATTENTION,
+    PLAIN,
+    ROOT,
+    SUBMISSIONS,
+    bwrap_works,
+    compose,
+    manifest,
+    private_course,
+    run_cli,
+)
+
+pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
 ATTACKS = {name: attack for name, attack in manifest("attacks").items() if "tested_in" not in attack}
 ATTACK_PORT = 8765  # the network attack's default; the sandbox clears the environment
 # What the feedback must say, in plain words, for each attack.

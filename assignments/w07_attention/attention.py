@@ -16,8 +16,6 @@ context ≈ [8.0222, 5.9889]. With the changed query q = [0, 1] the context is
 ≈ [5.9889, 8.0222]. (Slide 17 prints [8.022, 5.989], which is the first
 query's result; the value computed here is the right one for q = [0, 1].)
 """
-import numpy as np
-import torch
 
 
 def score(Q, K, scale=None):

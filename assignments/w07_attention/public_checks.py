@@ -12,11 +12,19 @@ Points live in course.yaml.
 """
 import numpy as np
 
-from autograder.checks import Check, CheckFailed, expect_raises, raise_for, returned_where_valid
-from autograder.compare import (as_array, as_tensor, expect_close, expect_equal_mask, expect_exact_zeros,
-                                expect_gradients, expect_pair, expect_rows_sum_to_one, expect_shape)
-from autograder.course import Tolerance
-from autograder.inputs import allowed_mask, normal
+from autograder.authoring.checks import Check, CheckFailed, Tolerance, expect_raises, raise_for, returned_where_valid
+from autograder.authoring.compare import (
+    as_array,
+    as_tensor,
+    expect_close,
+    expect_equal_mask,
+    expect_exact_zeros,
+    expect_gradients,
+    expect_pair,
+    expect_rows_sum_to_one,
+    expect_shape,
+)
+from autograder.authoring.inputs import mask_rows, normal
 
 # The worked example of slides 14-17, as printed (four decimals).
 Q_LECTURE = np.array([[1.0, 0.0]])
@@ -34,6 +42,9 @@ ALL_MASKED_ADVICE = ("an all-masked row has no valid normalization, so say so wi
                      "`raise ValueError(...)` (slide 22)")
 VISIBLE_KEY_ADVICE = ("raise ValueError only for a row whose every key is masked; a row with one visible key "
                       "still has a valid normalization (slides 20 and 22)")
+PAIR = ("C", "A")  # attention returns the context, then the weights (slide 30)
+ROWS_ADVICE = "the keys, separately for each query (slide 11)"
+ROWS_ARE_QUERIES = "rows should be queries and columns keys (slide 13)"
 
 
 def weights_from_counts(counts):
@@ -74,7 +85,7 @@ def score_shape_rows_are_queries(t):
     (slide 13)."""
     Q, K = normal(t.rng, (2, 5, 4)), normal(t.rng, (2, 6, 4))
     S = as_array(t.returned("score", Q, K), "score(Q, K)", (2, 5, 6))
-    expect_shape(S, (2, 5, 6), "score(Q, K)")
+    expect_shape(S, (2, 5, 6), "score(Q, K)", ROWS_ARE_QUERIES)
     # Entry by entry, as slide 13 reads the grid: query i (a row) against key j (a column), dk = 4.
     expected = np.array([[[Q[b, i] @ K[b, j] / 2.0 for j in range(6)] for i in range(5)] for b in range(2)])
     wrong = ~np.isclose(S, expected, rtol=t.tol(np.float64).rtol, atol=t.tol(np.float64).atol)
@@ -134,7 +145,7 @@ def apply_mask_hidden_become_neg_inf(t):
 
 def apply_mask_input_unchanged(t):
     """apply_mask returns the masked scores in a new array and leaves its input S unmodified."""
-    S, allowed = normal(t.rng, (3, 4)), allowed_mask(t.rng, (3, 4))
+    S, allowed = normal(t.rng, (3, 4)), mask_rows(t.rng, (3, 4))
     reply = t.call("apply_mask", S, allowed, return_inputs=True)
     if reply.raised is not None:
         raise_for("apply_mask", reply)
@@ -160,7 +171,7 @@ def softmax_rows_sum_to_one(t):
     S = S + np.array([[[0.0], [7.5], [-3.0]], [[2.0], [0.0], [-6.5]]])  # a shift per row changes no weight
     A = as_array(t.returned("softmax", S), "softmax(S)", S.shape)
     expect_shape(A, S.shape, "softmax(S)")
-    expect_rows_sum_to_one(A, t.tol(np.float64), "softmax(S)")
+    expect_rows_sum_to_one(A, t.tol(np.float64), "softmax(S)", ROWS_ADVICE)
     expect_weights(A, expected, t.tol(np.float64), "softmax(S)",
                    "each weight must be exp(s_ij) / Σ_m exp(s_im), so a higher score gets more weight (slide 11)")
 
@@ -171,8 +182,9 @@ def softmax_masked_weights_are_zero(t):
     S, expected = weights_from_counts(counts)
     A = as_array(t.returned("softmax", S), "softmax(S) with masked keys", S.shape)
     expect_shape(A, S.shape, "softmax(S) with masked keys")
-    expect_exact_zeros(A, counts == 0, "softmax(S) with masked keys", "slide 20")
-    expect_rows_sum_to_one(A, t.tol(np.float64), "softmax(S) with masked keys")
+    expect_exact_zeros(A, counts == 0, "softmax(S) with masked keys",
+                       "a masked key must get weight exactly 0 (slide 20)")
+    expect_rows_sum_to_one(A, t.tol(np.float64), "softmax(S) with masked keys", ROWS_ADVICE)
     expect_weights(A, expected, t.tol(np.float64), "softmax(S) with masked keys",
                    "the visible keys' weights must be exp(s_ij) / Σ_m exp(s_im), the sum running over the "
                    "visible keys (slides 11 and 20)")
@@ -225,7 +237,7 @@ def context_batch_axes(t):
 def attention_lecture_example(t):
     """attention on the worked example returns the pair (C, A), in that order:
     C ≈ [8.0222, 5.9889], A ≈ [0.4011, 0.1978, 0.4011]."""
-    C, A = expect_pair(t.returned("attention", Q_LECTURE, K_LECTURE, V_LECTURE), "attention(q, K, V)")
+    C, A = expect_pair(t.returned("attention", Q_LECTURE, K_LECTURE, V_LECTURE), "attention(q, K, V)", PAIR)
     if getattr(C, "shape", None) == WEIGHTS_LECTURE.shape and getattr(A, "shape", None) == CONTEXT_LECTURE.shape:
         raise CheckFailed("attention returned (A, C): its first value has the weights' shape (1, 3) and its "
                           "second the context's (1, 2); return the context first: (C, A)")
@@ -235,7 +247,7 @@ def attention_lecture_example(t):
 
 def attention_changed_query(t):
     """With the changed query q = [0, 1], the same memory gives C ≈ [5.9889, 8.0222] (slide 17)."""
-    C, _ = expect_pair(t.returned("attention", Q_CHANGED, K_LECTURE, V_LECTURE), "attention([0, 1], K, V)")
+    C, _ = expect_pair(t.returned("attention", Q_CHANGED, K_LECTURE, V_LECTURE), "attention([0, 1], K, V)", PAIR)
     expect_close(C, CONTEXT_CHANGED, SLIDE_ROUNDING, "the context C for q = [0, 1]")
 
 
@@ -246,11 +258,12 @@ def attention_causal_rows(t):
     Q, K, V = np.ones((5, 1)), np.log(counts)[:, None], normal(t.rng, (5, 2))
     allowed = np.tril(np.ones((5, 5), dtype=bool))
     _, A_expected = weights_from_counts(np.where(allowed, counts, 0.0))
-    C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed), "causal attention")
+    C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed), "causal attention", PAIR)
     A = as_array(A, "the weights A of causal attention", (5, 5))
     expect_shape(A, (5, 5), "the weights A of causal attention")
-    expect_exact_zeros(A, ~allowed, "the weights A of causal attention", "slides 20 and 26")
-    expect_rows_sum_to_one(A, t.tol(np.float64), "the weights A of causal attention")
+    expect_exact_zeros(A, ~allowed, "the weights A of causal attention",
+                       "a future key must get weight exactly 0 (slides 20 and 26)")
+    expect_rows_sum_to_one(A, t.tol(np.float64), "the weights A of causal attention", ROWS_ADVICE)
     expect_weights(A, A_expected, t.tol(np.float64), "the weights A of causal attention",
                    "the visible keys' weights must be the softmax of their scores q_i · k_j / √dk (slide 30)")
     expect_close(C, A_expected @ V, t.tol(np.float64), "the context C of causal attention")
@@ -263,7 +276,7 @@ def attention_torch_lecture_example(t):
     reply = t.call("attention_torch", Q_LECTURE, K_LECTURE, V_LECTURE, as_tensors=True, backward=(upstream, None))
     if reply.raised is not None:
         raise_for("attention_torch", reply)
-    C, A = expect_pair(reply.value, "attention_torch(q, K, V)")
+    C, A = expect_pair(reply.value, "attention_torch(q, K, V)", PAIR)
     C = as_tensor(C, "the context C of attention_torch", (1, 2))
     A = as_tensor(A, "the weights A of attention_torch", (1, 3))
     expect_close(C.array, CONTEXT_LECTURE, SLIDE_ROUNDING, "the context C of attention_torch(q, K, V)")

@@ -4,7 +4,7 @@ Never released. Every check grades one function in isolation, on random
 inputs that the reference computes (softmax gets reference scores, context
 gets reference weights), so a bug costs only the checks of the function that
 has it — and of compositions that call it. Inputs are drawn from the
-student's seeded generator with the sizes in `t.dims`, which the feedback's
+student's seeded generator with the sizes in `t.sizes`, which the feedback's
 shrinker may reduce. The reference is `t.ref`; PyTorch's own
 scaled_dot_product_attention is the independent peer for the agreement and
 gradient checks. Every check compares the whole answer (for attention_torch,
@@ -15,22 +15,32 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.checks import Check, CheckFailed, Dims, expect_raises, raise_for, returned_where_valid
-from autograder.compare import as_array, as_tensor, expect_close, expect_equal_mask, expect_gradients, expect_pair
-from autograder.inputs import allowed_mask, normal
+from autograder.authoring.checks import Check, CheckFailed, Sizes, expect_raises, raise_for, returned_where_valid
+from autograder.authoring.compare import (
+    as_array,
+    as_tensor,
+    expect_close,
+    expect_equal_mask,
+    expect_gradients,
+    expect_pair,
+)
+from autograder.authoring.inputs import mask_rows, normal
 
 DTYPES = (np.float64, np.float32)
+PAIR = ("C", "A")  # attention returns the context, then the weights (slide 30)
+ROWS_ARE_QUERIES = "rows should be queries and columns keys (slide 13)"
 ALL_MASKED_ADVICE = "an all-masked row has no valid normalization (slide 22)"
 VISIBLE_KEY_ADVICE = ("raise ValueError only when a query has no visible key; one visible key gives a valid "
                       "normalization (slides 20 and 22)")
-LONG = Dims(batch=(2, 4), nq=512, nk=512, dk=64, dv=64)  # slide 24: the quadratic score grid
+LONG = Sizes.of(batch=(2, 4), nq=512, nk=512, dk=64, dv=64)  # slide 24: the quadratic score grid
 SAMPLE = 20_000  # entries sent back and compared at T = 512; the small-size checks compare every entry
 
 
 def _qkv(t, dtype=np.float64):
-    d = t.dims
-    return (normal(t.rng, (*d.batch, d.nq, d.dk), dtype), normal(t.rng, (*d.batch, d.nk, d.dk), dtype),
-            normal(t.rng, (*d.batch, d.nk, d.dv), dtype))
+    d = t.sizes
+    return (normal(t.rng, (*d["batch"], d["nq"], d["dk"]), dtype),
+            normal(t.rng, (*d["batch"], d["nk"], d["dk"]), dtype),
+            normal(t.rng, (*d["batch"], d["nk"], d["dv"]), dtype))
 
 
 def _f64(*arrays):
@@ -48,7 +58,8 @@ def score_matches_reference(t):
     for dtype in DTYPES:
         Q, K, _ = _qkv(t, dtype)
         expected = t.ref.score(*_f64(Q, K))
-        expect_close(t.returned("score", Q, K), expected, t.tol(dtype), f"score(Q, K) for {_name(dtype)} inputs")
+        expect_close(t.returned("score", Q, K), expected, t.tol(dtype), f"score(Q, K) for {_name(dtype)} inputs",
+                     shape_hint=ROWS_ARE_QUERIES)
 
 
 def score_explicit_scale(t):
@@ -75,10 +86,10 @@ def _long_score_case(t):
 def additive_score_matches_reference(t):
     """additive_score matches the reference for Nq ≠ Nk, dq ≠ dk and a hidden width h."""
     for dtype in DTYPES:
-        d = t.dims
-        h = d.dv
-        args = [normal(t.rng, shape, dtype) for shape in ((d.nq, d.dk + 1), (d.nk, d.dk), (h, d.dk + 1),
-                                                          (h, d.dk), (h,), (h,))]
+        d = t.sizes
+        h = d["dv"]
+        args = [normal(t.rng, shape, dtype) for shape in ((d["nq"], d["dk"] + 1), (d["nk"], d["dk"]), (h, d["dk"] + 1),
+                                                          (h, d["dk"]), (h,), (h,))]
         expected = t.ref.additive_score(*_f64(*args))
         expect_close(t.returned("additive_score", *args), expected, t.tol(dtype),
                      f"additive_score for {_name(dtype)} inputs")
@@ -88,14 +99,14 @@ def additive_score_matches_reference(t):
 
 def causal_mask_rectangular(t):
     """causal_mask(n_q, n_k) with n_q ≠ n_k is True exactly where j ≤ i."""
-    for n_q, n_k in ((t.dims.nq, t.dims.nk), (t.dims.nk, t.dims.nq)):
+    for n_q, n_k in ((t.sizes["nq"], t.sizes["nk"]), (t.sizes["nk"], t.sizes["nq"])):
         expect_equal_mask(t.returned("causal_mask", n_q, n_k), t.ref.causal_mask(n_q, n_k),
                           f"causal_mask({n_q}, {n_k})")
 
 
 def padding_mask_matches_reference(t):
     """padding_mask matches the reference for random lengths, including a full-length sequence."""
-    n_k = t.dims.nk
+    n_k = t.sizes["nk"]
     lengths = t.rng.integers(1, n_k + 1, size=4)
     lengths[0] = n_k
     lengths[1] = max(1, min(lengths[1], n_k - 1))  # and a padded one (n_k > 1), so all True is wrong too
@@ -105,20 +116,20 @@ def padding_mask_matches_reference(t):
 
 def apply_mask_matches_reference(t):
     """apply_mask matches the reference on random float32 and float64 scores and masks."""
-    d = t.dims
+    d = t.sizes
     for dtype in DTYPES:
-        S = normal(t.rng, (*d.batch, d.nq, d.nk), dtype, scale=5.0)
-        allowed = allowed_mask(t.rng, S.shape)
+        S = normal(t.rng, (*d["batch"], d["nq"], d["nk"]), dtype, scale=5.0)
+        allowed = mask_rows(t.rng, S.shape)
         expect_close(t.returned("apply_mask", S, allowed), t.ref.apply_mask(S.astype(np.float64), allowed),
                      t.tol(dtype), f"apply_mask(S, allowed) for {_name(dtype)} scores")
 
 
 def apply_mask_broadcasts(t):
     """apply_mask broadcasts a padding mask (B, 1, 1, Nk) and a causal mask (Nq, Nk) over batch and heads."""
-    d = t.dims
-    S = normal(t.rng, (3, 2, d.nq, d.nk), scale=5.0)
-    masks = {"a padding mask of shape (3, 1, 1, Nk)": allowed_mask(t.rng, (3, 1, 1, d.nk)),
-             "a causal mask of shape (Nq, Nk)": t.ref.causal_mask(d.nq, d.nk)}
+    d = t.sizes
+    S = normal(t.rng, (3, 2, d["nq"], d["nk"]), scale=5.0)
+    masks = {"a padding mask of shape (3, 1, 1, Nk)": mask_rows(t.rng, (3, 1, 1, d["nk"])),
+             "a causal mask of shape (Nq, Nk)": t.ref.causal_mask(d["nq"], d["nk"])}
     for what, allowed in masks.items():
         expect_close(t.returned("apply_mask", S, allowed), t.ref.apply_mask(S, allowed), t.tol(S.dtype),
                      f"apply_mask(S, allowed) with {what}")
@@ -128,18 +139,18 @@ def apply_mask_broadcasts(t):
 
 def softmax_last_axis(t):
     """softmax normalizes over the last axis (keys) of batched rectangular scores (Nq ≠ Nk)."""
-    d = t.dims
-    S = normal(t.rng, (*d.batch, d.nq, d.nk), scale=2.0)
+    d = t.sizes
+    S = normal(t.rng, (*d["batch"], d["nq"], d["nk"]), scale=2.0)
     expect_close(t.returned("softmax", S), t.ref.softmax(S), t.tol(S.dtype), "softmax(S)")
 
 
 def softmax_matches_reference(t):
     """softmax matches the reference on masked scores up to ±1000, float32 and float64, and on single scores (1×1)."""
-    d = t.dims
+    d = t.sizes
     for dtype in DTYPES:
         for magnitude in (3.0, 1000.0):
             scores = t.ref.score(*_f64(*_qkv(t)[:2]), scale=magnitude)
-            S = t.ref.apply_mask(scores, allowed_mask(t.rng, (*d.batch, d.nq, d.nk))).astype(dtype)
+            S = t.ref.apply_mask(scores, mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))).astype(dtype)
             expect_close(t.returned("softmax", S), t.ref.softmax(S.astype(np.float64)), t.tol(dtype),
                          f"softmax(S) for masked {_name(dtype)} scores of size up to {magnitude:g}")
     # A single key takes the whole weight, 1, whatever its score; alone this case cannot tell a right
@@ -150,8 +161,8 @@ def softmax_matches_reference(t):
 
 def softmax_input_unchanged(t):
     """softmax returns the right weights and leaves its input S unmodified."""
-    d = t.dims
-    S = t.ref.apply_mask(normal(t.rng, (d.nq, d.nk), scale=3.0), allowed_mask(t.rng, (d.nq, d.nk)))
+    d = t.sizes
+    S = t.ref.apply_mask(normal(t.rng, (d["nq"], d["nk"]), scale=3.0), mask_rows(t.rng, (d["nq"], d["nk"])))
     reply = t.call("softmax", S, return_inputs=True)
     if reply.raised is not None:
         raise_for("softmax", reply)
@@ -165,10 +176,10 @@ def softmax_input_unchanged(t):
 
 def context_matches_reference(t):
     """context matches the reference on reference weights with batch axes and dk ≠ dv."""
-    d = t.dims
+    d = t.sizes
     for dtype in DTYPES:
-        A = t.ref.softmax(normal(t.rng, (*d.batch, d.nq, d.nk), scale=2.0)).astype(dtype)
-        V = normal(t.rng, (*d.batch, d.nk, d.dv), dtype)
+        A = t.ref.softmax(normal(t.rng, (*d["batch"], d["nq"], d["nk"]), scale=2.0)).astype(dtype)
+        V = normal(t.rng, (*d["batch"], d["nk"], d["dv"]), dtype)
         expect_close(t.returned("context", A, V), t.ref.context(*_f64(A, V)), t.tol(dtype),
                      f"context(A, V) for {_name(dtype)} inputs",
                      shape_hint="C has one row per query and one column per value dimension")
@@ -178,13 +189,13 @@ def context_matches_reference(t):
 
 def attention_matches_reference(t):
     """attention matches the reference with and without a mask, default and explicit scale."""
-    d = t.dims
+    d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
-        for allowed, scale in ((None, None), (allowed_mask(t.rng, (*d.batch, d.nq, d.nk)), 0.5)):
+        for allowed, scale in ((None, None), (mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"])), 0.5)):
             C_exp, A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)
             what = f"attention for {_name(dtype)} inputs" + (" with a mask and scale=0.5" if scale else "")
-            C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), what)
+            C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), what, PAIR)
             expect_close(C, C_exp, t.tol(dtype), f"the context C of {what}")
             expect_close(A, A_exp, t.tol(dtype), f"the weights A of {what}")
 
@@ -193,16 +204,16 @@ def attention_all_masked_raises(t):
     """attention raises ValueError when a query has every key masked (slide 22), and matches the reference once one of
     its keys is visible."""
     Q, K, V = _qkv(t)
-    allowed = allowed_mask(t.rng, (*t.dims.batch, t.dims.nq, t.dims.nk))
-    query = (0,) * len(t.dims.batch) + (0,)
+    allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
+    query = (0,) * len(t.sizes["batch"]) + (0,)
     allowed[query] = False
     expect_raises(t, "ValueError", "attention", Q, K, V, allowed=allowed,
                   what="attention with a fully masked query", advice=ALL_MASKED_ADVICE)
     neighbour = allowed.copy()
-    neighbour[query + (int(t.rng.integers(t.dims.nk)),)] = True  # the same input, one key of that query visible
+    neighbour[query + (int(t.rng.integers(t.sizes["nk"])),)] = True  # the same input, one key of that query visible
     what = "attention with the same mask but one key of that query visible"
     C, A = expect_pair(returned_where_valid(t, "attention", Q, K, V, allowed=neighbour, what=what,
-                                            advice=VISIBLE_KEY_ADVICE), what)
+                                            advice=VISIBLE_KEY_ADVICE), what, PAIR)
     C_exp, A_exp = t.ref.attention(Q, K, V, allowed=neighbour)
     expect_close(C, C_exp, t.tol(Q.dtype), f"the context C of {what}")
     expect_close(A, A_exp, t.tol(Q.dtype), f"the weights A of {what}")
@@ -211,11 +222,11 @@ def attention_all_masked_raises(t):
 def attention_agrees_with_sdpa(t):
     """attention agrees with torch's scaled_dot_product_attention (C) and the reference (A) for the same inputs, scale
     and mask (slide 27)."""
-    d = t.dims
+    d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
-        allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
-        C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.7), "attention")
+        allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
+        C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.7), "attention", PAIR)
         expect_close(C, _sdpa(Q, K, V, allowed, 0.7), t.tol(dtype),
                      f"attention's C compared with scaled_dot_product_attention ({_name(dtype)})")
         expect_close(A, t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=0.7)[1], t.tol(dtype),
@@ -225,7 +236,7 @@ def attention_agrees_with_sdpa(t):
 def attention_long_sequence(t):
     """attention at T = 512 (batch 2, 4 heads, d = 64) finishes within the time limit."""
     Q, K, V, (C_exp, A_exp) = t.shared(_long_attention_case)
-    C, A = expect_pair(t.returned("attention", Q, K, V, sample=SAMPLE), "attention at T = 512")
+    C, A = expect_pair(t.returned("attention", Q, K, V, sample=SAMPLE), "attention at T = 512", PAIR)
     expect_close(C, C_exp, t.tol(np.float32), "the context C of attention at T = 512")
     expect_close(A, A_exp, t.tol(np.float32), "the weights A of attention at T = 512")
 
@@ -242,10 +253,10 @@ def _long_attention_case(t):
 def attention_torch_agrees_with_sdpa(t):
     """attention_torch agrees with scaled_dot_product_attention (C and the gradients of C with respect to Q, K and V)
     and the reference (A), with a mask."""
-    d = t.dims
+    d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
-        allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
+        allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
         _torch_checked(t, Q, K, V, allowed, None, f"attention_torch for {_name(dtype)} tensors with a mask")
 
 
@@ -258,11 +269,11 @@ def attention_torch_respects_scale(t):
 def attention_torch_agrees_with_numpy(t):
     """attention_torch and the NumPy attention give the same C and A for the same inputs, scale and mask (slide 27),
     and both are right."""
-    d = t.dims
+    d = t.sizes
     Q, K, V = _qkv(t)
-    allowed = allowed_mask(t.rng, (*d.batch, d.nq, d.nk))
+    allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
     C_t, A_t = _torch_checked(t, Q, K, V, allowed, 0.6, "attention_torch with a mask and scale=0.6")
-    C_np, A_np = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.6), "attention")
+    C_np, A_np = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.6), "attention", PAIR)
     for name, torch_value, mine in (("C", C_t, C_np), ("A", A_t, A_np)):
         mine = as_array(mine, f"{name} from attention", torch_value.shape)
         expect_close(mine, torch_value, t.tol(Q.dtype),
@@ -277,15 +288,15 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     C and the gradients of Σ upstream·C are compared with scaled_dot_product_attention's, A with
     the reference's. Returns the expected (C, A) as float64 arrays, which the student's matched.
     """
-    d = t.dims
-    upstream = normal(t.rng, (*d.batch, d.nq, d.dv), Q.dtype)
+    d = t.sizes
+    upstream = normal(t.rng, (*d["batch"], d["nq"], d["dv"]), Q.dtype)
     reply = t.call("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True,
                    backward=(upstream, None))
     if reply.raised is not None:
         raise_for("attention_torch", reply)
-    C, A = expect_pair(reply.value, "attention_torch")
-    C = as_tensor(C, "the context C of attention_torch", (*d.batch, d.nq, d.dv))
-    A = as_tensor(A, "the weights A of attention_torch", (*d.batch, d.nq, d.nk))
+    C, A = expect_pair(reply.value, "attention_torch", PAIR)
+    C = as_tensor(C, "the context C of attention_torch", (*d["batch"], d["nq"], d["dv"]))
+    A = as_tensor(A, "the weights A of attention_torch", (*d["batch"], d["nq"], d["nk"]))
     C_exp, grads = _sdpa(Q, K, V, allowed, scale, upstream)
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
     expect_close(C.array, C_exp, t.tol(Q.dtype), f"the context C of {what}")
@@ -309,26 +320,26 @@ def _sdpa(Q, K, V, allowed, scale, upstream=None):
     return out.detach().numpy(), (q.grad.numpy(), k.grad.numpy(), v.grad.numpy())
 
 
-RANDOM = Dims(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
 
 CHECKS = [
-    Check("score.matches_reference", score_matches_reference, dims=RANDOM),
-    Check("score.explicit_scale", score_explicit_scale, dims=RANDOM),
-    Check("score.long_sequence", score_long_sequence, dims=LONG),
-    Check("additive_score.matches_reference", additive_score_matches_reference, dims=Dims(nq=4, nk=6, dk=3, dv=5)),
-    Check("causal_mask.rectangular", causal_mask_rectangular, dims=Dims(nq=4, nk=7)),
-    Check("padding_mask.matches_reference", padding_mask_matches_reference, dims=Dims(nk=7)),
-    Check("apply_mask.matches_reference", apply_mask_matches_reference, dims=RANDOM),
-    Check("apply_mask.broadcasts", apply_mask_broadcasts, dims=RANDOM),
-    Check("softmax.last_axis", softmax_last_axis, dims=RANDOM),
-    Check("softmax.matches_reference", softmax_matches_reference, dims=RANDOM),
-    Check("softmax.input_unchanged", softmax_input_unchanged, dims=RANDOM),
-    Check("context.matches_reference", context_matches_reference, dims=RANDOM),
-    Check("attention.matches_reference", attention_matches_reference, dims=RANDOM),
-    Check("attention.all_masked_raises", attention_all_masked_raises, dims=RANDOM),
-    Check("attention.agrees_with_sdpa", attention_agrees_with_sdpa, dims=RANDOM),
-    Check("attention.long_sequence", attention_long_sequence, dims=LONG),
-    Check("attention_torch.agrees_with_sdpa", attention_torch_agrees_with_sdpa, dims=RANDOM),
-    Check("attention_torch.respects_scale", attention_torch_respects_scale, dims=RANDOM),
-    Check("attention_torch.agrees_with_numpy", attention_torch_agrees_with_numpy, uses=("attention",), dims=RANDOM),
+    Check("score.matches_reference", score_matches_reference, sizes=RANDOM),
+    Check("score.explicit_scale", score_explicit_scale, sizes=RANDOM),
+    Check("score.long_sequence", score_long_sequence, sizes=LONG),
+    Check("additive_score.matches_reference", additive_score_matches_reference, sizes=Sizes.of(nq=4, nk=6, dk=3, dv=5)),
+    Check("causal_mask.rectangular", causal_mask_rectangular, sizes=Sizes.of(nq=4, nk=7)),
+    Check("padding_mask.matches_reference", padding_mask_matches_reference, sizes=Sizes.of(nk=7)),
+    Check("apply_mask.matches_reference", apply_mask_matches_reference, sizes=RANDOM),
+    Check("apply_mask.broadcasts", apply_mask_broadcasts, sizes=RANDOM),
+    Check("softmax.last_axis", softmax_last_axis, sizes=RANDOM),
+    Check("softmax.matches_reference", softmax_matches_reference, sizes=RANDOM),
+    Check("softmax.input_unchanged", softmax_input_unchanged, sizes=RANDOM),
+    Check("context.matches_reference", context_matches_reference, sizes=RANDOM),
+    Check("attention.matches_reference", attention_matches_reference, sizes=RANDOM),
+    Check("attention.all_masked_raises", attention_all_masked_raises, sizes=RANDOM),
+    Check("attention.agrees_with_sdpa", attention_agrees_with_sdpa, sizes=RANDOM),
+    Check("attention.long_sequence", attention_long_sequence, sizes=LONG),
+    Check("attention_torch.agrees_with_sdpa", attention_torch_agrees_with_sdpa, sizes=RANDOM),
+    Check("attention_torch.respects_scale", attention_torch_respects_scale, sizes=RANDOM),
+    Check("attention_torch.agrees_with_numpy", attention_torch_agrees_with_numpy, uses=("attention",), sizes=RANDOM),
 ]

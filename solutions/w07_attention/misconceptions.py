@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 
-from autograder.misconceptions import Catalogue, Misconception
-from autograder.wire import TensorData
+from autograder.authoring.misconceptions import Catalogue, Misconception
+from autograder.authoring.protocol import TensorData
 
 # ------------------------------------------------------------------ wrong parts
 

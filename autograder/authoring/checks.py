@@ -1,0 +1,224 @@
+"""What a check is, and what it gets to work with.
+
+A check is a plain function `run(trial)` that builds inputs, calls a student
+function through `trial.call` (which crosses into the sandbox) and judges the
+reply with `autograder.compare`, raising `CheckFailed` with a message for the
+student. Checks run in the trusted grader; the student's process only ever
+sees the inputs of the calls.
+
+Assignments list their checks in two files: `public_checks.py` beside the
+stub (released to students, so it uses lecture constants and properties, no
+reference) and `hidden_checks.py` under solutions/ (compares with the
+reference on randomized inputs). Points come from course.yaml.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from autograder.authoring.protocol import Call, Reply
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Values match when |got - expected| <= atol * max(1, max|expected|) + rtol * |expected|."""
+
+    rtol: float
+    atol: float
+
+
+class CheckFailed(Exception):
+    """The student's answer is wrong; `message` says how, `hint` what to look at.
+
+    expected/got: the arrays compared, for a TA's replay and public feedback.
+    """
+
+    def __init__(self, message: str, expected=None, got=None, hint: str = ""):
+        super().__init__(message)
+        self.message, self.expected, self.got, self.hint = message, expected, got, hint
+
+
+class StudentError(Exception):
+    """The student's function raised where it should have returned."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The named input sizes of a randomized check; shrinking a failure makes them smaller.
+
+    Each assignment names its own sizes: `Sizes.of(batch=(2, 3), n=5)`. A
+    size is an int, or a tuple of ints for a varying number of axes (leading
+    batch axes, say), which shrinks by losing axes as well as by getting
+    smaller. A check reads them as `t.sizes["n"]`.
+    """
+
+    named: tuple[tuple[str, int | tuple[int, ...]], ...]
+
+    @classmethod
+    def of(cls, **named) -> Sizes:
+        return cls(tuple((name, tuple(value) if isinstance(value, (tuple, list)) else value)
+                         for name, value in named.items()))
+
+    def __getitem__(self, name: str):
+        return dict(self.named)[name]
+
+    def as_dict(self) -> dict:
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in self.named}
+
+    def smaller(self) -> list[Sizes]:
+        """One-step reductions, most aggressive first, for shrinking a failing input."""
+        options = []
+        for name, value in self.named:
+            if isinstance(value, tuple):
+                if value:
+                    options.append(self._with(name, value[1:]))
+                options += [self._with(name, value[:i] + (1,) + value[i + 1:]) for i, n in enumerate(value) if n > 1]
+            elif value > 1:
+                options += [self._with(name, max(1, value // 2)), self._with(name, value - 1)]
+        return options
+
+    def _with(self, name: str, value) -> Sizes:
+        return Sizes(tuple((key, value if key == name else old) for key, old in self.named))
+
+
+@dataclass(frozen=True)
+class Check:
+    """One graded aspect of one student function, named `<function>.<aspect>`.
+
+    run: the check itself; its docstring says what it verifies.
+    uses: other student functions the check calls (it may fail with them).
+    sizes: input sizes for randomized checks; None for fixed cases.
+    """
+
+    name: str
+    run: Callable[[Trial], None]
+    uses: tuple[str, ...] = ()
+    sizes: Sizes | None = None
+
+    @property
+    def function(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        return (self.function, *self.uses)
+
+    @property
+    def description(self) -> str:
+        return " ".join((self.run.__doc__ or "").split())
+
+
+@dataclass
+class Trial:
+    """Everything one run of one check gets.
+
+    name: the check's name.
+    rng: seeded from (course salt, assignment, student, check name).
+    ref: the reference module, or None where it is not available (a student's
+        own machine), which only public checks may rely on.
+    call_function: sends one Call to the student's worker.
+    tolerance: by input dtype name ("float32", "float64").
+    sizes: the sizes a randomized check should use.
+    seconds: per-call limit for this check, or None for the default.
+    shared_cache: where `shared` keeps cases built for the whole class.
+    class_seed: the seed of those cases (course salt and assignment only).
+    """
+
+    name: str
+    rng: np.random.Generator
+    ref: Any
+    call_function: Callable[[Call], Reply]
+    tolerance: dict[str, Tolerance]
+    sizes: Sizes | None = None
+    seconds: float | None = None
+    shared_cache: dict = field(default_factory=dict)
+    class_seed: int = 0
+    calls: list = field(default_factory=list)  # (Call, Reply) in order, for replays and examples
+
+    def call(self, function: str, *args, as_tensors: bool = False, backward=None,
+             return_inputs: bool = False, sample: int | None = None, **kwargs) -> Reply:
+        """Call the student's `function` in the sandbox; the reply may hold an exception.
+
+        The keyword options are Call's; every other keyword goes to the function.
+        """
+        request = Call(function, args, kwargs, as_tensors, backward, return_inputs, self.seconds, sample)
+        reply = self.call_function(request)
+        self.calls.append((request, reply))
+        return reply
+
+    def returned(self, function: str, *args, **kwargs):
+        """The value `function` returned; a raised exception fails the check."""
+        reply = self.call(function, *args, **kwargs)
+        if reply.raised is not None:
+            raise_for(function, reply)
+        return reply.value
+
+    def shared(self, build: Callable[[Trial], Any]):
+        """A case every student gets, built once per grader: `build(trial)` draws from the class seed.
+
+        For large inputs (T = 512) whose reference values cost more than the
+        student's call; the case is the same for the whole class.
+        """
+        if self.name not in self.shared_cache:
+            self.shared_cache[self.name] = build(replace(self, rng=check_rng(self.class_seed, self.name), calls=[]))
+        return self.shared_cache[self.name]
+
+    def tol(self, dtype) -> Tolerance:
+        """Tolerance suited to an input of this dtype."""
+        return self.tolerance["float32" if np.dtype(dtype).itemsize <= 4 else "float64"]
+
+
+def raise_for(function: str, reply: Reply):
+    """Turn a student exception into the right failure."""
+    raised = reply.raised
+    if raised.type == "NotImplementedError":
+        raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError)")
+    if raised.type == "SystemExit":
+        raise StudentError(f"{function} called sys.exit() or exit(); a function should return its result")
+    raise StudentError(f"{function} raised {raised.describe()}")
+
+
+def expect_raises(t: Trial, exception: str, function: str, *args, what: str, advice: str, **kwargs) -> None:
+    """The call must raise `exception` (a type name); anything else fails, saying what happened.
+
+    advice: why raising is right, for the message when the function returns.
+    """
+    reply = t.call(function, *args, **kwargs)
+    if reply.raised is None:
+        raise CheckFailed(f"{what} returned instead of raising {exception}; {advice}",
+                          got=reply.value if isinstance(reply.value, np.ndarray) else None)
+    if reply.raised.type == "NotImplementedError":
+        raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError)")
+    if reply.raised.type != exception:
+        raise CheckFailed(f"{what} raised {reply.raised.describe()}; expected {exception}")
+
+
+def returned_where_valid(t: Trial, function: str, *args, what: str, advice: str, **kwargs):
+    """The value `function` returns for a valid input next to an error case; raising there fails.
+
+    An error-path check calls this after `expect_raises`, on the same input
+    with the fault removed, so a function that always raises earns nothing.
+    what: names the valid input; advice: when raising is right instead.
+    """
+    reply = t.call(function, *args, **kwargs)
+    if reply.raised is None:
+        return reply.value
+    if reply.raised.type in ("NotImplementedError", "SystemExit"):
+        raise_for(function, reply)
+    raise CheckFailed(f"{what} raised {reply.raised.describe()}, but that input is valid: {advice}")
+
+
+def student_seed(salt: str, assignment: str, student: str) -> int:
+    """The seed of a student's randomized inputs: stable, and different per student."""
+    digest = hashlib.sha256(f"{salt}\0{assignment}\0{student}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # fits in SQLite's signed 64-bit integers
+
+
+def check_rng(seed: int, check_name: str) -> np.random.Generator:
+    """Each check draws from its own stream, so adding a check changes no other input."""
+    name_key = int.from_bytes(hashlib.sha256(check_name.encode()).digest()[:4], "big")
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(name_key,)))

@@ -1,0 +1,180 @@
+"""Trusted comparison of what a student's function returned with what was expected.
+
+Runs in the grader only, on values already rebuilt from plain bytes by
+`wire.decode`. Checks go in a fixed order — missing or not an array, then
+shape, dtype, finiteness, values — and the first problem found becomes the
+message, phrased so a student knows what to change.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.authoring.checks import CheckFailed, Tolerance
+from autograder.authoring.protocol import Opaque, SampledArray, TensorData, sample_positions
+
+
+def as_array(got, what: str, expected_shape: tuple) -> np.ndarray | SampledArray:
+    """The returned value as an ndarray (or a sample of one), or CheckFailed saying what it was instead."""
+    if isinstance(got, (np.ndarray, SampledArray)):
+        return got
+    if got is None:
+        raise CheckFailed(f"{what} is None: the function returned nothing (is a `return` missing?)")
+    if isinstance(got, TensorData):
+        raise CheckFailed(f"{what} is a torch tensor; this function should return a NumPy array")
+    if isinstance(got, Opaque):
+        detail = f" ({got.detail})" if got.detail else ""
+        raise CheckFailed(f"{what} is a {got.type_name} object{detail}, not a NumPy array "
+                          f"of shape {expected_shape}")
+    if isinstance(got, (list, tuple)):
+        raise CheckFailed(f"{what} is a {type(got).__name__} of {len(got)} items, not a NumPy array "
+                          f"of shape {expected_shape}; return np.asarray(...) of it, or compute with NumPy")
+    raise CheckFailed(f"{what} is a single {type(got).__name__} ({got!r}), not an array of shape {expected_shape}")
+
+
+def as_tensor(got, what: str, expected_shape: tuple) -> TensorData:
+    """The returned value as a tensor, or CheckFailed saying what it was instead."""
+    if isinstance(got, TensorData):
+        return got
+    if isinstance(got, np.ndarray):
+        raise CheckFailed(f"{what} is a NumPy array; this function should return torch tensors "
+                          "(compute with torch operations so autograd can follow)")
+    as_array(got, what, expected_shape)  # raises with the right message
+    raise AssertionError("unreachable")
+
+
+def expect_pair(value, what: str, names: tuple[str, str] = ("first", "second")):
+    """A function that returns two values returned exactly two; `names` are theirs in the contract."""
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return value
+    if isinstance(value, (tuple, list)):
+        kind = f"a {type(value).__name__} of {len(value)} items"
+    elif isinstance(value, np.ndarray):
+        kind = f"a single array of shape {value.shape}"
+    else:
+        kind = "None" if value is None else f"a {type(value).__name__}"
+    raise CheckFailed(f"{what} should return a pair ({names[0]}, {names[1]}), got {kind}")
+
+
+def expect_shape(got: np.ndarray, expected_shape: tuple, what: str, hint: str = "") -> None:
+    """The shape must be `expected_shape`; `hint` says what to look at when it is not."""
+    if got.shape == tuple(expected_shape):
+        return
+    swapped = tuple(expected_shape[:-2]) + tuple(expected_shape[-2:][::-1])
+    if not hint and len(expected_shape) >= 2 and got.shape == swapped:
+        hint = "its last two axes are the other way round"
+    raise CheckFailed(f"{what}: expected shape {tuple(expected_shape)}, got {got.shape}"
+                      + (f": {hint}" if hint else ""), got=got)
+
+
+def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hint: str = "") -> np.ndarray:
+    """Floating-point comparison: array → shape → dtype → finiteness → values.
+
+    expected: the trusted value; may hold −inf (masked scores) and must then
+    be matched exactly there. got: may be a SampledArray (see Call.sample),
+    for outputs of millions of entries whose values other checks already
+    verify in full at small sizes; only its sampled positions are compared.
+    """
+    got = as_array(got, what, expected.shape)
+    expect_shape(got, expected.shape, what, shape_hint)
+    if got.dtype.kind in "iu":
+        raise CheckFailed(f"{what} has integer dtype {got.dtype}; expected floating-point numbers "
+                          "(an integer result has lost the fractions)", expected, got)
+    if got.dtype.kind != "f":
+        raise CheckFailed(f"{what} has dtype {got.dtype}; expected floating-point numbers", expected, got)
+    if isinstance(got, SampledArray):
+        positions = sample_positions(expected.size, got.values.size)
+        got64, exp64 = got.values, expected.reshape(-1)[positions]
+    else:
+        positions = None
+        got64, exp64 = got.reshape(-1), expected.reshape(-1)
+    got64, exp64 = got64.astype(np.float64), exp64.astype(np.float64)
+
+    def index(i):  # a position in the compared values -> an index into the arrays
+        return _index(np.unravel_index(positions[i] if positions is not None else i, expected.shape))
+
+    _expect_same_nonfinite(got64, exp64, what, expected, got, index)
+    finite = np.isfinite(exp64)
+    exp_finite = np.where(finite, exp64, 0.0)
+    scale = max(1.0, float(np.abs(exp_finite).max(initial=0.0)))
+    error = np.where(finite, np.abs(got64 - exp_finite), 0.0)
+    bad = error > tol.atol * scale + tol.rtol * np.abs(exp_finite)
+    if bad.any():
+        worst = int(np.argmax(np.where(bad, error, -1.0)))
+        counted = f"{int(bad.sum())} of {bad.size}" + (" sampled" if positions is not None else "")
+        raise CheckFailed(
+            f"{what} differs from the expected values at {counted} positions; the largest difference is "
+            f"at index {index(worst)}: got {got64[worst]:.6g}, expected {exp64[worst]:.6g}", expected, got)
+    return got
+
+
+def expect_gradients(reply, expected: dict, tol: Tolerance, what: str) -> None:
+    """The gradients a call with `backward=` brought back match the trusted ones, input by input.
+
+    expected: argument name -> its expected gradient, in the call's argument
+    order (e.g. Q, K, V). The values are compared, never the worker's own
+    account of its autograd state, which the student's code could forge.
+    """
+    if reply.grad_error:
+        raise CheckFailed(f"{what}: {reply.grad_error}. Keep every step in torch operations on the input "
+                          "tensors (no .detach(), .numpy() or torch.tensor(...) re-wrapping) so autograd can "
+                          "follow from the result back to the inputs")
+    grads = tuple(reply.grads or ())
+    for position, (name, exp) in enumerate(expected.items()):
+        got = grads[position] if position < len(grads) else None
+        if got is None:
+            raise CheckFailed(f"{what}: no gradient reached {name}; compute the result from {name} with torch "
+                              "operations so autograd can follow")
+        expect_close(got.array if isinstance(got, TensorData) else got, exp, tol,
+                     f"the gradient with respect to {name} of {what}")
+
+
+def expect_equal_mask(got, expected: np.ndarray, what: str) -> np.ndarray:
+    """Boolean mask comparison: array → shape → bool dtype → values."""
+    got = as_array(got, what, expected.shape)
+    expect_shape(got, expected.shape, what)
+    if got.dtype != np.bool_:
+        raise CheckFailed(f"{what} has dtype {got.dtype}; expected booleans. Comparisons such as `a <= b` give "
+                          "booleans directly", expected, got)
+    wrong = got != expected
+    if wrong.any():
+        where = _index(next(zip(*np.nonzero(wrong))))
+        raise CheckFailed(f"{what} is wrong at {int(wrong.sum())} of {wrong.size} positions, e.g. index "
+                          f"{where}: got {bool(got[where])}, expected {bool(expected[where])}", expected, got)
+    return got
+
+
+def expect_exact_zeros(got: np.ndarray, zero: np.ndarray, what: str, why: str) -> None:
+    """Every position where `zero` is True must hold exactly 0; `why` says so in the assignment's words."""
+    leaks = zero & (got != 0)
+    if leaks.any():
+        where = _index(next(zip(*np.nonzero(leaks))))
+        raise CheckFailed(f"{what}: {int(leaks.sum())} positions that must be exactly 0 are not, e.g. index "
+                          f"{where} has {got[where]:.3g}; {why}", got=got)
+
+
+def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: str = "") -> None:
+    """Every row (along the last axis) sums to 1; `advice` adds the assignment's own words."""
+    sums = got.astype(np.float64).sum(axis=-1)
+    bad = np.abs(sums - 1.0) > tol.atol * 10 + tol.rtol
+    if bad.any():
+        where = _index(next(zip(*np.nonzero(bad))))
+        raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} rows do not sum to 1, e.g. row {where} "
+                          f"sums to {sums[where]:.6g}; normalize over the last axis"
+                          + (f" ({advice})" if advice else ""), got=got)
+
+
+def _expect_same_nonfinite(got64, exp64, what, expected, got, index) -> None:
+    problems = [
+        (np.isnan(got64) & ~np.isnan(exp64), "NaN"),
+        (np.isinf(got64) & np.isfinite(exp64), "an infinite value"),
+        (np.isneginf(exp64) & ~np.isneginf(got64), "a value other than -inf where -inf is expected"),
+    ]
+    for mask, name in problems:
+        if mask.any():
+            first = int(np.argmax(mask))
+            raise CheckFailed(f"{what} has {name} at {int(mask.sum())} positions, e.g. index {index(first)} "
+                              f"(got {got64[first]}, expected {exp64[first]})", expected, got)
+
+
+def _index(position) -> tuple:
+    return tuple(int(i) for i in position)

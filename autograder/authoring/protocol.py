@@ -1,0 +1,112 @@
+"""The protocol between a check and a student's function: what is asked, and what comes back.
+
+A check asks with a `Call` ("run function F on these arguments") and gets a
+`Reply`: the returned value, or the exception raised. Values in a reply are
+plain data the grader owns: NumPy arrays, and for what is not an array,
+`TensorData` (a tensor's values and autograd state), `SampledArray` (a sample
+of a large array) or `Opaque` (the name of an object's type, never the
+object). There is no process code here: the sandbox carries these across
+(autograder.sandbox.wire), the authoring API judges them.
+
+Shipped to the worker with the wire format (see sandbox.zygote.BOOT): standard library and NumPy only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TensorData:
+    """A torch tensor as the grader sees it: its values and its autograd state."""
+
+    array: np.ndarray
+    requires_grad: bool
+    grad_fn: str | None
+
+
+@dataclass(frozen=True)
+class SampledArray:
+    """A large array of which only a sample crossed: its full shape and dtype, and the values
+    at `sample_positions(size, len(values))` of its flattened data."""
+
+    shape: tuple
+    dtype: np.dtype
+    values: np.ndarray
+
+
+def sample_positions(size: int, count: int) -> np.ndarray:
+    """Flat positions of a sample of `count` entries; the same on both sides (a fixed seed)."""
+    return np.random.default_rng(0).integers(0, size, count)
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A returned object that is not data (a list of objects, a custom class...)."""
+
+    type_name: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request: run the student's `function` on these arguments.
+
+    args/kwargs: NumPy arrays, numbers, None or tuples of them.
+    as_tensors: hand every array argument to the function as a torch tensor.
+    backward: upstream gradients, one per returned tensor (None to skip one);
+        when given, the float inputs require grad and the reply carries their
+        gradients.
+    return_inputs: read the arguments back after the call (from the
+        grader's shared memory), to detect in-place modification.
+    seconds: wall-clock limit for this call; None means the course default.
+    sample: return arrays larger than this as a sample of this many entries
+        (SampledArray), for outputs too large to be worth sending whole.
+    """
+
+    function: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    as_tensors: bool = False
+    backward: tuple | None = None
+    return_inputs: bool = False
+    seconds: float | None = None
+    sample: int | None = None
+
+    def payload_bytes(self) -> int:
+        arrays = [a for a in (*self.args, *self.kwargs.values(), *(self.backward or ()))
+                  if isinstance(a, np.ndarray)]
+        return sum(a.nbytes for a in arrays)
+
+
+@dataclass(frozen=True)
+class Raised:
+    """An exception raised by student code: its type, message and line."""
+
+    type: str
+    message: str
+    line: int | None = None
+
+    def describe(self, line: bool = True) -> str:
+        where = f" at line {self.line}" if self.line and line else ""
+        message = f": {self.message}" if self.message else ""
+        return f"{self.type}{where}{message}"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one call produced, decoded and validated by the grader.
+
+    inputs: the positional arguments as the call left them (when the call
+        asked for them), read by the grader from its own memory.
+    grads: for a call with `backward`, one gradient per positional argument
+        (None where none reached it), each of its argument's shape.
+    """
+
+    value: Any = None
+    raised: Raised | None = None
+    inputs: tuple | None = None
+    grads: tuple | None = None
+    grad_error: str | None = None

@@ -1,0 +1,151 @@
+"""Commands for grading: grade, replay, checks, doctor."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.cli import options
+from autograder.grading.batch import default_db, grade_batch, plan_batch
+from autograder.grading.course import CourseError, find_course, load_course
+from autograder.grading.discover import LayoutError, find_submissions
+from autograder.grading.grader import Grader
+from autograder.grading.store import Store, stored_results
+from autograder.grading.submission import read_submission
+from autograder.grading.suite import load_suite
+from autograder.outputs.progress import Progress
+from autograder.outputs.replay import format_replay
+from autograder.outputs.terminal import format_results
+from autograder.sandbox.protections import probe
+from autograder.sandbox.zygote import Sandbox, refuse_readable
+from autograder.text import safe
+
+INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
+
+
+def add_commands(commands) -> None:
+    grade = commands.add_parser("grade", help="grade student files against the hidden suite")
+    grade.add_argument("assignment", help=options.ASSIGNMENT_HELP)
+    grade.add_argument("paths", nargs="+", type=Path,
+                       help=".py/.ipynb files, a folder of them, an nbgrader course or submitted/ folder, or a zip")
+    grade.add_argument("--jobs", type=int, default=0, help="parallel graders (default: number of cores)")
+    options.results_db(grade)
+    grade.add_argument("--force", action="store_true", help="regrade submissions already graded and unchanged")
+    grade.add_argument("--json", action="store_true", help="one Gradescope-style JSON object per line")
+    options.course(grade)
+    options.sandbox(grade)
+    grade.set_defaults(run=_grade)
+
+    doctor = commands.add_parser("doctor", help="show which sandbox protections this machine supports")
+    options.sandbox(doctor)
+    doctor.set_defaults(run=_doctor)
+
+    checks = commands.add_parser("checks", help="list an assignment's checks: function, visibility, points, "
+                                                "what each verifies")
+    checks.add_argument("assignment", help=options.ASSIGNMENT_HELP)
+    options.course(checks)
+    checks.set_defaults(run=_checks)
+
+    replay = commands.add_parser("replay", help="re-run one check for one student and print the inputs, "
+                                                "the expected and the returned values")
+    replay.add_argument("student", help="student id, as stored by `grade`")
+    replay.add_argument("check", help="check name, <function>.<aspect> (`autograder checks` lists them)")
+    replay.add_argument("--assignment", help="assignment (default: the only one in the database)")
+    options.results_db(replay)
+    replay.add_argument("--file", type=Path, help="the student's file, if it moved since grading")
+    options.course(replay)
+    options.sandbox(replay)
+    replay.set_defaults(run=_replay)
+
+
+def _grade(args) -> int:
+    course = load_course(args.course or find_course())
+    suite = load_suite(course, args.assignment)
+    with tempfile.TemporaryDirectory(prefix="autograder-zip-") as workdir:
+        found = find_submissions(args.paths, suite.assignment.name, suite.assignment.module, Path(workdir))
+        if not found:
+            raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
+        db = args.db or default_db(course)
+        protections = probe(args.sandbox)
+        if protections.warning:
+            print(protections.warning, file=sys.stderr)
+        refuse_readable(protections, suite.secret_paths(course) + [db] + [item.path for item in found])
+        # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
+        with Store(db) as store:
+            return _grade_found(args, course, suite, found, store, protections)
+
+
+def _grade_found(args, course, suite, found, store: Store, protections) -> int:
+    plan = plan_batch(found, store, suite, args.force)
+    progress = Progress(len(plan.todo), skipped=len(plan.skipped))
+    graded = []
+
+    def on_result(result):
+        graded.append(result)
+        progress.update(result)
+        if args.json:
+            print(json.dumps(result.to_json()), flush=True)
+
+    grade_batch(course, suite, protections, plan.todo, store, args.jobs or os.cpu_count() or 1, on_result)
+    progress.finish()
+    skipped = [store.result(suite.assignment.name, item.student) for item in plan.skipped]
+    if args.json:
+        for result in skipped:
+            print(json.dumps(result.to_json()), flush=True)
+    else:
+        print(safe(format_results(graded + skipped)))
+    failed = sum(bool(result.internal_error) for result in graded)
+    if failed:
+        # The last line, and the exit status, tell a script that some submissions still need grading.
+        print(f"results are in {store.path}; {failed} submissions hit an internal error in the grader (not in their "
+              "code): they are flagged in `autograder report` with the traceback, and the next `autograder grade` "
+              "grades them again", file=sys.stderr)
+        return INTERNAL_ERROR_STATUS
+    print(f"results are in {store.path}; `autograder report` writes the feedback", file=sys.stderr)
+    return 0
+
+
+def _replay(args) -> int:
+    course = load_course(args.course or find_course())
+    assignment, results = stored_results(options.db_path(args), args.assignment)
+    stored = next((r for r in results if r.student == args.student), None)
+    if stored is None:
+        raise CourseError(f"no stored result for student {args.student!r} in {assignment}; grade the "
+                          "submission first, or check the id with `autograder export csv`")
+    suite = load_suite(course, assignment)
+    path = args.file or Path(stored.file)
+    if not path.is_file():
+        raise CourseError(f"{path} (the file graded for {args.student}) is gone; pass --file with its new path")
+    submission = dataclasses.replace(read_submission(path), student=args.student)
+    if submission.sha256 != stored.sha256 or suite.version != stored.suite_version:
+        print(f"note: the file or the suite changed since {args.student} was graded; the replay uses the "
+              "current ones", file=sys.stderr)
+    protections = probe(args.sandbox)
+    refuse_readable(protections, suite.secret_paths(course) + [path, options.db_path(args)])
+    with Sandbox(protections, suite.assignment.preload) as sandbox:
+        tried = Grader(course, suite, sandbox).replay(submission, args.check)
+    print(safe(format_replay(args.student, args.check, stored.seed, tried)))
+    return 0
+
+
+def _checks(args) -> int:
+    suite = load_suite(load_course(args.course or find_course()), args.assignment)
+    width = max(len(entry.name) for entry in suite.checks)
+    for entry in suite.checks:
+        limit = f" (within {entry.seconds:g} s)" if entry.seconds else ""
+        print(f"{entry.name:<{width}}  {entry.visibility:<6}  {entry.points:>4g}  {entry.check.description}{limit}")
+    print(f"{len(suite.checks)} checks, {suite.max_score:g} points; suite version {suite.version}")
+    return 0
+
+
+def _doctor(args) -> int:
+    protections = probe(args.sandbox)
+    print(f"sandbox mode: {protections.mode}" + (f" ({protections.reason})" if protections.reason else ""))
+    for name, active in protections.rows():
+        print(f"  [{'x' if active else ' '}] {name}")
+    if protections.warning:
+        print(protections.warning)
+    return 0

@@ -1,0 +1,28 @@
+"""Options several commands share, and where their defaults come from."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from autograder.grading.batch import default_db
+from autograder.grading.course import find_course, load_course
+
+ASSIGNMENT_HELP = "assignment name from course.yaml"
+
+
+def course(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--course", type=Path, help="course.yaml to use (default: the nearest one)")
+
+
+def sandbox(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--sandbox", choices=("auto", "bwrap", "fallback"), default="auto",
+                         help="auto uses bubblewrap when it works; fallback skips it (weaker)")
+
+
+def results_db(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--db", type=Path, help="results database (default: grades.db beside course.yaml)")
+
+
+def db_path(args) -> Path:
+    """--db, or grades.db beside the course's course.yaml."""
+    return args.db or default_db(load_course(args.course or find_course()))

@@ -1,0 +1,231 @@
+"""course.yaml: the course, its assignments, points, limits, tolerances and seed salt.
+
+The file is validated on load: an unknown key, a missing value or a check
+without points is an error that names the key, so a typo never silently
+changes a grade. Point values live here and nowhere else.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+import yaml
+
+from autograder.authoring.checks import Tolerance
+from autograder.sandbox.session import Limits
+
+COURSE_FILE = "course.yaml"
+
+
+class CourseError(Exception):
+    """course.yaml is missing or invalid; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    points: float
+    seconds: float | None = None  # per-call limit for this check; None = the assignment's call_seconds
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One assignment's settings, with course defaults already applied."""
+
+    name: str
+    title: str
+    module: str  # the student's file is <module>.py or <module>.ipynb
+    source_dir: Path  # released to students: stub, notebook, public checks
+    solution_dir: Path  # never released: reference, hidden checks
+    preload: tuple[str, ...]
+    limits: Limits
+    tolerance: dict[str, Tolerance]
+    checks: dict[str, CheckConfig]
+    # Manually graded written answers in the assignment's notebook (nbgrader's formgrader grades
+    # them): name -> points. Not part of `autograder grade`'s total, which is `max_score`.
+    written: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.points for c in self.checks.values())
+
+
+@dataclass(frozen=True)
+class Course:
+    path: Path  # the course.yaml file
+    name: str
+    term: str
+    seed_salt: str
+    assignments: dict[str, Assignment]
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def assignment(self, name: str) -> Assignment:
+        if name not in self.assignments:
+            known = ", ".join(sorted(self.assignments)) or "none"
+            raise CourseError(f"{self.path}: there is no assignment {name!r} (known: {known}). "
+                              "Add it under `assignments:` or check the spelling.")
+        return self.assignments[name]
+
+
+def find_course(start: Path | None = None) -> Path:
+    """The nearest course.yaml in `start` or one of its parents."""
+    start = (start or Path.cwd()).resolve()
+    for directory in [start, *start.parents]:
+        if (directory / COURSE_FILE).is_file():
+            return directory / COURSE_FILE
+    raise CourseError(f"no {COURSE_FILE} in {start} or any parent directory. Run the command "
+                      "inside the course repository, or pass --course PATH/TO/course.yaml.")
+
+
+def load_course(path: Path) -> Course:
+    """Read and validate course.yaml."""
+    path = Path(path).resolve()
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise CourseError(f"cannot read {path}: {error.strerror}. Pass --course with the right path.") from None
+    except yaml.YAMLError as error:
+        raise CourseError(f"{path} is not valid YAML: {error}. Fix the file and run again.") from None
+    reader = _Reader(path)
+    top = reader.mapping(data, "", required={"course", "assignments"}, optional={"defaults"})
+    course = reader.mapping(top["course"], "course", required={"name", "seed_salt"}, optional={"term"})
+    defaults = reader.mapping(top.get("defaults", {}), "defaults", optional={"limits", "tolerance"})
+    base_limits = reader.limits(defaults.get("limits", {}), "defaults.limits", Limits())
+    base_tolerance = reader.tolerance(defaults.get("tolerance", {}), "defaults.tolerance", {})
+    entries = reader.mapping(top["assignments"], "assignments")
+    if not entries:
+        raise CourseError(f"{path}: `assignments` is empty; add at least one assignment.")
+    assignments = {name: reader.assignment(name, entry, base_limits, base_tolerance)
+                   for name, entry in entries.items()}
+    return Course(path=path, name=reader.text(course["name"], "course.name"),
+                  term=reader.text(course.get("term", ""), "course.term"),
+                  seed_salt=reader.text(course["seed_salt"], "course.seed_salt"), assignments=assignments)
+
+
+class _Reader:
+    """Validating accessors that name the offending key in every error."""
+
+    ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "limits", "tolerance", "checks",
+                       "written"}
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, key: str, problem: str):
+        raise CourseError(f"{self.path}: {key}: {problem}")
+
+    def mapping(self, value, key: str, required=frozenset(), optional=None) -> dict:
+        if not isinstance(value, dict):
+            self.fail(key or "the file", "expected a mapping of keys to values")
+        for name in value:
+            if not isinstance(name, str):
+                self.fail(key, f"key {name!r} is not text")
+            if optional is not None and name not in required | optional:
+                known = ", ".join(sorted(required | optional))
+                self.fail(_join(key, name), f"unknown key (expected one of: {known})")
+        for name in sorted(required):
+            if name not in value:
+                self.fail(_join(key, name), "missing; it is required")
+        return value
+
+    def text(self, value, key: str) -> str:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            self.fail(key, "expected text")
+        return str(value)
+
+    def number(self, value, key: str, minimum: float = 0.0) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+            self.fail(key, f"expected a number >= {minimum:g}, got {value!r}")
+        return value
+
+    def limits(self, value, key: str, base: Limits) -> Limits:
+        names = {f.name for f in fields(Limits)}
+        value = self.mapping(value, key, optional=names)
+        return replace(base, **{name: self.number(v, _join(key, name), minimum=1) for name, v in value.items()})
+
+    def tolerance(self, value, key: str, base: dict) -> dict:
+        value = self.mapping(value, key, optional={"float32", "float64"})
+        result = dict(base)
+        for dtype, entry in value.items():
+            entry = self.mapping(entry, _join(key, dtype), required={"rtol", "atol"})
+            result[dtype] = Tolerance(self.number(entry["rtol"], _join(key, dtype, "rtol")),
+                                      self.number(entry["atol"], _join(key, dtype, "atol")))
+        return result
+
+    def assignment(self, name: str, entry, base_limits: Limits, base_tolerance: dict) -> Assignment:
+        key = _join("assignments", name)
+        entry = self.mapping(entry, key, required={"title", "module", "checks"}, optional=self.ASSIGNMENT_KEYS)
+        tolerance = self.tolerance(entry.get("tolerance", {}), _join(key, "tolerance"), base_tolerance)
+        for dtype in ("float32", "float64"):
+            if dtype not in tolerance:
+                self.fail(_join(key, "tolerance", dtype), "missing; set it here or under defaults.tolerance")
+        preload = entry.get("preload", ["numpy"])
+        if not isinstance(preload, list) or not all(isinstance(m, str) for m in preload):
+            self.fail(_join(key, "preload"), "expected a list of module names")
+        root = self.path.parent
+        return Assignment(
+            name=name,
+            title=self.text(entry["title"], _join(key, "title")),
+            module=self.text(entry["module"], _join(key, "module")),
+            source_dir=root / self.text(entry.get("source", f"assignments/{name}"), _join(key, "source")),
+            solution_dir=root / self.text(entry.get("solution", f"solutions/{name}"), _join(key, "solution")),
+            preload=tuple(preload),
+            limits=self.limits(entry.get("limits", {}), _join(key, "limits"), base_limits),
+            tolerance=tolerance,
+            checks=self.checks(entry["checks"], _join(key, "checks")),
+            written=self.written(entry.get("written", {}), _join(key, "written")))
+
+    def written(self, value, key: str) -> dict[str, float]:
+        value = self.mapping(value, key)
+        return {name: self.number(points, _join(key, name)) for name, points in value.items()}
+
+    def checks(self, value, key: str) -> dict[str, CheckConfig]:
+        value = self.mapping(value, key)
+        if not value:
+            self.fail(key, "no checks are listed")
+        checks = {}
+        for name, entry in value.items():
+            check_key = _join(key, name)
+            if "." not in name:
+                self.fail(check_key, "check names are <function>.<aspect>, e.g. double.matches_reference")
+            if entry is None:
+                self.fail(check_key, "no points given")
+            if isinstance(entry, dict):
+                entry = self.mapping(entry, check_key, required={"points"}, optional={"points", "seconds"})
+                seconds = entry.get("seconds")
+                checks[name] = CheckConfig(
+                    self.number(entry["points"], _join(check_key, "points")),
+                    None if seconds is None else self.number(seconds, _join(check_key, "seconds"), minimum=0.1))
+            else:
+                checks[name] = CheckConfig(self.number(entry, check_key))
+        return checks
+
+
+def read_assignment(path: Path, name: str, entry) -> Assignment:
+    """One assignment entry, as course.yaml writes it, read from the file at `path` (a released manifest).
+
+    Its `source` and `solution` are folders relative to the file's own; the
+    course's defaults do not apply, so the entry must carry its tolerances.
+    """
+    return _Reader(Path(path).resolve()).assignment(name, entry, Limits(), {})
+
+
+def assignment_entry(assignment: Assignment, checks: list[str], folder: str = ".") -> dict:
+    """`assignment` as a course.yaml entry holding only `checks`, with both its folders at `folder`.
+
+    What `read_assignment` reads back: one codec for course.yaml and for the released manifest.
+    """
+    return {"title": assignment.title, "module": assignment.module, "source": folder, "solution": folder,
+            "preload": list(assignment.preload), "limits": asdict(assignment.limits),
+            "tolerance": {dtype: asdict(tol) for dtype, tol in sorted(assignment.tolerance.items())},
+            "checks": {name: _check_entry(assignment.checks[name]) for name in checks}}
+
+
+def _check_entry(config: CheckConfig):
+    return config.points if config.seconds is None else {"points": config.points, "seconds": config.seconds}
+
+
+def _join(*parts: str) -> str:
+    return ".".join(p for p in parts if p)

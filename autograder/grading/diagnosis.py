@@ -1,0 +1,155 @@
+"""Naming the idea behind a wrong answer: the engine that runs an assignment's catalogue.
+
+When a check fails, `diagnose` looks at the calls the check made, last
+first, and names the first misconception (autograder.authoring.misconceptions)
+whose wrong answer the student's reply matches on a call the student got
+wrong, or whose behaviour the call shows. It runs in the trusted grader, on
+calls already made and replies already decoded; nothing is sent to a worker.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from autograder.authoring.checks import Tolerance
+from autograder.authoring.misconceptions import Catalogue, Misconception, Observed, bind_arguments
+from autograder.authoring.protocol import Call, Reply, TensorData
+
+# Wrong answers are recomputed for every misconception a failing call might
+# show; for the largest cases that costs seconds per check, and the same idea
+# shows on the small cases, so calls with more input than this are skipped.
+MAX_DIAGNOSED_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What a function did with a call: returned `value`, or raised (type, message)."""
+
+    value: Any = None
+    raised: tuple[str, str] | None = None
+
+
+def diagnose(catalogue: Catalogue | None, calls: list, ref: ModuleType | None,
+             tolerance: dict[str, Tolerance]) -> Misconception | None:
+    """The misconception a failing check's calls reveal, or None.
+
+    calls: (Call, Reply) pairs in the order the check made them; the last
+    one is usually the call the check failed on, so it is examined first.
+    tolerance: by dtype name, as in course.yaml.
+    """
+    if catalogue is None or ref is None:
+        return None
+    for call, reply in reversed(calls):
+        if call.payload_bytes() > MAX_DIAGNOSED_BYTES:
+            continue
+        seen = observe(call, reply, ref)
+        if seen is None:
+            continue
+        found = _first_match(catalogue, seen, _tolerance_for(call, tolerance))
+        if found is not None:
+            return found
+    return None
+
+
+def observe(call: Call, reply: Reply, ref: ModuleType) -> Observed | None:
+    """The call as misconceptions see it; None when the reference has no such function."""
+    args = bind_arguments(ref, call.function, call.args, call.kwargs)
+    if args is None:
+        return None
+    after = None
+    if reply.inputs is not None:
+        after = bind_arguments(ref, call.function, reply.inputs, {})
+    raised = (reply.raised.type, reply.raised.message) if reply.raised is not None else None
+    return Observed(call.function, args, _arrays(reply.value), raised, after, call, reply, ref)
+
+
+def _first_match(catalogue: Catalogue, seen: Observed, tol: Tolerance) -> Misconception | None:
+    student = _Answer(seen.value, seen.raised)
+    right = _attempt(catalogue.right, seen)
+    student_is_right = right is not None and _same(student, right, tol, compare_raised=True)
+    for idea in catalogue.misconceptions:
+        if seen.function not in idea.functions:
+            continue
+        if idea.shows is not None and _safely(idea.shows, seen):
+            return idea
+        if idea.wrong is None or student_is_right:
+            continue
+        wrong = _attempt(idea.wrong, seen)
+        if wrong is None or (right is not None and _same(wrong, right, tol, compare_raised=True)):
+            continue  # the idea gives the right answer here, so the call cannot show it
+        if _same(student, wrong, tol, compare_raised=seen.function == idea.functions[0]):
+            return idea
+    return None
+
+
+def _attempt(compute: Callable[[Observed], Any], seen: Observed) -> _Answer | None:
+    """Run a catalogue function; None when it says the idea does not apply."""
+    with np.errstate(all="ignore"):  # wrong answers overflow and divide by zero on purpose
+        try:
+            value = compute(seen)
+        except Exception as error:  # noqa: BLE001 - an exception is this answer's outcome
+            return _Answer(raised=(type(error).__name__, str(error)))
+    return None if value is None else _Answer(value=_arrays(value))
+
+
+def _safely(predicate: Callable[[Observed], bool], seen: Observed) -> bool:
+    try:
+        return bool(predicate(seen))
+    except Exception:  # noqa: BLE001 - a predicate that cannot decide has not found anything
+        return False
+
+
+def _same(a: _Answer, b: _Answer, tol: Tolerance, compare_raised: bool) -> bool:
+    if a.raised is not None or b.raised is not None:
+        if a.raised is None or b.raised is None or not compare_raised:
+            return False
+        # Messages are compared too: "ValueError" alone has too many causes.
+        return a.raised[0] == b.raised[0] and a.raised[1][:300] == b.raised[1][:300]
+    return _same_value(a.value, b.value, tol)
+
+
+def _same_value(a, b, tol: Tolerance) -> bool:
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b)
+                and all(_same_value(x, y, tol) for x, y in zip(a, b)))
+    if a is None or b is None:
+        return a is b
+    try:
+        a, b = np.asarray(a), np.asarray(b)
+    except (TypeError, ValueError):
+        return False
+    if a.shape != b.shape or a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
+        return False
+    if a.dtype.kind == "b" or b.dtype.kind == "b":
+        return a.dtype == b.dtype and bool(np.array_equal(a, b))
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    # NaN and ±inf must sit in the same places: overflow and 0/0 are part of a wrong answer.
+    for kind in (np.isnan, np.isposinf, np.isneginf):
+        if not np.array_equal(kind(a), kind(b)):
+            return False
+    finite = np.isfinite(a)
+    if not finite.any():
+        return True
+    a, b = a[finite], b[finite]
+    scale = max(1.0, float(np.abs(b).max()))
+    return bool(np.all(np.abs(a - b) <= tol.atol * scale + tol.rtol * np.abs(b)))
+
+
+def _arrays(value):
+    """A reply value with torch tensors replaced by their arrays, tuples kept."""
+    if isinstance(value, TensorData):
+        return value.array
+    if isinstance(value, (tuple, list)):
+        return tuple(_arrays(v) for v in value)
+    return value
+
+
+def _tolerance_for(call: Call, tolerance: dict[str, Tolerance]) -> Tolerance:
+    """The tolerance of the least precise floating-point argument (float64 if none)."""
+    sizes = [a.dtype.itemsize for a in (*call.args, *call.kwargs.values())
+             if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    return tolerance["float32" if sizes and min(sizes) <= 4 else "float64"]

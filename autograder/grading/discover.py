@@ -1,0 +1,226 @@
+"""Finding a class's submissions: files, a flat folder, nbgrader's submitted/ tree, or a zip.
+
+Layouts understood, for an assignment whose module (course.yaml) is `hw`:
+- files given directly: the student id is the file's stem;
+- a flat folder of `<student>.py` / `<student>.ipynb`, or `<student>/` folders holding one;
+- an nbgrader course (or its `submitted/` folder): `submitted/<student>/<assignment>/hw.ipynb`;
+- a .zip of any of these, extracted safely to a temporary folder.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.grading.submission import MAX_BYTES, SUFFIXES
+from autograder.text import safe
+
+MAX_ZIP_BYTES = 4 << 30  # bytes really written, counted while extracting: declared sizes may lie
+MAX_ZIP_MEMBERS = 100_000
+MAX_NAME_BYTES = 255  # one part of a member's path, as most file systems allow
+MAX_PATH_BYTES = 1024
+COMPRESSIONS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
+
+
+class LayoutError(Exception):
+    """A path given to `grade` holds no submissions we can recognise."""
+
+
+@dataclass(frozen=True)
+class Found:
+    student: str
+    path: Path
+    note: str = ""  # e.g. which of two files was picked
+    problem: str = ""  # why the file cannot be graded at all, found before reading it (a refused zip member)
+
+
+def find_submissions(paths: list[Path], assignment: str, module: str, workdir: Path) -> list[Found]:
+    """Every submission under `paths`, one per student (sorted by student).
+
+    workdir: where zips are extracted; the caller owns and removes it. A
+    submission a zip could not give safely is found with its `problem`.
+    """
+    found: dict[str, Found] = {}
+    refused: dict[Path, str] = {}
+    for path in paths:
+        for item in _find(Path(path), assignment, module, workdir, refused):
+            found[item.student] = item
+    return [dataclasses.replace(found[s], problem=refused.get(found[s].path, "")) for s in sorted(found)]
+
+
+def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict) -> list[Found]:
+    if not path.exists():
+        raise LayoutError(f"{safe(path)} does not exist; pass student files, a folder of them, an nbgrader "
+                          "course folder or a zip")
+    if path.is_file() and path.suffix == ".zip":
+        return _find(_extract(path, workdir, refused), assignment, module, workdir, refused)
+    if path.is_file():
+        if path.suffix not in SUFFIXES:
+            raise LayoutError(f"{path} is not a .py, .ipynb or .zip file")
+        return [Found(path.stem, path)]
+    submitted = path if path.name == "submitted" else path / "submitted"
+    if submitted.is_dir():
+        return _nbgrader(submitted, assignment, module)
+    flat = _flat(path, module)
+    if not flat:
+        inner = [p for p in path.iterdir() if p.is_dir() and p.name not in IGNORED and (p / "submitted").is_dir()]
+        if len(inner) == 1:  # a zip of a course folder extracts to one top-level folder
+            return _nbgrader(inner[0] / "submitted", assignment, module)
+        raise LayoutError(f"{path} holds no .py or .ipynb submissions, no <student>/ folders with one, and "
+                          "no nbgrader submitted/ tree")
+    return flat
+
+
+def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
+    found = []
+    for student_dir in sorted(p for p in submitted.iterdir() if p.is_dir() and p.name not in IGNORED):
+        folder = student_dir / assignment
+        if folder.is_dir():
+            picked = _pick(folder, module, student_dir.name)
+            if picked:
+                found.append(picked)
+    return found
+
+
+def _flat(folder: Path, module: str) -> list[Found]:
+    found = []
+    files = [p for p in _visible(folder) if p.is_file() and p.suffix in SUFFIXES]
+    stems: dict[str, list[Path]] = {}
+    for path in files:
+        stems.setdefault(path.stem, []).append(path)
+    for student, paths in stems.items():
+        found.append(Found(student, *choose(paths, module, folder)))
+    for directory in (p for p in _visible(folder) if p.is_dir()):
+        picked = _pick(directory, module, directory.name)
+        if picked:
+            found.append(picked)
+    return found
+
+
+def _pick(folder: Path, module: str, student: str) -> Found | None:
+    """The submission in a student's folder, if it holds one."""
+    candidates = [p for p in _visible(folder) if p.is_file() and p.suffix in SUFFIXES]
+    return Found(student, *choose(candidates, module, folder)) if candidates else None
+
+
+def choose(paths: list[Path], module: str, folder: Path) -> tuple[Path, str]:
+    """The one file to grade among a student's .py/.ipynb files, and a note when there were several.
+
+    The file named after the assignment's module first, then a notebook over
+    a .py, then the newest, then the one nearest `folder` (which the note's
+    names are relative to).
+    """
+    ranked = sorted(paths, key=lambda p: (p.stem != module, p.suffix != ".ipynb", -p.stat().st_mtime, len(p.parts)))
+    if len(ranked) == 1:
+        return ranked[0], ""
+    others = ", ".join(safe(p.relative_to(folder)) for p in ranked[1:])
+    return ranked[0], f"several files were handed in; graded {safe(ranked[0].relative_to(folder))}, not {others}"
+
+
+def _visible(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED)
+
+
+def _extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
+    """Extract a zip without letting it write outside `workdir` or fill the disk; return the folder.
+
+    Every member's bytes are counted as they are written, whatever the zip
+    declares. A member that cannot be extracted safely (encrypted, an
+    unsupported compression, a name too long, larger than a submission may
+    be, damaged) is skipped; if it is a .py or .ipynb, an empty stand-in is
+    left in its place and `refused` says why, so that student gets a message
+    and the rest of the class is graded.
+    """
+    target = Path(tempfile.mkdtemp(prefix=archive.stem + "-", dir=workdir)).resolve()
+    written = 0
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            members = bundle.infolist()
+            if len(members) > MAX_ZIP_MEMBERS:
+                raise LayoutError(f"{safe(archive)} holds over {MAX_ZIP_MEMBERS} files, too many to extract "
+                                  "safely; unpack it yourself and pass the folder")
+            for member in members:
+                destination = _destination(target, member)
+                if destination is None:
+                    continue  # absolute paths, ../ escapes and symlinks are skipped
+                if member.is_dir():
+                    destination.mkdir(parents=True, exist_ok=True)
+                    continue
+                problem = _member_problem(member)
+                if not problem:
+                    try:
+                        written += _copy_member(bundle, member, destination, MAX_ZIP_BYTES - written)
+                        continue
+                    except _MemberTooLarge:
+                        problem = f"it is larger than {MAX_BYTES >> 20} MB once uncompressed"
+                    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as error:
+                        problem = f"it is damaged ({safe(error, 100)})"
+                if destination.suffix in SUFFIXES:
+                    destination.write_bytes(b"")
+                    refused[destination] = (f"{safe(member.filename, 200)} in {safe(archive.name)} could not be "
+                                            f"extracted: {problem}. Hand in the file itself, or a zip made without "
+                                            "a password with an ordinary zip tool")
+    except zipfile.BadZipFile:
+        raise LayoutError(f"{safe(archive)} is not a valid zip file; check the download and try again") from None
+    except _ZipTooLarge:
+        raise LayoutError(f"{safe(archive)} holds more than {MAX_ZIP_BYTES >> 30} GB once uncompressed, too much to "
+                          "extract safely; unpack it yourself and pass the folder") from None
+    return target
+
+
+class _MemberTooLarge(Exception):
+    """One member is larger than any submission may be."""
+
+
+class _ZipTooLarge(Exception):
+    """The zip's members together are larger than a class's files may be."""
+
+
+def _destination(target: Path, member: zipfile.ZipInfo) -> Path | None:
+    """Where a member goes under `target`; over-long names are shortened, escapes and links refused (None)."""
+    if (member.external_attr >> 16) & 0o170000 == 0o120000:
+        return None
+    parts = [_short(part) for part in member.filename.replace("\\", "/").split("/") if part not in ("", ".")]
+    if not parts or ".." in parts or member.filename.startswith("/"):
+        return None
+    destination = target.joinpath(*parts)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    return destination if destination.resolve().parent.is_relative_to(target) else None
+
+
+def _short(part: str) -> str:
+    """A path part short enough for the file system; the suffix (.py, .ipynb) is kept."""
+    if len(part.encode()) <= MAX_NAME_BYTES:
+        return part
+    suffix = Path(part).suffix if len(Path(part).suffix) < 16 else ""
+    return part.encode()[:100].decode(errors="ignore") + suffix
+
+
+def _member_problem(member: zipfile.ZipInfo) -> str:
+    if member.flag_bits & 0x1:
+        return "it is encrypted"
+    if member.compress_type not in COMPRESSIONS:
+        return f"it uses a compression method ({member.compress_type}) this grader does not read"
+    if len(member.filename.encode()) > MAX_PATH_BYTES or any(
+            len(part.encode()) > MAX_NAME_BYTES for part in member.filename.split("/")):
+        return "its name is too long"
+    return ""
+
+
+def _copy_member(bundle: zipfile.ZipFile, member: zipfile.ZipInfo, destination: Path, room: int) -> int:
+    """Write one member, counting real bytes; stops past a submission's size or the zip's `room` left."""
+    count = 0
+    with bundle.open(member) as source, open(destination, "wb") as sink:
+        while chunk := source.read(1 << 20):
+            count += len(chunk)
+            if count > room:
+                raise _ZipTooLarge
+            if count > MAX_BYTES:
+                sink.close()
+                destination.unlink()
+                raise _MemberTooLarge
+            sink.write(chunk)
+    return count

@@ -1,0 +1,102 @@
+"""Results as plain data: one CheckResult per check, one SubmissionResult per file.
+
+`SubmissionResult.to_json` is the line `autograder grade --json` prints, in
+the shape of Gradescope's results.json plus the fields a TA needs to trust
+it (seed, suite version, sandbox mode).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATUSES = ("passed", "failed", "error", "timeout")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str  # "<function>.<aspect>"
+    function: str
+    visibility: str  # "public" or "hidden"
+    status: str  # one of STATUSES
+    score: float
+    max_score: float
+    output: str = ""  # the message for the student
+    hint: str = ""
+    misconception: str | None = None  # a stable id from the assignment's misconception catalogue
+    seconds: float = 0.0
+    explanation: str = ""  # the misconception's sentence: the idea to revisit, in the course's words
+    example: str = ""  # JSON (autograder.examples): inputs and values for public checks, sizes only for hidden
+    stopped: str = ""  # "timeout", "crashed" or "rejected" when the sandbox stopped one of the check's calls
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    student: str
+    assignment: str
+    file: str
+    sha256: str
+    suite_version: str
+    seed: int
+    sandbox: str  # "bwrap" or "fallback"
+    tests: tuple[CheckResult, ...]
+    problem: str = ""  # why the file could not be graded at all
+    notes: tuple[str, ...] = ()  # load problems, skipped cells, notebook warnings
+    output: str = ""  # what the student's code printed (capped)
+    killed_processes: int = 0
+    seconds: float = 0.0
+    graded_at: str = ""
+    # The grader's own traceback when grading failed inside the grader: for instructors, never students.
+    internal_error: str = ""
+
+    @property
+    def score(self) -> float:
+        return round(sum(t.score for t in self.tests), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(t.max_score for t in self.tests), 6)
+
+    def counts(self) -> dict[str, int]:
+        return {status: sum(t.status == status for t in self.tests) for status in STATUSES}
+
+    def by_function(self) -> dict[str, tuple[float, float]]:
+        """function -> (points earned, points possible), in check order."""
+        totals: dict[str, list[float]] = {}
+        for test in self.tests:
+            entry = totals.setdefault(test.function, [0.0, 0.0])
+            entry[0] += test.score
+            entry[1] += test.max_score
+        return {name: (round(got, 6), round(possible, 6)) for name, (got, possible) in totals.items()}
+
+    def to_json(self) -> dict:
+        """Gradescope's results.json fields, plus provenance."""
+        return {
+            "student": self.student, "assignment": self.assignment, "score": self.score,
+            "max_score": self.max_score, "seed": self.seed, "suite_version": self.suite_version,
+            "sandbox": self.sandbox, "file": self.file, "sha256": self.sha256, "problem": self.problem,
+            "notes": list(self.notes), "output": self.output, "execution_time": round(self.seconds, 3),
+            "internal_error": self.internal_error,
+            "tests": [{"name": t.name, "function": t.function, "score": t.score, "max_score": t.max_score,
+                       "status": t.status, "visibility": t.visibility, "output": t.output,
+                       "hint": t.hint, "misconception": t.misconception, "explanation": t.explanation}
+                      for t in self.tests],
+        }
+
+
+def flags(result: SubmissionResult) -> list[str]:
+    """Short labels for a TA: what in this submission needs a look."""
+    found = []
+    if result.internal_error:
+        found.append("internal error")
+    elif result.problem:
+        found.append("not graded")
+    if any(t.status == "timeout" for t in result.tests):
+        found.append("timeout")
+    if any(t.stopped == "crashed" for t in result.tests):
+        found.append("crash")
+    if any(t.stopped == "rejected" for t in result.tests):
+        found.append("rejected reply")
+    if result.killed_processes:
+        found.append(f"left {result.killed_processes} processes")
+    if result.sandbox != "bwrap":
+        found.append("reduced sandbox")
+    return found

@@ -1,0 +1,100 @@
+"""Shrinking a failing randomized check to the smallest input sizes that still fail.
+
+Greedy, as property-based testing's shrinkers are: try the one-step
+reductions of `Sizes.smaller()` in order (most aggressive first), move to the
+first one that still fails, and start over from there; stop when no
+reduction fails, after `MAX_RUNS` re-runs, or when the submission's
+shrinking time is spent. The caller re-runs the check with a fresh Trial
+(same seed) against the same live sandbox session, so the smaller failure
+is one the student's code really produced.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autograder.authoring.checks import Sizes
+
+MAX_RUNS = 20  # re-runs per check: enough to walk (2, 3) × 5 × 7 × 4 × 3 down to ones
+SUBMISSION_SHARE = 0.1  # of a submission's time budget that shrinking may use, all checks together
+MAX_SUBMISSION_SECONDS = 1.0
+
+
+@dataclass
+class ShrinkBudget:
+    """Wall-clock seconds one submission may spend shrinking, all its checks together."""
+
+    seconds: float
+    spent: float = 0.0
+
+    @classmethod
+    def for_submission(cls, submission_seconds: float) -> ShrinkBudget:
+        # Re-runs use the same session, so they also use the submission's time budget;
+        # a small share keeps shrinking from costing an honest check its time.
+        return cls(min(MAX_SUBMISSION_SECONDS, SUBMISSION_SHARE * submission_seconds))
+
+    def left(self) -> float:
+        return self.seconds - self.spent
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    """The smallest failing run found: its sizes, the attempt at those sizes, and the re-runs it took."""
+
+    sizes: Sizes
+    attempt: Any
+    runs: int
+
+
+def shrink(sizes: Sizes, size: int, rerun: Callable[[Sizes], Any], budget: ShrinkBudget,
+           max_runs: int = MAX_RUNS) -> Shrunk | None:
+    """Walk `sizes` down while the check keeps failing; None if nothing smaller fails.
+
+    size: `input_size` of the original failing run. A reduction is taken
+        only if its inputs are no bigger, and the result only if they are
+        smaller, so a check whose inputs do not depend on its sizes is never
+        reported as "shrunk".
+    rerun(sizes): runs the check at those sizes; returns an attempt with
+        `.status` ("failed" when it still fails) and `.calls` ((Call, Reply) pairs).
+    """
+    best, best_attempt, best_size, runs = sizes, None, size, 0
+    improved = True
+    while improved:
+        improved = False
+        for candidate in best.smaller():
+            if runs >= max_runs or budget.left() <= 0:
+                return _found(best, best_attempt, best_size, size, runs)
+            started = time.monotonic()
+            attempt = rerun(candidate)
+            budget.spent += time.monotonic() - started
+            runs += 1
+            candidate_size = input_size(attempt.calls)
+            if attempt.status == "failed" and candidate_size <= best_size:
+                best, best_attempt, best_size, improved = candidate, attempt, candidate_size, True
+                break
+    return _found(best, best_attempt, best_size, size, runs)
+
+
+def input_size(calls: list) -> int:
+    """How big a run's inputs are: array entries plus integer arguments (sizes such as a count)."""
+    return sum(_size(value) for call, _ in calls for value in (*call.args, *call.kwargs.values()))
+
+
+def _size(value) -> int:
+    if isinstance(value, np.ndarray):
+        return int(value.size)
+    if isinstance(value, (tuple, list)):
+        return sum(_size(v) for v in value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return abs(int(value))
+    return 0
+
+
+def _found(sizes, attempt, size, original_size, runs) -> Shrunk | None:
+    if attempt is None or size >= original_size:
+        return None
+    return Shrunk(sizes, attempt, runs)

@@ -1,0 +1,181 @@
+"""Reading one student's file — a .py module or a Jupyter notebook — into code to run.
+
+The grader parses but never executes: a notebook is read and validated with
+nbformat here, and only the text of its code cells travels to the worker.
+A file that cannot be read (empty, binary, not JSON, not a notebook, no code)
+becomes a Submission with a `problem` that the student's feedback shows.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+# jsonschema (which nbformat imports) loads the optional IRI checker rfc3987_syntax when it is
+# installed, compiling a grammar for ~3 s on every start; notebooks use no IRI formats.
+sys.modules.setdefault("rfc3987_syntax", None)
+import nbformat  # noqa: E402
+
+from autograder.text import safe, valid_utf8  # noqa: E402
+
+MAX_BYTES = 50 << 20  # notebooks with images can be large; anything bigger is not a submission
+MAX_CELLS = 5000  # code cells graded in one notebook
+SUFFIXES = (".py", ".ipynb")
+DEMO_TAG = "demo"  # a cell tag: an instructor's illustration the grader does not run (it defines nothing graded)
+_LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
+# Cell magics whose body is still Python; any other cell magic (%%bash, %%writefile...) skips the cell.
+_PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    label: str  # "cell 3": what the student sees in their notebook, counting code cells from 1
+    source: str
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's file, read and ready to send to a worker.
+
+    kind: "py" or "ipynb". problem: why the file cannot be graded (empty when it can).
+    """
+
+    student: str
+    path: Path
+    kind: str
+    sha256: str
+    source: str = ""
+    cells: tuple[Cell, ...] = ()
+    problem: str = ""
+    note: str = ""  # a warning that did not stop grading, e.g. a notebook with schema problems
+
+    def worker_spec(self, module: str) -> dict:
+        """What the worker needs to load this submission (see worker._load): its units' labels and sources."""
+        spec = {"module": module, "filename": f"{module}{Path(self.path).suffix}"}
+        if self.kind == "py":
+            return dict(spec, kind="py", labels=["the file"], sources=[self.source])
+        return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.source for c in self.cells])
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, as stored with its result ("" if it cannot be read)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def read_submission(path: Path, student: str | None = None) -> Submission:
+    """Read a .py or .ipynb file; the student id defaults to the file's stem."""
+    path = Path(path)
+    student = student or path.stem
+    kind = path.suffix.lstrip(".")
+    try:
+        size = path.stat().st_size
+        data = path.read_bytes() if size <= MAX_BYTES else b""
+    except OSError as error:
+        return Submission(student, path, kind, "", problem=f"the file could not be read ({error.strerror}); "
+                                                           "check that it exists and is readable, then grade again")
+    digest = hashlib.sha256(data).hexdigest() if size <= MAX_BYTES else file_sha256(path)
+    shown = safe(path.name)  # the student chose the name
+    problem = _basic_problem(data, size, shown)
+    if problem:
+        return Submission(student, path, kind, digest, problem=problem)
+    text = data.decode("utf-8", errors="replace")
+    if kind == "py":
+        return Submission(student, path, kind, digest, source=text)
+    cells, problem, note = _notebook_cells(text, shown)
+    return Submission(student, path, kind, digest, cells=cells, problem=problem, note=note)
+
+
+def _basic_problem(data: bytes, size: int, name: str) -> str:
+    if size > MAX_BYTES:
+        return f"{name} is {size / 1e6:.0f} MB, over the {MAX_BYTES >> 20} MB limit; clear the outputs and resubmit"
+    if not data.strip():
+        return f"{name} is empty; submit the file with your code in it"
+    if b"\x00" in data[:8192]:
+        return f"{name} is a binary file, not Python code or a notebook; submit the .py or .ipynb file itself"
+    return ""
+
+
+def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
+    """Code cells of a notebook, a problem that stops grading, and a note that does not.
+
+    Everything in the file is checked before it is used: a notebook is
+    student data, and a list where text belongs must not stop the batch.
+    """
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        return (), (f"{name} is not a valid notebook: its JSON is broken at line {error.lineno} "
+                    f"({error.msg}). Open it in Jupyter, save it again and resubmit"), ""
+    except (RecursionError, MemoryError, ValueError):
+        return (), (f"{name} is not a valid notebook: its JSON is nested too deeply or too large to be one. "
+                    "Open your notebook in Jupyter, save it again and resubmit"), ""
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        return (), (f"{name} is JSON but not a Jupyter notebook (it has no list of cells); submit the .ipynb you "
+                    "worked in"), ""
+    notes = []
+    try:
+        nbformat.validate(nbformat.reads(text, as_version=4, capture_validation_error={}))
+    except Exception as error:  # noqa: BLE001 - nbformat raises several types for damaged files
+        notes.append(f"{name} does not fully follow the notebook format ({_first_line(error)}); "
+                     "its code cells were graded anyway")
+    cells, skipped = [], []
+    for number, cell in enumerate((c for c in raw["cells"] if isinstance(c, dict) and c.get("cell_type") == "code"),
+                                  start=1):
+        if number > MAX_CELLS:
+            notes.append(f"{name} has more than {MAX_CELLS} code cells; only the first {MAX_CELLS} were graded")
+            break
+        if _is_grader_test(cell) or DEMO_TAG in _tags(cell):
+            continue  # test cells and the instructor's illustrations are not the student's work
+        source = _source_text(cell.get("source", ""))
+        if source is None:
+            skipped.append(f"cell {number}")
+            continue
+        cells.append(Cell(f"cell {number}", _strip_magics(valid_utf8(source))))
+    if skipped:
+        notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "
+                     "open the notebook in Jupyter and save it again")
+    if not any(c.source.strip() for c in cells):
+        return (), f"{name} has no code cells with code in them; write your functions in code cells and resubmit", \
+            "; ".join(notes)
+    return tuple(cells), "", "; ".join(notes)
+
+
+def _source_text(source) -> str | None:
+    """A cell's source as text (nbformat allows a string or a list of strings); None for anything else."""
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    return None
+
+
+def _tags(cell: dict) -> list:
+    tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
+    return [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
+
+
+def _is_grader_test(cell: dict) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}
+    return isinstance(meta, dict) and meta.get("grade") is True and meta.get("solution") is not True
+
+
+def _strip_magics(source: str) -> str:
+    """IPython syntax as plain Python: line magics and shell lines become `pass`."""
+    lines = source.split("\n")
+    if lines and lines[0].startswith("%%"):
+        if lines[0].split()[0] not in _PYTHON_CELL_MAGICS:
+            return ""
+        lines[0] = ""
+    return "\n".join(_LINE_MAGIC.sub(r"\1pass  # ", line) if _LINE_MAGIC.match(line) else line
+                     for line in lines)
+
+
+def _first_line(error: Exception) -> str:
+    text = safe(error).strip().splitlines()
+    return text[0][:200] if text else type(error).__name__

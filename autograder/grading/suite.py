@@ -1,0 +1,210 @@
+"""An assignment's grading suite: its checks, their points, and the reference.
+
+Checks come from two files, which decide their visibility:
+`<source>/public_checks.py` (released to students) and
+`<solution>/hidden_checks.py` (never released); the reference is
+`<solution>/reference.py`. Each checks file defines `CHECKS`, a list of
+`autograder.checks.Check`. Points and per-check time limits come from
+course.yaml, and the two must name exactly the same checks.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from autograder.authoring.checks import Check
+from autograder.authoring.misconceptions import Catalogue
+from autograder.grading.course import Assignment, Course, CourseError
+from autograder.grading.manifest import MANIFEST_FILE, read_manifest
+
+PUBLIC_FILE = "public_checks.py"
+HIDDEN_FILE = "hidden_checks.py"
+REFERENCE_FILE = "reference.py"
+MISCONCEPTIONS_FILE = "misconceptions.py"  # optional, beside the reference: see autograder.authoring.misconceptions
+# Grader code whose changes can change a verdict, so they are part of the suite's version.
+# The code that grades: a change to any of it can change a verdict or what a stored result says, so it is
+# part of every suite's version, and a rerun after an upgrade regrades instead of skipping.
+_PACKAGE = Path(__file__).resolve().parents[1]
+GRADING_CODE = ("text.py", "authoring", "sandbox", "grading")
+
+
+@dataclass(frozen=True)
+class SuiteCheck:
+    check: Check
+    visibility: str  # "public" or "hidden"
+    points: float
+    seconds: float | None
+
+    @property
+    def name(self) -> str:
+        return self.check.name
+
+    @property
+    def function(self) -> str:
+        return self.check.function
+
+
+@dataclass(frozen=True)
+class Suite:
+    assignment: Assignment
+    checks: tuple[SuiteCheck, ...]
+    reference: ModuleType | None
+    version: str  # changes whenever a check, the reference, or the assignment's settings change
+    misconceptions: Catalogue | None = None  # the assignment's known wrong ideas, if it has a catalogue
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """The graded functions, in the order their first check appears."""
+        return tuple(dict.fromkeys(c.function for c in self.checks))
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.points for c in self.checks)
+
+    def secret_paths(self, course: Course) -> list[Path]:
+        """Every file and folder of the course that no worker may read, for a suite with hidden parts.
+
+        course.yaml (its seed salt), the solution folder, nbgrader's source
+        notebook (its solution regions), and the results and students' work
+        nbgrader and `grade` keep in the course root. Empty for a suite of
+        public checks only, which has nothing to hide.
+        """
+        if self.reference is None and all(c.visibility == "public" for c in self.checks):
+            return []
+        root = course.root
+        places = [course.path, self.assignment.solution_dir,
+                  self.assignment.source_dir / f"{self.assignment.module}.ipynb", root / "grades.db",
+                  root / "gradebook.db", root / "submitted", root / "autograded", root / "feedback"]
+        return [path for place in places if place.exists() for path in _with_contents(place)]
+
+    def check(self, name: str) -> SuiteCheck:
+        for entry in self.checks:
+            if entry.name == name:
+                return entry
+        raise CourseError(f"{self.assignment.name} has no check {name!r}; "
+                          "`autograder checks ASSIGNMENT` lists them")
+
+
+def load_suite(course: Course, name: str) -> Suite:
+    """Load the public and hidden checks and the reference of assignment `name`."""
+    assignment = course.assignment(name)
+    public_path = assignment.source_dir / PUBLIC_FILE
+    if not public_path.is_file():
+        raise CourseError(f"{public_path} is missing: every assignment needs public checks "
+                          "(a file defining CHECKS, which may be an empty list)")
+    found = [(check, "public") for check in _checks(_load_module(public_path, name, "public_checks"))]
+    hidden_path = assignment.solution_dir / HIDDEN_FILE
+    if hidden_path.is_file():
+        found += [(check, "hidden") for check in _checks(_load_module(hidden_path, name, "hidden_checks"))]
+    reference_path = assignment.solution_dir / REFERENCE_FILE
+    reference = _load_module(reference_path, name, "reference") if reference_path.is_file() else None
+    checks = tuple(_with_points(check, visibility, assignment, course) for check, visibility in found)
+    _require_all_listed(checks, assignment, course)
+    catalogue_path = assignment.solution_dir / MISCONCEPTIONS_FILE
+    catalogue = _catalogue(_load_module(catalogue_path, name, "misconceptions")) if catalogue_path.is_file() else None
+    files = [public_path, hidden_path, reference_path, catalogue_path, *_grading_code()]
+    return Suite(assignment, checks, reference, _version(files, assignment), catalogue)
+
+
+def load_public_suite(folder: Path) -> Suite:
+    """The public checks of a released assignment folder, with points from its public manifest.
+
+    For students (`autograder check`, the notebook's public test cells): needs
+    neither course.yaml nor solutions/, only the folder `autograder release`
+    produced (public_checks.py and public_manifest.json beside the stub).
+    """
+    folder = Path(folder)
+    assignment = read_manifest(folder)
+    public_path = folder / PUBLIC_FILE
+    if not public_path.is_file():
+        raise CourseError(f"{public_path} is missing: the released folder must hold the public checks; "
+                          "download the assignment again, or pass its folder with --dir")
+    checks = _checks(_load_module(public_path, assignment.name, "public_checks"))
+    released = set(assignment.checks)
+    unlisted = [c.name for c in checks if c.name not in released] + sorted(released - {c.name for c in checks})
+    if unlisted:
+        raise CourseError(f"{folder / MANIFEST_FILE} and {PUBLIC_FILE} disagree about check {unlisted[0]!r}: "
+                          "the folder mixes two releases. Download the assignment again "
+                          "(instructors: run `autograder release`)")
+    entries = tuple(SuiteCheck(c, "public", assignment.checks[c.name].points, assignment.checks[c.name].seconds)
+                    for c in checks)
+    files = [public_path, folder / MANIFEST_FILE, *_grading_code()]
+    return Suite(assignment, entries, None, _version(files, assignment))
+
+
+def _with_contents(place: Path, limit: int = 5000) -> list[Path]:
+    """`place` and, for a folder, what it holds (each file is tried: a folder one cannot list may still be entered)."""
+    found = [place]
+    if place.is_dir():
+        found += sorted(place.rglob("*"))[:limit]
+    return found
+
+
+def _load_module(path: Path, assignment: str, role: str) -> ModuleType:
+    module_name = f"autograder_suites.{assignment}.{role}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # so tracebacks and dataclasses in the module work
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[module_name]
+        raise CourseError(f"{path} failed to load: {type(error).__name__}: {error}. "
+                          "Fix the file; nothing was graded") from error
+    return module
+
+
+def _checks(module: ModuleType) -> list[Check]:
+    checks = getattr(module, "CHECKS", None)
+    if not isinstance(checks, list) or not all(isinstance(c, Check) for c in checks):
+        raise CourseError(f"{module.__file__} must define CHECKS, a list of autograder.checks.Check")
+    return checks
+
+
+def _catalogue(module: ModuleType) -> Catalogue:
+    catalogue = getattr(module, "CATALOGUE", None)
+    if not isinstance(catalogue, Catalogue):
+        raise CourseError(f"{module.__file__} must define CATALOGUE, an autograder.misconceptions.Catalogue "
+                          "(or be removed if the assignment has no misconception catalogue)")
+    return catalogue
+
+
+def _with_points(check: Check, visibility: str, assignment: Assignment, course: Course) -> SuiteCheck:
+    config = assignment.checks.get(check.name)
+    if config is None:
+        raise CourseError(f"{course.path}: check {check.name!r} ({visibility}) has no points; add "
+                          f"`{check.name}: <points>` under assignments.{assignment.name}.checks")
+    return SuiteCheck(check, visibility, config.points, config.seconds)
+
+
+def _require_all_listed(checks: tuple[SuiteCheck, ...], assignment: Assignment, course: Course) -> None:
+    names = [c.name for c in checks]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise CourseError(f"{assignment.name}: check {duplicates[0]!r} is defined twice; names must be unique")
+    unknown = sorted(set(assignment.checks) - set(names))
+    if unknown:
+        raise CourseError(f"{course.path}: assignments.{assignment.name}.checks.{unknown[0]}: no check by that "
+                          f"name exists in {PUBLIC_FILE} or {HIDDEN_FILE}; remove the line or fix its name")
+
+
+def _grading_code() -> list[Path]:
+    found = []
+    for name in GRADING_CODE:
+        place = _PACKAGE / name
+        found += sorted(place.rglob("*.py")) if place.is_dir() else [place]
+    return found
+
+
+def _version(files: list[Path], assignment: Assignment) -> str:
+    digest = hashlib.sha256(repr((assignment.module, assignment.preload, assignment.limits,
+                                  sorted(assignment.tolerance.items()),
+                                  sorted(assignment.checks.items()))).encode())
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes() if path.is_file() else b"-")
+    return digest.hexdigest()[:16]

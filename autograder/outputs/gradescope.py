@@ -1,0 +1,235 @@
+"""Gradescope: results.json in Gradescope's documented format, and grading the one submission it hands us.
+
+https://gradescope-autograders.readthedocs.io/en/latest/specs/ . The
+bundle's run_autograder calls `grade_for_gradescope` on Gradescope's own
+machines; `write_gradescope_dir` writes the same files from the results
+store for a course that grades elsewhere and uploads.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from autograder.grading.course import Course
+from autograder.grading.discover import choose
+from autograder.grading.results import SubmissionResult
+from autograder.grading.submission import SUFFIXES, Submission, read_submission
+from autograder.outputs import ExportError
+
+# Gradescope's visibility for our checks. Public checks are released with the stub, so
+# they are "visible". Hidden checks are "visible" too, deliberately: what a student sees
+# of a hidden check is its name, our message and hint, which by design never carry the
+# check's inputs (issue 5), so showing them early leaks nothing the grade needs kept.
+# "after_published" would hide the hidden checks AND, per Gradescope's docs, the student's
+# total until grades are published, so a student whose public checks all pass would see
+# "all passed" while hidden checks failed (the Otter complaint, ucbds-infra/otter-grader#138).
+VISIBILITY = {"public": "visible", "hidden": "visible"}
+
+
+# Student-facing text is rendered as plain text: our messages contain "<", "*" and "_",
+# which "simple_format"/"html"/"md" would interpret.
+TEXT = "text"
+
+
+def gradescope_results(result: SubmissionResult) -> dict:
+    """The results.json Gradescope shows for one submission (plus instructor-only extra_data)."""
+    numbers = _test_numbers(result)
+    return {
+        "score": result.score,
+        "execution_time": round(result.seconds, 3),
+        "output": _summary(result),
+        "output_format": TEXT,
+        "test_output_format": TEXT,
+        "test_name_format": TEXT,
+        "visibility": "visible",
+        # run_autograder's own stdout holds grader warnings and paths: for instructors only.
+        "stdout_visibility": "hidden",
+        # Provenance, and what the student's code printed: printed output may echo a hidden
+        # check's inputs, so it goes here (stored, shown to instructors), not into "output".
+        "extra_data": {
+            "student": result.student, "assignment": result.assignment, "file": result.file,
+            "sha256": result.sha256, "suite_version": result.suite_version, "seed": result.seed,
+            "sandbox": result.sandbox, "killed_processes": result.killed_processes, "problem": result.problem,
+            "notes": list(result.notes), "graded_at": result.graded_at, "student_output": result.output,
+            "internal_error": result.internal_error,
+            "max_score": result.max_score,
+        },
+        "tests": [_gradescope_test(test, numbers[test.name]) for test in result.tests],
+    }
+
+
+def _gradescope_test(test, number: str) -> dict:
+    # Gradescope knows only passed/failed; our error/timeout are failures whose message
+    # already says what happened ("f did not return within 5 s and was stopped").
+    # getattr: `explanation` (the misconception's sentence) comes with the feedback work of issue 5.
+    explanation = getattr(test, "explanation", "")
+    output = "\n".join(text for text in (test.output, explanation, f"Hint: {test.hint}" if test.hint else "") if text)
+    return {
+        "score": test.score,
+        "max_score": test.max_score,
+        "status": "passed" if test.status == "passed" else "failed",
+        "name": test.name,
+        "name_format": TEXT,
+        "number": number,
+        "output": output,
+        "output_format": TEXT,
+        "tags": [test.function, test.visibility, test.status],
+        "visibility": VISIBILITY[test.visibility],
+        "extra_data": {"function": test.function, "status": test.status, "visibility": test.visibility,
+                       "misconception": test.misconception, "seconds": test.seconds},
+    }
+
+
+def _test_numbers(result: SubmissionResult) -> dict[str, str]:
+    """"<function number>.<check number>", so Gradescope groups a function's checks together."""
+    functions = list(result.by_function())
+    seen: dict[str, int] = {}
+    numbers = {}
+    for test in result.tests:
+        seen[test.function] = seen.get(test.function, 0) + 1
+        numbers[test.name] = f"{functions.index(test.function) + 1}.{seen[test.function]}"
+    return numbers
+
+
+def _summary(result: SubmissionResult) -> str:
+    counts = result.counts()
+    lines = [f"{Path(result.file).name}: {result.score:g} / {result.max_score:g} points "
+             f"({counts['passed']} of {len(result.tests)} checks passed)."]
+    if result.problem:
+        lines.append(f"Could not grade: {result.problem}")
+    if counts["timeout"]:
+        lines.append(f"{counts['timeout']} checks were stopped at their time limit.")
+    if counts["error"]:
+        lines.append(f"{counts['error']} checks ended with an error in your code.")
+    lines += [f"Note: {note}" for note in result.notes]
+    lines.append("Points per function:")
+    lines += [f"  {name:<18}{got:g} / {possible:g}" for name, (got, possible) in result.by_function().items()]
+    lines.append("Hidden checks show their name, message and hint, never their inputs.")
+    return "\n".join(lines)
+
+
+def write_gradescope_dir(results: list[SubmissionResult], out: Path) -> list[Path]:
+    """OUT/<student>/results.json for every result; returns the files written."""
+    written = []
+    for result in results:
+        if result.student in ("", ".", "..") or "/" in result.student or "\\" in result.student:
+            raise ExportError(f"student id {result.student!r} cannot be a folder name; rename the "
+                              "submission and regrade it, then export again.")
+        path = Path(out) / result.student / "results.json"
+        write_json(path, gradescope_results(result))
+        written.append(path)
+    return written
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write atomically, so Gradescope or a TA never reads half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(partial, path)
+
+
+GRADESCOPE_ROOT = Path("/autograder")
+
+
+@dataclass(frozen=True)
+class Picked:
+    """The file run_autograder grades, or why there is none."""
+
+    path: Path | None
+    note: str = ""
+    problem: str = ""
+
+
+def pick_submission_file(folder: Path, module: str) -> Picked:
+    """The student's file in Gradescope's submission folder, chosen as `grade` chooses (discover.choose).
+
+    Symlinks and anything resolving outside `folder` are ignored: a
+    repository submitted from GitHub could otherwise link the file to the
+    reference under /autograder/source.
+    """
+    folder = Path(folder)
+    candidates = _regular_files(folder)
+    if not candidates:
+        return Picked(None, problem=f"no {module}.py or {module}.ipynb was found in your submission; "
+                                    f"upload that file (with that name) and submit again")
+    return Picked(*choose(candidates, module, folder))
+
+
+def _regular_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    root = folder.resolve()
+    found = []
+    for directory, subdirs, files in os.walk(folder, followlinks=False):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in ("__pycache__", "__MACOSX"))
+        for name in sorted(files):
+            path = Path(directory) / name
+            if (path.suffix in SUFFIXES and not name.startswith(".") and not path.is_symlink()
+                    and path.resolve().is_relative_to(root)):
+                found.append(path)
+    return found
+
+
+def gradescope_student(metadata_file: Path) -> str:
+    """The student id that seeds the randomized inputs: the submitters' emails.
+
+    Sorted and joined for a group, so every resubmission of the group gets the
+    same inputs; "gradescope" when the metadata is missing (a local test run).
+    """
+    try:
+        users = json.loads(Path(metadata_file).read_text()).get("users") or []
+    except (OSError, ValueError, AttributeError):
+        return "gradescope"
+    ids = sorted(str(u.get("email") or u.get("id") or "") for u in users if isinstance(u, dict))
+    return ",".join(i for i in ids if i) or "gradescope"
+
+
+def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOPE_ROOT,
+                         sandbox: str = "auto", log: TextIO = sys.stderr) -> SubmissionResult:
+    """Grade the one submission under ROOT/submission and write ROOT/results/results.json.
+
+    This is what the bundle's run_autograder runs inside Gradescope's
+    container; ROOT is a parameter so it can run anywhere.
+    """
+    # Imported here: grading loads the suite, the sandbox and torch, which the other exports never need.
+    from autograder.grading.grader import Grader
+    from autograder.grading.suite import load_suite
+    from autograder.sandbox.protections import SandboxError, probe
+    from autograder.sandbox.zygote import Sandbox, refuse_readable
+
+    root = Path(root)
+    suite = load_suite(course, assignment)
+    module = suite.assignment.module
+    student = gradescope_student(root / "submission_metadata.json")
+    picked = pick_submission_file(root / "submission", module)
+    if picked.path is None:
+        submission = Submission(student, root / "submission" / f"{module}.py", "py", "", problem=picked.problem)
+    else:
+        submission = read_submission(picked.path, student)
+        if picked.note:
+            submission = dataclasses.replace(submission, note="; ".join(n for n in (picked.note, submission.note) if n))
+    protections = probe(sandbox)
+    print(f"autograder: sandbox {protections.mode}" + (f" ({protections.reason})" if protections.reason else ""),
+          file=log)
+    if protections.warning:
+        print(protections.warning, file=log)
+    try:
+        refuse_readable(protections, suite.secret_paths(course))
+    except SandboxError:
+        write_json(root / "results" / "results.json", {
+            "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
+            "output": "The autograder did not run: on this machine your code could have read the solutions. "
+                      "Your instructor has to fix the autograder; your submission will be graded then."})
+        raise
+    with Sandbox(protections, suite.assignment.preload) as box:
+        result = Grader(course, suite, box).grade(submission)
+    write_json(root / "results" / "results.json", gradescope_results(result))
+    print(f"autograder: {student}: {result.score:g} / {result.max_score:g}; wrote "
+          f"{root / 'results' / 'results.json'}", file=log)
+    return result

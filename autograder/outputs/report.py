@@ -1,0 +1,342 @@
+"""Feedback for each student and a report for the class, written from the results store.
+
+`write_reports` turns the stored results of one assignment into
+`feedback/<student>.html` and `.md`, one self-contained `index.html` (plots
+embedded as PNG data, nothing fetched from the network) and `grades.csv`.
+It reads only what the grader stored: hidden checks' results hold their
+name, message and hint but never their inputs or expected values (see
+`autograder.examples`), and the pages show public examples only.
+
+Everything a student controls (ids, printed output, exception messages
+inside check messages) is escaped: the HTML templates autoescape, and the
+Markdown environment escapes every value it prints unless it is a fenced
+code block built here (`Verbatim`).
+"""
+from __future__ import annotations
+
+import base64
+import io
+import re
+import statistics
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import jinja2
+from matplotlib.figure import Figure
+
+from autograder.grading.examples import load_example, render_value
+from autograder.grading.results import CheckResult, SubmissionResult, flags
+from autograder.outputs.grades_csv import write_csv
+from autograder.text import safe
+
+TEMPLATES = Path(__file__).parent / "templates"
+HISTOGRAM_BINS = 10
+
+
+# ---------------------------------------------------------------- one student
+
+
+@dataclass(frozen=True)
+class ShownCall:
+    """One call of a public example: `function(args)` and what came back."""
+
+    function: str
+    args: list[tuple[str, str]]  # (parameter, rendered value)
+    outcome: str  # "returned" or "raised"
+    value: str
+
+
+@dataclass(frozen=True)
+class ShownFailure:
+    """A check the student did not pass, as their feedback shows it."""
+
+    check: CheckResult
+    lost: float
+    sizes: str = ""  # the smallest failing sizes, when the failure was shrunk
+    smallest_message: str = ""  # the check's message at those sizes
+    calls: list[ShownCall] = field(default_factory=list)  # public checks only
+    expected: str = ""  # public checks only
+
+
+@dataclass(frozen=True)
+class StudentPage:
+    """Everything one student's feedback shows."""
+
+    result: SubmissionResult
+    file: str  # file name (without suffix) of the feedback page
+    summary: str
+    functions: list[tuple[str, float, float, int, int]]  # (function, points, possible, passed, checks)
+    failures: list[ShownFailure]
+    stopped: list[str]  # what the sandbox stopped, in plain words
+    flags: list[str]
+
+
+def summary_sentence(result: SubmissionResult) -> str:
+    """One line on how the submission did; never "all passed" while any check, hidden ones included, failed."""
+    if result.problem:
+        return f"Your file could not be graded: {result.problem}"
+    failed = {v: sum(t.visibility == v and t.status != "passed" for t in result.tests) for v in ("public", "hidden")}
+    total = {v: sum(t.visibility == v for t in result.tests) for v in ("public", "hidden")}
+    if not failed["public"] and not failed["hidden"]:
+        return f"All {len(result.tests)} checks passed, public and hidden."
+    if not failed["public"]:
+        return (f"All public checks passed; {_count(failed['hidden'], 'hidden check')} of {total['hidden']} "
+                "did not pass.")
+    if not failed["hidden"]:
+        return (f"{_count(failed['public'], 'public check')} of {total['public']} did not pass; all hidden checks "
+                "passed.")
+    return (f"{_count(failed['public'], 'public check')} of {total['public']} and "
+            f"{_count(failed['hidden'], 'hidden check')} of {total['hidden']} did not pass.")
+
+
+def student_page(result: SubmissionResult, file: str) -> StudentPage:
+    functions = []
+    for function, (got, possible) in result.by_function().items():
+        tests = [t for t in result.tests if t.function == function]
+        functions.append((function, got, possible, sum(t.status == "passed" for t in tests), len(tests)))
+    failures = [] if result.problem else [_shown_failure(t) for t in result.tests if t.status != "passed"]
+    return StudentPage(result, file, summary_sentence(result), functions, failures, sandbox_events(result),
+                       flags(result))
+
+
+def _shown_failure(check: CheckResult) -> ShownFailure:
+    lost = round(check.max_score - check.score, 6)
+    example = load_example(check.example) or {}
+    sizes = _sizes(example["sizes"]) if isinstance(example.get("sizes"), dict) else ""
+    if check.visibility != "public":
+        # Hidden checks: name, message, hint and sizes only, whatever the stored example holds.
+        return ShownFailure(check, lost, sizes)
+    smallest = example.get("message", "") if sizes else ""
+    calls = [ShownCall(c.get("function", "?"), [(name, render_value(v)) for name, v in c.get("args", {}).items()],
+                       "raised" if "raised" in c else "returned",
+                       c["raised"] if "raised" in c else render_value(c.get("returned")))
+             for c in example.get("calls", [])]
+    expected = render_value(example["expected"]) if "expected" in example else ""
+    return ShownFailure(check, lost, sizes, smallest, calls, expected)
+
+
+def _sizes(sizes: dict) -> str:
+    """The assignment's own size names: "n = 1, batch = (2,)"; an empty tuple of axes is "none"."""
+    shown = [f"{name} = {tuple(value) if value else 'none'}" if isinstance(value, list) else f"{name} = {value}"
+             for name, value in sizes.items()]
+    return ", ".join(shown)
+
+
+def sandbox_events(result: SubmissionResult) -> list[str]:
+    """What the sandbox stopped or changed while grading this submission, in plain words."""
+    events = [f"{t.name}: {t.output}" for t in result.tests if t.stopped or t.status == "timeout"]
+    if result.killed_processes:
+        events.append(f"{_count(result.killed_processes, 'process')} your code left running "
+                      f"{'was' if result.killed_processes == 1 else 'were'} stopped.")
+    if result.sandbox != "bwrap":
+        events.append(f"Your code ran in the reduced sandbox ({result.sandbox}) because bubblewrap was not available "
+                      "on the grading machine; this does not change your score.")
+    events += list(result.notes)
+    return events
+
+
+def _count(n: int, noun: str) -> str:
+    plural = noun + ("es" if noun.endswith("s") else "s")
+    return f"{n} {noun if n == 1 else plural}"
+
+
+# ---------------------------------------------------------------- the class
+
+
+@dataclass(frozen=True)
+class ClassReport:
+    """Everything index.html shows."""
+
+    assignment: str
+    students: list[StudentPage]
+    max_score: float
+    histogram: list[tuple[float, float, int]]  # (low, high, submissions); the last bin includes its high end
+    checks: list[tuple[str, str, int, int]]  # (check, visibility, passed, graded)
+    functions: list[tuple[str, float, float]]  # (function, mean points, possible)
+    misconceptions: list[tuple[str, str, int, int]]  # (id, sentence, students, checks)
+    flagged: list[StudentPage]
+    seconds: dict[str, float]
+    plots: dict[str, str] = field(default_factory=dict)  # name -> data: URI
+
+
+def histogram(scores: list[float], max_score: float, bins: int = HISTOGRAM_BINS) -> list[tuple[float, float, int]]:
+    """Equal-width bins over [0, max_score]; a score on an inner edge counts in the upper bin."""
+    width = max_score / bins if max_score > 0 else 1.0
+    counts = [0] * bins
+    for score in scores:
+        counts[min(bins - 1, max(0, int(score // width)))] += 1
+    return [(round(i * width, 6), round((i + 1) * width, 6), counts[i]) for i in range(bins)]
+
+
+def class_report(assignment: str, results: list[SubmissionResult], files: dict[str, str]) -> ClassReport:
+    students = [student_page(r, files[r.student]) for r in results]
+    graded = [r for r in results if not r.problem] or results
+    max_score = max(r.max_score for r in results)
+    checks = {}
+    for result in graded:
+        for test in result.tests:
+            row = checks.setdefault(test.name, [test.visibility, 0, 0])
+            row[1] += test.status == "passed"
+            row[2] += 1
+    functions = {}
+    for result in results:
+        for function, (got, possible) in result.by_function().items():
+            functions.setdefault(function, ([], possible))[0].append(got)
+    seconds = [r.seconds for r in results]
+    return ClassReport(
+        assignment=assignment, students=students, max_score=max_score,
+        histogram=histogram([r.score for r in results], max_score),
+        checks=[(name, v, passed, n) for name, (v, passed, n) in checks.items()],
+        functions=[(f, round(statistics.fmean(got), 3), possible) for f, (got, possible) in functions.items()],
+        misconceptions=misconception_counts(results),
+        flagged=[s for s in students if s.flags],
+        seconds={"total": sum(seconds), "mean": statistics.fmean(seconds), "median": statistics.median(seconds),
+                 "max": max(seconds)})
+
+
+def misconception_counts(results: list[SubmissionResult]) -> list[tuple[str, str, int, int]]:
+    """(id, sentence, students showing it, checks reporting it), most common first."""
+    found: dict[str, list] = {}
+    for result in results:
+        for test in result.tests:
+            if test.misconception:
+                row = found.setdefault(test.misconception, [test.explanation, set(), 0])
+                row[1].add(result.student)
+                row[2] += 1
+    rows = [(idea, sentence, len(students), checks) for idea, (sentence, students, checks) in found.items()]
+    return sorted(rows, key=lambda row: (-row[2], row[0]))
+
+
+# ---------------------------------------------------------------- plots
+
+
+def _data_uri(figure: Figure) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _bar_figure(labels: list[str], values: list[float], xlabel: str, horizontal: bool = True,
+                limit: float | None = None) -> Figure:
+    # Figure without pyplot: no global backend or state; Agg draws the PNG.
+    height = max(2.0, 0.25 * len(labels) + 0.8) if horizontal else 3.0
+    figure = Figure(figsize=(7, height))
+    axes = figure.add_subplot()
+    if horizontal:
+        axes.barh(range(len(labels)), values, color="#4878a8")
+        axes.set_yticks(range(len(labels)), labels, fontsize=8)
+        axes.invert_yaxis()
+        axes.set_xlabel(xlabel)
+        if limit:
+            axes.set_xlim(0, limit)
+    else:
+        axes.bar(range(len(labels)), values, color="#4878a8")
+        axes.set_xticks(range(len(labels)), labels, fontsize=8)
+        axes.set_ylabel(xlabel)
+    return figure
+
+
+def plots(report: ClassReport) -> dict[str, str]:
+    """The class report's figures as PNG data URIs. Labels are our own names, never student text."""
+    bins = report.histogram
+    result = {
+        "histogram": _bar_figure([f"{low:g}–{high:g}" for low, high, _ in bins], [n for *_, n in bins],
+                                 "submissions", horizontal=False),
+        "checks": _bar_figure([name for name, *_ in report.checks],
+                              [100 * passed / n if n else 0 for _, _, passed, n in report.checks],
+                              "passed (% of submissions)", limit=100),
+        "functions": _bar_figure([f for f, *_ in report.functions],
+                                 [100 * mean / possible if possible else 0 for _, mean, possible in report.functions],
+                                 "mean points (% of possible)", limit=100),
+        "seconds": _seconds_figure([s.result.seconds for s in report.students]),
+    }
+    if report.misconceptions:
+        result["misconceptions"] = _bar_figure([idea for idea, *_ in report.misconceptions],
+                                               [students for _, _, students, _ in report.misconceptions],
+                                               "students")
+    return {name: _data_uri(figure) for name, figure in result.items()}
+
+
+def _seconds_figure(seconds: list[float]) -> Figure:
+    figure = Figure(figsize=(7, 2.5))
+    axes = figure.add_subplot()
+    axes.hist(seconds, bins=min(20, max(1, len(seconds))), color="#4878a8")
+    axes.set_xlabel("grading time per submission (s)")
+    axes.set_ylabel("submissions")
+    return figure
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _html_text(value):
+    """Text shown in a page: control characters made visible (autoescape then handles the markup)."""
+    return safe(value) if isinstance(value, str) else value
+
+
+class Verbatim(str):
+    """Text the Markdown templates print as it is: a fenced code block built by `_code_block`."""
+
+
+def _markdown_escape(value) -> str:
+    """Any value printed into Markdown: no raw HTML, no accidental emphasis, links or table cells."""
+    if isinstance(value, Verbatim):
+        return value
+    text = "" if value is None else safe(value)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*_\[\]|#])", r"\\\1", text)
+
+
+def _code_block(text) -> Verbatim:
+    """A fenced block longer than any backtick run inside, so the text cannot end it."""
+    text = safe(text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return Verbatim(f"{fence}\n{text}\n{fence}")
+
+
+def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
+    loader = jinja2.FileSystemLoader(TEMPLATES)
+    html = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
+                              finalize=_html_text, trim_blocks=True, lstrip_blocks=True)
+    markdown = jinja2.Environment(loader=loader, autoescape=False, finalize=_markdown_escape,
+                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    markdown.filters["code"] = _code_block
+    for env in (html, markdown):
+        env.filters["points"] = lambda x: f"{x:g}"
+    return html, markdown
+
+
+def feedback_files(students: list[str]) -> dict[str, str]:
+    """A safe, unique file name (without suffix) for each student id."""
+    names, used = {}, set()
+    for student in students:
+        base = re.sub(r"[^A-Za-z0-9._-]", "_", student).lstrip(".") or "student"
+        name, n = base, 1
+        while name.lower() in used:  # case-insensitive file systems too
+            n += 1
+            name = f"{base}-{n}"
+        used.add(name.lower())
+        names[student] = name
+    return names
+
+
+def write_reports(assignment: str, results: list[SubmissionResult], out: Path) -> Path:
+    """Write feedback/<student>.html and .md, index.html and grades.csv under `out`; return index.html's path."""
+    out = Path(out)
+    (out / "feedback").mkdir(parents=True, exist_ok=True)
+    files = feedback_files([r.student for r in results])
+    report = class_report(assignment, results, files)
+    report = replace(report, plots=plots(report))
+    html, markdown = _environments()
+    for page in report.students:
+        context = {"page": page, "assignment": assignment}
+        (out / "feedback" / f"{page.file}.html").write_text(html.get_template("student.html").render(context))
+        (out / "feedback" / f"{page.file}.md").write_text(markdown.get_template("student.md").render(context))
+    index = out / "index.html"
+    index.write_text(html.get_template("index.html").render(report=report))
+    with open(out / "grades.csv", "w", newline="") as stream:
+        write_csv(results, stream)
+    return index
+
+

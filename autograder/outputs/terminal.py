@@ -1,0 +1,57 @@
+"""Results as text for a terminal: a table per submission, a summary for a class, one line per check.
+
+The callers print these through `autograder.text.safe`, which shows any
+control character a student put into a message as an escape.
+"""
+from __future__ import annotations
+
+from autograder.grading.results import CheckResult, SubmissionResult
+
+
+def format_results(results: list[SubmissionResult]) -> str:
+    """Per-function tables for a few submissions; a class summary for many."""
+    if len(results) <= 3:
+        return "\n".join(format_result(r) for r in results)
+    results = sorted(results, key=lambda r: r.student)
+    lines = [f"{'student':<20}{'points':>14}  flags"]
+    for result in results:
+        flags = sorted({t.status for t in result.tests} - {"passed", "failed"})
+        if result.problem:
+            flags.append("could not grade")
+        if result.sandbox != "bwrap":
+            flags.append("reduced sandbox")
+        lines.append(f"{result.student:<20}{f'{result.score:g} / {result.max_score:g}':>14}  {', '.join(flags)}")
+    mean = sum(r.score for r in results) / len(results)
+    lines.append(f"{len(results)} submissions, mean {mean:.1f} / {results[0].max_score:g}")
+    return "\n".join(lines)
+
+
+def format_result(result: SubmissionResult) -> str:
+    """A readable per-function table and the failing checks' messages."""
+    lines = [f"{result.student}: {result.score:g} / {result.max_score:g} points "
+             f"({result.assignment}, sandbox {result.sandbox}, seed {result.seed}, {result.seconds:.1f} s)"]
+    if result.problem:
+        lines.append(f"  could not grade: {result.problem}")
+    lines += [f"  note: {note}" for note in result.notes]
+    lines.append(f"  {'function':<18}{'points':>12}  checks passed")
+    for function, (got, possible) in result.by_function().items():
+        tests = [t for t in result.tests if t.function == function]
+        passed = sum(t.status == "passed" for t in tests)
+        lines.append(f"  {function:<18}{f'{got:g} / {possible:g}':>12}  {passed} / {len(tests)}")
+    failing = [t for t in result.tests if t.status != "passed"]
+    if failing and not result.problem:
+        lines.append("  not passed:")
+        for test in failing:
+            lines.append(f"    {test.name} [{test.status}, {test.visibility}]: {test.output}")
+            if test.explanation:
+                lines.append(f"      idea to revisit: {test.explanation}")
+    return "\n".join(lines)
+
+
+def format_check(result: CheckResult) -> str:
+    """One line of the table: mark, name, visibility, points, and the message of a check that did not pass."""
+    mark = "ok  " if result.status == "passed" else result.status.upper()[:7].ljust(4)
+    line = f"  {mark:<7} {result.name:<38} {result.visibility:<6} {result.score:g} / {result.max_score:g}"
+    if result.status != "passed":
+        line += f"\n          {result.output}" + (f" (hint: {result.hint})" if result.hint else "")
+    return line

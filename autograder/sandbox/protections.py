@@ -1,0 +1,207 @@
+"""What containment workers get on this machine: bubblewrap where it runs, a loud fallback where not.
+
+`probe` finds the strongest protection: bubblewrap with no network, its own
+PID namespace, a private /tmp and a read-only view of the system and of the
+workers' Python, and nothing else; or, where bubblewrap cannot start, plain
+processes under a user id of their own. `Protections` says which, for
+`autograder doctor` and for every result.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.sandbox import seccomp
+
+WORKER_UID_BASE = 61000  # workers run as 61000 + job slot when the grader is root
+
+
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")  # writable by every user, so by a fallback worker too
+
+
+WORKER_PYTHON = "AUTOGRADER_WORKER_PYTHON"  # names the interpreter workers run, if not the grader's own
+
+
+class SandboxError(RuntimeError):
+    """The worker process could not be started or stopped answering."""
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """The Python the workers run: its path, and the directories it needs (prefixes, package folders)."""
+
+    path: str
+    dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Protections:
+    """What containment the workers on this machine get."""
+
+    mode: str  # "bwrap" or "fallback"
+    reason: str  # why the fallback was chosen; empty for bwrap
+    separate_user: bool  # workers run under their own uid (so a process-count limit works)
+    python: Interpreter
+
+    @property
+    def warning(self) -> str:
+        if self.mode == "bwrap":
+            return ""
+        if self.separate_user:
+            what = ("Student code runs as a plain process under a user id of its own, with resource limits: it has "
+                    "the network and sees every file other users may read, so grading is refused where those "
+                    "include the course's secrets.")
+        elif os.geteuid() == 0:
+            what = ("No other user can run the workers' Python here, so the fallback refuses to run student code "
+                    "(it would run as root).")
+        else:
+            what = ("Student code would run under your own user id and could read everything you can, so grading "
+                    "with hidden checks is refused; public checks (`autograder check`) still run.")
+        return (f"WARNING: bubblewrap is not in use ({self.reason}). {what} Install bubblewrap (apt-get install "
+                "-y bubblewrap) and check with `autograder doctor`.")
+
+    def rows(self) -> list[tuple[str, bool]]:
+        """(protection, active) pairs for `autograder doctor`."""
+        strong = self.mode == "bwrap"
+        return [
+            ("separate worker process per submission, forked from a zygote", True),
+            ("the zygote never holds a submission: each child receives its source after the fork", True),
+            ("zygote and children not dumpable: no /proc/<pid>/mem or ptrace between them", True),
+            (f"seccomp filter in every child: no ptrace, process_vm_readv/writev, System V IPC, keyrings, or "
+             f"signals to the zygote ({platform.machine()})", seccomp.supported()),
+            ("a fresh scratch directory with a random 128-bit name per submission; scratch space wiped and "
+             "checked between submissions (restart when it cannot be)", True),
+            ("arguments in shared memory the grader reads back; gradients, timings and process counts "
+             "established by the grader, never taken from the worker", True),
+            ("grading refused where workers could read the solutions, course.yaml, results or other "
+             "submissions", True),
+            ("resource limits: address space, CPU time, file size, open files", True),
+            ("per-call and per-submission wall-clock timeouts, whole process tree killed", True),
+            ("empty environment, private working directory", True),
+            ("workers run under a user id of their own (never root), with a process-count limit",
+             self.separate_user),
+            ("bubblewrap: no network", strong),
+            ("bubblewrap: own PID namespace", strong),
+            ("bubblewrap: private /tmp, read-only system and Python", strong),
+            ("bubblewrap: no view of the course, solutions, results or home directories", strong),
+        ]
+
+
+def probe(requested: str = "auto", python: str | None = None) -> Protections:
+    """Find the strongest protection this machine supports.
+
+    requested: "auto" (bwrap if it works), "bwrap" (raise if it does not) or
+    "fallback" (skip bwrap, for machines or tests that need to).
+    python: the interpreter workers run; default $AUTOGRADER_WORKER_PYTHON,
+    else the grader's own.
+    """
+    root = os.geteuid() == 0
+    interpreter = worker_interpreter(python)
+    if requested == "fallback":
+        problem = "the fallback was requested"
+    else:
+        problem = _bwrap_problem(root, interpreter)
+        if problem is None:
+            return Protections("bwrap", "", root, interpreter)
+        if requested == "bwrap":
+            raise SandboxError(f"bubblewrap was requested but {problem}. Install it with "
+                               "`apt-get install -y bubblewrap`, or run with --sandbox auto.")
+    return Protections("fallback", problem, root and _runs_as(WORKER_UID_BASE, interpreter), interpreter)
+
+
+def worker_interpreter(python: str | None = None) -> Interpreter:
+    """The workers' interpreter (see `probe`) and the directories it needs, asked of that interpreter."""
+    path = os.path.abspath(python or os.environ.get(WORKER_PYTHON) or sys.executable)
+    if path == os.path.abspath(sys.executable):
+        return Interpreter(path, _python_dirs(sys.prefix, sys.base_prefix, sys.executable, sys.path))
+    script = "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.executable, sys.path]))"
+    try:
+        done = subprocess.run([path, "-I", "-c", script], capture_output=True, text=True, timeout=60)
+        return Interpreter(path, _python_dirs(*json.loads(done.stdout)))
+    except (OSError, ValueError, TypeError, subprocess.TimeoutExpired):
+        raise SandboxError(f"{path} (${WORKER_PYTHON}) could not be run as a Python interpreter; point it at "
+                           "the python of an environment with this course's packages, or unset it") from None
+
+
+def _runs_as(uid: int, python: Interpreter) -> bool:
+    """Whether `uid` can run the workers' interpreter with NumPy: every folder on the way is open to it."""
+    try:
+        done = subprocess.run([python.path, "-I", "-c", "import numpy"], user=uid, group=uid, extra_groups=[],
+                              cwd="/", env=worker_environment("/"), capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def _bwrap_problem(root: bool, python: Interpreter) -> str | None:
+    if shutil.which("bwrap") is None:
+        return "the bwrap command is not installed"
+    command = bwrap_command(WORKER_UID_BASE if root else None, 16, python) + [python.path, "-I", "-c", "pass"]
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bwrap could not start ({error})"
+    if done.returncode != 0:
+        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        return f"bwrap could not start ({last})"
+    return None
+
+
+def _python_dirs(prefix: str, base_prefix: str, executable: str, path: list) -> tuple[str, ...]:
+    """Directories an interpreter needs: its prefixes and library paths.
+
+    Package directories that lie outside the prefixes (linked in by a .pth
+    file) count too; other sys.path entries (a project root) never do.
+    """
+    dirs = {Path(prefix).resolve(), Path(base_prefix).resolve(), Path(executable).resolve().parent.parent}
+    dirs |= {Path(entry).resolve() for entry in path
+             if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()}
+    # A directory inside another one is already bound with it.
+    return tuple(str(d) for d in sorted(d for d in dirs if not any(other in d.parents for other in dirs)))
+
+
+def bwrap_command(uid: int | None, tmp_mib: int, python: Interpreter) -> list[str]:
+    command = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+               "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1",
+               "--hostname", "sandbox", "--clearenv"]
+    for name, value in worker_environment("/tmp").items():
+        command += ["--setenv", name, value]
+    command += ["--ro-bind", "/usr", "/usr"]
+    for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(name):
+            command += ["--symlink", os.readlink(name), name]
+        elif os.path.isdir(name):
+            command += ["--ro-bind", name, name]
+    for name in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
+        command += ["--ro-bind-try", name, name]
+    # /tmp comes before the Python environment: a virtualenv under /tmp (a fresh clone there)
+    # is then bound on top of the tmpfs instead of hidden by it.
+    command += ["--proc", "/proc", "--dev", "/dev",
+                "--perms", "1777", "--size", str(tmp_mib << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    python_dirs = [Path(d) for d in python.dirs]
+    # Create the parents of the Python bind mounts readable, or an unprivileged
+    # uid could not reach an interpreter that lives under /root.
+    parents = sorted({p for d in python_dirs for p in d.parents}, key=lambda p: len(p.parts))
+    for parent in parents:
+        if str(parent) not in ("/", "/tmp", "/usr", "/proc", "/dev") and not str(parent).startswith(
+                ("/usr/", "/proc/", "/dev/")):
+            command += ["--perms", "0755", "--dir", str(parent)]
+    for directory in python_dirs:
+        command += ["--ro-bind", str(directory), str(directory)]
+    if uid is not None:
+        command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                    "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                    "--inh-caps=-all", "--bounding-set=-all"]
+    return command
+
+
+def worker_environment(home: str) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
+            "MPLCONFIGDIR": home, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}

@@ -1,0 +1,113 @@
+"""One call's messages, as the grader writes and reads them.
+
+`request_frame` turns a Call into the wire header and buffers a worker
+answers; `read_reply` decodes the answer and refuses what cannot be
+trusted: a sample of the wrong size, gradients that are not one per
+argument and of its shape, anything the wire decoder rejects. The
+`CallFailed` family is how a call that produced no usable reply ends.
+Used by the sandbox's Session and by the in-kernel runner alike.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.authoring.protocol import Call, Raised, Reply, TensorData
+from autograder.sandbox import wire
+from autograder.text import safe
+
+
+class CallFailed(Exception):
+    """A call produced no reply; `status` is "timeout" or "error"."""
+
+    status = "error"
+
+
+class CallTimedOut(CallFailed):
+    status = "timeout"
+
+
+class WorkerDied(CallFailed):
+    pass
+
+
+class ReplyRejected(CallFailed):
+    pass
+
+
+def reply_limit(call: Call) -> int:
+    """The most bytes a reply to `call` may hold: an honest answer is at most a few times the size of the inputs."""
+    return (32 << 20) + 16 * call.payload_bytes()
+
+
+def too_large(function: str, error: wire.FrameTooLarge) -> ReplyRejected:
+    """The failure of a call whose reply was refused unread for its size."""
+    return ReplyRejected(f"{function} returned {size_text(error.size)}, far more than an answer to this call can be "
+                         f"(limit {size_text(error.limit)}); it was not read")
+
+
+def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
+    """The wire header and buffers asking a worker to make `call`."""
+    buffers: list = []
+    header = {"op": "call", "id": call_id, "function": call.function,
+              "args": [wire.encode(a, buffers) for a in call.args],
+              "kwargs": {k: wire.encode(v, buffers) for k, v in call.kwargs.items()},
+              "as_tensors": call.as_tensors, "return_inputs": call.return_inputs, "sample": call.sample,
+              "backward": None if call.backward is None else [wire.encode(g, buffers) for g in call.backward]}
+    return header, buffers
+
+
+def read_reply(header: dict, buffers: list, call: Call, inputs: tuple | None = None) -> Reply:
+    """Decode and validate a worker's reply to `call`; raises ReplyRejected when it cannot be trusted.
+
+    Only the call's `sample` size of sampled array is accepted, and for a
+    call with `backward` exactly one gradient per positional argument, each
+    None or of that argument's shape. inputs: the arguments after the call,
+    as the caller (not the worker) read them.
+    """
+    try:
+        if header.get("raised") is not None:
+            return Reply(raised=_raised(header["raised"]), inputs=inputs)
+        if header.get("unsendable") is not None:
+            problem = _raised(header["unsendable"])
+            raise ReplyRejected(f"the returned value could not be sent back ({problem.describe()})")
+        grad_error = header.get("grad_error")
+        return Reply(
+            value=wire.decode(header.get("value"), buffers, sample=call.sample),
+            inputs=inputs,
+            grads=_gradients(header.get("grads"), buffers, call) if grad_error is None else None,
+            grad_error=None if grad_error is None else safe(grad_error, wire.MAX_TEXT))
+    except (wire.WireError, TypeError, ValueError) as error:
+        raise ReplyRejected(f"the reply could not be read: {error}") from None
+
+
+def _gradients(trees, buffers: list, call: Call) -> tuple | None:
+    """One gradient per positional argument, None or shaped like the argument; else ReplyRejected."""
+    if call.backward is None:
+        return None
+    if not isinstance(trees, list) or len(trees) != len(call.args):
+        raise ReplyRejected(f"the reply to {call.function} does not carry one gradient per argument")
+    grads = tuple(wire.decode(tree, buffers) for tree in trees)
+    for number, (grad, arg) in enumerate(zip(grads, call.args), start=1):
+        array = grad.array if isinstance(grad, TensorData) else grad
+        if grad is None:
+            continue
+        if not (isinstance(array, np.ndarray) and isinstance(arg, np.ndarray) and array.shape == arg.shape
+                and array.dtype.kind == "f"):
+            raise ReplyRejected(f"the gradient for argument {number} of {call.function} is not a float array "
+                                "of that argument's shape")
+    return grads
+
+
+def _raised(tree) -> Raised:
+    if not isinstance(tree, dict):
+        return Raised("Exception", "(no details)")
+    line = tree.get("line")
+    return Raised(safe(tree.get("type"), 80), safe(tree.get("message", ""), wire.MAX_TEXT),
+                  line if type(line) is int else None)
+
+
+def size_text(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"

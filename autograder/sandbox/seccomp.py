@@ -1,0 +1,96 @@
+"""A seccomp filter that keeps a submission's process away from every other process.
+
+Installed by each worker child before it runs student code (see
+worker._child_main), and inherited by everything the student's code starts.
+The kernel then refuses, with EPERM:
+- reading or writing another process's memory or file descriptors: ptrace,
+  process_vm_readv/writev, pidfd_getfd, kcmp;
+- state that outlives a process and so could reach the next submission:
+  System V shared memory, semaphores and message queues, POSIX message
+  queues, kernel keyrings, io_uring;
+- signals to the zygote (the child's parent) and to every process at once
+  (pid -1), and pidfd_send_signal, which could reach any of them.
+Any other architecture's system calls (32-bit calls on x86_64, say) are
+refused too, since their numbers differ. The zygote and children are also
+not dumpable (worker.zygote_main), which alone stops /proc/<pid>/mem and
+ptrace; this filter is the second lock.
+
+This module is shipped to the worker (see sandbox.BOOT): standard library only.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import platform
+import struct
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+RET_ALLOW = 0x7FFF0000
+RET_ERRNO = 0x00050000
+
+# BPF opcodes: load a word of seccomp_data, compare the accumulator, return.
+_LOAD, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (arg 0's low word on little-endian)
+
+# (audit architecture, system call numbers) per machine, from the kernel's syscall tables.
+_ARCHES = {
+    "x86_64": (0xC000003E, {
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "kcmp": 312,
+        "shmget": 29, "semget": 64, "msgget": 68, "mq_open": 240, "add_key": 248, "request_key": 249,
+        "keyctl": 250, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "pidfd_send_signal": 424,
+        "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297}),
+    "aarch64": (0xC00000B7, {
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
+        "shmget": 194, "semget": 190, "msgget": 186, "mq_open": 180, "add_key": 217, "request_key": 218,
+        "keyctl": 219, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "pidfd_send_signal": 424,
+        "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240}),
+}
+_X32_BIT = 0x40000000  # x86_64's x32 ABI: the same calls under other numbers
+_SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: a pid
+
+
+def supported() -> bool:
+    """Whether this machine's architecture has a filter here."""
+    return platform.machine() in _ARCHES
+
+
+def program(parent: int, machine: str | None = None) -> list[tuple[int, int, int, int]]:
+    """The filter as BPF instructions (code, jump if true, jump if false, constant).
+
+    parent: the pid signals may not reach (the zygote, as this process sees it).
+    """
+    arch, numbers = _ARCHES[machine or platform.machine()]
+    deny = (_RET, 0, 0, RET_ERRNO | errno.EPERM)
+    code = [(_LOAD, 0, 0, _ARCH), (_JEQ, 1, 0, arch), deny, (_LOAD, 0, 0, _NR)]
+    if arch == _ARCHES["x86_64"][0]:
+        code += [(_JGE, 0, 1, _X32_BIT), deny]
+    for name, number in numbers.items():
+        if name not in _SIGNALS:
+            code += [(_JEQ, 0, 1, number), deny]
+    for name in _SIGNALS:
+        # Not this call: skip its five instructions. Else deny when arg 0 is the parent, -1 or -parent.
+        code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 5, numbers[name]), (_LOAD, 0, 0, _ARG0),
+                 (_JEQ, 2, 0, parent & 0xFFFFFFFF), (_JEQ, 1, 0, 0xFFFFFFFF), (_JEQ, 0, 1, -parent & 0xFFFFFFFF),
+                 deny]
+    return code + [(_RET, 0, 0, RET_ALLOW)]
+
+
+def install(parent: int) -> None:
+    """Load the filter into this process (and everything it starts); raises OSError if the kernel refuses."""
+    code = program(parent)
+    filters = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in code))
+
+    class _Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    prog = _Program(len(code), ctypes.addressof(filters))
+    calls = ((PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0))
+    for args in calls:
+        if libc.prctl(*(ctypes.c_ulong(a) for a in args)) != 0:
+            number = ctypes.get_errno()
+            raise OSError(number, f"prctl({args[0]}) failed: {errno.errorcode.get(number, number)}")

@@ -1,0 +1,393 @@
+"""The grader's conversation with one submission's worker.
+
+A `Session` starts a fresh child of the sandbox's zygote, sends it the
+submission over the child's own socket, and then sends it calls, one at a
+time, each with a wall-clock deadline. It drains the child's output while it
+waits, caps what it keeps, and decodes replies with `wire.decode`, which
+trusts nothing. When a call hangs or the child dies, the whole process tree
+is killed and the next call gets a fresh child (which loads the submission
+again), so one bad function costs only the checks that call it. Every
+submission also has a total time budget.
+
+What the grader believes about a call it establishes itself: the arguments
+after the call are read from shared memory the grader owns, the gradients
+must be one per argument and of its shape, the processes left running are
+counted from outside the sandbox, and time is measured here. The worker's
+own account of any of these is never the evidence.
+"""
+from __future__ import annotations
+
+import os
+import selectors
+import socket
+import time
+from dataclasses import dataclass, field
+
+from autograder.authoring.protocol import Call, Reply
+from autograder.sandbox import wire
+from autograder.sandbox.protections import SandboxError
+from autograder.sandbox.replies import (
+    CallFailed,
+    CallTimedOut,
+    ReplyRejected,
+    WorkerDied,
+    _raised,
+    read_reply,
+    reply_limit,
+    request_frame,
+    size_text,
+    too_large,
+)
+from autograder.sandbox.zygote import Sandbox
+from autograder.text import safe
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one submission (course.yaml `limits`)."""
+
+    call_seconds: float = 5.0
+    load_seconds: float = 10.0
+    submission_seconds: float = 60.0
+    memory_mib: int = 2048
+    output_kib: int = 8
+    max_output_mib: int = 16
+    max_processes: int = 64
+    max_open_files: int = 64
+    max_file_mib: int = 16
+
+
+MAX_LOAD_ATTEMPTS = 6
+EVENT_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """How loading the submission's top-level code went."""
+
+    functions: frozenset
+    problems: tuple = ()  # (unit label, Raised) for units that raised
+    stopped: tuple = ()  # (unit label, reason) for units that hung or killed the worker
+    failure: str = ""  # non-empty when the submission could not be loaded at all
+    stray_processes: int = 0  # processes the top-level code left running, stopped after loading
+
+
+@dataclass
+class CapturedOutput:
+    """The first `limit` bytes of what the student's code printed, and a count of the rest."""
+
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.total += len(chunk)
+
+    def text(self) -> str:
+        text = safe(self.data.decode(errors="replace"))
+        cut = self.total - len(self.data)
+        if cut > 0:
+            text += f"\n[... {size_text(cut)} more output not kept]"
+        return text
+
+
+class _Stopped(Exception):
+    """The child gave no usable reply. kind: timeout, died, flood, too_large or malformed."""
+
+    def __init__(self, kind: str, reason: str = "", child_alive: bool = True):
+        super().__init__(reason or kind)
+        self.kind, self.reason, self.child_alive = kind, reason or kind, child_alive
+
+
+class Session:
+    """One submission's child worker, restarted as needed, within a time budget.
+
+    spec: what to load (see `submission.Submission.worker_spec`).
+    notes: what the sandbox did around this submission that its results
+        should mention (a restart after files that could not be removed).
+    """
+
+    def __init__(self, sandbox: Sandbox, spec: dict, limits: Limits):
+        self.sandbox = sandbox
+        self.spec = spec
+        self.limits = limits
+        self.output = CapturedOutput(limits.output_kib * 1024)
+        self.killed_processes = 0
+        self.notes: list[str] = []
+        self._deadline = time.monotonic() + limits.submission_seconds
+        self._skip: dict[int, str] = {}
+        self._sock: socket.socket | None = None
+        self._out: int | None = None
+        self._pid = 0
+        self._parser = wire.FrameParser(EVENT_LIMIT)
+        self._next_id = 0
+        self._unit: tuple[int, str] | None = None
+        self._exits: dict = {}
+        self._output_mark = 0
+
+    # -------------------------------------------------------------- public
+
+    def open(self) -> LoadReport:
+        """Load the submission; units that hang or kill the worker are skipped."""
+        return self._start_child()
+
+    def call(self, call: Call) -> Reply:
+        """Run one call in the worker. Raises CallFailed when there is no reply."""
+        if self._sock is None:
+            report = self._start_child()
+            if report.failure:
+                raise WorkerDied(f"the worker could not reload the submission: {report.failure}")
+        self._next_id += 1
+        request, buffers = request_frame(call, self._next_id)
+        shared = wire.SharedArrays(buffers) if buffers else None
+        try:
+            return self._call(call, request, shared)
+        finally:
+            if shared is not None:
+                shared.close()
+
+    def _call(self, call: Call, request: dict, shared: wire.SharedArrays | None) -> Reply:
+        self._parser.limit = reply_limit(call)
+        seconds = call.seconds or self.limits.call_seconds
+        budget_left = self._deadline - time.monotonic()
+        if shared is not None:
+            request = dict(request, shared=shared.layout)
+        try:
+            header, data = self._exchange(wire.pack(request, []), min(seconds, budget_left),
+                                          lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
+                                          fds=[shared.fd] if shared is not None else [])
+        except _Stopped as stop:
+            self._stop_child(stop.child_alive)
+            raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
+        # Counted from outside the sandbox: the child itself is the only process a finished call may leave.
+        extra = self.sandbox.submission_processes() - 1
+        if extra > 0:
+            self._stop_child(child_alive=True)
+            raise WorkerDied(f"{call.function} left {extra} processes running after it returned; a function "
+                             "must not start processes. They were stopped")
+        inputs = None
+        if call.return_inputs:
+            inputs = tuple(wire.decode(tree, shared.buffers()) for tree in request["args"]) if shared else call.args
+        return read_reply(header, data, call, inputs)
+
+    def _failure(self, function: str, stop: _Stopped, seconds: float, over_budget: bool) -> CallFailed:
+        """The student-facing explanation of a call that gave no reply."""
+        if stop.kind == "timeout" and over_budget:
+            return CallTimedOut(f"{function} was stopped: the submission used up its "
+                                f"{self.limits.submission_seconds:g} s budget")
+        if stop.kind == "timeout":
+            return CallTimedOut(f"{function} did not return within {seconds:g} s and was stopped")
+        if stop.kind == "too_large":
+            return too_large(function, stop.__cause__)
+        if stop.kind == "flood":
+            return WorkerDied(f"{function} printed more than {self.limits.max_output_mib} MB of output and was "
+                              "stopped; remove the prints from your functions")
+        if stop.kind == "malformed":
+            return ReplyRejected(f"{function} was stopped: its process sent a malformed reply ({stop.reason})")
+        return WorkerDied(f"{function} stopped the worker process ({stop.reason})")
+
+    def close(self) -> None:
+        """Stop the child and everything it left running; keep what it printed."""
+        if self._sock is None:
+            return
+        left_behind = self.sandbox.submission_processes() - 1  # everything but the child itself
+        self._kill_child()
+        self.killed_processes += max(0, left_behind)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+    # -------------------------------------------------------------- loading
+
+    def _start_child(self) -> LoadReport:
+        for _ in range(MAX_LOAD_ATTEMPTS):
+            try:
+                self._sock, self._out, self._pid = self.sandbox.spawn(self._child_limits())
+            except (OSError, SandboxError) as error:
+                return LoadReport(frozenset(), failure=f"the worker could not start ({error})")
+            self._unit = None
+            self._parser = wire.FrameParser(EVENT_LIMIT)  # nothing half-read from a killed child carries over
+            seconds = min(self.limits.load_seconds, self._deadline - time.monotonic())
+            try:
+                header, _ = self._exchange(self._load_frame(), seconds, lambda h: h.get("event") == "ready")
+            except _Stopped as stop:
+                unit = self._unit
+                self._stop_child(stop.child_alive)
+                if unit is None:
+                    return LoadReport(frozenset(),
+                                      failure=f"the worker stopped before running any code ({stop.reason})")
+                reason = {"timeout": f"did not finish within {seconds:g} s and was stopped",
+                          "flood": f"printed more than {self.limits.max_output_mib} MB of output and was stopped",
+                          }.get(stop.kind, f"stopped the worker process ({stop.reason})")
+                self._skip[unit[0]] = f"{unit[1]}: {reason}"
+                continue
+            # Processes the top-level code started would otherwise be charged to the first function called.
+            stray = self.sandbox.stop_others(self._pid)
+            return self._load_report(header, stray)
+        return LoadReport(frozenset(), stopped=self._stopped(),
+                          failure=f"loading was stopped {MAX_LOAD_ATTEMPTS} times; the file was not graded")
+
+    def _load_frame(self) -> list:
+        """The submission itself, sent to the child over its own socket (never through the zygote)."""
+        spec = self.spec
+        header = {"op": "load", "kind": spec["kind"], "module": spec["module"], "filename": spec["filename"],
+                  "labels": spec["labels"], "skip": sorted(self._skip)}
+        return wire.pack(header, [source.encode("utf-8", "replace") for source in spec["sources"]])
+
+    def _child_limits(self) -> dict:
+        """The rlimits of worker._set_limits; CPU time backs up the wall-clock budget."""
+        limits = self.limits
+        return {"memory_mib": limits.memory_mib, "cpu_seconds": int(limits.submission_seconds) + 5,
+                "max_file_mib": limits.max_file_mib, "max_open_files": limits.max_open_files,
+                # Process counts are per uid, so the limit is only safe where workers have their own.
+                "max_processes": limits.max_processes if self.sandbox.protections.separate_user else 0}
+
+    def _load_report(self, header: dict, stray: int) -> LoadReport:
+        functions = header.get("functions")
+        problems = header.get("problems")
+        if not isinstance(functions, list) or not isinstance(problems, list):
+            return LoadReport(frozenset(), failure="the worker sent a malformed report")
+        self.killed_processes += stray
+        return LoadReport(
+            functions=frozenset(safe(f, 100) for f in functions[:500]),
+            problems=tuple((safe(p.get("unit"), 40), _raised(p.get("error"))) for p in problems[:50]
+                           if isinstance(p, dict)),
+            stopped=self._stopped(), stray_processes=stray)
+
+    def _stopped(self) -> tuple:
+        return tuple(self._skip[index].split(": ", 1) for index in sorted(self._skip))
+
+    # -------------------------------------------------------------- I/O
+
+    def _exchange(self, chunks: list, seconds: float, done, fds: list = ()) -> tuple[dict, list]:
+        """Write `chunks` (`fds` ride with the first), then read frames until `done(header)`; drain output meanwhile.
+
+        Raises _Stopped("timeout") at the deadline and _Stopped(reason) when
+        the child dies or sends something malformed.
+        """
+        deadline = time.monotonic() + max(seconds, 0.0)
+        self._output_mark = self.output.total  # the flood limit is per call (and per load)
+        pending = [memoryview(c).cast("B") for c in chunks if memoryview(c).nbytes]
+        fds = list(fds)
+        self._sock.setblocking(False)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if pending else 0))
+            if self._out is not None:
+                selector.register(self._out, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _Stopped("timeout")
+                for key, mask in selector.select(remaining):
+                    if key.fileobj == self._out:
+                        self._read_output(selector)
+                        continue
+                    if mask & selectors.EVENT_WRITE:
+                        pending, sent = self._write(pending, fds)
+                        fds = fds if not sent else []  # the descriptors went with the first bytes sent
+                        if not pending:
+                            selector.modify(self._sock, selectors.EVENT_READ)
+                    if mask & selectors.EVENT_READ:
+                        found = self._read_frames(done)
+                        if found is not None:
+                            self._drain_output()
+                            return found
+
+    def _write(self, pending: list, fds: list) -> tuple[list, int]:
+        """Send what the socket takes of `pending[0]`; the rest, and how many bytes went."""
+        try:
+            if fds:
+                sent = socket.send_fds(self._sock, [pending[0]], fds)
+            else:
+                sent = self._sock.send(pending[0])
+        except BlockingIOError:
+            return pending, 0
+        except OSError:
+            raise _Stopped("died", "it closed its connection", child_alive=False) from None
+        pending[0] = pending[0][sent:]
+        return [p for p in pending if p.nbytes], sent
+
+    def _read_frames(self, done):
+        try:
+            frames = self._parser.receive(self._sock)
+        except BlockingIOError:
+            return None
+        except (EOFError, ConnectionError):
+            raise _Stopped("died", self._death(), child_alive=False) from None
+        except wire.FrameTooLarge as error:
+            raise _Stopped("too_large") from error
+        except wire.WireError as error:
+            raise _Stopped("malformed", str(error)) from error
+        for header, buffers in frames:
+            if header.get("event") == "unit" and type(header.get("index")) is int:
+                self._unit = (header["index"], safe(header.get("label"), 40))
+            elif done(header):
+                return header, buffers
+        return None
+    def _read_output(self, selector) -> None:
+        try:
+            chunk = os.read(self._out, 1 << 16)
+        except BlockingIOError:
+            return
+        if chunk:
+            self.output.add(chunk)
+            if self.output.total - self._output_mark > self.limits.max_output_mib << 20:
+                raise _Stopped("flood")
+        else:
+            selector.unregister(self._out)
+            os.close(self._out)
+            self._out = None
+
+    def _drain_output(self) -> None:
+        if self._out is None:
+            return
+        os.set_blocking(self._out, False)
+        try:
+            while chunk := os.read(self._out, 1 << 16):
+                self.output.add(chunk)
+        except BlockingIOError:
+            pass
+
+    def _death(self) -> str:
+        """Describe how the child ended, from the zygote's account of it."""
+        self._stop_child(child_alive=False)
+        ended = self._exits.get(str(self._pid))
+        if ended is None:
+            return "it exited"
+        kind, detail = ended
+        if kind == "signal":
+            hint = {"SIGKILL": "killed, perhaps for using too much memory",
+                    "SIGXCPU": "killed for using too much CPU time",
+                    "SIGSEGV": "crashed with a segmentation fault",
+                    "SIGXFSZ": "killed for writing a file over the size limit"}.get(detail, f"killed by {detail}")
+            return hint
+        return f"it exited with status {detail}"
+
+    def _stop_child(self, child_alive: bool) -> None:
+        """Kill the child's whole process tree mid-submission; count what it left (not the child itself)."""
+        self.killed_processes += max(0, self._kill_child() - child_alive)
+
+    def _kill_child(self) -> int:
+        """Kill every process of this submission, keep the rest of its output; how many were killed."""
+        if self._sock is None and self._out is None:
+            return 0
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._drain_output()
+        if self._out is not None:
+            os.close(self._out)
+            self._out = None
+        cleaned = self.sandbox.clean()
+        self._exits = cleaned.exits
+        if cleaned.restarted:
+            self.notes.append(cleaned.restarted)
+        return cleaned.killed
+
+

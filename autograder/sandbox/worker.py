@@ -1,0 +1,357 @@
+"""The untrusted side: a zygote that forks one child per submission.
+
+This file never runs in the grader's process. The grader sends its source
+(with `text`, `seccomp` and `wire`) over a pipe to a fresh interpreter
+inside the sandbox, so the worker needs no view of the course repository.
+The zygote imports NumPy and PyTorch once; each submission runs in a fresh
+fork of it, so no submission pays the import.
+
+Nothing one submission does may reach another, so:
+- the zygote never holds a submission's code or data: it forks a child,
+  and the child then receives the submission over its own socket;
+- the zygote and its children are not dumpable and every child runs under a
+  seccomp filter (autograder.seccomp), so no child can read or write the
+  memory of the zygote, from which every later child is forked;
+- each child works in a fresh directory with a random 128-bit name, which
+  no earlier submission can have made, and between submissions the zygote
+  removes everything in the scratch space and says what it could not.
+
+A child loads the student's code unit by unit (top-level statements of a
+.py file, code cells of a notebook), then answers calls "run function F on
+these arrays" until the grader closes its socket. The arrays of a call live
+in shared memory the grader owns, which is how the grader sees whether a
+function changed its arguments. Everything here can be tampered with by the
+student's code, which is why the grader validates every reply and decides
+nothing on the worker's word.
+"""
+from __future__ import annotations
+
+import ast
+import gc
+import importlib
+import os
+import resource
+import signal
+import socket
+import sys
+import traceback
+import types
+
+import numpy as np
+
+from autograder.sandbox import seccomp, wire
+from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl
+from autograder.sandbox.scratch import fresh_directory, readable, wipe
+
+CONTROL_LIMIT = 1 << 20  # bytes of buffers in one message from the grader to the zygote
+SOURCE_LIMIT = 256 << 20  # a submission's code (the grader reads at most 50 MB of a file)
+CALL_LIMIT = 1 << 30  # a call's buffers travel in shared memory; this caps what comes inline
+MAX_FDS = 4  # file descriptors one message may carry
+
+
+# ---------------------------------------------------------------- zygote
+
+def zygote_main(config: dict) -> None:
+    """Serve spawn, clean and probe requests on the control socket until it closes.
+
+    config: {"control_fd", "preload": [module names], "scratch": dir whose
+    contents are wiped between submissions, "sweep": world-writable dirs
+    (the fallback's /tmp) from which everything our uid owns is wiped too,
+    "as_init": bool}.
+    """
+    control = socket.socket(fileno=config["control_fd"])
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Not dumpable: no process of our uid can open /proc/<pid>/mem or ptrace us. Children inherit it.
+    prctl(PR_SET_DUMPABLE, 0)
+    if not config["as_init"]:
+        # Orphans of a submission (double-forked daemons) must stay our
+        # descendants so the grader can find and kill them.
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+    for name in config["preload"]:
+        importlib.import_module(name)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+    gc.collect()
+    gc.freeze()  # keeps the children from touching (and copying) the zygote's pages
+    wire.send(control, {"event": "ready", "pid": os.getpid()})
+    inbox = _Inbox(control, CONTROL_LIMIT)
+    while True:
+        frame, fds = inbox.next()
+        if frame is None:
+            os._exit(0)
+        header, _ = frame
+        op = header.get("op")
+        if op == "spawn" and len(fds) == 2:
+            wire.send(control, {"event": "spawned", "pid": _spawn(header, fds, config["scratch"])})
+        elif op == "clean":
+            if config["as_init"]:
+                # PID 1 of the sandbox's namespace: kill(-1) reaches exactly the submission's processes.
+                os.kill(-1, signal.SIGKILL)
+            exits = _reap_all()  # everything is dead or dying: nothing is left to wait for
+            left = wipe(config["scratch"])
+            for shared in config.get("sweep", []):
+                left += wipe(shared, owner=os.getuid())
+            wire.send(control, {"event": "clean", "exits": exits, "left": left[:5]})
+        elif op == "probe":
+            wire.send(control, {"event": "probed", "readable": readable(header.get("paths", []))[:20]})
+        for fd in fds if op != "spawn" else ():
+            os.close(fd)
+
+
+def _spawn(header: dict, fds: list, scratch: str) -> int:
+    """Fork the child for one submission; it gets the grader's socket and output pipe, nothing else."""
+    child_sock, output = fds
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        _child_main(header.get("limits", {}), child_sock, output, scratch, parent)
+    os.close(child_sock)
+    os.close(output)
+    return pid
+
+
+class _Inbox:
+    """Frames and the file descriptors that came with them, read from a blocking socket."""
+
+    def __init__(self, sock: socket.socket, limit: int):
+        self.sock = sock
+        self.parser = wire.FrameParser(limit)
+        self.frames: list = []
+        self.fds: list[int] = []
+
+    def next(self):
+        """The next frame and the descriptors received with it; (None, []) when the socket closes."""
+        while not self.frames:
+            data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, MAX_FDS)
+            self.fds += fds
+            if not data:
+                return None, self.fds
+            self.frames += self.parser.feed(data)
+        # The grader sends one request at a time, so descriptors belong to the frame they came with.
+        fds, self.fds = self.fds, []
+        return self.frames.pop(0), fds
+
+
+def _reap_all() -> dict[str, list]:
+    """Reap every child; pid -> ["exit", code] or ["signal", name]."""
+    exits = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return exits
+        if os.WIFSIGNALED(status):
+            exits[str(pid)] = ["signal", signal.Signals(os.WTERMSIG(status)).name]
+        else:
+            exits[str(pid)] = ["exit", os.WEXITSTATUS(status)]
+
+
+# ---------------------------------------------------------------- child
+
+def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent: int) -> None:
+    """Run one submission: contain it, receive it, load it, answer calls. Never returns."""
+    try:
+        os.setsid()
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
+            signal.signal(sig, signal.SIG_DFL)
+        _redirect_output(output_fd)
+        workdir = fresh_directory(scratch)
+        os.chdir(workdir)
+        os.environ.clear()
+        os.environ.update(HOME=workdir, TMPDIR=workdir, PATH="/usr/bin:/bin")
+        _set_limits(limits)
+        if seccomp.supported():
+            seccomp.install(parent)
+        sock = socket.socket(fileno=sock_fd)
+        for name in [m for m in sys.modules if m == "autograder" or m.startswith("autograder.")]:
+            del sys.modules[name]  # the worker keeps its references; `import autograder` must find nothing
+        inbox = _Inbox(sock, SOURCE_LIMIT)
+        (spec, sources), _ = inbox.next()
+        inbox.parser.limit = CALL_LIMIT
+        namespace = _load(spec, [bytes(s).decode("utf-8", "replace") for s in sources], sock)
+        _serve(inbox, namespace)
+    except BaseException:  # noqa: BLE001 - the child must never fall back into the zygote loop
+        # Shown to the grader as the child's output: a worker fault, not the student's.
+        traceback.print_exc()
+        sys.stderr.flush()
+    os._exit(0)
+
+
+def _redirect_output(output_fd: int) -> None:
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    os.close(devnull)
+    os.close(output_fd)
+    sys.stdout = open(1, "w", buffering=1, errors="replace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, errors="replace", closefd=False)
+
+
+def _set_limits(limits: dict) -> None:
+    mib = 1 << 20
+    wanted = {
+        resource.RLIMIT_AS: limits["memory_mib"] * mib,
+        resource.RLIMIT_CPU: limits["cpu_seconds"],
+        resource.RLIMIT_FSIZE: limits["max_file_mib"] * mib,
+        resource.RLIMIT_NOFILE: limits["max_open_files"],
+        resource.RLIMIT_CORE: 0,
+    }
+    if limits.get("max_processes"):
+        wanted[resource.RLIMIT_NPROC] = limits["max_processes"]
+    for which, value in wanted.items():
+        resource.setrlimit(which, (value, value))
+
+
+def _units(spec: dict, sources: list[str]):
+    """The submission as (label, code or SyntaxError) units, in order.
+
+    spec: {"kind": "py" or "cells", "filename", "labels": one per source}.
+    """
+    filename = spec["filename"]
+    if spec["kind"] == "py":
+        try:
+            tree = ast.parse(sources[0], filename)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            return [("the file", error)]
+        return [(f"line {node.lineno}", compile(ast.Module([node], []), filename, "exec"))
+                for node in tree.body]
+    units = []
+    for label, source in zip(spec["labels"], sources):
+        try:
+            units.append((label, compile(source, f"{filename} ({label})", "exec")))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            units.append((label, error))
+    return units
+
+
+def _load(spec: dict, sources: list[str], sock) -> dict:
+    """Execute the submission's top-level code, reporting each unit before it runs.
+
+    A unit that raises is recorded and skipped, as Jupyter would; a unit that
+    hangs or kills the process is reported by the grader, which restarts the
+    child with that unit in `spec["skip"]`.
+    """
+    module = types.ModuleType(spec["module"])
+    module.__file__ = spec["filename"]
+    sys.modules[spec["module"]] = module
+    problems = []
+    skip = set(spec["skip"])
+    me = os.getpid()
+    for index, (label, code) in enumerate(_units(spec, sources)):
+        if index in skip:
+            continue
+        if isinstance(code, BaseException):
+            problems.append({"unit": label, "error": _describe(code, spec["filename"])})
+            continue
+        if os.getpid() == me:  # a process the file forked runs the rest of the file silently, as in Python
+            wire.send(sock, {"event": "unit", "index": index, "label": label})
+        try:
+            exec(code, module.__dict__)
+        except BaseException as error:  # noqa: BLE001 - SystemExit at import is the student's problem
+            problems.append({"unit": label, "error": _describe(error, spec["filename"])})
+    _exit_if_forked_copy(me)
+    sys.stdout.flush()
+    functions = sorted(name for name, value in vars(module).items()
+                       if callable(value) and not name.startswith("__"))[:500]
+    wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50]})
+    return module.__dict__
+
+
+def _exit_if_forked_copy(me: int) -> None:
+    """A process the student forked that returned into this code must not speak on our socket."""
+    if os.getpid() != me:
+        os._exit(0)
+
+
+def _serve(inbox: _Inbox, namespace: dict) -> None:
+    me = os.getpid()
+    while True:
+        frame, fds = inbox.next()
+        if frame is None:
+            return
+        header, buffers = frame
+        if fds:
+            # The arrays of the call are in the grader's shared memory: the function works on them there.
+            buffers = wire.shared_buffers(fds[0], header.get("shared"))
+            for fd in fds:
+                os.close(fd)
+        reply, reply_buffers = _call(header, buffers, namespace)
+        _exit_if_forked_copy(me)
+        sys.stdout.flush()
+        wire.send(inbox.sock, reply, reply_buffers)
+
+
+def _call(request: dict, buffers: list, namespace: dict):
+    """Run one call on arrays decoded from `buffers`, in place: the caller reads them back afterwards."""
+    args = [wire.decode(tree, buffers) for tree in request["args"]]
+    kwargs = {name: wire.decode(tree, buffers) for name, tree in request["kwargs"].items()}
+    if request.get("as_tensors"):
+        args = [_to_tensor(a, request.get("backward") is not None) for a in args]
+        kwargs = {name: _to_tensor(a, False) for name, a in kwargs.items()}
+    reply = {"event": "reply", "id": request["id"]}
+    out = []
+    try:
+        result = namespace[request["function"]](*args, **kwargs)
+    except BaseException as error:  # noqa: BLE001 - report every failure, including SystemExit
+        reply["raised"] = _describe(error, namespace.get("__file__"))
+        return reply, out
+    try:
+        reply["value"] = wire.encode(result, out, sample=request.get("sample"))
+        if request.get("backward") is not None:
+            reply.update(_backward(result, args, request["backward"], buffers, out))
+    except BaseException as error:  # noqa: BLE001
+        out.clear()
+        reply.pop("value", None)
+        reply["unsendable"] = _describe(error, namespace.get("__file__"))
+    return reply, out
+
+
+def _backward(result, args, upstream_trees, buffers, out) -> dict:
+    """Backpropagate the grader's upstream gradients; return d(output)/d(each input)."""
+    torch = sys.modules["torch"]
+    outputs = result if isinstance(result, (tuple, list)) else (result,)
+    pairs = []
+    for output, tree in zip(outputs, upstream_trees):
+        upstream = wire.decode(tree, buffers)
+        if upstream is None:
+            continue
+        if not isinstance(output, torch.Tensor) or output.grad_fn is None:
+            return {"grad_error": "the output is not connected to the autograd graph "
+                                  "(no grad_fn): it was detached, or computed outside PyTorch"}
+        pairs.append((output, torch.from_numpy(np.array(upstream)).to(output.dtype)))
+    try:
+        # sum(output * upstream) has the same gradients as backward(output, upstream), and a scalar
+        # backward skips torch's lazy import of sympy (~1 s per fresh child).
+        total = sum((output * upstream).sum() for output, upstream in pairs)
+        total.backward()
+    except (RuntimeError, AttributeError) as error:
+        return {"grad_error": f"backward failed: {str(error)[:wire.MAX_TEXT]}"}
+    return {"grads": [wire.encode(a.grad, out) if isinstance(a, torch.Tensor) else {"t": "none"}
+                      for a in args]}
+
+
+def _to_tensor(value, requires_grad: bool):
+    torch = sys.modules["torch"]
+    if not isinstance(value, np.ndarray):
+        return value
+    tensor = torch.from_numpy(value)
+    if requires_grad and tensor.is_floating_point():
+        tensor.requires_grad_(True)
+    return tensor
+
+
+def _describe(error: BaseException, filename) -> dict:
+    """Exception type, message and the student's line where it was raised."""
+    try:
+        message = str(error)[:wire.MAX_TEXT]
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        message = "(the exception's message could not be read)"
+    line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None
+    trace = error.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename.startswith(str(filename)):
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return {"type": type(error).__name__[:80], "message": message, "line": line}

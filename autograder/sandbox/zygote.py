@@ -1,0 +1,376 @@
+"""Starting the untrusted workers: bubblewrap where it runs, a loud fallback where not.
+
+A `Sandbox` is one zygote process serving one grading job. Inside bubblewrap
+it has no network, its own PID namespace (it is PID 1 there), a private
+/tmp, a read-only view of the system and of the Python installation — and no
+view of the course repository, solutions/, the results database, other
+submissions or home directories. Where bubblewrap is missing or cannot start,
+the zygote is a plain process with resource limits, an empty environment and
+a temporary working directory, and every result says so.
+
+The grader keeps its end of every channel: a control socket to the zygote
+and, per submission, a socket and an output pipe whose far ends it hands to
+the zygote over SCM_RIGHTS.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.sandbox import processes, wire
+from autograder.sandbox.protections import (
+    SHARED_FOLDERS,
+    WORKER_PYTHON,
+    WORKER_UID_BASE,
+    Protections,
+    SandboxError,
+    bwrap_command,
+    worker_environment,
+)
+from autograder.sandbox.scratch import WIPE_SECONDS, wipe
+from autograder.text import safe
+
+START_SECONDS = 120.0
+
+# The modules the worker runs, in import order (each imports only the ones before it).
+WORKER_MODULES = ("text", "authoring.protocol", "sandbox.kernel", "sandbox.seccomp", "sandbox.scratch", "sandbox.wire",
+                  "sandbox.worker")
+
+# Runs in a fresh interpreter: read the worker's modules from stdin (their packages empty, so nothing
+# else of the grader can be imported there) and start the zygote.
+BOOT = """\
+import json, sys, types
+blob = json.loads(sys.stdin.buffer.read())
+for name, source in blob["modules"]:
+    parts = name.split(".")
+    for depth in range(1, len(parts) + 1):
+        here = ".".join(parts[:depth])
+        if here not in sys.modules:
+            sys.modules[here] = types.ModuleType(here)
+            sys.modules[here].__path__ = []
+            if depth > 1:
+                setattr(sys.modules[".".join(parts[:depth - 1])], parts[depth - 1], sys.modules[here])
+    exec(compile(source, name, "exec"), sys.modules[name].__dict__)
+sys.modules["autograder.sandbox.worker"].zygote_main(blob["config"])
+"""
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    """What cleaning up after a submission took.
+
+    killed: processes that had to be killed; exits: how each reaped child
+    ended (pid -> ["exit", code] or ["signal", name]); restarted: why the
+    sandbox was restarted (scratch files that could not be removed), or "".
+    """
+
+    killed: int = 0
+    exits: dict = field(default_factory=dict)
+    restarted: str = ""
+
+
+def refuse_readable(protections: Protections, paths: list[Path]) -> None:
+    """Raise SandboxError if a worker on this machine could read any of `paths`.
+
+    Asked of a real (light) sandbox before grading starts, so the answer
+    is from the workers' own uid and view of the file system. Where the
+    fallback runs workers under the grader's own uid, everything the grader
+    reads is readable to them: grading is refused rather than done quietly.
+    """
+    if not paths:
+        return
+    with Sandbox(protections, preload=()) as box:
+        found = box.readable(paths)
+    if not found:
+        return
+    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    if protections.mode == "fallback" and not protections.separate_user:
+        fix = ("the fallback sandbox runs student code under your own user id, which can read everything you "
+               "can. Make bubblewrap work here (`autograder doctor` says why it does not), or run the grader "
+               "as root so that workers get a user id of their own")
+    else:
+        fix = ("make them unreadable to other users, e.g. `chmod -R o-rwx` on the course's solutions/ and "
+               "course.yaml, its results and the class folder (folders on the way to the Python "
+               "environment may keep o+x), or make bubblewrap work here")
+    raise SandboxError(f"grading was refused: student code in the {protections.mode} sandbox could read {shown}, "
+                       f"which it must never see. To grade, {fix}; then run again. Nothing was graded.")
+
+
+def _worker_sources() -> list[tuple[str, str]]:
+    package = Path(__file__).resolve().parents[1]
+    return [(f"autograder.{name}", (package / f"{name.replace('.', '/')}.py").read_text()) for name in WORKER_MODULES]
+
+
+class Sandbox:
+    """One zygote process and the submissions it forks, for one grading job.
+
+    preload: modules the zygote imports once (e.g. ("numpy", "torch")).
+    slot: the job's index, which picks the worker uid when the grader is root.
+    fresh: start a new zygote for every submission (the slow baseline the
+        zygote is measured against).
+    """
+
+    def __init__(self, protections: Protections, preload=("numpy",), slot: int = 0,
+                 tmp_mib: int = 256, fresh: bool = False):
+        self.protections = protections
+        self.preload = tuple(preload)
+        self.uid = WORKER_UID_BASE + slot if protections.separate_user else None
+        self.tmp_mib = tmp_mib
+        self.fresh = fresh
+        self._process: subprocess.Popen | None = None
+        self._control: socket.socket | None = None
+        self._parser: wire.FrameParser | None = None
+        self._zygote_pid = 0
+        self._scratch: tempfile.TemporaryDirectory | None = None
+        self._log = None
+
+    # -------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Launch the zygote and wait until it has imported its modules (nothing to do if it runs already)."""
+        if self._process is not None:
+            return
+        if self.protections.mode != "bwrap" and os.geteuid() == 0 and self.uid is None:
+            raise SandboxError(
+                f"the fallback sandbox would run student code as root: no other user can run the workers' Python "
+                f"({self.protections.python.path}; every folder above it needs o+x, and /root has not). Make "
+                f"bubblewrap work here (`autograder doctor` says why it does not), or set ${WORKER_PYTHON} to "
+                "the python of an environment other users can read, e.g. one made with /usr/bin/python3 -m venv")
+        ours, theirs = socket.socketpair()
+        self._log = tempfile.TemporaryFile()
+        if self.protections.mode == "bwrap":
+            command = bwrap_command(self.uid, self.tmp_mib, self.protections.python)
+            scratch, as_init, env, cwd = "/tmp", True, None, None
+        else:
+            scratch, as_init = self._fallback_scratch(), False
+            command, env, cwd = [], worker_environment(scratch), scratch
+        command += [self.protections.python.path, "-I", "-c", BOOT]
+        # The fallback's workers can write to the machine's shared folders; what their uid owns there goes too.
+        sweep = list(SHARED_FOLDERS) if self.protections.mode != "bwrap" and self.uid is not None else []
+        config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "scratch": scratch,
+                  "sweep": sweep, "as_init": as_init}
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log,
+            env=env, cwd=cwd, start_new_session=True, pass_fds=(theirs.fileno(),), **self._fallback_user())
+        theirs.close()
+        self._control, self._parser = ours, wire.FrameParser(limit=1 << 20)
+        try:
+            self._process.stdin.write(json.dumps({"modules": _worker_sources(), "config": config}).encode())
+            self._process.stdin.close()
+            self._expect("ready", START_SECONDS)
+        except (OSError, SandboxError) as error:
+            message = self._startup_log()
+            self.close()
+            raise SandboxError(f"the worker process did not start: {message or error}. "
+                               "Run `autograder doctor` to see what this machine supports.") from None
+        self._zygote_pid = self._find_zygote()
+
+    def close(self) -> None:
+        """Kill the zygote and everything under it."""
+        if self._process is not None:
+            if self._zygote_pid:
+                processes.kill_descendants(self._zygote_pid)
+            self._process.kill()
+            self._process.wait()
+        if self._control is not None:
+            self._control.close()
+        if self._scratch is not None:
+            # What a submission left may be nested deeper than a recursive delete can go.
+            wipe(self._scratch.name)
+            self._scratch.cleanup()
+        if self._log is not None:
+            self._log.close()
+        self._process = self._control = self._scratch = self._log = None
+        self._zygote_pid = 0
+
+    def __enter__(self):
+        self.start()  # a sandbox that cannot start fails here, before any submission is taken
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+    # -------------------------------------------------------------- per submission
+
+    def spawn(self, limits: dict) -> tuple[socket.socket, int, int]:
+        """Fork a fresh child for one submission, under `limits` (see worker._set_limits).
+
+        Returns the grader's ends — a socket for the submission and its calls,
+        and the read end of the child's stdout/stderr pipe — and the child's
+        pid as the zygote knows it. The submission itself goes over that
+        socket, never through the zygote.
+        """
+        for attempt in (1, 2):
+            if self._process is None:
+                self.start()
+            ours, theirs = socket.socketpair()
+            out_read, out_write = os.pipe()
+            try:
+                frame = wire.pack({"op": "spawn", "limits": limits}, [])
+                socket.send_fds(self._control, [b"".join(frame)], [theirs.fileno(), out_write])
+                spawned = self._expect("spawned", 30.0)
+                if type(spawned.get("pid")) is not int:
+                    raise SandboxError("the worker gave no pid for the new child")
+                return ours, out_read, spawned["pid"]
+            except (OSError, SandboxError):
+                ours.close()
+                os.close(out_read)
+                self.close()  # the zygote died (perhaps killed by a submission): start afresh
+                if attempt == 2:
+                    raise
+            finally:
+                theirs.close()
+                os.close(out_write)
+        raise AssertionError("unreachable")
+
+    def stop_others(self, child: int) -> int:
+        """Kill every process of the submission except its child `child` (a pid as the zygote knows it).
+
+        For processes the submission's top-level code left running: they are
+        the load's doing, and must not be charged to the first function called.
+        Returns how many were killed.
+        """
+        if self._process is None or self.submission_processes() <= 1:
+            return 0
+        keep = self._host_pid(child)
+        return processes.kill_descendants(self._zygote_pid, keep={keep} if keep else set())
+
+    def clean(self) -> Cleaned:
+        """Kill every process the last submission left, reap them, wipe the scratch space.
+
+        When the scratch space cannot be emptied the sandbox is closed, so the
+        next submission starts in a new one; `restarted` says so.
+        """
+        if self._process is None:
+            return Cleaned()
+        inside = self.process_count()
+        if inside is not None:
+            killed = inside - 1  # everything but the zygote, which kills them as PID 1 of the namespace
+        else:
+            killed = processes.kill_descendants(self._zygote_pid)
+        reply = self._ask_zygote_to_clean()
+        if self._process is not None and inside is not None and self.process_count() != 1:
+            # The zygote lives inside the sandbox too, so its work is checked from outside.
+            processes.kill_descendants(self._zygote_pid)
+            reply = self._ask_zygote_to_clean()
+        exits = reply.get("exits") if isinstance(reply.get("exits"), dict) else {}
+        left = reply.get("left")
+        restarted = ""
+        if self._process is not None and left != []:
+            shown = ", ".join(safe(name, 60) for name in left) if isinstance(left, list) else "unknown files"
+            restarted = (f"files this submission left in the scratch space could not be removed ({shown}); the "
+                         "sandbox was restarted so that the next submission starts clean")
+            self.close()
+        if self.fresh:
+            self.close()
+        return Cleaned(killed, exits, restarted)
+
+    def _ask_zygote_to_clean(self) -> dict:
+        try:
+            wire.send(self._control, {"op": "clean"})
+            return self._expect("clean", 30.0 + WIPE_SECONDS)
+        except (OSError, SandboxError):
+            self.close()
+            return {}
+
+    def readable(self, paths: list[Path]) -> list[str]:
+        """Which of `paths` (files and directories, not searched below) a worker of this sandbox could read.
+
+        Asked of the zygote before any submission has run in it, so the
+        answer is the sandbox's own, from the worker's uid and view of the
+        file system.
+        """
+        if self._process is None:
+            self.start()
+        wire.send(self._control, {"op": "probe", "paths": [str(p) for p in paths]})
+        found = self._expect("probed", 60.0).get("readable")
+        return [safe(p) for p in found] if isinstance(found, list) else ["(the worker's answer was not readable)"]
+
+    def process_count(self) -> int | None:
+        """Live processes in the sandbox's PID namespace, zygote included; None outside bubblewrap.
+
+        Read from outside through the zygote's root, so nothing the
+        submission does inside can change the answer; cheap enough to ask
+        after every call.
+        """
+        if self.protections.mode != "bwrap" or not self._zygote_pid:
+            return None
+        return processes.live_count(f"/proc/{self._zygote_pid}/root/proc")
+
+    def submission_processes(self) -> int:
+        """Live processes the current submission is running (its child and anything it started)."""
+        if self._process is None:
+            return 0
+        inside = self.process_count()
+        if inside is not None:
+            return inside - 1  # the zygote
+        return processes.live_descendants(self._zygote_pid)
+
+    # -------------------------------------------------------------- internals
+
+    def _fallback_scratch(self) -> str:
+        """A private scratch directory for the fallback's workers, inside one they cannot rename or replace."""
+        self._scratch = tempfile.TemporaryDirectory(prefix="autograder-work-")
+        os.chmod(self._scratch.name, 0o711)
+        scratch = os.path.join(self._scratch.name, "scratch")
+        os.mkdir(scratch, 0o700)
+        if self.uid is not None:
+            os.chown(scratch, self.uid, self.uid)
+        return scratch
+
+    def _host_pid(self, pid: int) -> int | None:
+        """The pid, as this process sees it, of the zygote's child `pid` (a pid in the sandbox's namespace)."""
+        if self.protections.mode != "bwrap":
+            return pid
+        for host in processes.descendants(self._zygote_pid):
+            if processes.namespace_pid(host) == pid:
+                return host
+        return None
+
+    def _fallback_user(self) -> dict:
+        """Popen arguments that run a fallback zygote under the worker uid."""
+        if self.protections.mode == "bwrap" or self.uid is None:
+            return {}  # inside bubblewrap, setpriv switches the uid
+        return {"user": self.uid, "group": self.uid, "extra_groups": []}
+
+    def _expect(self, event: str, seconds: float) -> dict:
+        deadline = time.monotonic() + seconds
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._control, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not selector.select(remaining):
+                    raise SandboxError(f"the worker did not answer within {seconds:.0f} s")
+                data = self._control.recv(1 << 16)
+                if not data:
+                    raise SandboxError("the worker process exited")
+                for header, _ in self._parser.feed(data):
+                    if header.get("event") == event:
+                        return header
+
+    def _find_zygote(self) -> int:
+        """Global pid of the zygote: bwrap's single child, or the process itself."""
+        if self.protections.mode != "bwrap":
+            return self._process.pid
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            children = [pid for pid, parent in processes.parent_map().items() if parent == self._process.pid]
+            if len(children) == 1:
+                return children[0]
+            time.sleep(0.01)
+        raise SandboxError("could not find the worker process inside bubblewrap")
+
+    def _startup_log(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        lines = self._log.read().decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else ""
+

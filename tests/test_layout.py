@@ -1,0 +1,84 @@
+"""Issue 14: the package's architecture holds: the engine knows no lesson, the layers import downwards.
+
+These read the package's own source (imports, lines) rather than run it.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "autograder"
+# Lower layers never import higher ones: authoring (what checks are written against) knows no process,
+# no grading and no output; the sandbox knows no grading or output; grading writes no reports.
+LAYERS = {"authoring": set(), "sandbox": {"authoring"}, "grading": {"authoring", "sandbox"},
+          "outputs": {"authoring", "sandbox", "grading"}, "nbgrader": {"authoring", "sandbox", "grading", "outputs"}}
+LESSON = re.compile(r"softmax|attention|causal|queries|slides?\b", re.IGNORECASE)
+MAX_LINES = 400
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "templates" not in p.parts)
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_no_line_of_the_engine_names_the_lesson():
+    named = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in PACKAGE.rglob("*")
+             if p.is_file() and p.suffix in (".py", ".html", ".md")
+             for n, line in enumerate(p.read_text().splitlines(), 1) if LESSON.search(line)]
+    assert named == []
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_each_layer_imports_only_the_layers_below_it(layer):
+    upward = []
+    for path in (PACKAGE / layer).rglob("*.py"):
+        for module in _imports(path):
+            parts = module.split(".")
+            if parts[0] == "autograder" and len(parts) > 1 and parts[1] in LAYERS and parts[1] != layer \
+                    and parts[1] not in LAYERS[layer]:
+                upward.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert upward == []
+
+
+def test_the_authoring_api_has_no_process_code():
+    process = {"subprocess", "socket", "selectors", "multiprocessing", "ctypes", "resource"}
+    used = {str(p.relative_to(ROOT)): _imports(p) & process for p in (PACKAGE / "authoring").rglob("*.py")}
+    assert {path: names for path, names in used.items() if names} == {}
+
+
+def test_no_engine_file_is_over_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_the_worker_runs_only_modules_shipped_to_it():
+    """The worker's modules import nothing of the grader's but each other (sandbox.zygote.WORKER_MODULES)."""
+    from autograder.sandbox.zygote import WORKER_MODULES
+    shipped = {f"autograder.{name}" for name in WORKER_MODULES}
+    reached = {module for name in WORKER_MODULES
+               for module in _imports(PACKAGE / f"{name.replace('.', '/')}.py") if module.startswith("autograder")}
+    assert reached - shipped - {"autograder.sandbox"} == set()
+
+
+def test_the_suite_version_covers_the_code_that_grades():
+    """After an upgrade of any of it, a rerun regrades rather than skips (grading.suite._grading_code)."""
+    from autograder.grading.suite import _grading_code
+    covered = {str(p.relative_to(PACKAGE)) for p in _grading_code()}
+    for verdict in ("grading/grader.py", "sandbox/session.py", "sandbox/worker.py", "sandbox/wire.py",
+                    "sandbox/replies.py", "authoring/compare.py", "authoring/checks.py", "grading/diagnosis.py",
+                    "grading/shrink.py", "grading/examples.py", "text.py"):
+        assert verdict in covered, verdict
