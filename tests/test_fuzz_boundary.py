@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.authoring.checks import Check, Trial, check_rng
-from autograder.grading.grader import Grader, attempt
+from autograder.grading.attempt import attempt
+from autograder.grading.grader import Grader
 from autograder.grading.results import STATUSES, CheckResult, SubmissionResult
 from autograder.grading.store import Store
 from autograder.grading.submission import read_submission

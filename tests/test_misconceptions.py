@@ -14,8 +14,8 @@ import pytest
 from autograder.authoring.checks import Sizes, Tolerance, Trial, check_rng, student_seed
 from autograder.authoring.misconceptions import Catalogue, Misconception
 from autograder.authoring.protocol import Call, Raised, Reply
+from autograder.grading.attempt import attempt
 from autograder.grading.diagnosis import diagnose
-from autograder.grading.grader import attempt
 from autograder.grading.shrink import ShrinkBudget, input_size, shrink
 from autograder.grading.submission import read_submission
 from autograder.sandbox.session import Session

@@ -19,7 +19,7 @@ import pytest
 from markupsafe import escape
 
 from autograder.authoring.checks import Sizes, Trial, check_rng
-from autograder.grading.grader import attempt
+from autograder.grading.attempt import attempt
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.store import Store
 from autograder.grading.submission import read_submission
@@ -285,9 +285,10 @@ def _shown_values(array: np.ndarray, numbers: np.ndarray) -> int:
 def _inputs_by_visibility(sandbox, suite, path, result) -> tuple[dict, dict]:
     """{check: [float input arrays]} for hidden and public checks, re-run with the student's seed.
 
-    Hidden failures are also re-run at their stored smallest sizes. Checks
-    with their own time limit use one class-wide T = 512 case that no page
-    can print in full (at most 64 values of an array are ever shown), so
+    Hidden failures are also re-run at their stored smallest sizes. The
+    scale checks (T = 512) use one class-wide case of 65,536 values per
+    array, which no page can print (at most 64 values of an array are ever
+    shown) and among which a few match some printed number by chance, so
     they are left out.
     """
     hidden, public = {}, {}
@@ -296,7 +297,7 @@ def _inputs_by_visibility(sandbox, suite, path, result) -> tuple[dict, dict]:
     with Session(sandbox, submission.worker_spec(suite.assignment.module), suite.assignment.limits) as session:
         session.open()
         for entry in suite.checks:
-            if entry.seconds is not None:
+            if entry.check.slow_hint:  # the scale checks
                 continue
             sizes = [entry.check.sizes]
             example = json.loads(stored[entry.name].example or "{}")

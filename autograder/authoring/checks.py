@@ -92,12 +92,15 @@ class Check:
     run: the check itself; its docstring says what it verifies.
     uses: other student functions the check calls (it may fail with them).
     sizes: input sizes for randomized checks; None for fixed cases.
+    slow_hint: what a student whose call was stopped at the check's time
+        limit should change, in the assignment's words.
     """
 
     name: str
     run: Callable[[Trial], None]
     uses: tuple[str, ...] = ()
     sizes: Sizes | None = None
+    slow_hint: str = ""
 
     @property
     def function(self) -> str:

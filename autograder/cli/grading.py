@@ -10,6 +10,7 @@ from pathlib import Path
 
 from autograder.cli import options
 from autograder.grading.batch import default_db, grade_batch, plan_batch
+from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
@@ -126,7 +127,9 @@ def _replay(args) -> int:
     protections = probe(args.sandbox)
     refuse_readable(protections, suite.secret_paths(course) + [path, options.db_path(args)])
     with Sandbox(protections, suite.assignment.preload) as sandbox:
-        tried = Grader(course, suite, sandbox).replay(submission, args.check)
+        with Store(options.db_path(args)) as store:
+            reference = cached_reference_times(course, suite, store)
+        tried = Grader(course, suite, sandbox, reference).replay(submission, args.check)
     print(safe(format_replay(args.student, args.check, stored.seed, tried)))
     return 0
 

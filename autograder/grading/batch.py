@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import Course
 from autograder.grading.discover import Found
 from autograder.grading.grader import Grader, internal_error_result
@@ -60,10 +61,13 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
     """
     if not todo:
         return
+    # Timed here, before the jobs start: they would only slow the reference down.
+    reference = cached_reference_times(course, suite, store) if suite.reference is not None else None
     # fork shares the already imported suite (and torch) with the graders instead of loading it N times.
     context = multiprocessing.get_context("fork")
     waiting = list(reversed(todo))
-    running = [_Job(context, (course, suite, protections), slot) for slot in range(max(1, min(jobs, len(todo))))]
+    setup = (course, suite, protections, reference)
+    running = [_Job(context, setup, slot) for slot in range(max(1, min(jobs, len(todo))))]
     try:
         for job in running:
             job.give(waiting.pop() if waiting else None)
@@ -152,7 +156,7 @@ def _read(item: Found) -> Submission:
     return dataclasses.replace(submission, note=note)
 
 
-def _grader_process(course, suite, protections, slot, connection) -> None:
+def _grader_process(course, suite, protections, reference, slot, connection) -> None:
     """One job: its own sandbox, grading what it is sent until it is sent None."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides what Ctrl-C means
@@ -164,7 +168,7 @@ def _grader_process(course, suite, protections, slot, connection) -> None:
         connection.send(("fatal", str(error)))
         return
     with sandbox:
-        grader = Grader(course, suite, sandbox)
+        grader = Grader(course, suite, sandbox, reference)
         while (item := connection.recv()) is not None:
             connection.send(("result", grade_one(grader, item)))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from autograder.authoring.checks import Tolerance
-from autograder.sandbox.session import Limits
+from autograder.sandbox.limits import Limits
 
 COURSE_FILE = "course.yaml"
 
@@ -143,7 +143,9 @@ class _Reader:
     def limits(self, value, key: str, base: Limits) -> Limits:
         names = {f.name for f in fields(Limits)}
         value = self.mapping(value, key, optional=names)
-        return replace(base, **{name: self.number(v, _join(key, name), minimum=1) for name, v in value.items()})
+        # Times may be fractions of a second; counts and sizes are whole and at least 1.
+        return replace(base, **{name: self.number(v, _join(key, name), minimum=0.01 if "seconds" in name else 1)
+                                for name, v in value.items()})
 
     def tolerance(self, value, key: str, base: dict) -> dict:
         value = self.mapping(value, key, optional={"float32", "float64"})

@@ -11,10 +11,11 @@ import datetime
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
 
-from autograder.authoring.checks import CheckFailed, Sizes, StudentError, Trial, check_rng, student_seed
+from autograder.authoring.checks import Sizes, Trial, check_rng, student_seed
 from autograder.authoring.misconceptions import Misconception
+from autograder.grading import calibration
+from autograder.grading.attempt import Attempt, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose
 from autograder.grading.examples import example_json
@@ -22,7 +23,6 @@ from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
-from autograder.sandbox.replies import CallFailed, CallTimedOut, ReplyRejected, WorkerDied
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -34,10 +34,15 @@ class Grader:
     given (`run_checks`), as nbgrader's in-kernel test cells do.
     """
 
-    def __init__(self, course: Course, suite: Suite, sandbox: Sandbox | None):
+    def __init__(self, course: Course, suite: Suite, sandbox: Sandbox | None,
+                 reference: dict[str, calibration.ReferenceTime] | None = None):
+        """reference: the reference's time on each check (calibration.time_reference), which sets the call
+        limits and the submission's budget; None grades with course.yaml's plain call_seconds."""
         self.course = course
         self.suite = suite
         self.sandbox = sandbox
+        self.limits = calibration.call_limits(suite, reference)
+        self.budget = calibration.budget(suite, reference, self.limits)
         self._shared: dict = {}  # class-wide cases, see Trial.shared
         self._class_seed = student_seed(course.seed_salt, suite.assignment.name, "")
 
@@ -71,7 +76,8 @@ class Grader:
         if problem:
             tests = self._all(submission.problem, "failed")
         else:
-            with Session(self.sandbox, submission.worker_spec(assignment.module), assignment.limits) as session:
+            with Session(self.sandbox, submission.worker_spec(assignment.module), assignment.limits,
+                         self.budget) as session:
                 load = session.open()
                 notes += _load_notes(load)
                 problem = load.failure
@@ -96,35 +102,40 @@ class Grader:
         if submission.problem:
             return Attempt("failed", submission.problem)
         with Session(self.sandbox, submission.worker_spec(self.suite.assignment.module),
-                     self.suite.assignment.limits) as session:
+                     self.suite.assignment.limits, self.budget) as session:
             load = session.open()
             if load.failure:
                 return Attempt("error", f"the file could not be loaded: {load.failure}")
             missing = [name for name in entry.check.functions if name not in load.functions]
             if missing:
                 return Attempt("failed", f"the file does not define {missing[0]}()")
-            return attempt(entry, self._trial(entry, session, seed, entry.check.sizes, entry.seconds))
+            return attempt(entry, self._trial(entry, session, seed, entry.check.sizes, self.limits[entry.name].seconds))
 
     def run_checks(self, session, load: LoadReport, seed: int, entries=None, explain: bool = True) -> list[CheckResult]:
         """Run `entries` (default: the whole suite) in order against a loaded submission.
 
         session: anything with Session's `call`. explain: diagnose and shrink
         failures (in-kernel grading skips it: the points are the same).
-        A function that hung once is not called again: otherwise one hanging
-        function would spend the submission's budget on its remaining checks
-        and take honest functions' points with it.
+        A function that timed out is not called again on work as large:
+        otherwise one hanging function would spend the submission's budget
+        on its remaining checks and take honest functions' points with it.
+        Checks the reference finishes in well under the time still run, so
+        a function that is merely slow on the largest input keeps its other points.
         """
-        budget = ShrinkBudget.for_submission(self.suite.assignment.limits.submission_seconds)
-        hung: dict[str, str] = {}  # function -> the timeout message
+        budget = ShrinkBudget.for_submission(self.budget)
+        hung: dict[str, tuple[float, str]] = {}  # function -> (the reference's time where it timed out, message)
         results = []
         for entry in self.suite.checks if entries is None else entries:
-            stuck = next((f for f in entry.check.functions if f in hung), None)
+            size = self.limits[entry.name].reference  # how much work the check is, in the reference's seconds
+            # Timings wobble, so only work well under half of what timed out counts as smaller.
+            stuck = next((f for f in entry.check.functions
+                          if f in hung and (size is None or size >= hung[f][0] / 2)), None)
             if stuck:
-                results.append(self._result(entry, "timeout", f"not run: {hung[stuck]}"))
+                results.append(self._result(entry, "timeout", f"not run: {hung[stuck][1]}"))
                 continue
             result = self._run(entry, session, load, seed, budget, explain)
             if result.status == "timeout":
-                hung[entry.function] = result.output
+                hung[entry.function] = (size or 0.0, result.output)
             results.append(result)
         return results
 
@@ -136,8 +147,11 @@ class Grader:
             return self._result(entry, "failed", f"your file does not define {missing[0]}(); keep the "
                                                  "function names of the stub")
         started = time.monotonic()
-        first = attempt(entry, self._trial(entry, session, seed, entry.check.sizes, entry.seconds))
+        first = attempt(entry, self._trial(entry, session, seed, entry.check.sizes, self.limits[entry.name].seconds))
         seconds = time.monotonic() - started
+        if first.status == "timeout":
+            return self._result(entry, first.status, self._too_slow(entry, first.message), first.hint, seconds,
+                                stopped=first.stopped)
         if first.status == "passed" or first.stopped or not explain:
             # A stopped call left no reply to diagnose or show; the message says what the sandbox did.
             return self._result(entry, first.status, first.message, first.hint, seconds, stopped=first.stopped)
@@ -165,10 +179,18 @@ class Grader:
         """
         if first.status != "failed" or entry.check.sizes is None or entry.seconds is not None:
             return None
-        # A re-run that hangs would cost a full call limit; the failing run shows how long an answer takes.
-        limit = min(self.suite.assignment.limits.call_seconds, RERUN_SECONDS + 4 * seconds)
+        # Smaller inputs take no longer than the failing run did, so its limit is the re-runs' limit too.
+        limit = self.limits[entry.name].seconds
         return shrink(entry.check.sizes, input_size(first.calls),
                       lambda sizes: attempt(entry, self._trial(entry, session, seed, sizes, limit)), budget)
+
+    def _too_slow(self, entry: SuiteCheck, message: str) -> str:
+        """A timeout's message, with how the limit compares with the reference and the check's own advice."""
+        limit = self.limits[entry.name]
+        if limit.reference and "did not return within" in message:
+            ratio = limit.seconds / max(limit.reference, 1e-9)
+            message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
+        return message + (f"; {entry.check.slow_hint}" if entry.check.slow_hint else "")
 
     def _diagnose(self, tried: Attempt) -> Misconception | None:
         return diagnose(self.suite.misconceptions, tried.calls, self.suite.reference,
@@ -185,49 +207,6 @@ class Grader:
     def _all(self, message: str, status: str) -> list[CheckResult]:
         return [self._result(entry, status, message) for entry in self.suite.checks]
 
-
-RERUN_SECONDS = 1.0  # a shrinking re-run's call limit: this plus 4 × the failing run's time
-
-# How a call that produced no reply ended, for the feedback's "what the sandbox stopped".
-_STOPPED = ((CallTimedOut, "timeout"), (ReplyRejected, "rejected"), (WorkerDied, "crashed"))
-
-
-@dataclass
-class Attempt:
-    """One run of one check: its verdict and the calls it made.
-
-    status: one of results.STATUSES; message, hint: for the student.
-    failure: the CheckFailed raised, whose expected value a public example may show.
-    stopped: "timeout", "crashed" or "rejected" when the sandbox stopped a call.
-    calls: (Call, Reply) pairs in order; sizes: the sizes the run used.
-    """
-
-    status: str
-    message: str = ""
-    hint: str = ""
-    failure: CheckFailed | None = None
-    stopped: str = ""
-    calls: list = field(default_factory=list)
-    sizes: Sizes | None = None
-
-
-def attempt(entry: SuiteCheck, trial: Trial) -> Attempt:
-    """Run one check once. A fault in the check itself is reported, not raised."""
-    ran = {"calls": trial.calls, "sizes": trial.sizes}
-    try:
-        entry.check.run(trial)
-    except CheckFailed as failure:
-        return Attempt("failed", failure.message, failure.hint, failure=failure, **ran)
-    except StudentError as error:
-        return Attempt("error", str(error), **ran)
-    except CallFailed as failure:
-        stopped = next((kind for cls, kind in _STOPPED if isinstance(failure, cls)), "crashed")
-        return Attempt(failure.status, str(failure), stopped=stopped, **ran)
-    except Exception:  # noqa: BLE001 - a bug in a check must not stop the batch
-        traceback.print_exc(file=sys.stderr)
-        return Attempt("error", f"the grader failed while running {entry.name} (a fault in the check, not in your "
-                                "code); your instructor has been shown the details", **ran)
-    return Attempt("passed", **ran)
 
 
 INTERNAL_ERROR = ("internal error: the grader failed on this submission (not because of your code); your "

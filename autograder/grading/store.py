@@ -56,6 +56,14 @@ CREATE TABLE IF NOT EXISTS checks (
     stopped TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (submission_id, name)
 );
+CREATE TABLE IF NOT EXISTS reference_times (
+    suite_version TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    name TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    calls INTEGER NOT NULL,
+    PRIMARY KEY (suite_version, machine, name)
+);
 """
 # Columns added after the first release: (table, column, definition). A database
 # written before them gets them added on open; its rows then hold the defaults.
@@ -135,6 +143,20 @@ class Store:
 
     def result(self, assignment: str, student: str) -> SubmissionResult | None:
         return next((r for r in self.results(assignment) if r.student == student), None)
+
+    def reference_times(self, suite_version: str, machine: str) -> dict[str, tuple[float, int]]:
+        """check -> (seconds, calls) the reference took, as timed on `machine` for this suite; {} if never."""
+        rows = self._db.execute("SELECT name, seconds, calls FROM reference_times WHERE suite_version=? AND "
+                                "machine=?", (suite_version, machine))
+        return {name: (seconds, calls) for name, seconds, calls in rows}
+
+    def save_reference_times(self, suite_version: str, machine: str, times: dict[str, tuple[float, int]]) -> None:
+        def write():
+            with self._transaction():
+                self._db.executemany("INSERT OR REPLACE INTO reference_times VALUES (?, ?, ?, ?, ?)",
+                                     [(suite_version, machine, name, seconds, calls)
+                                      for name, (seconds, calls) in times.items()])
+        self._retry(write)
 
     def assignments(self) -> list[str]:
         return [row[0] for row in self._db.execute("SELECT DISTINCT assignment FROM submissions ORDER BY 1")]

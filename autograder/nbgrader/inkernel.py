@@ -4,12 +4,9 @@ nbgrader runs a notebook's tests in the student's own kernel: student code
 and tests share one process and there is no sandbox (that is nbgrader's
 design, not something this module can change). To give nbgrader the same
 verdicts as `autograder grade`, the checks run here through the sandbox's
-own message path: each Call is encoded by `session.request_frame` and framed
-by `wire.pack`, answered by `worker._call` against the notebook's globals,
-and the reply framed back and decoded by `session.read_reply`. Arguments are
-therefore fresh copies, replies are plain data, and every comparison and
-message is the one `autograder grade` produces. A per-call alarm stands in
-for the sandbox's deadline, and output printed by student functions is kept
+own message path (autograder.sandbox.inprocess), so arguments are fresh
+copies, replies plain data, and every comparison and message the one
+`autograder grade` produces; output printed by student functions is kept
 out of the cell (nbgrader scores a test cell 0 if anything reaches stderr).
 
 What this cannot do is protect the checks from the student's code, which can
@@ -29,140 +26,26 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import io
 import os
-import signal
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.authoring.checks import student_seed
-from autograder.authoring.protocol import Call, Reply
 from autograder.grading.course import Course, CourseError, find_course, load_course
 from autograder.grading.grader import Grader
 from autograder.grading.manifest import public_course
 from autograder.grading.results import CheckResult
 from autograder.grading.suite import Suite, load_public_suite, load_suite
 from autograder.outputs.terminal import format_check
-from autograder.sandbox import wire, worker
-from autograder.sandbox.replies import CallTimedOut, read_reply, reply_limit, request_frame, too_large
-from autograder.sandbox.session import CapturedOutput, Limits, LoadReport
+from autograder.sandbox.inprocess import CapturedText, InProcessSession
+from autograder.sandbox.session import LoadReport
 
 GRADING = "autograde"  # NBGRADER_EXECUTION's value while `nbgrader autograde` runs a notebook
 COURSE_VARIABLE = "AUTOGRADER_COURSE"  # path to course.yaml when it is not above the notebook's folder
-WORKER_FRAME_LIMIT = 1 << 30  # what worker._serve accepts from the grader
 
 
 class ChecksFailed(AssertionError):
     """Public checks of a function failed: the test cell fails, as an nbgrader test cell does."""
-
-
-class _Deadline(BaseException):
-    """Raised into a student function at its time limit (BaseException, so `except Exception` lets it pass)."""
-
-
-@dataclass
-class _Alarm:
-    """A one-shot per-call deadline by SIGALRM: in the main thread on POSIX; elsewhere there is none.
-
-    One-shot on purpose: once it has rung it cannot ring again, so a ring
-    that lands while it is being disarmed is absorbed by a second disarm and
-    never escapes into the kernel's own code, which would kill the kernel.
-    A function that catches the alarm and runs on is left to nbgrader's cell
-    timeout; its call still counts as timed out.
-    """
-
-    seconds: float
-    rang: bool = False
-    _previous: object = None
-    _installed: bool = False
-
-    def arm(self) -> None:
-        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-            return
-        self._previous = signal.signal(signal.SIGALRM, self._ring)
-        self._installed = True
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-
-    def disarm(self) -> None:
-        if not self._installed:
-            return
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, self._previous)
-        self._installed = False
-
-    def _ring(self, _signum, _frame):
-        self.rang = True
-        raise _Deadline()
-
-
-class _CapturedText(io.TextIOBase):
-    """A text stream into a CapturedOutput: keeps the first bytes, counts the rest."""
-
-    def __init__(self, output: CapturedOutput):
-        super().__init__()
-        self._output = output
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self._output.add(str(text).encode(errors="replace"))
-        return len(text)
-
-
-@dataclass
-class KernelSession:
-    """Calls functions of a notebook's namespace in this process, through the sandbox's message code.
-
-    namespace: the notebook's globals(). limits: the assignment's (call_seconds, output_kib).
-    Has the one method of `session.Session` that checks use, `call`.
-    """
-
-    namespace: dict
-    limits: Limits
-    output: CapturedOutput | None = None  # None: a new one, capped at limits.output_kib
-    calls: int = 0
-
-    def __post_init__(self):
-        if self.output is None:
-            self.output = CapturedOutput(self.limits.output_kib * 1024)
-
-    def call(self, call: Call) -> Reply:
-        """Run one call; raises CallTimedOut past its limit, as `Session.call` does."""
-        self.calls += 1
-        header, buffers = _through_wire(*request_frame(call, self.calls), limit=WORKER_FRAME_LIMIT)
-        seconds = call.seconds or self.limits.call_seconds
-        alarm = _Alarm(seconds)
-        try:
-            with contextlib.redirect_stdout(_CapturedText(self.output)), \
-                    contextlib.redirect_stderr(_CapturedText(self.output)):
-                alarm.arm()
-                try:
-                    answer = worker._call(header, buffers, self.namespace)
-                finally:
-                    alarm.disarm()
-        except _Deadline:
-            alarm.disarm()  # it rang outside the function, perhaps inside disarm; spent, it cannot ring again
-        if alarm.rang:
-            raise CallTimedOut(f"{call.function} did not return within {seconds:g} s and was stopped")
-        # The function worked on these buffers in place, as a sandboxed one works on shared memory.
-        inputs = tuple(wire.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
-        reply_header, reply_buffers = answer
-        if (reply_header.get("raised") or {}).get("type") == "KeyboardInterrupt":
-            raise KeyboardInterrupt  # the cell was interrupted (e.g. nbgrader's cell timeout): stop it
-        try:
-            reply_header, reply_buffers = _through_wire(reply_header, reply_buffers, limit=reply_limit(call))
-        except wire.FrameTooLarge as big:
-            raise too_large(call.function, big) from None
-        return read_reply(reply_header, reply_buffers, call, inputs)
-
-
-def _through_wire(header: dict, buffers: list, limit: int) -> tuple[dict, list]:
-    """One frame packed and parsed exactly as it crosses a sandbox's socket."""
-    parser = wire.FrameParser(limit)
-    frames = parser.feed(b"".join(wire.pack(header, buffers)))
-    return frames[0]
 
 
 @dataclass
@@ -198,10 +81,10 @@ def run_checks(course: Course, suite: Suite, function: str, namespace: dict, stu
                           f"{', '.join(suite.functions)}); fix the function name in this cell")
     for module in suite.assignment.preload:
         importlib.import_module(module)  # as the sandbox's zygote does; torch calls need it loaded
-    session = KernelSession(namespace, suite.assignment.limits)
+    session = InProcessSession(namespace, suite.assignment.limits)
     defined = frozenset(name for name, value in namespace.items() if callable(value) and not name.startswith("__"))
     seed = student_seed(course.seed_salt, suite.assignment.name, student)
-    with contextlib.redirect_stderr(_CapturedText(session.output)):  # a check's own warnings, too
+    with contextlib.redirect_stderr(CapturedText(session.output)):  # a check's own warnings, too
         results = Grader(course, suite, sandbox=None).run_checks(session, LoadReport(functions=defined), seed,
                                                                  entries, explain=False)
     return FunctionResults(function, results, session.output.text())

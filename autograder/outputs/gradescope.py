@@ -198,6 +198,7 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
     container; ROOT is a parameter so it can run anywhere.
     """
     # Imported here: grading loads the suite, the sandbox and torch, which the other exports never need.
+    from autograder.grading.calibration import time_reference
     from autograder.grading.grader import Grader
     from autograder.grading.suite import load_suite
     from autograder.sandbox.protections import SandboxError, probe
@@ -228,7 +229,7 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
                       "Your instructor has to fix the autograder; your submission will be graded then."})
         raise
     with Sandbox(protections, suite.assignment.preload) as box:
-        result = Grader(course, suite, box).grade(submission)
+        result = Grader(course, suite, box, time_reference(course, suite)).grade(submission)
     write_json(root / "results" / "results.json", gradescope_results(result))
     print(f"autograder: {student}: {result.score:g} / {result.max_score:g}; wrote "
           f"{root / 'results' / 'results.json'}", file=log)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.authoring.protocol import Call, Opaque, Reply, TensorData
-from autograder.grading.grader import Attempt
+from autograder.grading.attempt import Attempt
 
 PRINT_OPTIONS = {"threshold": 60, "edgeitems": 3, "precision": 5, "linewidth": 100}
 

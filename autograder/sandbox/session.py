@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import wire
+from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import SandboxError
 from autograder.sandbox.replies import (
     CallFailed,
@@ -40,22 +41,6 @@ from autograder.sandbox.replies import (
 )
 from autograder.sandbox.zygote import Sandbox
 from autograder.text import safe
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits for one submission (course.yaml `limits`)."""
-
-    call_seconds: float = 5.0
-    load_seconds: float = 10.0
-    submission_seconds: float = 60.0
-    memory_mib: int = 2048
-    output_kib: int = 8
-    max_output_mib: int = 16
-    max_processes: int = 64
-    max_open_files: int = 64
-    max_file_mib: int = 16
-
 
 MAX_LOAD_ATTEMPTS = 6
 EVENT_LIMIT = 1 << 20
@@ -106,18 +91,20 @@ class Session:
     """One submission's child worker, restarted as needed, within a time budget.
 
     spec: what to load (see `submission.Submission.worker_spec`).
+    budget: seconds for everything the submission does (default: limits.submission_seconds).
     notes: what the sandbox did around this submission that its results
         should mention (a restart after files that could not be removed).
     """
 
-    def __init__(self, sandbox: Sandbox, spec: dict, limits: Limits):
+    def __init__(self, sandbox: Sandbox, spec: dict, limits: Limits, budget: float | None = None):
         self.sandbox = sandbox
         self.spec = spec
         self.limits = limits
         self.output = CapturedOutput(limits.output_kib * 1024)
         self.killed_processes = 0
         self.notes: list[str] = []
-        self._deadline = time.monotonic() + limits.submission_seconds
+        self.budget = budget or limits.submission_seconds  # seconds for everything the submission does
+        self._deadline = time.monotonic() + self.budget
         self._skip: dict[int, str] = {}
         self._sock: socket.socket | None = None
         self._out: int | None = None
@@ -127,6 +114,8 @@ class Session:
         self._unit: tuple[int, str] | None = None
         self._exits: dict = {}
         self._output_mark = 0
+        self._selector: selectors.BaseSelector | None = None  # the child's socket and output, for its lifetime
+        self._region = wire.SharedRegion()  # where the current child's calls find their arrays
 
     # -------------------------------------------------------------- public
 
@@ -142,23 +131,16 @@ class Session:
                 raise WorkerDied(f"the worker could not reload the submission: {report.failure}")
         self._next_id += 1
         request, buffers = request_frame(call, self._next_id)
-        shared = wire.SharedArrays(buffers) if buffers else None
-        try:
-            return self._call(call, request, shared)
-        finally:
-            if shared is not None:
-                shared.close()
-
-    def _call(self, call: Call, request: dict, shared: wire.SharedArrays | None) -> Reply:
+        request["shared"] = layout = self._region.place(buffers)
+        fds = [self._region.fd] if self._region.unsent else []
+        self._region.unsent = False
         self._parser.limit = reply_limit(call)
         seconds = call.seconds or self.limits.call_seconds
         budget_left = self._deadline - time.monotonic()
-        if shared is not None:
-            request = dict(request, shared=shared.layout)
         try:
             header, data = self._exchange(wire.pack(request, []), min(seconds, budget_left),
                                           lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
-                                          fds=[shared.fd] if shared is not None else [])
+                                          fds=fds)
         except _Stopped as stop:
             self._stop_child(stop.child_alive)
             raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
@@ -169,15 +151,15 @@ class Session:
             raise WorkerDied(f"{call.function} left {extra} processes running after it returned; a function "
                              "must not start processes. They were stopped")
         inputs = None
-        if call.return_inputs:
-            inputs = tuple(wire.decode(tree, shared.buffers()) for tree in request["args"]) if shared else call.args
+        if call.return_inputs:  # read back from the grader's own memory, whatever the worker says
+            inputs = tuple(wire.decode(tree, self._region.read(layout)) for tree in request["args"])
         return read_reply(header, data, call, inputs)
 
     def _failure(self, function: str, stop: _Stopped, seconds: float, over_budget: bool) -> CallFailed:
         """The student-facing explanation of a call that gave no reply."""
         if stop.kind == "timeout" and over_budget:
             return CallTimedOut(f"{function} was stopped: the submission used up its "
-                                f"{self.limits.submission_seconds:g} s budget")
+                                f"{self.budget:.3g} s budget")
         if stop.kind == "timeout":
             return CallTimedOut(f"{function} did not return within {seconds:g} s and was stopped")
         if stop.kind == "too_large":
@@ -211,6 +193,7 @@ class Session:
                 self._sock, self._out, self._pid = self.sandbox.spawn(self._child_limits())
             except (OSError, SandboxError) as error:
                 return LoadReport(frozenset(), failure=f"the worker could not start ({error})")
+            self._watch_child()
             self._unit = None
             self._parser = wire.FrameParser(EVENT_LIMIT)  # nothing half-read from a killed child carries over
             seconds = min(self.limits.load_seconds, self._deadline - time.monotonic())
@@ -243,7 +226,7 @@ class Session:
     def _child_limits(self) -> dict:
         """The rlimits of worker._set_limits; CPU time backs up the wall-clock budget."""
         limits = self.limits
-        return {"memory_mib": limits.memory_mib, "cpu_seconds": int(limits.submission_seconds) + 5,
+        return {"memory_mib": limits.memory_mib, "cpu_seconds": int(self.budget) + 5,
                 "max_file_mib": limits.max_file_mib, "max_open_files": limits.max_open_files,
                 # Process counts are per uid, so the limit is only safe where workers have their own.
                 "max_processes": limits.max_processes if self.sandbox.protections.separate_user else 0}
@@ -275,29 +258,31 @@ class Session:
         self._output_mark = self.output.total  # the flood limit is per call (and per load)
         pending = [memoryview(c).cast("B") for c in chunks if memoryview(c).nbytes]
         fds = list(fds)
-        self._sock.setblocking(False)
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if pending else 0))
-            if self._out is not None:
-                selector.register(self._out, selectors.EVENT_READ)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise _Stopped("timeout")
-                for key, mask in selector.select(remaining):
-                    if key.fileobj == self._out:
-                        self._read_output(selector)
-                        continue
-                    if mask & selectors.EVENT_WRITE:
-                        pending, sent = self._write(pending, fds)
-                        fds = fds if not sent else []  # the descriptors went with the first bytes sent
-                        if not pending:
-                            selector.modify(self._sock, selectors.EVENT_READ)
-                    if mask & selectors.EVENT_READ:
-                        found = self._read_frames(done)
-                        if found is not None:
-                            self._drain_output()
-                            return found
+        while pending:  # a request usually fits the socket's buffer at once: no need to wait to write
+            pending, sent = self._write(pending, fds)
+            if not sent:
+                break
+            fds = []  # the descriptors went with the first bytes sent
+        selector = self._selector
+        selector.modify(self._sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if pending else 0))
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Stopped("timeout")
+            for key, mask in selector.select(remaining):
+                if key.fileobj == self._out:
+                    self._read_output(selector)
+                    continue
+                if mask & selectors.EVENT_WRITE:
+                    pending, sent = self._write(pending, fds)
+                    fds = fds if not sent else []
+                    if not pending:
+                        selector.modify(self._sock, selectors.EVENT_READ)
+                if mask & selectors.EVENT_READ:
+                    found = self._read_frames(done)
+                    if found is not None:
+                        self._drain_output()
+                        return found
 
     def _write(self, pending: list, fds: list) -> tuple[list, int]:
         """Send what the socket takes of `pending[0]`; the rest, and how many bytes went."""
@@ -373,10 +358,19 @@ class Session:
         """Kill the child's whole process tree mid-submission; count what it left (not the child itself)."""
         self.killed_processes += max(0, self._kill_child() - child_alive)
 
+    def _watch_child(self) -> None:
+        """One selector for the new child's lifetime: its socket (non-blocking) and its output pipe."""
+        self._sock.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._sock, selectors.EVENT_READ)
+        self._selector.register(self._out, selectors.EVENT_READ)
+
     def _kill_child(self) -> int:
         """Kill every process of this submission, keep the rest of its output; how many were killed."""
         if self._sock is None and self._out is None:
             return 0
+        self._selector.close()
+        self._region.close()  # the next child gets a region of its own
         if self._sock is not None:
             self._sock.close()
             self._sock = None

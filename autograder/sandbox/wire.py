@@ -181,45 +181,67 @@ def _no_constant(name):
 
 # ---------------------------------------------------------------- shared memory
 
-class SharedArrays:
-    """The buffers of one call, laid out in shared memory the grader owns.
+class SharedRegion:
+    """Shared memory the grader owns, holding one call's buffers at a time.
 
-    `layout` goes in the frame's header and `fd` with it; the worker maps
-    the same memory (`shared_buffers`) and the called function works on it,
-    so `buffers()` afterwards shows the arguments as the function left them.
+    One region per worker child: the grader writes a call's buffers with
+    `place`, sends the layout in the call's header (and the region's file
+    descriptor with the first call, or when the region grew), and the
+    worker's function works on them in place there (`shared_buffers`), so
+    `read` afterwards shows the arguments as the function left them. A new
+    child gets a new region, so nothing of an earlier child's calls is in it.
     """
 
-    def __init__(self, buffers: list):
-        sizes = [memoryview(b).nbytes for b in buffers]
-        offsets, end = [], 0
-        for size in sizes:
-            offsets.append(end)
-            end += -(-size // ALIGN) * ALIGN
-        self.layout = [[offset, size] for offset, size in zip(offsets, sizes)]
-        self.fd = os.memfd_create("call", os.MFD_CLOEXEC)
-        os.ftruncate(self.fd, max(end, 1))
-        self._memory = mmap.mmap(self.fd, max(end, 1))
-        for (offset, size), buffer in zip(self.layout, buffers):
-            self._memory[offset:offset + size] = memoryview(buffer).cast("B")
+    def __init__(self):
+        self.fd: int | None = None
+        self.size = 0
+        self.unsent = False  # the worker has not been given this region's descriptor yet
+        self._memory: mmap.mmap | None = None
 
-    def buffers(self) -> list:
-        """Copies of the buffers as they are now (the function may have written to them)."""
-        return [bytes(self._memory[offset:offset + size]) for offset, size in self.layout]
+    def place(self, buffers: list) -> list[list[int]]:
+        """Write `buffers` from the start of the region (growing it if need be); their [offset, size] layout."""
+        layout, end = [], 0
+        for buffer in buffers:
+            size = memoryview(buffer).nbytes
+            layout.append([end, size])
+            end += -(-size // ALIGN) * ALIGN
+        if end > self.size:
+            self._grow(max(end, 2 * self.size, 1 << 16))
+        for (offset, size), buffer in zip(layout, buffers):
+            self._memory[offset:offset + size] = memoryview(buffer).cast("B")
+        return layout
+
+    def read(self, layout: list) -> list[bytes]:
+        """Copies of the buffers at `layout` as they are now (the function may have written to them)."""
+        return [bytes(self._memory[offset:offset + size]) for offset, size in layout]
 
     def close(self) -> None:
-        self._memory.close()
-        os.close(self.fd)
+        if self._memory is not None:
+            self._memory.close()
+            os.close(self.fd)
+        self._memory, self.fd, self.size = None, None, 0
+
+    def _grow(self, size: int) -> None:
+        self.close()
+        self.fd = os.memfd_create("call", os.MFD_CLOEXEC)
+        os.ftruncate(self.fd, size)
+        self._memory, self.size, self.unsent = mmap.mmap(self.fd, size), size, True
 
 
-def shared_buffers(fd: int, layout) -> list:
+def map_region(fd: int) -> mmap.mmap:
+    """The worker's mapping of the grader's region (writable: functions work on their arguments there)."""
+    return mmap.mmap(fd, os.fstat(fd).st_size)
+
+
+def shared_buffers(region: mmap.mmap | None, layout) -> list:
     """The worker's view of a call's buffers: writable slices of the grader's shared memory."""
+    size = len(region) if region is not None else 0
     if not (isinstance(layout, list) and all(isinstance(e, list) and len(e) == 2 and all(type(n) is int and n >= 0
                                                                                              for n in e)
-                                             for e in layout)):
+                                             and e[0] + e[1] <= size for e in layout)):
         raise WireError("shared memory layout is not valid")
-    memory = mmap.mmap(fd, os.fstat(fd).st_size) if layout else b""
-    view = memoryview(memory)
-    return [view[offset:offset + size] for offset, size in layout]
+    view = memoryview(region) if layout else memoryview(b"")
+    return [view[offset:offset + length] for offset, length in layout]
 
 
 # ---------------------------------------------------------------- values

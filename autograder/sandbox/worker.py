@@ -267,16 +267,18 @@ def _exit_if_forked_copy(me: int) -> None:
 
 def _serve(inbox: _Inbox, namespace: dict) -> None:
     me = os.getpid()
+    region = None  # the grader's shared memory, where each call's arrays are
     while True:
         frame, fds = inbox.next()
         if frame is None:
             return
         header, buffers = frame
-        if fds:
-            # The arrays of the call are in the grader's shared memory: the function works on them there.
-            buffers = wire.shared_buffers(fds[0], header.get("shared"))
+        if fds:  # a new region: the first call's, or a larger one
+            region = wire.map_region(fds[0])
             for fd in fds:
                 os.close(fd)
+        if header.get("shared") is not None:
+            buffers = wire.shared_buffers(region, header["shared"])
         reply, reply_buffers = _call(header, buffers, namespace)
         _exit_if_forked_copy(me)
         sys.stdout.flush()

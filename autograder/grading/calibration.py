@@ -1,0 +1,132 @@
+"""Time limits calibrated from the reference, on this machine.
+
+Before a class is graded, the reference answers every check's calls, in
+this process, through the sandbox's own message code (sandbox.inprocess),
+at the sizes the checks use; each call's processor time is measured `ROUNDS`
+times and the best kept (processor time, so that a machine busy at that
+moment does not loosen every limit for good). A check's call limit is then
+
+    max(call_floor_seconds, call_factor × the reference's time on the check's slowest call)
+
+(course.yaml `limits`), unless course.yaml pins the check's `seconds`. So a
+function as fast as the reference, within a wide factor, always finishes,
+and one that loops in Python over a large input is stopped after a fraction
+of a second rather than a fixed several seconds. The reference's times are
+cached per suite version and machine in the results store.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from dataclasses import dataclass
+
+from threadpoolctl import threadpool_limits
+
+from autograder.authoring.checks import Trial, check_rng, student_seed
+from autograder.grading.attempt import attempt
+from autograder.grading.course import Course
+from autograder.grading.store import Store
+from autograder.grading.suite import Suite, SuiteCheck
+from autograder.sandbox.inprocess import InProcessSession
+
+ROUNDS = 5  # the best of several runs: caches and page faults only ever make a run slower
+
+
+@dataclass(frozen=True)
+class ReferenceTime:
+    """How long the reference takes on one check: its slowest call (best of ROUNDS), and the calls it makes."""
+
+    seconds: float
+    calls: int
+
+
+@dataclass(frozen=True)
+class CallLimit:
+    """One check's call limit, and the reference's time it was calibrated from (None when pinned or uncalibrated)."""
+
+    seconds: float
+    reference: float | None = None
+
+
+def machine() -> str:
+    """What the timings hold for: this machine's name, processor and core count, and the library versions."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as info:
+            model = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
+    except OSError:
+        pass
+    import numpy
+    return f"{platform.node()} | {model or platform.processor()} | {os.cpu_count()} cores | numpy {numpy.__version__}"
+
+
+def time_reference(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
+    """The reference's time on every check's calls (a check's slowest call), measured here and now.
+
+    On one thread, as workers compute (their environment sets one thread for BLAS and OpenMP, and the
+    zygote for PyTorch): helper threads would add their spinning to the processor time.
+    """
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch else 0
+    try:
+        if torch:
+            torch.set_num_threads(1)
+        with threadpool_limits(limits=1):
+            return _time_each_check(course, suite)
+    finally:
+        if torch:
+            torch.set_num_threads(threads)
+
+
+def _time_each_check(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
+    namespace = vars(suite.reference)
+    seed = student_seed(course.seed_salt, suite.assignment.name, "")
+    shared: dict = {}
+    times = {}
+    for entry in suite.checks:
+        best, calls = None, 0
+        for _ in range(ROUNDS):
+            session = InProcessSession(namespace, suite.assignment.limits)
+            attempt(entry, Trial(entry.name, check_rng(seed, entry.name), suite.reference, session.call,
+                                 suite.assignment.tolerance, sizes=entry.check.sizes, shared_cache=shared))
+            slowest = max(session.seconds, default=0.0)
+            best, calls = slowest if best is None else min(best, slowest), len(session.seconds)
+        times[entry.name] = ReferenceTime(best, calls)
+    return times
+
+
+def cached_reference_times(course: Course, suite: Suite, store: Store) -> dict[str, ReferenceTime]:
+    """The reference's times for this suite on this machine: from the store, or measured now and stored."""
+    here = machine()
+    stored = store.reference_times(suite.version, here)
+    if set(stored) == {entry.name for entry in suite.checks}:
+        return {name: ReferenceTime(seconds, calls) for name, (seconds, calls) in stored.items()}
+    measured = time_reference(course, suite)
+    store.save_reference_times(suite.version, here, {n: (t.seconds, t.calls) for n, t in measured.items()})
+    return measured
+
+
+def call_limits(suite: Suite, reference: dict[str, ReferenceTime] | None) -> dict[str, CallLimit]:
+    """Every check's call limit: pinned in course.yaml, calibrated from `reference`, or the plain default."""
+    limits = suite.assignment.limits
+    found = {}
+    for entry in suite.checks:
+        found[entry.name] = _limit(entry, limits, reference.get(entry.name) if reference else None)
+    return found
+
+
+def budget(suite: Suite, reference: dict[str, ReferenceTime] | None, limits: dict[str, CallLimit]) -> float:
+    """A submission's time budget that follows from its call limits: loading, then every call at its limit."""
+    if not reference:
+        return suite.assignment.limits.submission_seconds
+    calls = sum(limits[e.name].seconds * max(1, reference[e.name].calls) for e in suite.checks if e.name in reference)
+    return suite.assignment.limits.load_seconds + calls
+
+
+def _limit(entry: SuiteCheck, limits, reference: ReferenceTime | None) -> CallLimit:
+    if entry.seconds is not None:
+        return CallLimit(entry.seconds)
+    if reference is None:
+        return CallLimit(limits.call_seconds)
+    return CallLimit(max(limits.call_floor_seconds, limits.call_factor * reference.seconds), reference.seconds)

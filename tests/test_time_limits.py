@@ -1,0 +1,110 @@
+"""Issue 12: time limits calibrated from the reference on this machine.
+
+A call's limit is max(call_floor_seconds, call_factor × the reference's time on the check's calls), unless
+course.yaml pins it. Correct answers pass with a wide margin, also on a loaded machine; answers that loop
+in Python over the T × T grid of slide 24 are stopped at the scale checks, and cost nothing else.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import shutil
+import sqlite3
+
+import pytest
+
+from autograder.grading import calibration
+from autograder.grading.store import Store
+from conftest import PLAIN, ROOT, SUBMISSIONS, compose, manifest, run_cli
+
+SLOW = manifest("slow")
+CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def reference(course, suite):
+    return calibration.time_reference(course, suite)
+
+
+def test_every_check_is_timed_and_the_limits_follow_the_rule(suite, reference):
+    limits = suite.assignment.limits
+    assert set(reference) == {entry.name for entry in suite.checks}
+    assert all(t.seconds > 0 and t.calls >= 1 for t in reference.values())
+    for name, limit in calibration.call_limits(suite, reference).items():
+        assert limit.reference == reference[name].seconds
+        assert limit.seconds == max(limits.call_floor_seconds, limits.call_factor * reference[name].seconds)
+    # The scale checks are the work the reference takes longest over.
+    slowest = sorted(reference, key=lambda name: reference[name].seconds)[-2:]
+    assert set(slowest) == {"score.long_sequence", "attention.long_sequence"}
+
+
+def test_a_limit_pinned_in_course_yaml_wins_and_without_a_reference_the_default_holds(suite, reference):
+    pinned = suite.checks[0]
+    suite_pinned = type(suite)(suite.assignment, (type(pinned)(pinned.check, pinned.visibility, pinned.points, 7.5),
+                                                  *suite.checks[1:]), suite.reference, suite.version)
+    assert calibration.call_limits(suite_pinned, reference)[pinned.name].seconds == 7.5
+    default = calibration.call_limits(suite, None)
+    assert {limit.seconds for limit in default.values()} == {suite.assignment.limits.call_seconds}
+    assert calibration.budget(suite, None, default) == suite.assignment.limits.submission_seconds
+    calibrated = calibration.call_limits(suite, reference)
+    assert calibration.budget(suite, reference, calibrated) < suite.assignment.limits.submission_seconds
+
+
+def test_the_times_are_cached_per_suite_version_and_machine(course, suite, tmp_path):
+    with Store(tmp_path / "g.db") as store:
+        measured = calibration.cached_reference_times(course, suite, store)
+        assert store.reference_times(suite.version, calibration.machine()) == {
+            name: (t.seconds, t.calls) for name, t in measured.items()}
+        marked = {name: (0.125, 3) for name in measured}  # what no measurement gives: proof it is read back
+        store.save_reference_times(suite.version, calibration.machine(), marked)
+        again = calibration.cached_reference_times(course, suite, store)
+        assert {name: (t.seconds, t.calls) for name, t in again.items()} == marked
+        assert store.reference_times("another suite", calibration.machine()) == {}
+    with sqlite3.connect(tmp_path / "g.db") as connection:
+        rows = connection.execute("SELECT DISTINCT suite_version, machine FROM reference_times").fetchall()
+    assert rows == [(suite.version, calibration.machine())]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slow", sorted(SLOW))
+def test_python_loops_over_the_grid_fail_the_scale_checks_and_nothing_else(tmp_path, slow):
+    path = compose(tmp_path, slow, SUBMISSIONS / "slow" / f"{slow}.py")
+    done = run_cli("grade", "w07_attention", path, "--json", "--db", tmp_path / "g.db")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    failed = {t["name"]: t for t in result["tests"] if t["status"] != "passed"}
+    assert set(failed) == set(SLOW[slow]["fails"]), {n: t["output"] for n, t in failed.items()}
+    for test in failed.values():
+        assert test["status"] == "timeout"
+        # The limit, how it compares with the reference, and what to change.
+        assert "did not return within 0.1" in test["output"] and "× the reference's" in test["output"]
+        assert "instead of Python loops" in test["output"]
+
+
+def _burn(stop):
+    while not stop.is_set():
+        sum(i * i for i in range(10_000))
+
+
+@pytest.mark.slow
+def test_correct_answers_pass_with_a_margin_while_the_machine_is_loaded(tmp_path):
+    """Two grading jobs on two cores, and a third process burning a core: every correct fixture keeps 100."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for path in CORRECT + [PLAIN]:
+        shutil.copy(path, folder / path.name)
+    (folder / "reference.py").write_text((ROOT / "solutions/w07_attention/reference.py").read_text())
+    stop = multiprocessing.Event()
+    burner = multiprocessing.Process(target=_burn, args=(stop,))
+    burner.start()
+    try:
+        done = run_cli("grade", "w07_attention", folder, "--json", "--jobs", "2", "--db", tmp_path / "g.db")
+    finally:
+        stop.set()
+        burner.join()
+    assert done.returncode == 0, done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(results) == len(CORRECT) + 1
+    lost = {r["student"]: [(t["name"], t["output"]) for t in r["tests"] if t["status"] != "passed"]
+            for r in results if r["score"] != 100}
+    assert lost == {}
