@@ -1,14 +1,18 @@
-"""Batch grading throughput: `autograder grade --jobs 2` against `nbgrader autograde`, in one run.
+"""Batch grading throughput, in one run: a plain class, one with hanging students, the in-process limit, nbgrader.
 
-Builds a class of N notebooks in nbgrader's layout — the released week-7
-notebook with each student's code in its answer cells; mostly correct, ~15 %
-with one bug, a few attacks and broken files — and grades all of them with
-the full hidden suite and the sandbox on. In the same run it grades a sample
-of the same honest notebooks with nbgrader's own `autograde` (which runs
-student code unsandboxed, so no attacks go there), and prints both rates,
-their ratio, and the peak memory (PSS) of each grader's whole process tree.
+Builds a class of N notebooks in nbgrader's layout (the released week-7
+notebook with each student's code in its answer cells; correct variants and
+~15 % with one bug) and grades it with `autograder grade --jobs J` (full
+hidden suite, calibrated time limits, the sandbox on). Then the same class
+with H % of the students replaced by ones whose function hangs (an endless
+loop, a long sleep). Then the same plain class graded in-process, without a
+sandbox, one Grader kept per process (bench/inprocess.py: the limit). Then
+a sample of the same notebooks with nbgrader's own `autograde` (which runs
+student code unsandboxed in its kernel). It prints each rate, the ratios the
+targets are stated in, and the peak memory (PSS) of each grader's whole
+process tree.
 
-    python bench/batch.py [--students 200] [--nbgrader-sample 8] [--jobs 2]
+    python bench/batch.py [--students 200] [--hanging-percent 5] [--nbgrader-sample 8] [--jobs 2]
 """
 from __future__ import annotations
 
@@ -23,13 +27,14 @@ import nbformat
 from autograder.nbgrader.release import nbgrader_env
 from autograder.nbgrader.source import fill_answers
 
-from make_class import QUICK_ATTACKS, write_class
+from make_class import write_class
 from measure import run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "w07_attention"
 FUNCTIONS = ("score", "additive_score", "causal_mask", "padding_mask", "apply_mask", "softmax", "context",
              "attention", "attention_torch")
+HANGING = ("infinite_loop_in_function", "sleep_in_function")
 
 
 def make_course(root: Path) -> Path:
@@ -50,6 +55,7 @@ def make_course(root: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=200)
+    parser.add_argument("--hanging-percent", type=int, default=5)
     parser.add_argument("--nbgrader-sample", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="keep the generated courses in this folder")
@@ -64,37 +70,55 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def grade(course: Path, jobs: int, db: Path):
+    done = run_measured([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(course), "--jobs", str(jobs),
+                         "--db", str(db), "--force"], cwd=ROOT)
+    if done.returncode != 0:
+        sys.exit(f"autograder grade failed:\n{done.stderr[-3000:]}")
+    return done
+
+
 def run(args, work: Path) -> None:
-    released = nbformat.read(make_course(work / "ours"), as_version=4)
+    released = nbformat.read(make_course(work / "plain"), as_version=4)
 
     def to_notebook(code: str):
         return fill_answers(released, code, FUNCTIONS)
 
-    roster = write_class(work / "ours", args.students, "nbgrader", QUICK_ATTACKS[:4], 2, to_notebook)
-    honest = [student for student, kind, _ in roster if kind in ("correct", "buggy")][:args.nbgrader_sample]
+    roster = write_class(work / "plain", args.students, "nbgrader", (), 0, to_notebook)
+    hanging = tuple(HANGING[i % len(HANGING)] for i in range(args.students * args.hanging_percent // 100))
+    make_course(work / "hanging")
+    write_class(work / "hanging", args.students, "nbgrader", hanging, 0, to_notebook)
+    sample = [student for student, _, _ in roster][:args.nbgrader_sample]
     make_course(work / "theirs")
-    for student in honest:
-        shutil.copytree(work / "ours" / "submitted" / student, work / "theirs" / "submitted" / student)
+    for student in sample:
+        shutil.copytree(work / "plain" / "submitted" / student, work / "theirs" / "submitted" / student)
 
-    ours = run_measured([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(work / "ours"),
-                         "--jobs", str(args.jobs), "--db", str(work / "grades.db"), "--force"], cwd=ROOT)
-    if ours.returncode != 0:
-        sys.exit(f"autograder grade failed:\n{ours.stderr}")
+    plain = grade(work / "plain", args.jobs, work / "plain.db")
+    hung = grade(work / "hanging", args.jobs, work / "hanging.db")
+    inprocess = run_measured([sys.executable, str(ROOT / "bench" / "inprocess.py"), str(work / "plain" / "submitted"),
+                              "--jobs", str(args.jobs)], cwd=ROOT)
+    if inprocess.returncode != 0:
+        sys.exit(f"the in-process run failed:\n{inprocess.stderr[-3000:]}")
     theirs = run_measured([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"],
                           cwd=work / "theirs", env=nbgrader_env())
     if theirs.returncode != 0:
         sys.exit(f"nbgrader autograde failed:\n{theirs.stderr[-2000:]}")
 
-    our_rate = len(roster) / ours.seconds
-    their_rate = len(honest) / theirs.seconds
-    print(f"class: {len(roster)} notebooks ({sum(k == 'correct' for _, k, _ in roster)} correct, "
-          f"{sum(k == 'buggy' for _, k, _ in roster)} with one bug, {sum(k == 'attack' for _, k, _ in roster)} "
-          f"attacks, {sum(k == 'broken' for _, k, _ in roster)} broken)")
-    print(f"autograder grade --jobs {args.jobs}: {len(roster)} in {ours.seconds:.1f} s = {our_rate:.2f} "
-          f"submissions/s, peak memory {ours.peak_pss_mib:.0f} MiB (PSS, all grader processes)")
-    print(f"nbgrader autograde:       {len(honest)} in {theirs.seconds:.1f} s = {their_rate:.3f} submissions/s, "
-          f"peak memory {theirs.peak_pss_mib:.0f} MiB")
-    print(f"ratio: {our_rate / their_rate:.0f}x nbgrader's rate")
+    count, seconds = inprocess.stdout.split()
+    rates = {"plain": len(roster) / plain.seconds, "hanging": len(roster) / hung.seconds,
+             "inprocess": int(count) / float(seconds), "nbgrader": len(sample) / theirs.seconds}
+    kinds = [kind for _, kind, _ in roster]
+    print(f"class: {len(roster)} notebooks ({kinds.count('correct')} correct, {kinds.count('buggy')} with one bug); "
+          f"--jobs {args.jobs}, full hidden suite, calibrated limits, sandbox as `autograder doctor` shows")
+    print(f"plain class, sandboxed:        {rates['plain']:6.1f} submissions/s ({plain.seconds:.1f} s with start-up), "
+          f"peak memory {plain.peak_pss_mib:.0f} MiB (PSS, all grader processes)   target >= 25/s, < 1536 MiB")
+    print(f"{len(hanging)} hanging ({args.hanging_percent} %), sandboxed: {rates['hanging']:6.1f} submissions/s "
+          f"= {rates['hanging'] / rates['plain']:.0%} of the plain rate   target >= 80 %")
+    print(f"in-process, no sandbox:        {rates['inprocess']:6.1f} submissions/s ({args.jobs} processes, one Grader "
+          f"each); sandboxed/in-process = {rates['plain'] / rates['inprocess']:.2f}   target >= 0.8")
+    print(f"nbgrader autograde:            {rates['nbgrader']:6.3f} submissions/s ({len(sample)} of the notebooks), "
+          f"peak memory {theirs.peak_pss_mib:.0f} MiB; ours/nbgrader = {rates['plain'] / rates['nbgrader']:.0f}x"
+          "   target >= 100x")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import pytest
 
 from autograder.grading import calibration
 from autograder.grading.store import Store
+
 from conftest import PLAIN, ROOT, SUBMISSIONS, compose, manifest, run_cli
 
 SLOW = manifest("slow")

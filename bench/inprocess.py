@@ -1,0 +1,64 @@
+"""The in-process limit: the same suite on the same notebooks, without a sandbox, one Grader kept per process.
+
+Each student's code runs in the grading process itself, and every check runs
+against it through `autograder.sandbox.inprocess` (the message code a
+sandboxed call uses, minus the sandbox): what grading costs when nothing is
+isolated. Only for trusted code: the benchmark's honest notebooks.
+
+    python bench/inprocess.py COURSE_FOLDER [--jobs 2]   # prints: <submissions> <seconds>
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import time
+from pathlib import Path
+
+from autograder.authoring.checks import student_seed
+from autograder.grading.calibration import time_reference
+from autograder.grading.course import load_course
+from autograder.grading.discover import find_submissions
+from autograder.grading.grader import Grader
+from autograder.grading.submission import read_submission
+from autograder.grading.suite import load_suite
+from autograder.sandbox.inprocess import InProcessSession
+from autograder.sandbox.session import LoadReport
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENT = "w07_attention"
+
+
+def grade_all(paths: list[tuple[str, Path]]) -> int:
+    """Grade `paths` ((student, file) pairs) in this process with one Grader; how many were graded."""
+    import torch
+    torch.set_num_threads(1)  # as a grading job runs
+    course = load_course(ROOT / "course.yaml")
+    suite = load_suite(course, ASSIGNMENT)
+    grader = Grader(course, suite, None, time_reference(course, suite))
+    for student, path in paths:
+        submission = read_submission(path, student)
+        namespace: dict = {}
+        for source in submission.worker_spec(suite.assignment.module)["sources"]:
+            exec(compile(source, str(path), "exec"), namespace)
+        defined = frozenset(name for name, value in namespace.items() if callable(value))
+        seed = student_seed(course.seed_salt, ASSIGNMENT, student)
+        grader.run_checks(InProcessSession(namespace, suite.assignment.limits), LoadReport(defined), seed)
+    return len(paths)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    found = find_submissions([args.folder], ASSIGNMENT, "attention", args.folder)
+    found = [(item.student, item.path) for item in found]
+    shares = [found[i::args.jobs] for i in range(args.jobs)]
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+        graded = sum(pool.map(grade_all, shares))
+    print(graded, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()
