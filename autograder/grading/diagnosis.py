@@ -19,10 +19,10 @@ from autograder.authoring.checks import Tolerance
 from autograder.authoring.misconceptions import Catalogue, Misconception, Observed, bind_arguments
 from autograder.authoring.protocol import Call, Reply, TensorData
 
-# Wrong answers are recomputed for every misconception a failing call might
-# show; for the largest cases that costs seconds per check, and the same idea
-# shows on the small cases, so calls with more input than this are skipped.
-MAX_DIAGNOSED_BYTES = 1 << 20
+# Wrong answers are recomputed for every misconception a failing call might show: on the
+# largest cases (a scale check's) that costs tens of milliseconds per idea, and the same idea
+# shows on the small cases every function is also checked on, so larger calls are skipped.
+MAX_DIAGNOSED_BYTES = 1 << 16
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from autograder.authoring.checks import Sizes
 
 MAX_RUNS = 20  # re-runs per check: enough to walk (2, 3) × 5 × 7 × 4 × 3 down to ones
 SUBMISSION_SHARE = 0.1  # of a submission's time budget that shrinking may use, all checks together
-MAX_SUBMISSION_SECONDS = 1.0
+MAX_SUBMISSION_SECONDS = 0.25  # a re-run takes a few ms: room for some 80 of them
 
 
 @dataclass
