@@ -242,6 +242,8 @@ def _save_grades(gradebook, submitted, result: SubmissionResult, cells: dict, pr
         if cell.name in points:
             auto = points[cell.name]
             changed = grade.auto_score != auto
+        elif not cells:
+            continue  # no notebook to read the answer from (a .py was graded): left for the TA, as nbgrader leaves it
         elif cell.name in cells:
             auto, _ = determine_grade(cells[cell.name])
             changed = previous is None or previous.get(cell.name) != cells[cell.name].source
