@@ -155,9 +155,13 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, release
     sources = previous_sources(places)
     notebook = None
     if released and path is not None:
-        notebook = with_points(sanitized(path, places, target.db_url), result,
-                               {grade_cell_name(f): f for f in result.by_function()})
-        summary.autograded.append(write_autograded(places, notebook, target.source_dir))
+        notebook = _autograded(path, places, result, target)
+        if notebook is None:
+            summary.notes.append(f"{result.student}: {path} is not a notebook nbgrader can read, so there is no "
+                                 "autograded notebook (its grades, zero where it could not be graded, are in the "
+                                 "gradebook); `nbgrader autograde` would fail on it too")
+        else:
+            summary.autograded.append(write_autograded(places, notebook, target.source_dir))
     elif released:
         summary.notes.append(f"{result.student}: no {target.notebook}.ipynb in {places.submitted} matches the "
                              "graded file, so there is no autograded notebook (the grades are in the gradebook)")
@@ -175,6 +179,17 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, release
     submitted.late_submission_penalty = penalty or None  # nbgrader's own convention: None when not late
     gradebook.db.commit()
     summary.students += 1
+
+
+def _autograded(path: Path, places: Places, result: SubmissionResult, target: Target):
+    """The autograded notebook, or None where the student's file is not one nbgrader can sanitize."""
+    from nbgrader.nbgraderformat import ValidationError
+
+    try:
+        notebook = sanitized(path, places, target.db_url)
+    except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, RecursionError, ValidationError):
+        return None  # student data: broken JSON, damaged nbgrader metadata, cells nbgrader cannot restore
+    return with_points(notebook, result, {grade_cell_name(f): f for f in result.by_function()})
 
 
 def _nbgrader_timestamp(places: Places, result: SubmissionResult) -> tuple[datetime.datetime | None, str]:
