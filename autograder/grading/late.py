@@ -106,7 +106,13 @@ def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, s
         return Late(raw, deadline=shown_deadline, reason="the submission time is unknown (graded before times were "
                                                           "recorded), so no late rule was applied; regrade with "
                                                           "--force to apply it")
-    handed_in = datetime.datetime.fromisoformat(submitted_at)
+    try:
+        handed_in = datetime.datetime.fromisoformat(submitted_at)
+    except ValueError:  # not a time this package wrote: treated as unknown rather than stopping an export
+        return Late(raw, deadline=shown_deadline, reason=f"the stored submission time {submitted_at[:40]!r} is not "
+                                                          "a time, so no late rule was applied; regrade with --force")
+    if handed_in.tzinfo is None:
+        handed_in = handed_in.replace(tzinfo=UTC)
     unreliable = source == FILE_TIME
     seconds = (handed_in - deadline).total_seconds()
     late = Late(raw, late_by_hours=round(max(0.0, seconds) / 3600, 2), deadline=shown_deadline,
