@@ -9,8 +9,8 @@ A TA's manual grades, written as the formgrader's own handlers write them, must 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
-import shutil
 
 import nbformat
 import pytest
@@ -19,6 +19,8 @@ from nbgrader.api import Gradebook
 from nbgrader.apps.api import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
+
+from autograder.grading.store import Store
 
 from conftest import REFERENCE, ROOT, SUBMISSIONS, compose, run_cli
 from nbgrader_course import ASSIGNMENT, WRITTEN, make_course, nbgrader, release, with_code
@@ -154,30 +156,6 @@ def test_the_late_penalty_is_ours_and_nbgrader_sees_the_timestamp_due_date_and_e
     assert float(theirs["extended"]["score"]) == 100
 
 
-def test_a_tas_manual_grades_survive_another_export(course_dir):
-    url = f"sqlite:///{course_dir / 'gradebook.db'}"
-    with Gradebook(url) as book:  # as the formgrader's GradeHandler and CommentHandler write them
-        written = book.find_grade(WRITTEN_CELLS[0], "attention", ASSIGNMENT, "ontime")
-        written.manual_score, written.extra_credit, written.needs_manual_grade = 4.0, 1.0, False
-        override = book.find_grade("test_softmax", "attention", ASSIGNMENT, "late")
-        override.manual_score, override.needs_manual_grade = 20.0, False
-        book.find_comment(WRITTEN_CELLS[0], "attention", ASSIGNMENT, "ontime").manual_comment = "Variance, yes."
-        book.db.commit()
-    done = _export(course_dir)
-    assert done.returncode == 0, done.stderr
-    with Gradebook(url) as book:
-        written = book.find_grade(WRITTEN_CELLS[0], "attention", ASSIGNMENT, "ontime")
-        assert (written.manual_score, written.extra_credit, written.needs_manual_grade) == (4.0, 1.0, False)
-        override = book.find_grade("test_softmax", "attention", ASSIGNMENT, "late")
-        assert (override.manual_score, override.needs_manual_grade) == (20.0, False)
-        assert override.auto_score < 20  # ours is still there beside the TA's
-        comment = book.find_comment(WRITTEN_CELLS[0], "attention", ASSIGNMENT, "ontime")
-        assert comment.manual_comment == "Variance, yes."
-        assert book.find_submission(ASSIGNMENT, "ontime").score == 105  # ours, the TA's 4 and 1 extra credit
-    unanswered = {n["student"]: n for n in _api(course_dir).get_notebook_submissions(ASSIGNMENT, "attention")}
-    assert not unanswered["untouched"]["needs_manual_grade"]
-
-
 def test_generate_feedback_shows_our_scores(course_dir):
     done = nbgrader("generate_feedback", ASSIGNMENT, "--student=late", "--force", cwd=course_dir)
     assert done.returncode == 0, done.stderr
@@ -196,16 +174,69 @@ def test_a_relative_gradebook_is_the_course_roots_and_the_message_says_where(cou
     assert "checksum" not in done.stderr  # nbgrader's false alarm about hidden tests stays out of the output
 
 
-def test_a_submission_handed_in_again_is_not_exported_until_it_is_regraded(course_dir):
-    stamp = course_dir / "submitted" / "ontime" / ASSIGNMENT / "timestamp.txt"
-    stamp.write_text(_stamp(-1.0))  # handed in again, the same notebook, later
-    done = _export(course_dir)
-    assert done.returncode == 1 and "not exported: ontime" in done.stderr and "regrade" in done.stderr
-    assert "ontime" not in {s["student"] for s in _api(course_dir).get_submissions(ASSIGNMENT) if s["autograded"]}
-    done = run_cli("grade", ASSIGNMENT, course_dir, "--course", course_dir / "course.yaml", "--db",
-                   course_dir / "grades.db", "--jobs", "1")
-    assert done.returncode == 0 and "[1/1] ontime" in done.stderr  # only the handed-in-again one is regraded
+def test_a_tas_grades_survive_every_export_and_are_flagged_only_when_what_they_grade_changed(course_dir):
+    """One TA's story, in order (so one test: under xdist another worker builds its own course)."""
+    url = f"sqlite:///{course_dir / 'gradebook.db'}"
+    with Gradebook(url) as book:  # as the formgrader's GradeHandler and CommentHandler write them
+        written = book.find_grade(WRITTEN_CELLS[0], "attention", ASSIGNMENT, "ontime")
+        written.manual_score, written.extra_credit, written.needs_manual_grade = 4.0, 1.0, False
+        override = book.find_grade("test_softmax", "attention", ASSIGNMENT, "late")
+        override.manual_score, override.needs_manual_grade = 20.0, False
+        book.find_comment(WRITTEN_CELLS[0], "attention", ASSIGNMENT, "ontime").manual_comment = "Variance, yes."
+        book.db.commit()
     done = _export(course_dir)
     assert done.returncode == 0, done.stderr
-    assert "ontime" in {s["student"] for s in _api(course_dir).get_submissions(ASSIGNMENT) if s["autograded"]}
-    shutil.rmtree(course_dir / "feedback", ignore_errors=True)
+    _assert_grades(url, "ontime", WRITTEN_CELLS[0], manual=4.0, flagged=False)
+    _assert_grades(url, "late", "test_softmax", manual=20.0, flagged=False)
+    with Gradebook(url) as book:
+        assert book.find_grade(WRITTEN_CELLS[0], "attention", ASSIGNMENT, "ontime").extra_credit == 1.0
+        assert book.find_grade("test_softmax", "attention", ASSIGNMENT, "late").auto_score < 20  # ours, beside
+        comment = book.find_comment(WRITTEN_CELLS[0], "attention", ASSIGNMENT, "ontime")
+        assert comment.manual_comment == "Variance, yes."
+        assert book.find_submission(ASSIGNMENT, "ontime").score == 105  # ours, the TA's 4 and 1 extra credit
+
+    # Handed in again, the same notebook, later: not exported until it is regraded.
+    stamp = course_dir / "submitted" / "ontime" / ASSIGNMENT / "timestamp.txt"
+    stamp.write_text(_stamp(-1.0))
+    done = _export(course_dir)
+    assert done.returncode == 1 and "not exported: ontime" in done.stderr and "regrade" in done.stderr
+    assert "ontime" not in _autograded(course_dir)
+    done = _grade(course_dir)
+    assert done.returncode == 0 and "[1/1] ontime" in done.stderr  # only the handed-in-again one is regraded
+    assert _export(course_dir).returncode == 0 and "ontime" in _autograded(course_dir)
+    _assert_grades(url, "ontime", WRITTEN_CELLS[0], manual=4.0, flagged=False)  # the answer did not change
+
+    # Handed in once more, with a different written answer: the TA's grade stays, flagged for review.
+    path = course_dir / "submitted" / "ontime" / ASSIGNMENT / "attention.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == WRITTEN_CELLS[0]).source = \
+        "A different answer."
+    nbformat.write(notebook, path)
+    stamp.write_text(_stamp(-0.5))
+    assert _grade(course_dir).returncode == 0 and _export(course_dir).returncode == 0
+    _assert_grades(url, "ontime", WRITTEN_CELLS[0], manual=4.0, flagged=True)
+    _assert_grades(url, "ontime", WRITTEN_CELLS[1], manual=None, flagged=True)  # never graded: still waiting
+
+    # Our points for an overridden cell change (a regrade with a corrected suite): flagged for review too.
+    with Store(course_dir / "grades.db") as store:
+        late = store.result(ASSIGNMENT, "late")
+        store.save(dataclasses.replace(late, tests=tuple(dataclasses.replace(t, status="passed", score=t.max_score)
+                                                         if t.function == "softmax" else t for t in late.tests)))
+    assert _export(course_dir).returncode == 0
+    _assert_grades(url, "late", "test_softmax", manual=20.0, flagged=True)
+    _assert_grades(url, "late", "test_score", manual=None, flagged=False)
+
+
+def _grade(root):
+    return run_cli("grade", ASSIGNMENT, root, "--course", root / "course.yaml", "--db", root / "grades.db",
+                   "--jobs", "1")
+
+
+def _autograded(root) -> set[str]:
+    return {s["student"] for s in _api(root).get_submissions(ASSIGNMENT) if s["autograded"]}
+
+
+def _assert_grades(url: str, student: str, cell: str, manual: float | None, flagged: bool) -> None:
+    with Gradebook(url) as book:
+        grade = book.find_grade(cell, "attention", ASSIGNMENT, student)
+        assert (grade.manual_score, grade.needs_manual_grade) == (manual, flagged), (student, cell)

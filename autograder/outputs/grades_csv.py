@@ -57,12 +57,13 @@ def csv_row(result: SubmissionResult, functions: list[str], late: Late | None = 
     return [
         cell(result.student), _number(late.total), _number(result.max_score),
         *(_number(points[f][0]) if f in points else "" for f in functions),
-        _number(result.score), _number(late.penalty), "" if late.late_by_hours is None else f"{late.late_by_hours:g}",
+        _number(result.score), _number(late.penalty), "" if late.late_by_hours is None else _number(late.late_by_hours),
         result.submitted_at, result.submitted_at_source, cell(late.reason),
         str(counts["passed"]), str(counts["failed"]), str(counts["error"]), str(counts["timeout"]),
         "1" if result.problem else "0", cell(result.problem), "1" if result.internal_error else "0",
         "0" if result.sandbox == "bwrap" else "1", result.sandbox, str(result.killed_processes),
-        cell("; ".join(flags(result))), "; ".join(sorted({t.misconception for t in result.tests if t.misconception})),
+        cell("; ".join(flags(result) + late.flags())),
+        "; ".join(sorted({t.misconception for t in result.tests if t.misconception})),
         f"{result.seconds:.3f}", result.sha256[:SHORT_SHA], result.suite_version, str(result.seed), result.graded_at,
         cell(result.file),
     ]
