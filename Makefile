@@ -11,7 +11,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[torch,test]'
+	$(BIN)/pip install --quiet -e '.[torch,test,nbgrader]'
 	touch $@
 
 demo: install

@@ -13,3 +13,6 @@ c.CourseDirectory.source_directory = "assignments"
 # git-ignored. (A relative sqlite URL would follow the working directory instead of the root.)
 # Only nbgrader's exchange (release_assignment, collect) needs a course id.
 c.CourseDirectory.course_id = "mles-fall-2026"
+# Late work follows course.yaml's rule: `autograder export nbgrader` writes the due time, extensions and
+# its penalty into the gradebook. nbgrader's own LateSubmissionPlugin keeps its default, penalty_method
+# "none", so the penalty is never taken twice (README: Deadlines and late work).

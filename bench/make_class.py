@@ -10,6 +10,7 @@ broken notebook. Deterministic: the same arguments give the same files.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import random
 import shutil
@@ -66,6 +67,12 @@ def code_for(kind: str, name: str) -> str:
     return plain + "\n\n" + (SUBMISSIONS / ("buggy" if kind == "buggy" else "attacks") / f"{name}.py").read_text()
 
 
+def handed_in(number: int) -> str:
+    """nbgrader's timestamp.txt for the `number`th student: a fixed evening, 37 minutes apart."""
+    moment = datetime.datetime(2026, 11, 20, 18, 0, tzinfo=datetime.UTC) + datetime.timedelta(minutes=37 * number)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+
+
 def write_class(out: Path, students: int, layout: str, attacks: tuple[str, ...], broken: int,
                 to_notebook=notebook_from_code) -> list:
     """Write the class under `out`; returns the plan so callers know who is who.
@@ -78,6 +85,8 @@ def write_class(out: Path, students: int, layout: str, attacks: tuple[str, ...],
     for number, (student, kind, name) in enumerate(rows):
         folder = out / "submitted" / student / ASSIGNMENT if layout == "nbgrader" else out
         folder.mkdir(parents=True, exist_ok=True)
+        if layout == "nbgrader":  # as `nbgrader collect` leaves it: when the student handed it in
+            (folder / "timestamp.txt").write_text(handed_in(number))
         stem = "attention" if layout == "nbgrader" else student
         if kind == "broken":
             (folder / f"{stem}.ipynb").write_bytes(BROKEN[name])

@@ -345,8 +345,10 @@ def test_run_autograder_grades_like_the_batch_grader(graded, bundle, tmp_path):
 def _without_timing(expected: dict, like: dict) -> dict:
     """`expected` with the fields that differ between two gradings of one file taken from `like`."""
     # killed_processes counts leftovers the sandbox reaped, which depends on timing, not on the file.
+    # The submission time is when the file was written here (no Gradescope metadata in this run).
     extra = {**expected["extra_data"], **{key: like["extra_data"][key] for key in
-                                          ("file", "graded_at", "killed_processes")}}
+                                          ("file", "graded_at", "killed_processes", "submitted_at",
+                                           "submitted_at_source")}}
     tests = [{**t, "extra_data": {**t["extra_data"], "seconds": u["extra_data"]["seconds"]}}
              for t, u in zip(expected["tests"], like["tests"])]
     output = expected["output"].replace(Path(expected["extra_data"]["file"]).name, "attention.py", 1)
@@ -503,7 +505,7 @@ def test_nbgrader_export_fills_the_cells_of_the_released_notebook(graded, tmp_pa
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     url = f"sqlite:///{course / 'gradebook.db'}"
-    done = run_cli("export", "nbgrader", "--db", db, "--gradebook", url)
+    done = run_cli("export", "nbgrader", "--db", db, "--gradebook", url, "--root", course)
     assert done.returncode == 0, done.stderr
     with Gradebook(url) as book:
         cells = {c.name: c for c in book.find_notebook("attention", ASSIGNMENT).grade_cells}

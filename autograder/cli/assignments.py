@@ -32,8 +32,9 @@ def add_commands(commands) -> None:
     release.add_argument("assignment", help=options.ASSIGNMENT_HELP)
     release.add_argument("--out", type=Path, help="release folder; the assignment goes in OUT/ASSIGNMENT "
                                                   "(default: release/ beside course.yaml, nbgrader's)")
-    release.add_argument("--gradebook", type=Path, help="nbgrader database to record the assignment in "
-                                                        "(default: nbgrader's, gradebook.db beside course.yaml)")
+    release.add_argument("--gradebook", type=Path, help="nbgrader database to record the assignment in; a relative "
+                                                        "path is relative to the folder of course.yaml (default: "
+                                                        "nbgrader's, gradebook.db there)")
     release.add_argument("--rebuild", action="store_true", help="first regenerate the source notebook's answer, "
                                                                  "test and written cells and public_manifest.json "
                                                                  "from the reference, the stub and course.yaml")

@@ -69,7 +69,7 @@ def _grade(args) -> int:
         found = find_submissions(args.paths, suite.assignment.name, suite.assignment.module, Path(workdir))
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
-        db = args.db or default_db(course)
+        db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         protections = probe(args.sandbox)
         if protections.warning:
             print(protections.warning, file=sys.stderr)

@@ -5,9 +5,10 @@ import sys
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.grading.batch import default_db
 from autograder.grading.course import find_course, load_course
 from autograder.grading.store import stored_results
-from autograder.outputs import bundle, gradebook, grades_csv, gradescope
+from autograder.outputs import bundle, grades_csv, gradescope
 
 
 def add_commands(commands) -> None:
@@ -29,9 +30,12 @@ def add_commands(commands) -> None:
     to_gradescope = formats.add_parser("gradescope", help="OUT/<student>/results.json in Gradescope's format")
     to_gradescope.add_argument("--out", type=Path, required=True, help="folder to write the results into")
     to_gradescope.set_defaults(run=_export_gradescope)
-    to_nbgrader = formats.add_parser("nbgrader", help="write the scores into an nbgrader gradebook")
-    to_nbgrader.add_argument("--gradebook", required=True,
-                             help="nbgrader database: a URL (sqlite:///path/gradebook.db) or a path to a .db file")
+    to_nbgrader = formats.add_parser("nbgrader", help="leave an nbgrader course as `nbgrader autograde` would: "
+                                                      "autograded notebooks and the gradebook, with our scores")
+    to_nbgrader.add_argument("--root", type=Path, help="the nbgrader course folder, holding submitted/ and "
+                                                       "autograded/ (default: the folder of course.yaml)")
+    to_nbgrader.add_argument("--gradebook", help="nbgrader database: a path or a URL (sqlite:///gradebook.db); "
+                                                 "relative ones are relative to --root (default: gradebook.db there)")
     to_nbgrader.add_argument("--notebook", help="notebook name in the gradebook (default: the assignment's "
                                                 "module from course.yaml)")
     to_nbgrader.set_defaults(run=_export_nbgrader)
@@ -56,42 +60,77 @@ def add_commands(commands) -> None:
     run.set_defaults(run=_gradescope_run)
 
 
+def _stored(args):
+    """(course, assignment, results, late rule) of the stored grades an output command writes out.
+
+    The course is read for the assignment's late rule (course.yaml): totals
+    are after its penalty. An extension for a student with no result is
+    most likely a mistyped id, so it is named.
+    """
+    course = load_course(args.course or find_course())
+    db = (args.db or default_db(course)).resolve()
+    assignment, results = stored_results(db, args.assignment)
+    rule = course.assignment(assignment).late
+    for student in rule.unknown_students({r.student for r in results}):
+        print(f"autograder: warning: {course.path}: assignments.{assignment}.extensions.{student}: no student "
+              f"{student!r} has a result in {db}, so this extension applies to nobody; check the id",
+              file=sys.stderr)
+    return course, assignment, results, rule
+
+
 def _export_csv(args) -> int:
-    assignment, results = stored_results(options.db_path(args), args.assignment)
+    _, assignment, results, rule = _stored(args)
     if args.out is None:
-        grades_csv.write_csv(results, sys.stdout)
+        grades_csv.write_csv(results, sys.stdout, rule)
         where = "standard output (--out FILE writes a file)"
     else:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "w", newline="") as stream:
-            grades_csv.write_csv(results, stream)
-        where = str(args.out)
+            grades_csv.write_csv(results, stream, rule)
+        where = str(args.out.resolve())
     print(f"wrote {len(results)} students of {assignment} to {where}", file=sys.stderr)
     return 0
 
 
 def _export_gradescope(args) -> int:
-    assignment, results = stored_results(options.db_path(args), args.assignment)
-    written = gradescope.write_gradescope_dir(results, args.out)
-    print(f"wrote {len(written)} results.json files of {assignment} under {args.out}/<student>/", file=sys.stderr)
+    _, assignment, results, rule = _stored(args)
+    written = gradescope.write_gradescope_dir(results, args.out, rule)
+    print(f"wrote {len(written)} results.json files of {assignment} under {args.out.resolve()}/<student>/",
+          file=sys.stderr)
     return 0
 
 
 def _export_nbgrader(args) -> int:
-    url = args.gradebook if "://" in args.gradebook else f"sqlite:///{Path(args.gradebook).resolve()}"
-    assignment, results = stored_results(options.db_path(args), args.assignment)
-    notebook = args.notebook or load_course(args.course or find_course()).assignment(assignment).module
-    summary = gradebook.write_nbgrader(results, url, assignment, notebook)
-    print(f"wrote {summary.students} students of {assignment} into {url} (notebook {notebook!r}, one grade "
-          f"cell per function, {sum(summary.cells.values()):g} points); `nbgrader export` and formgrader show "
-          "them", file=sys.stderr)
-    return 0
+    # Imported here: only this command needs nbgrader, an extra.
+    from autograder.nbgrader.gradebook import Target, gradebook_url, write_nbgrader
+
+    course, assignment, results, rule = _stored(args)
+    settings = course.assignment(assignment)
+    root = (args.root or course.root).resolve()
+    url, place = gradebook_url(args.gradebook, root)
+    notebook = args.notebook or settings.module
+    summary = write_nbgrader(results, Target(url, root, assignment, notebook, rule, settings.source_dir))
+    print(f"wrote {summary.students} students of {assignment} into the nbgrader gradebook {place} (notebook "
+          f"{notebook!r}, one autograded cell per function, {sum(summary.cells.values()):g} points)", file=sys.stderr)
+    if summary.autograded:
+        print(f"wrote {len(summary.autograded)} autograded notebooks under {root / 'autograded'}/<student>/"
+              f"{assignment}/: the formgrader (Manage Submissions, manual grading), `nbgrader export` and "
+              "`nbgrader generate_feedback` show our scores", file=sys.stderr)
+    else:
+        print("wrote no autograded notebooks: the gradebook has no released notebook (release into it first: "
+              f"`autograder release {assignment}`), or no submission is in {root / 'submitted'}/; `nbgrader export` "
+              "shows the totals, the formgrader has nothing to grade by hand", file=sys.stderr)
+    for line in summary.notes:
+        print(f"  note: {line}", file=sys.stderr)
+    for line in summary.skipped:
+        print(f"autograder: not exported: {line}", file=sys.stderr)
+    return 1 if summary.skipped else 0
 
 
 def _gradescope_bundle(args) -> int:
     course = load_course(args.course or find_course())
     names = bundle.write_bundle(course, args.assignment, args.out)
-    print(f"wrote {args.out} ({len(names)} files): upload it as the assignment's autograder on Gradescope. "
+    print(f"wrote {args.out.resolve()} ({len(names)} files): upload it as the assignment's autograder on Gradescope. "
           "It holds the solutions; keep it private.", file=sys.stderr)
     return 0
 
@@ -106,9 +145,10 @@ def _report(args) -> int:
     # Imported here: matplotlib and jinja2 would slow every other command's start.
     from autograder.outputs.report import write_reports
 
-    assignment, results = stored_results(options.db_path(args), args.assignment)
-    index = write_reports(assignment, results, args.out)
-    print(f"wrote feedback for {len(results)} students of {assignment} to {args.out / 'feedback'}/ and "
-          f"{args.out / 'grades.csv'}", file=sys.stderr)
+    _, assignment, results, rule = _stored(args)
+    out = args.out.resolve()
+    index = write_reports(assignment, results, out, rule)
+    print(f"wrote feedback for {len(results)} students of {assignment} to {out / 'feedback'}/ and "
+          f"{out / 'grades.csv'}", file=sys.stderr)
     print(f"class report: {index}")
     return 0

@@ -45,7 +45,8 @@ class BatchPlan:
 def plan_batch(found: list[Found], store: Store, suite: Suite, force: bool) -> BatchPlan:
     todo, skipped = [], []
     for item in found:
-        current = store.is_current(suite.assignment.name, item.student, file_sha256(item.path), suite.version)
+        current = store.is_current(suite.assignment.name, item.student, file_sha256(item.path), suite.version,
+                                   item.submitted_at)
         (skipped if current and not force else todo).append(item)
     return BatchPlan(todo, skipped)
 
@@ -87,10 +88,12 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
 def grade_one(grader: Grader, item: Found) -> SubmissionResult:
     """One submission's result, read and graded; a fault anywhere is that submission's internal error."""
     try:
-        return grader.grade(_read(item))
+        result = grader.grade(_read(item))
     except Exception:  # noqa: BLE001 - reading the file is inside the submission's boundary too
-        return internal_error_result(item.student, grader.suite, str(item.path), "", traceback.format_exc(), 0.0,
-                                     grader.sandbox.protections.mode)
+        result = internal_error_result(item.student, grader.suite, str(item.path), "", traceback.format_exc(), 0.0,
+                                       grader.sandbox.protections.mode)
+    # When it was handed in travels with the result: the store keeps it, and lateness is judged from it.
+    return dataclasses.replace(result, submitted_at=item.submitted_at, submitted_at_source=item.submitted_at_source)
 
 
 class _Job:

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from autograder.authoring.checks import Tolerance
+from autograder.grading.late import EXAMPLE_TIME, LateRule, TimeError, parse_due
 from autograder.sandbox.limits import Limits
 
 COURSE_FILE = "course.yaml"
@@ -43,6 +44,8 @@ class Assignment:
     # Manually graded written answers in the assignment's notebook (nbgrader's formgrader grades
     # them): name -> points. Not part of `autograder grade`'s total, which is `max_score`.
     written: dict[str, float] = field(default_factory=dict)
+    # Deadlines and late work (`due`, `late`, `extensions`); no due time means nothing is late.
+    late: LateRule = field(default_factory=LateRule)
 
     @property
     def max_score(self) -> float:
@@ -108,7 +111,8 @@ class _Reader:
     """Validating accessors that name the offending key in every error."""
 
     ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "limits", "tolerance", "checks",
-                       "written"}
+                       "written", "due", "late", "extensions"}
+    LATE_KEYS = {"penalty_per_day", "grace_minutes", "max_days_late"}
 
     def __init__(self, path: Path):
         self.path = path
@@ -177,7 +181,36 @@ class _Reader:
             limits=self.limits(entry.get("limits", {}), _join(key, "limits"), base_limits),
             tolerance=tolerance,
             checks=self.checks(entry["checks"], _join(key, "checks")),
-            written=self.written(entry.get("written", {}), _join(key, "written")))
+            written=self.written(entry.get("written", {}), _join(key, "written")),
+            late=self.late_rule(entry, key))
+
+    def late_rule(self, entry: dict, key: str) -> LateRule:
+        """`due`, `late` and `extensions` of one assignment; `late` and `extensions` need a `due`."""
+        if "due" not in entry:
+            for name in ("late", "extensions"):
+                if name in entry:
+                    self.fail(_join(key, name), f"needs the assignment's due time: add `due: {EXAMPLE_TIME}` "
+                                                f"to {key}")
+            return LateRule()
+        late = self.mapping(entry.get("late", {}), _join(key, "late"), optional=self.LATE_KEYS)
+        fraction = self.number(late.get("penalty_per_day", 0.0), _join(key, "late", "penalty_per_day"))
+        if fraction > 1:
+            self.fail(_join(key, "late", "penalty_per_day"), f"is the fraction of the total removed per day "
+                                                             f"(0.1 for 10%), at most 1; got {fraction!r}")
+        limit = late.get("max_days_late")
+        extensions = self.mapping(entry.get("extensions", {}), _join(key, "extensions"))
+        return LateRule(
+            due=self.time(entry["due"], _join(key, "due")), penalty_per_day=fraction,
+            grace_minutes=self.number(late.get("grace_minutes", 0.0), _join(key, "late", "grace_minutes")),
+            max_days_late=None if limit is None else self.number(limit, _join(key, "late", "max_days_late")),
+            extensions={str(student): self.time(due, _join(key, "extensions", str(student)))
+                        for student, due in extensions.items()})
+
+    def time(self, value, key: str):
+        try:
+            return parse_due(value)
+        except TimeError as error:
+            self.fail(key, str(error))
 
     def written(self, value, key: str) -> dict[str, float]:
         value = self.mapping(value, key)

@@ -5,15 +5,22 @@ Layouts understood, for an assignment whose module (course.yaml) is `hw`:
 - a flat folder of `<student>.py` / `<student>.ipynb`, or `<student>/` folders holding one;
 - an nbgrader course (or its `submitted/` folder): `submitted/<student>/<assignment>/hw.ipynb`;
 - a .zip of any of these, extracted safely to a temporary folder.
+
+Each submission carries when it was handed in (grading.late): nbgrader's
+timestamp.txt in its submitted/ folder, else the file's modification time
+(for a zip member, the time the zip records), flagged as unreliable.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading.late import FILE_TIME, file_time, submission_time
 from autograder.grading.submission import MAX_BYTES, SUFFIXES
 from autograder.text import safe
 
@@ -35,6 +42,8 @@ class Found:
     path: Path
     note: str = ""  # e.g. which of two files was picked
     problem: str = ""  # why the file cannot be graded at all, found before reading it (a refused zip member)
+    submitted_at: str = ""  # ISO 8601 in UTC (grading.late)
+    submitted_at_source: str = ""  # where that time came from: late.NBGRADER_TIMESTAMP or late.FILE_TIME
 
 
 def find_submissions(paths: list[Path], assignment: str, module: str, workdir: Path) -> list[Found]:
@@ -48,7 +57,14 @@ def find_submissions(paths: list[Path], assignment: str, module: str, workdir: P
     for path in paths:
         for item in _find(Path(path), assignment, module, workdir, refused):
             found[item.student] = item
-    return [dataclasses.replace(found[s], problem=refused.get(found[s].path, "")) for s in sorted(found)]
+    return [_timed(dataclasses.replace(found[s], problem=refused.get(found[s].path, ""))) for s in sorted(found)]
+
+
+def _timed(item: Found) -> Found:
+    """`item` with a submission time: its own (nbgrader's), else the file's, which is unreliable."""
+    if item.submitted_at:
+        return item
+    return dataclasses.replace(item, submitted_at=file_time(item.path), submitted_at_source=FILE_TIME)
 
 
 def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict) -> list[Found]:
@@ -81,7 +97,9 @@ def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
         if folder.is_dir():
             picked = _pick(folder, module, student_dir.name)
             if picked:
-                found.append(picked)
+                at, source, note = submission_time(folder, picked.path)
+                note = "; ".join(n for n in (picked.note, note) if n)
+                found.append(dataclasses.replace(picked, note=note, submitted_at=at, submitted_at_source=source))
     return found
 
 
@@ -153,6 +171,7 @@ def _extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
                 if not problem:
                     try:
                         written += _copy_member(bundle, member, destination, MAX_ZIP_BYTES - written)
+                        _keep_zip_time(destination, member)
                         continue
                     except _MemberTooLarge:
                         problem = f"it is larger than {MAX_BYTES >> 20} MB once uncompressed"
@@ -169,6 +188,18 @@ def _extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
         raise LayoutError(f"{safe(archive)} holds more than {MAX_ZIP_BYTES >> 30} GB once uncompressed, too much to "
                           "extract safely; unpack it yourself and pass the folder") from None
     return target
+
+
+def _keep_zip_time(destination: Path, member: zipfile.ZipInfo) -> None:
+    """Give an extracted file the time the zip records (local time, no zone), not the extraction's.
+
+    It is only the last resort for a submission time, flagged as unreliable, but better than "now".
+    """
+    try:
+        stamp = time.mktime((*member.date_time, 0, 0, -1))
+        os.utime(destination, (stamp, stamp))
+    except (OverflowError, ValueError, OSError):
+        pass  # a nonsense date in the zip: the extraction time stays
 
 
 class _MemberTooLarge(Exception):

@@ -46,9 +46,14 @@ class SubmissionResult:
     graded_at: str = ""
     # The grader's own traceback when grading failed inside the grader: for instructors, never students.
     internal_error: str = ""
+    # When it was handed in (ISO 8601, UTC; "" if unknown) and where that time came from
+    # (grading.late: "nbgrader timestamp", "gradescope metadata" or "file time (unreliable)").
+    submitted_at: str = ""
+    submitted_at_source: str = ""
 
     @property
     def score(self) -> float:
+        """The raw score: the checks' points, before any late penalty (grading.late)."""
         return round(sum(t.score for t in self.tests), 6)
 
     @property
@@ -74,7 +79,8 @@ class SubmissionResult:
             "max_score": self.max_score, "seed": self.seed, "suite_version": self.suite_version,
             "sandbox": self.sandbox, "file": self.file, "sha256": self.sha256, "problem": self.problem,
             "notes": list(self.notes), "output": self.output, "execution_time": round(self.seconds, 3),
-            "internal_error": self.internal_error,
+            "internal_error": self.internal_error, "submitted_at": self.submitted_at,
+            "submitted_at_source": self.submitted_at_source,
             "tests": [{"name": t.name, "function": t.function, "score": t.score, "max_score": t.max_score,
                        "status": t.status, "visibility": t.visibility, "output": t.output,
                        "hint": t.hint, "misconception": t.misconception, "explanation": t.explanation}

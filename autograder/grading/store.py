@@ -17,6 +17,8 @@ from pathlib import Path
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.text import valid_utf8
 
+# `score` is the raw score (the checks' points); a late penalty is derived from course.yaml when grades
+# are written out (grading.late), never stored, so a changed rule needs no regrading.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
     id INTEGER PRIMARY KEY,
@@ -36,6 +38,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     seconds REAL NOT NULL,
     graded_at TEXT NOT NULL,
     internal_error TEXT NOT NULL DEFAULT '',
+    submitted_at TEXT NOT NULL DEFAULT '',
+    submitted_at_source TEXT NOT NULL DEFAULT '',
     UNIQUE (assignment, student)
 );
 CREATE TABLE IF NOT EXISTS checks (
@@ -72,6 +76,8 @@ ADDED_COLUMNS = (
     ("checks", "explanation", "TEXT NOT NULL DEFAULT ''"),
     ("checks", "example", "TEXT NOT NULL DEFAULT ''"),
     ("checks", "stopped", "TEXT NOT NULL DEFAULT ''"),
+    ("submissions", "submitted_at", "TEXT NOT NULL DEFAULT ''"),
+    ("submissions", "submitted_at_source", "TEXT NOT NULL DEFAULT ''"),
 )
 _CHECK_FIELDS = [f.name for f in fields(CheckResult)]
 RETRIES = 20
@@ -107,11 +113,16 @@ class Store:
     def __exit__(self, *_):
         self.close()
 
-    def is_current(self, assignment: str, student: str, sha256: str, suite_version: str) -> bool:
-        """Whether this exact file was already graded with this exact suite (and the grader did not fail on it)."""
-        row = self._db.execute("SELECT sha256, suite_version, internal_error FROM submissions "
+    def is_current(self, assignment: str, student: str, sha256: str, suite_version: str,
+                   submitted_at: str = "") -> bool:
+        """Whether this exact file, handed in at this time, was already graded with this exact suite.
+
+        (And the grader did not fail on it.) The same file handed in again later is graded again, so the
+        stored time, which decides lateness, is the latest.
+        """
+        row = self._db.execute("SELECT sha256, suite_version, internal_error, submitted_at FROM submissions "
                                "WHERE assignment=? AND student=?", (assignment, student)).fetchone()
-        return row == (sha256, suite_version, "")
+        return row == (sha256, suite_version, "", submitted_at)
 
     def save(self, result: SubmissionResult) -> None:
         """Replace the student's stored result with `result`, atomically."""

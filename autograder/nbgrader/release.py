@@ -19,7 +19,7 @@ import nbformat
 from autograder.grading.course import Assignment, Course
 from autograder.grading.manifest import MANIFEST_FILE
 from autograder.grading.suite import PUBLIC_FILE, Suite
-from autograder.nbgrader import ReleaseError
+from autograder.nbgrader import ReleaseError, install_nbgrader_hint, nbgrader_missing
 from autograder.nbgrader.leaks import scan_release
 from autograder.nbgrader.source import build_source, source_notebook_path
 
@@ -37,8 +37,11 @@ def generate_assignment(course: Course, assignment: Assignment, out: Path, grade
     nbgrader reads nbgrader_config.py in the course root (source folder,
     gradebook); the source and release folders are passed explicitly so any
     `out` works. gradebook: the nbgrader database to record the assignment in
-    (default: nbgrader's, gradebook.db in the course root).
+    (default: nbgrader's, gradebook.db in the course root; a relative path is relative to the course root).
     """
+    if nbgrader_missing():
+        raise ReleaseError(f"`release` runs nbgrader's generate_assignment, and nbgrader is not installed here; "
+                           f"install the instructors' extra ({install_nbgrader_hint()}) and release again")
     if assignment.source_dir.name != assignment.name:
         raise ReleaseError(f"nbgrader needs the source folder to be named after the assignment: "
                            f"{assignment.source_dir} should be .../{assignment.name}")
@@ -48,7 +51,8 @@ def generate_assignment(course: Course, assignment: Assignment, out: Path, grade
                f"--CourseDirectory.source_directory={assignment.source_dir.parent.resolve()}",
                f"--CourseDirectory.release_directory={out}"]
     if gradebook is not None:
-        command.append(f"--CourseDirectory.db_url=sqlite:///{Path(gradebook).resolve()}")
+        # Relative to the course root, as nbgrader's default gradebook is, never to the working directory.
+        command.append(f"--CourseDirectory.db_url=sqlite:///{(course.root / Path(gradebook).expanduser()).resolve()}")
     done = subprocess.run(command, cwd=course.root, capture_output=True, text=True, env=nbgrader_env())
     released = out / assignment.name
     if done.returncode != 0 or not released.is_dir():

@@ -17,6 +17,17 @@ from typing import TextIO
 
 from autograder.grading.course import Course
 from autograder.grading.discover import choose
+from autograder.grading.late import (
+    FILE_TIME,
+    GRADESCOPE_METADATA,
+    Late,
+    LateRule,
+    TimeError,
+    assess_result,
+    file_time,
+    iso,
+    parse_timestamp,
+)
 from autograder.grading.results import SubmissionResult
 from autograder.grading.submission import SUFFIXES, Submission, read_submission
 from autograder.outputs import ExportError
@@ -36,13 +47,18 @@ VISIBILITY = {"public": "visible", "hidden": "visible"}
 TEXT = "text"
 
 
-def gradescope_results(result: SubmissionResult) -> dict:
-    """The results.json Gradescope shows for one submission (plus instructor-only extra_data)."""
+def gradescope_results(result: SubmissionResult, late: Late | None = None) -> dict:
+    """The results.json Gradescope shows for one submission (plus instructor-only extra_data).
+
+    late: the late rule's verdict (grading.late); `score` is the total after its penalty, so it
+    can be less than the tests' sum, which Gradescope allows: a top-level score overrides the sum.
+    """
     numbers = _test_numbers(result)
+    late = late or Late(result.score)
     return {
-        "score": result.score,
+        "score": late.total,
         "execution_time": round(result.seconds, 3),
-        "output": _summary(result),
+        "output": _summary(result, late),
         "output_format": TEXT,
         "test_output_format": TEXT,
         "test_name_format": TEXT,
@@ -57,7 +73,9 @@ def gradescope_results(result: SubmissionResult) -> dict:
             "sandbox": result.sandbox, "killed_processes": result.killed_processes, "problem": result.problem,
             "notes": list(result.notes), "graded_at": result.graded_at, "student_output": result.output,
             "internal_error": result.internal_error,
-            "max_score": result.max_score,
+            "max_score": result.max_score, "raw_score": result.score, "late_penalty": late.penalty,
+            "late_by_hours": late.late_by_hours, "late_reason": late.reason, "submitted_at": result.submitted_at,
+            "submitted_at_source": result.submitted_at_source,
         },
         "tests": [_gradescope_test(test, numbers[test.name]) for test in result.tests],
     }
@@ -96,10 +114,15 @@ def _test_numbers(result: SubmissionResult) -> dict[str, str]:
     return numbers
 
 
-def _summary(result: SubmissionResult) -> str:
+def _summary(result: SubmissionResult, late: Late) -> str:
     counts = result.counts()
     lines = [f"{Path(result.file).name}: {result.score:g} / {result.max_score:g} points "
              f"({counts['passed']} of {len(result.tests)} checks passed)."]
+    if late.penalty:
+        lines.append(f"Late penalty: −{late.penalty:g} points, so your total is {late.total:g} / "
+                     f"{result.max_score:g}. Why: {late.reason}.")
+    elif late.reason:
+        lines.append(f"Late: {late.reason}.")
     if result.problem:
         lines.append(f"Could not grade: {result.problem}")
     if counts["timeout"]:
@@ -113,15 +136,15 @@ def _summary(result: SubmissionResult) -> str:
     return "\n".join(lines)
 
 
-def write_gradescope_dir(results: list[SubmissionResult], out: Path) -> list[Path]:
-    """OUT/<student>/results.json for every result; returns the files written."""
+def write_gradescope_dir(results: list[SubmissionResult], out: Path, rule: LateRule | None = None) -> list[Path]:
+    """OUT/<student>/results.json for every result, with `rule`'s late penalty; returns the files written."""
     written = []
     for result in results:
         if result.student in ("", ".", "..") or "/" in result.student or "\\" in result.student:
             raise ExportError(f"student id {result.student!r} cannot be a folder name; rename the "
                               "submission and regrade it, then export again.")
         path = Path(out) / result.student / "results.json"
-        write_json(path, gradescope_results(result))
+        write_json(path, gradescope_results(result, assess_result(rule, result)))
         written.append(path)
     return written
 
@@ -174,6 +197,17 @@ def _regular_files(folder: Path) -> list[Path]:
                     and path.resolve().is_relative_to(root)):
                 found.append(path)
     return found
+
+
+def gradescope_time(metadata_file: Path, picked: Path | None) -> tuple[str, str]:
+    """(time, source): when Gradescope received the submission (`created_at`), else the file's time."""
+    try:
+        created = json.loads(Path(metadata_file).read_text()).get("created_at")
+        if isinstance(created, str):
+            return iso(parse_timestamp(created)), GRADESCOPE_METADATA
+    except (OSError, ValueError, AttributeError, TimeError, OverflowError):
+        pass  # a local test run has no metadata; the file's time stands in, flagged
+    return (file_time(picked), FILE_TIME) if picked is not None else ("", "")
 
 
 def gradescope_student(metadata_file: Path) -> str:
@@ -230,7 +264,11 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
         raise
     with Sandbox(protections, suite.assignment.preload) as box:
         result = Grader(course, suite, box, time_reference(course, suite)).grade(submission)
-    write_json(root / "results" / "results.json", gradescope_results(result))
-    print(f"autograder: {student}: {result.score:g} / {result.max_score:g}; wrote "
-          f"{root / 'results' / 'results.json'}", file=log)
+    at, source = gradescope_time(root / "submission_metadata.json", picked.path)
+    result = dataclasses.replace(result, submitted_at=at, submitted_at_source=source)
+    late = assess_result(suite.assignment.late, result)
+    write_json(root / "results" / "results.json", gradescope_results(result, late))
+    print(f"autograder: {student}: {late.total:g} / {result.max_score:g}"
+          + (f" after a late penalty of {late.penalty:g}" if late.penalty else "")
+          + f"; wrote {(root / 'results' / 'results.json').resolve()}", file=log)
     return result

@@ -25,6 +25,7 @@ import jinja2
 from matplotlib.figure import Figure
 
 from autograder.grading.examples import load_example, render_value
+from autograder.grading.late import Late, LateRule, assess_result
 from autograder.grading.results import CheckResult, SubmissionResult, flags
 from autograder.outputs.grades_csv import write_csv
 from autograder.text import safe
@@ -69,6 +70,7 @@ class StudentPage:
     failures: list[ShownFailure]
     stopped: list[str]  # what the sandbox stopped, in plain words
     flags: list[str]
+    late: Late  # the late rule's verdict: its total is the page's total
 
 
 def summary_sentence(result: SubmissionResult) -> str:
@@ -89,14 +91,15 @@ def summary_sentence(result: SubmissionResult) -> str:
             f"{_count(failed['hidden'], 'hidden check')} of {total['hidden']} did not pass.")
 
 
-def student_page(result: SubmissionResult, file: str) -> StudentPage:
+def student_page(result: SubmissionResult, file: str, late: Late | None = None) -> StudentPage:
+    late = late or Late(result.score)
     functions = []
     for function, (got, possible) in result.by_function().items():
         tests = [t for t in result.tests if t.function == function]
         functions.append((function, got, possible, sum(t.status == "passed" for t in tests), len(tests)))
     failures = [] if result.problem else [_shown_failure(t) for t in result.tests if t.status != "passed"]
     return StudentPage(result, file, summary_sentence(result), functions, failures, sandbox_events(result),
-                       flags(result))
+                       flags(result) + late.flags(), late)
 
 
 def _shown_failure(check: CheckResult) -> ShownFailure:
@@ -168,8 +171,9 @@ def histogram(scores: list[float], max_score: float, bins: int = HISTOGRAM_BINS)
     return [(round(i * width, 6), round((i + 1) * width, 6), counts[i]) for i in range(bins)]
 
 
-def class_report(assignment: str, results: list[SubmissionResult], files: dict[str, str]) -> ClassReport:
-    students = [student_page(r, files[r.student]) for r in results]
+def class_report(assignment: str, results: list[SubmissionResult], files: dict[str, str],
+                 rule: LateRule | None = None) -> ClassReport:
+    students = [student_page(r, files[r.student], assess_result(rule, r)) for r in results]
     graded = [r for r in results if not r.problem] or results
     max_score = max(r.max_score for r in results)
     checks = {}
@@ -185,7 +189,7 @@ def class_report(assignment: str, results: list[SubmissionResult], files: dict[s
     seconds = [r.seconds for r in results]
     return ClassReport(
         assignment=assignment, students=students, max_score=max_score,
-        histogram=histogram([r.score for r in results], max_score),
+        histogram=histogram([s.late.total for s in students], max_score),
         checks=[(name, v, passed, n) for name, (v, passed, n) in checks.items()],
         functions=[(f, round(statistics.fmean(got), 3), possible) for f, (got, possible) in functions.items()],
         misconceptions=misconception_counts(results),
@@ -321,12 +325,15 @@ def feedback_files(students: list[str]) -> dict[str, str]:
     return names
 
 
-def write_reports(assignment: str, results: list[SubmissionResult], out: Path) -> Path:
-    """Write feedback/<student>.html and .md, index.html and grades.csv under `out`; return index.html's path."""
+def write_reports(assignment: str, results: list[SubmissionResult], out: Path, rule: LateRule | None = None) -> Path:
+    """Write feedback/<student>.html and .md, index.html and grades.csv under `out`; return index.html's path.
+
+    rule: the assignment's late rule (course.yaml); totals are after its penalty, with its reason shown.
+    """
     out = Path(out)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     files = feedback_files([r.student for r in results])
-    report = class_report(assignment, results, files)
+    report = class_report(assignment, results, files, rule)
     report = replace(report, plots=plots(report))
     html, markdown = _environments()
     for page in report.students:
@@ -336,7 +343,7 @@ def write_reports(assignment: str, results: list[SubmissionResult], out: Path) -
     index = out / "index.html"
     index.write_text(html.get_template("index.html").render(report=report))
     with open(out / "grades.csv", "w", newline="") as stream:
-        write_csv(results, stream)
+        write_csv(results, stream, rule)
     return index
 
 

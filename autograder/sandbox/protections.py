@@ -48,6 +48,7 @@ class Protections:
     reason: str  # why the fallback was chosen; empty for bwrap
     separate_user: bool  # workers run under their own uid (so a process-count limit works)
     python: Interpreter
+    fix: str = ""  # what to do about the reason, for the warning: it differs with why bubblewrap did not start
 
     @property
     def warning(self) -> str:
@@ -63,8 +64,8 @@ class Protections:
         else:
             what = ("Student code would run under your own user id and could read everything you can, so grading "
                     "with hidden checks is refused; public checks (`autograder check`) still run.")
-        return (f"WARNING: bubblewrap is not in use ({self.reason}). {what} Install bubblewrap (apt-get install "
-                "-y bubblewrap) and check with `autograder doctor`.")
+        fix = self.fix or "Run without `--sandbox fallback` to use bubblewrap where it works."
+        return f"WARNING: bubblewrap is not in use ({self.reason}). {what} {fix}"
 
     def rows(self) -> list[tuple[str, bool]]:
         """(protection, active) pairs for `autograder doctor`."""
@@ -106,12 +107,13 @@ def probe(requested: str = "auto", python: str | None = None) -> Protections:
     if requested == "fallback":
         problem = "the fallback was requested"
     else:
-        problem = _bwrap_problem(root, interpreter)
-        if problem is None:
+        found = _bwrap_problem(root, interpreter)
+        if found is None:
             return Protections("bwrap", "", root, interpreter)
+        problem, fix = found
         if requested == "bwrap":
-            raise SandboxError(f"bubblewrap was requested but {problem}. Install it with "
-                               "`apt-get install -y bubblewrap`, or run with --sandbox auto.")
+            raise SandboxError(f"bubblewrap was requested but {problem}. {fix} Or run with --sandbox auto.")
+        return Protections("fallback", problem, root and _runs_as(WORKER_UID_BASE, interpreter), interpreter, fix)
     return Protections("fallback", problem, root and _runs_as(WORKER_UID_BASE, interpreter), interpreter)
 
 
@@ -139,18 +141,62 @@ def _runs_as(uid: int, python: Interpreter) -> bool:
     return done.returncode == 0
 
 
-def _bwrap_problem(root: bool, python: Interpreter) -> str | None:
+KEEP_FALLBACK = ("Or keep the fallback: it refuses to grade wherever workers could read the course's secrets "
+                 "(README: Sandbox, Fallback).")
+# What bwrap says when the kernel or the container will not give it namespaces (unprivileged user
+# namespaces disabled, an AppArmor restriction, a container without CAP_SYS_ADMIN or with a seccomp profile).
+_NAMESPACE_SIGNS = ("namespace", "uid map", "gid map", "setgroups", "operation not permitted", "permission denied",
+                    "no space left on device")
+
+
+def _bwrap_problem(root: bool, python: Interpreter) -> tuple[str, str] | None:
+    """(why bubblewrap cannot be used, what to do about it), or None when it works."""
     if shutil.which("bwrap") is None:
-        return "the bwrap command is not installed"
+        return ("the bwrap command is not installed",
+                f"Install it (apt-get install -y bubblewrap) and check with `autograder doctor`. {KEEP_FALLBACK}")
     command = bwrap_command(WORKER_UID_BASE if root else None, 16, python) + [python.path, "-I", "-c", "pass"]
     try:
         done = subprocess.run(command, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as error:
-        return f"bwrap could not start ({error})"
-    if done.returncode != 0:
-        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
-        return f"bwrap could not start ({last})"
-    return None
+        return f"bwrap could not start ({error})", _unknown_fix()
+    if done.returncode == 0:
+        return None
+    said = done.stderr.decode(errors="replace").strip()
+    last = (said.splitlines() or ["no message"])[-1][:300]
+    if any(sign in said.lower() for sign in _NAMESPACE_SIGNS):
+        return f"bwrap is installed but cannot create namespaces here ({last})", _namespace_fix(root)
+    return f"bwrap could not start ({last})", _unknown_fix()
+
+
+def _namespace_fix(root: bool) -> str:
+    """What lets bubblewrap create namespaces on this machine, from the kernel settings that forbid them."""
+    if root:
+        # Root needs no unprivileged namespaces: what is missing is a capability the container withholds.
+        where = ("This grader runs as root, so the container (or its seccomp or AppArmor profile) withholds what "
+                 "bwrap needs: run it privileged (docker run --privileged, or --cap-add SYS_ADMIN with "
+                 "--security-opt seccomp=unconfined --security-opt apparmor=unconfined)")
+    else:
+        forbidding = {"kernel.unprivileged_userns_clone": ("0", "1"), "user.max_user_namespaces": ("0", "15000"),
+                      "kernel.apparmor_restrict_unprivileged_userns": ("1", "0")}
+        steps = [f"sysctl -w {name}={allowing}" for name, (forbidden, allowing) in forbidding.items()
+                 if _sysctl(name) == forbidden]
+        where = ("Enable unprivileged user namespaces as root (" + ("; ".join(steps) if steps else
+                 "sysctl -w kernel.unprivileged_userns_clone=1 on Debian, user.max_user_namespaces=15000, or "
+                 "kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04") +
+                 "; in a container, run it privileged), or run the grader as root")
+    return f"{where}, then check with `autograder doctor`. {KEEP_FALLBACK}"
+
+
+def _unknown_fix() -> str:
+    return f"Run `bwrap --ro-bind / / true` to see why, then check with `autograder doctor`. {KEEP_FALLBACK}"
+
+
+def _sysctl(name: str) -> str:
+    """A kernel setting (`kernel.unprivileged_userns_clone`) as text; "" where this kernel has none."""
+    try:
+        return (Path("/proc/sys") / name.replace(".", "/")).read_text().strip()
+    except OSError:
+        return ""
 
 
 def _python_dirs(prefix: str, base_prefix: str, executable: str, path: list) -> tuple[str, ...]:

@@ -1,0 +1,246 @@
+"""Deadlines and late work: when each submission was handed in, and what course.yaml's late rule takes off.
+
+One source of truth for each fact: the results store keeps the raw score
+(the sum of the checks' points) and the submission time; the penalty is
+never stored. It is derived here, from the rule in course.yaml, whenever
+grades are written out (`export`, `report`, Gradescope's results.json), so a
+changed rule or a new extension takes effect at the next export, without
+regrading.
+
+A submission's time comes from, in this order of trust: nbgrader's
+`timestamp.txt` (written by `nbgrader collect`), Gradescope's
+`submission_metadata.json` (`created_at`), or the file's modification time,
+which copying, unzipping or a checkout changes, and which is therefore
+flagged as unreliable wherever it decides a penalty.
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import re
+import zoneinfo
+from dataclasses import dataclass, field
+from pathlib import Path
+
+NBGRADER_TIMESTAMP = "nbgrader timestamp"
+GRADESCOPE_METADATA = "gradescope metadata"
+FILE_TIME = "file time (unreliable)"
+TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's, beside the notebooks in submitted/<student>/<assignment>/
+UTC = datetime.UTC
+DAY_SECONDS = 86400.0
+EXAMPLE_TIME = "2026-11-20T23:59:00-05:00"
+
+
+class TimeError(ValueError):
+    """A time that cannot be read; the message says what was expected."""
+
+
+@dataclass(frozen=True)
+class LateRule:
+    """An assignment's due time, its late rule and its extensions (course.yaml `due`, `late`, `extensions`).
+
+    due: None when the assignment declares none; then nothing is ever late.
+    penalty_per_day: the fraction of the raw total removed for each started
+    day after the due time plus the grace. max_days_late: past that many days
+    after the due time plus the grace, the total is 0 (None: no limit).
+    extensions: student -> their own due time, replacing `due` for them.
+    """
+
+    due: datetime.datetime | None = None
+    penalty_per_day: float = 0.0
+    grace_minutes: float = 0.0
+    max_days_late: float | None = None
+    extensions: dict[str, datetime.datetime] = field(default_factory=dict)
+
+    def deadline(self, student: str) -> datetime.datetime | None:
+        """The student's due time: their extension, else the assignment's."""
+        return self.extensions.get(student, self.due)
+
+    def unknown_students(self, students: set[str]) -> list[str]:
+        """Extensions naming students who have no result: usually a mistyped id."""
+        return sorted(set(self.extensions) - set(students))
+
+
+@dataclass(frozen=True)
+class Late:
+    """What the late rule does to one submission's raw total.
+
+    late_by_hours: hours after the student's deadline (0 when on time; None
+    when there is no due time or no submission time). days: started days
+    after the deadline plus the grace. reason: one sentence for the
+    student and the TA ("" when nothing applies).
+    """
+
+    raw: float
+    penalty: float = 0.0
+    late_by_hours: float | None = None
+    days: int = 0
+    reason: str = ""
+    deadline: str = ""
+    unreliable_time: bool = False
+
+    @property
+    def total(self) -> float:
+        return round(self.raw - self.penalty, 6)
+
+    def flags(self) -> list[str]:
+        """Short labels for a TA's flagged list."""
+        found = []
+        if self.penalty:
+            found.append(f"late (−{_points(self.penalty)})")
+        elif self.late_by_hours:
+            found.append("late, within the grace")
+        if self.unreliable_time and self.late_by_hours is not None:
+            found.append("time from the file")
+        return found
+
+
+def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, source: str) -> Late:
+    """The late rule applied to one raw total handed in at `submitted_at` (ISO 8601; "" if unknown)."""
+    deadline = rule.deadline(student) if rule else None
+    if deadline is None:
+        return Late(raw)
+    shown_deadline = deadline.isoformat()
+    if not submitted_at:
+        return Late(raw, deadline=shown_deadline, reason="the submission time is unknown (graded before times were "
+                                                          "recorded), so no late rule was applied; regrade with "
+                                                          "--force to apply it")
+    try:
+        handed_in = datetime.datetime.fromisoformat(submitted_at)
+    except ValueError:  # not a time this package wrote: treated as unknown rather than stopping an export
+        return Late(raw, deadline=shown_deadline, reason=f"the stored submission time {submitted_at[:40]!r} is not "
+                                                          "a time, so no late rule was applied; regrade with --force")
+    if handed_in.tzinfo is None:
+        handed_in = handed_in.replace(tzinfo=UTC)
+    unreliable = source == FILE_TIME
+    seconds = (handed_in - deadline).total_seconds()
+    late = Late(raw, late_by_hours=round(max(0.0, seconds) / 3600, 2), deadline=shown_deadline,
+                unreliable_time=unreliable)
+    if seconds <= 0:
+        return late
+    after_grace = seconds - rule.grace_minutes * 60
+    when = f"handed in {_duration(seconds)} after the due time {shown_deadline}"
+    if unreliable:
+        when += " (by the file's modification time, which is unreliable)"
+    if after_grace <= 0:
+        return _replace(late, reason=f"{when}, within the {rule.grace_minutes:g}-minute grace: no penalty")
+    days = math.ceil(after_grace / DAY_SECONDS)
+    if rule.max_days_late is not None and after_grace > rule.max_days_late * DAY_SECONDS:
+        return _replace(late, days=days, penalty=round(raw, 6),
+                        reason=f"{when}: more than {rule.max_days_late:g} days late, so the total is 0")
+    fraction = min(1.0, days * rule.penalty_per_day)
+    penalty = round(raw * fraction, 6)
+    return _replace(late, days=days, penalty=penalty,
+                    reason=f"{when}: {days} started day{'s' if days != 1 else ''} late × "
+                           f"{100 * rule.penalty_per_day:g}% = {100 * fraction:g}% of {_points(raw)} points, "
+                           f"−{_points(penalty)}")
+
+
+def _replace(late: Late, **changes) -> Late:
+    return Late(**{**late.__dict__, **changes})
+
+
+def _duration(seconds: float) -> str:
+    hours = seconds / 3600
+    return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+def _points(value: float) -> str:
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+# ---------------------------------------------------------------- reading times
+
+
+def parse_due(value) -> datetime.datetime:
+    """A due time from course.yaml: ISO 8601 text with its offset, or the aware datetime YAML makes of one.
+
+    Raises TimeError for anything else: a time without an offset would mean
+    a different instant on every grading machine.
+    """
+    if isinstance(value, datetime.datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise TimeError(f"expected an ISO 8601 time with its offset, e.g. {EXAMPLE_TIME}; got {value!r}") from None
+    else:
+        raise TimeError(f"expected an ISO 8601 time with its offset, e.g. {EXAMPLE_TIME}; got {value!r}")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise TimeError(f"{value} has no offset; add one (e.g. {EXAMPLE_TIME}, or Z for UTC) so every grading "
+                        "machine reads the same instant")
+    return moment
+
+
+_NBGRADER_FORM = re.compile(r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?)(?:\s+(\S+))?$")
+
+
+def parse_timestamp(text: str) -> datetime.datetime:
+    """A submission time as nbgrader writes it, in UTC.
+
+    nbgrader's exchange writes "2026-11-30 20:46:00.123456 UTC" (its
+    timestamp_format, "%Y-%m-%d %H:%M:%S.%f %Z"); ISO 8601, a numeric offset
+    ("+0100") or a zone name ("Europe/Berlin") in place of UTC are read too,
+    and a time without a zone is UTC, as nbgrader's parse_utc takes it.
+    """
+    text = text.strip()
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        moment = _nbgrader_form(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _nbgrader_form(text: str) -> datetime.datetime:
+    match = _NBGRADER_FORM.match(text)
+    if not match:
+        raise TimeError(f"{text[:60]!r} is not a time (nbgrader writes e.g. '2026-11-30 20:46:00.123456 UTC')")
+    moment = datetime.datetime.fromisoformat(match.group(1))
+    zone = match.group(2)
+    if zone is None or zone.upper() in ("UTC", "GMT", "Z"):
+        return moment.replace(tzinfo=UTC)
+    if re.fullmatch(r"[+-]\d\d:?\d\d", zone):
+        return datetime.datetime.fromisoformat(match.group(1) + zone[:3] + ":" + zone[-2:])
+    try:
+        return moment.replace(tzinfo=zoneinfo.ZoneInfo(zone))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise TimeError(f"{zone!r} in {text[:60]!r} is not a time zone") from None
+
+
+def iso(moment: datetime.datetime) -> str:
+    """How the store keeps a time: ISO 8601 in UTC, to the microsecond nbgrader keeps."""
+    return moment.astimezone(UTC).isoformat()
+
+
+def file_time(path: Path) -> str:
+    """The file's modification time (ISO 8601, UTC): the last resort, and unreliable."""
+    try:
+        return iso(datetime.datetime.fromtimestamp(os.stat(path).st_mtime, UTC))
+    except OSError:
+        return ""
+
+
+def submission_time(folder: Path, path: Path) -> tuple[str, str, str]:
+    """(time, source, note) for the file `path` handed in in `folder`.
+
+    nbgrader's timestamp.txt in `folder` when there is one; else the file's
+    modification time. note: why a timestamp.txt present was not used.
+    """
+    stamp = Path(folder) / TIMESTAMP_FILE
+    if stamp.is_file():
+        try:
+            return iso(parse_timestamp(stamp.read_text(errors="replace")[:200])), NBGRADER_TIMESTAMP, ""
+        except (TimeError, OSError, OverflowError) as error:
+            note = (f"{TIMESTAMP_FILE} could not be read ({error}); the file's modification time was used as the "
+                    "submission time instead")
+            return file_time(path), FILE_TIME, note
+    return file_time(path), FILE_TIME, ""
+
+
+def assess_result(rule: LateRule | None, result) -> Late:
+    """`assess` for a stored SubmissionResult: its raw score, student and submission time."""
+    return assess(rule, result.student, result.score, result.submitted_at, result.submitted_at_source)

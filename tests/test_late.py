@@ -1,0 +1,275 @@
+"""Issue 15: deadlines and late work — course.yaml's rule, submission times, and the totals every output shows.
+
+Fast: real course.yaml files, a real SQLite store, the real CLI on stored results; nothing is graded here
+(tests/test_nbgrader_export.py grades a class end to end).
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import json
+import os
+import sqlite3
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from nbgrader.utils import parse_utc
+
+from autograder.grading.course import CourseError, load_course
+from autograder.grading.discover import find_submissions
+from autograder.grading.late import (
+    FILE_TIME,
+    GRADESCOPE_METADATA,
+    NBGRADER_TIMESTAMP,
+    LateRule,
+    TimeError,
+    assess,
+    parse_timestamp,
+)
+from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.store import Store
+from autograder.outputs import grades_csv, gradescope
+from autograder.outputs.report import write_reports
+
+from conftest import ROOT, run_cli
+
+ASSIGNMENT = "w07_attention"
+DUE = "2026-11-20T23:59:00-05:00"
+DUE_UTC = datetime.datetime(2026, 11, 21, 4, 59, tzinfo=datetime.UTC)
+RULE = {"due": DUE, "late": {"penalty_per_day": 0.1, "grace_minutes": 15, "max_days_late": 3},
+        "extensions": {"ext": "2026-11-23T23:59:00-05:00"}}
+
+
+def _course(tmp_path: Path, **entry) -> Path:
+    """A copy of the course's course.yaml whose assignment has `entry`'s keys added (None removes one)."""
+    data = yaml.safe_load((ROOT / "course.yaml").read_text())
+    settings = data["assignments"][ASSIGNMENT]
+    for key, value in entry.items():
+        settings.pop(key, None) if value is None else settings.__setitem__(key, value)
+    settings["source"] = str(ROOT / "assignments" / ASSIGNMENT)  # absolute: the copy lives elsewhere
+    settings["solution"] = str(ROOT / "solutions" / ASSIGNMENT)
+    path = tmp_path / "course.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _at(hours_after_due: float) -> str:
+    return (DUE_UTC + datetime.timedelta(hours=hours_after_due)).isoformat()
+
+
+def _result(student: str, got: float, submitted_at: str = "", source: str = NBGRADER_TIMESTAMP) -> SubmissionResult:
+    """A stored result worth 100 points, of which `got` were earned, handed in at `submitted_at`."""
+    tests = (CheckResult("score.a", "score", "public", "passed" if got else "failed", got, got),
+             CheckResult("score.b", "score", "hidden", "failed", 0.0, 100.0 - got, output="wrong"))
+    return SubmissionResult(student=student, assignment=ASSIGNMENT, file=f"{student}.ipynb", sha256="0" * 64,
+                            suite_version="v", seed=1, sandbox="bwrap", tests=tests, graded_at="2026-11-30T00:00:00",
+                            submitted_at=submitted_at, submitted_at_source=source if submitted_at else "")
+
+
+# ---------------------------------------------------------------- course.yaml
+
+
+def test_the_rule_is_read_from_course_yaml(tmp_path):
+    rule = load_course(_course(tmp_path, **RULE)).assignment(ASSIGNMENT).late
+    assert rule.due == DUE_UTC and rule.penalty_per_day == 0.1 and rule.grace_minutes == 15
+    assert rule.max_days_late == 3
+    assert rule.deadline("ext") == datetime.datetime(2026, 11, 24, 4, 59, tzinfo=datetime.UTC)
+    assert rule.deadline("anyone") == DUE_UTC
+    assert load_course(ROOT / "course.yaml").assignment(ASSIGNMENT).late == LateRule()  # no due: nothing is late
+
+
+@pytest.mark.parametrize("entry, key, words", [
+    ({"due": "next Friday"}, "assignments.w07_attention.due", "ISO 8601"),
+    ({"due": "2026-11-20T23:59:00"}, "assignments.w07_attention.due", "no offset"),
+    ({"due": "2026-11-20"}, "assignments.w07_attention.due", "no offset"),
+    ({"due": DUE, "late": {"penalty_per_day": -0.1}}, "assignments.w07_attention.late.penalty_per_day", ">= 0"),
+    ({"due": DUE, "late": {"penalty_per_day": 10}}, "assignments.w07_attention.late.penalty_per_day", "at most 1"),
+    ({"due": DUE, "late": {"grace_minutes": -5}}, "assignments.w07_attention.late.grace_minutes", ">= 0"),
+    ({"due": DUE, "late": {"max_days_late": "two"}}, "assignments.w07_attention.late.max_days_late", "number"),
+    ({"due": DUE, "late": {"penalty_per_hour": 0.1}}, "assignments.w07_attention.late.penalty_per_hour",
+     "unknown key"),
+    ({"due": DUE, "extensions": {"s0007": "Monday"}}, "assignments.w07_attention.extensions.s0007", "ISO 8601"),
+    ({"late": {"penalty_per_day": 0.1}}, "assignments.w07_attention.late", "needs the assignment's due time"),
+    ({"extensions": {"s0007": DUE}}, "assignments.w07_attention.extensions", "needs the assignment's due time"),
+])
+def test_bad_values_are_refused_naming_the_key(tmp_path, entry, key, words):
+    with pytest.raises(CourseError) as raised:
+        load_course(_course(tmp_path, **entry))
+    assert f": {key}: " in str(raised.value) and words in str(raised.value)
+
+
+# ---------------------------------------------------------------- the rule
+
+
+@pytest.mark.parametrize("hours, penalty, days", [
+    (-1, 0, 0),  # on time
+    (0.2, 0, 0),  # 12 minutes late: within the 15-minute grace
+    (0.3, 8, 1),  # the first started day after due + grace: 10% of 80
+    (24.25, 8, 1),  # exactly one day after due + grace
+    (24.26, 16, 2),  # a second day has started
+    (72.25, 24, 3),  # three days after due + grace: the limit itself
+    (72.3, 80, 4),  # beyond max_days_late: the total is 0
+])
+def test_the_penalty_follows_the_rule(tmp_path, hours, penalty, days):
+    rule = load_course(_course(tmp_path, **RULE)).assignment(ASSIGNMENT).late
+    late = assess(rule, "s1", 80.0, _at(hours), NBGRADER_TIMESTAMP)
+    assert (late.penalty, late.days) == (penalty, days)
+    assert late.total == 80 - penalty and late.late_by_hours == round(max(0.0, hours), 2)
+    assert ("late" in late.reason) == (hours > 0.25) and ("grace" in late.reason) == (0 < hours <= 0.25)
+
+
+def test_an_extension_moves_the_students_own_deadline(tmp_path):
+    rule = load_course(_course(tmp_path, **RULE)).assignment(ASSIGNMENT).late
+    two_days_late = _at(48)
+    assert assess(rule, "ext", 80.0, two_days_late, NBGRADER_TIMESTAMP).penalty == 0
+    assert assess(rule, "other", 80.0, two_days_late, NBGRADER_TIMESTAMP).penalty == 16
+    assert rule.unknown_students({"other"}) == ["ext"]
+
+
+def test_a_file_time_is_flagged_and_an_unknown_time_applies_no_penalty(tmp_path):
+    rule = load_course(_course(tmp_path, **RULE)).assignment(ASSIGNMENT).late
+    late = assess(rule, "s1", 80.0, _at(30), FILE_TIME)
+    assert late.penalty == 16 and "unreliable" in late.reason and "time from the file" in late.flags()
+    unknown = assess(rule, "s1", 80.0, "", "")
+    assert unknown.penalty == 0 and unknown.late_by_hours is None and "regrade with --force" in unknown.reason
+    assert assess(None, "s1", 80.0, _at(1000), FILE_TIME).total == 80  # no rule: nothing is late
+
+
+# ---------------------------------------------------------------- submission times
+
+
+@pytest.mark.parametrize("text", ["2026-11-30 20:46:00.123456 UTC", "2026-11-30 21:46:00.123456 +0100",
+                                  "2026-11-30 15:46:00.123456 America/New_York", "2026-11-30T20:46:00.123456Z",
+                                  "2026-11-30 20:46:00.123456"])
+def test_nbgrader_timestamps_are_read_in_utc(text):
+    assert parse_timestamp(text) == datetime.datetime(2026, 11, 30, 20, 46, 0, 123456, tzinfo=datetime.UTC)
+
+
+def test_nbgrader_reads_its_own_format_as_we_do():
+    """The formgrader counts a submission as autograded only if both readings of timestamp.txt agree."""
+    text = "2026-11-30 20:46:00.123456 UTC"
+    assert parse_utc(text) == parse_timestamp(text).replace(tzinfo=None)
+    with pytest.raises(TimeError, match="not a time"):
+        parse_timestamp("yesterday")
+
+
+def test_discover_takes_nbgrader_timestamps_else_the_file_time(tmp_path):
+    for student, stamp in (("a", "2026-11-20 10:00:00.5 UTC"), ("b", "garbage"), ("c", None)):
+        folder = tmp_path / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        (folder / "attention.py").write_text("x = 1\n")
+        if stamp:
+            (folder / "timestamp.txt").write_text(stamp + "\n")
+    os.utime(tmp_path / "submitted" / "c" / ASSIGNMENT / "attention.py", (1.8e9, 1.8e9))
+    found = {f.student: f for f in find_submissions([tmp_path], ASSIGNMENT, "attention", tmp_path)}
+    assert (found["a"].submitted_at, found["a"].submitted_at_source) == \
+        ("2026-11-20T10:00:00.500000+00:00", NBGRADER_TIMESTAMP)
+    assert found["b"].submitted_at_source == FILE_TIME and "timestamp.txt could not be read" in found["b"].note
+    assert found["c"].submitted_at == datetime.datetime.fromtimestamp(1.8e9, datetime.UTC).isoformat()
+    assert found["c"].submitted_at_source == FILE_TIME
+
+
+def test_a_zipped_file_keeps_the_time_the_zip_records(tmp_path):
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr(zipfile.ZipInfo("alice.py", date_time=(2026, 11, 19, 8, 30, 0)), "x = 1\n")
+    [found] = find_submissions([archive], ASSIGNMENT, "attention", tmp_path)
+    expected = datetime.datetime.fromtimestamp(time.mktime((2026, 11, 19, 8, 30, 0, 0, 0, -1)), datetime.UTC)
+    assert found.submitted_at == expected.isoformat() and found.submitted_at_source == FILE_TIME
+
+
+def test_gradescope_time_comes_from_its_metadata(tmp_path):
+    metadata = tmp_path / "submission_metadata.json"
+    metadata.write_text(json.dumps({"created_at": "2026-11-21T06:59:00.5-05:00", "users": []}))
+    picked = tmp_path / "attention.py"
+    picked.write_text("x = 1\n")
+    assert gradescope.gradescope_time(metadata, picked) == ("2026-11-21T11:59:00.500000+00:00", GRADESCOPE_METADATA)
+    metadata.write_text("{}")
+    assert gradescope.gradescope_time(metadata, picked)[1] == FILE_TIME
+
+
+# ---------------------------------------------------------------- the store
+
+
+def test_the_store_keeps_the_raw_score_and_the_time_and_upgrades_an_old_database(tmp_path):
+    db = tmp_path / "grades.db"
+    with sqlite3.connect(db) as old:  # a database from before submission times were kept
+        old.execute("CREATE TABLE submissions (id INTEGER PRIMARY KEY, assignment TEXT NOT NULL, student TEXT NOT "
+                    "NULL, file TEXT NOT NULL, sha256 TEXT NOT NULL, suite_version TEXT NOT NULL, seed INTEGER NOT "
+                    "NULL, sandbox TEXT NOT NULL, score REAL NOT NULL, max_score REAL NOT NULL, problem TEXT NOT NULL,"
+                    " notes TEXT NOT NULL, output TEXT NOT NULL, killed_processes INTEGER NOT NULL, seconds REAL NOT "
+                    "NULL, graded_at TEXT NOT NULL, internal_error TEXT NOT NULL DEFAULT '', UNIQUE (assignment, "
+                    "student))")
+        old.execute("INSERT INTO submissions VALUES (1, ?, 'old', 'f', 'h', 'v', 1, 'bwrap', 0, 0, '', '[]', '', 0, "
+                    "0, '', '')", (ASSIGNMENT,))
+    late = _result("late", 80.0, _at(30))
+    with Store(db) as store:
+        assert store.result(ASSIGNMENT, "old").submitted_at == ""
+        store.save(late)
+        stored = store.result(ASSIGNMENT, "late")
+        assert stored.score == 80 and (stored.submitted_at, stored.submitted_at_source) == (_at(30), NBGRADER_TIMESTAMP)
+        assert store.is_current(ASSIGNMENT, "late", "0" * 64, "v", _at(30))
+        assert not store.is_current(ASSIGNMENT, "late", "0" * 64, "v", _at(31))  # handed in again: graded again
+    row = sqlite3.connect(db).execute("SELECT score FROM submissions WHERE student='late'").fetchone()
+    assert row == (80.0,)  # raw: the penalty is derived when grades are written out
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def _class() -> list[SubmissionResult]:
+    return [_result("ontime", 90.0, _at(-2)), _result("late", 80.0, _at(30)), _result("ext", 80.0, _at(48)),
+            _result("gone", 70.0, _at(100)), _result("filetime", 60.0, _at(1), FILE_TIME)]
+
+
+def test_csv_totals_follow_the_rule_and_honour_the_extension(tmp_path):
+    rule = load_course(_course(tmp_path, **RULE)).assignment(ASSIGNMENT).late
+    stream = io.StringIO()
+    grades_csv.write_csv(_class(), stream, rule)
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(stream.getvalue()))}
+    expected = {"ontime": ("90", "90", "0", "0"), "late": ("64", "80", "16", "30"), "ext": ("80", "80", "0", "0"),
+                "gone": ("0", "70", "70", "100"), "filetime": ("54", "60", "6", "1")}
+    for student, (total, raw, penalty, late_by) in expected.items():
+        row = rows[student]
+        assert (row["total"], row["raw_total"], row["penalty"], row["late_by"]) == (total, raw, penalty, late_by)
+    assert rows["late"]["submitted_at"] == _at(30) and rows["late"]["submitted_at_source"] == NBGRADER_TIMESTAMP
+    assert "2 started days" in rows["late"]["penalty_reason"] and "unreliable" in rows["filetime"]["penalty_reason"]
+    assert "more than 3 days late" in rows["gone"]["penalty_reason"]
+
+
+def test_the_cli_exports_the_penalised_totals_and_warns_about_an_unknown_extension(tmp_path):
+    course = _course(tmp_path, **{**RULE, "extensions": {"ext": RULE["extensions"]["ext"], "nobody": DUE}})
+    db = tmp_path / "grades.db"
+    with Store(db) as store:
+        for result in _class():
+            store.save(result)
+    out = tmp_path / "out" / "grades.csv"
+    done = run_cli("export", "csv", "--db", db, "--course", course, "--out", out, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "assignments.w07_attention.extensions.nobody" in done.stderr and "check the id" in done.stderr
+    rows = {row["student"]: row for row in csv.DictReader(out.open())}
+    assert rows["late"]["total"] == "64" and rows["ext"]["total"] == "80"
+    done = run_cli("export", "gradescope", "--db", db, "--course", course, "--out", "gs", cwd=tmp_path)
+    assert done.returncode == 0 and str(tmp_path / "gs") in done.stderr  # the absolute place written
+    document = json.loads((tmp_path / "gs" / "late" / "results.json").read_text())
+    assert document["score"] == 64 and document["extra_data"]["raw_score"] == 80
+    assert "Late penalty: −16 points" in document["output"] and "2 started days" in document["output"]
+
+
+def test_gradescope_and_the_reports_show_the_penalty_with_its_reason(tmp_path):
+    rule = load_course(_course(tmp_path, **RULE)).assignment(ASSIGNMENT).late
+    results = _class()
+    document = gradescope.gradescope_results(results[1], assess(rule, "late", 80.0, _at(30), NBGRADER_TIMESTAMP))
+    assert document["score"] == 64 and sum(t["score"] for t in document["tests"]) == 80
+    assert document["extra_data"]["late_penalty"] == 16 and document["extra_data"]["late_by_hours"] == 30
+    write_reports(ASSIGNMENT, results, tmp_path / "report", rule)
+    page = (tmp_path / "report" / "feedback" / "late.md").read_text()
+    assert "**Total: 64 / 100 points.**" in page and "Late penalty: −16 points from 80" in page
+    assert "within" not in page and "2 started days" in page
+    index = (tmp_path / "report" / "index.html").read_text()
+    assert 'data-student="late" data-score="64.0" data-raw-score="80.0"' in index and "late (−16)" in index
+    assert "Late penalty" not in (tmp_path / "report" / "feedback" / "ontime.md").read_text()
