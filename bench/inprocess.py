@@ -31,7 +31,9 @@ ASSIGNMENT = "w07_attention"
 def grade_all(paths: list[tuple[str, Path]]) -> int:
     """Grade `paths` ((student, file) pairs) in this process with one Grader; how many were graded."""
     import torch
-    torch.set_num_threads(1)  # as a grading job runs
+    from threadpoolctl import threadpool_limits
+    torch.set_num_threads(1)  # one thread for every library, as a sandboxed worker computes
+    threadpool_limits(limits=1)
     course = load_course(ROOT / "course.yaml")
     suite = load_suite(course, ASSIGNMENT)
     grader = Grader(course, suite, None, time_reference(course, suite))

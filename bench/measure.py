@@ -1,9 +1,10 @@
 """Measuring a command: wall time and the peak memory of its whole process tree.
 
 Memory is the sum of PSS (proportional set size) over the process and all its
-descendants, sampled every 50 ms: PSS splits shared pages (the forked
-graders and zygotes share PyTorch's) between the processes that map them, so
-the sum is the memory the tree really costs.
+descendants, sampled every half second (reading it walks page tables, so
+sampling more often slows the run being measured): PSS splits shared pages
+(the forked graders and zygotes share PyTorch's) between the processes that
+map them, so the sum is the memory the tree really costs.
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def run_measured(command: list[str], cwd=None, env=None) -> Run:
     def sample():
         while not done.is_set():
             peak[0] = max(peak[0], tree_pss_mib(process.pid))
-            done.wait(0.05)
+            done.wait(0.5)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

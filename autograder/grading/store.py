@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 
 from autograder.grading.results import CheckResult, SubmissionResult
@@ -126,8 +126,10 @@ class Store:
 
     def save(self, result: SubmissionResult) -> None:
         """Replace the student's stored result with `result`, atomically."""
-        row = _storable(asdict(result))
-        tests = row.pop("tests")
+        # Field by field rather than dataclasses.asdict, whose deep copy cost the batch's main process ~2 ms
+        # per result; every field here is flat.
+        row = _storable({f.name: getattr(result, f.name) for f in fields(SubmissionResult) if f.name != "tests"})
+        tests = [_storable({name: getattr(test, name) for name in _CHECK_FIELDS}) for test in result.tests]
         row["notes"] = json.dumps(row["notes"])
         row.update(score=result.score, max_score=result.max_score)  # derived, stored for SQL and exports
         columns = ", ".join(row)

@@ -256,7 +256,7 @@ class Session:
         """
         deadline = time.monotonic() + max(seconds, 0.0)
         self._output_mark = self.output.total  # the flood limit is per call (and per load)
-        pending = [memoryview(c).cast("B") for c in chunks if memoryview(c).nbytes]
+        pending = wire.views_of(chunks)
         fds = list(fds)
         while pending:  # a request usually fits the socket's buffer at once: no need to wait to write
             pending, sent = self._write(pending, fds)
@@ -285,18 +285,17 @@ class Session:
                         return found
 
     def _write(self, pending: list, fds: list) -> tuple[list, int]:
-        """Send what the socket takes of `pending[0]`; the rest, and how many bytes went."""
+        """Send what the socket takes of `pending`, in one gathered write; the rest, and how many bytes went."""
         try:
             if fds:
-                sent = socket.send_fds(self._sock, [pending[0]], fds)
+                sent = socket.send_fds(self._sock, pending[:wire.MAX_CHUNKS], fds)
             else:
-                sent = self._sock.send(pending[0])
+                sent = self._sock.sendmsg(pending[:wire.MAX_CHUNKS])
         except BlockingIOError:
             return pending, 0
         except OSError:
             raise _Stopped("died", "it closed its connection", child_alive=False) from None
-        pending[0] = pending[0][sent:]
-        return [p for p in pending if p.nbytes], sent
+        return wire.after(pending, sent), sent
 
     def _read_frames(self, done):
         try:

@@ -67,16 +67,38 @@ def pack(header: dict, buffers: list) -> list:
     return [struct.pack(">I", len(body)), body, *buffers]
 
 
+MAX_CHUNKS = 512  # chunks per system call (the kernel takes at most 1024)
+
+
 def send(fd_or_sock, header: dict, buffers: list = ()) -> None:
     """Write one frame to a blocking socket or file descriptor."""
-    for chunk in pack(header, list(buffers)):
-        view = memoryview(chunk).cast("B")
-        while view:
-            if isinstance(fd_or_sock, int):
-                sent = os.write(fd_or_sock, view)
-            else:
-                sent = fd_or_sock.send(view)
-            view = view[sent:]
+    views = views_of(pack(header, list(buffers)))
+    while views:
+        if isinstance(fd_or_sock, int):
+            sent = os.writev(fd_or_sock, views[:MAX_CHUNKS])
+        else:
+            sent = fd_or_sock.sendmsg(views[:MAX_CHUNKS])
+        views = after(views, sent)
+
+
+def views_of(chunks: list) -> list[memoryview]:
+    """`chunks` as flat byte views, the empty ones left out."""
+    views = [memoryview(c).cast("B") for c in chunks]
+    return [v for v in views if v.nbytes]
+
+
+def after(views: list[memoryview], sent: int) -> list[memoryview]:
+    """What is left of `views` once their first `sent` bytes are written.
+
+    A frame goes out in one gathered write, not one per chunk: a reader woken
+    by a 4-byte length prefix alone would only go back to waiting.
+    """
+    while sent and views:
+        if sent < views[0].nbytes:
+            return [views[0][sent:], *views[1:]]
+        sent -= views[0].nbytes
+        views = views[1:]
+    return views
 
 
 class FrameParser:

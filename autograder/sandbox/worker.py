@@ -71,6 +71,9 @@ def zygote_main(config: dict) -> None:
         importlib.import_module(name)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
+    # Listed once here: a child that walked sys.modules (~2,000 entries with torch) would write to every
+    # name's reference count, and so copy every page that holds one.
+    own_modules = tuple(name for name in sys.modules if name == "autograder" or name.startswith("autograder."))
     gc.collect()
     gc.freeze()  # keeps the children from touching (and copying) the zygote's pages
     wire.send(control, {"event": "ready", "pid": os.getpid()})
@@ -82,7 +85,7 @@ def zygote_main(config: dict) -> None:
         header, _ = frame
         op = header.get("op")
         if op == "spawn" and len(fds) == 2:
-            wire.send(control, {"event": "spawned", "pid": _spawn(header, fds, config["scratch"])})
+            wire.send(control, {"event": "spawned", "pid": _spawn(header, fds, config["scratch"], own_modules)})
         elif op == "clean":
             if config["as_init"]:
                 # PID 1 of the sandbox's namespace: kill(-1) reaches exactly the submission's processes.
@@ -98,13 +101,13 @@ def zygote_main(config: dict) -> None:
             os.close(fd)
 
 
-def _spawn(header: dict, fds: list, scratch: str) -> int:
+def _spawn(header: dict, fds: list, scratch: str, own_modules: tuple) -> int:
     """Fork the child for one submission; it gets the grader's socket and output pipe, nothing else."""
     child_sock, output = fds
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _child_main(header.get("limits", {}), child_sock, output, scratch, parent)
+        _child_main(header.get("limits", {}), child_sock, output, scratch, parent, own_modules)
     os.close(child_sock)
     os.close(output)
     return pid
@@ -148,7 +151,8 @@ def _reap_all() -> dict[str, list]:
 
 # ---------------------------------------------------------------- child
 
-def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent: int) -> None:
+def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent: int,
+                own_modules: tuple) -> None:
     """Run one submission: contain it, receive it, load it, answer calls. Never returns."""
     try:
         os.setsid()
@@ -164,8 +168,8 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent
         if seccomp.supported():
             seccomp.install(parent)
         sock = socket.socket(fileno=sock_fd)
-        for name in [m for m in sys.modules if m == "autograder" or m.startswith("autograder.")]:
-            del sys.modules[name]  # the worker keeps its references; `import autograder` must find nothing
+        for name in own_modules:
+            sys.modules.pop(name, None)  # the worker keeps its references; `import autograder` must find nothing
         inbox = _Inbox(sock, SOURCE_LIMIT)
         (spec, sources), _ = inbox.next()
         inbox.parser.limit = CALL_LIMIT
