@@ -304,6 +304,10 @@ class Sandbox:
             return None
         return processes.live_count(f"/proc/{self._zygote_pid}/root/proc")
 
+    def zygote_pid(self) -> int:
+        """The zygote's pid as this process sees it (0 before start), for measuring it from /proc."""
+        return self._zygote_pid
+
     def submission_processes(self) -> int:
         """Live processes the current submission is running (its child and anything it started)."""
         if self._process is None:
