@@ -33,6 +33,7 @@ release: install
 
 bench: install
 	$(BIN)/python bench/sandbox_overhead.py
+	$(BIN)/python bench/submission_profile.py
 	$(BIN)/python bench/batch.py
 	$(BIN)/python bench/cluster.py
 

@@ -5,7 +5,7 @@ against it through `autograder.sandbox.inprocess` (the message code a
 sandboxed call uses, minus the sandbox): what grading costs when nothing is
 isolated. Only for trusted code: the benchmark's honest notebooks.
 
-    python bench/inprocess.py COURSE_FOLDER [--jobs 2]   # prints: <submissions> <seconds>
+    python bench/inprocess.py COURSE_FOLDER [--jobs 2]   # prints: <submissions> <seconds once loaded>
 """
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ import argparse
 import multiprocessing
 import time
 from pathlib import Path
+
+import torch
+from threadpoolctl import threadpool_limits
 
 from autograder.authoring.checks import student_seed
 from autograder.grading.calibration import time_reference
@@ -28,15 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "w07_attention"
 
 
-def grade_all(paths: list[tuple[str, Path]]) -> int:
-    """Grade `paths` ((student, file) pairs) in this process with one Grader; how many were graded."""
-    import torch
-    from threadpoolctl import threadpool_limits
-    torch.set_num_threads(1)  # one thread for every library, as a sandboxed worker computes
-    threadpool_limits(limits=1)
-    course = load_course(ROOT / "course.yaml")
-    suite = load_suite(course, ASSIGNMENT)
-    grader = Grader(course, suite, None, time_reference(course, suite))
+def grade_all(loaded: tuple, paths: list[tuple[str, Path]], graded) -> None:
+    """Grade `paths` ((student, file) pairs) in this process with one Grader; put how many on `graded`.
+
+    loaded: (course, suite, reference times), inherited through fork.
+    """
+    course, suite, reference = loaded
+    grader = Grader(course, suite, None, reference)
     for student, path in paths:
         submission = read_submission(path, student)
         namespace: dict = {}
@@ -45,7 +46,7 @@ def grade_all(paths: list[tuple[str, Path]]) -> int:
         defined = frozenset(name for name, value in namespace.items() if callable(value))
         seed = student_seed(course.seed_salt, ASSIGNMENT, student)
         grader.run_checks(InProcessSession(namespace, suite.assignment.limits), LoadReport(defined), seed)
-    return len(paths)
+    graded.put(len(paths))
 
 
 def main() -> None:
@@ -53,13 +54,26 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
+    # As `autograder grade` does: the suite (and torch) loaded and the reference timed once, then the
+    # grading processes forked from this one, each computing on one thread as a sandboxed worker does.
+    torch.set_num_threads(1)
+    threadpool_limits(limits=1)
+    course = load_course(ROOT / "course.yaml")
+    suite = load_suite(course, ASSIGNMENT)
+    loaded = (course, suite, time_reference(course, suite))
     found = find_submissions([args.folder], ASSIGNMENT, "attention", args.folder)
     found = [(item.student, item.path) for item in found]
     shares = [found[i::args.jobs] for i in range(args.jobs)]
+    context = multiprocessing.get_context("fork")
+    graded = context.Queue()
     started = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-        graded = sum(pool.map(grade_all, shares))
-    print(graded, time.perf_counter() - started)
+    jobs = [context.Process(target=grade_all, args=(loaded, share, graded)) for share in shares]
+    for job in jobs:
+        job.start()
+    count = sum(graded.get() for _ in jobs)
+    for job in jobs:
+        job.join()
+    print(count, time.perf_counter() - started)
 
 
 if __name__ == "__main__":

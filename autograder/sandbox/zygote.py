@@ -293,22 +293,27 @@ class Sandbox:
         found = self._expect("probed", 60.0).get("readable")
         return [safe(p) for p in found] if isinstance(found, list) else ["(the worker's answer was not readable)"]
 
-    def process_count(self) -> int | None:
+    def process_count(self, known_alive: int = 0) -> int | None:
         """Live processes in the sandbox's PID namespace, zygote included; None outside bubblewrap.
 
         Read from outside through the zygote's root, so nothing the
         submission does inside can change the answer; cheap enough to ask
-        after every call.
+        after every call. known_alive: see processes.live_count.
         """
         if self.protections.mode != "bwrap" or not self._zygote_pid:
             return None
-        return processes.live_count(f"/proc/{self._zygote_pid}/root/proc")
+        return processes.live_count(f"/proc/{self._zygote_pid}/root/proc", known_alive)
+
+    def zygote_pid(self) -> int:
+        """The zygote's pid as this process sees it (0 before start), for measuring it from /proc."""
+        return self._zygote_pid
 
     def submission_processes(self) -> int:
         """Live processes the current submission is running (its child and anything it started)."""
         if self._process is None:
             return 0
-        inside = self.process_count()
+        # The zygote and one child: the child is all the submission runs, even if it has just exited.
+        inside = self.process_count(known_alive=2)
         if inside is not None:
             return inside - 1  # the zygote
         return processes.live_descendants(self._zygote_pid)
