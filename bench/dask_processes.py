@@ -1,4 +1,4 @@
-"""Real Dask processes for the cluster tests and the benchmark: `dask scheduler` and `dask worker` on 127.0.0.1.
+"""Real Dask processes for bench/cluster.py and the cluster tests: `dask scheduler` and `dask worker` on 127.0.0.1.
 
 Each process runs in a session of its own (so a worker's nanny and the
 sandboxes under it are stopped with it), is bounded in time (the scheduler
@@ -40,11 +40,13 @@ class DaskProcesses:
                 time.sleep(0.1)
         raise RuntimeError(f"the scheduler did not start; see {self.folder}")
 
-    def worker(self, address: str, nanny: bool = True, env: dict | None = None) -> subprocess.Popen:
-        """Start one worker of one thread (with its nanny, which restarts it if it dies, unless nanny=False)."""
+    def worker(self, address: str, nanny: bool = True, env: dict | None = None,
+               extra: list[str] = ()) -> subprocess.Popen:
+        """Start one worker of one thread (with its nanny, which restarts it if it dies, unless nanny=False);
+        `extra`: more `dask worker` options."""
         return self._start("worker", ["worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
-                                      "--death-timeout", f"{DEATH_SECONDS}s", *([] if nanny else ["--no-nanny"])],
-                           env or {})
+                                      "--death-timeout", f"{DEATH_SECONDS}s", *([] if nanny else ["--no-nanny"]),
+                                      *extra], env or {})
 
     def stop(self) -> None:
         for process in self.processes:
