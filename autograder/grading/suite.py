@@ -25,7 +25,6 @@ PUBLIC_FILE = "public_checks.py"
 HIDDEN_FILE = "hidden_checks.py"
 REFERENCE_FILE = "reference.py"
 MISCONCEPTIONS_FILE = "misconceptions.py"  # optional, beside the reference: see autograder.authoring.misconceptions
-# Grader code whose changes can change a verdict, so they are part of the suite's version.
 # The code that grades: a change to any of it can change a verdict or what a stored result says, so it is
 # part of every suite's version, and a rerun after an upgrade regrades instead of skipping.
 _PACKAGE = Path(__file__).resolve().parents[1]
