@@ -42,11 +42,19 @@ class DaskProcesses:
 
     def worker(self, address: str, nanny: bool = True, env: dict | None = None,
                extra: list[str] = ()) -> subprocess.Popen:
-        """Start one worker of one thread (with its nanny, which restarts it if it dies, unless nanny=False);
-        `extra`: more `dask worker` options."""
-        return self._start("worker", ["worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
+        """Start one worker as the README starts them (one thread, the grader imported at start), with its
+        nanny, which restarts it if it dies (unless nanny=False); `extra`: more `dask worker` options."""
+        return self._start("worker", ["worker", address, "--nthreads", "1", "--preload", "autograder.cluster.preload",
+                                      "--host", "127.0.0.1", "--no-dashboard",
                                       "--death-timeout", f"{DEATH_SECONDS}s", *([] if nanny else ["--no-nanny"]),
                                       *extra], env or {})
+
+    def wait_for_workers(self, address: str, count: int, seconds: float = 120) -> None:
+        """Return once `count` workers have joined the scheduler at `address`."""
+        from distributed import Client
+
+        with Client(address, timeout=seconds) as client:
+            client.wait_for_workers(count, timeout=seconds)
 
     def stop(self) -> None:
         for process in self.processes:
@@ -62,7 +70,8 @@ class DaskProcesses:
     def _start(self, role: str, args: list[str], env: dict) -> subprocess.Popen:
         log = open(self.folder / f"{role}-{len(self.processes)}.log", "wb")  # noqa: SIM115 - the process keeps it
         process = subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env={**self.env, **env}, start_new_session=True)
+                                   stdin=subprocess.DEVNULL, env={**self.env, **env}, start_new_session=True,
+                                   cwd=self.folder)  # not the repository: PYTHONPATH decides what they import
         log.close()
         self.processes.append(process)
         return process

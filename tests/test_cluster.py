@@ -6,6 +6,7 @@ Each test starts its own `dask scheduler` and `dask worker` processes
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -87,9 +88,9 @@ def _committed(db: Path) -> int:
 
 def test_a_class_on_two_workers_gets_the_results_of_jobs_2_and_resumes(small_class, tmp_path, dask):
     local, _ = _grade([small_class], tmp_path / "local.db", "--jobs", "2")
-    address = dask.scheduler()
-    dask.worker(address)
-    dask.worker(address)
+    # The README's recipe for one machine: a scheduler, and one `dask worker` process running two workers.
+    address = dask.scheduler(worker_saturation=1.0)
+    dask.worker(address, extra=["--nworkers", "2"])
     db = tmp_path / "cluster.db"
     clustered, done = _grade([small_class], db, "--cluster", address)
     assert "grading on the Dask cluster at" in done.stderr
@@ -105,11 +106,12 @@ def test_a_class_on_two_workers_gets_the_results_of_jobs_2_and_resumes(small_cla
     assert len(list((tmp_path / "report").rglob("*.html"))) >= 10
 
 
-def test_local_cluster_grades_here_and_stops_its_workers(small_class, tmp_path):
-    one = next((small_class / "submitted").iterdir())
-    results, done = _grade([one], tmp_path / "g.db", "--cluster", "local:1")
-    assert list(results) == [one.name] and "local:1" in done.stderr
-    assert results[one.name]["tests"], results
+def test_local_cluster_grades_here(small_class, tmp_path):
+    notebook = next((small_class / "submitted").glob("*/w07_attention/attention.ipynb"))
+    shutil.copy(notebook, tmp_path / "ann.ipynb")
+    results, done = _grade([tmp_path / "ann.ipynb"], tmp_path / "g.db", "--cluster", "local:1")
+    assert "grading on the Dask cluster at local:1: 1 workers" in done.stderr
+    assert list(results) == ["ann"] and results["ann"]["tests"] and not results["ann"].get("problem")
 
 
 def test_a_worker_killed_mid_batch_loses_nothing(tmp_path, dask):
@@ -138,6 +140,33 @@ def test_a_worker_killed_mid_batch_loses_nothing(tmp_path, dask):
     assert not [r.student for r in results if r.problem], "a submission was charged for its worker's death"
 
 
+def test_a_driver_killed_mid_batch_keeps_what_it_stored_and_the_rerun_finishes(tmp_path, dask):
+    roster = write_class(tmp_path / "course", 12, "nbgrader", (), 0)
+    address = dask.scheduler()
+    dask.worker(address)
+    dask.worker(address)
+    db = tmp_path / "g.db"
+    driver = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(tmp_path / "course"),
+                               "--db", str(db), "--cluster", address], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=repository_env())
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and _committed(db) < 3:
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    before = _committed(db)
+    assert 3 <= before < 12, "the batch was not interrupted mid-way"
+    with Store(db) as store:
+        kept = {r.student: (r.graded_at, r.score, r.sha256) for r in store.results(ASSIGNMENT)}
+    results, done = _grade([tmp_path / "course"], db, "--cluster", address)
+    assert f"{before} submissions already graded" in done.stderr
+    assert sorted(results) == sorted(student for student, _, _ in roster)
+    with Store(db) as store:
+        now = {r.student: (r.graded_at, r.score, r.sha256) for r in store.results(ASSIGNMENT)}
+    assert {student: now[student] for student in kept} == kept
+    assert _stored(db)[1] == 12 * len(results[roster[0][0]]["tests"])
+
+
 def test_a_submission_that_keeps_killing_its_worker_is_recorded_once_as_could_not_grade(tmp_path, dask):
     write_class(tmp_path / "course", 3, "nbgrader", (), 0)
     shutil.copytree(next((tmp_path / "course" / "submitted").iterdir()), tmp_path / "course" / "submitted" / "crasher")
@@ -147,11 +176,13 @@ def test_a_submission_that_keeps_killing_its_worker_is_recorded_once_as_could_no
     for _ in range(2):
         dask.worker(address, extra=["--preload", str(preload)])
     db = tmp_path / "g.db"
-    results, _ = _grade([tmp_path / "course"], db, "--cluster", address)
+    done = run_cli("grade", ASSIGNMENT, tmp_path / "course", "--json", "--db", db, "--cluster", address)
+    assert done.returncode == 3, done.stderr  # 3: a submission could not be graded, the next run tries it again
+    results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
     crasher = results["crasher"]
-    assert crasher["score"] == 0 and "could not grade" in crasher["output"]
-    assert "died 2 times" in crasher["output"] and "Traceback" not in crasher["output"]
-    assert all(r["score"] == r["max_score"] for s, r in results.items() if s != "crasher")
+    assert crasher["score"] == 0 and "the grader failed on this submission" in crasher["problem"]
+    assert "died 2 times" in crasher["internal_error"] and "Traceback" not in crasher["internal_error"]
+    assert not [s for s, r in results.items() if s != "crasher" and (r["problem"] or not r["tests"])]
     assert _stored(db)[0] == 4
 
 
@@ -162,7 +193,7 @@ def test_a_worker_with_another_suite_version_is_refused_clearly(tmp_path, dask):
     with open(other / "autograder" / "grading" / "grader.py", "a") as changed:
         changed.write("\n# a later release\n")
     address = dask.scheduler()
-    dask.worker(address, env=repository_env(PYTHONPATH=str(other)))
+    dask.worker(address, env={"PYTHONPATH": f"{other}{os.pathsep}{ROOT}"})
     write_class(tmp_path / "course", 2, "nbgrader", (), 0)
     db = tmp_path / "g.db"
     done = run_cli("grade", ASSIGNMENT, tmp_path / "course", "--db", db, "--cluster", address, timeout=300)

@@ -17,7 +17,7 @@ from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission
-from autograder.grading.suite import load_suite
+from autograder.grading.suite import load_suite, secret_places
 from autograder.outputs.progress import Progress
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
@@ -74,14 +74,15 @@ def _grade(args) -> int:
                            "machine, --cluster grades on the Dask cluster's workers (local:N starts N of them here). "
                            "Pass one of the two")
     course = load_course(args.course or find_course())
-    suite = load_suite(course, args.assignment)
+    assignment = course.assignment(args.assignment)
     with tempfile.TemporaryDirectory(prefix="autograder-zip-") as workdir:
-        found = find_submissions(args.paths, suite.assignment.name, suite.assignment.module, Path(workdir))
+        found = find_submissions(args.paths, assignment.name, assignment.module, Path(workdir))
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         if args.cluster:
-            return _grade_on_cluster(args, course, suite, found, db)
+            return _grade_on_cluster(args, course, found, db)
+        suite = load_suite(course, args.assignment)
         protections = probe(args.sandbox)
         if protections.warning:
             print(protections.warning, file=sys.stderr)
@@ -93,11 +94,11 @@ def _grade(args) -> int:
             return _grade_found(args, suite, found, store, run)
 
 
-def _grade_on_cluster(args, course, suite, found, db: Path) -> int:
+def _grade_on_cluster(args, course, found, db: Path) -> int:
     """`grade --cluster`: the store and the progress here, the grading on the cluster's workers."""
     try:
         from autograder.cluster.connect import connect, parse_address
-        from autograder.cluster.driver import Cluster, grade_on_cluster
+        from autograder.cluster.driver import Cluster, warm_graders
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in ("dask", "distributed"):
             raise
@@ -105,12 +106,14 @@ def _grade_on_cluster(args, course, suite, found, db: Path) -> int:
                            f"`{install_dask_hint()}`, on the workers too, then run again") from None
     address = parse_address(args.cluster)
     # Each worker checks these with its own sandbox: on a shared file system its student code could see them.
-    secrets = suite.secret_paths(course) + [db] + [item.path for item in found]
+    secrets = secret_places(course, course.assignment(args.assignment)) + [db] + [item.path for item in found]
     with connect(address, args.cluster_wait, lambda text: print(text, file=sys.stderr)) as client:
         cluster = Cluster(client, str(address), args.sandbox, args.cluster_wait)
-        with Store(db) as store:
+        with Store(db) as store, warm_graders(cluster, course, args.assignment, store, secrets) as graders:
+            suite = load_suite(course, args.assignment)  # while the workers warm up
+
             def run(todo, on_result, say):
-                grade_on_cluster(cluster, course, suite, todo, store, secrets, on_result, say)
+                graders.grade(suite, todo, on_result, say)
             return _grade_found(args, suite, found, store, run)
 
 

@@ -20,7 +20,7 @@ import json
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from autograder.grading.grader import internal_error_result
 from autograder.grading.results import SubmissionResult, result_from_plain
 from autograder.grading.store import Store
 from autograder.grading.submission import read_bytes
-from autograder.grading.suite import Suite
+from autograder.grading.suite import Suite, suite_version
 
 TASKS_PER_THREAD = 2  # in flight per worker thread: the next submission is on its way while one is graded
 POLL_SECONDS = 1.0  # how often, while no result arrives, the driver checks that workers remain
@@ -53,56 +53,61 @@ class Cluster:
     wait_seconds: float  # how long the run may go without any worker before it stops
 
 
-def grade_on_cluster(cluster: Cluster, course: Course, suite: Suite, todo: list[Found], store: Store,
-                     secrets: list[Path], on_result: Callable[[SubmissionResult], None],
-                     say: Callable[[str], None]) -> None:
-    """Grade `todo` on the cluster's workers, saving and reporting each result as it arrives.
+@contextlib.contextmanager
+def warm_graders(cluster: Cluster, course: Course, assignment: str, store: Store, secrets: list[Path]
+                 ) -> Iterator[_Run]:
+    """This run's graders on the cluster's workers, warming up from now on; taken off the workers at the end.
 
+    Started before the driver loads the suite itself, so the workers' start-up
+    (unpack, load, time the reference, start the sandboxes) overlaps the driver's.
     secrets: this machine's paths no student code may read; a worker refuses to
     grade if its sandbox could read any that its own file system shows.
     """
-    if not todo:
-        return
-    orders = Orders(assignment=suite.assignment.name, suite_version=suite.version,
-                    files=tuple(grading_files(course, suite.assignment.name)), sandbox=cluster.sandbox,
-                    secrets=tuple(map(str, secrets)), reference_times=store.reference_times_by_machine(suite.version),
-                    autograder_version=installed_version())
-    run = _Run(cluster, f"autograder-{uuid.uuid4().hex[:12]}", suite, store, on_result, say, deque(todo))
+    version = suite_version(course, assignment)
+    orders = Orders(assignment=assignment, suite_version=version, files=tuple(grading_files(course, assignment)),
+                    sandbox=cluster.sandbox, secrets=tuple(map(str, secrets)),
+                    reference_times=store.reference_times_by_machine(version))
+    run = _Run(cluster, f"autograder-{uuid.uuid4().hex[:12]}", store)
     try:
         cluster.client.register_plugin(WarmGrader(run.plugin, orders), name=run.plugin)
-        with cluster.client.as_current():  # distributed.wait asks for the current client
-            run.grade()
+        yield run
     finally:
         run.stop()
 
 
 @dataclass
 class _Run:
+    """One run of `grade --cluster`: the plugin it gave the workers, and the submissions in flight."""
+
     cluster: Cluster
     plugin: str  # this run's plugin name, unique: a cluster may serve several runs at once
-    suite: Suite
     store: Store
-    on_result: Callable[[SubmissionResult], None]
-    say: Callable[[str], None]
-    pending: deque
+    suite: Suite | None = None
+    on_result: Callable[[SubmissionResult], None] | None = None
+    say: Callable[[str], None] | None = None
+    pending: deque = field(default_factory=deque)
     in_flight: dict[Future, Found] = field(default_factory=dict)
     heard: set = field(default_factory=set)  # warnings already shown
     threads: int = 1
     checked: float = 0.0
     alone_since: float | None = None
 
-    def grade(self) -> None:
-        self._look()
-        self._top_up()
-        while self.in_flight:
-            try:
-                done = wait(list(self.in_flight), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
-            except TimeoutError:
-                self._look()
-                continue
-            for future in done:
-                self._finish(future, self.in_flight.pop(future))
+    def grade(self, suite: Suite, todo: list[Found], on_result: Callable[[SubmissionResult], None],
+              say: Callable[[str], None]) -> None:
+        """Grade `todo` on the workers, saving and reporting each result as it arrives."""
+        self.suite, self.on_result, self.say, self.pending = suite, on_result, say, deque(todo)
+        with self.cluster.client.as_current():  # distributed.wait asks for the current client
+            self._look()
             self._top_up()
+            while self.in_flight:
+                try:
+                    done = wait(list(self.in_flight), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
+                except TimeoutError:
+                    self._look()
+                    continue
+                for future in done:
+                    self._finish(future, self.in_flight.pop(future))
+                self._top_up()
 
     def stop(self) -> None:
         """Cancel what is still queued or running, and take the plugin (and its private course) off the workers."""
@@ -135,7 +140,8 @@ class _Run:
         try:
             reply = json.loads(text)
             if "refused" in reply:
-                raise ClusterError(f"{reply['refused']}. Results stored so far are kept")
+                raise ClusterError(f"{reply['refused']} (this machine, the driver, runs autograder "
+                                   f"{installed_version()}). Results stored so far are kept")
             self._hear(reply.get("news"))
             result = result_from_plain(reply["result"])
         except (ValueError, TypeError, KeyError, AttributeError) as error:

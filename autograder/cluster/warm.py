@@ -5,12 +5,13 @@ files grading needs, the suite version it expects, the sandbox to use and the
 paths no student code may read. As soon as a worker has the plugin (it joins
 later, or it restarted: Dask gives it the plugin then), the plugin warms up in
 the background while the worker takes its first task: it unpacks the course
-into a folder private to the worker (0700, removed at teardown), loads the
-suite and refuses a different suite version, probes this machine's sandbox
-(bubblewrap where it starts, else the fallback), refuses to grade where
-student code could read a secret, and times the reference here. Then it
+into a folder private to the worker (0700, removed at teardown), probes this
+machine's sandbox (bubblewrap where it starts, else the fallback) and refuses
+to grade where student code could read a secret. Then, at the same time, it
 starts one sandbox per worker thread, each under a worker uid no other grader
-on this machine holds (cluster.slots), and keeps them for every task.
+on this machine holds (cluster.slots), and loads the suite, refusing a
+different suite version, and times the reference here. It keeps the
+sandboxes for every task.
 
 Tasks (`grade_task`) carry one submission's bytes, since workers share no
 file system with the driver, and return plain data: JSON text.
@@ -40,7 +41,7 @@ from autograder.grading.discover import Found
 from autograder.grading.grader import Grader
 from autograder.grading.results import result_to_plain
 from autograder.grading.submission import FileBytes
-from autograder.grading.suite import Suite, load_suite
+from autograder.grading.suite import Suite, load_suite, secret_places
 from autograder.sandbox.protections import Protections, SandboxError, probe
 from autograder.sandbox.zygote import Sandbox, refuse_readable
 
@@ -60,17 +61,21 @@ class Orders:
     secrets: tuple[str, ...]  # the driver's paths no student code may read (a shared file system shows them)
     # machine -> check -> (seconds, calls): the driver's stored reference timings of this suite, by machine.
     reference_times: dict
-    autograder_version: str  # the driver's installed version, for the refusal's message
+
+
+@dataclass(frozen=True)
+class _Unpacked:
+    """The course as this worker unpacked it, and the sandbox it allows: enough to start sandboxes."""
+
+    course: Course
+    protections: Protections
 
 
 @dataclass(frozen=True)
 class _Prepared:
-    """What every grading thread of one worker shares."""
+    """The suite, checked and timed here: what the graders of one worker share."""
 
-    root: Path  # the private folder the course is unpacked in
-    course: Course
     suite: Suite
-    protections: Protections
     reference: dict[str, ReferenceTime] | None
     news: dict  # told to the driver once: this worker's sandbox and why, and timings measured here
 
@@ -106,6 +111,8 @@ class WarmGrader(WorkerPlugin):
         self._stop = threading.Event()
         self._root: Path | None = None
         self._failure = ""
+        self._loaded = threading.Event()  # set once the suite is ready here, or the warm-up failed
+        self._prepared: _Prepared | None = None
         self._news: dict | None = None
         threading.Thread(target=self._warm_up, args=(worker.state.nthreads,), name=f"{self.name}-warm-up",
                          daemon=True).start()
@@ -152,31 +159,50 @@ class WarmGrader(WorkerPlugin):
             shutil.rmtree(root, ignore_errors=True)
 
     def _warm_up(self, threads: int) -> None:
+        """Unpack and probe; then start the sandboxes while the suite loads and the reference is timed."""
         try:
-            prepared = self._unpack_and_check()
+            unpacked = self._unpack_and_probe()
         except (Refused, CourseError, SandboxError, OSError) as error:
-            self._failure = f"worker {self.address} refused to grade: {error}"
+            self._fail(f"worker {self.address} refused to grade: {error}")
             return
-        self._news = prepared.news
         for number in range(threads):
-            threading.Thread(target=self._keep, args=(prepared,), name=f"{self.name}-sandbox-{number}",
+            threading.Thread(target=self._keep, args=(unpacked,), name=f"{self.name}-sandbox-{number}",
                              daemon=True).start()
+        try:
+            self._prepared = self._load_and_time(unpacked)
+        except (Refused, CourseError, OSError) as error:
+            self._fail(f"worker {self.address} refused to grade: {error}")
+            return
+        self._news = self._prepared.news
+        self._loaded.set()
 
-    def _keep(self, prepared: _Prepared) -> None:
-        """Start one sandbox, then outlive it: bubblewrap dies with the thread that started it."""
+    def _fail(self, why: str) -> None:
+        self._failure = why
+        self._loaded.set()  # sandboxes waiting for the suite stop instead
+
+    def _keep(self, unpacked: _Unpacked) -> None:
+        """Start one sandbox and, once the suite is ready, its grader; then outlive the sandbox: bubblewrap
+        dies with the thread that started it."""
         try:
             slot = claim_slot()
         except (SandboxError, OSError) as error:
-            self._failure = f"worker {self.address} could not claim a worker uid: {error}"
+            self._fail(f"worker {self.address} could not claim a worker uid: {error}")
             return
-        sandbox = Sandbox(prepared.protections, prepared.suite.assignment.preload, slot=slot.number)
+        sandbox = Sandbox(unpacked.protections, unpacked.course.assignment(self.orders.assignment).preload,
+                          slot=slot.number)
         try:
             sandbox.start()
         except SandboxError as error:
             slot.release()
-            self._failure = f"worker {self.address} could not start its sandbox: {error}"
+            self._fail(f"worker {self.address} could not start its sandbox: {error}")
             return
-        warm = _Warm(slot, sandbox, Grader(prepared.course, prepared.suite, sandbox, prepared.reference))
+        self._loaded.wait()
+        if self._failure:
+            sandbox.close()
+            slot.release()
+            return
+        prepared = self._prepared
+        warm = _Warm(slot, sandbox, Grader(unpacked.course, prepared.suite, sandbox, prepared.reference))
         with self._lock:
             ended = self._stop.is_set()
             if not ended:
@@ -185,7 +211,7 @@ class WarmGrader(WorkerPlugin):
             warm.close()
         warm.closed.wait()
 
-    def _unpack_and_check(self) -> _Prepared:
+    def _unpack_and_probe(self) -> _Unpacked:
         orders = self.orders
         # mkdtemp: a fresh folder only this worker's user can enter (0700), so student code can read none of it.
         with self._lock:
@@ -194,11 +220,16 @@ class WarmGrader(WorkerPlugin):
             self._root = root = Path(tempfile.mkdtemp(prefix="autograder-course-", dir=self._workspace))
         write_files(list(orders.files), root)
         course = load_course(root / COURSE_FILE)
-        suite = load_suite(course, orders.assignment)
-        if suite.version != orders.suite_version:
-            raise Refused(self._mismatch(suite.version))
         protections = probe(orders.sandbox)
-        refuse_readable(protections, [root, *suite.secret_paths(course), *map(Path, orders.secrets)])
+        # Checked before any sandbox starts, and so before any student code runs.
+        secrets = secret_places(course, course.assignment(orders.assignment))
+        refuse_readable(protections, [root, *secrets, *map(Path, orders.secrets)])
+        return _Unpacked(course, protections)
+
+    def _load_and_time(self, unpacked: _Unpacked) -> _Prepared:
+        suite = load_suite(unpacked.course, self.orders.assignment)
+        if suite.version != self.orders.suite_version:
+            raise Refused(self._mismatch(suite.version))
         one_thread()
         # Calibrated here, not on the driver: a call's limit is a multiple of the reference's time, and that
         # must be the time on the machine that runs the student's code (a driver on a laptop or a login node
@@ -207,19 +238,19 @@ class WarmGrader(WorkerPlugin):
         here = machine()
         reference, measured = None, False
         if suite.reference is not None:
-            reference, measured = stored_or_timed(course, suite, orders.reference_times.get(here, {}))
+            reference, measured = stored_or_timed(unpacked.course, suite, self.orders.reference_times.get(here, {}))
         times = {name: [t.seconds, t.calls] for name, t in reference.items()} if measured else None
-        news = {"address": self.address, "mode": protections.mode, "warning": protections.warning,
-                "machine": here, "times": times}
-        return _Prepared(root, course, suite, protections, reference, news)
+        news = {"address": self.address, "mode": unpacked.protections.mode,
+                "warning": unpacked.protections.warning, "machine": here, "times": times}
+        return _Prepared(suite, reference, news)
 
     def _mismatch(self, version: str) -> str:
         here = Path(autograder.__file__).resolve().parent
         return (f"its suite version for {self.orders.assignment} is {version}, but the driver's is "
                 f"{self.orders.suite_version}: the worker runs different grading code (autograder "
-                f"{installed_version()} at {here}; the driver has {self.orders.autograder_version}). Install the "
-                "same autograder as the driver's on every worker (the same release, or the same commit), restart "
-                "the workers, and run again. Nothing was graded on this worker")
+                f"{installed_version()} at {here}). Install the same autograder as the driver's on every worker "
+                "(the same release, or the same commit), restart the workers, and run again. Nothing was graded "
+                "on this worker")
 
 
 def grade_task(plugin: str, item: Found, content: FileBytes | None) -> str:
