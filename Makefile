@@ -11,7 +11,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[torch,test,nbgrader]'
+	$(BIN)/pip install --quiet -e '.[torch,test,nbgrader,dask]'
 	touch $@
 
 demo: install
@@ -35,6 +35,7 @@ bench: install
 	$(BIN)/python bench/sandbox_overhead.py
 	$(BIN)/python bench/submission_profile.py
 	$(BIN)/python bench/batch.py
+	$(BIN)/python bench/cluster.py
 
 clean:
 	rm -rf out .pytest_cache

@@ -16,7 +16,9 @@ PACKAGE = ROOT / "autograder"
 # Lower layers never import higher ones: authoring (what checks are written against) knows no process,
 # no grading and no output; the sandbox knows no grading or output; grading writes no reports.
 LAYERS = {"authoring": set(), "sandbox": {"authoring"}, "grading": {"authoring", "sandbox"},
-          "outputs": {"authoring", "sandbox", "grading"}, "nbgrader": {"authoring", "sandbox", "grading", "outputs"}}
+          "outputs": {"authoring", "sandbox", "grading"}, "nbgrader": {"authoring", "sandbox", "grading", "outputs"},
+          # Beside grading and outputs: grading on a Dask cluster, which only the command line uses.
+          "cluster": {"authoring", "sandbox", "grading"}}
 LESSON = re.compile(r"softmax|attention|causal|queries|slides?\b", re.IGNORECASE)
 MAX_LINES = 400
 
@@ -52,6 +54,17 @@ def test_each_layer_imports_only_the_layers_below_it(layer):
                     and parts[1] not in LAYERS[layer]:
                 upward.append(f"{path.relative_to(ROOT)} imports {module}")
     assert upward == []
+
+
+def test_only_the_command_line_uses_the_cluster_and_only_the_cluster_imports_dask():
+    """Dask is an extra: grading, reports and exports must work without it (cli imports cluster lazily)."""
+    users = {str(p.relative_to(ROOT)) for p in _modules()
+             if any(m == "autograder.cluster" or m.startswith("autograder.cluster.") for m in _imports(p))}
+    assert {path for path in users if not path.startswith(("autograder/cli/", "autograder/cluster/"))} == set()
+    dask = {str(p.relative_to(ROOT)) for p in _modules()
+            if any(m.split(".")[0] in ("dask", "distributed") for m in _imports(p))}
+    assert {path for path in dask if not path.startswith("autograder/cluster/")} == set()
+    assert not [m for m in _imports(PACKAGE / "cluster" / "__init__.py") if m.split(".")[0] in ("dask", "distributed")]
 
 
 def test_the_authoring_api_has_no_process_code():

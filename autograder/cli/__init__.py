@@ -11,6 +11,7 @@ import os
 import sys
 
 from autograder.cli import assignments, grading, outputs
+from autograder.cluster import ClusterError
 from autograder.grading.course import CourseError
 from autograder.grading.discover import LayoutError
 from autograder.grading.store import StoreError
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
-    except (CourseError, SandboxError, LayoutError, StoreError, ReleaseError, ExportError) as error:
+    except (CourseError, SandboxError, LayoutError, StoreError, ReleaseError, ExportError, ClusterError) as error:
         print(f"autograder: {safe(error)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `autograder export csv | head`: the reader has all it wanted

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.batch import default_db, grade_batch, plan_batch
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
@@ -16,7 +17,7 @@ from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission
-from autograder.grading.suite import load_suite
+from autograder.grading.suite import load_suite, secret_places
 from autograder.outputs.progress import Progress
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
@@ -33,6 +34,11 @@ def add_commands(commands) -> None:
     grade.add_argument("paths", nargs="+", type=Path,
                        help=".py/.ipynb files, a folder of them, an nbgrader course or submitted/ folder, or a zip")
     grade.add_argument("--jobs", type=int, default=0, help="parallel graders (default: number of cores)")
+    grade.add_argument("--cluster", metavar="ADDRESS",
+                       help="grade on a Dask cluster instead: its scheduler's address (tcp://host:8786), or local:N "
+                            "to start N worker processes here (needs the dask extra; README: Grading on a cluster)")
+    grade.add_argument("--cluster-wait", type=float, default=300.0, metavar="SECONDS",
+                       help="with --cluster: how long to wait for a Dask worker when the cluster has none (300)")
     options.results_db(grade)
     grade.add_argument("--force", action="store_true", help="regrade submissions already graded and unchanged")
     grade.add_argument("--json", action="store_true", help="one Gradescope-style JSON object per line")
@@ -63,23 +69,56 @@ def add_commands(commands) -> None:
 
 
 def _grade(args) -> int:
+    if args.cluster and args.jobs:
+        raise ClusterError("--jobs and --cluster do not go together: --jobs N grades with N processes on this "
+                           "machine, --cluster grades on the Dask cluster's workers (local:N starts N of them here). "
+                           "Pass one of the two")
     course = load_course(args.course or find_course())
-    suite = load_suite(course, args.assignment)
+    assignment = course.assignment(args.assignment)
     with tempfile.TemporaryDirectory(prefix="autograder-zip-") as workdir:
-        found = find_submissions(args.paths, suite.assignment.name, suite.assignment.module, Path(workdir))
+        found = find_submissions(args.paths, assignment.name, assignment.module, Path(workdir))
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
+        if args.cluster:
+            return _grade_on_cluster(args, course, found, db)
+        suite = load_suite(course, args.assignment)
         protections = probe(args.sandbox)
         if protections.warning:
             print(protections.warning, file=sys.stderr)
         refuse_readable(protections, suite.secret_paths(course) + [db] + [item.path for item in found])
         # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
         with Store(db) as store:
-            return _grade_found(args, course, suite, found, store, protections)
+            def run(todo, on_result, say):
+                grade_batch(course, suite, protections, todo, store, args.jobs or os.cpu_count() or 1, on_result)
+            return _grade_found(args, suite, found, store, run)
 
 
-def _grade_found(args, course, suite, found, store: Store, protections) -> int:
+def _grade_on_cluster(args, course, found, db: Path) -> int:
+    """`grade --cluster`: the store and the progress here, the grading on the cluster's workers."""
+    try:
+        from autograder.cluster.connect import connect, parse_address
+        from autograder.cluster.driver import Cluster, warm_graders
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in ("dask", "distributed"):
+            raise
+        raise ClusterError(f"--cluster needs Dask, which is not installed here ({error}). Install it with "
+                           f"`{install_dask_hint()}`, on the workers too, then run again") from None
+    address = parse_address(args.cluster)
+    # Each worker checks these with its own sandbox: on a shared file system its student code could see them.
+    secrets = secret_places(course, course.assignment(args.assignment)) + [db] + [item.path for item in found]
+    with connect(address, args.cluster_wait, lambda text: print(text, file=sys.stderr)) as client:
+        cluster = Cluster(client, str(address), args.sandbox, args.cluster_wait)
+        with Store(db) as store, warm_graders(cluster, course, args.assignment, store, secrets) as graders:
+            suite = load_suite(course, args.assignment)  # while the workers warm up
+
+            def run(todo, on_result, say):
+                graders.grade(suite, todo, on_result, say)
+            return _grade_found(args, suite, found, store, run)
+
+
+def _grade_found(args, suite, found, store: Store, run) -> int:
+    """Plan, grade what is not current with `run(todo, on_result, say)`, show and summarise the results."""
     plan = plan_batch(found, store, suite, args.force)
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
     graded = []
@@ -90,7 +129,7 @@ def _grade_found(args, course, suite, found, store: Store, protections) -> int:
         if args.json:
             print(json.dumps(result.to_json()), flush=True)
 
-    grade_batch(course, suite, protections, plan.todo, store, args.jobs or os.cpu_count() or 1, on_result)
+    run(plan.todo, on_result, progress.note)
     progress.finish()
     skipped = [store.result(suite.assignment.name, item.student) for item in plan.skipped]
     if args.json:

@@ -27,7 +27,7 @@ from autograder.grading.discover import Found
 from autograder.grading.grader import Grader, internal_error_result
 from autograder.grading.results import SubmissionResult
 from autograder.grading.store import Store, StoreError
-from autograder.grading.submission import Submission, file_sha256, read_submission
+from autograder.grading.submission import FileBytes, Submission, file_sha256, read_bytes, submission_from_bytes
 from autograder.grading.suite import Suite
 from autograder.sandbox.kernel import PR_SET_PDEATHSIG, prctl
 from autograder.sandbox.protections import Protections, SandboxError
@@ -76,7 +76,7 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
             busy = {job.connection: job for job in running if job.item is not None}
             for connection in multiprocessing.connection.wait(list(busy), timeout=1.0):
                 job = busy[connection]
-                _deliver(job.receive(suite), suite, store, on_result)
+                deliver(job.receive(suite), suite, store, on_result)
                 if job.stopped:
                     running[running.index(job)] = job = _Job(context, job.setup, job.slot)
                 job.give(waiting.pop() if waiting else None)
@@ -85,10 +85,13 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
             job.end()
 
 
-def grade_one(grader: Grader, item: Found) -> SubmissionResult:
-    """One submission's result, read and graded; a fault anywhere is that submission's internal error."""
+def grade_one(grader: Grader, item: Found, content: FileBytes | None = None) -> SubmissionResult:
+    """One submission's result, read and graded; a fault anywhere is that submission's internal error.
+
+    content: the file's bytes, when they were read on another machine (autograder.cluster); else read here.
+    """
     try:
-        result = grader.grade(_read(item))
+        result = grader.grade(_read(item, content))
     except Exception:  # noqa: BLE001 - reading the file is inside the submission's boundary too
         result = internal_error_result(item.student, grader.suite, str(item.path), "", traceback.format_exc(), 0.0,
                                        grader.sandbox.protections.mode)
@@ -139,7 +142,8 @@ class _Job:
         self.connection.close()
 
 
-def _deliver(result: SubmissionResult, suite: Suite, store: Store, on_result) -> None:
+def deliver(result: SubmissionResult, suite: Suite, store: Store, on_result) -> None:
+    """Commit one result to the store, then report it; a result the store cannot take becomes an internal error."""
     try:
         store.save(result)
     except StoreError:
@@ -151,10 +155,10 @@ def _deliver(result: SubmissionResult, suite: Suite, store: Store, on_result) ->
     on_result(result)
 
 
-def _read(item: Found) -> Submission:
+def _read(item: Found, content: FileBytes | None) -> Submission:
     if item.problem:
         return Submission(item.student, item.path, item.path.suffix.lstrip("."), "", problem=item.problem)
-    submission = read_submission(item.path, item.student)
+    submission = submission_from_bytes(item.path, item.student, content or read_bytes(item.path))
     note = "; ".join(n for n in (item.note, submission.note) if n)
     return dataclasses.replace(submission, note=note)
 
@@ -163,7 +167,7 @@ def _grader_process(course, suite, protections, reference, slot, connection) -> 
     """One job: its own sandbox, grading what it is sent until it is sent None."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides what Ctrl-C means
-    _one_thread()
+    one_thread()
     sandbox = Sandbox(protections, suite.assignment.preload, slot=slot)
     try:
         sandbox.start()
@@ -176,7 +180,7 @@ def _grader_process(course, suite, protections, reference, slot, connection) -> 
             connection.send(("result", grade_one(grader, item)))
 
 
-def _one_thread() -> None:
+def one_thread() -> None:
     """Jobs already fill the cores; PyTorch's own thread pool in each grader would only contend with them."""
     torch = sys.modules.get("torch")
     if torch is not None:

@@ -99,12 +99,19 @@ def _time_each_check(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
 def cached_reference_times(course: Course, suite: Suite, store: Store) -> dict[str, ReferenceTime]:
     """The reference's times for this suite on this machine: from the store, or measured now and stored."""
     here = machine()
-    stored = store.reference_times(suite.version, here)
+    times, measured = stored_or_timed(course, suite, store.reference_times(suite.version, here))
+    if measured:
+        store.save_reference_times(suite.version, here, {n: (t.seconds, t.calls) for n, t in times.items()})
+    return times
+
+
+def stored_or_timed(course: Course, suite: Suite, stored: dict[str, tuple[float, int]]
+                    ) -> tuple[dict[str, ReferenceTime], bool]:
+    """The reference's times: `stored` (check -> (seconds, calls), as the store keeps them for this machine)
+    when it covers every check, else measured here and now; and whether they were measured."""
     if set(stored) == {entry.name for entry in suite.checks}:
-        return {name: ReferenceTime(seconds, calls) for name, (seconds, calls) in stored.items()}
-    measured = time_reference(course, suite)
-    store.save_reference_times(suite.version, here, {n: (t.seconds, t.calls) for n, t in measured.items()})
-    return measured
+        return {name: ReferenceTime(seconds, calls) for name, (seconds, calls) in stored.items()}, False
+    return time_reference(course, suite), True
 
 
 def call_limits(suite: Suite, reference: dict[str, ReferenceTime] | None) -> dict[str, CallLimit]:

@@ -6,7 +6,7 @@ it (seed, suite version, sandbox mode).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 STATUSES = ("passed", "failed", "error", "timeout")
 
@@ -106,3 +106,46 @@ def flags(result: SubmissionResult) -> list[str]:
     if result.sandbox != "bwrap":
         found.append("reduced sandbox")
     return found
+
+
+def result_to_plain(result: SubmissionResult) -> dict:
+    """Every field of `result` as JSON-ready plain data, losslessly (unlike `to_json`, which is for people)."""
+    data = {f.name: getattr(result, f.name) for f in fields(SubmissionResult)}
+    data["notes"] = list(result.notes)
+    data["tests"] = [{f.name: getattr(test, f.name) for f in fields(CheckResult)} for test in result.tests]
+    return data
+
+
+def result_from_plain(data) -> SubmissionResult:
+    """The result `result_to_plain` gave, from data that crossed a process or machine boundary.
+
+    Every field is checked for its type, so whatever arrives is a well-formed
+    result or a ValueError naming the first field that is not.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("tests"), list):
+        raise ValueError("a result must be a mapping with a list of tests")
+    tests = tuple(CheckResult(**_typed(CheckResult, test, f"tests[{i}]")) for i, test in enumerate(data["tests"]))
+    values = _typed(SubmissionResult, {**data, "tests": []}, "result")
+    notes = data.get("notes")
+    if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
+        raise ValueError("result.notes: expected a list of text")
+    return SubmissionResult(**{**values, "notes": tuple(notes), "tests": tests})
+
+
+# The field types the plain form holds, by the annotations in this module (bool is no number here).
+_PLAIN_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "str | None": (str, type(None)),
+                "tuple[str, ...]": (list,), "tuple[CheckResult, ...]": (list,)}
+
+
+def _typed(kind, data, where: str) -> dict:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a mapping")
+    values = {}
+    for field in fields(kind):
+        if field.name not in data:
+            raise ValueError(f"{where}.{field.name}: missing")
+        value = data[field.name]
+        if isinstance(value, bool) or not isinstance(value, _PLAIN_TYPES[field.type]):
+            raise ValueError(f"{where}.{field.name}: expected {field.type}, got {type(value).__name__}")
+        values[field.name] = value
+    return values

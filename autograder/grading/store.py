@@ -163,6 +163,14 @@ class Store:
                                 "machine=?", (suite_version, machine))
         return {name: (seconds, calls) for name, seconds, calls in rows}
 
+    def reference_times_by_machine(self, suite_version: str) -> dict[str, dict[str, tuple[float, int]]]:
+        """machine -> check -> (seconds, calls): every machine's timings of this suite, for workers elsewhere."""
+        found: dict[str, dict[str, tuple[float, int]]] = {}
+        for machine, name, seconds, calls in self._db.execute(
+                "SELECT machine, name, seconds, calls FROM reference_times WHERE suite_version=?", (suite_version,)):
+            found.setdefault(machine, {})[name] = (seconds, calls)
+        return found
+
     def save_reference_times(self, suite_version: str, machine: str, times: dict[str, tuple[float, int]]) -> None:
         def write():
             with self._transaction():

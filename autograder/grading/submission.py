@@ -69,18 +69,44 @@ def file_sha256(path: Path) -> str:
         return ""
 
 
+@dataclass(frozen=True)
+class FileBytes:
+    """A submission file's bytes as read where it lies, to be parsed there or on another machine.
+
+    data: the bytes (empty when the file is over MAX_BYTES or unreadable); size: its size in bytes;
+    error: why it could not be read (its strerror), "" when it could.
+    """
+
+    data: bytes
+    size: int
+    sha256: str
+    error: str = ""
+
+
+def read_bytes(path: Path) -> FileBytes:
+    """The bytes of the file at `path`, without reading more than MAX_BYTES of it."""
+    try:
+        size = Path(path).stat().st_size
+        data = Path(path).read_bytes() if size <= MAX_BYTES else b""
+    except OSError as error:
+        return FileBytes(b"", 0, "", error.strerror or str(error))
+    return FileBytes(data, size, hashlib.sha256(data).hexdigest() if size <= MAX_BYTES else file_sha256(path))
+
+
 def read_submission(path: Path, student: str | None = None) -> Submission:
     """Read a .py or .ipynb file; the student id defaults to the file's stem."""
     path = Path(path)
-    student = student or path.stem
+    return submission_from_bytes(path, student or path.stem, read_bytes(path))
+
+
+def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submission:
+    """The submission in `content`, the bytes read from the file at `path` (perhaps on another machine)."""
+    path = Path(path)
     kind = path.suffix.lstrip(".")
-    try:
-        size = path.stat().st_size
-        data = path.read_bytes() if size <= MAX_BYTES else b""
-    except OSError as error:
-        return Submission(student, path, kind, "", problem=f"the file could not be read ({error.strerror}); "
+    if content.error:
+        return Submission(student, path, kind, "", problem=f"the file could not be read ({content.error}); "
                                                            "check that it exists and is readable, then grade again")
-    digest = hashlib.sha256(data).hexdigest() if size <= MAX_BYTES else file_sha256(path)
+    data, size, digest = content.data, content.size, content.sha256
     shown = safe(path.name)  # the student chose the name
     problem = _basic_problem(data, size, shown)
     if problem:

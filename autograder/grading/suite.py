@@ -74,11 +74,7 @@ class Suite:
         """
         if self.reference is None and all(c.visibility == "public" for c in self.checks):
             return []
-        root = course.root
-        places = [course.path, self.assignment.solution_dir,
-                  self.assignment.source_dir / f"{self.assignment.module}.ipynb", root / "grades.db",
-                  root / "gradebook.db", root / "submitted", root / "autograded", root / "feedback"]
-        return [path for place in places if place.exists() for path in _with_contents(place)]
+        return secret_places(course, self.assignment)
 
     def check(self, name: str) -> SuiteCheck:
         for entry in self.checks:
@@ -105,8 +101,26 @@ def load_suite(course: Course, name: str) -> Suite:
     _require_all_listed(checks, assignment, course)
     catalogue_path = assignment.solution_dir / MISCONCEPTIONS_FILE
     catalogue = _catalogue(_load_module(catalogue_path, name, "misconceptions")) if catalogue_path.is_file() else None
-    files = [public_path, hidden_path, reference_path, catalogue_path, *_grading_code()]
-    return Suite(assignment, checks, reference, _version(files, assignment), catalogue)
+    return Suite(assignment, checks, reference, _version(_suite_files(assignment), assignment), catalogue)
+
+
+def suite_version(course: Course, name: str) -> str:
+    """The version `load_suite(course, name)` has, from the files alone: nothing is imported or run."""
+    assignment = course.assignment(name)
+    return _version(_suite_files(assignment), assignment)
+
+
+def secret_places(course: Course, assignment: Assignment) -> list[Path]:
+    """What `Suite.secret_paths` lists for a suite with hidden parts, without loading the suite."""
+    root = course.root
+    places = [course.path, assignment.solution_dir, assignment.source_dir / f"{assignment.module}.ipynb",
+              root / "grades.db", root / "gradebook.db", root / "submitted", root / "autograded", root / "feedback"]
+    return [path for place in places if place.exists() for path in _with_contents(place)]
+
+
+def _suite_files(assignment: Assignment) -> list[Path]:
+    return [assignment.source_dir / PUBLIC_FILE, assignment.solution_dir / HIDDEN_FILE,
+            assignment.solution_dir / REFERENCE_FILE, assignment.solution_dir / MISCONCEPTIONS_FILE, *_grading_code()]
 
 
 def load_public_suite(folder: Path) -> Suite:

@@ -10,11 +10,10 @@ import os
 import shlex
 import tomllib
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.course import Course
-from autograder.grading.suite import PUBLIC_FILE
+from autograder.grading.coursefiles import CourseFile, folder_files, grading_files
 from autograder.outputs import ExportError
 
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -58,17 +57,8 @@ exec "$PYTHON" -m autograder gradescope-run @ASSIGNMENT@ --root "$ROOT" --course
 _TOP_FILES = ("pyproject.toml", "README.md")  # pip builds the package from these
 
 
-_SKIPPED_DIRS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX"}
-
-
-_SKIPPED_SUFFIXES = (".pyc", ".db", ".db-wal", ".db-shm", ".partial")
-
-
-@dataclass(frozen=True)
-class BundleMember:
-    name: str  # path inside the zip
-    data: bytes
-    executable: bool = False
+# The zip's members: the scripts, the package, and what grading the assignment needs.
+BundleMember = CourseFile
 
 
 TORCH_STEP = """\
@@ -107,12 +97,8 @@ def bundle_members(course: Course, assignment: str) -> list[BundleMember]:
     run = RUN_AUTOGRADER.replace("@ASSIGNMENT@", shlex.quote(assignment))
     members = [BundleMember("setup.sh", setup.encode(), True), BundleMember("run_autograder", run.encode(), True)]
     members += [BundleMember(name, (root / name).read_bytes()) for name in _TOP_FILES if (root / name).is_file()]
-    members.append(BundleMember("course.yaml", course.path.read_bytes()))
-    members += _folder_members(package, "autograder")
-    public = settings.source_dir / PUBLIC_FILE
-    members.append(BundleMember(f"{_inside(settings.source_dir, root)}/{PUBLIC_FILE}", public.read_bytes()))
-    members += _folder_members(settings.solution_dir, _inside(settings.solution_dir, root))
-    return members
+    members += folder_files(package, "autograder")
+    return members + grading_files(course, assignment)
 
 
 def write_bundle(course: Course, assignment: str, out: Path) -> list[str]:
@@ -130,27 +116,3 @@ def write_bundle(course: Course, assignment: str, out: Path) -> list[str]:
             bundle.writestr(info, member.data)
     os.replace(partial, out)
     return [m.name for m in members]
-
-
-def _inside(folder: Path, root: Path) -> str:
-    try:
-        return Path(folder).resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        raise ExportError(f"{folder} is outside the course folder {root}; the bundle keeps the course's "
-                          "layout, so move the assignment's folders under it (see course.yaml).") from None
-
-
-def _folder_members(folder: Path, target: str) -> list[BundleMember]:
-    if not Path(folder).is_dir():
-        raise ExportError(f"{folder} does not exist; the bundle needs it. Check the assignment's folders "
-                          "in course.yaml.")
-    members = []
-    for directory, subdirs, files in os.walk(folder):
-        subdirs[:] = sorted(d for d in subdirs if d not in _SKIPPED_DIRS and not d.startswith("."))
-        for name in sorted(files):
-            path = Path(directory) / name
-            if name.startswith(".") or name.endswith(_SKIPPED_SUFFIXES) or path.is_symlink():
-                continue
-            relative = path.relative_to(folder).as_posix()
-            members.append(BundleMember(f"{target}/{relative}", path.read_bytes()))
-    return members

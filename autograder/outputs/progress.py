@@ -42,6 +42,13 @@ class Progress:
             self._write(f"[{self.done}/{self.total}] {safe(result.student)}: {result.score:g}/{result.max_score:g}"
                         + (f" ({safe(result.problem)})" if result.problem else "") + "\n")
 
+    def note(self, text: str) -> None:
+        """A message for the TA while the batch runs: on its own line, above the bar on a terminal."""
+        if self.tty:
+            self._write("\r\033[K" + text + "\n" + (self._bar() if self.done else ""))
+        else:
+            self._write(text + "\n")
+
     def finish(self) -> None:
         if self.tty and self.done:
             self._write("\n")

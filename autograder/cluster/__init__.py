@@ -1,0 +1,34 @@
+"""Grading on a Dask cluster (`autograder grade --cluster ADDRESS`), for classes that outgrow one machine.
+
+The driver (the machine running the command) finds the submissions, keeps the
+results store and sends each submission's bytes to the cluster as a task
+(`driver`); each Dask worker keeps a grader warm, with the course private to
+it and a sandbox per thread (`warm`, `slots`); `connect` reaches a running
+scheduler or starts a local cluster. Dask is an extra: this module imports
+none of it, and only the command line imports the rest, when `--cluster` is given.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+
+
+class ClusterError(Exception):
+    """The cluster could not be reached or used; the message says what happened and what to do."""
+
+
+def _distribution() -> str:
+    """This package's distribution name, as pip knows it ("" where it is not installed as one)."""
+    names = importlib.metadata.packages_distributions().get(__name__.split(".")[0]) or []
+    return names[0] if names else ""
+
+
+def installed_version() -> str:
+    """This machine's installed version of the package ("?" where it is not installed as one)."""
+    name = _distribution()
+    return importlib.metadata.version(name) if name else "?"
+
+
+def install_dask_hint() -> str:
+    """The command that installs the `dask` extra, named after this package's own distribution."""
+    name = _distribution()
+    return f"pip install '{name}[dask]'" if name else "pip install this package with its [dask] extra"

@@ -1,0 +1,206 @@
+"""The driver's side of grading on a cluster: a task per submission, each result stored as it arrives.
+
+The driver keeps what a local batch keeps: the store, on this machine, which it
+alone writes, committing each submission as its result arrives (so Ctrl-C or
+kill -9 loses nothing committed, and a rerun grades the rest), and the
+progress. It reads each file and sends its bytes, since workers share no file
+system with it, a few tasks per worker thread at a time, so its memory and the
+scheduler's stay small however large the class. A worker that dies takes its
+task with it: Dask runs the task again on another worker, and after the
+scheduler's allowed failures the driver stores "could not grade" for that one
+submission and goes on. A worker that refuses to grade (another suite version,
+a sandbox that cannot start or could read a secret) stops the run with its
+reason.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from distributed import Client, Future, wait
+from distributed.scheduler import KilledWorker
+
+from autograder.cluster import ClusterError, installed_version
+from autograder.cluster.warm import Orders, WarmGrader, grade_task
+from autograder.grading.batch import deliver
+from autograder.grading.course import Course
+from autograder.grading.coursefiles import grading_files
+from autograder.grading.discover import Found
+from autograder.grading.grader import internal_error_result
+from autograder.grading.results import SubmissionResult, result_from_plain
+from autograder.grading.store import Store
+from autograder.grading.submission import read_bytes
+from autograder.grading.suite import Suite, suite_version
+
+TASKS_PER_THREAD = 2  # in flight per worker thread: the next submission is on its way while one is graded
+POLL_SECONDS = 1.0  # how often, while no result arrives, the driver checks that workers remain
+
+
+@dataclass
+class Cluster:
+    """Where a run grades: the client of a cluster with workers, and what to tell them."""
+
+    client: Client
+    address: str  # as the TA gave it, for messages
+    sandbox: str  # --sandbox, for every worker
+    wait_seconds: float  # how long the run may go without any worker before it stops
+
+
+@contextlib.contextmanager
+def warm_graders(cluster: Cluster, course: Course, assignment: str, store: Store, secrets: list[Path]
+                 ) -> Iterator[_Run]:
+    """This run's graders on the cluster's workers, warming up from now on; taken off the workers at the end.
+
+    Started before the driver loads the suite itself, so the workers' start-up
+    (unpack, load, time the reference, start the sandboxes) overlaps the driver's.
+    secrets: this machine's paths no student code may read; a worker refuses to
+    grade if its sandbox could read any that its own file system shows.
+    """
+    version = suite_version(course, assignment)
+    orders = Orders(assignment=assignment, suite_version=version, files=tuple(grading_files(course, assignment)),
+                    sandbox=cluster.sandbox, secrets=tuple(map(str, secrets)),
+                    reference_times=store.reference_times_by_machine(version))
+    run = _Run(cluster, f"autograder-{uuid.uuid4().hex[:12]}", store)
+    try:
+        cluster.client.register_plugin(WarmGrader(run.plugin, orders), name=run.plugin)
+        yield run
+    finally:
+        run.stop()
+
+
+@dataclass
+class _Run:
+    """One run of `grade --cluster`: the plugin it gave the workers, and the submissions in flight."""
+
+    cluster: Cluster
+    plugin: str  # this run's plugin name, unique: a cluster may serve several runs at once
+    store: Store
+    suite: Suite | None = None
+    on_result: Callable[[SubmissionResult], None] | None = None
+    say: Callable[[str], None] | None = None
+    pending: deque = field(default_factory=deque)
+    in_flight: dict[Future, Found] = field(default_factory=dict)
+    heard: set = field(default_factory=set)  # warnings already shown
+    threads: int = 1
+    checked: float = 0.0
+    alone_since: float | None = None
+
+    def grade(self, suite: Suite, todo: list[Found], on_result: Callable[[SubmissionResult], None],
+              say: Callable[[str], None]) -> None:
+        """Grade `todo` on the workers, saving and reporting each result as it arrives."""
+        self.suite, self.on_result, self.say, self.pending = suite, on_result, say, deque(todo)
+        with self.cluster.client.as_current():  # distributed.wait asks for the current client
+            self._look()
+            self._top_up()
+            while self.in_flight:
+                try:
+                    done = wait(list(self.in_flight), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
+                except TimeoutError:
+                    self._look()
+                    continue
+                for future in done:
+                    self._finish(future, self.in_flight.pop(future))
+                self._top_up()
+
+    def stop(self) -> None:
+        """Cancel what is still queued or running, and take the plugin (and its private course) off the workers."""
+        with contextlib.suppress(Exception):
+            self.cluster.client.cancel(list(self.in_flight))
+        with contextlib.suppress(Exception):
+            self.cluster.client.unregister_worker_plugin(self.plugin)
+
+    def _top_up(self) -> None:
+        while self.pending and len(self.in_flight) < TASKS_PER_THREAD * self.threads + 1:
+            item = self.pending.popleft()
+            content = None if item.problem else read_bytes(item.path)
+            future = self.cluster.client.submit(grade_task, self.plugin, item, content,
+                                                key=f"{self.plugin}-{item.student}", retries=0)
+            self.in_flight[future] = item
+
+    def _finish(self, future: Future, item: Found) -> None:
+        if future.status == "finished":
+            result = self._result(item, future.result())
+        elif future.status == "error":
+            result = self._internal_error(item, _why(item, future.exception()))
+        else:
+            raise ClusterError(f"lost the Dask scheduler at {self.cluster.address} (its task for {item.student} was "
+                               f"{future.status}). Results stored so far are kept: check the scheduler, then run the "
+                               "same command again to grade the rest")
+        future.release()
+        deliver(result, self.suite, self.store, self.on_result)
+
+    def _result(self, item: Found, text) -> SubmissionResult:
+        try:
+            reply = json.loads(text)
+            if "refused" in reply:
+                raise ClusterError(f"{reply['refused']} (this machine, the driver, runs autograder "
+                                   f"{installed_version()}). Results stored so far are kept")
+            self._hear(reply.get("news"))
+            result = result_from_plain(reply["result"])
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            return self._internal_error(item, f"the Dask worker's reply for {item.path} was not a result: {error}")
+        if (result.student, result.assignment, result.suite_version) != (item.student, self.suite.assignment.name,
+                                                                          self.suite.version):
+            return self._internal_error(item, f"the Dask worker answered for {result.student} "
+                                              f"({result.assignment}, suite {result.suite_version}), not for "
+                                              f"{item.student}")
+        return result
+
+    def _internal_error(self, item: Found, details: str) -> SubmissionResult:
+        result = internal_error_result(item.student, self.suite, str(item.path), "", details, 0.0, "")
+        return dataclasses.replace(result, submitted_at=item.submitted_at,
+                                   submitted_at_source=item.submitted_at_source)
+
+    def _hear(self, news) -> None:
+        """What a worker says once about itself: its sandbox's warning, and reference timings it measured."""
+        if not isinstance(news, dict):
+            return
+        warning = news.get("warning")
+        if isinstance(warning, str) and warning and warning not in self.heard:
+            self.heard.add(warning)
+            self.say(f"worker {news.get('address')}: {warning}")
+        times, machine = news.get("times"), news.get("machine")
+        if isinstance(times, dict) and isinstance(machine, str):
+            with contextlib.suppress(ValueError, TypeError):
+                self.store.save_reference_times(self.suite.version, machine,
+                                                {str(name): (float(s), int(c)) for name, (s, c) in times.items()})
+
+    def _look(self) -> None:
+        """How many threads the cluster has now; stop when it has had no worker for too long."""
+        now = time.monotonic()
+        if now - self.checked < POLL_SECONDS:
+            return
+        self.checked = now
+        try:
+            info = self.cluster.client.scheduler_info(n_workers=0)
+        except OSError as error:
+            raise ClusterError(f"lost the Dask scheduler at {self.cluster.address} ({error}). Results stored so far "
+                               "are kept: check the scheduler, then run the same command again") from None
+        self.threads = max(1, info.get("total_threads", 1))
+        if info.get("n_workers"):
+            self.alone_since = None
+        elif self.alone_since is None:
+            self.alone_since = now
+            self.say(f"every Dask worker left {self.cluster.address}; waiting up to "
+                     f"{self.cluster.wait_seconds:g} s for one to join")
+        elif now - self.alone_since > self.cluster.wait_seconds:
+            raise ClusterError(f"the Dask cluster at {self.cluster.address} has had no worker for "
+                               f"{self.cluster.wait_seconds:g} s. Results stored so far are kept: start workers (or "
+                               "scale the cluster), then run the same command again to grade the rest")
+
+
+def _why(item: Found, error: BaseException | None) -> str:
+    """The instructor's account of a task that failed: its workers died, or the task itself failed."""
+    if isinstance(error, KilledWorker):
+        last = getattr(error.last_worker, "address", "unknown")
+        return (f"the Dask workers grading {item.path} died {error.allowed_failures + 1} times (the last was {last}), "
+                "so it was not tried again: the submission may crash its grader, or the workers ran out of memory. "
+                "Their logs say why; the next `autograder grade` tries it again")
+    return f"the Dask task grading {item.path} failed: {type(error).__name__}: {error}"

@@ -1,0 +1,268 @@
+"""Each Dask worker's graders, kept warm: the course private to it, the suite checked, a sandbox per thread.
+
+The driver registers a `WarmGrader` plugin carrying its `Orders`: the course
+files grading needs, the suite version it expects, the sandbox to use and the
+paths no student code may read. As soon as a worker has the plugin (it joins
+later, or it restarted: Dask gives it the plugin then), the plugin warms up in
+the background while the worker takes its first task: it unpacks the course
+into a folder private to the worker (0700, removed at teardown), probes this
+machine's sandbox (bubblewrap where it starts, else the fallback) and refuses
+to grade where student code could read a secret. Then, at the same time, it
+starts one sandbox per worker thread, each under a worker uid no other grader
+on this machine holds (cluster.slots), and loads the suite, refusing a
+different suite version, and times the reference here. It keeps the
+sandboxes for every task.
+
+Tasks (`grade_task`) carry one submission's bytes, since workers share no
+file system with the driver, and return plain data: JSON text.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from distributed import WorkerPlugin, get_worker
+
+import autograder
+from autograder.cluster import installed_version
+from autograder.cluster.slots import Slot, claim_slot
+from autograder.grading.batch import grade_one, one_thread
+from autograder.grading.calibration import ReferenceTime, machine, stored_or_timed
+from autograder.grading.course import COURSE_FILE, Course, CourseError, load_course
+from autograder.grading.coursefiles import CourseFile, write_files
+from autograder.grading.discover import Found
+from autograder.grading.grader import Grader
+from autograder.grading.results import result_to_plain
+from autograder.grading.submission import FileBytes
+from autograder.grading.suite import Suite, load_suite, secret_places
+from autograder.sandbox.protections import Protections, SandboxError, probe
+from autograder.sandbox.zygote import Sandbox, refuse_readable
+
+
+class Refused(Exception):
+    """This worker cannot grade for this run; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Orders:
+    """What the driver sends every worker once, inside the plugin."""
+
+    assignment: str
+    suite_version: str  # the driver's; a worker whose own differs grades nothing
+    files: tuple[CourseFile, ...]  # grading.coursefiles: course.yaml, the public checks, the solution folder
+    sandbox: str  # --sandbox: "auto", "bwrap" or "fallback"
+    secrets: tuple[str, ...]  # the driver's paths no student code may read (a shared file system shows them)
+    # machine -> check -> (seconds, calls): the driver's stored reference timings of this suite, by machine.
+    reference_times: dict
+
+
+@dataclass(frozen=True)
+class _Unpacked:
+    """The course as this worker unpacked it, and the sandbox it allows: enough to start sandboxes."""
+
+    course: Course
+    protections: Protections
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """The suite, checked and timed here: what the graders of one worker share."""
+
+    suite: Suite
+    reference: dict[str, ReferenceTime] | None
+    news: dict  # told to the driver once: this worker's sandbox and why, and timings measured here
+
+
+@dataclass(frozen=True)
+class _Warm:
+    """One warm sandbox and its grader, and the uid slot the sandbox holds."""
+
+    slot: Slot
+    sandbox: Sandbox
+    grader: Grader
+    closed: threading.Event = field(default_factory=threading.Event)
+
+    def close(self) -> None:
+        self.sandbox.close()
+        self.slot.release()
+        self.closed.set()
+
+
+class WarmGrader(WorkerPlugin):
+    """The worker plugin: warm graders, one per worker thread, for one run of `autograder grade --cluster`."""
+
+    def __init__(self, name: str, orders: Orders):
+        self.name = name
+        self.orders = orders
+
+    def setup(self, worker) -> None:
+        # Only bookkeeping on the worker's event loop; warming up takes seconds, in a thread of its own.
+        self.address = worker.address
+        self._workspace = worker.local_directory  # Dask removes it, and purges those of dead workers
+        self._lock = threading.Lock()  # guards _stop's setting, _idle's contents at teardown, _root, _news
+        self._idle: queue.Queue[_Warm] = queue.Queue()
+        self._stop = threading.Event()
+        self._root: Path | None = None
+        self._failure = ""
+        self._loaded = threading.Event()  # set once the suite is ready here, or the warm-up failed
+        self._prepared: _Prepared | None = None
+        self._news: dict | None = None
+        threading.Thread(target=self._warm_up, args=(worker.state.nthreads,), name=f"{self.name}-warm-up",
+                         daemon=True).start()
+
+    def teardown(self, worker) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def grader(self) -> Iterator[tuple[Grader, dict | None]]:
+        """A warm grader for one task, and the news for the driver the first time; raises Refused."""
+        while True:
+            if self._failure:
+                raise Refused(self._failure)
+            if self._stop.is_set():
+                raise Refused(f"worker {self.address} no longer grades for this run (it ended, or was interrupted)")
+            try:
+                warm = self._idle.get(timeout=0.1)  # there are as many as threads: one is free or warming up
+                break
+            except queue.Empty:
+                continue
+        with self._lock:
+            news, self._news = self._news, None
+        try:
+            yield warm.grader, news
+        finally:
+            with self._lock:
+                ended = self._stop.is_set()
+                if not ended:
+                    self._idle.put(warm)
+            if ended:  # taken off the worker while this task graded: the last user closes it
+                warm.close()
+
+    def close(self) -> None:
+        """Stop every idle sandbox (a busy one stops when its task ends), free their slots, remove the course."""
+        with self._lock:
+            self._stop.set()
+            idle = []
+            while not self._idle.empty():
+                idle.append(self._idle.get())
+            root, self._root = self._root, None
+        for warm in idle:
+            warm.close()
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _warm_up(self, threads: int) -> None:
+        """Unpack and probe; then start the sandboxes while the suite loads and the reference is timed."""
+        try:
+            unpacked = self._unpack_and_probe()
+        except (Refused, CourseError, SandboxError, OSError) as error:
+            self._fail(f"worker {self.address} refused to grade: {error}")
+            return
+        for number in range(threads):
+            threading.Thread(target=self._keep, args=(unpacked,), name=f"{self.name}-sandbox-{number}",
+                             daemon=True).start()
+        try:
+            self._prepared = self._load_and_time(unpacked)
+        except (Refused, CourseError, OSError) as error:
+            self._fail(f"worker {self.address} refused to grade: {error}")
+            return
+        self._news = self._prepared.news
+        self._loaded.set()
+
+    def _fail(self, why: str) -> None:
+        self._failure = why
+        self._loaded.set()  # sandboxes waiting for the suite stop instead
+
+    def _keep(self, unpacked: _Unpacked) -> None:
+        """Start one sandbox and, once the suite is ready, its grader; then outlive the sandbox: bubblewrap
+        dies with the thread that started it."""
+        try:
+            slot = claim_slot()
+        except (SandboxError, OSError) as error:
+            self._fail(f"worker {self.address} could not claim a worker uid: {error}")
+            return
+        sandbox = Sandbox(unpacked.protections, unpacked.course.assignment(self.orders.assignment).preload,
+                          slot=slot.number)
+        try:
+            sandbox.start()
+        except SandboxError as error:
+            slot.release()
+            self._fail(f"worker {self.address} could not start its sandbox: {error}")
+            return
+        self._loaded.wait()
+        if self._failure:
+            sandbox.close()
+            slot.release()
+            return
+        prepared = self._prepared
+        warm = _Warm(slot, sandbox, Grader(unpacked.course, prepared.suite, sandbox, prepared.reference))
+        with self._lock:
+            ended = self._stop.is_set()
+            if not ended:
+                self._idle.put(warm)
+        if ended:
+            warm.close()
+        warm.closed.wait()
+
+    def _unpack_and_probe(self) -> _Unpacked:
+        orders = self.orders
+        # mkdtemp: a fresh folder only this worker's user can enter (0700), so student code can read none of it.
+        with self._lock:
+            if self._stop.is_set():
+                raise Refused("the run ended before this worker warmed up")
+            self._root = root = Path(tempfile.mkdtemp(prefix="autograder-course-", dir=self._workspace))
+        write_files(list(orders.files), root)
+        course = load_course(root / COURSE_FILE)
+        protections = probe(orders.sandbox)
+        # Checked before any sandbox starts, and so before any student code runs.
+        secrets = secret_places(course, course.assignment(orders.assignment))
+        refuse_readable(protections, [root, *secrets, *map(Path, orders.secrets)])
+        return _Unpacked(course, protections)
+
+    def _load_and_time(self, unpacked: _Unpacked) -> _Prepared:
+        suite = load_suite(unpacked.course, self.orders.assignment)
+        if suite.version != self.orders.suite_version:
+            raise Refused(self._mismatch(suite.version))
+        one_thread()
+        # Calibrated here, not on the driver: a call's limit is a multiple of the reference's time, and that
+        # must be the time on the machine that runs the student's code (a driver on a laptop or a login node
+        # may be faster or slower than the cluster's nodes). The driver's store keeps each machine's timings,
+        # so a node is timed once per suite version.
+        here = machine()
+        reference, measured = None, False
+        if suite.reference is not None:
+            reference, measured = stored_or_timed(unpacked.course, suite, self.orders.reference_times.get(here, {}))
+        times = {name: [t.seconds, t.calls] for name, t in reference.items()} if measured else None
+        news = {"address": self.address, "mode": unpacked.protections.mode,
+                "warning": unpacked.protections.warning, "machine": here, "times": times}
+        return _Prepared(suite, reference, news)
+
+    def _mismatch(self, version: str) -> str:
+        here = Path(autograder.__file__).resolve().parent
+        return (f"its suite version for {self.orders.assignment} is {version}, but the driver's is "
+                f"{self.orders.suite_version}: the worker runs different grading code (autograder "
+                f"{installed_version()} at {here}). Install the same autograder as the driver's on every worker "
+                "(the same release, or the same commit), restart the workers, and run again. Nothing was graded "
+                "on this worker")
+
+
+def grade_task(plugin: str, item: Found, content: FileBytes | None) -> str:
+    """Runs on a Dask worker: one submission's result as JSON text, or why this worker refuses to grade."""
+    worker = get_worker()
+    warm = worker.plugins.get(plugin)
+    if not isinstance(warm, WarmGrader):
+        return json.dumps({"refused": f"worker {worker.address} has no grader for this run (its plugin {plugin} is "
+                                      "gone: the run may have ended, or the worker restarted without it); run again"})
+    try:
+        with warm.grader() as (grader, news):
+            result = grade_one(grader, item, content)
+    except Refused as error:
+        return json.dumps({"refused": str(error)})
+    return json.dumps({"result": result_to_plain(result), "news": news})

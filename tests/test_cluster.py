@@ -1,0 +1,215 @@
+"""Issue 13: grading on a Dask cluster, with a real scheduler and real worker processes on 127.0.0.1.
+
+Each test starts its own `dask scheduler` and `dask worker` processes
+(bench/dask_processes.py), bounded in time, and stops them at the end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.grading.store import Store
+
+from conftest import ROOT, repository_env, run_cli
+
+pytest.importorskip("distributed", reason="grading on a cluster needs the [dask] extra (make test installs it)")
+
+sys.path.insert(0, str(ROOT / "bench"))
+from dask_processes import DaskProcesses  # noqa: E402
+from make_class import write_class  # noqa: E402
+
+pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
+
+ASSIGNMENT = "w07_attention"
+# A test-only worker preload: the worker process dies whenever it starts a task for a student named "crasher".
+CRASH_PRELOAD = '''
+import os
+from distributed.diagnostics.plugin import WorkerPlugin
+
+class CrashOnCrasher(WorkerPlugin):
+    def transition(self, key, start, finish, **kwargs):
+        if finish == "executing" and str(key).endswith("-crasher"):
+            os._exit(1)
+
+async def dask_setup(worker):
+    await worker.plugin_add(CrashOnCrasher(), name="crash-on-crasher")
+'''
+
+
+@pytest.fixture
+def dask(tmp_path):
+    processes = DaskProcesses(tmp_path / "dask-logs", repository_env())
+    yield processes
+    processes.stop()
+
+
+@pytest.fixture(scope="module")
+def small_class(tmp_path_factory):
+    """Ten notebooks in nbgrader's layout: correct, buggy, two attacks and one broken file."""
+    folder = tmp_path_factory.mktemp("class") / "course"
+    write_class(folder, 10, "nbgrader", ("read_neighbours", "exit_in_function"), 1)
+    return folder
+
+
+def _grade(paths, db: Path, *options, timeout=600) -> tuple[dict, subprocess.CompletedProcess]:
+    done = run_cli("grade", ASSIGNMENT, *paths, "--json", "--db", db, *options, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}, done
+
+
+def _verdicts(results: dict) -> dict:
+    """What a result says about the student, without when or how long it took."""
+    return {student: (r["score"], r["max_score"], r.get("output", ""),
+                      [(t["name"], t["status"], t["score"], t.get("output", "")) for t in r["tests"]])
+            for student, r in results.items()}
+
+
+def _stored(db: Path) -> tuple[int, int]:
+    with sqlite3.connect(db) as connection:
+        return (connection.execute("SELECT COUNT(*) FROM submissions").fetchone()[0],
+                connection.execute("SELECT COUNT(*) FROM checks").fetchone()[0])
+
+
+def _committed(db: Path) -> int:
+    try:
+        return _stored(db)[0]
+    except sqlite3.OperationalError:  # no tables yet
+        return 0
+
+
+def test_a_class_on_two_workers_gets_the_results_of_jobs_2_and_resumes(small_class, tmp_path, dask):
+    local, _ = _grade([small_class], tmp_path / "local.db", "--jobs", "2")
+    # The README's recipe for one machine: a scheduler, and one `dask worker` process running two workers.
+    address = dask.scheduler(worker_saturation=1.0)
+    dask.worker(address, extra=["--nworkers", "2"])
+    db = tmp_path / "cluster.db"
+    clustered, done = _grade([small_class], db, "--cluster", address)
+    assert "grading on the Dask cluster at" in done.stderr
+    assert _verdicts(clustered) == _verdicts(local)
+    assert {r["sandbox"] for r in clustered.values()} == {r["sandbox"] for r in local.values()}
+    assert _stored(db) == _stored(tmp_path / "local.db")
+    # Resume and skip, as with --jobs: nothing is graded twice, and the reports read the same store.
+    again, done = _grade([small_class], db, "--cluster", address)
+    assert "10 submissions already graded" in done.stderr
+    assert _verdicts(again) == _verdicts(local)
+    report = run_cli("report", "--db", db, "--out", tmp_path / "report")
+    assert report.returncode == 0, report.stderr
+    assert len(list((tmp_path / "report").rglob("*.html"))) >= 10
+
+
+def test_local_cluster_grades_here(small_class, tmp_path):
+    notebook = next((small_class / "submitted").glob("*/w07_attention/attention.ipynb"))
+    shutil.copy(notebook, tmp_path / "ann.ipynb")
+    results, done = _grade([tmp_path / "ann.ipynb"], tmp_path / "g.db", "--cluster", "local:1")
+    assert "grading on the Dask cluster at local:1: 1 workers" in done.stderr
+    assert list(results) == ["ann"] and results["ann"]["tests"] and not results["ann"].get("problem")
+
+
+def test_a_worker_killed_mid_batch_loses_nothing(tmp_path, dask):
+    roster = write_class(tmp_path / "course", 16, "nbgrader", (), 0)
+    address = dask.scheduler()
+    victim = dask.worker(address, nanny=False)
+    dask.worker(address)
+    db = tmp_path / "g.db"
+    command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(tmp_path / "course"), "--db", str(db),
+               "--cluster", address]
+    driver = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=repository_env())
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and _committed(db) < 3:
+        time.sleep(0.05)
+    assert _committed(db) >= 3, "the cluster graded nothing"
+    victim.send_signal(signal.SIGKILL)  # mid-task: both workers are kept busy
+    _, stderr = driver.communicate(timeout=600)
+    assert driver.returncode == 0, stderr
+    submissions, checks = _stored(db)
+    assert submissions == 16
+    with Store(db) as store:
+        results = store.results(ASSIGNMENT)
+    assert sorted(r.student for r in results) == sorted(student for student, _, _ in roster)
+    assert checks == 16 * len(results[0].tests)  # no check row lost or written twice
+    assert not [r.student for r in results if r.problem], "a submission was charged for its worker's death"
+
+
+def test_a_driver_killed_mid_batch_keeps_what_it_stored_and_the_rerun_finishes(tmp_path, dask):
+    roster = write_class(tmp_path / "course", 12, "nbgrader", (), 0)
+    address = dask.scheduler()
+    dask.worker(address)
+    dask.worker(address)
+    db = tmp_path / "g.db"
+    driver = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(tmp_path / "course"),
+                               "--db", str(db), "--cluster", address], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=repository_env())
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and _committed(db) < 3:
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    before = _committed(db)
+    assert 3 <= before < 12, "the batch was not interrupted mid-way"
+    with Store(db) as store:
+        kept = {r.student: (r.graded_at, r.score, r.sha256) for r in store.results(ASSIGNMENT)}
+    results, done = _grade([tmp_path / "course"], db, "--cluster", address)
+    assert f"{before} submissions already graded" in done.stderr
+    assert sorted(results) == sorted(student for student, _, _ in roster)
+    with Store(db) as store:
+        now = {r.student: (r.graded_at, r.score, r.sha256) for r in store.results(ASSIGNMENT)}
+    assert {student: now[student] for student in kept} == kept
+    assert _stored(db)[1] == 12 * len(results[roster[0][0]]["tests"])
+
+
+def test_a_submission_that_keeps_killing_its_worker_is_recorded_once_as_could_not_grade(tmp_path, dask):
+    write_class(tmp_path / "course", 3, "nbgrader", (), 0)
+    shutil.copytree(next((tmp_path / "course" / "submitted").iterdir()), tmp_path / "course" / "submitted" / "crasher")
+    preload = tmp_path / "crash_preload.py"
+    preload.write_text(CRASH_PRELOAD)
+    address = dask.scheduler(allowed_failures=1, worker_saturation=1.0)
+    for _ in range(2):
+        dask.worker(address, extra=["--preload", str(preload)])
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, tmp_path / "course", "--json", "--db", db, "--cluster", address)
+    assert done.returncode == 3, done.stderr  # 3: a submission could not be graded, the next run tries it again
+    results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
+    crasher = results["crasher"]
+    assert crasher["score"] == 0 and "the grader failed on this submission" in crasher["problem"]
+    assert "died 2 times" in crasher["internal_error"] and "Traceback" not in crasher["internal_error"]
+    assert not [s for s, r in results.items() if s != "crasher" and (r["problem"] or not r["tests"])]
+    assert _stored(db)[0] == 4
+
+
+def test_a_worker_with_another_suite_version_is_refused_clearly(tmp_path, dask):
+    """A worker whose grading code differs from the driver's (another release) grades nothing."""
+    other = tmp_path / "other-release"
+    shutil.copytree(ROOT / "autograder", other / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(other / "autograder" / "grading" / "grader.py", "a") as changed:
+        changed.write("\n# a later release\n")
+    address = dask.scheduler()
+    dask.worker(address, env={"PYTHONPATH": f"{other}{os.pathsep}{ROOT}"})
+    write_class(tmp_path / "course", 2, "nbgrader", (), 0)
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, tmp_path / "course", "--db", db, "--cluster", address, timeout=300)
+    assert done.returncode == 2
+    assert "refused to grade" in done.stderr and "suite version" in done.stderr
+    assert "Install the same autograder as the driver's on every worker" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert _committed(db) == 0
+
+
+def test_an_unreachable_scheduler_and_a_bad_address_are_explained(tmp_path):
+    done = run_cli("grade", ASSIGNMENT, ROOT / "examples" / "w07_class", "--db", tmp_path / "g.db",
+                   "--cluster", "tcp://127.0.0.1:9", env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"})
+    assert done.returncode == 2 and "could not reach the Dask scheduler at tcp://127.0.0.1:9" in done.stderr
+    assert "Traceback" not in done.stderr
+    done = run_cli("grade", ASSIGNMENT, ROOT / "examples" / "w07_class", "--cluster", "local:zero")
+    assert done.returncode == 2 and "local:N" in done.stderr
+    done = run_cli("grade", ASSIGNMENT, ROOT / "examples" / "w07_class", "--cluster", "local:2", "--jobs", "2")
+    assert done.returncode == 2 and "--jobs and --cluster do not go together" in done.stderr
