@@ -131,7 +131,8 @@ def _grade_found(args, suite, found, store: Store, run) -> int:
 
     run(plan.todo, on_result, progress.note)
     progress.finish()
-    skipped = [store.result(suite.assignment.name, item.student) for item in plan.skipped]
+    stored = {result.student: result for result in store.results(suite.assignment.name)} if plan.skipped else {}
+    skipped = [stored[item.student] for item in plan.skipped]
     if args.json:
         for result in skipped:
             print(json.dumps(result.to_json()), flush=True)
