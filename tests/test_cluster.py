@@ -275,6 +275,8 @@ def test_a_local_cluster_listens_on_loopback_behind_this_runs_tls(tmp_path):
 
 
 def test_a_tls_scheduler_grades_with_the_tas_certificate_and_refuses_others(small_class, tmp_path, dask):
+    from distributed.security import Security
+
     tls = _tls_files(tmp_path)
     address = dask.scheduler(tls=tls)
     assert address.startswith("tls://")
@@ -287,6 +289,7 @@ def test_a_tls_scheduler_grades_with_the_tas_certificate_and_refuses_others(smal
     assert list(results) == ["ann"] and results["ann"]["tests"], done.stderr
     assert _refused(address.replace("tls://", "tcp://"))
     assert _needs_a_client_certificate(address, tls["ca_file"].read_text())
+    assert _refused(address, Security.temporary())
     refused = run_cli("grade", ASSIGNMENT, tmp_path / "ann.ipynb", "--db", tmp_path / "h.db", "--cluster", address,
                       env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "5s"})
     assert refused.returncode == 2 and "has no certificate to show it: pass --tls-ca-file" in refused.stderr
