@@ -21,6 +21,8 @@ def add_commands(commands) -> None:
     command.add_argument("--top", type=int, default=50, help="pairs given a side-by-side page (default: %(default)s)")
     command.add_argument("--threshold", type=float, default=0.6,
                          help="pair score from which students are grouped (default: %(default)s)")
+    command.add_argument("--jobs", type=int, default=0, help="processes reading the hand-ins (default: number "
+                                                             "of cores)")
     options.course(command)
     command.set_defaults(run=_similarity)
 
@@ -43,7 +45,7 @@ def _similarity(args) -> int:
             submissions, notes = from_paths(args.paths, args.assignment, settings.module, Path(workdir))
         else:
             submissions, notes = from_store(args.db or options.db_path(args), args.assignment)
-        comparison = compare_class(args.assignment, submissions, stub, settings.source_dir, notes)
+        comparison = compare_class(args.assignment, submissions, stub, settings.source_dir, notes, args.jobs)
     index = write_report(comparison, args.out.resolve(), args.top, args.threshold)
     print(f"compared {len(comparison.students)} students of {args.assignment}: {len(comparison.pairs)} pairs share "
           f"code; {sum(p.score >= args.threshold for p in comparison.pairs)} score {args.threshold} or more. "

@@ -53,11 +53,14 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
     if submission.problem:
         return StudentCode(submission.student, path, "", {}, f"not compared: {submission.problem}")
     pieces = [submission.source] if submission.kind == "py" else [cell.source for cell in submission.cells]
-    text, tree, skipped = parse_pieces(pieces)
-    notes = [f"{skipped} cell(s) could not be parsed and were left out"] if skipped else []
-    if len(text) > MAX_CODE_CHARS:
+    if sum(len(piece) for piece in pieces) > MAX_CODE_CHARS:
         return StudentCode(submission.student, path, "", {}, f"not compared: the code is over {MAX_CODE_CHARS:,} "
                                                              "characters, too large to be a hand-written answer")
+    text, tree, skipped = parse_pieces(pieces)
+    notes = []
+    if skipped:
+        notes.append("the file has a syntax error" if submission.kind == "py" else
+                     f"{skipped} cell(s) could not be parsed (a syntax error) and were left out")
     try:
         functions = functions_of(tree, contract)
     except (RecursionError, MemoryError):
@@ -74,12 +77,11 @@ def parse_pieces(pieces: list[str]) -> tuple[str, ast.Module, int]:
     """(the pieces joined, one module of those that parse, how many did not); line numbers match the text."""
     kept, body, skipped, offset = [], [], 0, 0
     for piece in pieces:
-        try:
-            tree = ast.parse(piece)
+        try:  # blank lines first give the piece's lines their numbers in the joined text, at no cost
+            tree = ast.parse("\n" * offset + piece)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             skipped += 1
             continue
-        ast.increment_lineno(tree, offset)
         body.extend(tree.body)
         kept.append(piece)
         offset += piece.count("\n") + 1
@@ -90,11 +92,16 @@ def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCod
     """Each contract function `tree` defines at top level (the last definition wins, as when it runs)."""
     defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
     imports = imported_names(tree)
+    calls = {name: _helpers(node, defined, set(contract)) for name, node in defined.items() if name in contract}
+    tokens_of: dict[str, list[Token]] = {}  # each function normalised once (in place), though helpers are shared
     found = {}
     for name in contract:
         if name in defined:
-            parts = [defined[name], *_helpers(defined[name], defined, set(contract))]
-            tokens = [token for part in parts for token in function_tokens(part, imports)]
+            parts = [defined[name], *calls[name]]
+            for part in parts:
+                if part.name not in tokens_of:
+                    tokens_of[part.name] = function_tokens(part, imports)
+            tokens = [token for part in parts for token in tokens_of[part.name]]
             spans = tuple((_first_line(part), part.end_lineno or part.lineno) for part in parts)
             found[name] = FunctionCode(name, tuple(tokens), spans)
     return found

@@ -32,6 +32,7 @@ MATMUL_FUNCTIONS = {"numpy.matmul", "numpy.dot", "torch.matmul", "torch.mm", "to
 INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
 TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 MAX_TOKENS = 20_000  # per function: a generated 50 MB function must not stall the report
+KEY_TOKENS = 64
 MAX_REORDERED = 200  # statements in a block; reordering costs their square, and no answer has more
 
 
@@ -44,10 +45,10 @@ class Token:
 def function_tokens(function: ast.FunctionDef, imports: dict[str, str]) -> list[Token]:
     """The normalised tokens of `function`'s body (its signature is the stub's, shared by all).
 
+    Rewrites `function` in place (copying the tree would cost more than parsing it again).
     imports: local name -> dotted name it was imported as ({"np": "numpy", "exp": "numpy.exp"}).
     """
-    tree = copy.deepcopy(function)
-    tree = _Rewrite(imports).visit(tree)
+    tree = _Rewrite(imports).visit(function)
     for _ in range(3):  # removing one dead assignment can make another dead
         if not _drop_dead_assignments(tree):
             break
@@ -60,10 +61,11 @@ def function_tokens(function: ast.FunctionDef, imports: dict[str, str]) -> list[
     return out[:MAX_TOKENS]
 
 
-def imported_names(tree: ast.AST) -> dict[str, str]:
-    """Every `import`/`from … import` in `tree`: the local name -> the dotted name it stands for."""
+def imported_names(tree: ast.Module) -> dict[str, str]:
+    """The imports at the top of `tree` and of its functions: the local name -> the dotted name it stands for."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    statements = [*tree.body, *(s for f in tree.body if isinstance(f, ast.FunctionDef) for s in f.body)]
+    for node in statements:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(
@@ -174,9 +176,10 @@ def _live(block: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _key(node: ast.AST, imports: dict[str, str]) -> str:
-    """A name-blind text for ordering: the tokens `node` would give."""
+    """A name-blind text for ordering: the first KEY_TOKENS tokens `node` would give (enough to tell most
+    apart, and bounded: a key per operand must not make a long chain of sums cost its square)."""
     out: list[Token] = []
-    _emit(node, 0, imports, out)
+    _emit(node, 0, imports, out, KEY_TOKENS)
     return " ".join(t.text for t in out)
 
 
@@ -184,22 +187,29 @@ def _drop_dead_assignments(function: ast.FunctionDef) -> bool:
     """Remove `name = …` statements whose names are never read in `function`; True if any was removed."""
     read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
     removed = False
-    for node in ast.walk(function):
+    for node, field, block in _blocks(function):
+        kept = [s for s in block if not _is_dead(s, read)]
+        if len(kept) != len(block):
+            removed = True
+            setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
+    return removed
+
+
+def _blocks(tree: ast.AST) -> list[tuple[ast.AST, str, list[ast.stmt]]]:
+    """(node, field, statements) of every block of statements in `tree`, outermost first."""
+    found = []
+    for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
-            if not (isinstance(block, list) and block and isinstance(block[0], ast.stmt)):
-                continue
-            kept = [s for s in block if not _is_dead(s, read)]
-            if len(kept) != len(block):
-                removed = True
-                setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
-    return removed
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                found.append((node, field, block))
+    return found
 
 
 def _is_dead(statement: ast.stmt, read: set[str]) -> bool:
     if isinstance(statement, ast.Assign | ast.AnnAssign):
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        names = [n for t in targets for n in ast.walk(t)]
+        names = [n for t in targets for n in ast.walk(t) if not isinstance(n, ast.expr_context)]
         return all(isinstance(n, ast.Name | ast.Tuple | ast.List) for n in names) and not any(
             isinstance(n, ast.Name) and n.id in read for n in names)
     if isinstance(statement, ast.FunctionDef | ast.ClassDef):
@@ -212,11 +222,9 @@ def _is_dead(statement: ast.stmt, read: set[str]) -> bool:
 
 def _canonical_order(function: ast.FunctionDef, imports: dict[str, str]) -> None:
     """Reorder every block's independent statements canonically (a topological order, smallest key first)."""
-    for node in ast.walk(function):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and 1 < len(block) <= MAX_REORDERED and isinstance(block[0], ast.stmt):
-                setattr(node, field, _ordered(block, imports))
+    for node, field, block in _blocks(function):
+        if 1 < len(block) <= MAX_REORDERED:
+            setattr(node, field, _ordered(block, imports))
 
 
 def _ordered(block: list[ast.stmt], imports: dict[str, str]) -> list[ast.stmt]:
@@ -255,9 +263,9 @@ def _depends(first, second) -> bool:
 # ---------------------------------------------------------------- tokens
 
 
-def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token]) -> None:
-    """Append the pre-order tokens of `node` to `out`, each with its source line."""
-    if isinstance(node, ast.expr_context):
+def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token], limit: int = MAX_TOKENS) -> None:
+    """Append the pre-order tokens of `node` to `out`, each with its source line, until `out` holds `limit`."""
+    if isinstance(node, ast.expr_context) or len(out) >= limit:
         return
     line = getattr(node, "lineno", line)
     if isinstance(node, ast.Name):
@@ -271,19 +279,19 @@ def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token]) -
         if name:
             out.append(Token(name, line))
             return
-        _emit(node.value, line, imports, out)
+        _emit(node.value, line, imports, out, limit)
         out.append(Token("." + node.attr, line))
         return
     if isinstance(node, ast.keyword):
         out.append(Token(f"{node.arg}=", line))
-        _emit(node.value, line, imports, out)
+        _emit(node.value, line, imports, out, limit)
         return
     if isinstance(node, ast.arg):
         out.append(Token("arg", line))
         return
     out.append(Token(type(node).__name__, line))
     for child in ast.iter_child_nodes(node):
-        _emit(child, line, imports, out)
+        _emit(child, line, imports, out, limit)
 
 
 def _constant(value) -> str:
