@@ -107,7 +107,7 @@ def main() -> None:
     sources = function_sources()
     work = Path(tempfile.mkdtemp(prefix="bench-similarity-"))
     print(f"{len(SOURCES)} source files; each student mixes {len(sources)} functions drawn from them")
-    print(f"{'students':>8} {'wall s':>7} {'CPU s':>7} {'CPU ms/student':>15}   (load average {os.getloadavg()[0]:.1f})")
+    print(f"{'students':>8} {'wall s':>7} {'CPU s':>7} {'CPU ms/student':>15}  (load {os.getloadavg()[0]:.1f})")
     for size in sizes:
         folder = work / f"class{size}"
         write_class(folder, size, sources)

@@ -102,19 +102,28 @@ def shared_weights(index: FunctionIndex) -> tuple[np.ndarray, np.ndarray, np.nda
 
 def score_pairs(students: list[str], indexes: list[FunctionIndex]) -> list[Pair]:
     """Every pair of students sharing weighted code, highest score first (ties by student ids)."""
-    totals = {index.function: np.array([index.weight(i) for i in range(len(students))]) for index in indexes}
-    found: dict[tuple[int, int], dict[str, float]] = {}
-    for index in indexes:
+    n = len(students)
+    keys, functions, scores = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    for number, index in enumerate(indexes):
         first, second, shared = shared_weights(index)
-        total = totals[index.function]
-        scores = shared / np.maximum((total[first] + total[second]) / 2, FLOOR)
-        for a, b, value in zip(first.tolist(), second.tolist(), scores.tolist()):
-            found.setdefault((a, b), {})[index.function] = round(min(value, 1.0), 4)
-    pairs = [_pair(students[a], students[b], by_function) for (a, b), by_function in found.items()]
+        total = np.array([index.weight(i) for i in range(n)])
+        keys.append(first * n + second)
+        functions.append(np.full(len(first), number))
+        scores.append(np.minimum(np.round(shared / np.maximum((total[first] + total[second]) / 2, FLOOR), 4), 1.0))
+    keys, functions, scores = np.concatenate(keys), np.concatenate(functions), np.concatenate(scores)
+    order = np.lexsort((functions, -scores, keys))  # by pair, then its best function first (ties: contract order)
+    keys, functions, scores = keys[order].tolist(), functions[order].tolist(), scores[order].tolist()
+    names = [index.function for index in indexes]
+    pairs = []
+    start = 0
+    while start < len(keys):
+        end = start
+        while end < len(keys) and keys[end] == keys[start]:
+            end += 1
+        a, b = divmod(keys[start], n)
+        by_function = {names[functions[i]]: scores[i] for i in range(start, end)}
+        matching = tuple(FunctionScore(names[functions[i]], scores[i]) for i in range(start, end)
+                         if scores[i] >= MATCHING)
+        pairs.append(Pair(*sorted((students[a], students[b])), scores[start], matching, by_function))
+        start = end
     return sorted(pairs, key=lambda p: (-p.score, p.a, p.b))
-
-
-def _pair(a: str, b: str, by_function: dict[str, float]) -> Pair:
-    ranked = sorted(by_function.items(), key=lambda item: (-item[1], item[0]))
-    matching = tuple(FunctionScore(f, s) for f, s in ranked if s >= MATCHING)
-    return Pair(*sorted((a, b)), ranked[0][1], matching, by_function)

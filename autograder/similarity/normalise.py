@@ -196,14 +196,21 @@ def _drop_dead_assignments(function: ast.FunctionDef) -> bool:
 
 
 def _blocks(tree: ast.AST) -> list[tuple[ast.AST, str, list[ast.stmt]]]:
-    """(node, field, statements) of every block of statements in `tree`, outermost first."""
-    found = []
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
+    """(node, field, statements) of every block of statements in `tree`, innermost first.
+
+    Only statements hold blocks, so expressions are not walked; innermost first, so that an outer block is
+    ordered by keys of inner blocks already in their canonical order.
+    """
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                found.append((node, field, block))
-    return found
+            if isinstance(block, list) and block and isinstance(block[0], ast.AST):
+                if isinstance(block[0], ast.stmt):
+                    found.append((node, field, block))
+                stack.extend(block)  # statements, except handlers or match cases
+    return found[::-1]
 
 
 def _is_dead(statement: ast.stmt, read: set[str]) -> bool:
