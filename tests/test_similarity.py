@@ -207,3 +207,43 @@ def test_student_text_is_escaped_on_every_page(tmp_path):
     assert "&lt;/div&gt;&lt;script&gt;alert(1)&lt;/script&gt;\\u202e" in pages[1]
     rows = list(csv.reader((tmp_path / "out" / "pairs.csv").read_text().splitlines()))
     assert rows[1][:2] == ["<img src=x onerror=alert(1)>", "'=cmd"]  # never a spreadsheet formula
+
+
+def _function_text(text: str, name: str) -> str:
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(text, node)
+
+
+def _submission(student: str, text: str):
+    path = Path(f"/nonexistent/{student}.py")
+    from autograder.grading.submission import Submission
+    return Submission(student, path, "py", "", source=text)
+
+
+def test_what_many_students_write_alike_is_no_evidence():
+    """Twelve of the twenty independent students write the same padding_mask: no pair is listed for it."""
+    files = sorted(CLASS.glob("i*.py"))
+    shared = _function_text((CLASS / "i06_helpers.py").read_text(), "padding_mask")
+    submissions = []
+    for number, path in enumerate(files):
+        text = path.read_text()
+        if number < 12:
+            text = text.replace(_function_text(text, "padding_mask"), shared)
+        submissions.append(_submission(path.stem, text))
+    copies = [read_submission(p) for p in sorted(CLASS.iterdir()) if not p.stem.startswith("i")]
+    comparison = compare_class("w07_attention", submissions + copies, STUB, SOURCE_DIR, jobs=1)
+    independent = [p for p in comparison.pairs if p.a.startswith("i") and p.b.startswith("i")]
+    assert not [p for p in independent if "padding_mask" in {f.function for f in p.functions}]
+    assert max(p.score for p in independent) < 0.5
+
+
+def test_the_stub_left_as_it_is_matches_nothing():
+    stub = STUB.read_text()
+    copied = _function_text((CLASS / "i01_einsum.py").read_text(), "softmax")
+    one = "import math\n\nimport numpy as np\nimport torch\n" + stub.replace(_function_text(stub, "softmax"), copied)
+    submissions = [_submission("untouched", stub), _submission("also_untouched", stub), _submission("one", one),
+                   *(read_submission(p) for p in sorted(CLASS.iterdir()) if p.stem != "d01_renamed")]
+    comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
+    assert not [p for p in comparison.pairs if {"untouched", "also_untouched"} & {p.a, p.b}]
+    assert [f.function for p in comparison.pairs if (p.a, p.b) == ("i01_einsum", "one") for f in p.functions] == [
+        "softmax"]
