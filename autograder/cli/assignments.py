@@ -13,6 +13,7 @@ from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
 from autograder.nbgrader.release import release
 from autograder.nbgrader.scaffold import new_assignment
+from autograder.nbgrader.source import source_notebook_path
 from autograder.outputs.terminal import format_check
 from autograder.sandbox.protections import probe
 from autograder.sandbox.zygote import Sandbox
@@ -65,6 +66,8 @@ def _release(args) -> int:
     course = load_course(args.course or find_course())
     suite = load_suite(course, args.assignment)
     done = release(course, suite, args.out or course.root / "release", args.gradebook, args.rebuild)
+    for what in done.added:
+        print(f"{source_notebook_path(suite.assignment)}: {what}; write its heading's text there", file=sys.stderr)
     for path in done.rebuilt:
         print(f"regenerated {path} from the reference, the stub and course.yaml; review and commit it",
               file=sys.stderr)
