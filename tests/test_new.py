@@ -126,7 +126,8 @@ def test_release_rebuild_adds_the_cells_of_a_function_new_in_the_stub(tmp_path):
     assert graded == ["answer_negate", "test_negate", "answer_double", "test_double", "answer_triple", "test_triple"]
     assert ids.index("task_negate") == ids.index("answer_negate") - 1 < ids.index("task_double")
     cells = {i: c for i, c in zip(ids, notebook.cells)}
-    assert cells["test_triple"].metadata["nbgrader"]["points"] == 3 and cells["test_triple"].metadata["nbgrader"]["grade"]
+    assert cells["test_triple"].metadata["nbgrader"]["points"] == 3
+    assert cells["test_triple"].metadata["nbgrader"]["grade"] is True
     assert "def triple(x):" in cells["answer_triple"].source and "return 3 * x" in cells["answer_triple"].source
     assert (tmp_path / "release/week09_grow/grow.ipynb").is_file()
     again = run_cli("release", "week09_grow", "--course", course, timeout=900)
