@@ -50,6 +50,7 @@ class NbgraderSummary:
     autograded: list[Path] = field(default_factory=list)  # notebooks written under autograded/
     skipped: list[str] = field(default_factory=list)  # students left out (handed in again since grading), and why
     notes: list[str] = field(default_factory=list)  # students exported without an autograded notebook, and why
+    unnamed: list[str] = field(default_factory=list)  # students with no name in the gradebook (nor in the roster)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Target:
     notebook: str  # the notebook's name (the assignment's module)
     rule: LateRule = field(default_factory=LateRule)
     source_dir: Path | None = None  # nbgrader's source folder of the assignment (its other files are copied)
+    names: dict[str, dict[str, str]] = field(default_factory=dict)  # student -> first_name, last_name, email
 
 
 def require_nbgrader() -> None:
@@ -164,15 +166,23 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, release
             summary.autograded.append(write_autograded(places, notebook, target.source_dir))
     elif released:
         summary.notes.append(f"{result.student}: no {target.notebook}.ipynb in {places.submitted} matches the "
-                             "graded file, so there is no autograded notebook (the grades are in the gradebook)")
-    gradebook.update_or_create_student(result.student)
+                             "graded file, so there is no autograded notebook; our points are in the gradebook and "
+                             "its written answers are 0 (nothing waits for manual grading)")
+    cells = {cell.metadata.nbgrader["grade_id"]: cell for cell in (notebook.cells if notebook else [])
+             if "grade_id" in cell.get("metadata", {}).get("nbgrader", {})}
+    if notebook is not None and not cells:
+        summary.notes.append(f"{result.student}: {path.name} was not built from the released notebook (it has none "
+                             "of its nbgrader cells), so it was exported with our points and 0 for its written "
+                             "answers, with nothing to grade by hand; read the student's notebook in "
+                             f"{places.autograded} if the answers may be in it")
+    student = gradebook.update_or_create_student(result.student, **target.names.get(result.student, {}))
+    if student.first_name is None and student.last_name is None:
+        summary.unnamed.append(result.student)
     submission = gradebook.update_or_create_submission(target.assignment, result.student, timestamp=stamp)
     if target.rule.due is not None:
         extension = target.rule.extensions.get(result.student)
         submission.extension = None if extension is None else extension - target.rule.due
     submitted = _submitted_notebook(gradebook, submission, target)
-    cells = {cell.metadata.nbgrader["grade_id"]: cell for cell in (notebook.cells if notebook else [])
-             if "grade_id" in cell.get("metadata", {}).get("nbgrader", {})}
     _save_grades(gradebook, submitted, result, cells, sources)
     _save_comments(gradebook, submitted, cells)
     penalty = assess_result(target.rule, result).penalty
@@ -258,7 +268,9 @@ def _save_grades(gradebook, submitted, result: SubmissionResult, cells: dict, pr
             auto = points[cell.name]
             changed = grade.auto_score != auto
         elif not cells:
-            continue  # no notebook to read the answer from (a .py was graded): left for the TA, as nbgrader leaves it
+            # No released cell to read the answer from (a .py, or a notebook not built from the release):
+            # no answer, as for a deleted cell, rather than a manual grade with nothing to grade.
+            auto, changed = 0.0, grade.auto_score != 0.0
         elif cell.name in cells:
             auto, _ = determine_grade(cells[cell.name])
             changed = previous is None or previous.get(cell.name) != cells[cell.name].source
