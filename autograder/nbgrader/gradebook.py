@@ -166,11 +166,13 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, release
             summary.autograded.append(write_autograded(places, notebook, target.source_dir))
     elif released:
         summary.notes.append(f"{result.student}: no {target.notebook}.ipynb in {places.submitted} matches the "
-                             "graded file, so there is no autograded notebook; our points are in the gradebook and "
-                             "its written answers are 0 (nothing waits for manual grading)")
-    cells = {cell.metadata.nbgrader["grade_id"]: cell for cell in (notebook.cells if notebook else [])
-             if "grade_id" in cell.get("metadata", {}).get("nbgrader", {})}
-    if notebook is not None and not cells:
+                             "graded file, so there is no autograded notebook (the grades are in the gradebook)")
+    # None: no notebook to read answers from. A notebook without the release's cells (one the student
+    # made) has no answers in them: its written cells get 0 as deleted ones would, not a manual grade.
+    cells = None if notebook is None else {
+        cell.metadata.nbgrader["grade_id"]: cell for cell in notebook.cells
+        if "grade_id" in cell.get("metadata", {}).get("nbgrader", {})}
+    if cells == {}:
         summary.notes.append(f"{result.student}: {path.name} was not built from the released notebook (it has none "
                              "of its nbgrader cells), so it was exported with our points and 0 for its written "
                              "answers, with nothing to grade by hand; read the student's notebook in "
@@ -246,13 +248,14 @@ def _submitted_notebook(gradebook, submission, target: Target):
     return submitted
 
 
-def _save_grades(gradebook, submitted, result: SubmissionResult, cells: dict, previous: dict | None) -> None:
+def _save_grades(gradebook, submitted, result: SubmissionResult, cells: dict | None, previous: dict | None) -> None:
     """Every grade cell's auto_score, as nbgrader's SaveAutoGrades would, never touching what a TA wrote.
 
     Ours on the test cells; a written answer gets 0 when left as released and
     otherwise none, so it needs a manual grade. A cell a TA already graded
     (manual_score) keeps it, and is flagged for review only if what it
     grades changed: our points, or the answer's text since the last export.
+    cells: grade_id -> the submitted notebook's cell; None when no notebook was graded.
     """
     from nbgrader.api import Grade
     from nbgrader.utils import determine_grade
@@ -267,10 +270,8 @@ def _save_grades(gradebook, submitted, result: SubmissionResult, cells: dict, pr
         if cell.name in points:
             auto = points[cell.name]
             changed = grade.auto_score != auto
-        elif not cells:
-            # No released cell to read the answer from (a .py, or a notebook not built from the release):
-            # no answer, as for a deleted cell, rather than a manual grade with nothing to grade.
-            auto, changed = 0.0, grade.auto_score != 0.0
+        elif cells is None:
+            continue  # no notebook to read the answer from (a .py was graded): left for the TA, as nbgrader leaves it
         elif cell.name in cells:
             auto, _ = determine_grade(cells[cell.name])
             changed = previous is None or previous.get(cell.name) != cells[cell.name].source
