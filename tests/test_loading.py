@@ -117,3 +117,14 @@ def test_an_exiting_worker_is_not_counted_as_processes_left(grade, tmp_path):
             result = grade(path)
             assert result.killed_processes == 0, (path.name, result.notes)
             assert not any("process" in note for note in result.notes)
+
+
+def test_grade_says_what_it_does_before_the_first_result(graded):
+    """A sign of life: what `grade` is doing, in order, before the progress lines (plain lines: not a terminal)."""
+    done, _ = graded
+    lines = done.stderr.splitlines()
+    steps = ["autograder grade: starting", "8 submissions of w07_attention found", "loading the suite",
+             "checking the sandbox", "timing the reference and starting 1 sandboxes", "[1/8] "]
+    where = [next(i for i, line in enumerate(lines) if line.startswith(step)) for step in steps]
+    assert where == sorted(where) and where[0] == 0, lines[:8]
+
