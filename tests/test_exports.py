@@ -209,7 +209,7 @@ def test_gradescope_maps_errors_and_could_not_grade_to_failed_with_the_reason(gr
     errors = [t for t in crasher["tests"] if t["extra_data"]["status"] == "error"]
     assert errors and all(t["status"] == "failed" and t["score"] == 0 and t["output"] for t in errors)
     empty = gradescope.gradescope_results(results["empty"])
-    assert empty["score"] == 0 and "Could not grade: empty.ipynb is empty" in empty["output"]
+    assert empty["score"] == 0 and "not loaded: empty.ipynb is empty" in empty["output"]
 
 
 def test_what_the_student_code_printed_stays_out_of_student_visible_text(graded):

@@ -83,6 +83,9 @@ def test_grades_csv_has_the_flag_and_the_reason_first(graded):
     assert rows["frank"]["problem"].count("line 62") == 1 and "attention.py" not in rows["frank"]["problem"]
     assert "nothing in it ran" in rows["frank"]["problem"] and "still ran" not in rows["frank"]["problem"]
     assert rows["demofail"]["flags"] == "" and rows["demofail"]["total"] == "100"
+    # A broken notebook's message is whole sentences: where, what, and what to do.
+    broken = rows["broken"]["problem"]
+    assert "(unterminated string)" in broken and broken.endswith("save it again and resubmit")
 
 
 def test_the_report_lists_them_as_not_loaded(graded):
