@@ -349,6 +349,9 @@ def _without_timing(expected: dict, like: dict) -> dict:
     extra = {**expected["extra_data"], **{key: like["extra_data"][key] for key in
                                           ("file", "graded_at", "killed_processes", "submitted_at",
                                            "submitted_at_source")}}
+    # Tracebacks and warnings name the file as it was handed in: here buggy.py, on Gradescope attention.py.
+    extra["student_output"] = extra["student_output"].replace(Path(expected["extra_data"]["file"]).name,
+                                                              "attention.py")
     tests = [{**t, "extra_data": {**t["extra_data"], "seconds": u["extra_data"]["seconds"]}}
              for t, u in zip(expected["tests"], like["tests"])]
     output = expected["output"].replace(Path(expected["extra_data"]["file"]).name, "attention.py", 1)
