@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder.cluster import ClusterError
+from autograder.cluster import ClusterError, install_dask_hint
 
 
 def add_commands(commands) -> None:
@@ -64,7 +64,6 @@ def _slurm(args) -> int:
         from autograder.cluster.slurm import SlurmGraders, run
     except ModuleNotFoundError as error:
         raise ClusterError(f"`autograder slurm` needs Dask and dask-jobqueue, which are not installed here ({error}). "
-                           "Install them with `pip install 'attention-autograder[dask,slurm]'`, then run again"
-                           ) from None
+                           f"Install them with `{install_dask_hint('dask,slurm')}`, then run again") from None
     run(SlurmGraders(**_fields(args)), lambda text: print(text, file=sys.stderr, flush=True))
     return 0
