@@ -39,6 +39,10 @@ def add_commands(commands) -> None:
                             "to start N worker processes here (needs the dask extra; README: Grading on a cluster)")
     grade.add_argument("--cluster-wait", type=float, default=300.0, metavar="SECONDS",
                        help="with --cluster: how long to wait for a Dask worker when the cluster has none (300)")
+    for flag, what in (("--tls-ca-file", "the certificate authority that signed the scheduler's certificate"),
+                       ("--tls-cert", "this client's certificate (and its key, unless --tls-key is given)"),
+                       ("--tls-key", "this client's private key")):
+        grade.add_argument(flag, metavar="FILE", default="", help=f"with --cluster tls://...: {what}")
     options.results_db(grade)
     grade.add_argument("--force", action="store_true", help="regrade submissions already graded and unchanged")
     grade.add_argument("--json", action="store_true", help="one Gradescope-style JSON object per line")
@@ -102,7 +106,7 @@ def _grade(args) -> int:
 def _grade_on_cluster(args, course, found, db: Path) -> int:
     """`grade --cluster`: the store and the progress here, the grading on the cluster's workers."""
     try:
-        from autograder.cluster.connect import connect, parse_address
+        from autograder.cluster.connect import Credentials, connect, parse_address
         from autograder.cluster.driver import Cluster, warm_graders
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in ("dask", "distributed"):
@@ -112,7 +116,8 @@ def _grade_on_cluster(args, course, found, db: Path) -> int:
     address = parse_address(args.cluster)
     # Each worker checks these with its own sandbox: on a shared file system its student code could see them.
     secrets = secret_places(course, course.assignment(args.assignment)) + [db] + [item.path for item in found]
-    with connect(address, args.cluster_wait, lambda text: print(text, file=sys.stderr)) as client:
+    credentials = Credentials(args.tls_ca_file, args.tls_cert, args.tls_key)
+    with connect(address, args.cluster_wait, lambda text: print(text, file=sys.stderr), credentials) as client:
         cluster = Cluster(client, str(address), args.sandbox, args.cluster_wait)
         with Store(db) as store, warm_graders(cluster, course, args.assignment, store, secrets) as graders:
             suite = load_suite(course, args.assignment)  # while the workers warm up
@@ -141,7 +146,8 @@ def _grade_found(args, suite, found, store: Store, run, doing: str) -> int:
 
     run(plan.todo, on_result, progress.note)
     progress.finish()
-    skipped = [store.result(suite.assignment.name, item.student) for item in plan.skipped]
+    stored = {result.student: result for result in store.results(suite.assignment.name)} if plan.skipped else {}
+    skipped = [stored[item.student] for item in plan.skipped]
     if args.json:
         for result in skipped:
             print(json.dumps(result.to_json()), flush=True)

@@ -44,9 +44,9 @@ class BatchPlan:
 
 def plan_batch(found: list[Found], store: Store, suite: Suite, force: bool) -> BatchPlan:
     todo, skipped = [], []
+    stored = store.grading_keys(suite.assignment.name)
     for item in found:
-        current = store.is_current(suite.assignment.name, item.student, file_sha256(item.path), suite.version,
-                                   item.submitted_at)
+        current = stored.get(item.student) == (file_sha256(item.path), suite.version, item.submitted_at)
         (skipped if current and not force else todo).append(item)
     return BatchPlan(todo, skipped)
 
