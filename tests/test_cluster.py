@@ -294,3 +294,14 @@ def test_a_tls_scheduler_grades_with_the_tas_certificate_and_refuses_others(smal
                       env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "5s"})
     assert refused.returncode == 2 and "has no certificate to show it: pass --tls-ca-file" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_a_timeout_counts_only_when_a_second_run_on_another_worker_times_out_too(tmp_path):
+    """A worker that has just joined runs slow; so a result with a timeout is graded again before it is stored."""
+    hanging = (ROOT / "tests" / "fixtures" / "submissions" / "attacks" / "infinite_loop_in_function.py").read_text()
+    (tmp_path / "hangs.py").write_text((ROOT / "solutions" / "w07_attention" / "reference.py").read_text() + hanging)
+    shutil.copy(ROOT / "solutions" / "w07_attention" / "reference.py", tmp_path / "fine.py")
+    results, _ = _grade([tmp_path / "hangs.py", tmp_path / "fine.py"], tmp_path / "g.db", "--cluster", "local:2")
+    graded_twice = [note for note in results["hangs"]["notes"] if note.startswith("graded twice")]
+    assert graded_twice and any(t["status"] == "timeout" for t in results["hangs"]["tests"])
+    assert results["fine"]["score"] == results["fine"]["max_score"] and not results["fine"]["notes"]

@@ -18,7 +18,7 @@ from autograder.grading.grader import Grader
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission
 from autograder.grading.suite import load_suite, secret_places
-from autograder.outputs.progress import Progress
+from autograder.outputs.progress import Progress, starting
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
 from autograder.sandbox.protections import probe
@@ -84,18 +84,23 @@ def _grade(args) -> int:
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
+        starting(f"{len(found)} submissions of {assignment.name} found")
         if args.cluster:
             return _grade_on_cluster(args, course, found, db)
+        starting("loading the suite (reference, checks, libraries)")  # importing PyTorch alone takes seconds
         suite = load_suite(course, args.assignment)
+        starting("checking the sandbox")
         protections = probe(args.sandbox)
         if protections.warning:
             print(protections.warning, file=sys.stderr)
         refuse_readable(protections, suite.secret_paths(course) + [db] + [item.path for item in found])
+        jobs = args.jobs or os.cpu_count() or 1
         # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
         with Store(db) as store:
             def run(todo, on_result, say):
-                grade_batch(course, suite, protections, todo, store, args.jobs or os.cpu_count() or 1, on_result)
-            return _grade_found(args, suite, found, store, run)
+                grade_batch(course, suite, protections, todo, store, jobs, on_result)
+            return _grade_found(args, suite, found, store, run,
+                                f"timing the reference and starting {min(jobs, len(found))} sandboxes")
 
 
 def _grade_on_cluster(args, course, found, db: Path) -> int:
@@ -119,13 +124,18 @@ def _grade_on_cluster(args, course, found, db: Path) -> int:
 
             def run(todo, on_result, say):
                 graders.grade(suite, todo, on_result, say)
-            return _grade_found(args, suite, found, store, run)
+            return _grade_found(args, suite, found, store, run, "sending the submissions to the cluster's workers")
 
 
-def _grade_found(args, suite, found, store: Store, run) -> int:
-    """Plan, grade what is not current with `run(todo, on_result, say)`, show and summarise the results."""
+def _grade_found(args, suite, found, store: Store, run, doing: str) -> int:
+    """Plan, grade what is not current with `run(todo, on_result, say)`, show and summarise the results.
+
+    doing: what `run` does before its first result, shown until then.
+    """
     plan = plan_batch(found, store, suite, args.force)
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
+    if plan.todo:
+        progress.status(doing)
     graded = []
 
     def on_result(result):

@@ -154,7 +154,7 @@ class Store:
         self._retry(write)
 
     def results(self, assignment: str | None = None) -> list[SubmissionResult]:
-        """Stored results, by assignment then student: two queries, whatever the size of the class."""
+        """Stored results, by assignment then student: two SELECTs, whatever the size of the class."""
         where, args = (" WHERE assignment=?", (assignment,)) if assignment else ("", ())
         return self._results(where, args)
 
