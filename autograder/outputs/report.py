@@ -128,7 +128,7 @@ def _sizes(sizes: dict) -> str:
 def sandbox_events(result: SubmissionResult) -> list[str]:
     """What the sandbox stopped or changed while grading this submission, in plain words.
 
-    Checks stopped with the same message are one line ("4 checks (softmax.a, softmax.b, ...): message").
+    Checks stopped with the same message are one line ("4 checks (f.a, f.b, ...): message").
     """
     stopped: dict[str, list[str]] = {}
     for test in result.tests:
