@@ -193,3 +193,60 @@ def test_the_example_class_grades_the_same_with_the_default_cuda_build(tmp_path)
         results[name] = {r["student"]: r["score"] for r in map(json.loads, done.stdout.splitlines())}
     assert results["cuda"] == results["cpu"]
     assert results["cuda"]["reference"] == 100
+
+
+def _package_copy(folder: Path) -> Path:
+    """The package's sources, as pip would get them from a clone (so no build files land in the repository)."""
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, folder / name)
+    shutil.copytree(ROOT / "autograder", folder / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+@pytest.mark.slow
+def test_a_student_install_is_told_to_install_torch_and_the_readme_install_checks(tmp_path):
+    """A fresh virtualenv with the package and no extra is a real student install without PyTorch; the
+    README's student command (the torch extra) is what makes `autograder check` pass."""
+    (tmp_path / "package").mkdir()
+    package = _package_copy(tmp_path / "package")
+    venv = tmp_path / "student"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, str(package)], check=True, timeout=1800, capture_output=True)
+    folder = tmp_path / "w07"
+    shutil.copytree(ROOT / "assignments" / ASSIGNMENT, folder, ignore=shutil.ignore_patterns("*.ipynb"))
+    shutil.copy(REFERENCE, folder / "attention.py")
+
+    def autograder(*args) -> subprocess.CompletedProcess:
+        return subprocess.run([str(venv / "bin" / "autograder"), *map(str, args)], cwd=folder, capture_output=True,
+                              text=True, timeout=600, env={**os.environ, "PYTHONPATH": ""})
+
+    done = autograder("check", "attention.py")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (f"the assignment preloads numpy, torch, and torch is not installed in the workers' Python ({python})"
+            in done.stderr)
+    assert f"`{python} -m pip install 'torch==2.13.0' --index-url https://download.pytorch.org/whl/cpu`" in done.stderr
+    doctor = autograder("doctor")
+    assert doctor.returncode == 1 and "torch is not installed" in doctor.stdout
+
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install 'attention-autograder[torch]'" in readme  # the student command
+    subprocess.run([*pip, f"{package}[torch]"], check=True, timeout=1800, capture_output=True)
+    done = autograder("check", "attention.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "All public checks passed" in done.stdout
+    assert autograder("doctor").returncode == 0
+
+
+@pytest.mark.slow
+def test_a_dask_worker_whose_environment_cannot_grade_takes_no_task_and_is_named(tmp_path, preload_python):
+    pytest.importorskip("distributed", reason="grading on a cluster needs the [dask] extra (make test installs it)")
+    course = _course_with(tmp_path, preload=["numpy", "torch", "calls_always_die"])
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, REFERENCE, PLAIN, "--course", course, "--db", db, "--cluster", "local:1",
+                   env={"AUTOGRADER_WORKER_PYTHON": preload_python}, timeout=600)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert re.search(r"worker tcp://127\.0\.0\.1:\d+: grading refused: this environment cannot grade "
+                     r"w07_attention: a worker child under the limits could not answer a call", done.stderr)
+    assert _stored(db) == 0

@@ -33,7 +33,6 @@ from autograder.sandbox.protections import SandboxError
 from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
 
-DISTRIBUTION = "attention-autograder"
 # PyTorch's CPU-only wheels: ~200 MB, against several GB of CUDA libraries in the default build from PyPI.
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PROBE_MODULE = "autograder_probe"
@@ -203,8 +202,9 @@ def install_command(module: str, python: str, reinstall: bool = False) -> str:
 
 def _pinned(module: str) -> str:
     """This package's requirement for `module` (e.g. "torch==2.13.0" from the torch extra), or ""."""
+    names = importlib.metadata.packages_distributions().get(__name__.split(".")[0]) or []
     try:
-        requirements = importlib.metadata.requires(DISTRIBUTION) or []
+        requirements = (importlib.metadata.requires(names[0]) or []) if names else []
     except importlib.metadata.PackageNotFoundError:
         return ""
     for line in requirements:
