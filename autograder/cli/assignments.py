@@ -9,6 +9,7 @@ from autograder.grading.course import find_course, load_course
 from autograder.grading.discover import LayoutError
 from autograder.grading.grader import Grader
 from autograder.grading.manifest import public_course
+from autograder.grading.probe import require_environment
 from autograder.grading.results import NOT_LOADED
 from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
@@ -90,9 +91,14 @@ def _check(args) -> int:
     protections = probe(args.sandbox)
     if protections.warning:
         print(protections.warning, file=sys.stderr)
-    with Sandbox(protections, suite.assignment.preload) as sandbox:
+    sandbox = Sandbox(protections, suite.assignment.preload)
+    try:
+        # Here the probe is the preload imported in a child under the limits: a student's install has no reference.
+        require_environment(course, suite, sandbox, "autograder check")
         # The student id is the module name, as in the notebook's public cells: the same inputs, the same messages.
         result = Grader(course, suite, sandbox).grade(read_submission(args.file, student=suite.assignment.module))
+    finally:
+        sandbox.close()
     passed = [t for t in result.tests if t.status == "passed"]
     lines = [f"{args.file.name}: {len(passed)} of {len(result.tests)} public checks passed "
              f"({result.score:g} / {result.max_score:g} points of the public checks)"]

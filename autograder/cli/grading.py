@@ -15,9 +15,11 @@ from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
+from autograder.grading.manifest import MANIFEST_FILE, public_course
+from autograder.grading.probe import probe_environment
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission
-from autograder.grading.suite import load_suite, secret_places
+from autograder.grading.suite import load_public_suite, load_suite, secret_places
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
@@ -50,8 +52,12 @@ def add_commands(commands) -> None:
     options.sandbox(grade)
     grade.set_defaults(run=_grade)
 
-    doctor = commands.add_parser("doctor", help="show which sandbox protections this machine supports")
+    doctor = commands.add_parser("doctor", help="show which sandbox protections this machine supports, and probe "
+                                                "each assignment: its preload in a worker, the reference's checks")
     options.sandbox(doctor)
+    options.course(doctor)
+    doctor.add_argument("--dir", type=Path, help="without a course.yaml: the released assignment folder to probe "
+                                                 "(default: the current folder)")
     doctor.set_defaults(run=_doctor)
 
     checks = commands.add_parser("checks", help="list an assignment's checks: function, visibility, points, "
@@ -206,4 +212,41 @@ def _doctor(args) -> int:
         print(f"  [{'x' if active else ' '}] {name}")
     if protections.warning:
         print(protections.warning)
-    return 0
+    found = _suites_here(args)
+    if not found:
+        print("no course.yaml here or above, and no released assignment (public_manifest.json) in this folder: "
+              "run `autograder doctor` in the course repository or your assignment folder to probe grading too")
+        return 0
+    failed = 0
+    for course, suite in found:
+        sandbox = Sandbox(protections, suite.assignment.preload)
+        try:
+            report = probe_environment(course, suite, sandbox)
+        finally:
+            sandbox.close()
+        failed += not report.ok
+        print(safe(_probe_line(suite, report)))
+    return 1 if failed else 0
+
+
+def _suites_here(args) -> list:
+    """(course, suite) for every assignment of the nearest course.yaml, or of the released folder (students)."""
+    try:
+        course = load_course(args.course or find_course())
+    except CourseError:
+        folder = args.dir or Path.cwd()
+        if not (folder / MANIFEST_FILE).is_file():
+            return []
+        suite = load_public_suite(folder)
+        return [(public_course(suite.assignment, folder), suite)]
+    return [(course, load_suite(course, name)) for name in course.assignments]
+
+
+def _probe_line(suite, report) -> str:
+    preload = ", ".join(suite.assignment.preload) or "nothing"
+    if not report.ok:
+        return f"  [ ] {suite.assignment.name}: cannot grade here: {report.problem}. To fix it: {report.fix}"
+    mapped = (f"; a worker maps {report.mapped_mib:.0f} MiB after the preload, and may map "
+              f"{suite.assignment.limits.memory_mib} MiB more" if report.mapped_mib else "")
+    reference = f", the reference passed all {report.checks} checks" if suite.reference is not None else ""
+    return f"  [x] {suite.assignment.name}: {preload} imported in a worker under the limits{reference}{mapped}"

@@ -91,13 +91,13 @@ class Grader:
                     tests = self.run_checks(session, load, seed)
             output, killed = session.output.text(), session.killed_processes
             notes += session.notes
-        return SubmissionResult(
+        return _blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
             sandbox=self.sandbox.protections.mode, tests=tuple(tests),
             problem=problem,
             notes=tuple(notes), output=output, killed_processes=killed,
-            seconds=time.monotonic() - started, graded_at=_now())
+            seconds=time.monotonic() - started, graded_at=_now()), self.suite)
 
     def replay(self, submission: Submission, check_name: str) -> Attempt:
         """Run one check for one student again, exactly as graded, keeping every call it makes."""
@@ -233,3 +233,22 @@ def internal_error_result(student: str, suite: Suite, file: str, sha256: str, de
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _blame_environment(result: SubmissionResult, suite: Suite) -> SubmissionResult:
+    """An internal error instead of `result` when the worker died on every check that ran, the same way.
+
+    No file makes every function fail identically by accident; a worker that cannot map a call's arguments
+    (a memory limit the libraries' build exceeds) or a broken library does. Such a result says nothing
+    about the student, so it is kept for the instructor and graded again by the next run.
+    """
+    tests = result.tests
+    ways = {test.output.partition(" ")[2] for test in tests}  # the message after the function's name
+    functions = {test.function for test in tests}
+    if len(functions) < 2 or len(ways) != 1 or any(test.stopped != "crashed" for test in tests):
+        return result
+    details = (f"the worker died on all {len(tests)} checks, in {len(functions)} functions, the same way "
+               f"(<function> {ways.pop()}): the grading environment, not this file, is the likely cause. Run "
+               f"`autograder doctor`. The worker's output:\n{result.output}")
+    return internal_error_result(result.student, suite, result.file, result.sha256, details, result.seconds,
+                                 result.sandbox)

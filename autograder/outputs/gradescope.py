@@ -234,6 +234,7 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
     # Imported here: grading loads the suite, the sandbox and torch, which the other exports never need.
     from autograder.grading.calibration import time_reference
     from autograder.grading.grader import Grader
+    from autograder.grading.probe import EnvironmentRefused, probe_environment
     from autograder.grading.suite import load_suite
     from autograder.sandbox.protections import SandboxError, probe
     from autograder.sandbox.zygote import Sandbox, refuse_readable
@@ -262,8 +263,18 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
             "output": "The autograder did not run: on this machine your code could have read the solutions. "
                       "Your instructor has to fix the autograder; your submission will be graded then."})
         raise
-    with Sandbox(protections, suite.assignment.preload) as box:
+    box = Sandbox(protections, suite.assignment.preload)
+    try:
+        found = probe_environment(course, suite, box)  # starts the sandbox; its failure is a finding too
+        if not found.ok:
+            write_json(root / "results" / "results.json", {
+                "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
+                "output": "The autograder did not run: its environment could not grade the reference solution. "
+                          "Your instructor has to fix the autograder; your submission will be graded then."})
+            raise EnvironmentRefused(found.refusal("gradescope-run"))
         result = Grader(course, suite, box, time_reference(course, suite)).grade(submission)
+    finally:
+        box.close()
     at, source = gradescope_time(root / "submission_metadata.json", picked.path)
     result = dataclasses.replace(result, submitted_at=at, submitted_at_source=source)
     late = assess_result(suite.assignment.late, result)

@@ -194,9 +194,18 @@ def _redirect_output(output_fd: int) -> None:
 
 
 def _set_limits(limits: dict) -> None:
+    """Apply course.yaml's limits to this child; `memory_mib` is counted on top of what it has mapped already.
+
+    The child is a fork of the zygote, which imported the preload, so its address space starts at whatever
+    that build of the libraries maps: ~0.6 GiB for PyTorch's CPU build, ~3.1 GiB for the default CUDA build
+    (its libraries are mapped at import, GPU or not). An absolute RLIMIT_AS would fit one build and break every
+    child of the other. Resident memory cannot be limited instead: Linux ignores RLIMIT_RSS, and a memory
+    cgroup needs a delegated hierarchy that neither bubblewrap nor the fallback has everywhere. The size is
+    read here, before the child receives any student code, so no submission can change it.
+    """
     mib = 1 << 20
     wanted = {
-        resource.RLIMIT_AS: limits["memory_mib"] * mib,
+        resource.RLIMIT_AS: mapped_bytes() + limits["memory_mib"] * mib,
         resource.RLIMIT_CPU: limits["cpu_seconds"],
         resource.RLIMIT_FSIZE: limits["max_file_mib"] * mib,
         resource.RLIMIT_NOFILE: limits["max_open_files"],
@@ -206,6 +215,12 @@ def _set_limits(limits: dict) -> None:
         wanted[resource.RLIMIT_NPROC] = limits["max_processes"]
     for which, value in wanted.items():
         resource.setrlimit(which, (value, value))
+
+
+def mapped_bytes() -> int:
+    """This process's address space (VmSize), in bytes."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _units(spec: dict, sources: list[str]):
