@@ -86,7 +86,7 @@ def _check(args) -> int:
     protections = probe(args.sandbox)
     if protections.warning:
         print(protections.warning, file=sys.stderr)
-    with Sandbox(protections, suite.assignment.preload) as sandbox:
+    with Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup) as sandbox:
         # The student id is the module name, as in the notebook's public cells: the same inputs, the same messages.
         result = Grader(course, suite, sandbox).grade(read_submission(args.file, student=suite.assignment.module))
     passed = [t for t in result.tests if t.status == "passed"]

@@ -165,7 +165,7 @@ def _replay(args) -> int:
               "current ones", file=sys.stderr)
     protections = probe(args.sandbox)
     refuse_readable(protections, suite.secret_paths(course) + [path, options.db_path(args)])
-    with Sandbox(protections, suite.assignment.preload) as sandbox:
+    with Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup) as sandbox:
         with Store(options.db_path(args)) as store:
             reference = cached_reference_times(course, suite, store)
         tried = Grader(course, suite, sandbox, reference).replay(submission, args.check)

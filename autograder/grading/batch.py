@@ -168,7 +168,7 @@ def _grader_process(course, suite, protections, reference, slot, connection) -> 
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides what Ctrl-C means
     one_thread()
-    sandbox = Sandbox(protections, suite.assignment.preload, slot=slot)
+    sandbox = Sandbox(protections, suite.assignment.preload, slot=slot, warmup=suite.assignment.warmup)
     try:
         sandbox.start()
     except SandboxError as error:

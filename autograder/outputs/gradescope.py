@@ -262,7 +262,7 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
             "output": "The autograder did not run: on this machine your code could have read the solutions. "
                       "Your instructor has to fix the autograder; your submission will be graded then."})
         raise
-    with Sandbox(protections, suite.assignment.preload) as box:
+    with Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup) as box:
         result = Grader(course, suite, box, time_reference(course, suite)).grade(submission)
     at, source = gradescope_time(root / "submission_metadata.json", picked.path)
     result = dataclasses.replace(result, submitted_at=at, submitted_at_source=source)

@@ -116,6 +116,8 @@ class Session:
         self._output_mark = 0
         self._selector: selectors.BaseSelector | None = None  # the child's socket and output, for its lifetime
         self._region = wire.SharedRegion()  # where the current child's calls find their arrays
+        self._grace = True  # a call still importing at its limit may run on (see `call`)
+        self._importing = False  # the current call said it began importing a module
 
     # -------------------------------------------------------------- public
 
@@ -124,7 +126,30 @@ class Session:
         return self._start_child()
 
     def call(self, call: Call) -> Reply:
-        """Run one call in the worker. Raises CallFailed when there is no reply."""
+        """Run one call in the worker. Raises CallFailed when there is no reply.
+
+        One-time costs are not slowness: a call still importing a module when
+        it reaches its limit (the first call into part of a library) may run
+        on up to `limits.one_time_seconds`, and is then run again, warm; the
+        second run is the reply, timed against the limit. The grace is the
+        submission's: a restarted child is forgiven the same cost again, but
+        a call that does not prove it a one-time cost (not done by then, or
+        slow again) ends it, so a hang costs one extension at most.
+        """
+        seconds = call.seconds or self.limits.call_seconds
+        reply, first = self._call_once(call, seconds)
+        if first is None:
+            return reply
+        try:
+            reply, _ = self._call_once(call, seconds, grace=False)
+        except CallTimedOut as slow:
+            self._grace = False
+            raise CallTimedOut(f"{call.function}'s first call took {first:.2g} s, over its limit, while it imported "
+                               f"modules (a one-time cost), so it was run again; {slow}") from None
+        return reply
+
+    def _call_once(self, call: Call, seconds: float, grace: bool = True) -> tuple[Reply, float | None]:
+        """The reply, and how long the call took if it ran past `seconds` on the one-time grace (else None)."""
         if self._sock is None:
             report = self._start_child()
             if report.failure:
@@ -135,15 +160,27 @@ class Session:
         fds = [self._region.fd] if self._region.unsent else []
         self._region.unsent = False
         self._parser.limit = reply_limit(call)
-        seconds = call.seconds or self.limits.call_seconds
-        budget_left = self._deadline - time.monotonic()
+        started = time.monotonic()
+        budget_left = self._deadline - started
+        cap = max(seconds, self.limits.one_time_seconds) if grace and self._grace else seconds
+        self._importing = extended = False
+
+        def extend() -> float:  # at the limit: more time only for a call that is importing
+            nonlocal extended
+            extended = self._importing and min(cap, budget_left) > seconds
+            return min(cap, budget_left) - seconds if extended else 0.0
+
         try:
             header, data = self._exchange(wire.pack(request, []), min(seconds, budget_left),
                                           lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
-                                          fds=fds)
+                                          fds=fds, extend=extend)
         except _Stopped as stop:
             self._stop_child(stop.child_alive)
-            raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
+            if extended:
+                self._grace = False
+            raise self._failure(call.function, stop, seconds, budget_left < seconds,
+                                min(cap, budget_left) if extended else None) from None
+        took = time.monotonic() - started
         # Counted from outside the sandbox: the child itself is the only process a finished call may leave.
         extra = self.sandbox.submission_processes() - 1
         if extra > 0:
@@ -153,10 +190,15 @@ class Session:
         inputs = None
         if call.return_inputs:  # read back from the grader's own memory, whatever the worker says
             inputs = tuple(wire.decode(tree, self._region.read(layout)) for tree in request["args"])
-        return read_reply(header, data, call, inputs)
+        return read_reply(header, data, call, inputs), took if extended else None
 
-    def _failure(self, function: str, stop: _Stopped, seconds: float, over_budget: bool) -> CallFailed:
-        """The student-facing explanation of a call that gave no reply."""
+    def _failure(self, function: str, stop: _Stopped, seconds: float, over_budget: bool,
+                 extended_to: float | None = None) -> CallFailed:
+        """The student-facing explanation of a call that gave no reply; extended_to: its one-time grace, if given."""
+        if stop.kind == "timeout" and extended_to is not None:
+            return CallTimedOut(f"{function} was still importing modules at its limit, so it was given up to "
+                                f"{extended_to:g} s for that one-time cost, and had not returned by then either; it "
+                                f"was stopped. Its limit: it did not return within {seconds:g} s")
         if stop.kind == "timeout" and over_budget:
             return CallTimedOut(f"{function} was stopped: the submission used up its "
                                 f"{self.budget:.3g} s budget")
@@ -248,11 +290,12 @@ class Session:
 
     # -------------------------------------------------------------- I/O
 
-    def _exchange(self, chunks: list, seconds: float, done, fds: list = ()) -> tuple[dict, list]:
+    def _exchange(self, chunks: list, seconds: float, done, fds: list = (), extend=None) -> tuple[dict, list]:
         """Write `chunks` (`fds` ride with the first), then read frames until `done(header)`; drain output meanwhile.
 
         Raises _Stopped("timeout") at the deadline and _Stopped(reason) when
-        the child dies or sends something malformed.
+        the child dies or sends something malformed. extend: asked once at
+        the deadline, the seconds to wait on (0 to stop there).
         """
         deadline = time.monotonic() + max(seconds, 0.0)
         self._output_mark = self.output.total  # the flood limit is per call (and per load)
@@ -268,7 +311,12 @@ class Session:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise _Stopped("timeout")
+                more = extend() if extend is not None else 0.0
+                extend = None
+                if more <= 0:
+                    raise _Stopped("timeout")
+                deadline += more
+                continue
             for key, mask in selector.select(remaining):
                 if key.fileobj == self._out:
                     self._read_output(selector)
@@ -311,6 +359,8 @@ class Session:
         for header, buffers in frames:
             if header.get("event") == "unit" and type(header.get("index")) is int:
                 self._unit = (header["index"], safe(header.get("label"), 40))
+            elif header.get("event") == "importing" and header.get("id") == self._next_id:
+                self._importing = True
             elif done(header):
                 return header, buffers
         return None
