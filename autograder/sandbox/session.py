@@ -21,7 +21,7 @@ import os
 import selectors
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import wire
@@ -30,13 +30,13 @@ from autograder.sandbox.protections import SandboxError
 from autograder.sandbox.replies import (
     CallFailed,
     CallTimedOut,
+    CapturedOutput,
     ReplyRejected,
     WorkerDied,
     _raised,
     read_reply,
     reply_limit,
     request_frame,
-    size_text,
     too_large,
 )
 from autograder.sandbox.zygote import Sandbox
@@ -55,28 +55,6 @@ class LoadReport:
     stopped: tuple = ()  # (unit label, reason) for units that hung or killed the worker
     failure: str = ""  # non-empty when the submission could not be loaded at all
     stray_processes: int = 0  # processes the top-level code left running, stopped after loading
-
-
-@dataclass
-class CapturedOutput:
-    """The first `limit` bytes of what the student's code printed, and a count of the rest."""
-
-    limit: int
-    data: bytearray = field(default_factory=bytearray)
-    total: int = 0
-
-    def add(self, chunk: bytes) -> None:
-        room = self.limit - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-        self.total += len(chunk)
-
-    def text(self) -> str:
-        text = safe(self.data.decode(errors="replace"))
-        cut = self.total - len(self.data)
-        if cut > 0:
-            text += f"\n[... {size_text(cut)} more output not kept]"
-        return text
 
 
 class _Stopped(Exception):
@@ -198,7 +176,7 @@ class Session:
         if stop.kind == "timeout" and extended_to is not None:
             return CallTimedOut(f"{function} was still importing modules at its limit, so it was given up to "
                                 f"{extended_to:g} s for that one-time cost, and had not returned by then either; it "
-                                f"was stopped. Its limit: it did not return within {seconds:g} s")
+                                f"was stopped: it did not return within its limit of {seconds:g} s")
         if stop.kind == "timeout" and over_budget:
             return CallTimedOut(f"{function} was stopped: the submission used up its "
                                 f"{self.budget:.3g} s budget")
