@@ -45,17 +45,25 @@ def diagnose(catalogue: Catalogue | None, calls: list, ref: ModuleType | None,
     """
     if catalogue is None or ref is None:
         return None
-    seen_calls = [(call, observe(call, reply, ref)) for call, reply in calls
-                  if call.payload_bytes() <= MAX_DIAGNOSED_BYTES]
-    seen_calls = [(call, seen, _attempt(catalogue.right, seen)) for call, seen in seen_calls if seen is not None]
+    observed = [(call, observe(call, reply, ref)) for call, reply in calls
+                if call.payload_bytes() <= MAX_DIAGNOSED_BYTES]
+    observed = [(call, seen) for call, seen in observed if seen is not None]
+    rights: dict[int, _Answer | None] = {}
+
+    def right(index: int) -> _Answer | None:  # the reference's answer, computed once and only when needed
+        if index not in rights:
+            rights[index] = _attempt(catalogue.right, observed[index][1])
+        return rights[index]
+
     # Exceptions the student's functions raised where the reference returns: on ordinary input.
-    ordinary = {(seen.function, seen.raised[0]) for _, seen, right in seen_calls
-                if seen.raised is not None and right is not None and right.raised is None}
-    for call, seen, right in reversed(seen_calls):
-        if right is not None and right.raised is not None and seen.raised is not None \
-                and (seen.function, seen.raised[0]) in ordinary:
+    ordinary = {(seen.function, seen.raised[0]) for index, (_, seen) in enumerate(observed)
+                if seen.raised is not None and right(index) is not None and right(index).raised is None}
+    for index in reversed(range(len(observed))):
+        call, seen = observed[index]
+        if seen.raised is not None and (seen.function, seen.raised[0]) in ordinary and right(index) is not None \
+                and right(index).raised is not None:
             continue  # raised on ordinary input too, so it says nothing about the input that must raise
-        found = _first_match(catalogue, seen, right, _tolerance_for(call, tolerance))
+        found = _first_match(catalogue, seen, right(index), _tolerance_for(call, tolerance))
         if found is not None:
             return found
     return None
