@@ -208,3 +208,16 @@ def test_a_hang_costs_no_more_time_than_before(course, suite, sandbox, reference
     uses = {entry.name: set(entry.check.functions) for entry in suite.checks}
     assert all(uses[t.name] & {"softmax", "attention"} for t in result.tests if t.status != "passed")
     assert limits[first.name].seconds < 1  # calibrated, not call_seconds
+
+
+def test_a_score_looping_in_python_is_named_on_its_scale_check_only(course, suite, sandbox, reference, tmp_path):
+    """A timeout has no values: the idea is named where score's small checks all passed and its scale check timed
+    out, and nowhere else (attention's scale check times out too, for a reason attention's checks cannot see)."""
+    path = compose(tmp_path, "s0006", SUBMISSIONS / "slow" / "score_grid_loop.py")
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path))
+    named = {t.name: t.misconception for t in result.tests if t.misconception}
+    assert named == {"score.long_sequence": "score_python_loops"}
+    check = next(t for t in result.tests if t.name == "score.long_sequence")
+    assert check.status == "timeout" and "did not return within" in check.output
+    assert "vectorize" in check.explanation and "instead of Python loops" in check.explanation
+    assert check.explanation.endswith("slide 24.")

@@ -1,13 +1,12 @@
 """The grader's conversation with one submission's worker.
 
-A `Session` starts a fresh child of the sandbox's zygote, sends it the
-submission over the child's own socket, and then sends it calls, one at a
-time, each with a wall-clock deadline. It drains the child's output while it
-waits, caps what it keeps, and decodes replies with `wire.decode`, which
-trusts nothing. When a call hangs or the child dies, the whole process tree
-is killed and the next call gets a fresh child (which loads the submission
-again), so one bad function costs only the checks that call it. Every
-submission also has a total time budget.
+A `Session` starts a fresh child of the sandbox's zygote, sends it the submission over the child's
+own socket, and then sends it calls, one at a time, each with a wall-clock deadline. It drains the
+child's output while it waits, caps what it keeps, and decodes replies with `wire.decode`, which
+trusts nothing. When a call hangs or the child dies, the whole process tree is killed and the next
+call gets a fresh child (which loads the submission again), so one bad function costs only the
+checks that call it. Every submission also has a total time budget. A call still importing a module
+at its limit (a one-time cost) is timed again warm (sandbox.grace).
 
 What the grader believes about a call it establishes itself: the arguments
 after the call are read from shared memory the grader owns, the gradients
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import wire
+from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import SandboxError
 from autograder.sandbox.replies import (
@@ -94,7 +94,7 @@ class Session:
         self._output_mark = 0
         self._selector: selectors.BaseSelector | None = None  # the child's socket and output, for its lifetime
         self._region = wire.SharedRegion()  # where the current child's calls find their arrays
-        self._grace = True  # a call still importing at its limit may run on (see `call`)
+        self._grace = OneTimeGrace(limits.one_time_seconds)
         self._importing = False  # the current call said it began importing a module
 
     # -------------------------------------------------------------- public
@@ -106,13 +106,8 @@ class Session:
     def call(self, call: Call) -> Reply:
         """Run one call in the worker. Raises CallFailed when there is no reply.
 
-        One-time costs are not slowness: a call still importing a module when
-        it reaches its limit (the first call into part of a library) may run
-        on up to `limits.one_time_seconds`, and is then run again, warm; the
-        second run is the reply, timed against the limit. The grace is the
-        submission's: a restarted child is forgiven the same cost again, but
-        a call that does not prove it a one-time cost (not done by then, or
-        slow again) ends it, so a hang costs one extension at most.
+        A call still importing a module at its limit may run on up to the one-time grace's cap; it is
+        then run again, warm, and that second run, timed against the limit, is the reply (sandbox.grace).
         """
         seconds = call.seconds or self.limits.call_seconds
         reply, first = self._call_once(call, seconds)
@@ -121,9 +116,7 @@ class Session:
         try:
             reply, _ = self._call_once(call, seconds, grace=False)
         except CallTimedOut as slow:
-            self._grace = False
-            raise CallTimedOut(f"{call.function}'s first call took {first:.2g} s, over its limit, while it imported "
-                               f"modules (a one-time cost), so it was run again; {slow}") from None
+            raise self._grace.slow_again(call.function, first, slow) from None
         return reply
 
     def _call_once(self, call: Call, seconds: float, grace: bool = True) -> tuple[Reply, float | None]:
@@ -140,24 +133,23 @@ class Session:
         self._parser.limit = reply_limit(call)
         started = time.monotonic()
         budget_left = self._deadline - started
-        cap = max(seconds, self.limits.one_time_seconds) if grace and self._grace else seconds
+        cap = self._grace.cap(seconds) if grace else seconds
         self._importing = extended = False
 
         def extend() -> float:  # at the limit: more time only for a call that is importing
             nonlocal extended
             extended = self._importing and min(cap, budget_left) > seconds
             return min(cap, budget_left) - seconds if extended else 0.0
-
         try:
             header, data = self._exchange(wire.pack(request, []), min(seconds, budget_left),
                                           lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
                                           fds=fds, extend=extend)
         except _Stopped as stop:
             self._stop_child(stop.child_alive)
-            if extended:
-                self._grace = False
-            raise self._failure(call.function, stop, seconds, budget_left < seconds,
-                                min(cap, budget_left) if extended else None) from None
+            if extended and stop.kind == "timeout":
+                raise self._grace.not_done(call.function, min(cap, budget_left), seconds) from None
+            self._grace.available &= not extended  # given the grace, it did not prove the cost one-time
+            raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
         took = time.monotonic() - started
         # Counted from outside the sandbox: the child itself is the only process a finished call may leave.
         extra = self.sandbox.submission_processes() - 1
@@ -170,16 +162,10 @@ class Session:
             inputs = tuple(wire.decode(tree, self._region.read(layout)) for tree in request["args"])
         return read_reply(header, data, call, inputs), took if extended else None
 
-    def _failure(self, function: str, stop: _Stopped, seconds: float, over_budget: bool,
-                 extended_to: float | None = None) -> CallFailed:
-        """The student-facing explanation of a call that gave no reply; extended_to: its one-time grace, if given."""
-        if stop.kind == "timeout" and extended_to is not None:
-            return CallTimedOut(f"{function} was still importing modules at its limit, so it was given up to "
-                                f"{extended_to:g} s for that one-time cost, and had not returned by then either; it "
-                                f"was stopped: it did not return within its limit of {seconds:g} s")
+    def _failure(self, function: str, stop: _Stopped, seconds: float, over_budget: bool) -> CallFailed:
+        """The student-facing explanation of a call that gave no reply."""
         if stop.kind == "timeout" and over_budget:
-            return CallTimedOut(f"{function} was stopped: the submission used up its "
-                                f"{self.budget:.3g} s budget")
+            return CallTimedOut(f"{function} was stopped: the submission used up its {self.budget:.3g} s budget")
         if stop.kind == "timeout":
             return CallTimedOut(f"{function} did not return within {seconds:g} s and was stopped")
         if stop.kind == "too_large":

@@ -55,11 +55,9 @@ MAX_FDS = 4  # file descriptors one message may carry
 def zygote_main(config: dict) -> None:
     """Serve spawn, clean and probe requests on the control socket until it closes.
 
-    config: {"control_fd", "preload": [module names], "warmup": [Python
-    statements run once after the preload], "scratch": dir whose contents
-    are wiped between submissions, "sweep": world-writable dirs (the
-    fallback's /tmp) from which everything our uid owns is wiped too,
-    "as_init": bool}.
+    config: {"control_fd", "preload": [module names], "warmup": [statements run after the preload],
+    "scratch": dir whose contents are wiped between submissions, "sweep": world-writable dirs (the
+    fallback's /tmp) from which everything our uid owns is wiped too, "as_init": bool}.
     """
     control = socket.socket(fileno=config["control_fd"])
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -107,11 +105,7 @@ def zygote_main(config: dict) -> None:
 def _warm_up(statements: list) -> str:
     """Run the assignment's warm-up (course.yaml `warmup`) before any submission exists; "" or what failed.
 
-    What the preloaded libraries load on a first call (an import inside a
-    function, a first dispatch) is then loaded in every child already, so no
-    student's timed call pays for it. It runs on constants of the course's
-    own, and its namespace is dropped: only the modules it loaded remain.
-    """
+    What the libraries load on a first call is then in every child. Its namespace (constants) is dropped."""
     namespace: dict = {}
     for number, statement in enumerate(statements):
         try:
@@ -194,9 +188,7 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent
         (spec, sources), _ = inbox.next()
         inbox.parser.limit = CALL_LIMIT
         namespace = _load(spec, [bytes(s).decode("utf-8", "replace") for s in sources], sock)
-        watch = _ImportWatch(sock)
-        sys.meta_path.insert(0, watch)  # after loading: imports at the top of the file are no call's
-        _serve(inbox, namespace, watch)
+        _serve(inbox, namespace)
     except BaseException:  # noqa: BLE001 - the child must never fall back into the zygote loop
         # Shown to the grader as the child's output: a worker fault, not the student's.
         traceback.print_exc()
@@ -294,10 +286,8 @@ def _exit_if_forked_copy(me: int) -> None:
 class _ImportWatch:
     """Tells the grader, once per call, that the call has begun importing a module: a one-time cost.
 
-    A finder first on sys.meta_path, asked only for modules not imported
-    yet; it finds nothing itself. The grader may then let the call run past
-    its limit, and times it again warm (sandbox.session): this word of the
-    worker buys at most a wait, never a verdict.
+    First on sys.meta_path, it is asked only for modules not imported yet, and finds nothing itself.
+    The grader may then let the call run past its limit (sandbox.grace): a wait, never a verdict.
     """
 
     def __init__(self, sock: socket.socket):
@@ -307,14 +297,14 @@ class _ImportWatch:
 
     def find_spec(self, name, path=None, target=None):
         # Only the calling thread of this process: a forked copy or a thread must not write to the socket.
-        if self.call_id is None or os.getpid() != self._pid or _thread.get_ident() != self._thread:
-            return None
-        call_id, self.call_id = self.call_id, None
-        wire.send(self.sock, {"event": "importing", "id": call_id})
-        return None
+        if self.call_id is not None and os.getpid() == self._pid and _thread.get_ident() == self._thread:
+            call_id, self.call_id = self.call_id, None
+            wire.send(self.sock, {"event": "importing", "id": call_id})
 
 
-def _serve(inbox: _Inbox, namespace: dict, watch: _ImportWatch) -> None:
+def _serve(inbox: _Inbox, namespace: dict) -> None:
+    watch = _ImportWatch(inbox.sock)
+    sys.meta_path.insert(0, watch)  # after loading: imports at the top of the file are no call's
     me = os.getpid()
     region = None  # the grader's shared memory, where each call's arrays are
     while True:

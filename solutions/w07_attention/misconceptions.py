@@ -311,7 +311,7 @@ MISCONCEPTIONS = (
     Misconception(
         "score_python_loops",
         "score is right on small inputs but too slow at T = 512: dense attention has a T × T score grid "
-        "(quadratic in T), so compute it with one array operation, Q @ Kᵀ over the last two axes, instead of "
+        "(quadratic in T), so vectorize it: one array operation, Q @ Kᵀ over the last two axes, instead of "
         "Python loops over queries and keys — slide 24.",
         ("score",), too_slow=("score.long_sequence",)),
     Misconception(
