@@ -211,19 +211,26 @@ def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, 
     ordinary = t.call(function, *valid.args, **valid.kwargs)
     faulty = t.call(function, *invalid.args, **invalid.kwargs)
     if ordinary.raised is not None:
-        raised = ordinary.raised
-        if raised.type in ("NotImplementedError", "SystemExit"):
+        if ordinary.raised.type in ("NotImplementedError", "SystemExit"):
             raise_for(function, ordinary)
-        why = valid_advice if raised.type == exception and faulty.raised is None else (
-            "fix that first: this check needs the right values there before it can judge the error case"
-            + (f" (if the {exception} is your own, {valid_advice})" if raised.type == exception else ""))
-        raise CheckFailed(f"{function} raises on ordinary input: {valid_what} raised {raised.describe()}; {why}")
+        raise CheckFailed(_raises_on_ordinary_input(function, ordinary.raised, faulty.raised, exception, valid_what,
+                                                    valid_advice))
     if faulty.raised is None:
         raise CheckFailed(f"{what} returned instead of raising {exception}; {advice}",
                           got=faulty.value if isinstance(faulty.value, np.ndarray) else None)
     if faulty.raised.type != exception:
         raise CheckFailed(f"{what} raised {faulty.raised.describe()}; expected {exception}")
     return ordinary.value
+
+
+def _raises_on_ordinary_input(function: str, raised, also_raised, exception: str, what: str, advice: str) -> str:
+    """The message for a function that raised on the valid neighbour of an error case (see expect_error_path)."""
+    message = f"{function} raises on ordinary input: {what} raised {raised.describe()}"
+    if raised.type != exception:
+        return f"{message}; fix that first: this check needs the right values there before it can judge the error case"
+    if also_raised is None:  # raises where it should return, returns where it should raise
+        return f"{message}; {advice}"
+    return f"{message}; fix that first (if this {exception} is your own, {advice})"
 
 
 def student_seed(salt: str, assignment: str, student: str) -> int:

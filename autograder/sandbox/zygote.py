@@ -158,8 +158,7 @@ class Sandbox:
         # The fallback's workers can write to the machine's shared folders; what their uid owns there goes too.
         sweep = list(SHARED_FOLDERS) if self.protections.mode != "bwrap" and self.uid is not None else []
         config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "warmup": list(self.warmup),
-                  "scratch": scratch,
-                  "sweep": sweep, "as_init": as_init}
+                  "scratch": scratch, "sweep": sweep, "as_init": as_init}
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log,
             env=env, cwd=cwd, start_new_session=True, pass_fds=(theirs.fileno(),), **self._fallback_user())
