@@ -51,9 +51,9 @@ def main() -> None:
     protections = probe(args.sandbox)
     print(f"sandbox: {protections.mode}; preload: {', '.join(assignment.preload)}")
 
-    with Sandbox(protections, assignment.preload, fresh=True) as sandbox:
+    with Sandbox(protections, assignment.preload, fresh=True, warmup=assignment.warmup) as sandbox:
         fresh = per_submission(sandbox, spec, assignment.limits, args.fresh)
-    with Sandbox(protections, assignment.preload) as sandbox:
+    with Sandbox(protections, assignment.preload, warmup=assignment.warmup) as sandbox:
         sandbox.start()  # the zygote's one-time start is not a per-submission cost
         zygote = per_submission(sandbox, spec, assignment.limits, args.zygote)
 

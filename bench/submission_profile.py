@@ -100,7 +100,7 @@ def main() -> None:
                         args.count)
 
     protections = probe(args.sandbox)
-    with Sandbox(protections, suite.assignment.preload) as sandbox:
+    with Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup) as sandbox:
         grader = Grader(course, suite, sandbox, reference)
         grader.grade(submission)  # the zygote's start and the shared cases are not per-submission costs
         zygote = sandbox.zygote_pid()

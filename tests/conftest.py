@@ -53,7 +53,7 @@ def suite(course):
 
 @pytest.fixture(scope="session")
 def sandbox(suite):
-    with Sandbox(probe("auto"), suite.assignment.preload) as box:
+    with Sandbox(probe("auto"), suite.assignment.preload, warmup=suite.assignment.warmup) as box:
         yield box
 
 

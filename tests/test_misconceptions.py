@@ -15,7 +15,7 @@ from autograder.authoring.checks import Sizes, Tolerance, Trial, check_rng, stud
 from autograder.authoring.misconceptions import Catalogue, Misconception
 from autograder.authoring.protocol import Call, Raised, Reply
 from autograder.grading.attempt import attempt
-from autograder.grading.diagnosis import diagnose
+from autograder.grading.diagnosis import diagnose, diagnose_timeout
 from autograder.grading.shrink import ShrinkBudget, input_size, shrink
 from autograder.grading.submission import read_submission
 from autograder.sandbox.session import Session
@@ -54,7 +54,8 @@ def test_catalogue_covers_every_buggy_fixture_and_ids_are_unique(suite):
     assert {entry["misconception"] for entry in BUGGY.values()} <= set(ids)
     for idea in suite.misconceptions.misconceptions:
         assert idea.sentence.endswith(".") and "slide" in idea.sentence, idea.id
-        assert (idea.wrong is None) != (idea.shows is None), idea.id
+        assert [idea.wrong is not None, idea.shows is not None, bool(idea.too_slow)].count(True) == 1, idea.id
+        assert all(name in {e.name for e in suite.checks} for name in idea.too_slow), idea.id
 
 
 @pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
@@ -170,6 +171,31 @@ def test_engine_matches_an_exception_only_in_the_function_the_idea_lives_in():
     assert diagnose(catalogue, [_call("outer", [1.0], raised=raised)], ref, TOLERANCE) is None
     other = Raised("ValueError", "another message")
     assert diagnose(catalogue, [_call("plus_one", [1.0], raised=other)], ref, TOLERANCE) is None
+
+
+def test_engine_takes_no_exception_as_evidence_when_ordinary_input_raises_it_too():
+    """An idea about what to raise is shown only by an input that must raise, and only if ordinary ones return."""
+    ref = _reference_module()
+    ref.plus_one = lambda x: (_ for _ in ()).throw(ValueError("negative")) if np.any(np.asarray(x) < 0) \
+        else np.asarray(x) + 1.0
+    wrong_type = Misconception("wrong_type", "wrong_type — slide 1.", ("plus_one",),  # on the input that must raise
+                               shows=lambda seen: seen.raised is not None and seen.raised[0] == "RuntimeError"
+                               and bool(np.any(np.asarray(seen.args["x"]) < 0)))
+    catalogue = _catalogue(wrong_type)
+    raised = Raised("RuntimeError", "shapes")
+    alone = [_call("plus_one", [-1.0], raised=raised)]
+    assert diagnose(catalogue, alone, ref, TOLERANCE).id == "wrong_type"
+    both = [_call("plus_one", [1.0], raised=raised), _call("plus_one", [-1.0], raised=raised)]
+    assert diagnose(catalogue, both, ref, TOLERANCE) is None
+
+
+def test_a_timeout_names_a_slowness_idea_only_after_the_functions_other_checks_passed():
+    slow = Misconception("loops", "loops — slide 24.", ("f",), too_slow=("f.at_scale",))
+    catalogue = _catalogue(slow)
+    assert diagnose_timeout(catalogue, "f.at_scale", "f", [("f", "passed"), ("g", "failed")]) is slow
+    assert diagnose_timeout(catalogue, "f.at_scale", "f", [("f", "passed"), ("f", "failed")]) is None  # a bug
+    assert diagnose_timeout(catalogue, "f.at_scale", "f", [("g", "passed")]) is None  # nothing to go on
+    assert diagnose_timeout(catalogue, "f.small", "f", [("f", "passed")]) is None  # not a scale check
 
 
 # ------------------------------------------------------------------ shrinking

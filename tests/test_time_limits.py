@@ -80,6 +80,10 @@ def test_python_loops_over_the_grid_fail_the_scale_checks_and_nothing_else(tmp_p
         # The limit, how it compares with the reference, and what to change.
         assert "did not return within 0.1" in test["output"] and "× the reference's" in test["output"]
         assert "instead of Python loops" in test["output"]
+    # Named on the function's own scale check, where its small checks all passed; nowhere else.
+    named = {t["name"]: t["misconception"] for t in result["tests"] if t["misconception"]}
+    idea = SLOW[slow].get("misconception")
+    assert named == ({f"{SLOW[slow]['function']}.long_sequence": idea} if idea else {})
 
 
 def _burn(stop):

@@ -25,7 +25,11 @@ from autograder.authoring.protocol import Call, Reply
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Values match when |got - expected| <= atol * max(1, max|expected|) + rtol * |expected|."""
+    """Values match when |got - expected| <= atol * max(1, max|expected|) + rtol * |expected|.
+
+    For a sum or a matrix product (C = A V) the relative part is rtol * Σⱼ |aᵢⱼ| |vⱼₖ|, the magnitude of
+    the terms summed, instead of |expected| (compare.expect_close's `terms`).
+    """
 
     rtol: float
     atol: float
@@ -185,34 +189,48 @@ def raise_for(function: str, reply: Reply):
     raise StudentError(f"{function} raised {raised.describe()}")
 
 
-def expect_raises(t: Trial, exception: str, function: str, *args, what: str, advice: str, **kwargs) -> None:
-    """The call must raise `exception` (a type name); anything else fails, saying what happened.
+@dataclass(frozen=True)
+class Inputs:
+    """The arguments of one call: `args` positional, `kwargs` by keyword."""
 
-    advice: why raising is right, for the message when the function returns.
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+
+def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, valid: Inputs, *,
+                      what: str, advice: str, valid_what: str, valid_advice: str):
+    """An error path: `function` raises `exception` (a type name) on `invalid` and returns on `valid`, its
+    neighbour (the same input with the fault removed). Returns the valid call's value, for the check to compare.
+
+    Both calls are made before either is judged, the valid one first, so the calls never depend on the
+    answers. When the valid input raises too, that is the message: the function raises on ordinary input,
+    so its exception says nothing about the invalid one. what/valid_what: name the two inputs; advice: why
+    raising is right, for a function that returns instead; valid_advice: when raising is right, for a
+    function that raises `exception` on the valid input.
     """
-    reply = t.call(function, *args, **kwargs)
-    if reply.raised is None:
+    ordinary = t.call(function, *valid.args, **valid.kwargs)
+    faulty = t.call(function, *invalid.args, **invalid.kwargs)
+    if ordinary.raised is not None:
+        if ordinary.raised.type in ("NotImplementedError", "SystemExit"):
+            raise_for(function, ordinary)
+        raise CheckFailed(_raises_on_ordinary_input(function, ordinary.raised, faulty.raised, exception, valid_what,
+                                                    valid_advice))
+    if faulty.raised is None:
         raise CheckFailed(f"{what} returned instead of raising {exception}; {advice}",
-                          got=reply.value if isinstance(reply.value, np.ndarray) else None)
-    if reply.raised.type == "NotImplementedError":
-        raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError)")
-    if reply.raised.type != exception:
-        raise CheckFailed(f"{what} raised {reply.raised.describe()}; expected {exception}")
+                          got=faulty.value if isinstance(faulty.value, np.ndarray) else None)
+    if faulty.raised.type != exception:
+        raise CheckFailed(f"{what} raised {faulty.raised.describe()}; expected {exception}")
+    return ordinary.value
 
 
-def returned_where_valid(t: Trial, function: str, *args, what: str, advice: str, **kwargs):
-    """The value `function` returns for a valid input next to an error case; raising there fails.
-
-    An error-path check calls this after `expect_raises`, on the same input
-    with the fault removed, so a function that always raises earns nothing.
-    what: names the valid input; advice: when raising is right instead.
-    """
-    reply = t.call(function, *args, **kwargs)
-    if reply.raised is None:
-        return reply.value
-    if reply.raised.type in ("NotImplementedError", "SystemExit"):
-        raise_for(function, reply)
-    raise CheckFailed(f"{what} raised {reply.raised.describe()}, but that input is valid: {advice}")
+def _raises_on_ordinary_input(function: str, raised, also_raised, exception: str, what: str, advice: str) -> str:
+    """The message for a function that raised on the valid neighbour of an error case (see expect_error_path)."""
+    message = f"{function} raises on ordinary input: {what} raised {raised.describe()}"
+    if raised.type != exception:
+        return f"{message}; fix that first: this check needs the right values there before it can judge the error case"
+    if also_raised is None:  # raises where it should return, returns where it should raise
+        return f"{message}; {advice}"
+    return f"{message}; fix that first (if this {exception} is your own, {advice})"
 
 
 def student_seed(salt: str, assignment: str, student: str) -> int:

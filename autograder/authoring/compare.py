@@ -66,13 +66,18 @@ def expect_shape(got: np.ndarray, expected_shape: tuple, what: str, hint: str = 
                       + (f": {hint}" if hint else ""), got=got)
 
 
-def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hint: str = "") -> np.ndarray:
+def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hint: str = "",
+                 terms: np.ndarray | None = None) -> np.ndarray:
     """Floating-point comparison: array → shape → dtype → finiteness → values.
 
     expected: the trusted value; may hold −inf (masked scores) and must then
     be matched exactly there. got: may be a SampledArray (see Call.sample),
     for outputs of millions of entries whose values other checks already
     verify in full at small sizes; only its sampled positions are compared.
+    terms: for a sum or a matrix product, the sum of its terms' magnitudes,
+    entry by entry (expected's shape): for C = A V, |A| @ |V|, i.e.
+    Σⱼ |aᵢⱼ| |vⱼₖ|. Rounding errs in proportion to the terms, not to the
+    result, which cancellation can bring near zero (see `allowed_error`).
     """
     got = as_array(got, what, expected.shape)
     expect_shape(got, expected.shape, what, shape_hint)
@@ -88,6 +93,10 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
         positions = None
         got64, exp64 = got.reshape(-1), expected.reshape(-1)
     got64, exp64 = got64.astype(np.float64), exp64.astype(np.float64)
+    magnitude = None
+    if terms is not None:
+        magnitude = np.broadcast_to(np.asarray(terms, dtype=np.float64), expected.shape).reshape(-1)
+        magnitude = magnitude[positions] if positions is not None else magnitude
 
     def index(i):  # a position in the compared values -> an index into the arrays
         return _index(np.unravel_index(positions[i] if positions is not None else i, expected.shape))
@@ -95,24 +104,51 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
     _expect_same_nonfinite(got64, exp64, what, expected, got, index)
     finite = np.isfinite(exp64)
     exp_finite = np.where(finite, exp64, 0.0)
-    scale = max(1.0, float(np.abs(exp_finite).max(initial=0.0)))
     error = np.where(finite, np.abs(got64 - exp_finite), 0.0)
-    bad = error > tol.atol * scale + tol.rtol * np.abs(exp_finite)
+    allowed = allowed_error(exp_finite, tol, magnitude)
+    bad = error > allowed
     if bad.any():
         worst = int(np.argmax(np.where(bad, error, -1.0)))
         counted = f"{int(bad.sum())} of {bad.size}" + (" sampled" if positions is not None else "")
+        shown_got, shown_expected = distinct_digits(got64[worst], exp64[worst])
         raise CheckFailed(
             f"{what} differs from the expected values at {counted} positions; the largest difference is "
-            f"at index {index(worst)}: got {got64[worst]:.6g}, expected {exp64[worst]:.6g}", expected, got)
+            f"at index {index(worst)}: got {shown_got}, expected {shown_expected} (differs by "
+            f"{error[worst]:.1e}, allowed {allowed[worst]:.1e})", expected, got)
     return got
 
 
-def expect_gradients(reply, expected: dict, tol: Tolerance, what: str) -> None:
+def allowed_error(expected: np.ndarray, tol: Tolerance, terms: np.ndarray | None = None) -> np.ndarray:
+    """The error each entry may have: atol · max(1, max|expected|) + rtol · max(|expected|, terms).
+
+    expected: finite values (float64). terms: Σ of the magnitudes of the
+    terms summed into each entry (None for a value that is not a sum). A sum
+    computed in a lower precision is off by up to about n · ε · Σ|terms|,
+    however small the sum itself is, so the relative part scales with the
+    terms; without them it scales with the entry itself.
+    """
+    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+    size = np.abs(expected) if terms is None else np.maximum(np.abs(expected), terms)
+    return tol.atol * scale + tol.rtol * size
+
+
+def distinct_digits(got: float, expected: float) -> tuple[str, str]:
+    """Both numbers with enough significant digits to show where they differ (6 at least, one past the first
+    digit that differs)."""
+    for digits in range(6, 18):
+        if f"{got:.{digits}g}" != f"{expected:.{digits}g}":
+            digits = min(digits + 1, 17)
+            return f"{got:.{digits}g}", f"{expected:.{digits}g}"
+    return f"{got:.17g}", f"{expected:.17g}"
+
+
+def expect_gradients(reply, expected: dict, tol: Tolerance, what: str, terms: dict | None = None) -> None:
     """The gradients a call with `backward=` brought back match the trusted ones, input by input.
 
     expected: argument name -> its expected gradient, in the call's argument
     order (e.g. Q, K, V). The values are compared, never the worker's own
     account of its autograd state, which the student's code could forge.
+    terms: argument name -> the magnitudes of the terms its gradient sums (see expect_close).
     """
     if reply.grad_error:
         raise CheckFailed(f"{what}: {reply.grad_error}. Keep every step in torch operations on the input "
@@ -125,7 +161,7 @@ def expect_gradients(reply, expected: dict, tol: Tolerance, what: str) -> None:
             raise CheckFailed(f"{what}: no gradient reached {name}; compute the result from {name} with torch "
                               "operations so autograd can follow")
         expect_close(got.array if isinstance(got, TensorData) else got, exp, tol,
-                     f"the gradient with respect to {name} of {what}")
+                     f"the gradient with respect to {name} of {what}", terms=(terms or {}).get(name))
 
 
 def expect_equal_mask(got, expected: np.ndarray, what: str) -> np.ndarray:

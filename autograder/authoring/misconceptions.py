@@ -5,7 +5,9 @@ defines `CATALOGUE`, a `Catalogue`. Each `Misconception` in it knows how a
 student who holds that wrong idea answers a call: either it computes that
 wrong answer itself from the reference (`wrong`), or it recognises the
 behaviour (`shows`: raising the wrong exception, changing an input in place,
-cutting the autograd graph). The grader's engine
+cutting the autograd graph), or it is named where a scale check times out
+(`too_slow`) after every earlier check of the same function passed: right
+values on small inputs, too slow on a large one (a timeout has no values to compare). The grader's engine
 (autograder.grading.diagnosis) holds a failing check's calls against them.
 The catalogue lives under solutions/ because it needs the reference, and is
 never released.
@@ -56,6 +58,8 @@ class Misconception:
         from the reference; None where the idea does not apply to the call.
         An exception it raises is the wrong answer too (matched by type and message).
     shows: alternatively, whether the call's behaviour reveals the idea.
+    too_slow: alternatively, checks (names) whose timeout reveals the idea,
+        when every check of the same function run before them passed.
     """
 
     id: str
@@ -63,6 +67,7 @@ class Misconception:
     functions: tuple[str, ...]
     wrong: Callable[[Observed], Any] | None = None
     shows: Callable[[Observed], bool] | None = None
+    too_slow: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def _check(args) -> int:
     protections = probe(args.sandbox)
     if protections.warning:
         print(protections.warning, file=sys.stderr)
-    sandbox = Sandbox(protections, suite.assignment.preload)
+    sandbox = Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup)
     try:
         # Here the probe is the preload imported in a child under the limits: a student's install has no reference.
         require_environment(course, suite, sandbox, "autograder check")

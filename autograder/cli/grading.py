@@ -187,7 +187,7 @@ def _replay(args) -> int:
               "current ones", file=sys.stderr)
     protections = probe(args.sandbox)
     refuse_readable(protections, suite.secret_paths(course) + [path, options.db_path(args)])
-    with Sandbox(protections, suite.assignment.preload) as sandbox:
+    with Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup) as sandbox:
         with Store(options.db_path(args)) as store:
             reference = cached_reference_times(course, suite, store)
         tried = Grader(course, suite, sandbox, reference).replay(submission, args.check)
@@ -219,7 +219,7 @@ def _doctor(args) -> int:
         return 0
     failed = 0
     for course, suite in found:
-        sandbox = Sandbox(protections, suite.assignment.preload)
+        sandbox = Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup)
         try:
             report = probe_environment(course, suite, sandbox)
         finally:

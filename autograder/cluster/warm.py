@@ -189,8 +189,8 @@ class WarmGrader(WorkerPlugin):
         except (SandboxError, OSError) as error:
             self._fail(f"worker {self.address} could not claim a worker uid: {error}")
             return
-        sandbox = Sandbox(unpacked.protections, unpacked.course.assignment(self.orders.assignment).preload,
-                          slot=slot.number)
+        settings = unpacked.course.assignment(self.orders.assignment)
+        sandbox = Sandbox(unpacked.protections, settings.preload, slot=slot.number, warmup=settings.warmup)
         try:
             sandbox.start()  # while the suite loads; why it could not start is the probe's to say, below
         except SandboxError:

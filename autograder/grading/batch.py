@@ -182,7 +182,7 @@ def _grader_process(course, suite, protections, reference, slot, connection) -> 
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides what Ctrl-C means
     one_thread()
-    sandbox = Sandbox(protections, suite.assignment.preload, slot=slot)
+    sandbox = Sandbox(protections, suite.assignment.preload, slot=slot, warmup=suite.assignment.warmup)
     try:
         # Before its first submission: an environment that cannot grade the reference grades no one.
         require_environment(course, suite, sandbox, "grading")

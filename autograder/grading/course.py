@@ -46,6 +46,9 @@ class Assignment:
     written: dict[str, float] = field(default_factory=dict)
     # Deadlines and late work (`due`, `late`, `extensions`); no due time means nothing is late.
     late: LateRule = field(default_factory=LateRule)
+    # Python statements each worker runs once after the preload, before any submission: what the preloaded
+    # libraries would otherwise load on a first call (an import inside a function), which no student pays then.
+    warmup: tuple[str, ...] = ()
 
     @property
     def max_score(self) -> float:
@@ -110,8 +113,8 @@ def load_course(path: Path) -> Course:
 class _Reader:
     """Validating accessors that name the offending key in every error."""
 
-    ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "limits", "tolerance", "checks",
-                       "written", "due", "late", "extensions"}
+    ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "warmup", "limits", "tolerance",
+                       "checks", "written", "due", "late", "extensions"}
     LATE_KEYS = {"penalty_per_day", "grace_minutes", "max_days_late"}
 
     def __init__(self, path: Path):
@@ -182,7 +185,19 @@ class _Reader:
             tolerance=tolerance,
             checks=self.checks(entry["checks"], _join(key, "checks")),
             written=self.written(entry.get("written", {}), _join(key, "written")),
-            late=self.late_rule(entry, key))
+            late=self.late_rule(entry, key),
+            warmup=self.warmup(entry.get("warmup", []), _join(key, "warmup")))
+
+    def warmup(self, value, key: str) -> tuple[str, ...]:
+        """Statements of Python, each compiled here so that a typo is an error naming its line, not a worker fault."""
+        if not isinstance(value, list) or not all(isinstance(line, str) for line in value):
+            self.fail(key, "expected a list of Python statements, e.g. [\"import torch.fx\"]")
+        for number, line in enumerate(value):
+            try:
+                compile(line, f"{key}[{number}]", "exec")
+            except SyntaxError as error:
+                self.fail(f"{key}[{number}]", f"is not a Python statement ({error.msg}): {line!r}")
+        return tuple(value)
 
     def late_rule(self, entry: dict, key: str) -> LateRule:
         """`due`, `late` and `extensions` of one assignment; `late` and `extensions` need a `due`."""

@@ -3,7 +3,9 @@
 When a check fails, `diagnose` looks at the calls the check made, last
 first, and names the first misconception (autograder.authoring.misconceptions)
 whose wrong answer the student's reply matches on a call the student got
-wrong, or whose behaviour the call shows. It runs in the trusted grader, on
+wrong, or whose behaviour the call shows. An exception on an input that must
+raise is no evidence when the same function raised the same type on an
+ordinary input of the check (one the reference answers): its cause is elsewhere. It runs in the trusted grader, on
 calls already made and replies already decoded; nothing is sent to a worker.
 """
 from __future__ import annotations
@@ -43,16 +45,45 @@ def diagnose(catalogue: Catalogue | None, calls: list, ref: ModuleType | None,
     """
     if catalogue is None or ref is None:
         return None
-    for call, reply in reversed(calls):
-        if call.payload_bytes() > MAX_DIAGNOSED_BYTES:
-            continue
-        seen = observe(call, reply, ref)
-        if seen is None:
-            continue
-        found = _first_match(catalogue, seen, _tolerance_for(call, tolerance))
+    observed = [(call, observe(call, reply, ref)) for call, reply in calls
+                if call.payload_bytes() <= MAX_DIAGNOSED_BYTES]
+    observed = [(call, seen) for call, seen in observed if seen is not None]
+    rights: dict[int, _Answer | None] = {}
+
+    def right(index: int) -> _Answer | None:  # the reference's answer, computed once and only when needed
+        if index not in rights:
+            rights[index] = _attempt(catalogue.right, observed[index][1])
+        return rights[index]
+
+    # Exceptions the student's functions raised where the reference returns: on ordinary input.
+    ordinary = {(seen.function, seen.raised[0]) for index, (_, seen) in enumerate(observed)
+                if seen.raised is not None and right(index) is not None and right(index).raised is None}
+    for index in reversed(range(len(observed))):
+        call, seen = observed[index]
+        if seen.raised is not None and (seen.function, seen.raised[0]) in ordinary and right(index) is not None \
+                and right(index).raised is not None:
+            continue  # raised on ordinary input too, so it says nothing about the input that must raise
+        found = _first_match(catalogue, seen, right(index), _tolerance_for(call, tolerance))
         if found is not None:
             return found
     return None
+
+
+def diagnose_timeout(catalogue: Catalogue | None, check: str, function: str,
+                     earlier: list[tuple[str, str]]) -> Misconception | None:
+    """The idea a timeout of `check` (a check of `function`) reveals, or None.
+
+    earlier: (function, status) of the checks run before it. Only an idea
+    that lists the check in `too_slow` is named, and only when `function`
+    passed at least one earlier check and failed none: its values are right
+    on small inputs, so the timeout is its speed at scale, not a hang or a bug.
+    """
+    if catalogue is None:
+        return None
+    own = [status for name, status in earlier if name == function]
+    if not own or any(status != "passed" for status in own):
+        return None
+    return next((idea for idea in catalogue.misconceptions if check in idea.too_slow), None)
 
 
 def observe(call: Call, reply: Reply, ref: ModuleType) -> Observed | None:
@@ -67,9 +98,9 @@ def observe(call: Call, reply: Reply, ref: ModuleType) -> Observed | None:
     return Observed(call.function, args, _arrays(reply.value), raised, after, call, reply, ref)
 
 
-def _first_match(catalogue: Catalogue, seen: Observed, tol: Tolerance) -> Misconception | None:
+def _first_match(catalogue: Catalogue, seen: Observed, right: _Answer | None, tol: Tolerance) -> Misconception | None:
+    """The first idea the call shows; right: the reference's answer to it (None where it does not apply)."""
     student = _Answer(seen.value, seen.raised)
-    right = _attempt(catalogue.right, seen)
     student_is_right = right is not None and _same(student, right, tol, compare_raised=True)
     for idea in catalogue.misconceptions:
         if seen.function not in idea.functions:

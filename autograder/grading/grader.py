@@ -7,6 +7,7 @@ fails its own checks, a hang or crash restarts the worker for the next one.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import sys
 import time
@@ -17,7 +18,7 @@ from autograder.authoring.misconceptions import Misconception
 from autograder.grading import calibration, loading
 from autograder.grading.attempt import Attempt, attempt
 from autograder.grading.course import Course
-from autograder.grading.diagnosis import diagnose
+from autograder.grading.diagnosis import diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
@@ -140,6 +141,7 @@ class Grader:
             result = self._run(entry, session, load, seed, budget, explain)
             if result.status == "timeout":
                 hung[entry.function] = (size or 0.0, result.output)
+                result = self._name_slowness(entry, result, results)
             results.append(result)
         return results
 
@@ -195,6 +197,14 @@ class Grader:
             ratio = limit.seconds / max(limit.reference, 1e-9)
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
         return message + (f"; {entry.check.slow_hint}" if entry.check.slow_hint else "")
+
+    def _name_slowness(self, entry: SuiteCheck, result: CheckResult, earlier: list[CheckResult]) -> CheckResult:
+        """A timeout with the idea it reveals (diagnosis.diagnose_timeout), if any."""
+        idea = diagnose_timeout(self.suite.misconceptions, entry.name, entry.function,
+                                [(r.function, r.status) for r in earlier])
+        if idea is None:
+            return result
+        return dataclasses.replace(result, misconception=idea.id, explanation=idea.sentence)
 
     def _diagnose(self, tried: Attempt) -> Misconception | None:
         return diagnose(self.suite.misconceptions, tried.calls, self.suite.reference,

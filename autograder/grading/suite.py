@@ -214,7 +214,7 @@ def _grading_code() -> list[Path]:
 
 
 def _version(files: list[Path], assignment: Assignment) -> str:
-    digest = hashlib.sha256(repr((assignment.module, assignment.preload, assignment.limits,
+    digest = hashlib.sha256(repr((assignment.module, assignment.preload, assignment.warmup, assignment.limits,
                                   sorted(assignment.tolerance.items()),
                                   sorted(assignment.checks.items()))).encode())
     for path in files:

@@ -263,7 +263,7 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
             "output": "The autograder did not run: on this machine your code could have read the solutions. "
                       "Your instructor has to fix the autograder; your submission will be graded then."})
         raise
-    box = Sandbox(protections, suite.assignment.preload)
+    box = Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup)
     try:
         found = probe_environment(course, suite, box)  # starts the sandbox; its failure is a finding too
         if not found.ok:

@@ -4,10 +4,13 @@
 answers; `read_reply` decodes the answer and refuses what cannot be
 trusted: a sample of the wrong size, gradients that are not one per
 argument and of its shape, anything the wire decoder rejects. The
-`CallFailed` family is how a call that produced no usable reply ends.
+`CallFailed` family is how a call that produced no usable reply ends;
+`CapturedOutput` keeps what the calls printed.
 Used by the sandbox's Session and by the in-kernel runner alike.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -111,3 +114,25 @@ def size_text(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n} bytes"
+
+
+@dataclass
+class CapturedOutput:
+    """The first `limit` bytes of what the student's code printed, and a count of the rest."""
+
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.total += len(chunk)
+
+    def text(self) -> str:
+        text = safe(self.data.decode(errors="replace"))
+        cut = self.total - len(self.data)
+        if cut > 0:
+            text += f"\n[... {size_text(cut)} more output not kept]"
+        return text

@@ -1,13 +1,12 @@
 """The grader's conversation with one submission's worker.
 
-A `Session` starts a fresh child of the sandbox's zygote, sends it the
-submission over the child's own socket, and then sends it calls, one at a
-time, each with a wall-clock deadline. It drains the child's output while it
-waits, caps what it keeps, and decodes replies with `wire.decode`, which
-trusts nothing. When a call hangs or the child dies, the whole process tree
-is killed and the next call gets a fresh child (which loads the submission
-again), so one bad function costs only the checks that call it. Every
-submission also has a total time budget.
+A `Session` starts a fresh child of the sandbox's zygote, sends it the submission over the child's
+own socket, and then sends it calls, one at a time, each with a wall-clock deadline. It drains the
+child's output while it waits, caps what it keeps, and decodes replies with `wire.decode`, which
+trusts nothing. When a call hangs or the child dies, the whole process tree is killed and the next
+call gets a fresh child (which loads the submission again), so one bad function costs only the
+checks that call it. Every submission also has a total time budget. A call still importing a module
+at its limit (a one-time cost) is timed again warm (sandbox.grace).
 
 What the grader believes about a call it establishes itself: the arguments
 after the call are read from shared memory the grader owns, the gradients
@@ -21,22 +20,23 @@ import os
 import selectors
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import wire
+from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import SandboxError
 from autograder.sandbox.replies import (
     CallFailed,
     CallTimedOut,
+    CapturedOutput,
     ReplyRejected,
     WorkerDied,
     _raised,
     read_reply,
     reply_limit,
     request_frame,
-    size_text,
     too_large,
 )
 from autograder.sandbox.zygote import Sandbox
@@ -55,28 +55,6 @@ class LoadReport:
     stopped: tuple = ()  # (unit label, reason) for units that hung or killed the worker
     failure: str = ""  # non-empty when the submission could not be loaded at all
     stray_processes: int = 0  # processes the top-level code left running, stopped after loading
-
-
-@dataclass
-class CapturedOutput:
-    """The first `limit` bytes of what the student's code printed, and a count of the rest."""
-
-    limit: int
-    data: bytearray = field(default_factory=bytearray)
-    total: int = 0
-
-    def add(self, chunk: bytes) -> None:
-        room = self.limit - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-        self.total += len(chunk)
-
-    def text(self) -> str:
-        text = safe(self.data.decode(errors="replace"))
-        cut = self.total - len(self.data)
-        if cut > 0:
-            text += f"\n[... {size_text(cut)} more output not kept]"
-        return text
 
 
 class _Stopped(Exception):
@@ -116,6 +94,8 @@ class Session:
         self._output_mark = 0
         self._selector: selectors.BaseSelector | None = None  # the child's socket and output, for its lifetime
         self._region = wire.SharedRegion()  # where the current child's calls find their arrays
+        self._grace = OneTimeGrace(limits.one_time_seconds)
+        self._importing = False  # the current call said it began importing a module
 
     # -------------------------------------------------------------- public
 
@@ -124,7 +104,23 @@ class Session:
         return self._start_child()
 
     def call(self, call: Call) -> Reply:
-        """Run one call in the worker. Raises CallFailed when there is no reply."""
+        """Run one call in the worker. Raises CallFailed when there is no reply.
+
+        A call still importing a module at its limit may run on up to the one-time grace's cap; it is
+        then run again, warm, and that second run, timed against the limit, is the reply (sandbox.grace).
+        """
+        seconds = call.seconds or self.limits.call_seconds
+        reply, first = self._call_once(call, seconds)
+        if first is None:
+            return reply
+        try:
+            reply, _ = self._call_once(call, seconds, grace=False)
+        except CallTimedOut as slow:
+            raise self._grace.slow_again(call.function, first, slow) from None
+        return reply
+
+    def _call_once(self, call: Call, seconds: float, grace: bool = True) -> tuple[Reply, float | None]:
+        """The reply, and how long the call took if it ran past `seconds` on the one-time grace (else None)."""
         if self._sock is None:
             report = self._start_child()
             if report.failure:
@@ -135,15 +131,26 @@ class Session:
         fds = [self._region.fd] if self._region.unsent else []
         self._region.unsent = False
         self._parser.limit = reply_limit(call)
-        seconds = call.seconds or self.limits.call_seconds
-        budget_left = self._deadline - time.monotonic()
+        started = time.monotonic()
+        budget_left = self._deadline - started
+        cap = self._grace.cap(seconds) if grace else seconds
+        self._importing = extended = False
+
+        def extend() -> float:  # at the limit: more time only for a call that is importing
+            nonlocal extended
+            extended = self._importing and min(cap, budget_left) > seconds
+            return min(cap, budget_left) - seconds if extended else 0.0
         try:
             header, data = self._exchange(wire.pack(request, []), min(seconds, budget_left),
                                           lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
-                                          fds=fds)
+                                          fds=fds, extend=extend)
         except _Stopped as stop:
             self._stop_child()
+            if extended and stop.kind == "timeout":
+                raise self._grace.not_done(call.function, min(cap, budget_left), seconds) from None
+            self._grace.available &= not extended  # given the grace, it did not prove the cost one-time
             raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
+        took = time.monotonic() - started
         # Counted from outside the sandbox: the child itself is the only process a finished call may leave.
         extra = self.sandbox.submission_processes() - 1
         if extra > 0:
@@ -153,13 +160,12 @@ class Session:
         inputs = None
         if call.return_inputs:  # read back from the grader's own memory, whatever the worker says
             inputs = tuple(wire.decode(tree, self._region.read(layout)) for tree in request["args"])
-        return read_reply(header, data, call, inputs)
+        return read_reply(header, data, call, inputs), took if extended else None
 
     def _failure(self, function: str, stop: _Stopped, seconds: float, over_budget: bool) -> CallFailed:
         """The student-facing explanation of a call that gave no reply."""
         if stop.kind == "timeout" and over_budget:
-            return CallTimedOut(f"{function} was stopped: the submission used up its "
-                                f"{self.budget:.3g} s budget")
+            return CallTimedOut(f"{function} was stopped: the submission used up its {self.budget:.3g} s budget")
         if stop.kind == "timeout":
             return CallTimedOut(f"{function} did not return within {seconds:g} s and was stopped")
         if stop.kind == "too_large":
@@ -249,11 +255,12 @@ class Session:
 
     # -------------------------------------------------------------- I/O
 
-    def _exchange(self, chunks: list, seconds: float, done, fds: list = ()) -> tuple[dict, list]:
+    def _exchange(self, chunks: list, seconds: float, done, fds: list = (), extend=None) -> tuple[dict, list]:
         """Write `chunks` (`fds` ride with the first), then read frames until `done(header)`; drain output meanwhile.
 
         Raises _Stopped("timeout") at the deadline and _Stopped(reason) when
-        the child dies or sends something malformed.
+        the child dies or sends something malformed. extend: asked once at
+        the deadline, the seconds to wait on (0 to stop there).
         """
         deadline = time.monotonic() + max(seconds, 0.0)
         self._output_mark = self.output.total  # the flood limit is per call (and per load)
@@ -269,7 +276,12 @@ class Session:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise _Stopped("timeout")
+                more = extend() if extend is not None else 0.0
+                extend = None
+                if more <= 0:
+                    raise _Stopped("timeout")
+                deadline += more
+                continue
             for key, mask in selector.select(remaining):
                 if key.fileobj == self._out:
                     self._read_output(selector)
@@ -312,6 +324,8 @@ class Session:
         for header, buffers in frames:
             if header.get("event") == "unit" and type(header.get("index")) is int:
                 self._unit = (header["index"], safe(header.get("label"), 40))
+            elif header.get("event") == "importing" and header.get("id") == self._next_id:
+                self._importing = True
             elif done(header):
                 return header, buffers
         return None

@@ -26,6 +26,7 @@ nothing on the worker's word.
 """
 from __future__ import annotations
 
+import _thread
 import ast
 import gc
 import importlib
@@ -54,10 +55,9 @@ MAX_FDS = 4  # file descriptors one message may carry
 def zygote_main(config: dict) -> None:
     """Serve spawn, clean and probe requests on the control socket until it closes.
 
-    config: {"control_fd", "preload": [module names], "scratch": dir whose
-    contents are wiped between submissions, "sweep": world-writable dirs
-    (the fallback's /tmp) from which everything our uid owns is wiped too,
-    "as_init": bool}.
+    config: {"control_fd", "preload": [module names], "warmup": [statements run after the preload],
+    "scratch": dir whose contents are wiped between submissions, "sweep": world-writable dirs (the
+    fallback's /tmp) from which everything our uid owns is wiped too, "as_init": bool}.
     """
     control = socket.socket(fileno=config["control_fd"])
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -71,12 +71,13 @@ def zygote_main(config: dict) -> None:
         importlib.import_module(name)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
+    warmup_error = _warm_up(config.get("warmup", []))
     # Listed once here: a child that walked sys.modules (~2,000 entries with torch) would write to every
     # name's reference count, and so copy every page that holds one.
     own_modules = tuple(name for name in sys.modules if name == "autograder" or name.startswith("autograder."))
     gc.collect()
     gc.freeze()  # keeps the children from touching (and copying) the zygote's pages
-    wire.send(control, {"event": "ready", "pid": os.getpid()})
+    wire.send(control, {"event": "ready", "pid": os.getpid(), "warmup_error": warmup_error})
     inbox = _Inbox(control, CONTROL_LIMIT)
     while True:
         frame, fds = inbox.next()
@@ -99,6 +100,19 @@ def zygote_main(config: dict) -> None:
             wire.send(control, {"event": "probed", "readable": readable(header.get("paths", []))[:20]})
         for fd in fds if op != "spawn" else ():
             os.close(fd)
+
+
+def _warm_up(statements: list) -> str:
+    """Run the assignment's warm-up (course.yaml `warmup`) before any submission exists; "" or what failed.
+
+    What the libraries load on a first call is then in every child. Its namespace (constants) is dropped."""
+    namespace: dict = {}
+    for number, statement in enumerate(statements):
+        try:
+            exec(compile(statement, f"warmup[{number}]", "exec"), namespace)
+        except BaseException as error:  # noqa: BLE001 - reported to the grader, which says what to fix
+            return f"warmup[{number}] ({statement[:200]!r}) raised {type(error).__name__}: {str(error)[:300]}"
+    return ""
 
 
 def _spawn(header: dict, fds: list, scratch: str, own_modules: tuple) -> int:
@@ -288,7 +302,28 @@ def _exit_if_forked_copy(me: int) -> None:
         os._exit(0)
 
 
+class _ImportWatch:
+    """Tells the grader, once per call, that the call has begun importing a module: a one-time cost.
+
+    First on sys.meta_path, it is asked only for modules not imported yet, and finds nothing itself.
+    The grader may then let the call run past its limit (sandbox.grace): a wait, never a verdict.
+    """
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.call_id = None  # the call under way, until it has said so
+        self._pid, self._thread = os.getpid(), _thread.get_ident()
+
+    def find_spec(self, name, path=None, target=None):
+        # Only the calling thread of this process: a forked copy or a thread must not write to the socket.
+        if self.call_id is not None and os.getpid() == self._pid and _thread.get_ident() == self._thread:
+            call_id, self.call_id = self.call_id, None
+            wire.send(self.sock, {"event": "importing", "id": call_id})
+
+
 def _serve(inbox: _Inbox, namespace: dict) -> None:
+    watch = _ImportWatch(inbox.sock)
+    sys.meta_path.insert(0, watch)  # after loading: imports at the top of the file are no call's
     me = os.getpid()
     region = None  # the grader's shared memory, where each call's arrays are
     while True:
@@ -302,7 +337,9 @@ def _serve(inbox: _Inbox, namespace: dict) -> None:
                 os.close(fd)
         if header.get("shared") is not None:
             buffers = wire.shared_buffers(region, header["shared"])
+        watch.call_id = header.get("id")
         reply, reply_buffers = _call(header, buffers, namespace)
+        watch.call_id = None
         _exit_if_forked_copy(me)
         sys.stdout.flush()
         wire.send(inbox.sock, reply, reply_buffers)

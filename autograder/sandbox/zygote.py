@@ -112,15 +112,18 @@ class Sandbox:
     """One zygote process and the submissions it forks, for one grading job.
 
     preload: modules the zygote imports once (e.g. ("numpy", "torch")).
+    warmup: Python statements the zygote runs once after the preload, before
+        any submission (course.yaml `warmup`): what those libraries load lazily.
     slot: the job's index, which picks the worker uid when the grader is root.
     fresh: start a new zygote for every submission (the slow baseline the
         zygote is measured against).
     """
 
     def __init__(self, protections: Protections, preload=("numpy",), slot: int = 0,
-                 tmp_mib: int = 256, fresh: bool = False):
+                 tmp_mib: int = 256, fresh: bool = False, warmup=()):
         self.protections = protections
         self.preload = tuple(preload)
+        self.warmup = tuple(warmup)
         self.uid = WORKER_UID_BASE + slot if protections.separate_user else None
         self.tmp_mib = tmp_mib
         self.fresh = fresh
@@ -154,8 +157,8 @@ class Sandbox:
         command += [self.protections.python.path, "-I", "-c", BOOT]
         # The fallback's workers can write to the machine's shared folders; what their uid owns there goes too.
         sweep = list(SHARED_FOLDERS) if self.protections.mode != "bwrap" and self.uid is not None else []
-        config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "scratch": scratch,
-                  "sweep": sweep, "as_init": as_init}
+        config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "warmup": list(self.warmup),
+                  "scratch": scratch, "sweep": sweep, "as_init": as_init}
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log,
             env=env, cwd=cwd, start_new_session=True, pass_fds=(theirs.fileno(),), **self._fallback_user())
@@ -164,12 +167,17 @@ class Sandbox:
         try:
             self._process.stdin.write(json.dumps({"modules": _worker_sources(), "config": config}).encode())
             self._process.stdin.close()
-            self._expect("ready", START_SECONDS)
+            ready = self._expect("ready", START_SECONDS)
         except (OSError, SandboxError) as error:
             message = self._startup_log()
             self.close()
             raise SandboxError(f"the worker process did not start: {message or error}. "
                                "Run `autograder doctor` to see what this machine supports.") from None
+        if ready.get("warmup_error"):
+            self.close()
+            raise SandboxError(f"the assignment's warm-up failed in the worker: {safe(ready['warmup_error'], 600)}. "
+                               "Fix or remove that statement under the assignment's `warmup` in course.yaml, "
+                               "then run again. Nothing was graded.")
         self._zygote_pid = self._find_zygote()
 
     def close(self) -> None:

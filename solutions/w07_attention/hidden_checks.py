@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.authoring.checks import Check, CheckFailed, Sizes, expect_raises, raise_for, returned_where_valid
+from autograder.authoring.checks import Check, CheckFailed, Inputs, Sizes, expect_error_path, raise_for
 from autograder.authoring.compare import (
     as_array,
     as_tensor,
@@ -55,6 +55,14 @@ def _f64(*arrays):
 
 def _name(dtype) -> str:
     return np.dtype(dtype).name
+
+
+def _terms(A, V):
+    """The magnitudes of the terms each entry of C = A V sums: Σⱼ |aᵢⱼ| |vⱼₖ| (slide 12), the scale of its rounding.
+
+    A: (..., Nq, Nk) weights, V: (..., Nk, dv). Returns (..., Nq, dv) in float64.
+    """
+    return np.abs(np.asarray(A, dtype=np.float64)) @ np.abs(np.asarray(V, dtype=np.float64))
 
 
 # ------------------------------------------------------------------ score
@@ -188,7 +196,7 @@ def context_matches_reference(t):
         V = normal(t.rng, (*d["batch"], d["nk"], d["dv"]), dtype)
         expect_close(t.returned("context", A, V), t.ref.context(*_f64(A, V)), t.tol(dtype),
                      f"context(A, V) for {_name(dtype)} inputs",
-                     shape_hint="C has one row per query and one column per value dimension")
+                     shape_hint="C has one row per query and one column per value dimension", terms=_terms(A, V))
 
 
 # ------------------------------------------------------------------ attention
@@ -202,7 +210,7 @@ def attention_matches_reference(t):
             C_exp, A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)
             what = f"attention for {_name(dtype)} inputs" + (" with a mask and scale=0.5" if scale else "")
             C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), what, PAIR)
-            expect_close(C, C_exp, t.tol(dtype), f"the context C of {what}")
+            expect_close(C, C_exp, t.tol(dtype), f"the context C of {what}", terms=_terms(A_exp, V))
             expect_close(A, A_exp, t.tol(dtype), f"the weights A of {what}")
 
 
@@ -213,15 +221,15 @@ def attention_all_masked_raises(t):
     allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
     query = (0,) * len(t.sizes["batch"]) + (0,)
     allowed[query] = False
-    expect_raises(t, "ValueError", "attention", Q, K, V, allowed=allowed,
-                  what="attention with a fully masked query", advice=ALL_MASKED_ADVICE)
     neighbour = allowed.copy()
     neighbour[query + (int(t.rng.integers(t.sizes["nk"])),)] = True  # the same input, one key of that query visible
     what = "attention with the same mask but one key of that query visible"
-    C, A = expect_pair(returned_where_valid(t, "attention", Q, K, V, allowed=neighbour, what=what,
-                                            advice=VISIBLE_KEY_ADVICE), what, PAIR)
+    C, A = expect_pair(expect_error_path(t, "ValueError", "attention", Inputs((Q, K, V), {"allowed": allowed}),
+                                         Inputs((Q, K, V), {"allowed": neighbour}),
+                                         what="attention with a fully masked query", advice=ALL_MASKED_ADVICE,
+                                         valid_what=what, valid_advice=VISIBLE_KEY_ADVICE), what, PAIR)
     C_exp, A_exp = t.ref.attention(Q, K, V, allowed=neighbour)
-    expect_close(C, C_exp, t.tol(Q.dtype), f"the context C of {what}")
+    expect_close(C, C_exp, t.tol(Q.dtype), f"the context C of {what}", terms=_terms(A_exp, V))
     expect_close(A, A_exp, t.tol(Q.dtype), f"the weights A of {what}")
 
 
@@ -233,23 +241,26 @@ def attention_agrees_with_sdpa(t):
         Q, K, V = _qkv(t, dtype)
         allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
         C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.7), "attention", PAIR)
+        A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=0.7)[1]
         expect_close(C, _sdpa(Q, K, V, allowed, 0.7), t.tol(dtype),
-                     f"attention's C compared with scaled_dot_product_attention ({_name(dtype)})")
-        expect_close(A, t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=0.7)[1], t.tol(dtype),
+                     f"attention's C compared with scaled_dot_product_attention ({_name(dtype)})",
+                     terms=_terms(A_exp, V))
+        expect_close(A, A_exp, t.tol(dtype),
                      f"attention's A for the inputs given to scaled_dot_product_attention ({_name(dtype)})")
 
 
 def attention_long_sequence(t):
     """attention at T = 512 (two heads, d = 64) finishes within its time limit: vectorize, no Python loops."""
-    Q, K, V, (C_exp, A_exp) = t.shared(_long_attention_case)
+    Q, K, V, (C_exp, A_exp), C_terms = t.shared(_long_attention_case)
     C, A = expect_pair(t.returned("attention", Q, K, V, sample=SAMPLE), "attention at T = 512", PAIR)
-    expect_close(C, C_exp, t.tol(np.float32), "the context C of attention at T = 512")
+    expect_close(C, C_exp, t.tol(np.float32), "the context C of attention at T = 512", terms=C_terms)
     expect_close(A, A_exp, t.tol(np.float32), "the weights A of attention at T = 512")
 
 
 def _long_attention_case(t):
     Q, K, V = _qkv(t, np.float32)
-    return Q, K, V, t.ref.attention(*_f64(Q, K, V))
+    C, A = t.ref.attention(*_f64(Q, K, V))
+    return Q, K, V, (C, A), _terms(A, V)
 
 
 # ------------------------------------------------------------------ attention_torch
@@ -280,11 +291,11 @@ def attention_torch_agrees_with_numpy(t):
     allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
     C_t, A_t = _torch_checked(t, Q, K, V, allowed, 0.6, "attention_torch with a mask and scale=0.6")
     C_np, A_np = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.6), "attention", PAIR)
-    for name, torch_value, mine in (("C", C_t, C_np), ("A", A_t, A_np)):
+    for name, torch_value, mine, terms in (("C", C_t, C_np, _terms(A_t, V)), ("A", A_t, A_np, None)):
         mine = as_array(mine, f"{name} from attention", torch_value.shape)
         expect_close(mine, torch_value, t.tol(Q.dtype),
                      f"{name} of your NumPy attention (your attention_torch gives the right {name} for the same "
-                     "inputs, scale and mask, and the two should agree: slide 27)")
+                     "inputs, scale and mask, and the two should agree: slide 27)", terms=terms)
 
 
 def _torch_checked(t, Q, K, V, allowed, scale, what):
@@ -305,10 +316,25 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     A = as_tensor(A, "the weights A of attention_torch", (*d["batch"], d["nq"], d["nk"]))
     C_exp, grads = _sdpa(Q, K, V, allowed, scale, upstream)
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
-    expect_close(C.array, C_exp, t.tol(Q.dtype), f"the context C of {what}")
+    expect_close(C.array, C_exp, t.tol(Q.dtype), f"the context C of {what}", terms=_terms(A_exp, V))
     expect_close(A.array, A_exp, t.tol(Q.dtype), f"the weights A of {what}")
-    expect_gradients(reply, dict(zip("QKV", grads)), t.tol(Q.dtype), f"C in {what}")
+    expect_gradients(reply, dict(zip("QKV", grads)), t.tol(Q.dtype), f"C in {what}",
+                     terms=_gradient_terms(Q, K, V, A_exp, upstream, scale))
     return C_exp, A_exp
+
+
+def _gradient_terms(Q, K, V, A, G, scale):
+    """The magnitudes of the terms each gradient of Σ G·C sums, through C = A V, A = softmax(S), S = scale Q Kᵀ.
+
+    Q (..., Nq, dk), K (..., Nk, dk), V (..., Nk, dv), A (..., Nq, Nk), G (..., Nq, dv); scale None is 1/√dk.
+    dV = Aᵀ G; dA = G Vᵀ; dS = A ⊙ (dA − Σⱼ aᵢⱼ dAᵢⱼ); dQ = scale dS K; dK = scale dSᵀ Q: each sum is
+    bounded by the same sum of absolute values, which is what rounding inside it scales with.
+    """
+    Q, K, V, A, G = (np.abs(np.asarray(x, dtype=np.float64)) for x in (Q, K, V, A, G))
+    scale = 1.0 / np.sqrt(Q.shape[-1]) if scale is None else abs(scale)
+    dA = G @ np.swapaxes(V, -1, -2)
+    dS = A * (dA + (A * dA).sum(axis=-1, keepdims=True))
+    return {"Q": scale * dS @ K, "K": scale * np.swapaxes(dS, -1, -2) @ Q, "V": np.swapaxes(A, -1, -2) @ G}
 
 
 def _sdpa(Q, K, V, allowed, scale, upstream=None):

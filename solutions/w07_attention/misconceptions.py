@@ -300,9 +300,20 @@ MISCONCEPTIONS = (
         "diagonal stays True — slide 20.",
         ("causal_mask",), wrong=lambda seen: _causal(seen, lambda j, i: j < i)),
     Misconception(
+        "causal_hides_past",
+        "A causal mask hides the future and keeps the past: allowed(i, j) ⇔ j ≤ i, the lower triangle "
+        "(np.tril); j ≥ i, its transpose, hides every earlier key and shows every later one — slide 20.",
+        ("causal_mask",), wrong=lambda seen: _causal(seen, lambda j, i: j >= i)),
+    Misconception(
         "causal_shows_future",
         "A causal mask must hide every future key: allowed(i, j) is True only for j ≤ i — slide 20.",
         ("causal_mask",), wrong=lambda seen: np.ones_like(_causal(seen, lambda j, i: j <= i))),
+    Misconception(
+        "score_python_loops",
+        "score is right on small inputs but too slow at T = 512: dense attention has a T × T score grid "
+        "(quadratic in T), so vectorize it: one array operation, Q @ Kᵀ over the last two axes, instead of "
+        "Python loops over queries and keys — slide 24.",
+        ("score",), too_slow=("score.long_sequence",)),
     Misconception(
         "padding_off_by_one",
         "A sequence of length L has keys 0 … L−1, so its padding mask is True for j < L, not j ≤ L "

@@ -1,0 +1,117 @@
+"""Issue 21: tolerances from numerical analysis, and error paths that diagnose the exception really raised.
+
+A sum's rounding is bounded by the magnitude of its terms (C = A V: rtol · Σⱼ |aᵢⱼ| |vⱼₖ| plus a floor),
+so float32 rounding inside a float64 function passes under every seed while wrong arithmetic still
+fails. An error-path check calls the valid neighbouring input first; when that raises too, the
+message says so and no all-masked misconception is named. Graded through the real sandbox.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autograder.authoring.checks import CheckFailed, Tolerance, Trial, check_rng
+from autograder.authoring.compare import expect_close
+from autograder.grading.attempt import attempt
+from autograder.grading.submission import read_submission
+from autograder.sandbox.session import Session
+
+from conftest import SUBMISSIONS, compose, manifest
+
+RAISING = manifest("raising")
+FLOAT64 = Tolerance(rtol=1e-6, atol=1e-9)
+STUDENTS = [f"s{n:04d}" for n in range(1, 7)]
+ALL_MASKED_IDEAS = {"all_masked_wrong_exception", "all_masked_nan", "all_masked_uniform", "raises_on_valid_rows"}
+
+
+# ------------------------------------------------------------------ tolerances
+
+
+def _cancelling_product(rng):
+    """A = softmax weights, V with entries of both signs, and a column of V that makes one entry of C = A V cancel."""
+    A = rng.dirichlet(np.ones(6), size=4)
+    V = rng.normal(size=(6, 3))
+    V[:, 0] -= (A[0] @ V[:, 0]) / A[0].sum()  # C[0, 0] is now zero up to rounding, its terms are not
+    return A, V
+
+
+def test_float32_rounding_of_the_weights_passes_where_a_sum_cancels():
+    rng = np.random.default_rng(21)
+    A, V = _cancelling_product(rng)
+    expected, terms = A @ V, np.abs(A) @ np.abs(V)
+    got = A.astype(np.float32).astype(np.float64) @ V  # the weights rounded to float32, the sum in float64
+    with pytest.raises(CheckFailed):  # bounded by the result, the cancelled entry fails
+        expect_close(got, expected, FLOAT64, "C")
+    expect_close(got, expected, FLOAT64, "C", terms=terms)  # bounded by its terms, it passes
+
+
+@pytest.mark.parametrize("wrong", ["axis", "scale", "mask"])
+def test_wrong_arithmetic_still_fails_with_the_terms(wrong):
+    rng = np.random.default_rng(7)
+    S = rng.normal(size=(4, 6))
+    V = rng.normal(size=(6, 3))
+    allowed = np.tril(np.ones((4, 6), dtype=bool), k=2)
+
+    def weights(scores, axis=-1):
+        e = np.exp(scores - scores.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    A = weights(np.where(allowed, S, -np.inf))
+    mistaken = {"axis": weights(np.where(allowed, S, -np.inf), axis=-2),
+                "scale": weights(np.where(allowed, 2 * S, -np.inf)),
+                "mask": weights(np.where(allowed, S, 0.0))}[wrong]
+    with pytest.raises(CheckFailed):
+        expect_close(np.nan_to_num(mistaken) @ V, A @ V, FLOAT64, "C", terms=np.abs(A) @ np.abs(V))
+
+
+def test_the_message_shows_the_digits_that_differ_and_the_difference():
+    with pytest.raises(CheckFailed) as failed:
+        expect_close(np.array([-0.034415612]), np.array([-0.034415587]), Tolerance(rtol=0.0, atol=1e-9), "C")
+    assert "got -0.034415612, expected -0.034415587 (differs by 2.5e-08, allowed 1.0e-09)" in failed.value.message
+
+
+def test_float32_softmax_inside_float64_functions_gets_full_marks_under_every_seed(grade):
+    """The habit of Hugging Face's eager attention: softmax in float32 whatever the input dtype."""
+    for student in STUDENTS:
+        result = grade(SUBMISSIONS / "correct" / "float32_softmax.py", student)
+        assert [(t.name, t.output) for t in result.tests if t.status != "passed"] == [], student
+
+
+# ------------------------------------------------------------------ error paths
+
+
+@pytest.mark.parametrize("name", sorted(RAISING))
+def test_an_exception_ordinary_input_also_raises_is_diagnosed_as_that(grade, tmp_path, name):
+    case = RAISING[name]
+    result = grade(compose(tmp_path, name, SUBMISSIONS / "raising" / f"{name}.py"))
+    check = next(t for t in result.tests if t.name == case["check"])
+    assert check.status == "failed"
+    assert check.output.startswith(f"{case['check'].split('.')[0]} raises on ordinary input: ")
+    assert f"raised {case['raised']} at line " in check.output  # the exception, where, and its message
+    assert "no visible key" not in check.output.split("(if this")[0]  # not sent to the masking first
+    named = {t.misconception for t in result.tests if t.misconception}
+    assert not named & ALL_MASKED_IDEAS, [(t.name, t.misconception) for t in result.tests if t.misconception]
+
+
+def test_an_error_path_check_makes_the_same_calls_whatever_the_answers(sandbox, suite, tmp_path):
+    """The valid neighbour first, then the faulty input, for a right answer, one always raising, one returning."""
+    always = tmp_path / "always.py"
+    always.write_text("def softmax(S):\n    raise ValueError('no')\n")
+    never = tmp_path / "never.py"
+    never.write_text("def softmax(S):\n    return np.zeros(np.shape(S))\n")
+    entry = suite.check("softmax.all_masked_raises")
+    sequences = []
+    for path in (SUBMISSIONS / "correct" / "plain.py", compose(tmp_path, "always", always),
+                 compose(tmp_path, "never", never)):
+        submission = read_submission(path)
+        with Session(sandbox, submission.worker_spec(suite.assignment.module), suite.assignment.limits) as session:
+            assert not session.open().failure
+            trial = Trial(entry.name, check_rng(1, entry.name), suite.reference, session.call,
+                          suite.assignment.tolerance)
+            statuses = attempt(entry, trial).status
+            sequences.append(([(call.function, np.asarray(call.args[0]).tolist()) for call, _ in trial.calls],
+                              statuses))
+    assert [status for _, status in sequences] == ["passed", "failed", "failed"]
+    calls = [calls for calls, _ in sequences]
+    assert calls[0] == calls[1] == calls[2] and len(calls[0]) == 2
+    assert np.isfinite(calls[0][0][1][1]).any() and not np.isfinite(calls[0][1][1][1]).any()  # valid one first

@@ -1,0 +1,223 @@
+"""Issue 21: a one-time cost (a library's lazy import on a first call) is not slowness.
+
+The zygote runs the assignment's warm-up (course.yaml `warmup`) before any submission, and a call
+still importing at its limit may run on up to `one_time_seconds`, then is timed again warm
+(Session.call). A hang still costs only its own checks. Everything runs in the real sandbox.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder.authoring.protocol import Call
+from autograder.grading import calibration
+from autograder.grading.course import CourseError, load_course
+from autograder.grading.grader import Grader
+from autograder.grading.submission import read_submission
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.protections import SandboxError, probe
+from autograder.sandbox.replies import CallTimedOut
+from autograder.sandbox.session import Session
+from autograder.sandbox.zygote import Sandbox
+
+from conftest import ROOT, SUBMISSIONS, compose
+
+CORRECT = SUBMISSIONS / "correct"
+STUDENTS = ("s0001", "s0002", "s0003")
+
+# Modules whose import takes `seconds` of work, written in the child's scratch directory at load.
+_SLOW_MODULES = '''
+import os, sys, time
+import numpy as np
+import torch
+
+def _write(name, seconds):
+    with open(f"{name}.py", "w") as module:
+        module.write(f"import time\\n_until = time.perf_counter() + {seconds}\\n"
+                     "while time.perf_counter() < _until:\\n    pass\\n")
+
+for _name in ("slow_a", "slow_b", "slow_c"):
+    _write(_name, 0.6)
+sys.path.insert(0, os.getcwd())
+
+def imports_once(x):
+    import slow_a
+    return x + 1
+
+def imports_then_hangs(x):
+    import slow_b
+    while True:
+        pass
+
+def imports_and_is_always_slow(x):
+    import slow_c
+    time.sleep(0.5)
+    return x
+
+def hangs(x):
+    while True:
+        pass
+
+def first_broadcast(x):
+    started = time.perf_counter()
+    torch.broadcast_shapes((2, 1), (1, 3))
+    return np.array(time.perf_counter() - started)
+'''
+LIMITS = Limits(call_seconds=0.3, one_time_seconds=1.5)
+X = np.zeros(2)
+
+
+def _spec(tmp_path: Path) -> dict:
+    path = tmp_path / "attention.py"
+    path.write_text(_SLOW_MODULES)
+    return read_submission(path).worker_spec("attention")
+
+
+def _timed(session: Session, function: str):
+    started = time.monotonic()
+    try:
+        return session.call(Call(function, (X,))), time.monotonic() - started
+    except CallTimedOut as timeout:
+        return timeout, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def cold_sandbox(suite):
+    """A sandbox whose zygote runs no warm-up: what the safety net in Session.call alone must cover."""
+    with Sandbox(probe("auto"), suite.assignment.preload) as box:
+        yield box
+
+
+def test_the_warm_up_loads_what_a_first_call_would(sandbox, cold_sandbox, tmp_path):
+    spec = _spec(tmp_path)
+    with Session(sandbox, spec, Limits()) as warm, Session(cold_sandbox, spec, Limits()) as cold:
+        assert not warm.open().failure and not cold.open().failure
+        warm_first = float(warm.call(Call("first_broadcast", (X,))).value)
+        cold_first = float(cold.call(Call("first_broadcast", (X,))).value)
+    assert warm_first < 0.02 < 0.1 < cold_first  # sympy, imported in the zygote or on the first call
+
+
+def test_a_warm_up_that_fails_stops_grading_and_names_its_statement(suite):
+    with pytest.raises(SandboxError) as raised:
+        Sandbox(probe("auto"), suite.assignment.preload, warmup=("import torch", "import no_such_module_here")).start()
+    assert "warmup[1]" in str(raised.value) and "no_such_module_here" in str(raised.value)
+    assert "course.yaml" in str(raised.value)
+
+
+def test_a_warm_up_line_that_is_not_python_is_a_course_error(tmp_path):
+    text = (ROOT / "course.yaml").read_text().replace("      - import numpy as np\n", "      - import numpy as\n", 1)
+    (tmp_path / "course.yaml").write_text(text)
+    with pytest.raises(CourseError, match=r"assignments\.w07_attention\.warmup\[0\]: is not a Python statement"):
+        load_course(tmp_path / "course.yaml")
+
+
+def test_an_import_past_the_limit_is_timed_again_warm_and_a_restart_is_not_charged_again(cold_sandbox, tmp_path):
+    with Session(cold_sandbox, _spec(tmp_path), LIMITS) as session:
+        assert not session.open().failure
+        reply, seconds = _timed(session, "imports_once")
+        assert reply.value.tolist() == [1.0, 1.0] and 0.6 < seconds < 1.5
+        # A hang that imports nothing is stopped at its limit, as before, and restarts the child.
+        timeout, seconds = _timed(session, "hangs")
+        assert isinstance(timeout, CallTimedOut) and seconds < 1.0
+        assert str(timeout) == "hangs did not return within 0.3 s and was stopped"
+        # The new child pays the import again; the submission is not charged for it again.
+        reply, seconds = _timed(session, "imports_once")
+        assert reply.value.tolist() == [1.0, 1.0] and 0.6 < seconds < 1.5
+
+
+def test_a_call_that_hangs_after_importing_uses_up_the_grace(cold_sandbox, tmp_path):
+    with Session(cold_sandbox, _spec(tmp_path), LIMITS) as session:
+        assert not session.open().failure
+        timeout, seconds = _timed(session, "imports_then_hangs")
+        assert isinstance(timeout, CallTimedOut) and 1.5 <= seconds < 2.5
+        assert "still importing modules at its limit, so it was given up to 1.5 s" in str(timeout)
+        assert "did not return within its limit of 0.3 s" in str(timeout)
+        # Once used up, no call is given more time: an import past the limit now costs the call.
+        timeout, seconds = _timed(session, "imports_once")
+        assert isinstance(timeout, CallTimedOut) and seconds < 1.0
+        assert str(timeout) == "imports_once did not return within 0.3 s and was stopped"
+
+
+def test_a_call_slow_again_when_warm_is_slow_and_the_message_says_it_was_run_twice(cold_sandbox, tmp_path):
+    with Session(cold_sandbox, _spec(tmp_path), LIMITS) as session:
+        assert not session.open().failure
+        timeout, _ = _timed(session, "imports_and_is_always_slow")
+        assert isinstance(timeout, CallTimedOut)
+        message = str(timeout)
+        assert message.startswith("imports_and_is_always_slow's first call took 1.")  # 0.6 s import + 0.5 s sleep
+        assert "while it imported modules (a one-time cost), so it was run again; imports_and_is_always_slow did " \
+               "not return within 0.3 s and was stopped" in message
+
+
+# ------------------------------------------------------------------ graded with calibrated limits
+
+
+@pytest.fixture(scope="module")
+def reference(course, suite):
+    return calibration.time_reference(course, suite)
+
+
+def _lost(result):
+    return [(t.name, t.output) for t in result.tests if t.status != "passed"]
+
+
+def test_a_first_call_import_of_half_a_second_costs_nothing_under_every_seed(course, suite, sandbox, reference):
+    grader = Grader(course, suite, sandbox, reference)
+    for student in STUDENTS:
+        result = grader.grade(read_submission(CORRECT / "first_call_import.py", student))
+        assert _lost(result) == [], student
+
+
+def test_broadcast_shapes_on_a_first_call_costs_nothing_even_without_the_warm_up(course, suite, cold_sandbox,
+                                                                                 reference):
+    grader = Grader(course, suite, cold_sandbox, reference)
+    for student in STUDENTS:
+        result = grader.grade(read_submission(CORRECT / "broadcast_shapes_mask.py", student))
+        assert _lost(result) == [], student
+
+
+def test_restarts_after_a_hang_do_not_charge_the_import_again(course, suite, sandbox, reference, tmp_path):
+    """additive_score hangs on the hidden inputs only, after attention_torch paid its import; each hang restarts
+    the child, which pays the import again at attention_torch's next call."""
+    hang = tmp_path / "hang.py"
+    hang.write_text("def additive_score(Q, K, W_q, W_k, v, b):\n"
+                    "    while len(Q) > 1:\n"
+                    "        pass\n"
+                    "    return np.tanh((Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :] + b) @ v\n")
+    text = (CORRECT / "first_call_import.py").read_text() + "\n\n" + hang.read_text()
+    path = tmp_path / "s0004.py"
+    path.write_text(text)
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path))
+    lost = _lost(result)
+    assert {name for name, _ in lost} == {"additive_score.matches_reference"}, lost
+    assert "did not return within 0.1 s and was stopped" in lost[0][1]
+
+
+def test_a_hang_costs_no_more_time_than_before(course, suite, sandbox, reference, tmp_path):
+    """A function that never returns, and imports nothing, is stopped at its limit: no grace is spent on it."""
+    hang = tmp_path / "hang.py"
+    hang.write_text("def softmax(S):\n    while True:\n        pass\n")
+    limits = Grader(course, suite, sandbox, reference).limits
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(compose(tmp_path, "s0005", hang)))
+    first = next(t for t in result.tests if t.function == "softmax" and t.status == "timeout" and t.seconds)
+    assert first.seconds < limits[first.name].seconds + 0.5
+    assert sum(t.seconds for t in result.tests if t.function == "softmax") < 1.5
+    uses = {entry.name: set(entry.check.functions) for entry in suite.checks}
+    assert all(uses[t.name] & {"softmax", "attention"} for t in result.tests if t.status != "passed")
+    assert limits[first.name].seconds < 1  # calibrated, not call_seconds
+
+
+def test_a_score_looping_in_python_is_named_on_its_scale_check_only(course, suite, sandbox, reference, tmp_path):
+    """A timeout has no values: the idea is named where score's small checks all passed and its scale check timed
+    out, and nowhere else (attention's scale check times out too, for a reason attention's checks cannot see)."""
+    path = compose(tmp_path, "s0006", SUBMISSIONS / "slow" / "score_grid_loop.py")
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path))
+    named = {t.name: t.misconception for t in result.tests if t.misconception}
+    assert named == {"score.long_sequence": "score_python_loops"}
+    check = next(t for t in result.tests if t.name == "score.long_sequence")
+    assert check.status == "timeout" and "did not return within" in check.output
+    assert "vectorize" in check.explanation and "instead of Python loops" in check.explanation
+    assert check.explanation.endswith("slide 24.")
