@@ -119,7 +119,7 @@ class _Run:
     def _top_up(self) -> None:
         while self.pending and len(self.in_flight) < TASKS_PER_THREAD * self.threads + 1:
             item = self.pending.popleft()
-            content = None if item.problem else read_bytes(item.path)
+            content = None if item.problem else read_bytes(item.path, item.root)
             future = self.cluster.client.submit(grade_task, self.plugin, item, content,
                                                 key=f"{self.plugin}-{item.student}", retries=0)
             self.in_flight[future] = item
