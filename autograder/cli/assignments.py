@@ -13,6 +13,7 @@ from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
 from autograder.nbgrader.release import release
 from autograder.nbgrader.scaffold import new_assignment
+from autograder.outputs import audience
 from autograder.outputs.terminal import format_check
 from autograder.sandbox.protections import probe
 from autograder.sandbox.zygote import Sandbox
@@ -96,6 +97,9 @@ def _check(args) -> int:
         lines.append(f"  could not check: {result.problem}")
     lines += [f"  note: {note}" for note in result.notes]
     lines += [format_check(test) for test in result.tests]
+    printed = audience.submission_output(result, audience.STUDENT)  # public checks only: the student's to see
+    if printed.strip():
+        lines += ["  what your code printed:", *(f"    {line}" for line in printed.strip().splitlines()[:20])]
     if len(passed) == len(result.tests) and not result.problem:
         lines.append("All public checks passed. Hidden checks on other inputs run when you are graded.")
     else:

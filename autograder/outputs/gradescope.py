@@ -31,7 +31,7 @@ from autograder.grading.late import (
 )
 from autograder.grading.results import SubmissionResult
 from autograder.grading.submission import SUFFIXES, Submission, read_submission
-from autograder.outputs import ExportError
+from autograder.outputs import ExportError, audience
 from autograder.text import safe
 
 # Gradescope's visibility for our checks. Public checks are released with the stub, so
@@ -73,8 +73,9 @@ def gradescope_results(result: SubmissionResult, late: Late | None = None) -> di
             "student": result.student, "assignment": result.assignment, "file": result.file,
             "sha256": result.sha256, "suite_version": result.suite_version, "seed": result.seed,
             "sandbox": result.sandbox, "killed_processes": result.killed_processes, "problem": result.problem,
-            "notes": list(result.notes), "graded_at": result.graded_at, "student_output": result.output,
-            "internal_error": result.internal_error,
+            "notes": list(result.notes), "graded_at": result.graded_at,
+            "student_output": audience.submission_output(result, audience.INSTRUCTOR),
+            "internal_error": audience.traceback(result, audience.INSTRUCTOR),
             "max_score": result.max_score, "raw_score": result.score, "late_penalty": late.penalty,
             "late_by_hours": late.late_by_hours, "late_reason": late.reason, "submitted_at": result.submitted_at,
             "submitted_at_source": result.submitted_at_source,
@@ -118,6 +119,7 @@ def _test_numbers(result: SubmissionResult) -> dict[str, str]:
 
 def _summary(result: SubmissionResult, late: Late) -> str:
     counts = result.counts()
+    note = audience.submission_output_note(result, audience.STUDENT)  # the output itself is in extra_data
     lines = [f"{Path(result.file).name}: {result.score:g} / {result.max_score:g} points "
              f"({counts['passed']} of {len(result.tests)} checks passed)."]
     if late.penalty:
@@ -135,6 +137,8 @@ def _summary(result: SubmissionResult, late: Late) -> str:
     lines.append("Points per function:")
     lines += [f"  {name:<18}{got:g} / {possible:g}" for name, (got, possible) in result.by_function().items()]
     lines.append("Hidden checks show their name, message and hint, never their inputs.")
+    if note:
+        lines.append(note)
     return "\n".join(lines)
 
 
