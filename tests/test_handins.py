@@ -51,7 +51,8 @@ def context(A, V):
 PROBLEMS = {  # student -> words their message must hold
     "mallory": "symbolic link", "trudy": "symbolic link", "heidi": "hard link", "fifo": "named pipe",
     "sock": "socket", "dave": "folder", "oscar": "over the 50 MB limit", "Eve_Mallory_1": "path separator",
-    "bad_[2Jname": "control or format", "Zed": "2 hand-ins give the student id", "zed-2": "2 hand-ins give the student id",
+    "bad_[2Jname": "control or format", "Zed": "2 hand-ins give the student id",
+    "zed-2": "2 hand-ins give the student id",
 }
 
 
@@ -150,7 +151,7 @@ def test_a_hostile_reply_cannot_make_any_output_larger_than_the_budget(outputs):
     assert any("a tuple of 64 items" in t.output for t in hostile.tests)  # the reply arrived, and was judged
     assert all(len((t.output + t.example + t.hint + t.explanation).encode()) <= CHECK_BUDGET for t in hostile.tests)
     with sqlite3.connect(place / "grades.db") as db:
-        stored = db.execute("SELECT SUM(LENGTH(output) + LENGTH(example) + LENGTH(hint) + LENGTH(explanation)) "
+        stored = db.execute("SELECT SUM(LENGTH(checks.output) + LENGTH(example) + LENGTH(hint) + LENGTH(explanation)) "
                             "FROM checks JOIN submissions ON submissions.id = checks.submission_id "
                             "WHERE student = 'hostile'").fetchone()[0]
     assert stored <= SUBMISSION_BUDGET
@@ -189,3 +190,43 @@ def test_one_students_damaged_stored_result_costs_only_that_students_feedback(ou
     pages = {p.stem for p in (tmp_path / "report" / "feedback").glob("*.html")}
     assert "alice" not in pages and len(pages) == len(_results(place)) - 1
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_export_nbgrader_trusts_the_gradebook_and_restores_a_notebook_whose_cells_disagree(tmp_path, suite):
+    import nbformat
+
+    from nbgrader_course import ASSIGNMENT as RELEASED
+    from nbgrader_course import make_course, release, with_code
+
+    root = make_course(tmp_path / "course")
+    released = release(root)
+    for student in ("honest", "tamperer"):
+        notebook = with_code(released, PLAIN.read_text(), suite.functions)
+        if student == "tamperer":  # every nbgrader field the student can edit, edited
+            cells = [c for c in notebook.cells
+                     if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
+            cells[0].cell_type = "markdown"
+            cells[0].pop("outputs", None)
+            cells[0].pop("execution_count", None)
+            cells[1].metadata.nbgrader["points"] = 1000
+            cells[2].metadata.nbgrader["grade_id"] = cells[3].metadata.nbgrader["grade_id"]  # used twice
+        folder = root / "submitted" / student / RELEASED
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / "attention.ipynb")
+        (folder / "timestamp.txt").write_text("2026-11-30 12:00:00.000000 UTC")
+    db = tmp_path / "grades.db"
+    assert run_cli("grade", RELEASED, root / "submitted", "--db", db, "--jobs", "2").returncode == 0
+    done = run_cli("export", "nbgrader", "--db", db, "--root", root, "--gradebook", root / "gradebook.db",
+                   env={"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"})
+    assert done.returncode == 0, done.stderr
+    assert "tamperer: attention.ipynb disagreed with the release" in done.stderr
+    assert "honest: " not in done.stderr.replace("wrote", "")
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as book:
+        for student in ("honest", "tamperer"):
+            submission = book.find_submission(RELEASED, student)
+            assert submission.max_score == book.find_notebook("attention", RELEASED).max_score  # the release's points
+    for student in ("honest", "tamperer"):
+        written = nbformat.read(root / "autograded" / student / RELEASED / "attention.ipynb", as_version=4)
+        tests = [c for c in written.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
+        assert all(c.cell_type == "code" and c.outputs for c in tests), student
+        assert len({c.metadata.nbgrader["grade_id"] for c in tests}) == len(tests)
