@@ -213,7 +213,7 @@ def pick_submission_file(folder: Path, module: str) -> Picked:
 def _candidate_files(folder: Path) -> list[Path]:
     """Every entry named like a hand-in under `folder`, whatever it is; links to folders are not entered.
 
-    A link, a FIFO or a folder named attention.py is a candidate too: `choose`
+    A link, a FIFO or a folder named like a hand-in is a candidate too: `choose`
     prefers regular files, and reading one that is not (grading.handin) gives
     the student a message instead of a silent "no file found".
     """
