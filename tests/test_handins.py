@@ -13,7 +13,9 @@ import os
 import shutil
 import socket
 import sqlite3
+import stat
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,50 @@ def test_export_nbgrader_trusts_the_gradebook_and_restores_a_notebook_whose_cell
         tests = [c for c in written.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
         assert all(c.cell_type == "code" and c.outputs for c in tests), student
         assert len({c.metadata.nbgrader["grade_id"] for c in tests}) == len(tests)
+
+
+def _linked_layouts(tmp_path: Path) -> tuple[Path, Path]:
+    """An nbgrader tree whose student folder is a link, and a zip whose member is a link, each beside an honest one."""
+    course = tmp_path / "course" / "submitted"
+    (course / "nina" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy(PLAIN, course / "nina" / ASSIGNMENT / "attention.py")
+    outside = tmp_path / "elsewhere" / ASSIGNMENT
+    outside.mkdir(parents=True)
+    shutil.copy(REFERENCE, outside / "attention.py")
+    (course / "linus").symlink_to(outside.parent, target_is_directory=True)
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.write(PLAIN, "zoe.py")
+        link = zipfile.ZipInfo("zack.py")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        bundle.writestr(link, str(REFERENCE))
+    return course, archive
+
+
+@pytest.mark.parametrize("where", ["here", "cluster"])
+def test_a_link_is_refused_with_a_message_in_every_layout(tmp_path, where):
+    course, archive = _linked_layouts(tmp_path)
+    db = tmp_path / "grades.db"
+    extra = ("--cluster", "local:1") if where == "cluster" else ("--jobs", "1")
+    done = run_cli("grade", ASSIGNMENT, course, archive, "--db", db, *extra)
+    assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        results = {r.student: r for r in store.results(ASSIGNMENT)}
+    assert results["nina"].score == results["zoe"].score == 100
+    assert "symbolic link" in results["linus"].problem and results["linus"].score == 0
+    assert "symbolic link" in results["zack"].problem and results["zack"].score == 0
+
+
+def test_gradescope_grades_the_real_file_and_refuses_a_lone_link_with_a_message(tmp_path):
+    from autograder.grading.submission import read_submission
+    from autograder.outputs.gradescope import pick_submission_file
+
+    folder = tmp_path / "submission"
+    (folder / "src").mkdir(parents=True)
+    shutil.copy(PLAIN, folder / "src" / "attention.py")
+    (folder / "attention.py").symlink_to(REFERENCE)  # a repository's link to the reference
+    picked = pick_submission_file(folder, "attention")
+    assert picked.path == folder / "src" / "attention.py" and "not a regular file" in picked.note
+    (folder / "src" / "attention.py").unlink()
+    picked = pick_submission_file(folder, "attention")
+    assert "symbolic link" in read_submission(picked.path, "s", root=folder).problem
