@@ -279,3 +279,16 @@ def test_gradescope_grades_the_real_file_and_refuses_a_lone_link_with_a_message(
     (folder / "src" / "attention.py").unlink()
     picked = pick_submission_file(folder, "attention")
     assert "symbolic link" in read_submission(picked.path, "s", root=folder).problem
+
+
+def test_ids_compare_in_nfkc_case_folded_form_and_refuse_what_could_impersonate_another_line():
+    from autograder.grading.ids import MAX_ID_CHARS, canonical, id_problem, shown_id
+
+    assert canonical("ａｌｉｃｅ") == canonical("ALICE") == canonical("alice")  # full-width, case
+    assert canonical("Straße") == canonical("STRASSE")
+    for bad in ("eve\u202emallory", "eve\u200dmallory", "eve\u2028mallory", "eve\x1b[2J", "a/b", "a\\b", ".", "..",
+                "", " alice", "x" * (MAX_ID_CHARS + 1)):
+        assert id_problem(bad), repr(bad)
+        assert not id_problem(shown_id(bad)), (bad, shown_id(bad))  # what is stored in its place is an id
+    assert not id_problem("Lastname, Firstname_123456_assignsubmission_file_")
+    assert not id_problem("=SUM(A1)")  # a fine id: the CSV escapes it as a formula
