@@ -67,6 +67,8 @@ def find_submissions(paths: list[Path], assignment: str, module: str, workdir: P
     refused: dict[Path, str] = {}
     for path in paths:
         found += _find(Path(path), assignment, module, workdir, refused)
+    # One file named twice (grade hw a.py a.py) is one hand-in, not two that collide.
+    found = list({os.path.abspath(item.path): item for item in found}.values())
     found = [dataclasses.replace(item, problem=refused.get(item.path, "")) for item in found]
     return sorted((_timed(item) for item in settle_ids(found)), key=lambda item: canonical(item.student))
 
@@ -89,8 +91,8 @@ def _collision(item: Found, group: list[Found]) -> str:
     if len(group) == 1:
         return ""
     files = " and ".join(safe(other.path, 300) for other in group)
-    return (f"{len(group)} hand-ins give the student id {safe(item.student, 200)!r}: {files}. Neither was graded, "
-            "so no result replaces another; keep one (rename or remove the others) and grade again")
+    return (f"{len(group)} hand-ins give the student id {safe(item.student, 200)!r}: {files}. None of them was "
+            "graded, so no result replaces another; keep one (rename or remove the others) and grade again")
 
 
 def _id_refused(item: Found) -> str:

@@ -51,6 +51,11 @@ def example_json(visibility: str, attempt, ref: ModuleType | None, shrunk_from: 
     if failure is not None and failure.expected is not None:
         example["expected"] = value_json(failure.expected)
     text = json.dumps(example, allow_nan=False)
+    if len(text) > EXAMPLE_BUDGET:  # what the student's code returned is what can be large: it goes first
+        for call in example["calls"]:
+            if "returned" in call:
+                call["returned"] = {"note": "(too large to show: over the example's size budget)"}
+        text = json.dumps(example, allow_nan=False)
     while len(text) > EXAMPLE_BUDGET and example["calls"]:
         example["calls"] = example["calls"][1:]  # the failing call is the last: it stays longest
         text = json.dumps(example, allow_nan=False)
@@ -95,6 +100,8 @@ def value_json(value, depth: int = 0):
 def render_value(described) -> str:
     """`value_json`'s output as text a student reads (NumPy's own array notation)."""
     if isinstance(described, dict):
+        if "note" in described:
+            return str(described["note"])
         if "items" in described:
             more = [f"... {described['more']} more"] if described.get("more") else []
             return "(" + ", ".join([render_value(v) for v in described["items"]] + more) + ")"
