@@ -42,9 +42,11 @@ HOSTILE = '''
 _Big = type("B" * 300, (), {})
 
 
+_REPLY = ((_Big(),) * 36,) * 64  # built once: the check's time limit is a multiple of the reference's
+
+
 def softmax(S):
-    print("y" * 100000)
-    return tuple(tuple(_Big() for _ in range(36)) for _ in range(64))
+    return _REPLY
 
 
 def context(A, V):
