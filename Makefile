@@ -11,7 +11,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[torch,test,nbgrader,dask]'
+	$(BIN)/pip install --quiet -e '.[torch,test,nbgrader,dask,slurm]'
 	touch $@
 
 demo: install

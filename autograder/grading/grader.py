@@ -14,12 +14,12 @@ import traceback
 
 from autograder.authoring.checks import Sizes, Trial, check_rng, student_seed
 from autograder.authoring.misconceptions import Misconception
-from autograder.grading import calibration
+from autograder.grading import calibration, loading
 from autograder.grading.attempt import Attempt, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose
 from autograder.grading.examples import example_json
-from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
@@ -72,17 +72,21 @@ class Grader:
         assignment = self.suite.assignment
         seed = student_seed(self.course.seed_salt, assignment.name, submission.student)
         notes = [submission.note] if submission.note else []
-        output, killed, problem = "", 0, submission.problem
+        output, killed = "", 0
+        # A file that cannot be read does not load either: one flag, the reason first (grading.loading).
+        problem = f"{NOT_LOADED}: {submission.problem}" if submission.problem else ""
         if problem:
-            tests = self._all(submission.problem, "failed")
+            tests = self._all(loading.NOT_RUN, "failed")
         else:
             with Session(self.sandbox, submission.worker_spec(assignment.module), assignment.limits,
                          self.budget) as session:
                 load = session.open()
-                notes += _load_notes(load)
-                problem = load.failure
+                problem = load.failure or loading.not_loaded(submission, load, self._graded_functions())
+                notes += loading.load_notes(load, loaded=not problem)
                 if load.failure:
                     tests = self._all(f"your file could not be loaded: {load.failure}", "error")
+                elif problem:
+                    tests = self._all(loading.NOT_RUN, "failed")
                 else:
                     tests = self.run_checks(session, load, seed)
             output, killed = session.output.text(), session.killed_processes
@@ -204,6 +208,9 @@ class Grader:
                            misconception=idea.id if idea else None, explanation=idea.sentence if idea else "",
                            example=example, stopped=stopped)
 
+    def _graded_functions(self) -> set[str]:
+        return {name for entry in self.suite.checks for name in entry.check.functions}
+
     def _all(self, message: str, status: str) -> list[CheckResult]:
         return [self._result(entry, status, message) for entry in self.suite.checks]
 
@@ -226,20 +233,3 @@ def internal_error_result(student: str, suite: Suite, file: str, sha256: str, de
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-
-def _load_notes(load: LoadReport) -> list[str]:
-    notes = [f"{unit} {_what_it_did(unit, raised)} while loading; the rest of the file still ran"
-             for unit, raised in load.problems]
-    notes += [f"{unit} {reason}; it was skipped and the rest of the file was graded" for unit, reason in load.stopped]
-    if load.stray_processes:
-        notes.append(f"the file's top-level code left {load.stray_processes} processes running while loading; "
-                     "they were stopped, and no function was charged for them. Start no processes at the top "
-                     "level of your file")
-    return notes
-
-
-def _what_it_did(unit: str, raised) -> str:
-    if raised.type == "SystemExit":
-        return "called sys.exit()"
-    return f"raised {raised.describe(line=not unit.startswith('line'))}"

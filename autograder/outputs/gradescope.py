@@ -29,7 +29,7 @@ from autograder.grading.late import (
     iso,
     parse_timestamp,
 )
-from autograder.grading.results import SubmissionResult
+from autograder.grading.results import NOT_LOADED, SubmissionResult
 from autograder.grading.submission import SUFFIXES, Submission, read_submission
 from autograder.outputs import ExportError, audience
 from autograder.text import safe
@@ -127,8 +127,8 @@ def _summary(result: SubmissionResult, late: Late) -> str:
                      f"{result.max_score:g}. Why: {late.reason}.")
     elif late.reason:
         lines.append(f"Late: {late.reason}.")
-    if result.problem:
-        lines.append(f"Could not grade: {result.problem}")
+    if result.problem:  # a file that did not load says so itself ("not loaded: <file>, line 3 ...")
+        lines.append(result.problem if result.problem.startswith(NOT_LOADED) else f"Could not grade: {result.problem}")
     if counts["timeout"]:
         lines.append(f"{counts['timeout']} checks were stopped at their time limit.")
     if counts["error"]:

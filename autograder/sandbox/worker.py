@@ -233,9 +233,11 @@ def _units(spec: dict, sources: list[str]):
 def _load(spec: dict, sources: list[str], sock) -> dict:
     """Execute the submission's top-level code, reporting each unit before it runs.
 
-    A unit that raises is recorded and skipped, as Jupyter would; a unit that
-    hangs or kills the process is reported by the grader, which restarts the
-    child with that unit in `spec["skip"]`.
+    A notebook's cell that raises is recorded and skipped, as Jupyter would;
+    a .py file stops at its first statement that raises, as `import` would
+    (the grader then reports it as not loaded). A unit that hangs or kills
+    the process is reported by the grader, which restarts the child with
+    that unit in `spec["skip"]`.
     """
     module = types.ModuleType(spec["module"])
     module.__file__ = spec["filename"]
@@ -255,6 +257,8 @@ def _load(spec: dict, sources: list[str], sock) -> dict:
             exec(code, module.__dict__)
         except BaseException as error:  # noqa: BLE001 - SystemExit at import is the student's problem
             problems.append({"unit": label, "error": _describe(error, spec["filename"])})
+            if spec["kind"] == "py":
+                break
     _exit_if_forked_copy(me)
     sys.stdout.flush()
     functions = sorted(name for name, value in vars(module).items()
@@ -351,7 +355,8 @@ def _to_tensor(value, requires_grad: bool):
 def _describe(error: BaseException, filename) -> dict:
     """Exception type, message and the student's line where it was raised."""
     try:
-        message = str(error)[:wire.MAX_TEXT]
+        # A SyntaxError's str() repeats the file name and line, which are reported on their own.
+        message = str(error.msg if isinstance(error, SyntaxError) else error)[:wire.MAX_TEXT]
     except BaseException:  # noqa: BLE001 - a hostile __str__
         message = "(the exception's message could not be read)"
     line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None
