@@ -353,7 +353,7 @@ def test_every_flag_shown_is_explained_and_repeats_share_a_row(tmp_path, reporte
     results = list(_results(db).values())
     crasher = next(r for r in results if r.student == "crasher")
     twins = [crasher, _replace(crasher, student="crasher2")]
-    index = write_reports("w07_attention", results + twins[1:], tmp_path)
+    index = write_reports("w07_attention", results + twins[1:], tmp_path).index
     rows = _rows(index.read_text(), "flagged")
     row = next(r for r in rows if "crasher" in r["students"].split(" "))
     assert row["count"] == "2" and set(row["students"].split(" ")) == {"crasher", "crasher2"}
