@@ -26,7 +26,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grading.store import Store
-from autograder.outputs import ExportError, grades_csv, gradescope
+from autograder.outputs import grades_csv, gradescope
 
 from conftest import PLAIN, REFERENCE, ROOT, STUB, SUBMISSIONS, compose, run_cli
 
@@ -219,10 +219,11 @@ def test_what_the_student_code_printed_stays_out_of_student_visible_text(graded)
     assert not any("All tests passed" in text or "RESULT: 100/100" in text for text in visible)
 
 
-def test_gradescope_export_refuses_a_student_id_that_is_not_a_folder_name(graded, tmp_path):
-    bad = dataclasses.replace(graded[1]["stub"], student="../escape")
-    with pytest.raises(ExportError, match="cannot be a folder name"):
-        gradescope.write_gradescope_dir([bad], tmp_path / "out")
+def test_gradescope_export_refuses_only_the_student_whose_id_is_not_a_folder_name(graded, tmp_path):
+    bad = dataclasses.replace(graded[1]["stub"], student="../escape")  # stored before ids were settled
+    written = gradescope.write_gradescope_dir([bad, graded[1]["reference"]], tmp_path / "out")
+    assert written.files == [tmp_path / "out" / "reference" / "results.json"]
+    assert len(written.refused) == 1 and "cannot be a folder name" in written.refused[0]
     assert not (tmp_path / "escape").exists()
 
 

@@ -16,6 +16,7 @@ from autograder.grading.suite import load_public_suite, load_suite
 from autograder.nbgrader.release import release
 from autograder.nbgrader.scaffold import new_assignment
 from autograder.nbgrader.source import source_notebook_path
+from autograder.outputs import audience
 from autograder.outputs.terminal import format_check
 from autograder.sandbox.protections import probe
 from autograder.sandbox.zygote import Sandbox
@@ -106,6 +107,9 @@ def _check(args) -> int:
         lines.append(f"  {'' if result.problem.startswith(NOT_LOADED) else 'could not check: '}{result.problem}")
     lines += [f"  note: {note}" for note in result.notes]
     lines += [format_check(test) for test in result.tests]
+    printed = audience.submission_output(result, audience.STUDENT)  # public checks only: the student's to see
+    if printed.strip():
+        lines += ["  what your code printed:", *(f"    {line}" for line in printed.strip().splitlines()[:20])]
     if len(passed) == len(result.tests) and not result.problem:
         lines.append("All public checks passed. Hidden checks on other inputs run when you are graded.")
     else:

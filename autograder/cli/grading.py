@@ -159,6 +159,10 @@ def _grade_found(args, suite, found, store: Store, run, doing: str) -> int:
             print(json.dumps(result.to_json()), flush=True)
     else:
         print(safe(format_results(graded + skipped)))
+    # Listed last: each hand-in that could not be graded, named for its student, with the reason.
+    for result in graded + skipped:
+        if result.problem and not result.internal_error:
+            print(safe(f"not graded: {result.student}: {result.problem}", 2000), file=sys.stderr)
     failed = sum(bool(result.internal_error) for result in graded)
     if failed:
         # The last line, and the exit status, tell a script that some submissions still need grading.

@@ -81,26 +81,33 @@ def _stored(args):
     return course, assignment, results, rule
 
 
+def _refused(refused: list[str], what: str) -> int:
+    """List, last, each student an output could not write, with the reason; the exit status says whether any."""
+    for line in refused:
+        print(f"autograder: {what}: {line}", file=sys.stderr)
+    return 1 if refused else 0
+
+
 def _export_csv(args) -> int:
     _, assignment, results, rule = _stored(args)
     if args.out is None:
-        grades_csv.write_csv(results, sys.stdout, rule)
+        refused = grades_csv.write_csv(results, sys.stdout, rule)
         where = "standard output (--out FILE writes a file)"
     else:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "w", newline="") as stream:
-            grades_csv.write_csv(results, stream, rule)
+            refused = grades_csv.write_csv(results, stream, rule)
         where = str(args.out.resolve())
-    print(f"wrote {len(results)} students of {assignment} to {where}", file=sys.stderr)
-    return 0
+    print(f"wrote {len(results) - len(refused)} students of {assignment} to {where}", file=sys.stderr)
+    return _refused(refused, "not exported")
 
 
 def _export_gradescope(args) -> int:
     _, assignment, results, rule = _stored(args)
     written = gradescope.write_gradescope_dir(results, args.out, rule)
-    print(f"wrote {len(written)} results.json files of {assignment} under {args.out.resolve()}/<student>/",
+    print(f"wrote {len(written.files)} results.json files of {assignment} under {args.out.resolve()}/<student>/",
           file=sys.stderr)
-    return 0
+    return _refused(written.refused, "not exported")
 
 
 def _export_nbgrader(args) -> int:
@@ -157,8 +164,8 @@ def _report(args) -> int:
 
     _, assignment, results, rule = _stored(args)
     out = args.out.resolve()
-    index = write_reports(assignment, results, out, rule)
-    print(f"wrote feedback for {len(results)} students of {assignment} to {out / 'feedback'}/ and "
-          f"{out / 'grades.csv'}", file=sys.stderr)
-    print(f"class report: {index}")
-    return 0
+    written = write_reports(assignment, results, out, rule)
+    print(f"wrote feedback for {len(results) - len(written.refused)} students of {assignment} to {out / 'feedback'}/ "
+          f"and {out / 'grades.csv'}", file=sys.stderr)
+    print(f"class report: {written.index}")
+    return _refused(written.refused, "no feedback")

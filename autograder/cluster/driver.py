@@ -128,7 +128,7 @@ class _Run:
 
     def _submit(self, item: Found, again: bool = False, avoid: set[str] = frozenset()) -> None:
         """Send `item` to the cluster (`again`: a second time); `avoid`: workers to pass over while others are up."""
-        content = None if item.problem else read_bytes(item.path)
+        content = None if item.problem else read_bytes(item.path, item.root)
         others = [address for address in self._workers() if address not in avoid] if avoid else []
         future = self.cluster.client.submit(grade_task, self.plugin, item, content, retries=0,
                                             key=f"{self.plugin}-{item.student}" + ("-again" if again else ""),

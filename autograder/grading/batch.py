@@ -47,7 +47,8 @@ def plan_batch(found: list[Found], store: Store, suite: Suite, force: bool) -> B
     todo, skipped = [], []
     stored = store.grading_keys(suite.assignment.name)
     for item in found:
-        current = stored.get(item.student) == (file_sha256(item.path), suite.version, item.submitted_at)
+        digest = file_sha256(item.path, item.root)  # by the hand-in rule (grading.handin), as grading reads it
+        current = stored.get(item.student) == (digest, suite.version, item.submitted_at)
         (skipped if current and not force else todo).append(item)
     return BatchPlan(todo, skipped)
 
@@ -172,7 +173,7 @@ def deliver(result: SubmissionResult, suite: Suite, store: Store, on_result) -> 
 def _read(item: Found, content: FileBytes | None) -> Submission:
     if item.problem:
         return Submission(item.student, item.path, item.path.suffix.lstrip("."), "", problem=item.problem)
-    submission = submission_from_bytes(item.path, item.student, content or read_bytes(item.path))
+    submission = submission_from_bytes(item.path, item.student, content or read_bytes(item.path, item.root))
     note = "; ".join(n for n in (item.note, submission.note) if n)
     return dataclasses.replace(submission, note=note)
 

@@ -9,17 +9,25 @@ Layouts understood, for an assignment whose module (course.yaml) is `hw`:
 Each submission carries when it was handed in (grading.late): nbgrader's
 timestamp.txt in its submitted/ folder, else the file's modification time
 (for a zip member, the time the zip records), flagged as unreliable.
+
+Every entry named like a hand-in (`.py`, `.ipynb`) is found whatever it is —
+a link, a FIFO, a folder — and judged when it is read (grading.handin), so it
+gets a message in that student's feedback instead of being skipped without a
+word. A student's folder that is a link is found too, and refused the same way.
+Ids are settled here, once, for every output (grading.ids).
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import tempfile
 import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import FILE_TIME, file_time, submission_time
 from autograder.grading.submission import MAX_BYTES, SUFFIXES
 from autograder.text import safe
@@ -44,20 +52,52 @@ class Found:
     problem: str = ""  # why the file cannot be graded at all, found before reading it (a refused zip member)
     submitted_at: str = ""  # ISO 8601 in UTC (grading.late)
     submitted_at_source: str = ""  # where that time came from: late.NBGRADER_TIMESTAMP or late.FILE_TIME
+    root: Path | None = None  # the layout's top: no link below it is followed when the file is read (grading.handin)
 
 
 def find_submissions(paths: list[Path], assignment: str, module: str, workdir: Path) -> list[Found]:
     """Every submission under `paths`, one per student (sorted by student).
 
     workdir: where zips are extracted; the caller owns and removes it. A
-    submission a zip could not give safely is found with its `problem`.
+    submission a zip could not give safely, or whose id cannot be one
+    (grading.ids), is found with its `problem`; so are both of two that
+    give one id.
     """
-    found: dict[str, Found] = {}
+    found: list[Found] = []
     refused: dict[Path, str] = {}
     for path in paths:
-        for item in _find(Path(path), assignment, module, workdir, refused):
-            found[item.student] = item
-    return [_timed(dataclasses.replace(found[s], problem=refused.get(found[s].path, ""))) for s in sorted(found)]
+        found += _find(Path(path), assignment, module, workdir, refused)
+    # One file named twice (grade hw a.py a.py) is one hand-in, not two that collide.
+    found = list({os.path.abspath(item.path): item for item in found}.values())
+    found = [dataclasses.replace(item, problem=refused.get(item.path, "")) for item in found]
+    return sorted((_timed(item) for item in settle_ids(found)), key=lambda item: canonical(item.student))
+
+
+def settle_ids(found: list[Found]) -> list[Found]:
+    """Every hand-in with an id every output can hold, unique; refused and colliding ones get their problem."""
+    by_id: dict[str, list[Found]] = {}
+    for item in found:
+        by_id.setdefault(canonical(item.student), []).append(item)
+    settled, taken = [], set()
+    for group in by_id.values():
+        for item in group:
+            problem = item.problem or _collision(item, group) or _id_refused(item)
+            student = item.student if not id_problem(item.student) else shown_id(item.student)
+            settled.append(dataclasses.replace(item, student=unique(student, taken), problem=problem))
+    return settled
+
+
+def _collision(item: Found, group: list[Found]) -> str:
+    if len(group) == 1:
+        return ""
+    files = " and ".join(safe(other.path, 300) for other in group)
+    return (f"{len(group)} hand-ins give the student id {safe(item.student, 200)!r}: {files}. None of them was "
+            "graded, so no result replaces another; keep one (rename or remove the others) and grade again")
+
+
+def _id_refused(item: Found) -> str:
+    reason = id_problem(item.student)
+    return f"{safe(item.path, 300)} was not graded: {reason}, and grade again" if reason else ""
 
 
 def _timed(item: Found) -> Found:
@@ -68,19 +108,19 @@ def _timed(item: Found) -> Found:
 
 
 def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict) -> list[Found]:
-    if not path.exists():
+    if not os.path.lexists(path):
         raise LayoutError(f"{safe(path)} does not exist; pass student files, a folder of them, an nbgrader "
                           "course folder or a zip")
     if path.is_file() and path.suffix == ".zip":
         return _find(_extract(path, workdir, refused), assignment, module, workdir, refused)
-    if path.is_file():
+    if not path.is_dir() or path.suffix in SUFFIXES:
         if path.suffix not in SUFFIXES:
             raise LayoutError(f"{path} is not a .py, .ipynb or .zip file")
-        return [Found(path.stem, path)]
+        return [Found(path.stem, path)]  # whatever it is, reading it decides (grading.handin)
     submitted = path if path.name == "submitted" else path / "submitted"
     if submitted.is_dir():
         return _nbgrader(submitted, assignment, module)
-    flat = _flat(path, module)
+    flat = [dataclasses.replace(item, root=path) for item in _flat(path, module)]
     if not flat:
         inner = [p for p in path.iterdir() if p.is_dir() and p.name not in IGNORED and (p / "submitted").is_dir()]
         if len(inner) == 1:  # a zip of a course folder extracts to one top-level folder
@@ -92,50 +132,84 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
 
 def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
     found = []
-    for student_dir in sorted(p for p in submitted.iterdir() if p.is_dir() and p.name not in IGNORED):
+    for student_dir in sorted(p for p in _folders(submitted) if p.name not in IGNORED):
         folder = student_dir / assignment
-        if folder.is_dir():
+        if os.path.islink(student_dir) or os.path.islink(folder):
+            found.append(_linked(folder, f"{module}.ipynb", student_dir.name, submitted))
+        elif folder.is_dir():
             picked = _pick(folder, module, student_dir.name)
             if picked:
                 at, source, note = submission_time(folder, picked.path)
                 note = "; ".join(n for n in (picked.note, note) if n)
-                found.append(dataclasses.replace(picked, note=note, submitted_at=at, submitted_at_source=source))
+                found.append(dataclasses.replace(picked, note=note, submitted_at=at, submitted_at_source=source,
+                                                 root=submitted))
     return found
 
 
 def _flat(folder: Path, module: str) -> list[Found]:
     found = []
-    files = [p for p in _visible(folder) if p.is_file() and p.suffix in SUFFIXES]
     stems: dict[str, list[Path]] = {}
-    for path in files:
+    for path in (p for p in _visible(folder) if p.suffix in SUFFIXES):  # a link, a FIFO, a folder named x.py too
         stems.setdefault(path.stem, []).append(path)
     for student, paths in stems.items():
         found.append(Found(student, *choose(paths, module, folder)))
-    for directory in (p for p in _visible(folder) if p.is_dir()):
-        picked = _pick(directory, module, directory.name)
+    for directory in (p for p in _folders(folder) if p.suffix not in SUFFIXES and _shown_entry(p)):
+        picked = _linked(directory, f"{module}.py", directory.name, folder) if os.path.islink(directory) \
+            else _pick(directory, module, directory.name)
         if picked:
             found.append(picked)
     return found
 
 
+def _folders(folder: Path) -> list[Path]:
+    """Folders in `folder`, and links to folders (found, so that reading through them is refused with a message)."""
+    return sorted(p for p in folder.iterdir() if p.is_dir())
+
+
+def _linked(folder: Path, name: str, student: str, root: Path) -> Found:
+    """A student's folder that is a link: found without looking inside; reading `folder/name` refuses the link."""
+    return Found(student, folder / name, root=root)
+
+
 def _pick(folder: Path, module: str, student: str) -> Found | None:
     """The submission in a student's folder, if it holds one."""
-    candidates = [p for p in _visible(folder) if p.is_file() and p.suffix in SUFFIXES]
+    candidates = [p for p in _visible(folder) if p.suffix in SUFFIXES]
     return Found(student, *choose(candidates, module, folder)) if candidates else None
 
 
 def choose(paths: list[Path], module: str, folder: Path) -> tuple[Path, str]:
     """The one file to grade among a student's .py/.ipynb files, and a note when there were several.
 
-    The file named after the assignment's module first, then a notebook over
-    a .py, then the newest, then the one nearest `folder` (which the note's
-    names are relative to).
+    Regular files first (a link or a FIFO among them is never preferred to
+    the student's real file), then the file named after the assignment's
+    module, then a notebook over a .py, then the newest, then the one nearest
+    `folder` (which the note's names are relative to). Nothing is followed.
     """
-    ranked = sorted(paths, key=lambda p: (p.stem != module, p.suffix != ".ipynb", -p.stat().st_mtime, len(p.parts)))
+    ranked = sorted(paths, key=lambda p: (not _regular(p), p.stem != module, p.suffix != ".ipynb", -_mtime(p),
+                                          len(p.parts)))
     if len(ranked) == 1:
         return ranked[0], ""
-    others = ", ".join(safe(p.relative_to(folder)) for p in ranked[1:])
+    others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")
+                       for p in ranked[1:])
     return ranked[0], f"several files were handed in; graded {safe(ranked[0].relative_to(folder))}, not {others}"
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _shown_entry(path: Path) -> bool:
+    return not path.name.startswith(".") and path.name not in IGNORED
 
 
 def _visible(folder: Path) -> list[Path]:
@@ -163,7 +237,7 @@ def _extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
             for member in members:
                 destination = _destination(target, member)
                 if destination is None:
-                    continue  # absolute paths, ../ escapes and symlinks are skipped
+                    continue  # absolute paths and ../ escapes are skipped: they name no place in the class
                 if member.is_dir():
                     destination.mkdir(parents=True, exist_ok=True)
                     continue
@@ -211,9 +285,7 @@ class _ZipTooLarge(Exception):
 
 
 def _destination(target: Path, member: zipfile.ZipInfo) -> Path | None:
-    """Where a member goes under `target`; over-long names are shortened, escapes and links refused (None)."""
-    if (member.external_attr >> 16) & 0o170000 == 0o120000:
-        return None
+    """Where a member goes under `target`; over-long names are shortened, escapes refused (None)."""
     parts = [_short(part) for part in member.filename.replace("\\", "/").split("/") if part not in ("", ".")]
     if not parts or ".." in parts or member.filename.startswith("/"):
         return None
@@ -231,6 +303,8 @@ def _short(part: str) -> str:
 
 
 def _member_problem(member: zipfile.ZipInfo) -> str:
+    if (member.external_attr >> 16) & 0o170000 == 0o120000:
+        return "it is a symbolic link, not a file (a hand-in must be the file itself)"
     if member.flag_bits & 0x1:
         return "it is encrypted"
     if member.compress_type not in COMPRESSIONS:

@@ -7,6 +7,12 @@ or expected values, nor the message at those sizes, which at the smallest
 sizes could quote the whole expected answer. The rule is applied here,
 where the example is built in the grader, so nothing stored or reported
 later can hold more than this.
+
+What a reply holds is the student's, so an example is bounded here too: at
+most MAX_SHOWN items of a tuple or list, names of at most MAX_NAME characters,
+a message of at most MAX_MESSAGE, and the whole JSON within EXAMPLE_BUDGET
+(the earliest calls go first, then the example is replaced by a note).
+grading.results enforces the check's budget again, whatever built it.
 """
 from __future__ import annotations
 
@@ -18,9 +24,15 @@ import numpy as np
 from autograder.authoring.checks import Sizes
 from autograder.authoring.misconceptions import bind_arguments
 from autograder.authoring.protocol import Opaque, TensorData
+from autograder.grading.results import CHECK_BUDGET, clip, omitted_example
 
 MAX_VALUES = 64  # larger arrays are shown by shape and dtype only
 MAX_CALLS = 3  # the last calls of the run; the failing one is usually the last
+MAX_DEPTH = 2  # tuples in tuples shown; deeper ones by their length
+MAX_SHOWN = 16  # items of a tuple or list shown; the rest are counted
+MAX_NAME = 80  # characters of a type name or a text value
+MAX_MESSAGE = 2 << 10  # bytes of a message or an exception's description
+EXAMPLE_BUDGET = CHECK_BUDGET // 2  # bytes of one example's JSON
 
 
 def example_json(visibility: str, attempt, ref: ModuleType | None, shrunk_from: Sizes | None = None) -> str:
@@ -34,11 +46,20 @@ def example_json(visibility: str, attempt, ref: ModuleType | None, shrunk_from: 
     if visibility != "public":
         return json.dumps(sizes) if sizes else ""
     calls = [_call_json(call, reply, ref) for call, reply in attempt.calls[-MAX_CALLS:]]
-    example = {**sizes, "message": attempt.message, "calls": calls}
+    example = {**sizes, "message": clip(str(attempt.message), MAX_MESSAGE), "calls": calls}
     failure = attempt.failure
     if failure is not None and failure.expected is not None:
         example["expected"] = value_json(failure.expected)
-    return json.dumps(example, allow_nan=False)
+    text = json.dumps(example, allow_nan=False)
+    if len(text) > EXAMPLE_BUDGET:  # what the student's code returned is what can be large: it goes first
+        for call in example["calls"]:
+            if "returned" in call:
+                call["returned"] = {"note": "(too large to show: over the example's size budget)"}
+        text = json.dumps(example, allow_nan=False)
+    while len(text) > EXAMPLE_BUDGET and example["calls"]:
+        example["calls"] = example["calls"][1:]  # the failing call is the last: it stays longest
+        text = json.dumps(example, allow_nan=False)
+    return text if len(text) <= EXAMPLE_BUDGET else omitted_example(len(text))
 
 
 def load_example(text: str) -> dict | None:
@@ -52,30 +73,38 @@ def load_example(text: str) -> dict | None:
     return example if isinstance(example, dict) else None
 
 
-def value_json(value):
-    """A value as plain JSON: arrays as shape, dtype and (when small) rounded values."""
+def value_json(value, depth: int = 0):
+    """A value as plain JSON: arrays as shape, dtype and (when small) rounded values; nesting at most MAX_DEPTH."""
     if isinstance(value, TensorData):
-        return {**value_json(value.array), "tensor": True}
+        return {**value_json(value.array, depth), "tensor": True}
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         described = {"shape": list(array.shape), "dtype": str(array.dtype)}
         if array.size <= MAX_VALUES and array.dtype.kind in "biuf":
             described["values"] = _plain(array.tolist())
         return described
+    if isinstance(value, (tuple, list)) and depth >= MAX_DEPTH:
+        return {"object": f"{type(value).__name__} of {len(value)} items"}
     if isinstance(value, (tuple, list)):
-        return {"items": [value_json(v) for v in value]}
+        items = [value_json(v, depth + 1) for v in value[:MAX_SHOWN]]
+        return {"items": items, **({"more": len(value) - MAX_SHOWN} if len(value) > MAX_SHOWN else {})}
     if isinstance(value, Opaque):
-        return {"object": value.type_name}
-    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"object": value.type_name[:MAX_NAME]}
+    if isinstance(value, str):
+        return value[:MAX_NAME * 4]
+    if value is None or isinstance(value, (bool, int, float)):
         return _plain(value)
-    return {"object": type(value).__name__}
+    return {"object": type(value).__name__[:MAX_NAME]}
 
 
 def render_value(described) -> str:
     """`value_json`'s output as text a student reads (NumPy's own array notation)."""
     if isinstance(described, dict):
+        if "note" in described:
+            return str(described["note"])
         if "items" in described:
-            return "(" + ", ".join(render_value(v) for v in described["items"]) + ")"
+            more = [f"... {described['more']} more"] if described.get("more") else []
+            return "(" + ", ".join([render_value(v) for v in described["items"]] + more) + ")"
         if "object" in described:
             return f"a {described['object']} object"
         if "shape" in described:
@@ -96,7 +125,7 @@ def _call_json(call, reply, ref) -> dict:
     if call.as_tensors:
         described["as_tensors"] = True
     if reply.raised is not None:
-        described["raised"] = reply.raised.describe()
+        described["raised"] = clip(reply.raised.describe(), MAX_MESSAGE)
     else:
         described["returned"] = value_json(reply.value)
     return described

@@ -23,6 +23,8 @@ import zoneinfo
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.grading.handin import read_small
+
 NBGRADER_TIMESTAMP = "nbgrader timestamp"
 GRADESCOPE_METADATA = "gradescope metadata"
 FILE_TIME = "file time (unreliable)"
@@ -231,10 +233,14 @@ def submission_time(folder: Path, path: Path) -> tuple[str, str, str]:
     modification time. note: why a timestamp.txt present was not used.
     """
     stamp = Path(folder) / TIMESTAMP_FILE
-    if stamp.is_file():
+    if os.path.lexists(stamp):
+        # Read by the hand-in rule (grading.handin): a link or a FIFO named timestamp.txt is refused, not followed.
+        text = read_small(stamp, 200)
         try:
-            return iso(parse_timestamp(stamp.read_text(errors="replace")[:200])), NBGRADER_TIMESTAMP, ""
-        except (TimeError, OSError, OverflowError) as error:
+            if text is None:
+                raise TimeError("it is not a regular file")
+            return iso(parse_timestamp(text.decode(errors="replace"))), NBGRADER_TIMESTAMP, ""
+        except (TimeError, OverflowError) as error:
             note = (f"{TIMESTAMP_FILE} could not be read ({error}); the file's modification time was used as the "
                     "submission time instead")
             return file_time(path), FILE_TIME, note

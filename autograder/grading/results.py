@@ -3,10 +3,26 @@
 `SubmissionResult.to_json` is the line `autograder grade --json` prints, in
 the shape of Gradescope's results.json plus the fields a TA needs to trust
 it (seed, suite version, sandbox mode).
+
+Student-derived text has a budget, enforced here, where every result is built
+(by the grader, from the store, from a cluster's worker): each text field of
+a check, and a check as a whole, at most CHECK_BUDGET bytes; a submission, its
+checks included, at most SUBMISSION_BUDGET. What is cut ends with a visible
+note. So the store, the pages, the CSV, results.json and the gradebook, which
+are made from results, are bounded by construction, whatever a reply holds.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields
+
+CHECK_BUDGET = 16 << 10  # bytes of text per check (UTF-8)
+SUBMISSION_BUDGET = 256 << 10  # bytes of text per submission, its checks included
+MESSAGE_BUDGET = 4 << 10  # one check's message; a hint or a misconception's sentence: 1 KiB
+NOTES_KEPT = 50  # notes per submission; each at most NOTE_BUDGET
+NOTE_BUDGET = 2 << 10
+TRACEBACK_BUDGET = 32 << 10  # the grader's own traceback, for instructors
+CUT = "\n[... {} more bytes not kept: over the feedback budget]"
 
 STATUSES = ("passed", "failed", "error", "timeout")
 # How the `problem` of a hand-in that did not load begins (grading.loading); its flag is this word too.
@@ -28,6 +44,14 @@ class CheckResult:
     explanation: str = ""  # the misconception's sentence: the idea to revisit, in the course's words
     example: str = ""  # JSON (autograder.examples): inputs and values for public checks, sizes only for hidden
     stopped: str = ""  # "timeout", "crashed" or "rejected" when the sandbox stopped one of the check's calls
+
+    def __post_init__(self):
+        for name, limit in (("output", MESSAGE_BUDGET), ("hint", 1024), ("explanation", 1024), ("name", 200),
+                            ("function", 200)):
+            _set(self, name, clip(getattr(self, name), limit))
+        room = CHECK_BUDGET - size(self.output, self.hint, self.explanation, self.name)
+        if len(self.example.encode("utf-8", "replace")) > room:
+            _set(self, "example", omitted_example(len(self.example)))
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,17 @@ class SubmissionResult:
     # (grading.late: "nbgrader timestamp", "gradescope metadata" or "file time (unreliable)").
     submitted_at: str = ""
     submitted_at_source: str = ""
+
+    def __post_init__(self):
+        for name, limit in (("output", 64 << 10), ("problem", MESSAGE_BUDGET), ("file", 1024), ("student", 512),
+                            ("internal_error", TRACEBACK_BUDGET)):
+            _set(self, name, clip(getattr(self, name), limit))
+        notes = [clip(note, NOTE_BUDGET) for note in self.notes[:NOTES_KEPT]]
+        if len(self.notes) > NOTES_KEPT:
+            notes.append(f"[... {len(self.notes) - NOTES_KEPT} more notes not kept: over the feedback budget]")
+        _set(self, "notes", tuple(notes))
+        _set(self, "tests", _within(self.tests, SUBMISSION_BUDGET - size(self.output, self.problem, self.file,
+                                                                       self.internal_error, *self.notes)))
 
     @property
     def score(self) -> float:
@@ -88,6 +123,56 @@ class SubmissionResult:
                        "hint": t.hint, "misconception": t.misconception, "explanation": t.explanation}
                       for t in self.tests],
         }
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` in at most `limit` UTF-8 bytes, ending with a note saying how much was cut; idempotent."""
+    if not isinstance(text, str) or len(text) * 4 <= limit or len(text.encode("utf-8", "replace")) <= limit:
+        return text
+    data = text.encode("utf-8", "replace")
+    kept = limit - len(CUT.format(len(data)).encode())
+    return data[:kept].decode("utf-8", "ignore") + CUT.format(len(data) - kept)
+
+
+def size(*texts: str) -> int:
+    """The UTF-8 size of `texts` together, in bytes."""
+    return sum(len(t.encode("utf-8", "replace")) for t in texts if isinstance(t, str))
+
+
+def omitted_example(length: int) -> str:
+    """What stands for an example over its budget: valid JSON that says so (outputs show `omitted`)."""
+    return json.dumps({"omitted": f"The failing example was too large to keep ({length} bytes, over the "
+                                  f"{CHECK_BUDGET >> 10} KiB a check may show); the message above says what failed."})
+
+
+def _within(tests: tuple, room: int) -> tuple:
+    """`tests` within `room` bytes: examples dropped (largest first), then messages cut, until they fit."""
+    used = sum(size(t.output, t.hint, t.explanation, t.example, t.name) for t in tests)
+    if used <= room or not tests:
+        return tests
+    tests = list(tests)
+    for i in sorted(range(len(tests)), key=lambda i: -len(tests[i].example)):
+        if used <= room:
+            break
+        if tests[i].example:
+            smaller = _replace(tests[i], example=omitted_example(len(tests[i].example)))
+            used -= size(tests[i].example) - size(smaller.example)
+            tests[i] = smaller
+    share = max(256, room // len(tests) - 512)
+    if used > room:
+        tests = [_replace(t, output=clip(t.output, share), hint=clip(t.hint, 256), explanation=clip(t.explanation, 256))
+                 for t in tests]
+    return tuple(tests)
+
+
+def _replace(test: CheckResult, **changes) -> CheckResult:
+    return CheckResult(**{**{f.name: getattr(test, f.name) for f in fields(CheckResult)}, **changes})
+
+
+def _set(result, name: str, value) -> None:
+    """Set a field of a frozen result while it is being built (its budget is part of building it)."""
+    if getattr(result, name) is not value:
+        object.__setattr__(result, name, value)
 
 
 def flags(result: SubmissionResult) -> list[str]:

@@ -7,7 +7,6 @@ becomes a Submission with a `problem` that the student's feedback shows.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
@@ -20,9 +19,11 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 import nbformat  # noqa: E402
 
+from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes  # noqa: E402
 from autograder.text import safe, valid_utf8  # noqa: E402
 
-MAX_BYTES = 50 << 20  # notebooks with images can be large; anything bigger is not a submission
+__all__ = ["MAX_BYTES", "FileBytes", "Submission", "file_sha256", "read_bytes", "read_submission",
+           "submission_from_bytes"]
 MAX_CELLS = 5000  # code cells graded in one notebook
 SUFFIXES = (".py", ".ipynb")
 DEMO_TAG = "demo"  # a cell tag: an instructor's illustration the grader does not run (it defines nothing graded)
@@ -65,51 +66,18 @@ class Submission:
         return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.source for c in self.cells])
 
 
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file's bytes, as stored with its result ("" if it cannot be read)."""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
-@dataclass(frozen=True)
-class FileBytes:
-    """A submission file's bytes as read where it lies, to be parsed there or on another machine.
-
-    data: the bytes (empty when the file is over MAX_BYTES or unreadable); size: its size in bytes;
-    error: why it could not be read (its strerror), "" when it could.
-    """
-
-    data: bytes
-    size: int
-    sha256: str
-    error: str = ""
-
-
-def read_bytes(path: Path) -> FileBytes:
-    """The bytes of the file at `path`, without reading more than MAX_BYTES of it."""
-    try:
-        size = Path(path).stat().st_size
-        data = Path(path).read_bytes() if size <= MAX_BYTES else b""
-    except OSError as error:
-        return FileBytes(b"", 0, "", error.strerror or str(error))
-    return FileBytes(data, size, hashlib.sha256(data).hexdigest() if size <= MAX_BYTES else file_sha256(path))
-
-
-def read_submission(path: Path, student: str | None = None) -> Submission:
-    """Read a .py or .ipynb file; the student id defaults to the file's stem."""
+def read_submission(path: Path, student: str | None = None, root: Path | None = None) -> Submission:
+    """Read a .py or .ipynb file (grading.handin's rule, links under `root` refused); the id defaults to its stem."""
     path = Path(path)
-    return submission_from_bytes(path, student or path.stem, read_bytes(path))
+    return submission_from_bytes(path, student or path.stem, read_bytes(path, root))
 
 
 def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submission:
     """The submission in `content`, the bytes read from the file at `path` (perhaps on another machine)."""
     path = Path(path)
     kind = path.suffix.lstrip(".")
-    if content.error:
-        return Submission(student, path, kind, "", problem=f"the file could not be read ({content.error}); "
-                                                           "check that it exists and is readable, then grade again")
+    if content.error:  # grading.handin refused it, and says why
+        return Submission(student, path, kind, "", problem=content.error)
     data, size, digest = content.data, content.size, content.sha256
     shown = safe(path.name)  # the student chose the name
     problem = _basic_problem(data, size, shown)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.grading.handin import read_bytes
 from autograder.grading.results import SubmissionResult
 from autograder.nbgrader.inkernel import FunctionResults, format_function
 
@@ -66,17 +67,113 @@ class Places:
         return self.autograded / f"{self.notebook}.ipynb"
 
 
-def sanitized(path: Path, places: Places, db_url: str):
-    """The submitted notebook after nbgrader's own sanitizing preprocessors, in the order Autograde runs them."""
+@dataclass(frozen=True)
+class ReleasedCell:
+    """What the gradebook's copy of the release says of one nbgrader cell: the truth a hand-in is held to."""
+
+    grade_id: str
+    cell_type: str  # "code" or "markdown"
+    source: str  # the released source (restored into locked cells)
+    checksum: str
+    locked: bool
+    grade: bool
+    solution: bool
+    task: bool
+    points: float | None  # for grade and task cells
+
+
+def released_cells(gradebook, notebook: str, assignment: str) -> dict[str, ReleasedCell]:
+    """grade_id -> the released cell, from nbgrader's gradebook (its source, grade, solution and task cells)."""
+    found = gradebook.find_notebook(notebook, assignment)
+    points = {c.name: c.max_score for c in list(found.grade_cells) + list(found.task_cells)}
+    grades = {c.name for c in found.grade_cells}
+    solutions = {c.name for c in found.solution_cells}
+    tasks = {c.name for c in found.task_cells}
+    return {c.name: ReleasedCell(c.name, c.cell_type, c.source or "", c.checksum or "", bool(c.locked),
+                                 c.name in grades, c.name in solutions, c.name in tasks, points.get(c.name))
+            for c in found.source_cells}
+
+
+def restore_from_source(notebook, released: dict[str, ReleasedCell]) -> list[str]:
+    """Make every nbgrader cell of a hand-in say what the release says; return what disagreed, for the instructor.
+
+    A hand-in's cell metadata is the student's to edit: a grade id the release
+    does not have, or one used twice, loses its nbgrader metadata (it is then
+    an ordinary cell); a known one gets the release's cell type, flags, points
+    and checksum, and, when locked, its source. nbgrader's own sanitizing then
+    finds nothing to refuse, so one student's notebook cannot stop the export.
+    """
+    changed, seen = [], set()
+    for index, cell in enumerate(notebook.get("cells", [])):
+        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        ours = metadata.get("nbgrader")
+        if ours is None:
+            continue
+        grade_id = ours.get("grade_id") if isinstance(ours, dict) else None
+        truth = released.get(grade_id) if isinstance(grade_id, str) else None
+        if truth is None or grade_id in seen:
+            metadata.pop("nbgrader", None)
+            changed.append(f"cell {index + 1}: nbgrader metadata for {_name(grade_id)} the release "
+                           f"{'already had in another cell' if truth else 'does not have'}, removed")
+            continue
+        seen.add(grade_id)
+        if _restore(cell, metadata, truth):
+            changed.append(f"{grade_id}: cell type, flags or points differed from the release, restored")
+    return changed
+
+
+def _restore(cell, metadata: dict, truth: ReleasedCell) -> bool:
+    wanted = {"grade": truth.grade, "solution": truth.solution, "locked": truth.locked, "grade_id": truth.grade_id,
+              "schema_version": 3, "checksum": truth.checksum, "task": truth.task}
+    if truth.grade or truth.task:
+        wanted["points"] = truth.points
+    before = dict(metadata.get("nbgrader") or {})
+    metadata["nbgrader"] = wanted  # the release's checksum too: "unchanged answer" is judged by the release
+    differs = any(before.get(key, False if isinstance(value, bool) else None) != value
+                  for key, value in wanted.items() if key not in ("checksum", "schema_version"))
+    if cell.get("cell_type") != truth.cell_type:
+        differs = True
+        cell["cell_type"] = truth.cell_type
+        if truth.cell_type == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+        else:
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+    if truth.locked and cell.get("source") != truth.source:
+        cell["source"] = truth.source
+    cell["metadata"] = metadata
+    return differs
+
+
+def _name(grade_id) -> str:
+    return repr(grade_id)[:80] if isinstance(grade_id, str) else "a cell without a usable grade id"
+
+
+def sanitized(path: Path, places: Places, db_url: str, released: dict[str, ReleasedCell] | None = None):
+    """The submitted notebook after nbgrader's own sanitizing preprocessors, in the order Autograde runs them.
+
+    released: the release's cells (`released_cells`); given, the hand-in's cells are first held to them
+    (`restore_from_source`), and what disagreed is in the notebook's metadata (`restored_notes`).
+    """
     from nbgrader.converters import Autograde
 
-    notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    content = read_bytes(path, places.root / SUBMITTED)  # the hand-in rule: no link, no FIFO, bounded
+    if content.error:
+        raise ValueError(content.error)
+    notebook = nbformat.reads(content.data.decode("utf-8", "replace"), as_version=nbformat.NO_CONVERT)
+    if released is not None:
+        notebook.metadata["autograder_restored"] = restore_from_source(notebook, released)
     resources = {"nbgrader": {"notebook": places.notebook, "assignment": places.assignment,
                               "student": places.student, "db_url": db_url}}
     quiet = _quiet_log()
     for preprocessor in Autograde.class_traits()["sanitize_preprocessors"].default():
         notebook, resources = preprocessor(log=quiet).preprocess(notebook, resources)
     return notebook
+
+
+def restored_notes(notebook) -> list[str]:
+    """What `sanitized` restored from the release (and takes out of the notebook it writes)."""
+    return list(notebook.metadata.pop("autograder_restored", []) or [])
 
 
 def _quiet_log() -> logging.Logger:

@@ -15,6 +15,14 @@ What a TA wrote is never touched: `manual_score`, `extra_credit` and
 `manual_comment` stay; a cell a TA graded is flagged for review again only
 when what it grades changed since (our points, or the answer's text).
 
+Each student is exported on their own: whatever in one student's data
+nbgrader refuses (a damaged notebook, a folder that cannot be written) rolls
+back that student only, who is listed with the reason; everyone else is
+written. A hand-in's nbgrader cells are held to the gradebook's copy of the
+release (autograded.restore_from_source): cell types, grade ids, points and
+flags come from the release, and a hand-in whose cells disagreed is restored
+and flagged for the instructor (the export's notes).
+
 A gradebook without the released notebook (no `nbgrader generate_assignment`
 or `autograder release` into it) gets one autograded grade cell per function
 and no autograded notebooks: `nbgrader export` shows the totals, the
@@ -31,12 +39,23 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.grading.handin import read_small
+from autograder.grading.ids import id_problem
 from autograder.grading.late import NBGRADER_TIMESTAMP, TIMESTAMP_FILE, LateRule, assess_result, parse_timestamp
 from autograder.grading.results import SubmissionResult
 from autograder.grading.submission import file_sha256
 from autograder.nbgrader import install_nbgrader_hint, nbgrader_missing
-from autograder.nbgrader.autograded import Places, previous_sources, sanitized, with_points, write_autograded
+from autograder.nbgrader.autograded import (
+    Places,
+    previous_sources,
+    released_cells,
+    restored_notes,
+    sanitized,
+    with_points,
+    write_autograded,
+)
 from autograder.outputs import ExportError
+from autograder.text import safe
 
 NO_RESPONSE = "No response."  # nbgrader's automatic comment on an answer cell left as released
 
@@ -104,8 +123,9 @@ def write_nbgrader(results: list[SubmissionResult], target: Target) -> NbgraderS
             # on autoflush; the rows are written correctly (the tests read them back).
             warnings.filterwarnings("ignore", category=SAWarning)
             released = _prepare(gradebook, target, cells)
+            truth = released_cells(gradebook, target.notebook, target.assignment) if released else {}
             for result in results:
-                _export_student(gradebook, result, target, released, summary)
+                _export_one(gradebook, result, target, truth, summary)
     except InvalidEntry as error:
         raise ExportError(f"nbgrader refused an entry ({error}); nothing after it was written. Fix the "
                           "gradebook (or use a fresh one) and export again.") from None
@@ -145,9 +165,29 @@ def _prepare(gradebook, target: Target, cells: dict[str, float]) -> bool:
     return released
 
 
-def _export_student(gradebook, result: SubmissionResult, target: Target, released: bool,
+def _export_one(gradebook, result: SubmissionResult, target: Target, truth: dict, summary: NbgraderSummary) -> None:
+    """One student inside their own boundary: what fails is rolled back and listed, and the export goes on."""
+    from nbgrader.api import InvalidEntry
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if id_problem(result.student):
+        summary.skipped.append(f"{safe(result.student, 200)}: this id cannot be an nbgrader student "
+                               f"({id_problem(result.student)}); regrade the hand-in under a plain id and export again")
+        return
+    try:
+        _export_student(gradebook, result, target, truth, summary)
+    except (InvalidEntry, SQLAlchemyError, OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        gradebook.db.rollback()
+        summary.skipped.append(f"{safe(result.student, 200)}: nbgrader could not take this student's data "
+                               f"({safe(str(error).splitlines()[0] if str(error) else type(error).__name__, 200)}); "
+                               "nothing of it was written. Check the student's folders under submitted/ and "
+                               "autograded/, then export again")
+
+
+def _export_student(gradebook, result: SubmissionResult, target: Target, truth: dict,
                     summary: NbgraderSummary) -> None:
     """One student's submission, notebook, grades, comments and penalty; or a note saying why not."""
+    released = bool(truth)
     places = Places(target.root, target.assignment, result.student, target.notebook)
     stamp, stale = _nbgrader_timestamp(places, result)
     if stale:
@@ -157,7 +197,10 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, release
     sources = previous_sources(places)
     notebook = None
     if released and path is not None:
-        notebook = _autograded(path, places, result, target)
+        notebook = _autograded(path, places, result, target, truth)
+        for change in restored_notes(notebook) if notebook is not None else []:
+            summary.notes.append(f"{result.student}: {path.name} disagreed with the release ({safe(change, 200)}); "
+                                 "graded as released — have a look at this hand-in")
         if notebook is None:
             summary.notes.append(f"{result.student}: {path} is not a notebook nbgrader can read, so there is no "
                                  "autograded notebook (its grades, zero where it could not be graded, are in the "
@@ -193,13 +236,13 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, release
     summary.students += 1
 
 
-def _autograded(path: Path, places: Places, result: SubmissionResult, target: Target):
+def _autograded(path: Path, places: Places, result: SubmissionResult, target: Target, truth: dict):
     """The autograded notebook, or None where the student's file is not one nbgrader can sanitize."""
     from nbgrader.nbgraderformat import ValidationError
 
     try:
-        notebook = sanitized(path, places, target.db_url)
-    except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, RecursionError, ValidationError):
+        notebook = sanitized(path, places, target.db_url, truth)
+    except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, RecursionError, ValidationError, OSError):
         return None  # student data: broken JSON, damaged nbgrader metadata, cells nbgrader cannot restore
     return with_points(notebook, result, {grade_cell_name(f): f for f in result.by_function()})
 
@@ -214,9 +257,10 @@ def _nbgrader_timestamp(places: Places, result: SubmissionResult) -> tuple[datet
     from nbgrader.utils import parse_utc
 
     path = places.submitted / TIMESTAMP_FILE
-    if not path.is_file():
+    data = read_small(path, 200)  # the hand-in rule: never a link or a FIFO (grading.handin)
+    if data is None:
         return None, ""  # nbgrader knows no time for it, as after its own autograde; ours may be the file's
-    text = path.read_text(errors="replace").strip()
+    text = data.decode(errors="replace").strip()
     try:
         theirs = parse_utc(text)
         ours = parse_timestamp(text)
@@ -232,7 +276,7 @@ def _nbgrader_timestamp(places: Places, result: SubmissionResult) -> tuple[datet
 def _graded_notebook(places: Places, result: SubmissionResult) -> Path | None:
     """The submitted notebook that was graded: nbgrader's path first, else the stored file, if its bytes match."""
     for path in (places.submitted / f"{places.notebook}.ipynb", Path(result.file)):
-        if path.suffix == ".ipynb" and path.is_file() and file_sha256(path) == result.sha256:
+        if path.suffix == ".ipynb" and result.sha256 and file_sha256(path, places.root / "submitted") == result.sha256:
             return path
     return None
 

@@ -36,6 +36,7 @@ from autograder.grading.grader import Grader
 from autograder.grading.manifest import public_course
 from autograder.grading.results import CheckResult
 from autograder.grading.suite import Suite, load_public_suite, load_suite
+from autograder.outputs import audience
 from autograder.outputs.terminal import format_check
 from autograder.sandbox.inprocess import CapturedText, InProcessSession
 from autograder.sandbox.session import LoadReport
@@ -155,6 +156,11 @@ def format_function(ran: FunctionResults, what: str) -> str:
     lines = [f"{ran.function} ({what}): {ran.score:g} / {ran.max_score:g} points, "
              f"{len(ran.results) - len(ran.failed)} of {len(ran.results)} checks passed"]
     lines += [format_check(result) for result in ran.results]
-    if ran.output.strip():
-        lines.append("  printed during the checks (first lines): " + " | ".join(ran.output.strip().splitlines()[:3]))
+    # The test cell's output is the student's feedback (nbgrader generate_feedback): outputs.audience decides.
+    printed = audience.printed_output(ran.output, audience.STUDENT,
+                                      hidden_ran=any(r.visibility != "public" for r in ran.results))
+    if printed.strip():
+        lines.append("  printed during the checks (first lines): " + " | ".join(printed.strip().splitlines()[:3]))
+    elif ran.output.strip():
+        lines.append("  printed output is kept for your instructor: hidden checks ran meanwhile")
     return "\n".join(lines)

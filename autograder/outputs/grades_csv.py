@@ -69,13 +69,25 @@ def csv_row(result: SubmissionResult, functions: list[str], late: Late | None = 
     ]
 
 
-def write_csv(results: list[SubmissionResult], stream: TextIO, rule: LateRule | None = None) -> None:
-    """One row per student (sorted by student), header first; `rule`: the assignment's late rule."""
+def write_csv(results: list[SubmissionResult], stream: TextIO, rule: LateRule | None = None) -> list[str]:
+    """One row per student (sorted by student), header first; `rule`: the assignment's late rule.
+
+    Each row is built on its own: a student whose stored data cannot make a row is left out and
+    returned as "<student>: <why>", and every other row is written.
+    """
     functions = function_order(results)
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(csv_header(functions))
+    refused = []
     for result in sorted(results, key=lambda r: r.student):
-        writer.writerow(csv_row(result, functions, assess_result(rule, result)))
+        try:
+            row = csv_row(result, functions, assess_result(rule, result))
+        except (ValueError, TypeError, KeyError, OverflowError) as error:
+            refused.append(f"{safe(result.student, 200)}: its stored result cannot make a row ({safe(error, 200)}); "
+                           "regrade it with `autograder grade --force` and export again")
+            continue
+        writer.writerow(row)
+    return refused
 
 
 def _number(value: float) -> str:

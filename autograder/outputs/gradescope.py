@@ -17,6 +17,7 @@ from typing import TextIO
 
 from autograder.grading.course import Course
 from autograder.grading.discover import choose
+from autograder.grading.ids import id_problem
 from autograder.grading.late import (
     FILE_TIME,
     GRADESCOPE_METADATA,
@@ -30,7 +31,8 @@ from autograder.grading.late import (
 )
 from autograder.grading.results import NOT_LOADED, SubmissionResult
 from autograder.grading.submission import SUFFIXES, Submission, read_submission
-from autograder.outputs import ExportError
+from autograder.outputs import ExportError, audience
+from autograder.text import safe
 
 # Gradescope's visibility for our checks. Public checks are released with the stub, so
 # they are "visible". Hidden checks are "visible" too, deliberately: what a student sees
@@ -71,8 +73,9 @@ def gradescope_results(result: SubmissionResult, late: Late | None = None) -> di
             "student": result.student, "assignment": result.assignment, "file": result.file,
             "sha256": result.sha256, "suite_version": result.suite_version, "seed": result.seed,
             "sandbox": result.sandbox, "killed_processes": result.killed_processes, "problem": result.problem,
-            "notes": list(result.notes), "graded_at": result.graded_at, "student_output": result.output,
-            "internal_error": result.internal_error,
+            "notes": list(result.notes), "graded_at": result.graded_at,
+            "student_output": audience.submission_output(result, audience.INSTRUCTOR),
+            "internal_error": audience.traceback(result, audience.INSTRUCTOR),
             "max_score": result.max_score, "raw_score": result.score, "late_penalty": late.penalty,
             "late_by_hours": late.late_by_hours, "late_reason": late.reason, "submitted_at": result.submitted_at,
             "submitted_at_source": result.submitted_at_source,
@@ -116,6 +119,7 @@ def _test_numbers(result: SubmissionResult) -> dict[str, str]:
 
 def _summary(result: SubmissionResult, late: Late) -> str:
     counts = result.counts()
+    note = audience.submission_output_note(result, audience.STUDENT)  # the output itself is in extra_data
     lines = [f"{Path(result.file).name}: {result.score:g} / {result.max_score:g} points "
              f"({counts['passed']} of {len(result.tests)} checks passed)."]
     if late.penalty:
@@ -133,20 +137,42 @@ def _summary(result: SubmissionResult, late: Late) -> str:
     lines.append("Points per function:")
     lines += [f"  {name:<18}{got:g} / {possible:g}" for name, (got, possible) in result.by_function().items()]
     lines.append("Hidden checks show their name, message and hint, never their inputs.")
+    if note:
+        lines.append(note)
     return "\n".join(lines)
 
 
-def write_gradescope_dir(results: list[SubmissionResult], out: Path, rule: LateRule | None = None) -> list[Path]:
-    """OUT/<student>/results.json for every result, with `rule`'s late penalty; returns the files written."""
-    written = []
+@dataclass
+class Written:
+    """What an export wrote, and each student it could not write with the reason (the rest are written)."""
+
+    files: list[Path] = dataclasses.field(default_factory=list)
+    refused: list[str] = dataclasses.field(default_factory=list)  # "<student>: <why and what to do>"
+
+
+def write_gradescope_dir(results: list[SubmissionResult], out: Path, rule: LateRule | None = None) -> Written:
+    """OUT/<student>/results.json for every result, with `rule`'s late penalty; each student on their own.
+
+    A student whose id cannot be a folder name (a result stored before ids were
+    settled at discovery, grading.ids) or whose file cannot be written is
+    listed in `refused`; everyone else is written.
+    """
+    written = Written()
     for result in results:
-        if result.student in ("", ".", "..") or "/" in result.student or "\\" in result.student:
-            raise ExportError(f"student id {result.student!r} cannot be a folder name; rename the "
-                              "submission and regrade it, then export again.")
-        path = Path(out) / result.student / "results.json"
-        write_json(path, gradescope_results(result, assess_result(rule, result)))
-        written.append(path)
+        try:
+            written.files.append(_write_one(result, Path(out), rule))
+        except (ExportError, OSError, ValueError) as error:
+            written.refused.append(f"{safe(result.student, 200)}: {error}")
     return written
+
+
+def _write_one(result: SubmissionResult, out: Path, rule: LateRule | None) -> Path:
+    if id_problem(result.student):
+        raise ExportError(f"this id cannot be a folder name ({id_problem(result.student)}); regrade the hand-in "
+                          "under a plain id, then export again")
+    path = out / result.student / "results.json"
+    write_json(path, gradescope_results(result, assess_result(rule, result)))
+    return path
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -172,30 +198,33 @@ class Picked:
 def pick_submission_file(folder: Path, module: str) -> Picked:
     """The student's file in Gradescope's submission folder, chosen as `grade` chooses (discover.choose).
 
-    Symlinks and anything resolving outside `folder` are ignored: a
-    repository submitted from GitHub could otherwise link the file to the
-    reference under /autograder/source.
+    Nothing is followed: a repository submitted from GitHub could link the
+    file to the reference under /autograder/source. A link is graded only when
+    no regular file is there, and then refused with a message (grading.handin).
     """
     folder = Path(folder)
-    candidates = _regular_files(folder)
+    candidates = _candidate_files(folder)
     if not candidates:
         return Picked(None, problem=f"no {module}.py or {module}.ipynb was found in your submission; "
                                     f"upload that file (with that name) and submit again")
     return Picked(*choose(candidates, module, folder))
 
 
-def _regular_files(folder: Path) -> list[Path]:
+def _candidate_files(folder: Path) -> list[Path]:
+    """Every entry named like a hand-in under `folder`, whatever it is; links to folders are not entered.
+
+    A link, a FIFO or a folder named like a hand-in is a candidate too: `choose`
+    prefers regular files, and reading one that is not (grading.handin) gives
+    the student a message instead of a silent "no file found".
+    """
     if not folder.is_dir():
         return []
-    root = folder.resolve()
     found = []
     for directory, subdirs, files in os.walk(folder, followlinks=False):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in ("__pycache__", "__MACOSX"))
-        for name in sorted(files):
-            path = Path(directory) / name
-            if (path.suffix in SUFFIXES and not name.startswith(".") and not path.is_symlink()
-                    and path.resolve().is_relative_to(root)):
-                found.append(path)
+        for name in sorted(files + [d for d in subdirs if Path(d).suffix in SUFFIXES]):
+            if Path(name).suffix in SUFFIXES and not name.startswith("."):
+                found.append(Path(directory) / name)
     return found
 
 
@@ -247,7 +276,7 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
     if picked.path is None:
         submission = Submission(student, root / "submission" / f"{module}.py", "py", "", problem=picked.problem)
     else:
-        submission = read_submission(picked.path, student)
+        submission = read_submission(picked.path, student, root=root / "submission")
         if picked.note:
             submission = dataclasses.replace(submission, note="; ".join(n for n in (picked.note, submission.note) if n))
     protections = probe(sandbox)

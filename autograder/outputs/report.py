@@ -5,7 +5,8 @@
 embedded as PNG data, nothing fetched from the network) and `grades.csv`.
 It reads only what the grader stored: hidden checks' results hold their
 name, message and hint but never their inputs or expected values (see
-`autograder.examples`), and the pages show public examples only.
+`autograder.examples`), and what a student's page shows of each part of a
+result is decided by `autograder.outputs.audience`, as for every output.
 
 Everything a student controls (ids, printed output, exception messages
 inside check messages) is escaped: the HTML templates autoescape, and the
@@ -21,9 +22,10 @@ from pathlib import Path
 
 import jinja2
 
-from autograder.grading.examples import load_example, render_value
+from autograder.grading.examples import render_value
 from autograder.grading.late import Late, LateRule, assess_result
 from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flags
+from autograder.outputs import audience
 from autograder.outputs.grades_csv import write_csv
 from autograder.outputs.plots import plots
 from autograder.text import safe
@@ -55,6 +57,7 @@ class ShownFailure:
     smallest_message: str = ""  # the check's message at those sizes
     calls: list[ShownCall] = field(default_factory=list)  # public checks only
     expected: str = ""  # public checks only
+    omitted: str = ""  # why the example is not kept (larger than its budget, grading.results)
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ class StudentPage:
     stopped: list[str]  # what the sandbox stopped, in plain words
     flags: list[str]
     late: Late  # the late rule's verdict: its total is the page's total
+    output: str = ""  # what the code printed, as the student may see it (outputs.audience)
+    output_note: str = ""  # why printed output is not shown, when it is not
 
 
 def summary_sentence(result: SubmissionResult) -> str:
@@ -99,23 +104,24 @@ def student_page(result: SubmissionResult, file: str, late: Late | None = None) 
         functions.append((function, got, possible, sum(t.status == "passed" for t in tests), len(tests)))
     failures = [] if result.problem else [_shown_failure(t) for t in result.tests if t.status != "passed"]
     return StudentPage(result, file, summary_sentence(result), functions, failures, sandbox_events(result),
-                       flags(result) + late.flags(), late)
+                       flags(result) + late.flags(), late, audience.submission_output(result, audience.STUDENT),
+                       audience.submission_output_note(result, audience.STUDENT))
 
 
 def _shown_failure(check: CheckResult) -> ShownFailure:
     lost = round(check.max_score - check.score, 6)
-    example = load_example(check.example) or {}
+    example = audience.example(check, audience.STUDENT)  # a hidden check's: its sizes only
     sizes = _sizes(example["sizes"]) if isinstance(example.get("sizes"), dict) else ""
+    omitted = safe(example.get("omitted", ""), 500)
     if check.visibility != "public":
-        # Hidden checks: name, message, hint and sizes only, whatever the stored example holds.
-        return ShownFailure(check, lost, sizes)
+        return ShownFailure(check, lost, sizes, omitted=omitted)
     smallest = example.get("message", "") if sizes else ""
     calls = [ShownCall(c.get("function", "?"), [(name, render_value(v)) for name, v in c.get("args", {}).items()],
                        "raised" if "raised" in c else "returned",
                        c["raised"] if "raised" in c else render_value(c.get("returned")))
              for c in example.get("calls", [])]
     expected = render_value(example["expected"]) if "expected" in example else ""
-    return ShownFailure(check, lost, sizes, smallest, calls, expected)
+    return ShownFailure(check, lost, sizes, smallest, calls, expected, omitted)
 
 
 def _sizes(sizes: dict) -> str:
@@ -339,25 +345,55 @@ def feedback_files(students: list[str]) -> dict[str, str]:
     return names
 
 
-def write_reports(assignment: str, results: list[SubmissionResult], out: Path, rule: LateRule | None = None) -> Path:
-    """Write feedback/<student>.html and .md, index.html and grades.csv under `out`; return index.html's path.
+@dataclass(frozen=True)
+class Written:
+    """What `write_reports` wrote: the class report, and each student whose feedback could not be written."""
+
+    index: Path
+    refused: list[str]  # "<student>: <why and what to do>"; everyone else's feedback is written
+
+
+def write_reports(assignment: str, results: list[SubmissionResult], out: Path,
+                  rule: LateRule | None = None) -> Written:
+    """Write feedback/<student>.html and .md, index.html and grades.csv under `out`.
 
     rule: the assignment's late rule (course.yaml); totals are after its penalty, with its reason shown.
+    Each student's feedback is written on its own: one that cannot be is listed in `refused`.
     """
     out = Path(out)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     files = feedback_files([r.student for r in results])
-    report = class_report(assignment, results, files, rule)
-    report = replace(report, plots=plots(report))
+    refused: list[str] = []
+    usable = [r for r in results if _page_or_refusal(r, files[r.student], rule, refused)]
+    report = class_report(assignment, usable, files, rule) if usable else None
     html, markdown = _environments()
-    for page in report.students:
+    for page in report.students if report else []:
         context = {"page": page, "assignment": assignment}
-        (out / "feedback" / f"{page.file}.html").write_text(html.get_template("student.html").render(context))
-        (out / "feedback" / f"{page.file}.md").write_text(markdown.get_template("student.md").render(context))
+        try:
+            (out / "feedback" / f"{page.file}.html").write_text(html.get_template("student.html").render(context))
+            (out / "feedback" / f"{page.file}.md").write_text(markdown.get_template("student.md").render(context))
+        except (OSError, ValueError, TypeError, KeyError, jinja2.TemplateError) as error:
+            refused.append(_refusal(page.result, error))
     index = out / "index.html"
-    index.write_text(html.get_template("index.html").render(report=report))
+    if report:
+        index.write_text(html.get_template("index.html").render(report=replace(report, plots=plots(report))))
     with open(out / "grades.csv", "w", newline="") as stream:
-        write_csv(results, stream, rule)
-    return index
+        refused += write_csv(results, stream, rule)
+    return Written(index, refused)
+
+
+def _page_or_refusal(result: SubmissionResult, file: str, rule: LateRule | None, refused: list[str]) -> bool:
+    """Whether a page can be made of `result`; if not, why goes into `refused`."""
+    try:
+        student_page(result, file, assess_result(rule, result))
+        return True
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as error:
+        refused.append(_refusal(result, error))
+        return False
+
+
+def _refusal(result: SubmissionResult, error: Exception) -> str:
+    return (f"{safe(result.student, 200)}: no feedback page ({safe(error, 200)}); regrade it with "
+            "`autograder grade --force` and run the report again")
 
 

@@ -1,0 +1,74 @@
+"""Student ids, settled once at discovery: what every output (store, terminal, pages, CSV, exports) uses.
+
+An id comes from a name a student or an LMS chose (a file's stem, a folder's
+name), so it is judged before anything is stored under it:
+
+- compared in a canonical form, Unicode NFKC then case folding, so `Alice`,
+  `alice` and `ａｌｉｃｅ` (full-width) are one student;
+- refused when it holds control or format characters (Unicode categories Cc,
+  Cf, Zl, Zp: terminal escapes, bidi overrides, zero-width characters, line
+  separators), a path separator (`/`, `\\`), is `.` or `..`, is empty, or is
+  longer than MAX_ID_CHARS; such a hand-in is not graded, and its feedback
+  says why and what to rename;
+- two hand-ins with one canonical id are both flagged, naming both files, and
+  neither is graded: no result is merged into or overwrites another.
+
+A refused id is stored in a readable form (`shown_id`): each refused character
+becomes `_`, and a number is added where that form is taken, so every stored
+id is unique, one line long and a valid folder name. Outputs still escape ids
+for their own format (HTML, Markdown, CSV formulas): that is the format's rule,
+not the id's.
+"""
+from __future__ import annotations
+
+import unicodedata
+
+MAX_ID_CHARS = 128  # an LMS's "Lastname, Firstname_123456_assignsubmission_file_" fits
+MAX_ID_BYTES = 200  # UTF-8, below the 255 bytes of one file name
+REFUSED_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+SEPARATORS = ("/", "\\")
+
+
+def canonical(student: str) -> str:
+    """The form ids are compared in: NFKC, case-folded, NFKC again (case folding can denormalise)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", student).casefold())
+
+
+def id_problem(student: str) -> str:
+    """Why `student` cannot be a student id ("" when it can); the sentence names what to change."""
+    if student.strip() in ("", ".", ".."):
+        return f"the name {student!r} cannot be a student id; rename the file or folder after the student"
+    bad = sorted({f"U+{ord(c):04X}" for c in student if unicodedata.category(c) in REFUSED_CATEGORIES})
+    if bad:
+        return (f"its name holds characters that a terminal or a table would interpret ({', '.join(bad[:5])}: "
+                "control or format characters); rename the file or folder to the student's plain id")
+    if any(sep in student for sep in SEPARATORS):
+        return ("its name holds a path separator (/ or \\), which no folder name may hold (an LMS builds such "
+                "names from display names); rename the file or folder to the student's id without it")
+    if len(student) > MAX_ID_CHARS or len(student.encode("utf-8", "replace")) > MAX_ID_BYTES:
+        return (f"its name is {len(student)} characters long, over the {MAX_ID_CHARS} a student id may have; "
+                "rename the file or folder to the student's id")
+    if student != student.strip():
+        return "its name starts or ends with a space; rename the file or folder to the student's id without it"
+    return ""
+
+
+def shown_id(student: str) -> str:
+    """`student` as an id every output can hold: refused characters as `_`, NFKC, shortened, never . or ..
+
+    Used for an id `id_problem` refuses, so its result can still be stored and listed.
+    """
+    text = "".join("_" if unicodedata.category(c) in REFUSED_CATEGORIES or c in SEPARATORS else c
+                   for c in unicodedata.normalize("NFKC", student)).strip()
+    text = text[:MAX_ID_CHARS].encode("utf-8", "replace")[:MAX_ID_BYTES].decode("utf-8", "ignore")
+    return text if text.strip(".") else "unnamed"
+
+
+def unique(student: str, taken: set[str]) -> str:
+    """`student`, or `student-2`, `-3`... whichever canonical form is not in `taken` (which it is added to)."""
+    name, n = student, 1
+    while canonical(name) in taken:
+        n += 1
+        name = f"{student}-{n}"
+    taken.add(canonical(name))
+    return name

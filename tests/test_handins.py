@@ -1,0 +1,296 @@
+"""What a hand-in is, whose it is, and what each output may show (issue 20), through the commands a TA runs.
+
+One class holds every kind of bad hand-in beside honest ones. It is graded,
+reported and exported in every format once; each test then reads what those
+commands wrote: every honest student written correctly, each problem named
+for the student it belongs to, nothing larger than the feedback budget.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import stat
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.grading.results import CHECK_BUDGET, SUBMISSION_BUDGET
+from autograder.grading.store import Store
+
+from conftest import PLAIN, REFERENCE, run_cli
+
+ASSIGNMENT = "w07_attention"
+HONEST = ["alice", "bob", "=SUM(A1)", "printer"]
+# A correct submission that prints its arguments: during hidden checks, those are hidden inputs.
+PRINTER = '''
+_padding_mask = padding_mask
+
+
+def padding_mask(lengths, n_k):
+    print("ARGS-SEEN", repr(lengths), n_k)
+    return _padding_mask(lengths, n_k)
+'''
+# A reply as large as the wire allows: nested tuples of objects whose type names are 300 characters long.
+HOSTILE = '''
+_Big = type("B" * 300, (), {})
+
+
+_REPLY = ((_Big(),) * 36,) * 64  # built once: the check's time limit is a multiple of the reference's
+
+
+def softmax(S):
+    return _REPLY
+
+
+def context(A, V):
+    raise ValueError("z" * 100000)
+'''
+PROBLEMS = {  # student -> words their message must hold
+    "mallory": "symbolic link", "trudy": "symbolic link", "heidi": "hard link", "fifo": "named pipe",
+    "sock": "socket", "dave": "folder", "oscar": "over the 50 MB limit", "Eve_Mallory_1": "path separator",
+    "bad_[2Jname": "control or format", "Zed": "2 hand-ins give the student id",
+    "zed-2": "2 hand-ins give the student id",
+}
+
+
+def _class(folder: Path, secret: Path) -> None:
+    """Honest hand-ins beside every kind of object that is not one."""
+    (folder / "bob").mkdir(parents=True)
+    shutil.copy(PLAIN, folder / "alice.py")
+    shutil.copy(PLAIN, folder / "bob" / "attention.py")
+    shutil.copy(PLAIN, folder / "=SUM(A1).py")  # a formula, if a spreadsheet ran it
+    (folder / "printer.py").write_text(PLAIN.read_text() + PRINTER)
+    (folder / "hostile.py").write_text(PLAIN.read_text() + HOSTILE)
+    (folder / "mallory.py").symlink_to(REFERENCE)  # scored 100/100 before
+    (folder / "trudy").symlink_to(REFERENCE.parent, target_is_directory=True)  # a student folder that is a link
+    shutil.copy(REFERENCE, secret)
+    os.link(secret, folder / "heidi.py")  # a hard link to a course file
+    os.mkfifo(folder / "fifo.py")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(folder / "sock.py"))
+    (folder / "dave.py").mkdir()
+    with open(folder / "oscar.py", "wb") as big:
+        big.truncate(60 << 20)
+    shutil.copy(PLAIN, folder / "Eve\\Mallory_1.py")  # an LMS's folder name built from a display name
+    shutil.copy(PLAIN, folder / "bad\x1b[2Jname.py")
+    shutil.copy(PLAIN, folder / "Zed.py")
+    shutil.copy(PLAIN, folder / "zed.py")
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    """The class graded, reported and exported in every format by the real CLI: (place, {command: result})."""
+    place = tmp_path_factory.mktemp("handins")
+    _class(place / "class", place / "course_file.py")
+    db = place / "grades.db"
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}  # nbgrader's alembic
+    done = {"grade": run_cli("grade", ASSIGNMENT, place / "class", "--db", db, "--jobs", "2")}
+    done["report"] = run_cli("report", "--db", db, "--out", place / "report")
+    done["csv"] = run_cli("export", "csv", "--db", db, "--out", place / "grades.csv")
+    done["gradescope"] = run_cli("export", "gradescope", "--db", db, "--out", place / "gradescope")
+    done["nbgrader"] = run_cli("export", "nbgrader", "--db", db, "--gradebook", place / "gradebook.db",
+                               "--root", place, env=env)
+    return place, done
+
+
+def _results(place: Path) -> dict:
+    with Store(place / "grades.db") as store:
+        return {r.student: r for r in store.results(ASSIGNMENT)}
+
+
+def test_only_regular_files_are_hand_ins_and_each_other_object_is_its_students_problem(outputs):
+    place, done = outputs
+    assert done["grade"].returncode == 0, done["grade"].stderr
+    results = _results(place)
+    for student, words in PROBLEMS.items():
+        assert words in results[student].problem, (student, results[student].problem)
+        assert results[student].score == 0
+        assert f"not graded: {student}: " in done["grade"].stderr  # listed at the end, for the TA
+    for student in HONEST:
+        assert results[student].score == 100 and not results[student].problem, student
+
+
+def test_ids_are_settled_at_discovery_and_collisions_are_both_flagged_naming_both_files(outputs):
+    place, _ = outputs
+    results = _results(place)
+    assert set(results) == set(HONEST) | set(PROBLEMS) | {"hostile"}  # nothing merged, nothing overwritten
+    for student in ("Zed", "zed-2"):
+        assert "Zed.py" in results[student].problem and "zed.py" in results[student].problem
+    assert "\x1b" not in "".join(results)
+
+
+def test_every_output_writes_every_honest_student_and_each_problem_for_its_student(outputs):
+    place, done = outputs
+    for command in ("report", "csv", "gradescope", "nbgrader"):
+        assert done[command].returncode == 0, (command, done[command].stderr)
+    students = set(_results(place))
+    with open(place / "grades.csv", newline="") as stream:
+        rows = {row["student"]: row for row in csv.DictReader(stream)}
+    assert set(rows) == students - {"=SUM(A1)"} | {"'=SUM(A1)"}  # a formula stays text
+    for student in HONEST:
+        row = rows["'" + student if student.startswith("=") else student]
+        assert (row["total"], row["could_not_grade"]) == ("100", "0")
+        results = json.loads((place / "gradescope" / student / "results.json").read_text())
+        assert results["score"] == 100
+    for student, words in PROBLEMS.items():
+        assert words in rows[student]["problem"]
+        assert words in json.loads((place / "gradescope" / student / "results.json").read_text())["output"]
+    pages = {p.stem for p in (place / "report" / "feedback").glob("*.html")}
+    assert len(pages) == len(students)
+    with Gradebook(f"sqlite:///{place / 'gradebook.db'}") as book:
+        assert {s.id for s in book.students} == students
+        assert book.find_submission(ASSIGNMENT, "alice").score == 100
+
+
+def test_a_hostile_reply_cannot_make_any_output_larger_than_the_budget(outputs):
+    place, _ = outputs
+    hostile = _results(place)["hostile"]
+    assert any("a tuple of 64 items" in t.output for t in hostile.tests)  # the reply arrived, and was judged
+    assert all(len((t.output + t.example + t.hint + t.explanation).encode()) <= CHECK_BUDGET for t in hostile.tests)
+    with sqlite3.connect(place / "grades.db") as db:
+        stored = db.execute("SELECT SUM(LENGTH(checks.output) + LENGTH(example) + LENGTH(hint) + LENGTH(explanation)) "
+                            "FROM checks JOIN submissions ON submissions.id = checks.submission_id "
+                            "WHERE student = 'hostile'").fetchone()[0]
+    assert stored <= SUBMISSION_BUDGET
+    honest_page = (place / "report" / "feedback" / "alice.html").stat().st_size
+    for output in (place / "report" / "feedback" / "hostile.html", place / "report" / "feedback" / "hostile.md",
+                   place / "gradescope" / "hostile" / "results.json"):
+        # Markup and escaping (&lt; for <) can at most double the text; before, this page was 18 MB.
+        assert output.stat().st_size <= 2 * SUBMISSION_BUDGET + honest_page, output
+
+
+def test_printed_output_during_hidden_checks_is_the_instructors_only(outputs):
+    place, _ = outputs
+    printer = _results(place)["printer"]
+    assert "ARGS-SEEN" in printer.output  # stored, for the instructor
+    for page in ("printer.html", "printer.md"):
+        text = (place / "report" / "feedback" / page).read_text()
+        assert "ARGS-SEEN" not in text and "kept for your instructor only" in text
+    results = json.loads((place / "gradescope" / "printer" / "results.json").read_text())
+    assert "ARGS-SEEN" in results["extra_data"]["student_output"]  # Gradescope shows extra_data to instructors
+    visible = json.dumps({k: v for k, v in results.items() if k != "extra_data"})
+    assert "ARGS-SEEN" not in visible
+
+
+def test_one_students_damaged_stored_result_costs_only_that_students_feedback(outputs, tmp_path):
+    place, _ = outputs
+    db = tmp_path / "grades.db"
+    shutil.copy(place / "grades.db", db)
+    with sqlite3.connect(db) as connection:  # a result stored by an older grader, its example unreadable
+        connection.execute("UPDATE checks SET status = 'failed', visibility = 'public', example = ? WHERE "
+                           "submission_id = (SELECT id FROM submissions WHERE student = 'alice')",
+                           (json.dumps({"calls": [{"function": "f", "args": {"x": {"shape": [2], "dtype": "float64",
+                                                                                    "values": ["a", "b"]}}}]}),))
+    done = run_cli("report", "--db", db, "--out", tmp_path / "report")
+    assert done.returncode == 1
+    assert "no feedback: alice: " in done.stderr
+    pages = {p.stem for p in (tmp_path / "report" / "feedback").glob("*.html")}
+    assert "alice" not in pages and len(pages) == len(_results(place)) - 1
+    assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_export_nbgrader_trusts_the_gradebook_and_restores_a_notebook_whose_cells_disagree(tmp_path, suite):
+    import nbformat
+
+    from nbgrader_course import ASSIGNMENT as RELEASED
+    from nbgrader_course import make_course, release, with_code
+
+    root = make_course(tmp_path / "course")
+    released = release(root)
+    for student in ("honest", "tamperer"):
+        notebook = with_code(released, PLAIN.read_text(), suite.functions)
+        if student == "tamperer":  # every nbgrader field the student can edit, edited
+            cells = [c for c in notebook.cells
+                     if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
+            cells[0].cell_type = "markdown"
+            cells[0].pop("outputs", None)
+            cells[0].pop("execution_count", None)
+            cells[1].metadata.nbgrader["points"] = 1000
+            cells[2].metadata.nbgrader["grade_id"] = cells[3].metadata.nbgrader["grade_id"]  # used twice
+        folder = root / "submitted" / student / RELEASED
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / "attention.ipynb")
+        (folder / "timestamp.txt").write_text("2026-11-30 12:00:00.000000 UTC")
+    db = tmp_path / "grades.db"
+    assert run_cli("grade", RELEASED, root / "submitted", "--db", db, "--jobs", "2").returncode == 0
+    done = run_cli("export", "nbgrader", "--db", db, "--root", root, "--gradebook", root / "gradebook.db",
+                   env={"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"})
+    assert done.returncode == 0, done.stderr
+    assert "tamperer: attention.ipynb disagreed with the release" in done.stderr
+    assert "honest: " not in done.stderr.replace("wrote", "")
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as book:
+        for student in ("honest", "tamperer"):
+            submission = book.find_submission(RELEASED, student)
+            assert submission.max_score == book.find_notebook("attention", RELEASED).max_score  # the release's points
+    for student in ("honest", "tamperer"):
+        written = nbformat.read(root / "autograded" / student / RELEASED / "attention.ipynb", as_version=4)
+        tests = [c for c in written.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
+        assert all(c.cell_type == "code" and c.outputs for c in tests), student
+        assert len({c.metadata.nbgrader["grade_id"] for c in tests}) == len(tests)
+
+
+def _linked_layouts(tmp_path: Path) -> tuple[Path, Path]:
+    """An nbgrader tree whose student folder is a link, and a zip whose member is a link, each beside an honest one."""
+    course = tmp_path / "course" / "submitted"
+    (course / "nina" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy(PLAIN, course / "nina" / ASSIGNMENT / "attention.py")
+    outside = tmp_path / "elsewhere" / ASSIGNMENT
+    outside.mkdir(parents=True)
+    shutil.copy(REFERENCE, outside / "attention.py")
+    (course / "linus").symlink_to(outside.parent, target_is_directory=True)
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.write(PLAIN, "zoe.py")
+        link = zipfile.ZipInfo("zack.py")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        bundle.writestr(link, str(REFERENCE))
+    return course, archive
+
+
+@pytest.mark.parametrize("where", ["here", "cluster"])
+def test_a_link_is_refused_with_a_message_in_every_layout(tmp_path, where):
+    course, archive = _linked_layouts(tmp_path)
+    db = tmp_path / "grades.db"
+    extra = ("--cluster", "local:1") if where == "cluster" else ("--jobs", "1")
+    done = run_cli("grade", ASSIGNMENT, course, archive, "--db", db, *extra)
+    assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        results = {r.student: r for r in store.results(ASSIGNMENT)}
+    assert results["nina"].score == results["zoe"].score == 100
+    assert "symbolic link" in results["linus"].problem and results["linus"].score == 0
+    assert "symbolic link" in results["zack"].problem and results["zack"].score == 0
+
+
+def test_gradescope_grades_the_real_file_and_refuses_a_lone_link_with_a_message(tmp_path):
+    from autograder.grading.submission import read_submission
+    from autograder.outputs.gradescope import pick_submission_file
+
+    folder = tmp_path / "submission"
+    (folder / "src").mkdir(parents=True)
+    shutil.copy(PLAIN, folder / "src" / "attention.py")
+    (folder / "attention.py").symlink_to(REFERENCE)  # a repository's link to the reference
+    picked = pick_submission_file(folder, "attention")
+    assert picked.path == folder / "src" / "attention.py" and "not a regular file" in picked.note
+    (folder / "src" / "attention.py").unlink()
+    picked = pick_submission_file(folder, "attention")
+    assert "symbolic link" in read_submission(picked.path, "s", root=folder).problem
+
+
+def test_ids_compare_in_nfkc_case_folded_form_and_refuse_what_could_impersonate_another_line():
+    from autograder.grading.ids import MAX_ID_CHARS, canonical, id_problem, shown_id
+
+    assert canonical("ａｌｉｃｅ") == canonical("ALICE") == canonical("alice")  # full-width, case
+    assert canonical("Straße") == canonical("STRASSE")
+    for bad in ("eve\u202emallory", "eve\u200dmallory", "eve\u2028mallory", "eve\x1b[2J", "a/b", "a\\b", ".", "..",
+                "", " alice", "x" * (MAX_ID_CHARS + 1)):
+        assert id_problem(bad), repr(bad)
+        assert not id_problem(shown_id(bad)), (bad, shown_id(bad))  # what is stored in its place is an id
+    assert not id_problem("Lastname, Firstname_123456_assignsubmission_file_")
+    assert not id_problem("=SUM(A1)")  # a fine id: the CSV escapes it as a formula
