@@ -15,7 +15,12 @@ from __future__ import annotations
 import re
 import sqlite3
 
+import numpy as np
 import pytest
+
+from autograder.authoring.protocol import Call, Reply
+from autograder.grading.plan import Sent, UnplannedCall, recorded
+from autograder.grading.reference_cache import CachedReference
 
 from conftest import PLAIN, SUBMISSIONS, run_cli
 
@@ -125,3 +130,29 @@ def test_replay_fits_a_screen_unless_asked_for_everything(tmp_path):
     assert short.stdout.splitlines()[1].startswith("verdict: ")
     assert len(full.stdout.splitlines()) > 3 * len(short.stdout.splitlines())
     assert "..." not in full.stdout and "call 1: softmax(arg 0)" in full.stdout.splitlines()
+
+
+def test_a_check_that_asks_outside_its_plan_is_a_fault_of_the_suite():
+    S = np.zeros((2, 2))
+    planned, sent = [Call("softmax", (S,))], Sent([Reply(value=np.full((2, 2), 0.5))])
+    answer = recorded("softmax.branching", planned, sent)
+    assert answer(Call("softmax", (S.copy(),))).value[0, 0] == 0.5  # equal arguments: the planned call
+    with pytest.raises(UnplannedCall, match="not the call planned for it"):
+        answer(Call("softmax", (S,)))  # a second call, which the plan does not hold
+    for other in (Call("softmax", (np.ones((2, 2)),)), Call("softmax", (S.astype(np.float32),)),
+                  Call("context", (S,)), Call("softmax", (S,), return_inputs=True)):
+        with pytest.raises(UnplannedCall):
+            recorded("softmax.branching", planned, sent)(other)
+
+
+def test_the_reference_computes_each_input_once_and_keeps_its_results_safe(suite):
+    ref = CachedReference(suite.reference)
+    S = np.random.default_rng(0).normal(size=(3, 4))
+    first = ref.softmax(S)
+    first[:] = 0  # a caller changing what it got
+    again = ref.softmax(S.copy())  # another array, the same values
+    assert (ref.misses, ref.hits) == (1, 1) and np.allclose(again.sum(axis=-1), 1.0)
+    ref.softmax(S.astype(np.float32))
+    ref.score(S, S, scale=-0.0)
+    ref.score(S, S, scale=0.0)
+    assert ref.misses == 4  # another dtype, another function or another argument is another input
