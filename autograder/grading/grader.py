@@ -17,19 +17,19 @@ import traceback
 from dataclasses import dataclass
 
 from autograder.authoring.checks import Sizes, Trial, check_rng, student_seed
+from autograder.authoring.protocol import Call
 from autograder.grading import calibration
 from autograder.grading.attempt import Attempt, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose
 from autograder.grading.examples import example_json
 from autograder.grading.explain import FreshChild, Judged, with_explanation
-from autograder.grading.plan import Sent, plan_check, recorded, run_live, send_plan, timed_out
+from autograder.grading.plan import ReferenceAnswers, Sent, plan_check, recorded, run_live, send_plan, timed_out
 from autograder.grading.reference_cache import CachedReference
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
-from autograder.sandbox.inprocess import InProcessSession
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -64,6 +64,7 @@ class Grader:
         self._class_seed = student_seed(course.seed_salt, suite.assignment.name, "")
         # Planning and judging run each check on the same inputs: the second run reuses the first's results.
         self._reference = CachedReference(suite.reference) if suite.reference is not None else None
+        self._class_plans: dict[str, list[Call]] = {}  # see _plan
 
     def grade(self, submission: Submission) -> SubmissionResult:
         """Grade one file; never raises for anything the file does.
@@ -165,8 +166,7 @@ class Grader:
         the time still run, so a function that is merely slow on the largest
         input keeps its other points.
         """
-        planner = InProcessSession(self._reference.namespace(), self.suite.assignment.limits, alarms=False) \
-            if self._reference is not None else None
+        planner = ReferenceAnswers(self._reference.namespace()) if self._reference is not None else None
         hung: dict[str, tuple[float, str]] = {}  # function -> (the reference's time where it timed out, message)
         sent: dict = {}
         for entry in entries:
@@ -179,11 +179,10 @@ class Grader:
             if stuck:
                 sent[entry.name] = f"not run: {hung[stuck][1]}"
                 continue
-            trial = self._trial(entry, planner.call if planner else None, seed, entry.check.sizes)
             if planner is None:  # no reference to plan with (a student's own public checks): sent as they run
-                planned, replies = run_live(entry, trial, session)
+                planned, replies = run_live(entry, self._trial(entry, None, seed, entry.check.sizes), session)
             else:
-                planned = plan_check(entry, trial)
+                planned = self._plan(entry, planner, seed)
                 replies = send_plan(session, planned)
             sent[entry.name] = (planned, replies)
             timeout = timed_out(replies)
@@ -191,6 +190,19 @@ class Grader:
                 function = planned[len(replies.replies) - 1].function
                 hung[function] = (size or 0.0, self._too_slow(entry, str(timeout)))
         return sent
+
+    def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> list[Call]:
+        """The check's calls with the reference answering them; kept for the class when the check drew
+        nothing from its student's generator (fixed cases, the class-wide T = 512 ones): then no
+        student's calls can differ."""
+        if entry.name in self._class_plans:
+            return self._class_plans[entry.name]
+        trial = self._trial(entry, planner.call, seed, entry.check.sizes)
+        untouched = trial.rng.bit_generator.state
+        planned = plan_check(entry, trial)
+        if trial.rng.bit_generator.state == untouched:
+            self._class_plans[entry.name] = planned
+        return planned
 
     def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[list, Sent] | str | None) -> Judged:
         """One check's verdict from the replies its planned calls brought back."""

@@ -29,7 +29,8 @@ import numpy as np
 from autograder.authoring.checks import Trial
 from autograder.authoring.protocol import Call, Reply
 from autograder.grading.suite import SuiteCheck
-from autograder.sandbox.replies import CallFailed, CallTimedOut
+from autograder.sandbox import wire, worker
+from autograder.sandbox.replies import CallFailed, CallTimedOut, read_reply, request_frame
 
 
 class UnplannedCall(Exception):
@@ -52,6 +53,27 @@ class Sent:
     def stopped(self) -> CallFailed | None:
         last = self.replies[-1] if self.replies else None
         return last if isinstance(last, CallFailed) else None
+
+
+@dataclass
+class ReferenceAnswers:
+    """The trusted reference answering planned calls in this process.
+
+    Through the worker's own call code (`worker._call`), so tensors,
+    gradients and arguments read back are as a worker gives them, on copies
+    of the arguments as a worker gets them; without the wire, deadlines and
+    output capture that untrusted code needs (a busy machine must not cut a
+    plan short). namespace: the reference's functions by name.
+    """
+
+    namespace: dict
+
+    def call(self, call: Call) -> Reply:
+        header, buffers = request_frame(call, 0)
+        buffers = [bytearray(buffer) for buffer in buffers]
+        reply, out = worker._call(header, buffers, self.namespace)
+        inputs = tuple(wire.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
+        return read_reply(reply, out, call, inputs)
 
 
 def plan_check(entry: SuiteCheck, trial: Trial) -> list[Call]:

@@ -99,7 +99,6 @@ class InProcessSession:
     namespace: dict
     limits: Limits
     output: CapturedOutput | None = None  # None: a new one, capped at limits.output_kib
-    alarms: bool = True  # False for the reference planning a check's calls: a busy machine must not cut it short
     calls: int = 0
     seconds: list = field(default_factory=list)
 
@@ -116,8 +115,7 @@ class InProcessSession:
         try:
             with contextlib.redirect_stdout(CapturedText(self.output)), \
                     contextlib.redirect_stderr(CapturedText(self.output)):
-                if self.alarms:
-                    alarm.arm()
+                alarm.arm()
                 started = time.process_time()
                 try:
                     answer = worker._call(header, buffers, self.namespace)
