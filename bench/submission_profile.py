@@ -3,8 +3,8 @@
 All measured in this run, in one process, on one thread (as a grading job
 computes), with the same submission (tests/fixtures/submissions/correct/
 plain.py) and the full suite with calibrated limits, and a failing one
-(tests/fixtures/submissions/buggy/score_missing_scale.py), which costs the
-grader its shrinking and diagnosis as well:
+(plain.py with tests/fixtures/submissions/buggy/score_missing_scale.py
+appended), which costs the grader its shrinking and diagnosis as well:
 
 - in-process: the suite against the file's functions run in this process
   (bench/inprocess.py's peer, one Grader kept across submissions);
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import tempfile
 import time
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -81,6 +82,14 @@ def _sandbox_usage(zygote: int) -> tuple[float, int]:
     return sum(int(f) for f in fields[11:15]) / TICK, int(fields[8])
 
 
+def _failing_submission():
+    """plain.py with the failing snippet appended (a later def overrides), as the tests compose it."""
+    folder = Path(tempfile.mkdtemp(prefix="profile-"))
+    path = folder / "failing.py"
+    path.write_text(PLAIN.read_text() + "\n\n" + FAILING.read_text())
+    return read_submission(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=60)
@@ -108,7 +117,7 @@ def main() -> None:
         grader.grade(submission)  # the zygote's start and the shared cases are not per-submission costs
         zygote = sandbox.zygote_pid()
         sandboxed = measure(lambda: grader.grade(submission), args.count, zygote)
-        failing = read_submission(FAILING)
+        failing = _failing_submission()
         grader.grade(failing)
         failed = measure(lambda: grader.grade(failing), args.count, zygote)
 

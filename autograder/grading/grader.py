@@ -65,6 +65,7 @@ class Grader:
         # Planning and judging run each check on the same inputs: the second run reuses the first's results.
         self._reference = CachedReference(suite.reference) if suite.reference is not None else None
         self._class_plans: dict[str, list[Call]] = {}  # see _plan
+        self._follows: dict[str, bool] = {}  # see _follows_sizes
 
     def grade(self, submission: Submission) -> SubmissionResult:
         """Grade one file; never raises for anything the file does.
@@ -255,8 +256,27 @@ class Grader:
         """
         if first.status != "failed" or entry.check.sizes is None or entry.seconds is not None:
             return None
+        if not self._follows_sizes(entry, seed):
+            return None
         return shrink(entry.check.sizes, input_size(first.calls),
                       lambda sizes: attempt(entry, self._trial(entry, fresh.call, seed, sizes)), budget)
+
+    def _follows_sizes(self, entry: SuiteCheck, seed: int) -> bool:
+        """Whether the check's inputs shrink with its sizes, planned with the reference once per check.
+
+        A check on a class-wide case (the T = 512 ones) keeps its inputs at
+        any sizes: re-running it smaller would repeat the same large call.
+        """
+        if self._reference is None:
+            return True
+        if entry.name not in self._follows:
+            planner = ReferenceAnswers(self._reference.namespace())
+            sizes = entry.check.sizes
+            smallest = Sizes(tuple((name, () if isinstance(value, tuple) else 1) for name, value in sizes.named))
+            full, least = (input_size([(call, None) for call in plan_check(entry, self._trial(
+                entry, planner.call, seed, at))]) for at in (sizes, smallest))
+            self._follows[entry.name] = least < full
+        return self._follows[entry.name]
 
     def _too_slow(self, entry: SuiteCheck, message: str) -> str:
         """A timeout's message, with how the limit compares with the reference and the check's own advice."""
