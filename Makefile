@@ -4,14 +4,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 JOBS ?= 2
 
-.PHONY: install demo check test bench release clean
+.PHONY: system-deps install demo check test bench release clean
 
-install: $(VENV)/.installed
+# bubblewrap and python3-venv, from apt-get as root or with `sudo -n`; else it stops, installing nothing,
+# and prints the one command to run as root.
+system-deps:
+	PYTHON=$(PYTHON) sh scripts/system-deps
 
-$(VENV)/.installed: pyproject.toml
+install: system-deps $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml | system-deps
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[torch,test,nbgrader,dask]'
+	$(BIN)/pip install --quiet -e '.[torch,test,nbgrader,dask,slurm]'
 	touch $@
 
 demo: install

@@ -26,12 +26,17 @@ class DaskProcesses:
         self.env = env or dict(os.environ)
         self.processes: list[subprocess.Popen] = []
 
-    def scheduler(self, **settings) -> str:
-        """Start a scheduler with these `distributed.scheduler` settings; its address."""
+    def scheduler(self, tls: dict | None = None, **settings) -> str:
+        """Start a scheduler with these `distributed.scheduler` settings; its address.
+
+        tls: {"ca_file", "cert", "key"} paths: the scheduler then speaks TLS only and requires a client
+        certificate signed by that authority.
+        """
         file = self.folder / f"scheduler-{len(self.processes)}.json"
         env = {f"DASK_DISTRIBUTED__SCHEDULER__{name.upper()}": str(value) for name, value in settings.items()}
         self._start("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                                  "--scheduler-file", str(file), "--idle-timeout", f"{IDLE_SECONDS}s"], env)
+                                  "--scheduler-file", str(file), "--idle-timeout", f"{IDLE_SECONDS}s",
+                                  *(["--protocol", "tls", *tls_options(tls)] if tls else [])], env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -41,19 +46,23 @@ class DaskProcesses:
         raise RuntimeError(f"the scheduler did not start; see {self.folder}")
 
     def worker(self, address: str, nanny: bool = True, env: dict | None = None,
-               extra: list[str] = ()) -> subprocess.Popen:
+               extra: list[str] = (), tls: dict | None = None) -> subprocess.Popen:
         """Start one worker as the README starts them (one thread, the grader imported at start), with its
-        nanny, which restarts it if it dies (unless nanny=False); `extra`: more `dask worker` options."""
+        nanny, which restarts it if it dies (unless nanny=False); `extra`: more `dask worker` options;
+        tls: as for `scheduler`."""
         return self._start("worker", ["worker", address, "--nthreads", "1", "--preload", "autograder.cluster.preload",
                                       "--host", "127.0.0.1", "--no-dashboard",
                                       "--death-timeout", f"{DEATH_SECONDS}s", *([] if nanny else ["--no-nanny"]),
-                                      *extra], env or {})
+                                      *(tls_options(tls) if tls else []), *extra], env or {})
 
-    def wait_for_workers(self, address: str, count: int, seconds: float = 120) -> None:
+    def wait_for_workers(self, address: str, count: int, seconds: float = 120, tls: dict | None = None) -> None:
         """Return once `count` workers have joined the scheduler at `address`."""
         from distributed import Client
+        from distributed.security import Security
 
-        with Client(address, timeout=seconds) as client:
+        security = Security(tls_ca_file=str(tls["ca_file"]), tls_client_cert=str(tls["cert"]),
+                            tls_client_key=str(tls["key"]), require_encryption=True) if tls else None
+        with Client(address, timeout=seconds, security=security) as client:
             client.wait_for_workers(count, timeout=seconds)
 
     def stop(self) -> None:
@@ -75,6 +84,11 @@ class DaskProcesses:
         log.close()
         self.processes.append(process)
         return process
+
+
+def tls_options(tls: dict) -> list[str]:
+    """`dask scheduler`/`dask worker` options for the TLS files in `tls` ({"ca_file", "cert", "key"})."""
+    return ["--tls-ca-file", str(tls["ca_file"]), "--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"])]
 
 
 def _signal_group(process: subprocess.Popen, number: int) -> None:

@@ -213,3 +213,95 @@ def test_an_unreachable_scheduler_and_a_bad_address_are_explained(tmp_path):
     assert done.returncode == 2 and "local:N" in done.stderr
     done = run_cli("grade", ASSIGNMENT, ROOT / "examples" / "w07_class", "--cluster", "local:2", "--jobs", "2")
     assert done.returncode == 2 and "--jobs and --cluster do not go together" in done.stderr
+
+
+def _tls_files(folder: Path) -> dict:
+    """A certificate authority and one certificate signed by it, as files: what a TA gives scheduler and workers."""
+    from distributed.security import Security
+
+    config = Security.temporary().get_tls_config_for_role("client")
+    files = {}
+    for name in ("ca_file", "cert", "key"):
+        files[name] = folder / f"{name}.pem"
+        files[name].write_text(config[name])
+        files[name].chmod(0o600)
+    return files
+
+
+def _refused(address: str, security=None) -> bool:
+    """Whether a Dask client is refused by the scheduler at `address` (within a few seconds)."""
+    from distributed import Client
+
+    try:
+        with Client(address, timeout=5, security=security, set_as_default=False):
+            return False
+    except (OSError, TimeoutError):
+        return True
+
+
+def _needs_a_client_certificate(address: str, ca_pem: str) -> bool:
+    """Whether the scheduler at `address` (tls://host:port) ends a TLS session whose client trusts the scheduler's
+    authority (`ca_pem`) but shows no certificate of its own, before anything is exchanged.
+
+    Dask's own client will not even try without one, so this speaks TLS with the standard library.
+    """
+    import socket
+    import ssl
+
+    host, port = address.removeprefix("tls://").rsplit(":", 1)
+    context = ssl.create_default_context(cadata=ca_pem)
+    context.check_hostname = False
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as raw:
+            with context.wrap_socket(raw) as tls:
+                tls.sendall(b"\0" * 8)
+                return tls.recv(1) == b""
+    except (ssl.SSLError, ConnectionError):
+        return True
+
+
+def test_a_local_cluster_listens_on_loopback_behind_this_runs_tls(tmp_path):
+    from distributed.security import Security
+
+    from autograder.cluster.connect import Address, connect
+
+    with connect(Address(local_workers=1), 60, lambda text: None) as client:
+        address = client.scheduler.address
+        assert address.startswith("tls://127.0.0.1:")
+        assert client.submit(sum, [1, 2]).result(timeout=30) == 3  # its own client is let in
+        assert _refused(address.replace("tls://", "tcp://"))  # plain TCP
+        assert _needs_a_client_certificate(address, client.security.tls_ca_file)
+        assert _refused(address, Security.temporary())  # a certificate from another authority
+
+
+def test_a_tls_scheduler_grades_with_the_tas_certificate_and_refuses_others(small_class, tmp_path, dask):
+    from distributed.security import Security
+
+    tls = _tls_files(tmp_path)
+    address = dask.scheduler(tls=tls)
+    assert address.startswith("tls://")
+    dask.worker(address, tls=tls)
+    dask.wait_for_workers(address, 1, tls=tls)
+    notebook = next((small_class / "submitted").glob("*/w07_attention/attention.ipynb"))
+    shutil.copy(notebook, tmp_path / "ann.ipynb")
+    results, done = _grade([tmp_path / "ann.ipynb"], tmp_path / "g.db", "--cluster", address,
+                           "--tls-ca-file", tls["ca_file"], "--tls-cert", tls["cert"], "--tls-key", tls["key"])
+    assert list(results) == ["ann"] and results["ann"]["tests"], done.stderr
+    assert _refused(address.replace("tls://", "tcp://"))
+    assert _needs_a_client_certificate(address, tls["ca_file"].read_text())
+    assert _refused(address, Security.temporary())
+    refused = run_cli("grade", ASSIGNMENT, tmp_path / "ann.ipynb", "--db", tmp_path / "h.db", "--cluster", address,
+                      env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "5s"})
+    assert refused.returncode == 2 and "has no certificate to show it: pass --tls-ca-file" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_a_timeout_counts_only_when_a_second_run_on_another_worker_times_out_too(tmp_path):
+    """A worker that has just joined runs slow; so a result with a timeout is graded again before it is stored."""
+    hanging = (ROOT / "tests" / "fixtures" / "submissions" / "attacks" / "infinite_loop_in_function.py").read_text()
+    (tmp_path / "hangs.py").write_text((ROOT / "solutions" / "w07_attention" / "reference.py").read_text() + hanging)
+    shutil.copy(ROOT / "solutions" / "w07_attention" / "reference.py", tmp_path / "fine.py")
+    results, _ = _grade([tmp_path / "hangs.py", tmp_path / "fine.py"], tmp_path / "g.db", "--cluster", "local:2")
+    graded_twice = [note for note in results["hangs"]["notes"] if note.startswith("graded twice")]
+    assert graded_twice and any(t["status"] == "timeout" for t in results["hangs"]["tests"])
+    assert results["fine"]["score"] == results["fine"]["max_score"] and not results["fine"]["notes"]

@@ -209,7 +209,7 @@ def test_gradescope_maps_errors_and_could_not_grade_to_failed_with_the_reason(gr
     errors = [t for t in crasher["tests"] if t["extra_data"]["status"] == "error"]
     assert errors and all(t["status"] == "failed" and t["score"] == 0 and t["output"] for t in errors)
     empty = gradescope.gradescope_results(results["empty"])
-    assert empty["score"] == 0 and "Could not grade: empty.ipynb is empty" in empty["output"]
+    assert empty["score"] == 0 and "not loaded: empty.ipynb is empty" in empty["output"]
 
 
 def test_what_the_student_code_printed_stays_out_of_student_visible_text(graded):
@@ -349,6 +349,9 @@ def _without_timing(expected: dict, like: dict) -> dict:
     extra = {**expected["extra_data"], **{key: like["extra_data"][key] for key in
                                           ("file", "graded_at", "killed_processes", "submitted_at",
                                            "submitted_at_source")}}
+    # Tracebacks and warnings name the file as it was handed in: here buggy.py, on Gradescope attention.py.
+    extra["student_output"] = extra["student_output"].replace(Path(expected["extra_data"]["file"]).name,
+                                                              "attention.py")
     tests = [{**t, "extra_data": {**t["extra_data"], "seconds": u["extra_data"]["seconds"]}}
              for t, u in zip(expected["tests"], like["tests"])]
     output = expected["output"].replace(Path(expected["extra_data"]["file"]).name, "attention.py", 1)

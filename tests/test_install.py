@@ -41,8 +41,10 @@ def test_nbgrader_and_dask_are_extras_that_make_installs():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert not [d for d in project["dependencies"] if d.startswith(("nbgrader", "dask", "distributed"))]
     assert project["optional-dependencies"]["nbgrader"] == ["nbgrader==0.9.6"]
-    assert {d.split(">")[0] for d in project["optional-dependencies"]["dask"]} == {"dask", "distributed"}
-    assert "pip install --quiet -e '.[torch,test,nbgrader,dask]'" in (ROOT / "Makefile").read_text()
+    assert {d.split(">")[0] for d in project["optional-dependencies"]["dask"]} == {"dask", "distributed",
+                                                                                  "cryptography"}
+    assert {d.split(">")[0] for d in project["optional-dependencies"]["slurm"]} == {"dask-jobqueue"}
+    assert "pip install --quiet -e '.[torch,test,nbgrader,dask,slurm]'" in (ROOT / "Makefile").read_text()
 
 
 def test_the_gradescope_bundle_installs_the_package_without_nbgrader(course):

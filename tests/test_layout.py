@@ -18,7 +18,9 @@ PACKAGE = ROOT / "autograder"
 LAYERS = {"authoring": set(), "sandbox": {"authoring"}, "grading": {"authoring", "sandbox"},
           "outputs": {"authoring", "sandbox", "grading"}, "nbgrader": {"authoring", "sandbox", "grading", "outputs"},
           # Beside grading and outputs: grading on a Dask cluster, which only the command line uses.
-          "cluster": {"authoring", "sandbox", "grading"}}
+          "cluster": {"authoring", "sandbox", "grading"},
+          # Beside outputs: the code-similarity report, from the hand-ins (read as grading reads them).
+          "similarity": {"grading", "outputs"}}
 LESSON = re.compile(r"softmax|attention|causal|queries|slides?\b", re.IGNORECASE)
 MAX_LINES = 400
 

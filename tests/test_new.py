@@ -63,3 +63,83 @@ def test_a_name_in_use_or_not_an_identifier_is_refused(scaffolded):
     for name in ("week08_demo", "w07_attention", "Week 8"):
         done = run_cli("new", name, "--course", root / "course.yaml")
         assert done.returncode == 2 and "autograder:" in done.stderr, (name, done.stderr)
+
+
+NEGATE = '''
+
+def negate(x):
+    """Minus the input, element by element.
+
+    Args:
+        x: array of any shape.
+
+    Returns:
+        An array of the same shape as x, equal to -x.
+    """
+'''
+TRIPLE = NEGATE.replace("negate", "triple").replace("Minus the input", "Three times the input").replace("-x.", "3 * x.")
+PUBLIC = '''
+
+def negate_small(t):
+    """negate([1, -2]) is [-1, 2]."""
+    expect_close(t.returned("negate", np.array([1.0, -2.0])), np.array([-1.0, 2.0]), t.tol(np.float64), "negate")
+
+
+def triple_small(t):
+    """triple([1, 2]) is [3, 6]."""
+    expect_close(t.returned("triple", np.array([1.0, 2.0])), np.array([3.0, 6.0]), t.tol(np.float64), "triple")
+
+
+CHECKS += [Check("negate.small", negate_small), Check("triple.small", triple_small)]
+'''
+
+
+def test_release_rebuild_adds_the_cells_of_a_function_new_in_the_stub(tmp_path):
+    """Functions added to a scaffolded stub and reference get their cells, in the stub's order, and grade."""
+    import nbformat
+    for name in ("course.yaml", "nbgrader_config.py"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    for folder in ("assignments", "solutions"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    course = tmp_path / "course.yaml"
+    assert run_cli("new", "week09_grow", "--module", "grow", "--course", course).returncode == 0
+    source, solution = tmp_path / "assignments/week09_grow", tmp_path / "solutions/week09_grow"
+    stub = (source / "grow.py").read_text()
+    # negate before double, triple after it: the stub's order decides where their cells go.
+    stub = stub.replace("\n\ndef double(", NEGATE + '    raise NotImplementedError("negate")\n\n\ndef double(')
+    (source / "grow.py").write_text(stub + TRIPLE + '    raise NotImplementedError("triple")\n')
+    (solution / "reference.py").write_text((solution / "reference.py").read_text() + NEGATE + "    return -x\n"
+                                           + TRIPLE + "    return 3 * x\n")
+    (source / "public_checks.py").write_text((source / "public_checks.py").read_text() + PUBLIC)
+    course.write_text(course.read_text() + "      negate.small: 2\n      triple.small: 3\n")
+    refused = run_cli("release", "week09_grow", "--course", course, timeout=900)
+    assert refused.returncode != 0 and "--rebuild" in refused.stderr  # a stale source is not released silently
+
+    done = run_cli("release", "week09_grow", "--rebuild", "--course", course, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "answer_negate" in done.stderr and "before answer_double" in done.stderr
+    assert "answer_triple" in done.stderr and "after test_double" in done.stderr
+    notebook = nbformat.read(source / "grow.ipynb", as_version=4)
+    nbformat.validate(notebook)
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in notebook.cells]
+    graded = [i for i in ids if i and i.split("_")[0] in ("answer", "test")]
+    assert graded == ["answer_negate", "test_negate", "answer_double", "test_double", "answer_triple", "test_triple"]
+    assert ids.index("task_negate") == ids.index("answer_negate") - 1 < ids.index("task_double")
+    cells = {i: c for i, c in zip(ids, notebook.cells)}
+    assert cells["test_triple"].metadata["nbgrader"]["points"] == 3
+    assert cells["test_triple"].metadata["nbgrader"]["grade"] is True
+    assert "def triple(x):" in cells["answer_triple"].source and "return 3 * x" in cells["answer_triple"].source
+    assert (tmp_path / "release/week09_grow/grow.ipynb").is_file()
+    again = run_cli("release", "week09_grow", "--course", course, timeout=900)
+    assert again.returncode == 0 and "added" not in again.stderr  # in step now: nothing more to add
+
+    answer = tmp_path / "grow.py"
+    answer.write_text("def double(x):\n    return 2 * x\n\n\ndef negate(x):\n    return -x\n\n\n"
+                      "def triple(x):\n    return 3 * x\n")
+    graded_run = run_cli("grade", "week09_grow", answer, "--json", "--course", course, "--db", tmp_path / "g.db")
+    assert graded_run.returncode == 0, graded_run.stderr
+    result = json.loads(graded_run.stdout.splitlines()[0])
+    tests = {t["name"]: t for t in result["tests"]}
+    assert tests["negate.small"]["status"] == tests["triple.small"]["status"] == "passed"
+    assert (tests["negate.small"]["score"], tests["triple.small"]["score"]) == (2, 3)
+    assert result["score"] == result["max_score"]

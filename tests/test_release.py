@@ -107,6 +107,14 @@ def test_test_cells_call_the_grading_suite_in_their_hidden_region(suite, source)
         assert hidden.strip().endswith("### END HIDDEN TESTS")
 
 
+def test_the_introduction_counts_the_functions_students_implement(suite, source):
+    """The hand-written introduction says how many functions there are in NumPy and in PyTorch."""
+    words = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    torch = [f for f in suite.functions if f.endswith("_torch")]
+    intro = next(c.source for c in source.cells if c.cell_type == "markdown" and "functions in NumPy" in c.source)
+    assert f"{words[len(suite.functions) - len(torch)]} functions in NumPy and {words[len(torch)]} in PyTorch" in intro
+
+
 def test_sync_refuses_a_notebook_without_a_cell_for_a_function(suite, source):
     broken = nbformat.from_dict(source)
     broken.cells = [c for c in broken.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "test_softmax"]

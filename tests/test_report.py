@@ -135,7 +135,8 @@ def test_index_is_one_self_contained_file(reported):
 
 def test_flags_name_crashes_and_ungraded_files(reported):
     _, out, db, _, _ = reported
-    flagged = {row["student"] for row in _rows((out / "index.html").read_text(), "flagged")}
+    flagged = {student for row in _rows((out / "index.html").read_text(), "flagged")
+               for student in row["students"].split(" ")}
     assert {"crasher", "broken"} <= flagged
     assert not flagged & {"ref", "plain", "einsum", "queries"}
     crasher = (out / "feedback" / "crasher.html").read_text()
@@ -311,3 +312,62 @@ def _inputs_by_visibility(sandbox, suite, path, result) -> tuple[dict, dict]:
                           if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
                 (hidden if entry.visibility == "hidden" else public).setdefault(entry.name, []).extend(arrays)
     return hidden, public
+
+
+def test_the_class_at_a_glance_states_mean_median_quartiles_and_flagged(reported):
+    _, out, db, _, _ = reported
+    scores = sorted(row[0] for row in sqlite3.connect(db).execute("SELECT score FROM submissions"))
+    html = (out / "index.html").read_text()
+    glance = dict(re.findall(r'data-([a-z0-9]+)="([^"]*)"', re.search(r'<table id="glance"[^>]*>', html).group(0)))
+    assert math.isclose(float(glance["mean"]), sum(scores) / len(scores))
+    assert math.isclose(float(glance["median"]), float(np.median(scores)))
+    assert math.isclose(float(glance["q1"]), float(np.percentile(scores, 25)))
+    assert math.isclose(float(glance["q3"]), float(np.percentile(scores, 75)))
+    assert (float(glance["lowest"]), float(glance["highest"])) == (scores[0], scores[-1])
+    flagged = {s for row in _rows(html, "flagged") for s in row["students"].split(" ")}
+    assert int(glance["flagged"]) == len(flagged)
+    assert html.index('id="glance"') < html.index("<h2>Scores</h2>")  # at the top
+
+
+def test_pass_rates_are_grouped_by_function_and_sorted_within_each(reported, suite):
+    _, out, _, _, _ = reported
+    rows = _rows((out / "index.html").read_text(), "checks")
+    functions = [row["function"] for row in rows]
+    order = list(dict.fromkeys(entry.function for entry in suite.checks))
+    assert list(dict.fromkeys(functions)) == order  # each function's checks together, in the suite's order
+    for function in order:
+        rates = [int(r["passed"]) / int(r["graded"]) for r in rows if r["function"] == function]
+        assert rates == sorted(rates)
+
+
+def test_every_flag_shown_is_explained_and_repeats_share_a_row(tmp_path, reported):
+    from autograder.grading.results import FLAG_MEANINGS
+    from autograder.outputs.report import write_reports
+    _, out, db, _, _ = reported
+    html = (out / "index.html").read_text()
+    meanings = re.search(r'<dl id="flag-meanings">(.*?)</dl>', html, re.S).group(1)
+    shown = {f.strip() for row in re.findall(r'<td class="flags">([^<]*)</td>', html) for f in row.split(",") if f}
+    explained = set(re.findall(r'<dt class="flags">([^<]*)</dt>', meanings))
+    assert shown and {"left N processes" if f.startswith("left ") else f for f in shown} <= explained
+    assert set(explained) <= set(FLAG_MEANINGS) | {"late (−N)", "late, within the grace", "time from the file"}
+    # Two submissions that timed out the same way are one row with a count, not two.
+    results = list(_results(db).values())
+    crasher = next(r for r in results if r.student == "crasher")
+    twins = [crasher, _replace(crasher, student="crasher2")]
+    index = write_reports("w07_attention", results + twins[1:], tmp_path)
+    rows = _rows(index.read_text(), "flagged")
+    row = next(r for r in rows if "crasher" in r["students"].split(" "))
+    assert row["count"] == "2" and set(row["students"].split(" ")) == {"crasher", "crasher2"}
+
+
+def test_count_axes_show_whole_numbers():
+    from autograder.outputs.plots import _bar_figure
+    figure = _bar_figure(["a", "b"], [1, 1], "students", counts=True)
+    figure.canvas.draw()
+    ticks = figure.axes[0].get_xticks()
+    assert len(ticks) > 1 and all(float(t).is_integer() for t in ticks)
+
+
+def _replace(result, **changes):
+    import dataclasses
+    return dataclasses.replace(result, **changes)

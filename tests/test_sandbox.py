@@ -56,9 +56,9 @@ SAYS = {
     "return_gigabyte": "context returned 1.2 GB, far more than an answer to this call can be",
     "print_flood": "softmax printed more than 16 MB of output and was stopped",
     "fork_flood": "processes running after it returned; a function must not start processes",
-    "exit_at_import": "stopped the worker process (it exited with status 0); it was skipped",
-    "sys_exit_at_import": "called sys.exit() while loading; the rest of the file still ran",
-    "import_hang_ignoring_signals": "did not finish within 10 s and was stopped; it was skipped",
+    "exit_at_import": "not loaded: student.py, line 105 stopped the worker process (it exited with status 0)",
+    "sys_exit_at_import": "called sys.exit() while loading; Python stops a file at its first error",
+    "import_hang_ignoring_signals": "did not finish within 10 s and was stopped while loading; Python stops",
 }
 CONTAINED_IN_FALLBACK = ["exit_in_function", "infinite_loop_in_function", "daemon", "print_flood",
                          "sys_exit_at_import", "return_gigabyte", "fork_flood"]

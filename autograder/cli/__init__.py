@@ -2,7 +2,9 @@
 
 - grading (TAs): grade, replay, checks, doctor;
 - outputs (TAs, instructors): report, export, gradescope-bundle, gradescope-run;
-- assignments (instructors, students): new, release, check.
+- assignments (instructors, students): new, release, check;
+- cluster (TAs): slurm;
+- similarity (instructors): a code-similarity report of a class.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import argparse
 import os
 import sys
 
-from autograder.cli import assignments, grading, outputs
+from autograder.cli import assignments, cluster, grading, outputs, similarity
 from autograder.cluster import ClusterError
 from autograder.grading.course import CourseError
 from autograder.grading.discover import LayoutError
@@ -45,6 +47,6 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="autograder", description="Grade programming assignments against hidden "
                                                                  "checks, with student code sandboxed.")
     commands = top.add_subparsers(dest="command", required=True)
-    for module in (grading, outputs, assignments):
+    for module in (grading, outputs, assignments, cluster, similarity):
         module.add_commands(commands)
     return top

@@ -9,10 +9,13 @@ from autograder.grading.course import find_course, load_course
 from autograder.grading.discover import LayoutError
 from autograder.grading.grader import Grader
 from autograder.grading.manifest import public_course
+from autograder.grading.probe import require_environment
+from autograder.grading.results import NOT_LOADED
 from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
 from autograder.nbgrader.release import release
 from autograder.nbgrader.scaffold import new_assignment
+from autograder.nbgrader.source import source_notebook_path
 from autograder.outputs.terminal import format_check
 from autograder.sandbox.protections import probe
 from autograder.sandbox.zygote import Sandbox
@@ -65,6 +68,8 @@ def _release(args) -> int:
     course = load_course(args.course or find_course())
     suite = load_suite(course, args.assignment)
     done = release(course, suite, args.out or course.root / "release", args.gradebook, args.rebuild)
+    for what in done.added:
+        print(f"{source_notebook_path(suite.assignment)}: {what}; write its heading's text there", file=sys.stderr)
     for path in done.rebuilt:
         print(f"regenerated {path} from the reference, the stub and course.yaml; review and commit it",
               file=sys.stderr)
@@ -86,14 +91,19 @@ def _check(args) -> int:
     protections = probe(args.sandbox)
     if protections.warning:
         print(protections.warning, file=sys.stderr)
-    with Sandbox(protections, suite.assignment.preload) as sandbox:
+    sandbox = Sandbox(protections, suite.assignment.preload)
+    try:
+        # Here the probe is the preload imported in a child under the limits: a student's install has no reference.
+        require_environment(course, suite, sandbox, "autograder check")
         # The student id is the module name, as in the notebook's public cells: the same inputs, the same messages.
         result = Grader(course, suite, sandbox).grade(read_submission(args.file, student=suite.assignment.module))
+    finally:
+        sandbox.close()
     passed = [t for t in result.tests if t.status == "passed"]
     lines = [f"{args.file.name}: {len(passed)} of {len(result.tests)} public checks passed "
              f"({result.score:g} / {result.max_score:g} points of the public checks)"]
-    if result.problem:
-        lines.append(f"  could not check: {result.problem}")
+    if result.problem:  # a file that did not load says so itself ("not loaded: <file>, line 3 ...")
+        lines.append(f"  {'' if result.problem.startswith(NOT_LOADED) else 'could not check: '}{result.problem}")
     lines += [f"  note: {note}" for note in result.notes]
     lines += [format_check(test) for test in result.tests]
     if len(passed) == len(result.tests) and not result.problem:

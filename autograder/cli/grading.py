@@ -15,10 +15,12 @@ from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
+from autograder.grading.manifest import MANIFEST_FILE, public_course
+from autograder.grading.probe import probe_environment
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission
-from autograder.grading.suite import load_suite, secret_places
-from autograder.outputs.progress import Progress
+from autograder.grading.suite import load_public_suite, load_suite, secret_places
+from autograder.outputs.progress import Progress, starting
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
 from autograder.sandbox.protections import probe
@@ -39,6 +41,10 @@ def add_commands(commands) -> None:
                             "to start N worker processes here (needs the dask extra; README: Grading on a cluster)")
     grade.add_argument("--cluster-wait", type=float, default=300.0, metavar="SECONDS",
                        help="with --cluster: how long to wait for a Dask worker when the cluster has none (300)")
+    for flag, what in (("--tls-ca-file", "the certificate authority that signed the scheduler's certificate"),
+                       ("--tls-cert", "this client's certificate (and its key, unless --tls-key is given)"),
+                       ("--tls-key", "this client's private key")):
+        grade.add_argument(flag, metavar="FILE", default="", help=f"with --cluster tls://...: {what}")
     options.results_db(grade)
     grade.add_argument("--force", action="store_true", help="regrade submissions already graded and unchanged")
     grade.add_argument("--json", action="store_true", help="one Gradescope-style JSON object per line")
@@ -46,8 +52,12 @@ def add_commands(commands) -> None:
     options.sandbox(grade)
     grade.set_defaults(run=_grade)
 
-    doctor = commands.add_parser("doctor", help="show which sandbox protections this machine supports")
+    doctor = commands.add_parser("doctor", help="show which sandbox protections this machine supports, and probe "
+                                                "each assignment: its preload in a worker, the reference's checks")
     options.sandbox(doctor)
+    options.course(doctor)
+    doctor.add_argument("--dir", type=Path, help="without a course.yaml: the released assignment folder to probe "
+                                                 "(default: the current folder)")
     doctor.set_defaults(run=_doctor)
 
     checks = commands.add_parser("checks", help="list an assignment's checks: function, visibility, points, "
@@ -83,24 +93,29 @@ def _grade(args) -> int:
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
+        starting(f"{len(found)} submissions of {assignment.name} found")
         if args.cluster:
             return _grade_on_cluster(args, course, found, db)
+        starting("loading the suite (reference, checks, libraries)")  # importing PyTorch alone takes seconds
         suite = load_suite(course, args.assignment)
+        starting("checking the sandbox")
         protections = probe(args.sandbox)
         if protections.warning:
             print(protections.warning, file=sys.stderr)
         refuse_readable(protections, suite.secret_paths(course) + [db] + [item.path for item in found])
+        jobs = args.jobs or os.cpu_count() or 1
         # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
         with Store(db) as store:
             def run(todo, on_result, say):
-                grade_batch(course, suite, protections, todo, store, args.jobs or os.cpu_count() or 1, on_result)
-            return _grade_found(args, suite, found, store, run)
+                grade_batch(course, suite, protections, todo, store, jobs, on_result)
+            return _grade_found(args, suite, found, store, run,
+                                f"timing the reference and starting {min(jobs, len(found))} sandboxes")
 
 
 def _grade_on_cluster(args, course, found, db: Path) -> int:
     """`grade --cluster`: the store and the progress here, the grading on the cluster's workers."""
     try:
-        from autograder.cluster.connect import connect, parse_address
+        from autograder.cluster.connect import Credentials, connect, parse_address
         from autograder.cluster.driver import Cluster, warm_graders
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in ("dask", "distributed"):
@@ -110,20 +125,26 @@ def _grade_on_cluster(args, course, found, db: Path) -> int:
     address = parse_address(args.cluster)
     # Each worker checks these with its own sandbox: on a shared file system its student code could see them.
     secrets = secret_places(course, course.assignment(args.assignment)) + [db] + [item.path for item in found]
-    with connect(address, args.cluster_wait, lambda text: print(text, file=sys.stderr)) as client:
+    credentials = Credentials(args.tls_ca_file, args.tls_cert, args.tls_key)
+    with connect(address, args.cluster_wait, lambda text: print(text, file=sys.stderr), credentials) as client:
         cluster = Cluster(client, str(address), args.sandbox, args.cluster_wait)
         with Store(db) as store, warm_graders(cluster, course, args.assignment, store, secrets) as graders:
             suite = load_suite(course, args.assignment)  # while the workers warm up
 
             def run(todo, on_result, say):
                 graders.grade(suite, todo, on_result, say)
-            return _grade_found(args, suite, found, store, run)
+            return _grade_found(args, suite, found, store, run, "sending the submissions to the cluster's workers")
 
 
-def _grade_found(args, suite, found, store: Store, run) -> int:
-    """Plan, grade what is not current with `run(todo, on_result, say)`, show and summarise the results."""
+def _grade_found(args, suite, found, store: Store, run, doing: str) -> int:
+    """Plan, grade what is not current with `run(todo, on_result, say)`, show and summarise the results.
+
+    doing: what `run` does before its first result, shown until then.
+    """
     plan = plan_batch(found, store, suite, args.force)
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
+    if plan.todo:
+        progress.status(doing)
     graded = []
 
     def on_result(result):
@@ -134,7 +155,8 @@ def _grade_found(args, suite, found, store: Store, run) -> int:
 
     run(plan.todo, on_result, progress.note)
     progress.finish()
-    skipped = [store.result(suite.assignment.name, item.student) for item in plan.skipped]
+    stored = {result.student: result for result in store.results(suite.assignment.name)} if plan.skipped else {}
+    skipped = [stored[item.student] for item in plan.skipped]
     if args.json:
         for result in skipped:
             print(json.dumps(result.to_json()), flush=True)
@@ -196,4 +218,41 @@ def _doctor(args) -> int:
         print(f"  [{'x' if active else ' '}] {name}")
     if protections.warning:
         print(protections.warning)
-    return 0
+    found = _suites_here(args)
+    if not found:
+        print("no course.yaml here or above, and no released assignment (public_manifest.json) in this folder: "
+              "run `autograder doctor` in the course repository or your assignment folder to probe grading too")
+        return 0
+    failed = 0
+    for course, suite in found:
+        sandbox = Sandbox(protections, suite.assignment.preload)
+        try:
+            report = probe_environment(course, suite, sandbox)
+        finally:
+            sandbox.close()
+        failed += not report.ok
+        print(safe(_probe_line(suite, report)))
+    return 1 if failed else 0
+
+
+def _suites_here(args) -> list:
+    """(course, suite) for every assignment of the nearest course.yaml, or of the released folder (students)."""
+    try:
+        course = load_course(args.course or find_course())
+    except CourseError:
+        folder = args.dir or Path.cwd()
+        if not (folder / MANIFEST_FILE).is_file():
+            return []
+        suite = load_public_suite(folder)
+        return [(public_course(suite.assignment, folder), suite)]
+    return [(course, load_suite(course, name)) for name in course.assignments]
+
+
+def _probe_line(suite, report) -> str:
+    preload = ", ".join(suite.assignment.preload) or "nothing"
+    if not report.ok:
+        return f"  [ ] {suite.assignment.name}: cannot grade here: {report.problem}. To fix it: {report.fix}"
+    mapped = (f"; a worker maps {report.mapped_mib:.0f} MiB after the preload, and may map "
+              f"{suite.assignment.limits.memory_mib} MiB more" if report.mapped_mib else "")
+    reference = f", the reference passed all {report.checks} checks" if suite.reference is not None else ""
+    return f"  [x] {suite.assignment.name}: {preload} imported in a worker under the limits{reference}{mapped}"

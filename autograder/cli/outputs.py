@@ -38,6 +38,9 @@ def add_commands(commands) -> None:
                                                  "relative ones are relative to --root (default: gradebook.db there)")
     to_nbgrader.add_argument("--notebook", help="notebook name in the gradebook (default: the assignment's "
                                                 "module from course.yaml)")
+    to_nbgrader.add_argument("--roster", type=Path, help="students' names for the formgrader: nbgrader's CSV "
+                                                         "(id,first_name,last_name,email) or a JSON list with "
+                                                         "student, first_name, last_name, email")
     to_nbgrader.set_defaults(run=_export_nbgrader)
     for command in (to_csv, to_gradescope, to_nbgrader):
         options.results_db(command)
@@ -103,13 +106,15 @@ def _export_gradescope(args) -> int:
 def _export_nbgrader(args) -> int:
     # Imported here: only this command needs nbgrader, an extra.
     from autograder.nbgrader.gradebook import Target, gradebook_url, write_nbgrader
+    from autograder.nbgrader.roster import read_roster
 
     course, assignment, results, rule = _stored(args)
     settings = course.assignment(assignment)
     root = (args.root or course.root).resolve()
     url, place = gradebook_url(args.gradebook, root)
     notebook = args.notebook or settings.module
-    summary = write_nbgrader(results, Target(url, root, assignment, notebook, rule, settings.source_dir))
+    names = read_roster(args.roster) if args.roster else {}
+    summary = write_nbgrader(results, Target(url, root, assignment, notebook, rule, settings.source_dir, names))
     print(f"wrote {summary.students} students of {assignment} into the nbgrader gradebook {place} (notebook "
           f"{notebook!r}, one autograded cell per function, {sum(summary.cells.values()):g} points)", file=sys.stderr)
     if summary.autograded:
@@ -122,6 +127,11 @@ def _export_nbgrader(args) -> int:
               "shows the totals, the formgrader has nothing to grade by hand", file=sys.stderr)
     for line in summary.notes:
         print(f"  note: {line}", file=sys.stderr)
+    if summary.unnamed:
+        shown = ", ".join(summary.unnamed[:5]) + (", …" if len(summary.unnamed) > 5 else "")
+        print(f"  note: {len(summary.unnamed)} students have no name in the gradebook ({shown}), so the formgrader "
+              "shows them as \"None, None\": pass --roster (nbgrader's students.csv: id,first_name,last_name,"
+              "email), or import them with `nbgrader db student import`", file=sys.stderr)
     for line in summary.skipped:
         print(f"autograder: not exported: {line}", file=sys.stderr)
     return 1 if summary.skipped else 0

@@ -28,7 +28,7 @@ def installed_version() -> str:
     return importlib.metadata.version(name) if name else "?"
 
 
-def install_dask_hint() -> str:
-    """The command that installs the `dask` extra, named after this package's own distribution."""
+def install_dask_hint(extras: str = "dask") -> str:
+    """The command that installs `extras` (e.g. "dask,slurm"), named after this package's own distribution."""
     name = _distribution()
-    return f"pip install '{name}[dask]'" if name else "pip install this package with its [dask] extra"
+    return f"pip install '{name}[{extras}]'" if name else f"pip install this package with its [{extras}] extras"

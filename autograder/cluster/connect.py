@@ -1,9 +1,12 @@
 """Reaching the cluster `--cluster ADDRESS` names: a running Dask scheduler, or `local:N` started here.
 
-A scheduler's address is Dask's own (`tcp://host:8786`, `tls://…`; its
-security settings come from Dask's configuration). `local:N` starts a
-LocalCluster of N worker processes on 127.0.0.1, one thread each, and stops
-it when the command ends.
+A scheduler's address is Dask's own (`tcp://host:8786`, `tls://…`); a
+`tls://` scheduler is reached with the TA's certificate files (`Credentials`)
+or Dask's own TLS configuration. `local:N` starts a LocalCluster of N worker
+processes that listens on 127.0.0.1 only and speaks TLS with a certificate
+authority made for this run alone (Dask's `Security.temporary()`): a client
+without this run's certificate, even one on this machine, is refused, so no
+one but this command can ask the scheduler to run code.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 import dask
 import dask.utils
 from distributed import Client, LocalCluster, WorkerPlugin
+from distributed.security import Security
 
 from autograder.cluster import ClusterError
 
@@ -46,6 +50,27 @@ class Address:
         return self.scheduler or f"local:{self.local_workers}"
 
 
+@dataclass(frozen=True)
+class Credentials:
+    """The TA's TLS files for a `tls://` scheduler (`--tls-ca-file`, `--tls-cert`, `--tls-key`); empty: Dask's
+    own configuration (distributed.comm.tls.*) decides."""
+
+    ca_file: str = ""
+    cert: str = ""
+    key: str = ""
+
+    def security(self) -> Security | None:
+        if not (self.ca_file or self.cert or self.key):
+            return None
+        if not (self.ca_file and self.cert):
+            raise ClusterError("a TLS scheduler needs --tls-ca-file (the certificate authority that signed the "
+                               "scheduler's certificate) and --tls-cert (this client's certificate, with its key in "
+                               "the same file or in --tls-key); pass both, or configure Dask's "
+                               "distributed.comm.tls settings instead")
+        return Security(tls_ca_file=self.ca_file, tls_client_cert=self.cert, tls_client_key=self.key or None,
+                        require_encryption=True)
+
+
 def parse_address(text: str) -> Address:
     """`local:N` or a scheduler's address; an error saying what is expected otherwise."""
     text = text.strip()
@@ -62,7 +87,8 @@ def parse_address(text: str) -> Address:
 
 
 @contextlib.contextmanager
-def connect(address: Address, wait_seconds: float, say: Callable[[str], None]) -> Iterator[Client]:
+def connect(address: Address, wait_seconds: float, say: Callable[[str], None],
+            credentials: Credentials = Credentials()) -> Iterator[Client]:
     """A client of the cluster at `address` with at least one worker; a local cluster is stopped on exit."""
     with contextlib.ExitStack() as stack:
         if address.local_workers:
@@ -71,7 +97,7 @@ def connect(address: Address, wait_seconds: float, say: Callable[[str], None]) -
             client = Client(cluster, set_as_default=False)
             client.register_plugin(DriverOwnsInterrupts(), name=DriverOwnsInterrupts.name)
         else:
-            client = _reach(address.scheduler)
+            client = _reach(address.scheduler, credentials.security())
         stack.callback(client.close, timeout=CLOSE_SECONDS)
         _wait_for_a_worker(client, address, wait_seconds, say)
         yield client
@@ -90,22 +116,33 @@ class DriverOwnsInterrupts(WorkerPlugin):
 
 
 def _start_local(workers: int) -> LocalCluster:
+    """N workers on loopback, behind TLS whose certificate authority exists only in this process's memory."""
     try:
         with dask.config.set(LOCAL_SETTINGS):
             # Its workers' warnings would only repeat what the results say (a worker that died, a task cancelled).
             return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                dashboard_address=None, silence_logs=logging.ERROR)
+                                protocol="tls://", security=Security.temporary(), dashboard_address=None,
+                                silence_logs=logging.ERROR)
+    except ImportError as error:
+        raise ClusterError(f"a local cluster speaks TLS, which needs the `cryptography` package ({error}); install "
+                           "the dask extra again (it includes it), then run again. Nothing was graded") from None
     except (OSError, RuntimeError, TimeoutError) as error:
         raise ClusterError(f"could not start a local Dask cluster of {workers} workers ({error}); check this "
                            "machine's free memory and ports, or grade with --jobs instead. Nothing was graded"
                            ) from None
 
 
-def _reach(scheduler: str) -> Client:
+def _reach(scheduler: str, security: Security | None) -> Client:
+    if scheduler.startswith("tls://") and security is None and not dask.config.get("distributed.comm.tls.client.cert",
+                                                                                    None):
+        raise ClusterError(f"the scheduler at {scheduler} speaks TLS, and this command has no certificate to show "
+                           "it: pass --tls-ca-file CA.pem --tls-cert CERT.pem (and --tls-key KEY.pem if the key is "
+                           "in a file of its own), the files the scheduler was started with (README: Grading on a "
+                           "cluster), then run again. Nothing was graded")
     # How long to try: Dask's own setting (distributed.comm.timeouts.connect, 30 s unless configured).
     seconds = dask.utils.parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"))
     try:
-        return Client(scheduler, timeout=seconds, set_as_default=False)
+        return Client(scheduler, timeout=seconds, set_as_default=False, security=security)
     except (OSError, ValueError, TypeError) as error:
         raise ClusterError(
             f"could not reach the Dask scheduler at {scheduler} within {seconds:g} s ({error}). Check that "

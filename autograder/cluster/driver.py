@@ -8,9 +8,12 @@ system with it, a few tasks per worker thread at a time, so its memory and the
 scheduler's stay small however large the class. A worker that dies takes its
 task with it: Dask runs the task again on another worker, and after the
 scheduler's allowed failures the driver stores "could not grade" for that one
-submission and goes on. A worker that refuses to grade (another suite version,
-a sandbox that cannot start or could read a secret) stops the run with its
-reason.
+submission and goes on. A result with a timeout is graded once more on
+another worker, and the second run's result is stored: a worker that has
+just joined (replaced mid-batch, still importing and timing the reference)
+must not cost anyone points, so a timeout counts only when it happens twice.
+A worker that refuses to grade (another suite version, a sandbox that cannot
+start or could read a secret) stops the run with its reason.
 """
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ from autograder.grading.suite import Suite, suite_version
 
 TASKS_PER_THREAD = 2  # in flight per worker thread: the next submission is on its way while one is graded
 POLL_SECONDS = 1.0  # how often, while no result arrives, the driver checks that workers remain
+RETRIED = ("graded twice: a call timed out on the first run, so the submission was graded again on another "
+           "worker; this is the second run's result")
 
 
 @dataclass
@@ -88,6 +93,7 @@ class _Run:
     pending: deque = field(default_factory=deque)
     in_flight: dict[Future, Found] = field(default_factory=dict)
     heard: set = field(default_factory=set)  # warnings already shown
+    retried: set = field(default_factory=set)  # students graded again after a timeout
     threads: int = 1
     checked: float = 0.0
     alone_since: float | None = None
@@ -118,15 +124,30 @@ class _Run:
 
     def _top_up(self) -> None:
         while self.pending and len(self.in_flight) < TASKS_PER_THREAD * self.threads + 1:
-            item = self.pending.popleft()
-            content = None if item.problem else read_bytes(item.path)
-            future = self.cluster.client.submit(grade_task, self.plugin, item, content,
-                                                key=f"{self.plugin}-{item.student}", retries=0)
-            self.in_flight[future] = item
+            self._submit(self.pending.popleft())
+
+    def _submit(self, item: Found, again: bool = False, avoid: set[str] = frozenset()) -> None:
+        """Send `item` to the cluster (`again`: a second time); `avoid`: workers to pass over while others are up."""
+        content = None if item.problem else read_bytes(item.path)
+        others = [address for address in self._workers() if address not in avoid] if avoid else []
+        future = self.cluster.client.submit(grade_task, self.plugin, item, content, retries=0,
+                                            key=f"{self.plugin}-{item.student}" + ("-again" if again else ""),
+                                            workers=others or None, allow_other_workers=bool(others))
+        self.in_flight[future] = item
 
     def _finish(self, future: Future, item: Found) -> None:
         if future.status == "finished":
             result = self._result(item, future.result())
+            if _timed_out(result) and item.student not in self.retried:
+                # A worker that has just joined is still importing and timing the reference, and its first
+                # calls run slow: a timeout is a grade only if a run elsewhere times out too.
+                self.retried.add(item.student)
+                ran_on = set(self.cluster.client.who_has([future]).get(future.key, ()))
+                future.release()
+                self._submit(item, again=True, avoid=ran_on)
+                return
+            if item.student in self.retried:
+                result = dataclasses.replace(result, notes=(*result.notes, RETRIED))
         elif future.status == "error":
             result = self._internal_error(item, _why(item, future.exception()))
         else:
@@ -194,6 +215,17 @@ class _Run:
             raise ClusterError(f"the Dask cluster at {self.cluster.address} has had no worker for "
                                f"{self.cluster.wait_seconds:g} s. Results stored so far are kept: start workers (or "
                                "scale the cluster), then run the same command again to grade the rest")
+
+
+    def _workers(self) -> list[str]:
+        try:
+            return list(self.cluster.client.scheduler_info(n_workers=-1)["workers"])
+        except (OSError, KeyError):
+            return []
+
+
+def _timed_out(result: SubmissionResult) -> bool:
+    return not result.internal_error and any(test.status == "timeout" for test in result.tests)
 
 
 def _why(item: Found, error: BaseException | None) -> str:

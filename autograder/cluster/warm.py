@@ -39,6 +39,7 @@ from autograder.grading.course import COURSE_FILE, Course, CourseError, load_cou
 from autograder.grading.coursefiles import CourseFile, write_files
 from autograder.grading.discover import Found
 from autograder.grading.grader import Grader
+from autograder.grading.probe import probe_environment
 from autograder.grading.results import result_to_plain
 from autograder.grading.submission import FileBytes
 from autograder.grading.suite import Suite, load_suite, secret_places
@@ -191,17 +192,23 @@ class WarmGrader(WorkerPlugin):
         sandbox = Sandbox(unpacked.protections, unpacked.course.assignment(self.orders.assignment).preload,
                           slot=slot.number)
         try:
-            sandbox.start()
-        except SandboxError as error:
-            slot.release()
-            self._fail(f"worker {self.address} could not start its sandbox: {error}")
-            return
+            sandbox.start()  # while the suite loads; why it could not start is the probe's to say, below
+        except SandboxError:
+            pass
         self._loaded.wait()
         if self._failure:
             sandbox.close()
             slot.release()
             return
         prepared = self._prepared
+        # Each sandbox grades the reference before it takes a task: a worker whose environment cannot grade
+        # (another build of a library, a missing preload) refuses, and the driver says which worker and why.
+        found = probe_environment(unpacked.course, prepared.suite, sandbox)
+        if not found.ok:
+            sandbox.close()
+            slot.release()
+            self._fail(f"worker {self.address}: {found.refusal('grading')}")
+            return
         warm = _Warm(slot, sandbox, Grader(unpacked.course, prepared.suite, sandbox, prepared.reference))
         with self._lock:
             ended = self._stop.is_set()

@@ -25,6 +25,7 @@ from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import Course
 from autograder.grading.discover import Found
 from autograder.grading.grader import Grader, internal_error_result
+from autograder.grading.probe import require_environment
 from autograder.grading.results import SubmissionResult
 from autograder.grading.store import Store, StoreError
 from autograder.grading.submission import FileBytes, Submission, file_sha256, read_bytes, submission_from_bytes
@@ -44,9 +45,9 @@ class BatchPlan:
 
 def plan_batch(found: list[Found], store: Store, suite: Suite, force: bool) -> BatchPlan:
     todo, skipped = [], []
+    stored = store.grading_keys(suite.assignment.name)
     for item in found:
-        current = store.is_current(suite.assignment.name, item.student, file_sha256(item.path), suite.version,
-                                   item.submitted_at)
+        current = stored.get(item.student) == (file_sha256(item.path), suite.version, item.submitted_at)
         (skipped if current and not force else todo).append(item)
     return BatchPlan(todo, skipped)
 
@@ -70,6 +71,8 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
     setup = (course, suite, protections, reference)
     running = [_Job(context, setup, slot) for slot in range(max(1, min(jobs, len(todo))))]
     try:
+        for job in running:  # every job's probe passes before any submission is sent, so none is stored
+            job.wait_ready()
         for job in running:
             job.give(waiting.pop() if waiting else None)
         while any(job.item is not None for job in running):
@@ -79,6 +82,7 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
                 deliver(job.receive(suite), suite, store, on_result)
                 if job.stopped:
                     running[running.index(job)] = job = _Job(context, job.setup, job.slot)
+                    job.wait_ready()
                 job.give(waiting.pop() if waiting else None)
     finally:
         for job in running:
@@ -111,6 +115,18 @@ class _Job:
         self.item: Found | None = None
         self.stopped = False
 
+    def wait_ready(self) -> None:
+        """Wait until the job's sandbox passed the environment probe; raise SandboxError with its reason if not."""
+        try:
+            kind, payload = self.connection.recv()
+        except (EOFError, OSError):
+            self.process.join(timeout=10)
+            raise SandboxError(f"grading process {self.slot} ended (exit code {self.process.exitcode}) before its "
+                               "sandbox was ready; run `autograder doctor` to see what this machine supports. "
+                               "Nothing was graded by it") from None
+        if kind == "fatal":
+            raise SandboxError(payload)
+
     def give(self, item: Found | None) -> None:
         """Send the next submission, or None: no more work, and the process ends."""
         self.item = item
@@ -130,8 +146,6 @@ class _Job:
             details = (f"the grading process (job {self.slot}) ended with exit code {self.process.exitcode} while "
                        f"grading {item.path}; it was replaced and the batch went on")
             return internal_error_result(item.student, suite, str(item.path), "", details, 0.0, "")
-        if kind == "fatal":
-            raise SandboxError(payload)
         self.item = None
         return payload
 
@@ -170,10 +184,13 @@ def _grader_process(course, suite, protections, reference, slot, connection) -> 
     one_thread()
     sandbox = Sandbox(protections, suite.assignment.preload, slot=slot)
     try:
-        sandbox.start()
+        # Before its first submission: an environment that cannot grade the reference grades no one.
+        require_environment(course, suite, sandbox, "grading")
     except SandboxError as error:
+        sandbox.close()
         connection.send(("fatal", str(error)))
         return
+    connection.send(("ready", None))
     with sandbox:
         grader = Grader(course, suite, sandbox, reference)
         while (item := connection.recv()) is not None:

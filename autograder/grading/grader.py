@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from autograder.authoring.checks import Sizes, Trial, check_rng, student_seed
 from autograder.authoring.protocol import Call
-from autograder.grading import calibration
+from autograder.grading import calibration, loading
 from autograder.grading.attempt import Attempt, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose
@@ -26,7 +26,7 @@ from autograder.grading.examples import example_json
 from autograder.grading.explain import FreshChild, Judged, with_explanation
 from autograder.grading.plan import ReferenceAnswers, Sent, plan_check, recorded, run_live, send_plan, timed_out
 from autograder.grading.reference_cache import CachedReference
-from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
@@ -93,32 +93,36 @@ class Grader:
         assignment = self.suite.assignment
         seed = student_seed(self.course.seed_salt, assignment.name, submission.student)
         notes = [submission.note] if submission.note else []
-        output, killed, problem = "", 0, submission.problem
+        output, killed = "", 0
+        # A file that cannot be read does not load either: one flag, the reason first (grading.loading).
+        problem = f"{NOT_LOADED}: {submission.problem}" if submission.problem else ""
         if problem:
-            tests = self._all(submission.problem, "failed")
+            tests = self._all(loading.NOT_RUN, "failed")
         else:
             spec = submission.worker_spec(assignment.module)
             with self._session(spec) as session:
                 load = session.open()
-                notes += _load_notes(load)
-                problem = load.failure
-                judged = [] if load.failure else self.judge_checks(session, load, seed)
+                problem = load.failure or loading.not_loaded(submission, load, self._graded_functions())
+                notes += loading.load_notes(load, loaded=not problem)
+                judged = [] if problem else self.judge_checks(session, load, seed)
             output, killed = session.output.text(), session.killed_processes
             notes += session.notes
             if load.failure:
                 tests = self._all(f"your file could not be loaded: {load.failure}", "error")
+            elif problem:
+                tests = self._all(loading.NOT_RUN, "failed")
             else:
                 # Every point is fixed and the graded child is gone: calls that depend on verdicts get a new one.
                 with FreshChild(lambda: self._session(spec)) as fresh:
                     tests = self.explain(judged, seed, fresh)
                 killed += fresh.killed_processes
-        return SubmissionResult(
+        return _blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
             sandbox=self.sandbox.protections.mode, tests=tuple(tests),
             problem=problem,
             notes=tuple(notes), output=output, killed_processes=killed,
-            seconds=time.monotonic() - started, graded_at=_now())
+            seconds=time.monotonic() - started, graded_at=_now()), self.suite)
 
     def _session(self, spec: dict) -> Session:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
@@ -129,12 +133,14 @@ class Grader:
         entry = self.suite.check(check_name)
         seed = student_seed(self.course.seed_salt, self.suite.assignment.name, submission.student)
         if submission.problem:
-            return Replayed(self._result(entry, "failed", submission.problem))
+            return Replayed(self._result(entry, "failed", loading.NOT_RUN))
         prefix = self.suite.checks[:self.suite.checks.index(entry) + 1]
         with self._session(submission.worker_spec(self.suite.assignment.module)) as session:
             load = session.open()
             if load.failure:
                 return Replayed(self._result(entry, "error", f"your file could not be loaded: {load.failure}"))
+            if loading.not_loaded(submission, load, self._graded_functions()):
+                return Replayed(self._result(entry, "failed", loading.NOT_RUN))
             sent = self._send_all(session, load, seed, prefix)
         judged = self._judge(entry, load, seed, sent.get(entry.name))
         earlier = sum(len(done[1].replies) for name, done in sent.items() if name != entry.name and
@@ -292,6 +298,9 @@ class Grader:
                            score=entry.points if status == "passed" else 0.0, max_score=entry.points,
                            output=message, hint=hint, seconds=round(seconds, 4), stopped=stopped)
 
+    def _graded_functions(self) -> set[str]:
+        return {name for entry in self.suite.checks for name in entry.check.functions}
+
     def _all(self, message: str, status: str) -> list[CheckResult]:
         return [self._result(entry, status, message) for entry in self.suite.checks]
 
@@ -320,18 +329,20 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def _load_notes(load: LoadReport) -> list[str]:
-    notes = [f"{unit} {_what_it_did(unit, raised)} while loading; the rest of the file still ran"
-             for unit, raised in load.problems]
-    notes += [f"{unit} {reason}; it was skipped and the rest of the file was graded" for unit, reason in load.stopped]
-    if load.stray_processes:
-        notes.append(f"the file's top-level code left {load.stray_processes} processes running while loading; "
-                     "they were stopped, and no function was charged for them. Start no processes at the top "
-                     "level of your file")
-    return notes
+def _blame_environment(result: SubmissionResult, suite: Suite) -> SubmissionResult:
+    """An internal error instead of `result` when the worker died on every check that ran, the same way.
 
-
-def _what_it_did(unit: str, raised) -> str:
-    if raised.type == "SystemExit":
-        return "called sys.exit()"
-    return f"raised {raised.describe(line=not unit.startswith('line'))}"
+    No file makes every function fail identically by accident; a worker that cannot map a call's arguments
+    (a memory limit the libraries' build exceeds) or a broken library does. Such a result says nothing
+    about the student, so it is kept for the instructor and graded again by the next run.
+    """
+    tests = result.tests
+    ways = {test.output.partition(" ")[2] for test in tests}  # the message after the function's name
+    functions = {test.function for test in tests}
+    if len(functions) < 2 or len(ways) != 1 or any(test.stopped != "crashed" for test in tests):
+        return result
+    details = (f"the worker died on all {len(tests)} checks, in {len(functions)} functions, the same way "
+               f"(<function> {ways.pop()}): the grading environment, not this file, is the likely cause. Run "
+               f"`autograder doctor`. The worker's output:\n{result.output}")
+    return internal_error_result(result.student, suite, result.file, result.sha256, details, result.seconds,
+                                 result.sandbox)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 STATUSES = ("passed", "failed", "error", "timeout")
+# How the `problem` of a hand-in that did not load begins (grading.loading); its flag is this word too.
+NOT_LOADED = "not loaded"
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ def flags(result: SubmissionResult) -> list[str]:
     found = []
     if result.internal_error:
         found.append("internal error")
+    elif result.problem.startswith(NOT_LOADED + ":"):
+        found.append(NOT_LOADED)
     elif result.problem:
         found.append("not graded")
     if any(t.status == "timeout" for t in result.tests):
@@ -106,6 +110,24 @@ def flags(result: SubmissionResult) -> list[str]:
     if result.sandbox != "bwrap":
         found.append("reduced sandbox")
     return found
+
+
+# What each flag of `flags` (and the terminal's "error") means, for every place that shows them.
+FLAG_MEANINGS = {
+    NOT_LOADED: "the file did not load (a syntax error, an error, exit or crash in its top-level code, or a "
+                "file that cannot be read); no check ran, and the reason comes first in its feedback",
+    "not graded": "the grader could not run the file (its worker did not start); fix the cause and grade again",
+    "internal error": "the grader itself failed on this file, not the student's code; the report shows the "
+                      "traceback, and the next `grade` grades it again",
+    "error": "a check's call raised an exception, stopped the worker or sent an unusable reply (that check "
+             "scores 0, the others still count)",
+    "timeout": "a call took longer than its time limit and was stopped",
+    "crash": "a call stopped the worker process: it exited, crashed or was killed (e.g. for memory)",
+    "rejected reply": "a call's reply could not be trusted (too large or malformed) and was refused",
+    "left N processes": "the student's code started N processes that were still running after a call or "
+                        "the load; they were killed (only processes seen besides the worker itself count)",
+    "reduced sandbox": "graded without bubblewrap, with weaker isolation; the score is not affected",
+}
 
 
 def result_to_plain(result: SubmissionResult) -> dict:

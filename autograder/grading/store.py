@@ -120,9 +120,16 @@ class Store:
         (And the grader did not fail on it.) The same file handed in again later is graded again, so the
         stored time, which decides lateness, is the latest.
         """
-        row = self._db.execute("SELECT sha256, suite_version, internal_error, submitted_at FROM submissions "
-                               "WHERE assignment=? AND student=?", (assignment, student)).fetchone()
-        return row == (sha256, suite_version, "", submitted_at)
+        return self.grading_keys(assignment).get(student) == (sha256, suite_version, submitted_at)
+
+    def grading_keys(self, assignment: str) -> dict[str, tuple[str, str, str]]:
+        """student -> (sha256, suite_version, submitted_at) of every result the grader did not fail on.
+
+        One query for the whole class: a rerun asks this once, not once per student.
+        """
+        rows = self._db.execute("SELECT student, sha256, suite_version, submitted_at FROM submissions "
+                                "WHERE assignment=? AND internal_error=''", (assignment,))
+        return {student: (sha256, suite, submitted_at) for student, sha256, suite, submitted_at in rows}
 
     def save(self, result: SubmissionResult) -> None:
         """Replace the student's stored result with `result`, atomically."""
@@ -147,15 +154,13 @@ class Store:
         self._retry(write)
 
     def results(self, assignment: str | None = None) -> list[SubmissionResult]:
-        """Stored results, by assignment then student."""
-        query = "SELECT * FROM submissions" + (" WHERE assignment=?" if assignment else "")
-        cursor = self._db.execute(query + " ORDER BY assignment, student", (assignment,) if assignment else ())
-        names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, values)) for values in cursor.fetchall()]
-        return [self._result(row) for row in rows]
+        """Stored results, by assignment then student: two SELECTs, whatever the size of the class."""
+        where, args = (" WHERE assignment=?", (assignment,)) if assignment else ("", ())
+        return self._results(where, args)
 
     def result(self, assignment: str, student: str) -> SubmissionResult | None:
-        return next((r for r in self.results(assignment) if r.student == student), None)
+        found = self._results(" WHERE assignment=? AND student=?", (assignment, student))
+        return found[0] if found else None
 
     def reference_times(self, suite_version: str, machine: str) -> dict[str, tuple[float, int]]:
         """check -> (seconds, calls) the reference took, as timed on `machine` for this suite; {} if never."""
@@ -182,13 +187,25 @@ class Store:
     def assignments(self) -> list[str]:
         return [row[0] for row in self._db.execute("SELECT DISTINCT assignment FROM submissions ORDER BY 1")]
 
-    def _result(self, row: dict) -> SubmissionResult:
-        submission_id = row.pop("id")
-        del row["score"], row["max_score"]  # recomputed from the checks
-        cursor = self._db.execute(f"SELECT {', '.join(_CHECK_FIELDS)} FROM checks WHERE submission_id=? "
-                                  "ORDER BY position", (submission_id,))
-        tests = tuple(CheckResult(**dict(zip(_CHECK_FIELDS, values))) for values in cursor.fetchall())
-        return SubmissionResult(**{**row, "notes": tuple(json.loads(row["notes"])), "tests": tests})
+    def _results(self, where: str, args: tuple) -> list[SubmissionResult]:
+        """The submissions matching `where` (an SQL condition on submissions) with their checks, by assignment
+        then student: one query for the submissions and one for all their checks."""
+        cursor = self._db.execute(f"SELECT * FROM submissions{where} ORDER BY assignment, student", args)
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, values)) for values in cursor.fetchall()]
+        tests: dict[int, list[CheckResult]] = {row["id"]: [] for row in rows}
+        checks = self._db.execute(
+            f"SELECT submission_id, {', '.join(_CHECK_FIELDS)} FROM checks WHERE submission_id IN "
+            f"(SELECT id FROM submissions{where}) ORDER BY submission_id, position", args)
+        for submission_id, *values in checks:
+            tests[submission_id].append(CheckResult(**dict(zip(_CHECK_FIELDS, values))))
+        return [self._result(row, tests[row["id"]]) for row in rows]
+
+    @staticmethod
+    def _result(row: dict, tests: list[CheckResult]) -> SubmissionResult:
+        row = dict(row)
+        del row["id"], row["score"], row["max_score"]  # the score is recomputed from the checks
+        return SubmissionResult(**{**row, "notes": tuple(json.loads(row["notes"])), "tests": tuple(tests)})
 
     def _add_missing_columns(self) -> None:
         """Bring a database from an earlier version up to SCHEMA, in one transaction."""

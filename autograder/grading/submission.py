@@ -54,8 +54,12 @@ class Submission:
     note: str = ""  # a warning that did not stop grading, e.g. a notebook with schema problems
 
     def worker_spec(self, module: str) -> dict:
-        """What the worker needs to load this submission (see worker._load): its units' labels and sources."""
-        spec = {"module": module, "filename": f"{module}{Path(self.path).suffix}"}
+        """What the worker needs to load this submission (see worker._load): its units' labels and sources.
+
+        The code is compiled under the file's own name, so a traceback the
+        student's code prints names the file they handed in.
+        """
+        spec = {"module": module, "filename": safe(Path(self.path).name, 100)}
         if self.kind == "py":
             return dict(spec, kind="py", labels=["the file"], sources=[self.source])
         return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.source for c in self.cells])
@@ -137,8 +141,9 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as error:
-        return (), (f"{name} is not a valid notebook: its JSON is broken at line {error.lineno} "
-                    f"({error.msg}). Open it in Jupyter, save it again and resubmit"), ""
+        return (), (f"{name} is not a valid notebook: its JSON is broken at line {error.lineno}, column "
+                    f"{error.colno} ({_json_problem(error.msg)}), so the file was probably cut short or edited "
+                    "outside Jupyter. Open it in Jupyter (or restore a checkpoint), save it again and resubmit"), ""
     except (RecursionError, MemoryError, ValueError):
         return (), (f"{name} is not a valid notebook: its JSON is nested too deeply or too large to be one. "
                     "Open your notebook in Jupyter, save it again and resubmit"), ""
@@ -176,6 +181,13 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
         return (), f"{name} has no code cells with code in them; write your functions in code cells and resubmit", \
             "; ".join(notes)
     return tuple(cells), "", "; ".join(notes)
+
+
+def _json_problem(message: str) -> str:
+    """The json module's message as a phrase: "Unterminated string starting at" -> "unterminated string"."""
+    for tail in (" starting at", " at"):
+        message = message.removesuffix(tail)
+    return message[:1].lower() + message[1:]
 
 
 def _source_text(source) -> str | None:

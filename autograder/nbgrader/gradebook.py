@@ -50,6 +50,7 @@ class NbgraderSummary:
     autograded: list[Path] = field(default_factory=list)  # notebooks written under autograded/
     skipped: list[str] = field(default_factory=list)  # students left out (handed in again since grading), and why
     notes: list[str] = field(default_factory=list)  # students exported without an autograded notebook, and why
+    unnamed: list[str] = field(default_factory=list)  # students with no name in the gradebook (nor in the roster)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Target:
     notebook: str  # the notebook's name (the assignment's module)
     rule: LateRule = field(default_factory=LateRule)
     source_dir: Path | None = None  # nbgrader's source folder of the assignment (its other files are copied)
+    names: dict[str, dict[str, str]] = field(default_factory=dict)  # student -> first_name, last_name, email
 
 
 def require_nbgrader() -> None:
@@ -165,14 +167,24 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, release
     elif released:
         summary.notes.append(f"{result.student}: no {target.notebook}.ipynb in {places.submitted} matches the "
                              "graded file, so there is no autograded notebook (the grades are in the gradebook)")
-    gradebook.update_or_create_student(result.student)
+    # None: no notebook to read answers from. A notebook without the release's cells (one the student
+    # made) has no answers in them: its written cells get 0 as deleted ones would, not a manual grade.
+    cells = None if notebook is None else {
+        cell.metadata.nbgrader["grade_id"]: cell for cell in notebook.cells
+        if "grade_id" in cell.get("metadata", {}).get("nbgrader", {})}
+    if cells == {}:
+        summary.notes.append(f"{result.student}: {path.name} was not built from the released notebook (it has none "
+                             "of its nbgrader cells), so it was exported with our points and 0 for its written "
+                             "answers, with nothing to grade by hand; read the student's notebook in "
+                             f"{places.autograded} if the answers may be in it")
+    student = gradebook.update_or_create_student(result.student, **target.names.get(result.student, {}))
+    if student.first_name is None and student.last_name is None:
+        summary.unnamed.append(result.student)
     submission = gradebook.update_or_create_submission(target.assignment, result.student, timestamp=stamp)
     if target.rule.due is not None:
         extension = target.rule.extensions.get(result.student)
         submission.extension = None if extension is None else extension - target.rule.due
     submitted = _submitted_notebook(gradebook, submission, target)
-    cells = {cell.metadata.nbgrader["grade_id"]: cell for cell in (notebook.cells if notebook else [])
-             if "grade_id" in cell.get("metadata", {}).get("nbgrader", {})}
     _save_grades(gradebook, submitted, result, cells, sources)
     _save_comments(gradebook, submitted, cells)
     penalty = assess_result(target.rule, result).penalty
@@ -236,13 +248,14 @@ def _submitted_notebook(gradebook, submission, target: Target):
     return submitted
 
 
-def _save_grades(gradebook, submitted, result: SubmissionResult, cells: dict, previous: dict | None) -> None:
+def _save_grades(gradebook, submitted, result: SubmissionResult, cells: dict | None, previous: dict | None) -> None:
     """Every grade cell's auto_score, as nbgrader's SaveAutoGrades would, never touching what a TA wrote.
 
     Ours on the test cells; a written answer gets 0 when left as released and
     otherwise none, so it needs a manual grade. A cell a TA already graded
     (manual_score) keeps it, and is flagged for review only if what it
     grades changed: our points, or the answer's text since the last export.
+    cells: grade_id -> the submitted notebook's cell; None when no notebook was graded.
     """
     from nbgrader.api import Grade
     from nbgrader.utils import determine_grade
@@ -257,7 +270,7 @@ def _save_grades(gradebook, submitted, result: SubmissionResult, cells: dict, pr
         if cell.name in points:
             auto = points[cell.name]
             changed = grade.auto_score != auto
-        elif not cells:
+        elif cells is None:
             continue  # no notebook to read the answer from (a .py was graded): left for the TA, as nbgrader leaves it
         elif cell.name in cells:
             auto, _ = determine_grade(cells[cell.name])

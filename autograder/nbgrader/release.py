@@ -84,6 +84,7 @@ class Release:
     folder: Path  # <out>/<assignment>
     files: tuple[str, ...]  # released files, relative to folder
     rebuilt: tuple[Path, ...]  # source files regenerated before the release (with rebuild=True)
+    added: tuple[str, ...]  # cells created in the source for functions new in the stub, in words
     points: float  # autograded points in the notebook
     written: float  # hand-graded points in the notebook
 
@@ -97,7 +98,8 @@ def release(course: Course, suite: Suite, out: Path, gradebook: Path | None = No
     deleted and ReleaseError lists what leaked.
     """
     assignment = suite.assignment
-    rebuilt = build_source(course, suite, write=rebuild)
+    added: list[str] = []
+    rebuilt = build_source(course, suite, write=rebuild, added=added)
     if rebuilt and not rebuild:
         names = ", ".join(str(path.relative_to(course.root)) for path in rebuilt)
         raise ReleaseError(f"{names} no longer match the reference, the stub or course.yaml; run `autograder "
@@ -117,4 +119,4 @@ def release(course: Course, suite: Suite, out: Path, gradebook: Path | None = No
         raise ReleaseError(f"the release in {folder} lacks {absent[0]}; students need it. Put it in "
                            f"{assignment.source_dir} (nbgrader copies that folder) and release again")
     files = tuple(str(p.relative_to(folder)) for p in sorted(folder.rglob("*")) if p.is_file())
-    return Release(folder, files, tuple(rebuilt), suite.max_score, sum(assignment.written.values()))
+    return Release(folder, files, tuple(rebuilt), tuple(added), suite.max_score, sum(assignment.written.values()))

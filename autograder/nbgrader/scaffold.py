@@ -18,7 +18,7 @@ import nbformat
 
 from autograder.grading.course import Course, CourseError, load_course
 from autograder.grading.suite import HIDDEN_FILE, MISCONCEPTIONS_FILE, PUBLIC_FILE, REFERENCE_FILE, load_suite
-from autograder.nbgrader.source import build_source
+from autograder.nbgrader.source import build_source, nbgrader_cell
 
 TEMPLATES = Path(__file__).parent / "templates"
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
@@ -67,12 +67,11 @@ def _template(template: str, path: Path, name: str, module: str) -> Path:
 
 def _notebook(name: str):
     """The source notebook's cells; the generated ones (imports, answer_, test_) are filled by build_source."""
+    notebook = nbformat.v4.new_notebook()
+
     def cell(kind: str, grade_id: str, source: str, solution: bool = False, grade: bool = False):
-        make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
-        meta = {"grade": grade, "grade_id": grade_id, "locked": not solution, "schema_version": 3,
-                "solution": solution, "task": False}
-        return make(source, metadata={"nbgrader": meta})
-    return nbformat.v4.new_notebook(cells=[
+        return nbgrader_cell(notebook, kind, grade_id, source, solution, grade)
+    notebook.cells = [
         cell("markdown", "intro", f"# {name}\n\nWrite what students should learn here; the graded cells below "
                                   "are generated from the stub, the reference and course.yaml."),
         cell("code", "imports", ""),
@@ -80,7 +79,10 @@ def _notebook(name: str):
                                         "test cell below it."),
         cell("code", "answer_double", "", solution=True),
         cell("code", "test_double", "", grade=True),
-    ], metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}})
+    ]
+    notebook.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                        "name": "python3"}}
+    return notebook
 
 
 def _add_entry(course_file: Path, name: str, module: str) -> None:

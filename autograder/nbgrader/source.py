@@ -11,7 +11,9 @@ nbgrader grade_id, so that nothing is maintained twice:
   hidden region every check for the graded student (`inkernel.grade_function`);
   its points are the function's total in course.yaml;
 - `written_<key>`: a hand-graded answer, its points from course.yaml's `written`.
-`build_source` regenerates these cells and public_manifest.json.
+`build_source` regenerates these cells and public_manifest.json. A function
+that is new in the stub (neither its answer_ nor its test_ cell exists) gets
+both, with a heading, placed in the stub's order of functions.
 """
 from __future__ import annotations
 
@@ -36,10 +38,11 @@ def source_notebook_path(assignment: Assignment) -> Path:
     return assignment.source_dir / f"{assignment.module}.ipynb"
 
 
-def build_source(course: Course, suite: Suite, write: bool) -> list[Path]:
+def build_source(course: Course, suite: Suite, write: bool, added: list[str] | None = None) -> list[Path]:
     """The source files (notebook, public manifest) that differ from what the reference, stub and course.yaml give.
 
     write: regenerate them as well. Returns the files that were (or would be) changed.
+    added: if given, gets one line per cell created for a function new in the stub.
     """
     assignment = suite.assignment
     path = source_notebook_path(assignment)
@@ -47,7 +50,7 @@ def build_source(course: Course, suite: Suite, write: bool) -> list[Path]:
         raise ReleaseError(f"{path} is missing: the assignment needs its nbgrader source notebook there")
     notebook = nbformat.read(path, as_version=4)
     synced = sync_notebook(notebook, suite, read_code(assignment.source_dir / f"{assignment.module}.py"),
-                           read_code(assignment.solution_dir / REFERENCE_FILE))
+                           read_code(assignment.solution_dir / REFERENCE_FILE), added)
     public = [entry.name for entry in suite.checks if entry.visibility == "public"]
     manifest_path, manifest = assignment.source_dir / MANIFEST_FILE, manifest_text(manifest_data(assignment, public))
     changed = []
@@ -69,15 +72,26 @@ def read_code(path: Path) -> str:
         raise ReleaseError(f"cannot read {path} ({error.strerror}); the release is generated from it") from None
 
 
-def sync_notebook(notebook, suite: Suite, stub_code: str, reference_code: str):
+def sync_notebook(notebook, suite: Suite, stub_code: str, reference_code: str, added: list[str] | None = None):
     """A copy of `notebook` whose generated cells follow the stub, the reference and course.yaml.
 
-    Raises ReleaseError when a function or written answer has no cell, or a cell names an unknown one.
+    A graded function with neither an answer_ nor a test_ cell is new: its
+    cells are created (and described in `added`, if given). Raises
+    ReleaseError when a function has one of its two cells only, a written
+    answer has no cell, or a cell names an unknown function.
     """
     assignment = suite.assignment
     synced = copy.deepcopy(notebook)
     stub, reference = functions_of(stub_code, "the stub"), functions_of(reference_code, "the reference")
     cells = _graded_cells(synced)
+    order = [f for f in stub if f in suite.functions] + [f for f in suite.functions if f not in stub]
+    for function in order:
+        if f"answer_{function}" not in cells and f"test_{function}" not in cells:
+            where = _add_function_cells(synced, function, order)
+            cells = _graded_cells(synced)
+            if added is not None:
+                added.append(f"added a heading, the answer cell answer_{function} and the test cell test_{function} "
+                             f"{where}")
     expected = {"imports"} | {f"{kind}_{f}" for f in suite.functions for kind in ("answer", "test")} \
         | {f"written_{key}" for key in assignment.written}
     unknown, missing = sorted(set(cells) - expected), sorted(expected - set(cells))
@@ -98,6 +112,43 @@ def sync_notebook(notebook, suite: Suite, stub_code: str, reference_code: str):
     for key, value in assignment.written.items():
         cells[f"written_{key}"].metadata["nbgrader"]["points"] = value
     return synced
+
+
+def _add_function_cells(notebook, function: str, order: list[str]) -> str:
+    """Insert a heading, answer_<function> and test_<function> where `order` (the stub's) puts them; say where.
+
+    After the test cell of the nearest earlier function that has one, else
+    before the nearest later function's answer cell (and the heading above
+    it), else at the end. Their sources are filled in by `sync_notebook`.
+    """
+    cells = notebook.cells
+    ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "") for cell in cells]
+    at, where = len(cells), "at the end of the notebook"
+    earlier = [f for f in reversed(order[:order.index(function)]) if f"test_{f}" in ids]
+    later = [f for f in order[order.index(function) + 1:] if f"answer_{f}" in ids]
+    if earlier:
+        at, where = ids.index(f"test_{earlier[0]}") + 1, f"after test_{earlier[0]}"
+    elif later:
+        at, where = ids.index(f"answer_{later[0]}"), f"before answer_{later[0]}"
+        if at > 0 and cells[at - 1].cell_type == "markdown":
+            at -= 1  # before the later function's heading, not between it and its answer
+    new = [nbgrader_cell(notebook, "markdown", f"task_{function}", f"## {function}\n\nImplement `{function}` as its "
+                                                           "docstring says, then run the test cell below it."),
+           nbgrader_cell(notebook, "code", f"answer_{function}", "", solution=True),
+           nbgrader_cell(notebook, "code", f"test_{function}", "", grade=True)]
+    cells[at:at] = new
+    return where
+
+
+def nbgrader_cell(notebook, kind: str, grade_id: str, source: str, solution: bool = False, grade: bool = False):
+    """A cell with nbgrader's metadata, as `autograder new` writes them."""
+    make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
+    meta = {"grade": grade, "grade_id": grade_id, "locked": not solution, "schema_version": NBGRADER_SCHEMA,
+            "solution": solution, "task": False}
+    cell = make(source, metadata={"nbgrader": meta})
+    if (notebook.get("nbformat"), notebook.get("nbformat_minor", 0)) < (4, 5):
+        cell.pop("id", None)  # cell ids exist from nbformat 4.5 on
+    return cell
 
 
 def _graded_cells(notebook) -> dict:

@@ -28,7 +28,7 @@ from autograder.grading.late import (
     iso,
     parse_timestamp,
 )
-from autograder.grading.results import SubmissionResult
+from autograder.grading.results import NOT_LOADED, SubmissionResult
 from autograder.grading.submission import SUFFIXES, Submission, read_submission
 from autograder.outputs import ExportError
 
@@ -123,8 +123,8 @@ def _summary(result: SubmissionResult, late: Late) -> str:
                      f"{result.max_score:g}. Why: {late.reason}.")
     elif late.reason:
         lines.append(f"Late: {late.reason}.")
-    if result.problem:
-        lines.append(f"Could not grade: {result.problem}")
+    if result.problem:  # a file that did not load says so itself ("not loaded: <file>, line 3 ...")
+        lines.append(result.problem if result.problem.startswith(NOT_LOADED) else f"Could not grade: {result.problem}")
     if counts["timeout"]:
         lines.append(f"{counts['timeout']} checks were stopped at their time limit.")
     if counts["error"]:
@@ -234,6 +234,7 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
     # Imported here: grading loads the suite, the sandbox and torch, which the other exports never need.
     from autograder.grading.calibration import time_reference
     from autograder.grading.grader import Grader
+    from autograder.grading.probe import EnvironmentRefused, probe_environment
     from autograder.grading.suite import load_suite
     from autograder.sandbox.protections import SandboxError, probe
     from autograder.sandbox.zygote import Sandbox, refuse_readable
@@ -262,8 +263,18 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
             "output": "The autograder did not run: on this machine your code could have read the solutions. "
                       "Your instructor has to fix the autograder; your submission will be graded then."})
         raise
-    with Sandbox(protections, suite.assignment.preload) as box:
+    box = Sandbox(protections, suite.assignment.preload)
+    try:
+        found = probe_environment(course, suite, box)  # starts the sandbox; its failure is a finding too
+        if not found.ok:
+            write_json(root / "results" / "results.json", {
+                "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
+                "output": "The autograder did not run: its environment could not grade the reference solution. "
+                          "Your instructor has to fix the autograder; your submission will be graded then."})
+            raise EnvironmentRefused(found.refusal("gradescope-run"))
         result = Grader(course, suite, box, time_reference(course, suite)).grade(submission)
+    finally:
+        box.close()
     at, source = gradescope_time(root / "submission_metadata.json", picked.path)
     result = dataclasses.replace(result, submitted_at=at, submitted_at_source=source)
     late = assess_result(suite.assignment.late, result)

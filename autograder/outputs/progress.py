@@ -4,8 +4,25 @@ from __future__ import annotations
 import sys
 import time
 
-from autograder.grading.results import SubmissionResult
+from autograder.grading.results import NOT_LOADED, SubmissionResult
 from autograder.text import safe
+
+# What each count but "full marks" counts, said under the summary line when it is not zero.
+COUNT_MEANINGS = {
+    "errors": "submissions with a check whose call raised an exception, crashed the worker or sent an "
+              "unusable reply",
+    "timeouts": "submissions with a call stopped at its time limit",
+    "not loaded": "files that did not load (syntax error, error or exit at import, unreadable): no check ran",
+    "could not grade": "files whose worker did not start: fix the cause and grade again",
+    "internal errors": "the grader failed (not the student's code): `grade` grades them again next time",
+}
+
+
+def starting(text: str, stream=None) -> None:
+    """A line on what `grade` is doing before its batch starts (loading the suite, probing the sandbox)."""
+    stream = stream or sys.stderr
+    stream.write(text + "\n")
+    stream.flush()
 
 
 class Progress:
@@ -23,18 +40,27 @@ class Progress:
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
         self.done = 0
-        self.counts = {"full marks": 0, "errors": 0, "timeouts": 0, "could not grade": 0, "internal errors": 0}
+        # Submissions with: every point; a check whose call raised or crashed; a check that timed out; a file that
+        # did not load; a worker that did not start; a fault of the grader. Explained once by `legend`.
+        self.counts = {"full marks": 0, "errors": 0, "timeouts": 0, "not loaded": 0, "could not grade": 0,
+                       "internal errors": 0}
         if skipped:
             self._write(f"{skipped} submissions already graded with this suite and unchanged: skipped "
                         "(--force regrades them)\n")
+
+    def status(self, text: str) -> None:
+        """What the batch is doing before its first result: where the bar will be on a terminal, a line elsewhere."""
+        self._write(f"\r{text}\033[K" if self.tty else text + "\n")
 
     def update(self, result: SubmissionResult) -> None:
         self.done += 1
         statuses = [t.status for t in result.tests]
         self.counts["full marks"] += result.score == result.max_score
-        self.counts["errors"] += "error" in statuses
+        self.counts["errors"] += "error" in statuses and not result.problem
         self.counts["timeouts"] += "timeout" in statuses
-        self.counts["could not grade"] += bool(result.problem)
+        not_loaded = result.problem.startswith(NOT_LOADED)
+        self.counts["not loaded"] += not_loaded
+        self.counts["could not grade"] += bool(result.problem) and not not_loaded and not result.internal_error
         self.counts["internal errors"] += bool(result.internal_error)
         if self.tty:
             self._write("\r" + self._bar() + "\033[K")
@@ -55,6 +81,8 @@ class Progress:
         elapsed = time.monotonic() - self.started
         rate = self.done / elapsed if elapsed > 0 else 0.0
         self._write(f"graded {self.done} submissions in {elapsed:.1f} s ({rate:.1f}/s); {self._counts()}\n")
+        shown = [name for name, count in self.counts.items() if count and name in COUNT_MEANINGS]
+        self._write("".join(f"  {name}: {COUNT_MEANINGS[name]}\n" for name in shown))
 
     def _bar(self) -> str:
         fraction = self.done / self.total if self.total else 1.0

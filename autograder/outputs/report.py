@@ -14,20 +14,18 @@ code block built here (`Verbatim`).
 """
 from __future__ import annotations
 
-import base64
-import io
 import re
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jinja2
-from matplotlib.figure import Figure
 
 from autograder.grading.examples import load_example, render_value
 from autograder.grading.late import Late, LateRule, assess_result
-from autograder.grading.results import CheckResult, SubmissionResult, flags
+from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flags
 from autograder.outputs.grades_csv import write_csv
+from autograder.outputs.plots import plots
 from autograder.text import safe
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -75,6 +73,8 @@ class StudentPage:
 
 def summary_sentence(result: SubmissionResult) -> str:
     """One line on how the submission did; never "all passed" while any check, hidden ones included, failed."""
+    if result.problem.startswith(NOT_LOADED + ": "):
+        return f"Your file did not load, so no check could run: {result.problem.removeprefix(NOT_LOADED + ': ')}"
     if result.problem:
         return f"Your file could not be graded: {result.problem}"
     failed = {v: sum(t.visibility == v and t.status != "passed" for t in result.tests) for v in ("public", "hidden")}
@@ -126,8 +126,16 @@ def _sizes(sizes: dict) -> str:
 
 
 def sandbox_events(result: SubmissionResult) -> list[str]:
-    """What the sandbox stopped or changed while grading this submission, in plain words."""
-    events = [f"{t.name}: {t.output}" for t in result.tests if t.stopped or t.status == "timeout"]
+    """What the sandbox stopped or changed while grading this submission, in plain words.
+
+    Checks stopped with the same message are one line ("4 checks (f.a, f.b, ...): message").
+    """
+    stopped: dict[str, list[str]] = {}
+    for test in result.tests:
+        if test.stopped or test.status == "timeout":
+            stopped.setdefault(test.output, []).append(test.name)
+    events = [f"{names[0]}: {message}" if len(names) == 1 else f"{len(names)} checks ({_names(names)}): {message}"
+              for message, names in stopped.items()]
     if result.killed_processes:
         events.append(f"{_count(result.killed_processes, 'process')} your code left running "
                       f"{'was' if result.killed_processes == 1 else 'were'} stopped.")
@@ -136,6 +144,10 @@ def sandbox_events(result: SubmissionResult) -> list[str]:
                       "on the grading machine; this does not change your score.")
     events += list(result.notes)
     return events
+
+
+def _names(names: list[str], shown: int = 3) -> str:
+    return ", ".join(names[:shown]) + (", …" if len(names) > shown else "")
 
 
 def _count(n: int, noun: str) -> str:
@@ -154,12 +166,50 @@ class ClassReport:
     students: list[StudentPage]
     max_score: float
     histogram: list[tuple[float, float, int]]  # (low, high, submissions); the last bin includes its high end
-    checks: list[tuple[str, str, int, int]]  # (check, visibility, passed, graded)
+    checks: list[tuple[str, str, str, int, int]]  # (check, function, visibility, passed, graded), see grouped_checks
     functions: list[tuple[str, float, float]]  # (function, mean points, possible)
     misconceptions: list[tuple[str, str, int, int]]  # (id, sentence, students, checks)
     flagged: list[StudentPage]
     seconds: dict[str, float]
+    scores: dict[str, float]  # mean, median, q1, q3, lowest, highest of the totals (after late penalties)
+    flag_meanings: list[tuple[str, str]]  # (flag, what it means) for each kind of flag the class has
+    flagged_groups: list[FlaggedGroup]  # the flagged submissions, those with the same flags and messages together
     plots: dict[str, str] = field(default_factory=dict)  # name -> data: URI
+
+
+@dataclass(frozen=True)
+class FlaggedGroup:
+    """Flagged submissions that show the same flags and the same messages: one row of the flagged list."""
+
+    flags: list[str]
+    problem: str
+    events: list[str]
+    internal_error: str
+    students: list[StudentPage]
+
+
+def flagged_groups(flagged: list[StudentPage]) -> list[FlaggedGroup]:
+    """`flagged` with repeats collapsed, in order of first appearance."""
+    groups: dict[tuple, FlaggedGroup] = {}
+    for page in flagged:
+        key = (tuple(page.flags), page.result.problem, tuple(page.stopped), page.result.internal_error)
+        if key not in groups:
+            groups[key] = FlaggedGroup(page.flags, page.result.problem, page.stopped, page.result.internal_error, [])
+        groups[key].students.append(page)
+    return list(groups.values())
+
+
+def score_summary(totals: list[float]) -> dict[str, float]:
+    """The class at a glance: mean, median, quartiles (inclusive method), lowest and highest total."""
+    quartiles = statistics.quantiles(totals, n=4, method="inclusive") if len(totals) > 1 else totals * 3
+    return {"mean": statistics.fmean(totals), "median": statistics.median(totals), "q1": quartiles[0],
+            "q3": quartiles[2], "lowest": min(totals), "highest": max(totals)}
+
+
+def grouped_checks(rows: list[tuple[str, str, str, int, int]]) -> list[tuple[str, str, str, int, int]]:
+    """(check, function, visibility, passed, graded) grouped by function in check order, lowest pass rate first."""
+    order = list(dict.fromkeys(function for _, function, *_ in rows))
+    return sorted(rows, key=lambda row: (order.index(row[1]), row[3] / row[4] if row[4] else 0.0, row[0]))
 
 
 def histogram(scores: list[float], max_score: float, bins: int = HISTOGRAM_BINS) -> list[tuple[float, float, int]]:
@@ -179,23 +229,46 @@ def class_report(assignment: str, results: list[SubmissionResult], files: dict[s
     checks = {}
     for result in graded:
         for test in result.tests:
-            row = checks.setdefault(test.name, [test.visibility, 0, 0])
-            row[1] += test.status == "passed"
-            row[2] += 1
+            row = checks.setdefault(test.name, [test.function, test.visibility, 0, 0])
+            row[2] += test.status == "passed"
+            row[3] += 1
     functions = {}
     for result in results:
         for function, (got, possible) in result.by_function().items():
             functions.setdefault(function, ([], possible))[0].append(got)
     seconds = [r.seconds for r in results]
+    flagged = [s for s in students if s.flags]
+    kinds = {_flag_kind(flag) for page in flagged for flag in page.flags}
     return ClassReport(
         assignment=assignment, students=students, max_score=max_score,
         histogram=histogram([s.late.total for s in students], max_score),
-        checks=[(name, v, passed, n) for name, (v, passed, n) in checks.items()],
+        checks=grouped_checks([(name, f, v, passed, n) for name, (f, v, passed, n) in checks.items()]),
         functions=[(f, round(statistics.fmean(got), 3), possible) for f, (got, possible) in functions.items()],
         misconceptions=misconception_counts(results),
-        flagged=[s for s in students if s.flags],
+        flagged=flagged,
         seconds={"total": sum(seconds), "mean": statistics.fmean(seconds), "median": statistics.median(seconds),
-                 "max": max(seconds)})
+                 "max": max(seconds)},
+        scores=score_summary([s.late.total for s in students]),
+        flag_meanings=[(flag, meaning) for flag, meaning in {**FLAG_MEANINGS, **LATE_MEANINGS}.items()
+                       if flag in kinds],
+        flagged_groups=flagged_groups(flagged))
+
+
+# The late rule's flags (grading.late `Late.flags`), as the flagged list explains them.
+LATE_MEANINGS = {
+    "late (−N)": "handed in after the due time: N points were taken off (the reason is in the feedback)",
+    "late, within the grace": "handed in after the due time but within the grace period: no penalty",
+    "time from the file": "the hand-in time is the file's modification time, which the student can change",
+}
+
+
+def _flag_kind(flag: str) -> str:
+    """The entry of FLAG_MEANINGS or LATE_MEANINGS that explains `flag` ("left 3 processes": "left N processes")."""
+    if flag.startswith("left ") and flag.endswith(" processes"):
+        return "left N processes"
+    if flag.startswith("late (−"):
+        return "late (−N)"
+    return flag
 
 
 def misconception_counts(results: list[SubmissionResult]) -> list[tuple[str, str, int, int]]:
@@ -209,65 +282,6 @@ def misconception_counts(results: list[SubmissionResult]) -> list[tuple[str, str
                 row[2] += 1
     rows = [(idea, sentence, len(students), checks) for idea, (sentence, students, checks) in found.items()]
     return sorted(rows, key=lambda row: (-row[2], row[0]))
-
-
-# ---------------------------------------------------------------- plots
-
-
-def _data_uri(figure: Figure) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _bar_figure(labels: list[str], values: list[float], xlabel: str, horizontal: bool = True,
-                limit: float | None = None) -> Figure:
-    # Figure without pyplot: no global backend or state; Agg draws the PNG.
-    height = max(2.0, 0.25 * len(labels) + 0.8) if horizontal else 3.0
-    figure = Figure(figsize=(7, height))
-    axes = figure.add_subplot()
-    if horizontal:
-        axes.barh(range(len(labels)), values, color="#4878a8")
-        axes.set_yticks(range(len(labels)), labels, fontsize=8)
-        axes.invert_yaxis()
-        axes.set_xlabel(xlabel)
-        if limit:
-            axes.set_xlim(0, limit)
-    else:
-        axes.bar(range(len(labels)), values, color="#4878a8")
-        axes.set_xticks(range(len(labels)), labels, fontsize=8)
-        axes.set_ylabel(xlabel)
-    return figure
-
-
-def plots(report: ClassReport) -> dict[str, str]:
-    """The class report's figures as PNG data URIs. Labels are our own names, never student text."""
-    bins = report.histogram
-    result = {
-        "histogram": _bar_figure([f"{low:g}–{high:g}" for low, high, _ in bins], [n for *_, n in bins],
-                                 "submissions", horizontal=False),
-        "checks": _bar_figure([name for name, *_ in report.checks],
-                              [100 * passed / n if n else 0 for _, _, passed, n in report.checks],
-                              "passed (% of submissions)", limit=100),
-        "functions": _bar_figure([f for f, *_ in report.functions],
-                                 [100 * mean / possible if possible else 0 for _, mean, possible in report.functions],
-                                 "mean points (% of possible)", limit=100),
-        "seconds": _seconds_figure([s.result.seconds for s in report.students]),
-    }
-    if report.misconceptions:
-        result["misconceptions"] = _bar_figure([idea for idea, *_ in report.misconceptions],
-                                               [students for _, _, students, _ in report.misconceptions],
-                                               "students")
-    return {name: _data_uri(figure) for name, figure in result.items()}
-
-
-def _seconds_figure(seconds: list[float]) -> Figure:
-    figure = Figure(figsize=(7, 2.5))
-    axes = figure.add_subplot()
-    axes.hist(seconds, bins=min(20, max(1, len(seconds))), color="#4878a8")
-    axes.set_xlabel("grading time per submission (s)")
-    axes.set_ylabel("submissions")
-    return figure
 
 
 # ---------------------------------------------------------------- writing

@@ -5,7 +5,7 @@ control character a student put into a message as an escape.
 """
 from __future__ import annotations
 
-from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flags
 
 
 def format_results(results: list[SubmissionResult]) -> str:
@@ -14,16 +14,36 @@ def format_results(results: list[SubmissionResult]) -> str:
         return "\n".join(format_result(r) for r in results)
     results = sorted(results, key=lambda r: r.student)
     lines = [f"{'student':<20}{'points':>14}  flags"]
+    shown: set[str] = set()
     for result in results:
-        flags = sorted({t.status for t in result.tests} - {"passed", "failed"})
-        if result.problem:
-            flags.append("could not grade")
-        if result.sandbox != "bwrap":
-            flags.append("reduced sandbox")
-        lines.append(f"{result.student:<20}{f'{result.score:g} / {result.max_score:g}':>14}  {', '.join(flags)}")
+        found = table_flags(result)
+        shown.update(_meaning_key(flag) for flag in found)
+        lines.append(f"{result.student:<20}{f'{result.score:g} / {result.max_score:g}':>14}  {', '.join(found)}")
     mean = sum(r.score for r in results) / len(results)
     lines.append(f"{len(results)} submissions, mean {mean:.1f} / {results[0].max_score:g}")
-    return "\n".join(lines)
+    return "\n".join(lines + flag_legend(shown))
+
+
+def table_flags(result: SubmissionResult) -> list[str]:
+    """A row's flags: `results.flags`, and "error" when a check's call raised (the loaded file's own fault)."""
+    found = flags(result)
+    if not result.problem and any(t.status == "error" for t in result.tests):
+        found.insert(0, "error")
+    return found
+
+
+def flag_legend(shown: set[str]) -> list[str]:
+    """One line per flag shown, saying what it means (in FLAG_MEANINGS' order)."""
+    if not shown:
+        return []
+    return ["flags:"] + [f"  {flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items() if flag in shown]
+
+
+def _meaning_key(flag: str) -> str:
+    """"left 3 processes" is explained under "left N processes"."""
+    if flag.startswith("left ") and flag.endswith(" processes"):
+        return "left N processes"
+    return flag
 
 
 def format_result(result: SubmissionResult) -> str:
@@ -31,7 +51,7 @@ def format_result(result: SubmissionResult) -> str:
     lines = [f"{result.student}: {result.score:g} / {result.max_score:g} points "
              f"({result.assignment}, sandbox {result.sandbox}, seed {result.seed}, {result.seconds:.1f} s)"]
     if result.problem:
-        lines.append(f"  could not grade: {result.problem}")
+        lines.append(f"  {'' if result.problem.startswith(NOT_LOADED) else 'could not grade: '}{result.problem}")
     lines += [f"  note: {note}" for note in result.notes]
     lines.append(f"  {'function':<18}{'points':>12}  checks passed")
     for function, (got, possible) in result.by_function().items():

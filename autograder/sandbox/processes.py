@@ -42,10 +42,13 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def kill_descendants(root: int, seconds: float = 10.0, keep: set[int] = frozenset()) -> int:
+def kill_descendants(root: int, seconds: float = 10.0, keep: set[int] = frozenset(),
+                     uncounted: set[int] = frozenset()) -> int:
     """SIGKILL every descendant of `root` but those in `keep` and wait until all are dead; return how many.
 
-    A kept process's own descendants are killed too. Repeats because a
+    A kept process's own descendants are killed too. Those in `uncounted`
+    are killed but not counted (a submission's own child, which may be
+    exiting by itself: it is not a process the submission left behind). Repeats because a
     process may fork between the scan and the kill, and waits because a
     killed process is still running (tearing down its memory) for a moment;
     a bounded fork flood is gone within a few rounds.
@@ -63,7 +66,7 @@ def kill_descendants(root: int, seconds: float = 10.0, keep: set[int] = frozense
             except ProcessLookupError:
                 pass
         time.sleep(0.005)
-    return len(killed)
+    return len(killed - set(uncounted))
 
 
 def namespace_pid(pid: int) -> int | None:
@@ -97,6 +100,15 @@ def live_count(proc: str, known_alive: int = 0) -> int:
     if len(pids) <= known_alive:
         return len(pids)
     return sum(not _is_zombie(pid, proc) for pid in pids)
+
+
+def live_pids(proc: str) -> list[int]:
+    """The pids of the processes that are not zombies in the procfs mounted at `proc`."""
+    try:
+        pids = [int(entry) for entry in os.listdir(proc) if entry.isdigit()]
+    except OSError:
+        return []
+    return [pid for pid in pids if not _is_zombie(pid, proc)]
 
 
 def _is_zombie(pid, proc: str = "/proc") -> bool:

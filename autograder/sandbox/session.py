@@ -82,9 +82,9 @@ class CapturedOutput:
 class _Stopped(Exception):
     """The child gave no usable reply. kind: timeout, died, flood, too_large or malformed."""
 
-    def __init__(self, kind: str, reason: str = "", child_alive: bool = True):
+    def __init__(self, kind: str, reason: str = ""):
         super().__init__(reason or kind)
-        self.kind, self.reason, self.child_alive = kind, reason or kind, child_alive
+        self.kind, self.reason = kind, reason or kind
 
 
 class Session:
@@ -142,12 +142,12 @@ class Session:
                                           lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
                                           fds=fds)
         except _Stopped as stop:
-            self._stop_child(stop.child_alive)
+            self._stop_child()
             raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
         # Counted from outside the sandbox: the child itself is the only process a finished call may leave.
         extra = self.sandbox.submission_processes() - 1
         if extra > 0:
-            self._stop_child(child_alive=True)
+            self._stop_child()
             raise WorkerDied(f"{call.function} left {extra} processes running after it returned; a function "
                              "must not start processes. They were stopped")
         inputs = None
@@ -175,9 +175,7 @@ class Session:
         """Stop the child and everything it left running; keep what it printed."""
         if self._sock is None:
             return
-        left_behind = self.sandbox.submission_processes() - 1  # everything but the child itself
-        self._kill_child()
-        self.killed_processes += max(0, left_behind)
+        self.killed_processes += self._kill_child()
 
     def __enter__(self):
         return self
@@ -201,7 +199,7 @@ class Session:
                 header, _ = self._exchange(self._load_frame(), seconds, lambda h: h.get("event") == "ready")
             except _Stopped as stop:
                 unit = self._unit
-                self._stop_child(stop.child_alive)
+                self._stop_child()
                 if unit is None:
                     return LoadReport(frozenset(),
                                       failure=f"the worker stopped before running any code ({stop.reason})")
@@ -209,6 +207,9 @@ class Session:
                           "flood": f"printed more than {self.limits.max_output_mib} MB of output and was stopped",
                           }.get(stop.kind, f"stopped the worker process ({stop.reason})")
                 self._skip[unit[0]] = f"{unit[1]}: {reason}"
+                if self.spec["kind"] == "py":
+                    # A module stops at its first failing statement, as `import` would: nothing to retry.
+                    return LoadReport(frozenset(), stopped=self._stopped())
                 continue
             # Processes the top-level code started would otherwise be charged to the first function called.
             stray = self.sandbox.stop_others(self._pid)
@@ -294,7 +295,7 @@ class Session:
         except BlockingIOError:
             return pending, 0
         except OSError:
-            raise _Stopped("died", "it closed its connection", child_alive=False) from None
+            raise _Stopped("died", "it closed its connection") from None
         return wire.after(pending, sent), sent
 
     def _read_frames(self, done):
@@ -303,7 +304,7 @@ class Session:
         except BlockingIOError:
             return None
         except (EOFError, ConnectionError):
-            raise _Stopped("died", self._death(), child_alive=False) from None
+            raise _Stopped("died", self._death()) from None
         except wire.FrameTooLarge as error:
             raise _Stopped("too_large") from error
         except wire.WireError as error:
@@ -340,7 +341,7 @@ class Session:
 
     def _death(self) -> str:
         """Describe how the child ended, from the zygote's account of it."""
-        self._stop_child(child_alive=False)
+        self._stop_child()
         ended = self._exits.get(str(self._pid))
         if ended is None:
             return "it exited"
@@ -353,9 +354,9 @@ class Session:
             return hint
         return f"it exited with status {detail}"
 
-    def _stop_child(self, child_alive: bool) -> None:
+    def _stop_child(self) -> None:
         """Kill the child's whole process tree mid-submission; count what it left (not the child itself)."""
-        self.killed_processes += max(0, self._kill_child() - child_alive)
+        self.killed_processes += self._kill_child()
 
     def _watch_child(self) -> None:
         """One selector for the new child's lifetime: its socket (non-blocking) and its output pipe."""
@@ -365,7 +366,7 @@ class Session:
         self._selector.register(self._out, selectors.EVENT_READ)
 
     def _kill_child(self) -> int:
-        """Kill every process of this submission, keep the rest of its output; how many were killed."""
+        """Kill every process of this submission, keep the rest of its output; how many it left besides the child."""
         if self._sock is None and self._out is None:
             return 0
         self._selector.close()
@@ -377,7 +378,7 @@ class Session:
         if self._out is not None:
             os.close(self._out)
             self._out = None
-        cleaned = self.sandbox.clean()
+        cleaned = self.sandbox.clean(child=self._pid)
         self._exits = cleaned.exits
         if cleaned.restarted:
             self.notes.append(cleaned.restarted)

@@ -194,9 +194,18 @@ def _redirect_output(output_fd: int) -> None:
 
 
 def _set_limits(limits: dict) -> None:
+    """Apply course.yaml's limits to this child; `memory_mib` is counted on top of what it has mapped already.
+
+    The child is a fork of the zygote, which imported the preload, so its address space starts at whatever
+    that build of the libraries maps: ~0.6 GiB for PyTorch's CPU build, ~3.1 GiB for the default CUDA build
+    (its libraries are mapped at import, GPU or not). An absolute RLIMIT_AS would fit one build and break every
+    child of the other. Resident memory cannot be limited instead: Linux ignores RLIMIT_RSS, and a memory
+    cgroup needs a delegated hierarchy that neither bubblewrap nor the fallback has everywhere. The size is
+    read here, before the child receives any student code, so no submission can change it.
+    """
     mib = 1 << 20
     wanted = {
-        resource.RLIMIT_AS: limits["memory_mib"] * mib,
+        resource.RLIMIT_AS: mapped_bytes() + limits["memory_mib"] * mib,
         resource.RLIMIT_CPU: limits["cpu_seconds"],
         resource.RLIMIT_FSIZE: limits["max_file_mib"] * mib,
         resource.RLIMIT_NOFILE: limits["max_open_files"],
@@ -206,6 +215,12 @@ def _set_limits(limits: dict) -> None:
         wanted[resource.RLIMIT_NPROC] = limits["max_processes"]
     for which, value in wanted.items():
         resource.setrlimit(which, (value, value))
+
+
+def mapped_bytes() -> int:
+    """This process's address space (VmSize), in bytes."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _units(spec: dict, sources: list[str]):
@@ -233,9 +248,11 @@ def _units(spec: dict, sources: list[str]):
 def _load(spec: dict, sources: list[str], sock) -> dict:
     """Execute the submission's top-level code, reporting each unit before it runs.
 
-    A unit that raises is recorded and skipped, as Jupyter would; a unit that
-    hangs or kills the process is reported by the grader, which restarts the
-    child with that unit in `spec["skip"]`.
+    A notebook's cell that raises is recorded and skipped, as Jupyter would;
+    a .py file stops at its first statement that raises, as `import` would
+    (the grader then reports it as not loaded). A unit that hangs or kills
+    the process is reported by the grader, which restarts the child with
+    that unit in `spec["skip"]`.
     """
     module = types.ModuleType(spec["module"])
     module.__file__ = spec["filename"]
@@ -255,6 +272,8 @@ def _load(spec: dict, sources: list[str], sock) -> dict:
             exec(code, module.__dict__)
         except BaseException as error:  # noqa: BLE001 - SystemExit at import is the student's problem
             problems.append({"unit": label, "error": _describe(error, spec["filename"])})
+            if spec["kind"] == "py":
+                break
     _exit_if_forked_copy(me)
     sys.stdout.flush()
     functions = sorted(name for name, value in vars(module).items()
@@ -351,7 +370,8 @@ def _to_tensor(value, requires_grad: bool):
 def _describe(error: BaseException, filename) -> dict:
     """Exception type, message and the student's line where it was raised."""
     try:
-        message = str(error)[:wire.MAX_TEXT]
+        # A SyntaxError's str() repeats the file name and line, which are reported on their own.
+        message = str(error.msg if isinstance(error, SyntaxError) else error)[:wire.MAX_TEXT]
     except BaseException:  # noqa: BLE001 - a hostile __str__
         message = "(the exception's message could not be read)"
     line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None

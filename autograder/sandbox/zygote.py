@@ -246,19 +246,26 @@ class Sandbox:
         keep = self._host_pid(child)
         return processes.kill_descendants(self._zygote_pid, keep={keep} if keep else set())
 
-    def clean(self) -> Cleaned:
+    def clean(self, child: int = 0) -> Cleaned:
         """Kill every process the last submission left, reap them, wipe the scratch space.
 
+        child: the submission's own child (its pid as the zygote knows it),
+        which `killed` does not count: it is the process the grader started,
+        and one that has just exited by itself is still running for a moment
+        (tearing down its memory) after its socket closed. Only the processes
+        found besides it, from outside the sandbox, count as left behind.
         When the scratch space cannot be emptied the sandbox is closed, so the
         next submission starts in a new one; `restarted` says so.
         """
         if self._process is None:
             return Cleaned()
-        inside = self.process_count()
-        if inside is not None:
-            killed = inside - 1  # everything but the zygote, which kills them as PID 1 of the namespace
+        if self.protections.mode == "bwrap" and self._zygote_pid:
+            # Everything but the zygote (PID 1 of the namespace, which kills the rest) and the child.
+            inside = processes.live_pids(f"/proc/{self._zygote_pid}/root/proc")
+            killed = sum(pid not in (1, child) for pid in inside)
         else:
-            killed = processes.kill_descendants(self._zygote_pid)
+            inside = None
+            killed = processes.kill_descendants(self._zygote_pid, uncounted={child})
         reply = self._ask_zygote_to_clean()
         if self._process is not None and inside is not None and self.process_count() != 1:
             # The zygote lives inside the sandbox too, so its work is checked from outside.

@@ -1,0 +1,54 @@
+"""The `similarity` command: a code-similarity report for one assignment's class, for instructors."""
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.cli import options
+from autograder.grading.course import find_course, load_course
+
+
+def add_commands(commands) -> None:
+    command = commands.add_parser("similarity", help="a code-similarity report of a class's hand-ins, function by "
+                                                      "function, for instructors (never shown to students)")
+    command.add_argument("assignment", help=options.ASSIGNMENT_HELP)
+    command.add_argument("paths", nargs="*", type=Path,
+                         help="hand-ins as `grade` takes them (files, a folder, an nbgrader course, a zip); "
+                              "none: the files of the results stored in --db")
+    options.results_db(command)
+    command.add_argument("--out", type=Path, required=True, help="folder for pairs.csv, index.html and pairs/")
+    command.add_argument("--top", type=int, default=50, help="pairs given a side-by-side page (default: %(default)s)")
+    command.add_argument("--threshold", type=float, default=0.6,
+                         help="pair score from which students are grouped (default: %(default)s)")
+    command.add_argument("--jobs", type=int, default=0, help="processes reading the hand-ins (default: number "
+                                                             "of cores)")
+    options.course(command)
+    command.set_defaults(run=_similarity)
+
+
+def _similarity(args) -> int:
+    # Imported here: matplotlib and jinja2 would slow every other command's start.
+    from autograder.similarity.compare import compare_class
+    from autograder.similarity.handins import from_paths, from_store
+    from autograder.similarity.report import write_report
+
+    course = load_course(args.course or find_course())
+    settings = course.assignment(args.assignment)
+    stub = settings.source_dir / f"{settings.module}.py"
+    if not stub.is_file():
+        print(f"autograder: {stub} does not exist: the similarity report takes the functions to compare from the "
+              f"assignment's stub; check assignments.{args.assignment}.source in {course.path}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="similarity-") as workdir:
+        if args.paths:
+            submissions, notes = from_paths(args.paths, args.assignment, settings.module, Path(workdir))
+        else:
+            submissions, notes = from_store(args.db or options.db_path(args), args.assignment)
+        comparison = compare_class(args.assignment, submissions, stub, settings.source_dir, notes, args.jobs)
+    index = write_report(comparison, args.out.resolve(), args.top, args.threshold)
+    print(f"compared {len(comparison.students)} students of {args.assignment}: {len(comparison.pairs)} pairs share "
+          f"code; {sum(p.score >= args.threshold for p in comparison.pairs)} score {args.threshold} or more. "
+          f"{len(comparison.notes)} notes (students not compared, or in part) are on the page.", file=sys.stderr)
+    print(f"wrote {args.out.resolve() / 'pairs.csv'}; report (for instructors only): {index}")
+    return 0

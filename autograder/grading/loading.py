@@ -1,0 +1,86 @@
+"""What loading a hand-in means for its grade: loaded, or "not loaded" with the reason first.
+
+A .py file is a module: Python stops importing it at its first failing
+statement, so a file with a syntax error anywhere, or a top-level statement
+that raises (an ImportError, a NameError, sys.exit()), kills the worker
+(os._exit, a crash) or hangs, does not load, and none of its functions is
+graded. That is what `import` and `python file.py` do, which the student can
+try themselves.
+
+A notebook is run as Jupyter's Restart & Run All would (with errors
+allowed): a failing cell is skipped and the others still run, so a notebook
+with one failing demo cell is graded, with that cell named in its notes. It
+does not load when a cell failed and, as a result, none of the functions
+the checks grade is defined: then there is nothing to grade, and the failing
+cell is what the student needs to read first.
+"""
+from __future__ import annotations
+
+from autograder.grading.results import NOT_LOADED
+from autograder.grading.submission import Submission
+from autograder.sandbox.session import LoadReport
+from autograder.text import safe
+
+NOT_RUN = "not run: the file did not load (see the top of this feedback)"
+
+
+def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> str:
+    """The result's `problem` for a hand-in that did not load, reason first; "" when it loaded.
+
+    graded: the functions the suite's checks call.
+    """
+    first, unparsed = _first_failure(load)
+    if not first:
+        return ""
+    name = safe(submission.path.name, 100)
+    if submission.kind == "py":
+        ran = "nothing in it ran" if unparsed else "Python stops a file at its first error"
+        return (f"{NOT_LOADED}: {name}, {first}; {ran}, so no function could be graded. Run `python {name}` to "
+                "see the error, fix it and hand the file in again (top-level code should only import and define)")
+    if graded & load.functions:
+        return ""
+    return (f"{NOT_LOADED}: {name}, {first}, and no cell defined any of the graded functions "
+            f"({', '.join(sorted(graded))}). Fix that cell, run the notebook from the top (Kernel → Restart & "
+            "Run All) and hand it in again")
+
+
+def load_notes(load: LoadReport, loaded: bool) -> list[str]:
+    """The notes a loaded notebook's feedback shows about its cells (a .py that loaded has none to show)."""
+    if not loaded:
+        return []  # the reason is the result's problem, shown first
+    notes = [f"{unit} {_what_it_did(unit, raised)}; the rest of the notebook still ran"
+             for unit, raised in load.problems]
+    notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
+              for unit, reason in load.stopped]
+    if load.stray_processes:
+        notes.append(f"the file's top-level code left {load.stray_processes} processes running while loading; "
+                     "they were stopped, and no function was charged for them. Start no processes at the top "
+                     "level of your file")
+    return notes
+
+
+def _first_failure(load: LoadReport) -> tuple[str, bool]:
+    """The first unit that failed, in words ("line 5 raised ...", "cell 2 stopped ..."; "" if none did),
+    and whether it is a .py file that did not parse.
+
+    A unit that stopped the worker comes first: the worker died there before
+    it could reach (and report) anything later. A .py file's syntax error is
+    "line 62: SyntaxError: ..." (the worker reports it for the whole file).
+    """
+    if load.stopped:
+        where, reason = load.stopped[0]
+        return f"{where} {reason} while loading", False
+    if not load.problems:
+        return "", False
+    where, raised = load.problems[0]
+    if where == "the file":  # the worker's label for a .py file that does not parse
+        line = f"line {raised.line}" if raised.line else "the file"
+        return f"{line}: {raised.describe(line=False)}", True
+    return f"{where} {_what_it_did(where, raised)} while loading", False
+
+
+def _what_it_did(unit: str, raised) -> str:
+    if raised.type == "SystemExit":
+        return "called sys.exit()"
+    # A statement's own line is its label; a line deeper in (a function it called, a cell's line) is shown.
+    return f"raised {raised.describe(line=f'line {raised.line}' != unit)}"

@@ -1,0 +1,214 @@
+"""Can this machine's sandbox grade an assignment? Asked before anything is graded or stored.
+
+An environment that cannot grade must refuse to, not store wrong grades: a
+build of a library whose mappings exceed the workers' memory limit, or a
+Python without the assignment's preload, fails every student the same way.
+So every command that grades (`grade`'s jobs, `check`, `gradescope-run`, each
+Dask worker, `doctor`) first asks the sandbox it will grade with:
+
+1. the zygote starts and imports the assignment's preload;
+2. a child, under the submission limits, imports the preload too and answers
+   a call whose array travels in shared memory, as every check's arguments do;
+3. where the suite has a reference, the reference's own source is graded as a
+   submission through the normal session and checks, and must pass them all.
+
+The reference goes into one child only; the zygote never holds it, so no later
+child inherits it. Time limits are course.yaml's plain `call_seconds`: the
+probe asks whether the environment can grade, not how fast this machine is.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from autograder.authoring.protocol import Call
+from autograder.grading.course import Course
+from autograder.grading.grader import Grader
+from autograder.grading.submission import read_submission
+from autograder.grading.suite import REFERENCE_FILE, Suite
+from autograder.sandbox.protections import SandboxError
+from autograder.sandbox.session import Session
+from autograder.sandbox.zygote import Sandbox
+
+# PyTorch's CPU-only wheels: ~200 MB, against several GB of CUDA libraries in the default build from PyPI.
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+PROBE_MODULE = "autograder_probe"
+PROBE_STUDENT = "(environment probe)"
+
+
+class EnvironmentRefused(SandboxError):
+    """This machine's sandbox cannot grade the assignment; the message says why and what fixes it."""
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """What the probe found for one assignment.
+
+    problem: what failed, empty when the environment can grade; fix: the command or step that fixes it.
+    mapped_mib: a worker child's address space after the preload, as the child reported it (for
+    `doctor` only: the limit itself is counted inside each child, see worker._set_limits).
+    """
+
+    assignment: str
+    problem: str = ""
+    fix: str = ""
+    mapped_mib: float | None = None
+    checks: int = 0  # reference checks that passed
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+    def refusal(self, command: str) -> str:
+        return (f"{command} refused: this environment cannot grade {self.assignment}: {self.problem.rstrip('.')}. "
+                f"To fix it: "
+                f"{self.fix}; then run again. Nothing was graded")
+
+
+def probe_environment(course: Course, suite: Suite, sandbox: Sandbox) -> ProbeReport:
+    """Run the three steps above in `sandbox` (started here if it is not); never raises for what it finds."""
+    assignment = suite.assignment
+    python = sandbox.protections.python.path
+    try:
+        sandbox.start()
+    except SandboxError as error:
+        problem, fix = _start_problem(str(error), assignment.preload, python)
+        return ProbeReport(assignment.name, problem, fix)
+    mapped, problem = _preload_in_child(suite, sandbox)
+    if problem:
+        return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped), mapped)
+    if suite.reference is None:
+        return ProbeReport(assignment.name, mapped_mib=mapped)
+    problem, passed = _reference_passes(course, suite, sandbox)
+    return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped) if problem else "",
+                       mapped, passed)
+
+
+def require_environment(course: Course, suite: Suite, sandbox: Sandbox, command: str) -> ProbeReport:
+    """probe_environment, raising EnvironmentRefused (a SandboxError) with the cause and the fix if it fails."""
+    report = probe_environment(course, suite, sandbox)
+    if not report.ok:
+        raise EnvironmentRefused(report.refusal(command))
+    return report
+
+
+# ---------------------------------------------------------------- the steps
+
+def _probe_source(preload: tuple) -> str:
+    imports = "".join(f"import {name}\n" for name in preload)
+    return (f"import os\n{imports}"
+            "def echo(values):\n"
+            "    with open('/proc/self/statm') as statm:\n"
+            "        pages = int(statm.read().split()[0])\n"
+            "    return values, values.dtype.type(pages * os.sysconf('SC_PAGE_SIZE') / 2**20)\n")
+
+
+def _preload_in_child(suite: Suite, sandbox: Sandbox) -> tuple[float | None, str]:
+    """(the child's address space in MiB, or None; what went wrong, or "")."""
+    limits = suite.assignment.limits
+    spec = {"module": PROBE_MODULE, "filename": f"{PROBE_MODULE}.py", "kind": "py", "labels": ["the file"],
+            "sources": [_probe_source(suite.assignment.preload)]}
+    values = np.arange(4096, dtype=np.float64)
+    with Session(sandbox, spec, limits, limits.submission_seconds) as session:
+        load = session.open()
+        trouble = load.failure or "; ".join(f"{unit}: {raised.describe()}" for unit, raised in load.problems)
+        if trouble:
+            return None, _with_output(f"a worker child could not import the preload under the limits ({trouble})",
+                                      session)
+        try:
+            reply = session.call(Call("echo", (values,), seconds=limits.call_seconds))
+        except Exception as error:  # noqa: BLE001 - every way this fails is the finding
+            return None, _with_output(f"a worker child under the limits could not answer a call ({error})", session)
+    value = reply.value
+    if not (isinstance(value, tuple) and len(value) == 2 and np.array_equal(np.asarray(value[0]), values)):
+        return None, "a worker child answered a call wrongly (it did not return the array it was given)"
+    return round(float(np.asarray(value[1])), 1), ""
+
+
+def _reference_passes(course: Course, suite: Suite, sandbox: Sandbox) -> tuple[str, int]:
+    """The reference graded as a submission: ("", checks passed) or (what failed, checks passed)."""
+    path = suite.assignment.solution_dir / REFERENCE_FILE
+    result = Grader(course, suite, sandbox).grade(read_submission(path, student=PROBE_STUDENT))
+    passed = [test for test in result.tests if test.status == "passed"]
+    if result.internal_error:
+        return f"grading the reference ({path}) hit an internal error: {result.internal_error.strip()[-300:]}", 0
+    failed = [test for test in result.tests if test.status != "passed"]
+    if not failed and not result.problem:
+        return "", len(passed)
+    first = failed[0] if failed else None
+    what = f"{first.name} {first.status}: {first.output}" if first else result.problem
+    problem = (f"the reference solution ({path}) passed {len(passed)} of {len(result.tests)} checks in this "
+               f"sandbox; {what}")
+    last = _last_line(result.output)
+    return problem + (f" (the worker printed: {last})" if last else ""), len(passed)
+
+
+def _with_output(problem: str, session: Session) -> str:
+    last = _last_line(session.output.text())
+    return problem + (f"; the worker printed: {last}" if last else "")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+# ---------------------------------------------------------------- causes and fixes
+
+def _start_problem(error: str, preload: tuple, python: str) -> tuple[str, str]:
+    error = error.replace(" Run `autograder doctor` to see what this machine supports.", "").rstrip(".")
+    missing = re.search(r"No module named '([\w.]+)'", error)
+    if missing:
+        module = missing.group(1).split(".")[0]
+        needed = f"the assignment preloads {', '.join(preload)}" if preload else "the worker needs it"
+        what = (f"{needed}, and {module} is not installed in the workers' Python ({python})"
+                if module in preload else f"{needed}, whose import needs {module}, which is not installed in the "
+                                          f"workers' Python ({python})")
+        return what, f"`{install_command(module, python)}`"
+    if preload and re.search(r"(ImportError|OSError|Error):", error):
+        return (f"the workers' Python ({python}) could not import the assignment's preload ({', '.join(preload)}): "
+                f"{error}", f"reinstall it: `{install_command(preload[-1], python, reinstall=True)}`")
+    return error, "`autograder doctor` lists which sandbox protections work here and why one does not"
+
+
+def _fix_for(problem: str, assignment, python: str, mapped: float | None) -> str:
+    if "Cannot allocate memory" in problem or "MemoryError" in problem:
+        now = f"{assignment.limits.memory_mib} MiB"
+        base = f" on top of the {mapped:.0f} MiB a worker maps after its preload" if mapped else ""
+        return (f"raise `memory_mib` in course.yaml (now {now}{base}), or install a smaller build of the "
+                f"preload: `{install_command('torch', python, reinstall=True)}`" if "torch" in assignment.preload
+                else f"raise `memory_mib` in course.yaml (now {now}{base})")
+    missing = re.search(r"No module named '([\w.]+)'", problem)
+    if missing:
+        return f"`{install_command(missing.group(1).split('.')[0], python)}`"
+    return ("run `autograder doctor` for the sandbox's state, and `autograder grade "
+            f"{assignment.name} {assignment.solution_dir / REFERENCE_FILE}` to see every check's message")
+
+
+def install_command(module: str, python: str, reinstall: bool = False) -> str:
+    """The pip command that installs `module` for the workers' Python, at this package's own pin if it has one.
+
+    PyTorch comes from its CPU index: the default build from PyPI grades too, but brings several GB of CUDA
+    libraries that a grader without a GPU never uses.
+    """
+    requirement = _pinned(module) or module
+    force = " --force-reinstall" if reinstall else ""
+    index = f" --index-url {CPU_INDEX}" if module == "torch" else ""
+    return f"{python} -m pip install{force} '{requirement}'{index}"
+
+
+def _pinned(module: str) -> str:
+    """This package's requirement for `module` (e.g. "torch==2.13.0" from the torch extra), or ""."""
+    names = importlib.metadata.packages_distributions().get(__name__.split(".")[0]) or []
+    try:
+        requirements = (importlib.metadata.requires(names[0]) or []) if names else []
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+    for line in requirements:
+        spec = line.split(";")[0].strip()
+        if re.split(r"[<>=!~\[ ]", spec, maxsplit=1)[0].lower() == module.lower():
+            return spec
+    return ""

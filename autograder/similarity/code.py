@@ -1,0 +1,156 @@
+"""The class's hand-ins as functions: the contract's function names, and each student's version of each.
+
+A hand-in is read as `grade` reads it (grading.discover, grading.submission)
+and parsed, never run. A notebook's code cells are parsed one by one, so a
+cell with a syntax error costs only that cell. A function of the contract
+comes with the module-level helpers it calls (not other functions of the
+contract): moving code into a helper does not hide it.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.grading.submission import Submission
+from autograder.similarity.normalise import Token, function_tokens, imported_names
+
+MAX_CODE_CHARS = 2_000_000  # larger than any hand-written answer; parsing more would stall the report
+
+
+@dataclass(frozen=True)
+class FunctionCode:
+    """One student's version of one contract function, normalised.
+
+    spans: the (first, last) lines of the code shown for it: the function, then each helper it calls.
+    """
+
+    name: str
+    tokens: tuple[Token, ...]
+    spans: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class StudentCode:
+    """What was compared of one student: their code's text and the functions found in it."""
+
+    student: str
+    path: str
+    text: str  # the parsed code (a notebook's cells joined); its lines are the ones `FunctionCode` points at
+    functions: dict[str, FunctionCode]
+    note: str = ""  # what could not be compared, for the instructor
+
+
+def contract_functions(stub: Path) -> list[str]:
+    """The names of the top-level functions of the assignment's stub, in order: what students implement."""
+    tree = ast.parse(Path(stub).read_text(encoding="utf-8"))
+    return [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def student_code(submission: Submission, contract: list[str]) -> StudentCode:
+    """The contract's functions in one student's submission (a problem becomes a note, never an error)."""
+    path = str(submission.path)
+    if submission.problem:
+        return StudentCode(submission.student, path, "", {}, f"not compared: {submission.problem}")
+    pieces = [submission.source] if submission.kind == "py" else [cell.source for cell in submission.cells]
+    if sum(len(piece) for piece in pieces) > MAX_CODE_CHARS:
+        return StudentCode(submission.student, path, "", {}, f"not compared: the code is over {MAX_CODE_CHARS:,} "
+                                                             "characters, too large to be a hand-written answer")
+    text, tree, skipped = parse_pieces(pieces)
+    notes = []
+    if skipped:
+        notes.append("the file has a syntax error" if submission.kind == "py" else
+                     f"{skipped} cell(s) could not be parsed (a syntax error) and were left out")
+    try:
+        functions = functions_of(tree, contract)
+    except (RecursionError, MemoryError):
+        functions, notes = {}, [*notes, "not compared: the code is nested too deeply to analyse"]
+    missing = [name for name in contract if name not in functions]
+    if missing and len(missing) < len(contract):
+        notes.append(f"defines no {', '.join(missing)}")
+    elif missing:
+        notes.append("not compared: none of the assignment's functions is defined")
+    return StudentCode(submission.student, path, text, functions, "; ".join(notes))
+
+
+def parse_pieces(pieces: list[str]) -> tuple[str, ast.Module, int]:
+    """(the pieces joined, one module of those that parse, how many did not); line numbers match the text."""
+    kept, body, skipped, offset = [], [], 0, 0
+    for piece in pieces:
+        try:  # blank lines first give the piece's lines their numbers in the joined text, at no cost
+            tree = ast.parse("\n" * offset + piece)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            skipped += 1
+            continue
+        body.extend(tree.body)
+        kept.append(piece)
+        offset += piece.count("\n") + 1
+    return "\n".join(kept), ast.Module(body=body, type_ignores=[]), skipped
+
+
+def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCode]:
+    """Each contract function `tree` defines at top level (the last definition wins, as when it runs)."""
+    defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+    imports = imported_names(tree)
+    calls = {name: _helpers(node, defined, set(contract)) for name, node in defined.items() if name in contract}
+    tokens_of: dict[str, list[Token]] = {}  # each function normalised once (in place), though helpers are shared
+    found = {}
+    for name in contract:
+        if name in defined:
+            parts = [defined[name], *calls[name]]
+            for part in parts:
+                if part.name not in tokens_of:
+                    tokens_of[part.name] = function_tokens(part, imports)
+            tokens = [token for part in parts for token in tokens_of[part.name]]
+            spans = tuple((_first_line(part), part.end_lineno or part.lineno) for part in parts)
+            found[name] = FunctionCode(name, tuple(tokens), spans)
+    return found
+
+
+def _helpers(function: ast.AST, defined: dict, contract: set[str]) -> list[ast.AST]:
+    """The non-contract top-level functions `function` calls, directly or through each other, in call order."""
+    order, queue = [], [function]
+    while queue:
+        for node in ast.walk(queue.pop(0)):
+            if isinstance(node, ast.Name) and node.id in defined and node.id not in contract:
+                helper = defined[node.id]
+                if helper is not function and helper not in order:
+                    order.append(helper)
+                    queue.append(helper)
+    return order
+
+
+def _first_line(function: ast.AST) -> int:
+    return min([function.lineno, *(d.lineno for d in getattr(function, "decorator_list", []))])
+
+
+def released_tokens(source_dir: Path, stub: Path) -> list[list[Token]]:
+    """Token streams of what every student was given: the stub's functions and the released notebooks' code.
+
+    A notebook's answer cells (nbgrader `solution`) are left out: in the
+    instructor's source they hold the solution, which students must write.
+    """
+    streams = []
+    stub_tree = ast.parse(Path(stub).read_text(encoding="utf-8"))
+    imports = imported_names(stub_tree)
+    streams += [function_tokens(node, imports) for node in stub_tree.body if isinstance(node, ast.FunctionDef)]
+    for notebook in sorted(Path(source_dir).glob("*.ipynb")):
+        import nbformat  # the grader's own reader; imported here as only this needs it
+
+        cells = nbformat.read(notebook, as_version=4).cells
+        sources = [c.source for c in cells if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get(
+            "solution", False)]
+        _, tree, _ = parse_pieces(sources)
+        imports = imported_names(tree)
+        streams += [function_tokens(node, imports) for node in tree.body if isinstance(node, ast.FunctionDef)]
+        streams.append(function_tokens(_as_function(tree), imports))
+    return streams
+
+
+def _as_function(tree: ast.Module) -> ast.FunctionDef:
+    """A module's top-level code as the body of a function, to tokenise it as a function is."""
+    arguments = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                              defaults=[])
+    body = [s for s in tree.body if not isinstance(s, ast.FunctionDef)] or [ast.Pass()]
+    return ast.FunctionDef(name="released", args=arguments, body=body, decorator_list=[], returns=None,
+                           type_params=[], lineno=1, col_offset=0)

@@ -1,0 +1,78 @@
+"""One class compared: every student's functions fingerprinted, indexed and scored in pairs.
+
+Parsing and fingerprinting (most of the time) run in `jobs` processes;
+they only parse student code, never run it. Indexing and scoring run here.
+"""
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.grading.submission import Submission
+from autograder.similarity.code import StudentCode, contract_functions, released_tokens, student_code
+from autograder.similarity.fingerprint import Fingerprint, fingerprints
+from autograder.similarity.index import FunctionIndex, Pair, build_index, score_pairs
+
+PARALLEL_FROM = 64  # students; below this, starting processes costs more than it saves
+CHUNK = 32
+
+
+@dataclass
+class Comparison:
+    """The result for one class. prints[f][i]: student i's fingerprints of function f ([] when absent)."""
+
+    assignment: str
+    contract: list[str]
+    students: list[str]
+    codes: list[StudentCode]
+    prints: dict[str, list[list[Fingerprint]]]
+    indexes: dict[str, FunctionIndex]
+    pairs: list[Pair]
+    notes: list[str] = field(default_factory=list)
+
+
+def compare_class(assignment: str, submissions: list[Submission], stub: Path, source_dir: Path,
+                  notes: list[str] | None = None, jobs: int = 0) -> Comparison:
+    """Compare every pair of `submissions` function by function (see autograder.similarity.index).
+
+    stub: the assignment's <module>.py, whose functions are the contract; source_dir: what was released
+    (its notebooks' non-answer code is down-weighted with the stub's). jobs: processes (0: one per core).
+    """
+    contract = contract_functions(stub)
+    released = {p.hash for tokens in released_tokens(source_dir, stub) for p in fingerprints(tokens)}
+    analysed = analyse(sorted(submissions, key=lambda s: s.student), contract, jobs or os.cpu_count() or 1)
+    notes = list(notes or []) + [f"{c.student}: {c.note}" for c, _ in analysed if c.note]
+    analysed = [(c, p) for c, p in analysed if c.functions]
+    codes = [c for c, _ in analysed]
+    prints = {f: [p.get(f, []) for _, p in analysed] for f in contract}
+    indexes = {f: build_index(f, prints[f], released) for f in contract}
+    students = [c.student for c in codes]
+    pairs = score_pairs(students, list(indexes.values()))
+    return Comparison(assignment, contract, students, codes, prints, indexes, pairs, notes)
+
+
+def analyse(submissions: list[Submission], contract: list[str],
+            jobs: int) -> list[tuple[StudentCode, dict[str, list[Fingerprint]]]]:
+    """Each submission's code (its tokens dropped once used) and fingerprints per function, in order."""
+    if jobs < 2 or len(submissions) < PARALLEL_FROM:
+        return [_analyse_one(s, contract) for s in submissions]
+    chunks = [submissions[i:i + CHUNK] for i in range(0, len(submissions), CHUNK)]
+    # spawn: a fresh interpreter, not a fork of this process and whatever threads it holds
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        done = pool.map(_analyse_chunk, chunks, [contract] * len(chunks))
+        return [item for chunk in done for item in chunk]
+
+
+def _analyse_chunk(submissions: list[Submission], contract: list[str]):
+    return [_analyse_one(s, contract) for s in submissions]
+
+
+def _analyse_one(submission: Submission, contract: list[str]) -> tuple[StudentCode, dict[str, list[Fingerprint]]]:
+    code = student_code(submission, contract)
+    prints = {name: fingerprints(list(f.tokens)) for name, f in code.functions.items()}
+    functions = {name: dataclasses.replace(f, tokens=()) for name, f in code.functions.items()}
+    return dataclasses.replace(code, functions=functions), prints

@@ -1,0 +1,129 @@
+"""Scoring pairs of students function by function, through an inverted index of fingerprints.
+
+For each function of the contract, an index maps each fingerprint to the
+students whose version holds it. A fingerprint's weight falls with the
+number of students holding it (document frequency), and is zero for what
+the class was given (stub, released notebook) and for idioms shared by
+more than COMMON_SHARE of the class: what many write alike is no evidence.
+Only students who share a fingerprint are ever paired, so the work grows
+with the shared fingerprints, not with the square of the class.
+
+A function's score for a pair is the weight they share over the mean
+weight of their two versions (a weighted Dice coefficient), the mean never
+taken below FLOOR, so that a two-line function in common cannot score like
+a copied page. A pair's score is its best function's score: a copy of one
+function scores as high as a copy of the whole file.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from autograder.similarity.fingerprint import Fingerprint
+
+COMMON_SHARE = 0.1  # a fingerprint in more than this share of the class (and more than MIN_COMMON students) ...
+MIN_COMMON = 4  # ... is a common idiom, weight 0
+FLOOR = 8.0  # the least weight a version is counted as having: about eight distinctive fingerprints
+MATCHING = 0.5  # a function scoring this or more is listed among the pair's matching functions
+
+
+@dataclass(frozen=True)
+class FunctionScore:
+    function: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two students (a < b) and how alike their code is; `functions` score MATCHING or more, best first."""
+
+    a: str
+    b: str
+    score: float
+    functions: tuple[FunctionScore, ...]
+    by_function: dict[str, float]  # every function they share weight in
+
+
+@dataclass
+class FunctionIndex:
+    """One function's fingerprints across the class: hash -> weight, and each student's hashes."""
+
+    function: str
+    weights: dict[int, float]
+    hashes: list[frozenset[int]]  # by student number; empty when the student does not define the function
+
+    def weight(self, student: int) -> float:
+        return sum(self.weights[h] for h in self.hashes[student])
+
+
+def build_index(function: str, prints: list[list[Fingerprint]], released: set[int]) -> FunctionIndex:
+    """The index of one function: `prints[i]` is student i's fingerprints of it ([] if absent)."""
+    hashes = [frozenset(p.hash for p in student) for student in prints]
+    postings: dict[int, int] = {}
+    for student in hashes:
+        for h in student:
+            postings[h] = postings.get(h, 0) + 1
+    n = len(hashes)
+    common = max(MIN_COMMON, COMMON_SHARE * n)
+    weights = {h: 0.0 if h in released or df > common else idf(df, n) for h, df in postings.items()}
+    return FunctionIndex(function, weights, hashes)
+
+
+def idf(df: int, n: int) -> float:
+    """The weight of a fingerprint held by `df` of `n` students: 1 for one student, falling to 0 for all."""
+    return math.log((n + 1) / df) / math.log(n + 1)
+
+
+def shared_weights(index: FunctionIndex) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, weight shared) for every pair of students a < b sharing a weighted fingerprint of this function."""
+    postings: dict[int, list[int]] = {}
+    for student, hashes in enumerate(index.hashes):
+        for h in hashes:
+            if index.weights[h] > 0:
+                postings.setdefault(h, []).append(student)
+    keys, values = [], []
+    n = len(index.hashes)
+    for h in sorted(postings):  # sorted: the sums below add in the same order on every run
+        students = np.array(postings[h], dtype=np.int64)
+        if len(students) < 2:
+            continue
+        first, second = np.triu_indices(len(students), 1)
+        keys.append(students[first] * n + students[second])
+        values.append(np.full(len(first), index.weights[h]))
+    if not keys:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    pairs, where = np.unique(np.concatenate(keys), return_inverse=True)
+    shared = np.bincount(where, weights=np.concatenate(values))
+    return pairs // n, pairs % n, shared
+
+
+def score_pairs(students: list[str], indexes: list[FunctionIndex]) -> list[Pair]:
+    """Every pair of students sharing weighted code, highest score first (ties by student ids)."""
+    n = len(students)
+    keys, functions, scores = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    for number, index in enumerate(indexes):
+        first, second, shared = shared_weights(index)
+        total = np.array([index.weight(i) for i in range(n)])
+        keys.append(first * n + second)
+        functions.append(np.full(len(first), number))
+        scores.append(np.minimum(np.round(shared / np.maximum((total[first] + total[second]) / 2, FLOOR), 4), 1.0))
+    keys, functions, scores = np.concatenate(keys), np.concatenate(functions), np.concatenate(scores)
+    order = np.lexsort((functions, -scores, keys))  # by pair, then its best function first (ties: contract order)
+    keys, functions, scores = keys[order].tolist(), functions[order].tolist(), scores[order].tolist()
+    names = [index.function for index in indexes]
+    pairs = []
+    start = 0
+    while start < len(keys):
+        end = start
+        while end < len(keys) and keys[end] == keys[start]:
+            end += 1
+        a, b = divmod(keys[start], n)
+        by_function = {names[functions[i]]: scores[i] for i in range(start, end)}
+        matching = tuple(FunctionScore(names[functions[i]], scores[i]) for i in range(start, end)
+                         if scores[i] >= MATCHING)
+        pairs.append(Pair(*sorted((students[a], students[b])), scores[start], matching, by_function))
+        start = end
+    return sorted(pairs, key=lambda p: (-p.score, p.a, p.b))

@@ -1,0 +1,311 @@
+"""One function as a sequence of tokens that names, comments, formatting and statement order barely change.
+
+The token stream is the function's syntax tree written out in pre-order,
+after rewriting the tree so that what a copier changes to hide a copy
+matters little:
+
+- local names and literals become placeholders (`N`, `NUM`, `STR`), while
+  what a name was imported as stays (`np.exp`, `numpy.exp` and `from numpy
+  import exp` all give `numpy.exp`): that is the code's meaning;
+- docstrings, bare strings, `pass`, code after `return`/`raise`, `if False:`
+  branches and assignments to names never read are dropped (dead code);
+- equivalent constructs are written one way: `x += y` as `x = x + y`,
+  `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`,
+  keyword arguments sorted, operands of `+ * & |` in a fixed order, every
+  spelling of infinity as `INF`;
+- statements that do not depend on each other are put in a canonical order.
+
+Why by hand: no library normalises Python this way. Pygments (which
+copydetect uses) only lexes, so a renamed variable or a moved line changes
+its tokens; Python's own `ast` already parses exactly what the grader runs.
+Each token keeps the line of the student's source it came from, so the
+report can highlight the matching lines of the original code.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
+MATMUL_FUNCTIONS = {"numpy.matmul", "numpy.dot", "torch.matmul", "torch.mm", "torch.bmm"}
+INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
+TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+MAX_TOKENS = 20_000  # per function: a generated 50 MB function must not stall the report
+KEY_TOKENS = 64
+MAX_REORDERED = 200  # statements in a block; reordering costs their square, and no answer has more
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    line: int  # 1-based line in the student's code the token came from
+
+
+def function_tokens(function: ast.FunctionDef, imports: dict[str, str]) -> list[Token]:
+    """The normalised tokens of `function`'s body (its signature is the stub's, shared by all).
+
+    Rewrites `function` in place (copying the tree would cost more than parsing it again).
+    imports: local name -> dotted name it was imported as ({"np": "numpy", "exp": "numpy.exp"}).
+    """
+    tree = _Rewrite(imports).visit(function)
+    for _ in range(3):  # removing one dead assignment can make another dead
+        if not _drop_dead_assignments(tree):
+            break
+    _canonical_order(tree, imports)
+    out: list[Token] = []
+    for statement in tree.body:
+        _emit(statement, function.lineno, imports, out)
+        if len(out) > MAX_TOKENS:
+            break
+    return out[:MAX_TOKENS]
+
+
+def imported_names(tree: ast.Module) -> dict[str, str]:
+    """The imports at the top of `tree` and of its functions: the local name -> the dotted name it stands for."""
+    names: dict[str, str] = {}
+    statements = [*tree.body, *(s for f in tree.body if isinstance(f, ast.FunctionDef) for s in f.body)]
+    for node in statements:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(
+                    ".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def dotted(node: ast.AST, imports: dict[str, str]) -> str | None:
+    """`np.linalg.norm` -> "numpy.linalg.norm" when the chain starts at an imported name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in imports:
+        return ".".join([imports[node.id], *reversed(parts)])
+    return None
+
+
+# ---------------------------------------------------------------- rewriting
+
+
+class _Rewrite(ast.NodeTransformer):
+    """Dead code out, equivalent constructs written one way."""
+
+    def __init__(self, imports: dict[str, str]):
+        self.imports = imports
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(node, field, _live(block) or ([ast.Pass()] if field == "body" else []))
+        return node
+
+    def visit_Expr(self, node):
+        self.generic_visit(node)
+        return None if isinstance(node.value, ast.Constant) else node  # docstrings, bare strings, `...`
+
+    def visit_Pass(self, node):
+        return None
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        if isinstance(node.test, ast.Constant):
+            return (node.body if node.test.value else node.orelse) or None
+        return node
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        target = copy.deepcopy(node.target)
+        for part in ast.walk(target):
+            if hasattr(part, "ctx"):
+                part.ctx = ast.Load()
+        value = ast.copy_location(ast.BinOp(target, node.op, node.value), node)
+        return ast.copy_location(ast.Assign([node.target], value), node)
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        flipped = {ast.Gt: ast.Lt, ast.GtE: ast.LtE}
+        if len(node.ops) == 1 and type(node.ops[0]) in flipped:
+            return ast.copy_location(ast.Compare(node.comparators[0], [flipped[type(node.ops[0])]()], [node.left]),
+                                     node)
+        return node
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, COMMUTATIVE) and _key(node.right, self.imports) < _key(node.left, self.imports):
+            node.left, node.right = node.right, node.left
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        node.keywords.sort(key=lambda k: k.arg or "")
+        name = dotted(node.func, self.imports)
+        if name in MATMUL_FUNCTIONS and len(node.args) == 2 and not node.keywords:
+            return ast.copy_location(ast.BinOp(node.args[0], ast.MatMult(), node.args[1]), node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "dot" and name is None and len(node.args) == 1:
+            return ast.copy_location(ast.BinOp(node.func.value, ast.MatMult(), node.args[0]), node)
+        if isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1 \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            text = node.args[0].value.strip().lower()
+            if text in ("inf", "+inf", "infinity"):
+                return ast.copy_location(ast.Name("INF", ast.Load()), node)
+            if text in ("-inf", "-infinity"):
+                return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Name("INF", ast.Load())), node)
+        return node
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        name = dotted(node, self.imports)
+        if name in INFINITY_NAMES:
+            return ast.copy_location(ast.Name("INF", ast.Load()), node)
+        if name == "numpy.NINF":
+            return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Name("INF", ast.Load())), node)
+        return node
+
+
+def _live(block: list[ast.stmt]) -> list[ast.stmt]:
+    """`block` without what follows its first return, raise, break or continue."""
+    for index, statement in enumerate(block):
+        if isinstance(statement, TERMINAL):
+            return block[:index + 1]
+    return block
+
+
+def _key(node: ast.AST, imports: dict[str, str]) -> str:
+    """A name-blind text for ordering: the first KEY_TOKENS tokens `node` would give (enough to tell most
+    apart, and bounded: a key per operand must not make a long chain of sums cost its square)."""
+    out: list[Token] = []
+    _emit(node, 0, imports, out, KEY_TOKENS)
+    return " ".join(t.text for t in out)
+
+
+def _drop_dead_assignments(function: ast.FunctionDef) -> bool:
+    """Remove `name = …` statements whose names are never read in `function`; True if any was removed."""
+    read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+    removed = False
+    for node, field, block in _blocks(function):
+        kept = [s for s in block if not _is_dead(s, read)]
+        if len(kept) != len(block):
+            removed = True
+            setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
+    return removed
+
+
+def _blocks(tree: ast.AST) -> list[tuple[ast.AST, str, list[ast.stmt]]]:
+    """(node, field, statements) of every block of statements in `tree`, innermost first.
+
+    Only statements hold blocks, so expressions are not walked; innermost first, so that an outer block is
+    ordered by keys of inner blocks already in their canonical order.
+    """
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.AST):
+                if isinstance(block[0], ast.stmt):
+                    found.append((node, field, block))
+                stack.extend(block)  # statements, except handlers or match cases
+    return found[::-1]
+
+
+def _is_dead(statement: ast.stmt, read: set[str]) -> bool:
+    if isinstance(statement, ast.Assign | ast.AnnAssign):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        names = [n for t in targets for n in ast.walk(t) if not isinstance(n, ast.expr_context)]
+        return all(isinstance(n, ast.Name | ast.Tuple | ast.List) for n in names) and not any(
+            isinstance(n, ast.Name) and n.id in read for n in names)
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+        return statement.name not in read
+    return False
+
+
+# ---------------------------------------------------------------- statement order
+
+
+def _canonical_order(function: ast.FunctionDef, imports: dict[str, str]) -> None:
+    """Reorder every block's independent statements canonically (a topological order, smallest key first)."""
+    for node, field, block in _blocks(function):
+        if 1 < len(block) <= MAX_REORDERED:
+            setattr(node, field, _ordered(block, imports))
+
+
+def _ordered(block: list[ast.stmt], imports: dict[str, str]) -> list[ast.stmt]:
+    effects = [_effects(s) for s in block]
+    keys = [_key(s, imports) for s in block]
+    before = {j: {i for i in range(j) if _depends(effects[i], effects[j])} for j in range(len(block))}
+    done: list[int] = []
+    while len(done) < len(block):
+        ready = [j for j in range(len(block)) if j not in done and before[j] <= set(done)]
+        done.append(min(ready, key=lambda j: (keys[j], j)))
+    return [block[j] for j in done]
+
+
+def _effects(statement: ast.stmt) -> tuple[set[str], set[str], bool]:
+    """(names read, names written, is a barrier) of one statement, with everything nested in it."""
+    reads, writes = set(), set()
+    barrier = False
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name):
+            (writes if isinstance(node.ctx, ast.Store | ast.Del) else reads).add(node.id)
+        elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+            writes.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
+        elif isinstance(node, (*TERMINAL, ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal, ast.Try)):
+            barrier = True
+    if isinstance(statement, ast.Expr):  # a bare call may change what it is given
+        writes |= reads
+    return reads, writes, barrier
+
+
+def _depends(first, second) -> bool:
+    reads_a, writes_a, barrier_a = first
+    reads_b, writes_b, barrier_b = second
+    return barrier_a or barrier_b or bool(writes_a & (reads_b | writes_b)) or bool(reads_a & writes_b)
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token], limit: int = MAX_TOKENS) -> None:
+    """Append the pre-order tokens of `node` to `out`, each with its source line, until `out` holds `limit`."""
+    if isinstance(node, ast.expr_context) or len(out) >= limit:
+        return
+    line = getattr(node, "lineno", line)
+    if isinstance(node, ast.Name):
+        out.append(Token(node.id if node.id == "INF" else imports.get(node.id, "N"), line))
+        return
+    if isinstance(node, ast.Constant):
+        out.append(Token(_constant(node.value), line))
+        return
+    if isinstance(node, ast.Attribute):
+        name = dotted(node, imports)
+        if name:
+            out.append(Token(name, line))
+            return
+        _emit(node.value, line, imports, out, limit)
+        out.append(Token("." + node.attr, line))
+        return
+    if isinstance(node, ast.keyword):
+        out.append(Token(f"{node.arg}=", line))
+        _emit(node.value, line, imports, out, limit)
+        return
+    if isinstance(node, ast.arg):
+        out.append(Token("arg", line))
+        return
+    out.append(Token(type(node).__name__, line))
+    for child in ast.iter_child_nodes(node):
+        _emit(child, line, imports, out, limit)
+
+
+def _constant(value) -> str:
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, str | bytes):
+        return "STR"
+    if value is Ellipsis:
+        return "..."
+    return "NUM"

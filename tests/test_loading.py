@@ -1,0 +1,133 @@
+"""Issue 22: a hand-in that does not load is flagged "not loaded", reason first, in every output.
+
+A small class is graded and reported through the real command line (real
+sandbox, real notebooks written with nbformat); the tests read the terminal
+table, grades.csv, the class report and the feedback it wrote. The process
+count is checked on files that exit: an exiting worker is not a process left
+running.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import nbformat
+import pytest
+
+from conftest import PLAIN, SUBMISSIONS, compose, run_cli
+
+pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
+
+PLAIN_LINES = PLAIN.read_text().splitlines()
+FIRST_DEF = next(i for i, line in enumerate(PLAIN_LINES) if line.startswith("def "))
+FUNCTIONS = "\n".join(PLAIN_LINES[FIRST_DEF:])
+IMPORTS = "\n".join(line for line in PLAIN_LINES[:FIRST_DEF] if line.startswith(("import", "from")))
+# Line by line: where each broken file breaks, and what its reason must say (in its own file name).
+NOT_LOADED = {
+    "frank": "frank.py, line 62: SyntaxError",
+    "importer": "importer.py, line 2 raised ModuleNotFoundError: No module named 'no_such_module'",
+    "exiter": "exiter.py, line 5 stopped the worker process (it exited with status 0)",
+    "quitter": "quitter.py, line 4 called sys.exit()",
+    "broken": "broken.ipynb is not a valid notebook: its JSON is broken at line 1, column",
+    "cellfail": "cellfail.ipynb, cell 2 raised SyntaxError",
+}
+
+
+def _notebook(path, *sources):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nbformat.write(notebook, path)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """(terminal output, report folder) for a class of one good file and files that do not load."""
+    root = tmp_path_factory.mktemp("loading")
+    compose(root, "plain")
+    lines = FUNCTIONS.splitlines()
+    frank = [IMPORTS, *[""] * (61 - IMPORTS.count("\n") - 1), "def broken(:", *lines]  # line 62
+    (root / "frank.py").write_text("\n".join(frank) + "\n")
+    (root / "importer.py").write_text(f"{IMPORTS.splitlines()[0]}\nimport no_such_module\n{IMPORTS}\n{FUNCTIONS}\n")
+    (root / "exiter.py").write_text((SUBMISSIONS / "attacks/exit_at_import.py").read_text() + FUNCTIONS + "\n")
+    (root / "quitter.py").write_text(f"import sys\n\n\nsys.exit(0)\n{IMPORTS}\n{FUNCTIONS}\n")
+    (root / "broken.ipynb").write_text('{"cells": [{"cell_type": "code", "source": "def score(')
+    _notebook(root / "cellfail.ipynb", IMPORTS, FUNCTIONS.replace("def softmax(S):", "def softmax(S:"))
+    # A failing demo cell does not stop a notebook whose functions are defined: it is graded, and told.
+    _notebook(root / "demofail.ipynb", IMPORTS, FUNCTIONS, "print(undefined_name)")
+    db, out = root / "grades.db", root / "report"
+    done = run_cli("grade", "w07_attention", root, "--db", db, "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    reported = run_cli("report", "--db", db, "--out", out)
+    assert reported.returncode == 0, reported.stderr
+    return done, out
+
+
+def test_the_terminal_table_flags_each_and_explains_the_flag(graded):
+    done, _ = graded
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if "/ 100" in line}
+    for student in NOT_LOADED:
+        assert rows[student].rstrip().endswith("not loaded"), rows[student]
+    assert rows["plain"].rstrip().endswith("100 / 100") and "not loaded" not in rows["demofail"]
+    assert re.search(r"^  not loaded: the file did not load", done.stdout, re.M)
+    # The progress lines lead with the reason, in the student's own file name.
+    for student, reason in NOT_LOADED.items():
+        assert f"{student}: 0/100 (not loaded: {reason}" in done.stderr, student
+
+
+def test_grades_csv_has_the_flag_and_the_reason_first(graded):
+    _, out = graded
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
+    for student, reason in NOT_LOADED.items():
+        assert rows[student]["problem"].startswith(f"not loaded: {reason}"), rows[student]["problem"]
+        assert rows[student]["flags"] == "not loaded" and rows[student]["killed_processes"] == "0"
+    assert rows["frank"]["problem"].count("line 62") == 1 and "attention.py" not in rows["frank"]["problem"]
+    assert "nothing in it ran" in rows["frank"]["problem"] and "still ran" not in rows["frank"]["problem"]
+    assert rows["demofail"]["flags"] == "" and rows["demofail"]["total"] == "100"
+    # A broken notebook's message is whole sentences: where, what, and what to do.
+    broken = rows["broken"]["problem"]
+    assert "(unterminated string)" in broken and broken.endswith("save it again and resubmit")
+
+
+def test_the_report_lists_them_as_not_loaded(graded):
+    _, out = graded
+    html = (out / "index.html").read_text()
+    body = re.search(r'<table id="flagged">(.*?)</table>', html, re.S).group(1)
+    for student in NOT_LOADED:
+        row = next(r for r in body.split("<tr ")[1:] if f">{student}</a>" in r)
+        assert '<td class="flags">not loaded</td>' in row
+    assert "<dt class=\"flags\">not loaded</dt>" in html
+
+
+def test_feedback_opens_with_the_reason_and_says_not_run_once(graded):
+    _, out = graded
+    for student in NOT_LOADED:
+        text = (out / "feedback" / f"{student}.md").read_text()
+        total = next(line for line in text.splitlines() if line.startswith("**Total"))
+        assert "Your file did not load, so no check could run" in total, total
+        assert "does not define" not in text and "Checks to revisit" not in text
+        assert "left running" not in text  # an exiting file left nothing running
+    demo = (out / "feedback" / "demofail.md").read_text()
+    assert "cell 3 raised NameError" in demo and "the rest of the notebook still ran" in demo
+
+
+def test_an_exiting_worker_is_not_counted_as_processes_left(grade, tmp_path):
+    """os._exit at import and in a function: the worker's own child exits; nothing else ran, so nothing is blamed."""
+    for round in range(3):  # the race (the child still tearing down when counted) is not won every time
+        at_import = tmp_path / f"exit_import_{round}.py"
+        at_import.write_text((SUBMISSIONS / "attacks/exit_at_import.py").read_text())
+        in_function = compose(tmp_path, f"exit_call_{round}", SUBMISSIONS / "attacks/exit_in_function.py")
+        for path in (at_import, in_function):
+            result = grade(path)
+            assert result.killed_processes == 0, (path.name, result.notes)
+            assert not any("process" in note for note in result.notes)
+
+
+def test_grade_says_what_it_does_before_the_first_result(graded):
+    """A sign of life: what `grade` is doing, in order, before the progress lines (plain lines: not a terminal)."""
+    done, _ = graded
+    lines = done.stderr.splitlines()
+    steps = ["autograder grade: starting", "8 submissions of w07_attention found", "loading the suite",
+             "checking the sandbox", "timing the reference and starting 1 sandboxes", "[1/8] "]
+    where = [next(i for i, line in enumerate(lines) if line.startswith(step)) for step in steps]
+    assert where == sorted(where) and where[0] == 0, lines[:8]
+

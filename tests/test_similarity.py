@@ -1,0 +1,249 @@
+"""The code-similarity report: the benchmark's copies found, independent work left alone, output stable and safe.
+
+The benchmark (tests/fixtures/similarity/manifest.yaml) is a class of
+independent solutions in different styles, disguised copies of some of
+them and copies of exactly one function; every file scores 100/100.
+"""
+from __future__ import annotations
+
+import ast
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from autograder.grading.results import SubmissionResult
+from autograder.grading.store import Store
+from autograder.grading.submission import read_submission
+from autograder.similarity.code import functions_of, parse_pieces
+from autograder.similarity.compare import compare_class
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARK = ROOT / "tests" / "fixtures" / "similarity"
+CLASS = BENCHMARK / "class"
+SOURCE_DIR = ROOT / "assignments" / "w07_attention"
+STUB = SOURCE_DIR / "attention.py"
+CONTRACT = [n.name for n in ast.parse(STUB.read_text()).body if isinstance(n, ast.FunctionDef)]
+
+
+def true_pairs() -> dict[tuple[str, str], list[str] | str]:
+    """(student a, student b) sorted -> the functions copied ("all" for the whole file)."""
+    copies = yaml.safe_load((BENCHMARK / "manifest.yaml").read_text())["copies"]
+    return {tuple(sorted((copy, source))): functions for copy, sources in copies.items()
+            for source, functions in sources.items()}
+
+
+@pytest.fixture(scope="module")
+def benchmark():
+    submissions = [read_submission(p) for p in sorted(CLASS.iterdir())]
+    return compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
+
+
+def run_similarity(*args: str, seed: str = "0") -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONHASHSEED=seed)
+    return subprocess.run([sys.executable, "-m", "autograder", "similarity", "w07_attention", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_benchmark_copies_rank_first(benchmark):
+    truth = true_pairs()
+    top = {(p.a, p.b) for p in benchmark.pairs[:len(truth)]}
+    precision = len(top & set(truth)) / len(truth)
+    assert precision >= 0.95, [(p.a, p.b, p.score) for p in benchmark.pairs[:len(truth) + 3]]
+
+
+def test_benchmark_independent_pairs_stay_below_every_copy(benchmark):
+    truth = true_pairs()
+    scores = {(p.a, p.b): p.score for p in benchmark.pairs}
+    lowest_true = min(scores.get(pair, 0.0) for pair in truth)
+    above = [(p.a, p.b, p.score) for p in benchmark.pairs if (p.a, p.b) not in truth and p.score >= lowest_true]
+    assert len(above) <= 1, (lowest_true, above)
+
+
+def test_every_partial_copy_is_found_with_its_functions_named(benchmark):
+    """Found among the top pairs, with copied functions named and no other (a copied one-liner that half the
+    class writes alike may go unnamed: it is no evidence)."""
+    truth = true_pairs()
+    top = {(p.a, p.b): p for p in benchmark.pairs[:len(truth)]}
+    for pair, functions in truth.items():
+        if functions == "all":
+            continue
+        named = {f.function for f in top[pair].functions}
+        assert named and named <= set(functions), (pair, functions, named)
+        if len(functions) == 1:  # a one-function copy: the function it took is the best match
+            assert top[pair].functions[0].function == functions[0], (pair, top[pair].functions)
+
+
+def test_renaming_reordering_dead_code_and_equivalents_give_the_same_tokens():
+    original = """
+import numpy as np
+def softmax(S):
+    S = np.asarray(S, dtype=float)
+    top = S.max(axis=-1, keepdims=True)
+    e = np.exp(S - top)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / total
+"""
+    disguised = '''
+import numpy
+def softmax(scores):
+    """Softmax, my own."""
+    # convert
+    scores = numpy.asarray(scores, dtype=float)
+    unused = scores.shape
+    biggest = scores.max(keepdims=True, axis=-1)
+    if False:
+        print("debug")
+    exps = numpy.exp(scores - biggest)
+    den = exps.sum(keepdims=True, axis=-1)
+    return exps / den
+    print("never")
+'''
+    different = original.replace("np.exp(S - top)", "np.exp(S)")
+    tokens = [[t.text for t in functions_of(parse_pieces([code])[1], ["softmax"])["softmax"].tokens]
+              for code in (original, disguised, different)]
+    assert tokens[0] == tokens[1]
+    assert tokens[0] != tokens[2]
+
+
+def test_reordered_independent_statements_give_the_same_tokens():
+    first = "def f(Q, K):\n    a = g(Q)\n    b = h(K)\n    return a @ b\n"
+    second = "def f(Q, K):\n    b = h(K)\n    a = g(Q)\n    return a @ b\n"
+    dependent = "def f(Q, K):\n    a = g(Q)\n    a = a + 1\n    return a\n"
+    swapped = "def f(Q, K):\n    a = a + 1\n    a = g(Q)\n    return a\n"
+    texts = [[t.text for t in functions_of(parse_pieces([c])[1], ["f"])["f"].tokens]
+             for c in (first, second, dependent, swapped)]
+    assert texts[0] == texts[1]
+    assert texts[2] != texts[3]  # statements that depend on each other keep their order
+
+
+def test_report_is_identical_across_hash_seeds(tmp_path):
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"seed{seed}"
+        done = run_similarity(str(CLASS), "--out", str(out), "--top", "5", seed=seed)
+        assert done.returncode == 0, done.stderr
+        outputs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
+    assert outputs[0].keys() == outputs[1].keys()
+    assert len(outputs[0]) == 2 + 5
+    for name in outputs[0]:
+        assert outputs[0][name] == outputs[1][name], name
+
+
+def test_from_a_folder_and_from_the_store_the_same_pairs(tmp_path):
+    files = ["d06_mix_two.py", "i09_copyto.py", "i10_fill_then_place.py", "i01_einsum.py", "p04_copies_score.py",
+             "i11_recursive.py", "d10_notebook.ipynb"]
+    folder = tmp_path / "handins"
+    folder.mkdir()
+    for name in files:
+        (folder / name).write_bytes((CLASS / name).read_bytes())
+    db = tmp_path / "grades.db"
+    with Store(db) as store:  # as `grade` leaves it: each result with the path of the file graded
+        for name in files:
+            store.save(SubmissionResult(student=Path(name).stem, assignment="w07_attention",
+                                        file=str(folder / name), sha256="", suite_version="v", seed=0,
+                                        sandbox="bwrap", tests=()))
+    from_folder = run_similarity(str(folder), "--out", str(tmp_path / "a"))
+    from_store = run_similarity("--db", str(db), "--out", str(tmp_path / "b"))
+    assert from_folder.returncode == 0 and from_store.returncode == 0, (from_folder.stderr, from_store.stderr)
+    pairs = (tmp_path / "a" / "pairs.csv").read_text()
+    assert pairs == (tmp_path / "b" / "pairs.csv").read_text()
+    rows = list(csv.DictReader(pairs.splitlines()))
+    assert {(r["student_a"], r["student_b"]) for r in rows[:3]} == {
+        ("d06_mix_two", "i09_copyto"), ("d06_mix_two", "i10_fill_then_place"), ("i11_recursive", "p04_copies_score")}
+    assert rows[2]["functions"] == "score"
+    assert [float(r["score"]) for r in rows] == sorted((float(r["score"]) for r in rows), reverse=True)
+
+    (folder / "i01_einsum.py").unlink()  # moved since grading: named, and the rest compared
+    again = run_similarity("--db", str(db), "--out", str(tmp_path / "c"))
+    assert again.returncode == 0, again.stderr
+    page = (tmp_path / "c" / "index.html").read_text()
+    assert "i01_einsum: not compared: the graded file" in page
+    assert (tmp_path / "c" / "pairs.csv").read_text().count("\n") == pairs.count("\n") - pairs.count("i01_einsum")
+
+
+def test_bad_hand_ins_are_noted_and_the_class_is_still_compared(tmp_path):
+    folder = tmp_path / "handins"
+    folder.mkdir()
+    for name in ("i09_copyto.py", "d06_mix_two.py"):
+        (folder / name).write_bytes((CLASS / name).read_bytes())
+    (folder / "broken.py").write_text("def score(Q, K, scale=None:\n    return\n")
+    (folder / "empty.py").write_text("")
+    (folder / "deep.py").write_text("def softmax(S):\n    return " + "(" * 5000 + "S" + ")" * 5000 + "\n")
+    good = (CLASS / "i10_fill_then_place.py").read_text()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def oops(:\n"),
+                                               nbformat.v4.new_code_cell(good)])
+    nbformat.write(notebook, folder / "half.ipynb")
+    done = run_similarity(str(folder), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "broken: the file has a syntax error; not compared: none of the assignment&#39;s functions" in page
+    assert "empty: not compared: empty.py is empty" in page
+    assert "deep: the file has a syntax error; not compared" in page
+    assert "half: 1 cell(s) could not be parsed (a syntax error) and were left out" in page
+    rows = list(csv.DictReader((tmp_path / "out" / "pairs.csv").read_text().splitlines()))
+    assert ("d06_mix_two", "half") in {(r["student_a"], r["student_b"]) for r in rows}
+
+
+def test_student_text_is_escaped_on_every_page(tmp_path):
+    folder = tmp_path / "handins"
+    folder.mkdir()
+    hostile = (CLASS / "i02_batch_loops.py").read_text().replace(
+        'raise ValueError(f"row {i} has every key masked")',
+        'raise ValueError("</div><script>alert(1)</script>\u202e")')
+    (folder / "<img src=x onerror=alert(1)>.py").write_text(hostile)
+    (folder / "=cmd.py").write_text(hostile)
+    done = run_similarity(str(folder), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    pages = [(tmp_path / "out" / "index.html").read_text(), (tmp_path / "out" / "pairs" / "0001.html").read_text()]
+    for page in pages:
+        assert "<script>" not in page and "<img src=x" not in page and "\u202e" not in page
+        assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "&lt;/div&gt;&lt;script&gt;alert(1)&lt;/script&gt;\\u202e" in pages[1]
+    rows = list(csv.reader((tmp_path / "out" / "pairs.csv").read_text().splitlines()))
+    assert rows[1][:2] == ["<img src=x onerror=alert(1)>", "'=cmd"]  # never a spreadsheet formula
+
+
+def _function_text(text: str, name: str) -> str:
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(text, node)
+
+
+def _submission(student: str, text: str):
+    path = Path(f"/nonexistent/{student}.py")
+    from autograder.grading.submission import Submission
+    return Submission(student, path, "py", "", source=text)
+
+
+def test_what_many_students_write_alike_is_no_evidence():
+    """Twelve of the twenty independent students write the same padding_mask: no pair is listed for it."""
+    files = sorted(CLASS.glob("i*.py"))
+    shared = _function_text((CLASS / "i06_helpers.py").read_text(), "padding_mask")
+    submissions = []
+    for number, path in enumerate(files):
+        text = path.read_text()
+        if number < 12:
+            text = text.replace(_function_text(text, "padding_mask"), shared)
+        submissions.append(_submission(path.stem, text))
+    copies = [read_submission(p) for p in sorted(CLASS.iterdir()) if not p.stem.startswith("i")]
+    comparison = compare_class("w07_attention", submissions + copies, STUB, SOURCE_DIR, jobs=1)
+    independent = [p for p in comparison.pairs if p.a.startswith("i") and p.b.startswith("i")]
+    assert not [p for p in independent if "padding_mask" in {f.function for f in p.functions}]
+    assert max(p.score for p in independent) < 0.5
+
+
+def test_the_stub_left_as_it_is_matches_nothing():
+    stub = STUB.read_text()
+    copied = _function_text((CLASS / "i01_einsum.py").read_text(), "softmax")
+    one = "import math\n\nimport numpy as np\nimport torch\n" + stub.replace(_function_text(stub, "softmax"), copied)
+    submissions = [_submission("untouched", stub), _submission("also_untouched", stub), _submission("one", one),
+                   *(read_submission(p) for p in sorted(CLASS.iterdir()) if p.stem != "d01_renamed")]
+    comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
+    assert not [p for p in comparison.pairs if {"untouched", "also_untouched"} & {p.a, p.b}]
+    assert [f.function for p in comparison.pairs if (p.a, p.b) == ("i01_einsum", "one") for f in p.functions] == [
+        "softmax"]
