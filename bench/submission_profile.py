@@ -2,7 +2,9 @@
 
 All measured in this run, in one process, on one thread (as a grading job
 computes), with the same submission (tests/fixtures/submissions/correct/
-plain.py) and the full suite with calibrated limits:
+plain.py) and the full suite with calibrated limits, and a failing one
+(plain.py with tests/fixtures/submissions/buggy/score_missing_scale.py
+appended), which costs the grader its shrinking and diagnosis as well:
 
 - in-process: the suite against the file's functions run in this process
   (bench/inprocess.py's peer, one Grader kept across submissions);
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import tempfile
 import time
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -40,6 +43,7 @@ from autograder.sandbox.zygote import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN = ROOT / "tests/fixtures/submissions/correct/plain.py"
+FAILING = ROOT / "tests/fixtures/submissions/buggy/score_missing_scale.py"  # fails its score and attention checks
 TICK = os.sysconf("SC_CLK_TCK")
 ROUND_TRIPS = 50  # tiny calls per session, to tell one call's cost from the session's
 
@@ -78,6 +82,14 @@ def _sandbox_usage(zygote: int) -> tuple[float, int]:
     return sum(int(f) for f in fields[11:15]) / TICK, int(fields[8])
 
 
+def _failing_submission():
+    """plain.py with the failing snippet appended (a later def overrides), as the tests compose it."""
+    folder = Path(tempfile.mkdtemp(prefix="profile-"))
+    path = folder / "failing.py"
+    path.write_text(PLAIN.read_text() + "\n\n" + FAILING.read_text())
+    return read_submission(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=60)
@@ -105,6 +117,9 @@ def main() -> None:
         grader.grade(submission)  # the zygote's start and the shared cases are not per-submission costs
         zygote = sandbox.zygote_pid()
         sandboxed = measure(lambda: grader.grade(submission), args.count, zygote)
+        failing = _failing_submission()
+        grader.grade(failing)
+        failed = measure(lambda: grader.grade(failing), args.count, zygote)
 
         def session_making(calls: int):
             with Session(sandbox, spec, suite.assignment.limits) as session:
@@ -122,6 +137,8 @@ def main() -> None:
     print(f"sandboxed:   {sandboxed.wall_ms:6.1f} wall = {sandboxed.wall_ms / inprocess.wall_ms:.2f}x in-process; "
           f"processor: grader {sandboxed.grader_cpu_ms:.1f}, sandbox {sandboxed.sandbox_cpu_ms:.1f} "
           f"(children's page faults: {sandboxed.child_faults:.0f})")
+    print(f"a failing submission ({FAILING.name}): {failed.wall_ms:6.1f} wall; processor: grader "
+          f"{failed.grader_cpu_ms:.1f}, sandbox {failed.sandbox_cpu_ms:.1f}")
     print(f"  a session's open + close (fork, load this file, kill, wipe): {lifecycle.wall_ms:5.1f} wall; processor: "
           f"grader {lifecycle.grader_cpu_ms:.1f}, sandbox {lifecycle.sandbox_cpu_ms:.1f} "
           f"(children's page faults {lifecycle.child_faults:.0f})")

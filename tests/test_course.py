@@ -9,11 +9,11 @@ import pytest
 
 from autograder.authoring.checks import CheckFailed, Tolerance
 from autograder.authoring.compare import expect_close
-from autograder.authoring.protocol import Call, SampledArray
+from autograder.authoring.protocol import Call
 from autograder.grading.course import CourseError, load_course
 from autograder.grading.suite import load_suite
 from autograder.sandbox import wire
-from autograder.sandbox.replies import ReplyRejected, read_reply
+from autograder.sandbox.replies import read_reply, request_frame
 
 from conftest import FIXTURES, ROOT, run_cli
 
@@ -126,27 +126,22 @@ def test_checks_command_lists_every_check_with_its_points_from_course_yaml(cours
     assert f"{len(points)} checks, {suite.max_score:g} points" in done.stdout.splitlines()[-1]
 
 
-def _reply(value, sample):
+def _reply(value):
     """A worker's reply frame for `value`, encoded as the worker encodes it."""
     buffers = []
-    return {"event": "reply", "id": 1, "value": wire.encode(value, buffers, sample=sample)}, buffers
+    return {"event": "reply", "id": 1, "value": wire.encode(value, buffers)}, buffers
 
 
-def test_a_sampled_reply_is_compared_at_the_sampled_positions_and_must_be_the_sample_asked_for():
-    expected = np.linspace(-1, 1, 50_000).reshape(50, 1000)
+def test_a_large_reply_crosses_whole_and_every_entry_is_compared():
+    expected = np.linspace(-1, 1, 2 * 512 * 512).reshape(2, 512, 512)
     tol = Tolerance(1e-6, 1e-9)
-    asked, unasked = Call("f", sample=20_000), Call("f")
-    honest = read_reply(*_reply(expected.copy(), 20_000), asked).value
-    assert isinstance(honest, SampledArray) and honest.shape == (50, 1000)
+    header, _ = request_frame(Call("f", (expected,)), 1)
+    assert "sample" not in header  # nothing in a request says which part of the answer is looked at
+    honest = read_reply(*_reply(expected.copy()), Call("f")).value
+    assert isinstance(honest, np.ndarray) and honest.shape == expected.shape
     expect_close(honest, expected, tol, "x")
-    wrong = expected.copy()
-    wrong[:, :500] += 1.0  # half the entries: the sample cannot miss them
-    with pytest.raises(CheckFailed, match="sampled positions"):
-        expect_close(read_reply(*_reply(wrong, 20_000), asked).value, expected, tol, "x")
-    with pytest.raises(CheckFailed, match="expected shape"):
-        expect_close(read_reply(*_reply(expected.T.copy(), 20_000), asked).value, expected, tol, "x")
-    # A hostile worker may not choose fewer positions, nor send a sample nobody asked for.
-    with pytest.raises(ReplyRejected):
-        read_reply(*_reply(expected, 10), asked)
-    with pytest.raises(ReplyRejected):
-        read_reply(*_reply(expected, 20_000), unasked)
+    for index in ((0, 0, 0), (1, 511, 511), (1, 7, 300)):  # one wrong entry anywhere is found
+        wrong = expected.copy()
+        wrong[index] += 1.0
+        with pytest.raises(CheckFailed, match=r"at 1 of 524288 positions"):
+            expect_close(read_reply(*_reply(wrong), Call("f")).value, expected, tol, "x")

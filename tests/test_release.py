@@ -191,7 +191,7 @@ def test_nothing_from_solutions_or_hidden_checks_is_released(suite, released):
     hidden_numbers = _numbers((ROOT / "solutions" / "w07_attention" / HIDDEN_FILE).read_text()) - \
         _numbers((SOURCE / PUBLIC_FILE).read_text())
     distinctive = {n for n in hidden_numbers if not (float(n).is_integer() and abs(n) < 100)}
-    assert {512, 20000} <= distinctive  # T = 512 and the sample size are the hidden checks' own
+    assert 512 in distinctive  # T = 512 is the hidden checks' own
     found = []
     for path in released.rglob("*"):
         text = path.read_text()

@@ -147,12 +147,12 @@ class Trial:
     calls: list = field(default_factory=list)  # (Call, Reply) in order, for replays and examples
 
     def call(self, function: str, *args, as_tensors: bool = False, backward=None,
-             return_inputs: bool = False, sample: int | None = None, **kwargs) -> Reply:
+             return_inputs: bool = False, **kwargs) -> Reply:
         """Call the student's `function` in the sandbox; the reply may hold an exception.
 
         The keyword options are Call's; every other keyword goes to the function.
         """
-        request = Call(function, args, kwargs, as_tensors, backward, return_inputs, self.seconds, sample)
+        request = Call(function, args, kwargs, as_tensors, backward, return_inputs, self.seconds)
         reply = self.call_function(request)
         self.calls.append((request, reply))
         return reply

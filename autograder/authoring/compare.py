@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.authoring.checks import CheckFailed, Tolerance
-from autograder.authoring.protocol import Opaque, SampledArray, TensorData, sample_positions
+from autograder.authoring.protocol import Opaque, TensorData
 
 
-def as_array(got, what: str, expected_shape: tuple) -> np.ndarray | SampledArray:
-    """The returned value as an ndarray (or a sample of one), or CheckFailed saying what it was instead."""
-    if isinstance(got, (np.ndarray, SampledArray)):
+def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
+    """The returned value as an ndarray, or CheckFailed saying what it was instead."""
+    if isinstance(got, np.ndarray):
         return got
     if got is None:
         raise CheckFailed(f"{what} is None: the function returned nothing (is a `return` missing?)")
@@ -71,9 +71,8 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
     """Floating-point comparison: array → shape → dtype → finiteness → values.
 
     expected: the trusted value; may hold −inf (masked scores) and must then
-    be matched exactly there. got: may be a SampledArray (see Call.sample),
-    for outputs of millions of entries whose values other checks already
-    verify in full at small sizes; only its sampled positions are compared.
+    be matched exactly there. Every entry of `got` is compared: a worker
+    cannot know which part of its answer would otherwise be looked at.
     terms: for a sum or a matrix product, the sum of its terms' magnitudes,
     entry by entry (expected's shape): for C = A V, |A| @ |V|, i.e.
     Σⱼ |aᵢⱼ| |vⱼₖ|. Rounding errs in proportion to the terms, not to the
@@ -86,20 +85,13 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
                           "(an integer result has lost the fractions)", expected, got)
     if got.dtype.kind != "f":
         raise CheckFailed(f"{what} has dtype {got.dtype}; expected floating-point numbers", expected, got)
-    if isinstance(got, SampledArray):
-        positions = sample_positions(expected.size, got.values.size)
-        got64, exp64 = got.values, expected.reshape(-1)[positions]
-    else:
-        positions = None
-        got64, exp64 = got.reshape(-1), expected.reshape(-1)
-    got64, exp64 = got64.astype(np.float64), exp64.astype(np.float64)
+    got64, exp64 = got.reshape(-1).astype(np.float64), expected.reshape(-1).astype(np.float64)
     magnitude = None
     if terms is not None:
         magnitude = np.broadcast_to(np.asarray(terms, dtype=np.float64), expected.shape).reshape(-1)
-        magnitude = magnitude[positions] if positions is not None else magnitude
 
-    def index(i):  # a position in the compared values -> an index into the arrays
-        return _index(np.unravel_index(positions[i] if positions is not None else i, expected.shape))
+    def index(i):  # a position in the flattened values -> an index into the arrays
+        return _index(np.unravel_index(i, expected.shape))
 
     _expect_same_nonfinite(got64, exp64, what, expected, got, index)
     finite = np.isfinite(exp64)
@@ -109,7 +101,7 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
     bad = error > allowed
     if bad.any():
         worst = int(np.argmax(np.where(bad, error, -1.0)))
-        counted = f"{int(bad.sum())} of {bad.size}" + (" sampled" if positions is not None else "")
+        counted = f"{int(bad.sum())} of {bad.size}"
         shown_got, shown_expected = distinct_digits(got64[worst], exp64[worst])
         raise CheckFailed(
             f"{what} differs from the expected values at {counted} positions; the largest difference is "

@@ -3,10 +3,11 @@
 A check asks with a `Call` ("run function F on these arguments") and gets a
 `Reply`: the returned value, or the exception raised. Values in a reply are
 plain data the grader owns: NumPy arrays, and for what is not an array,
-`TensorData` (a tensor's values and autograd state), `SampledArray` (a sample
-of a large array) or `Opaque` (the name of an object's type, never the
-object). There is no process code here: the sandbox carries these across
-(autograder.sandbox.wire), the authoring API judges them.
+`TensorData` (a tensor's values and autograd state) or `Opaque` (the name of
+an object's type, never the object). A reply carries the whole answer: no
+request says which part of it will be looked at. There is no process code
+here: the sandbox carries these across (autograder.sandbox.wire), the
+authoring API judges them.
 
 Shipped to the worker with the wire format (see sandbox.zygote.BOOT): standard library and NumPy only.
 """
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.random import default_rng  # at import, not first use: see sample_positions
 
 
 @dataclass(frozen=True)
@@ -26,25 +26,6 @@ class TensorData:
     array: np.ndarray
     requires_grad: bool
     grad_fn: str | None
-
-
-@dataclass(frozen=True)
-class SampledArray:
-    """A large array of which only a sample crossed: its full shape and dtype, and the values
-    at `sample_positions(size, len(values))` of its flattened data."""
-
-    shape: tuple
-    dtype: np.dtype
-    values: np.ndarray
-
-
-def sample_positions(size: int, count: int) -> np.ndarray:
-    """Flat positions of a sample of `count` entries; the same on both sides (a fixed seed).
-
-    numpy imports its random module lazily; importing default_rng at the top puts it in the worker's
-    zygote, so no child pays ~8 ms to import it for its first sampled reply.
-    """
-    return default_rng(0).integers(0, size, count)
 
 
 @dataclass(frozen=True)
@@ -67,8 +48,6 @@ class Call:
     return_inputs: read the arguments back after the call (from the
         grader's shared memory), to detect in-place modification.
     seconds: wall-clock limit for this call; None means the course default.
-    sample: return arrays larger than this as a sample of this many entries
-        (SampledArray), for outputs too large to be worth sending whole.
     """
 
     function: str
@@ -78,7 +57,6 @@ class Call:
     backward: tuple | None = None
     return_inputs: bool = False
     seconds: float | None = None
-    sample: int | None = None
 
     def payload_bytes(self) -> int:
         arrays = [a for a in (*self.args, *self.kwargs.values(), *(self.backward or ()))

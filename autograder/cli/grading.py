@@ -66,13 +66,16 @@ def add_commands(commands) -> None:
     options.course(checks)
     checks.set_defaults(run=_checks)
 
-    replay = commands.add_parser("replay", help="re-run one check for one student and print the inputs, "
-                                                "the expected and the returned values")
+    replay = commands.add_parser("replay", help="re-run one check for one student as graded and print its "
+                                                "verdict beside the stored one, then the inputs, the expected "
+                                                "and the returned values")
     replay.add_argument("student", help="student id, as stored by `grade`")
     replay.add_argument("check", help="check name, <function>.<aspect> (`autograder checks` lists them)")
     replay.add_argument("--assignment", help="assignment (default: the only one in the database)")
     options.results_db(replay)
     replay.add_argument("--file", type=Path, help="the student's file, if it moved since grading")
+    replay.add_argument("--full", action="store_true", help="print every call and every array entry (default: "
+                                                           "abbreviated to fit a screen)")
     options.course(replay)
     options.sandbox(replay)
     replay.set_defaults(run=_replay)
@@ -186,7 +189,8 @@ def _replay(args) -> int:
     if not path.is_file():
         raise CourseError(f"{path} (the file graded for {args.student}) is gone; pass --file with its new path")
     submission = dataclasses.replace(read_submission(path), student=args.student)
-    if submission.sha256 != stored.sha256 or suite.version != stored.suite_version:
+    changed = submission.sha256 != stored.sha256 or suite.version != stored.suite_version
+    if changed:
         print(f"note: the file or the suite changed since {args.student} was graded; the replay uses the "
               "current ones", file=sys.stderr)
     protections = probe(args.sandbox)
@@ -194,8 +198,10 @@ def _replay(args) -> int:
     with Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup) as sandbox:
         with Store(options.db_path(args)) as store:
             reference = cached_reference_times(course, suite, store)
-        tried = Grader(course, suite, sandbox, reference).replay(submission, args.check)
-    print(safe(format_replay(args.student, args.check, stored.seed, tried)))
+        replayed = Grader(course, suite, sandbox, reference).replay(submission, args.check)
+    was = next((test for test in stored.tests if test.name == args.check), None)
+    print(safe(format_replay(args.student, args.check, stored.seed, replayed, was, comparable=not changed,
+                             full=args.full)))
     return 0
 
 

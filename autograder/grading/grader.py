@@ -2,30 +2,46 @@
 
 The Grader lives in the trusted process with the suite (reference and hidden
 checks) and a Sandbox; only calls and their plain-data replies cross over.
-One broken function costs only the checks that call it: a missing function
-fails its own checks, a hang or crash restarts the worker for the next one.
+The calls a submission's session sees are fixed before any answer is judged
+(autograder.grading.plan); feedback that needs more calls (shrinking) runs
+afterwards in a fresh child (autograder.grading.explain). One broken
+function costs only the checks that call it: a missing function fails its
+own checks, a hang or crash restarts the worker for the next one.
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 
 from autograder.authoring.checks import Sizes, Trial, check_rng, student_seed
-from autograder.authoring.misconceptions import Misconception
+from autograder.authoring.protocol import Call
 from autograder.grading import calibration, loading
 from autograder.grading.attempt import Attempt, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
+from autograder.grading.explain import FreshChild, Judged, with_explanation
+from autograder.grading.plan import ReferenceAnswers, Sent, plan_check, recorded, run_live, send_plan, timed_out
+from autograder.grading.reference_cache import CachedReference
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One check run again as graded: its verdict, the run (None if it made no calls), and
+    how many calls of the checks before it were sent first, as when it was graded."""
+
+    result: CheckResult
+    tried: Attempt | None = None
+    earlier_calls: int = 0
 
 
 class Grader:
@@ -46,6 +62,10 @@ class Grader:
         self.budget = calibration.budget(suite, reference, self.limits)
         self._shared: dict = {}  # class-wide cases, see Trial.shared
         self._class_seed = student_seed(course.seed_salt, suite.assignment.name, "")
+        # Planning and judging run each check on the same inputs: the second run reuses the first's results.
+        self._reference = CachedReference(suite.reference) if suite.reference is not None else None
+        self._class_plans: dict[str, list[Call]] = {}  # see _plan
+        self._follows: dict[str, bool] = {}  # see _follows_sizes
 
     def grade(self, submission: Submission) -> SubmissionResult:
         """Grade one file; never raises for anything the file does.
@@ -79,19 +99,23 @@ class Grader:
         if problem:
             tests = self._all(loading.NOT_RUN, "failed")
         else:
-            with Session(self.sandbox, submission.worker_spec(assignment.module), assignment.limits,
-                         self.budget) as session:
+            spec = submission.worker_spec(assignment.module)
+            with self._session(spec) as session:
                 load = session.open()
                 problem = load.failure or loading.not_loaded(submission, load, self._graded_functions())
                 notes += loading.load_notes(load, loaded=not problem)
-                if load.failure:
-                    tests = self._all(f"your file could not be loaded: {load.failure}", "error")
-                elif problem:
-                    tests = self._all(loading.NOT_RUN, "failed")
-                else:
-                    tests = self.run_checks(session, load, seed)
+                judged = [] if problem else self.judge_checks(session, load, seed)
             output, killed = session.output.text(), session.killed_processes
             notes += session.notes
+            if load.failure:
+                tests = self._all(f"your file could not be loaded: {load.failure}", "error")
+            elif problem:
+                tests = self._all(loading.NOT_RUN, "failed")
+            else:
+                # Every point is fixed and the graded child is gone: calls that depend on verdicts get a new one.
+                with FreshChild(lambda: self._session(spec)) as fresh:
+                    tests = self.explain(judged, seed, fresh)
+                killed += fresh.killed_processes
         return _blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
@@ -100,95 +124,174 @@ class Grader:
             notes=tuple(notes), output=output, killed_processes=killed,
             seconds=time.monotonic() - started, graded_at=_now()), self.suite)
 
-    def replay(self, submission: Submission, check_name: str) -> Attempt:
-        """Run one check for one student again, exactly as graded, keeping every call it makes."""
+    def _session(self, spec: dict) -> Session:
+        return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
+
+    def replay(self, submission: Submission, check_name: str) -> Replayed:
+        """Run one check for one student again as graded: in a fresh session, after the same calls of
+        every check before it, so code whose answers depend on what ran before sees what it saw then."""
         entry = self.suite.check(check_name)
         seed = student_seed(self.course.seed_salt, self.suite.assignment.name, submission.student)
         if submission.problem:
-            return Attempt("failed", submission.problem)
-        with Session(self.sandbox, submission.worker_spec(self.suite.assignment.module),
-                     self.suite.assignment.limits, self.budget) as session:
+            return Replayed(self._result(entry, "failed", loading.NOT_RUN))
+        prefix = self.suite.checks[:self.suite.checks.index(entry) + 1]
+        with self._session(submission.worker_spec(self.suite.assignment.module)) as session:
             load = session.open()
             if load.failure:
-                return Attempt("error", f"the file could not be loaded: {load.failure}")
-            missing = [name for name in entry.check.functions if name not in load.functions]
-            if missing:
-                return Attempt("failed", f"the file does not define {missing[0]}()")
-            return attempt(entry, self._trial(entry, session, seed, entry.check.sizes, self.limits[entry.name].seconds))
+                return Replayed(self._result(entry, "error", f"your file could not be loaded: {load.failure}"))
+            if loading.not_loaded(submission, load, self._graded_functions()):
+                return Replayed(self._result(entry, "failed", loading.NOT_RUN))
+            sent = self._send_all(session, load, seed, prefix)
+        judged = self._judge(entry, load, seed, sent.get(entry.name))
+        earlier = sum(len(done[1].replies) for name, done in sent.items() if name != entry.name and
+                      not isinstance(done, str))
+        return Replayed(judged.result, judged.tried, earlier)
 
     def run_checks(self, session, load: LoadReport, seed: int, entries=None, explain: bool = True) -> list[CheckResult]:
-        """Run `entries` (default: the whole suite) in order against a loaded submission.
+        """Run `entries` (default: the whole suite) in order against a loaded submission; their results.
 
-        session: anything with Session's `call`. explain: diagnose and shrink
-        failures (in-kernel grading skips it: the points are the same).
-        A function that timed out is not called again on work as large:
-        otherwise one hanging function would spend the submission's budget
-        on its remaining checks and take honest functions' points with it.
-        Checks the reference finishes in well under the time still run, so
-        a function that is merely slow on the largest input keeps its other points.
+        session: anything with Session's `call`. explain: name the
+        misconception of failures (in-kernel grading skips it: the points
+        are the same). Nothing is shrunk: that needs a fresh child (`grade`).
         """
-        budget = ShrinkBudget.for_submission(self.budget)
+        judged = self.judge_checks(session, load, seed, entries)
+        return self.explain(judged, seed) if explain else [j.result for j in judged]
+
+    def judge_checks(self, session, load: LoadReport, seed: int, entries=None) -> list[Judged]:
+        """Send every check's planned calls to `session`, then judge each check from its replies."""
+        entries = list(self.suite.checks if entries is None else entries)
+        sent = self._send_all(session, load, seed, entries)
+        return [self._judge(entry, load, seed, sent.get(entry.name)) for entry in entries]
+
+    def _send_all(self, session, load: LoadReport, seed: int, entries) -> dict:
+        """check name -> (its planned calls, what they brought back), or the message of a check not run.
+
+        Nothing here looks at an answer. A function that timed out is not
+        called again on work as large: otherwise one hanging function would
+        spend the submission's budget on its remaining checks and take honest
+        functions' points with it. Checks the reference finishes in well under
+        the time still run, so a function that is merely slow on the largest
+        input keeps its other points.
+        """
+        planner = ReferenceAnswers(self._reference.namespace()) if self._reference is not None else None
         hung: dict[str, tuple[float, str]] = {}  # function -> (the reference's time where it timed out, message)
-        results = []
-        for entry in self.suite.checks if entries is None else entries:
+        sent: dict = {}
+        for entry in entries:
+            if _missing(entry, load):
+                continue
             size = self.limits[entry.name].reference  # how much work the check is, in the reference's seconds
             # Timings wobble, so only work well under half of what timed out counts as smaller.
             stuck = next((f for f in entry.check.functions
                           if f in hung and (size is None or size >= hung[f][0] / 2)), None)
             if stuck:
-                results.append(self._result(entry, "timeout", f"not run: {hung[stuck][1]}"))
+                sent[entry.name] = f"not run: {hung[stuck][1]}"
                 continue
-            result = self._run(entry, session, load, seed, budget, explain)
-            if result.status == "timeout":
-                hung[entry.function] = (size or 0.0, result.output)
-                result = self._name_slowness(entry, result, results)
-            results.append(result)
+            if planner is None:  # no reference to plan with (a student's own public checks): sent as they run
+                planned, replies = run_live(entry, self._trial(entry, None, seed, entry.check.sizes), session)
+            else:
+                planned = self._plan(entry, planner, seed)
+                replies = send_plan(session, planned)
+            sent[entry.name] = (planned, replies)
+            timeout = timed_out(replies)
+            if timeout is not None:
+                function = planned[len(replies.replies) - 1].function
+                hung[function] = (size or 0.0, self._too_slow(entry, str(timeout)))
+        return sent
+
+    def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> list[Call]:
+        """The check's calls with the reference answering them; kept for the class when the check drew
+        nothing from its student's generator (fixed cases, the class-wide T = 512 ones): then no
+        student's calls can differ."""
+        if entry.name in self._class_plans:
+            return self._class_plans[entry.name]
+        trial = self._trial(entry, planner.call, seed, entry.check.sizes)
+        untouched = trial.rng.bit_generator.state
+        planned = plan_check(entry, trial)
+        if trial.rng.bit_generator.state == untouched:
+            self._class_plans[entry.name] = planned
+        return planned
+
+    def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[list, Sent] | str | None) -> Judged:
+        """One check's verdict from the replies its planned calls brought back."""
+        missing = _missing(entry, load)
+        if missing:
+            return Judged(entry, self._result(entry, "failed", f"your file does not define {missing}(); keep the "
+                                                               "function names of the stub"))
+        if isinstance(sent, str):
+            return Judged(entry, self._result(entry, "timeout", sent))
+        planned, replies = sent
+        tried = attempt(entry, self._trial(entry, recorded(entry.name, planned, replies), seed, entry.check.sizes))
+        message = self._too_slow(entry, tried.message) if tried.status == "timeout" else tried.message
+        return Judged(entry, self._result(entry, tried.status, message, tried.hint, replies.seconds,
+                                          stopped=tried.stopped), tried)
+
+    def explain(self, judged: list[Judged], seed: int, fresh: FreshChild | None = None) -> list[CheckResult]:
+        """The results, each failure with its misconception and, given `fresh`, its smallest failing input.
+
+        Points are already fixed: nothing here changes a status or a score.
+        """
+        budget = ShrinkBudget.for_submission(self.budget)
+        results = []
+        for one in judged:
+            if one.result.status == "timeout":
+                results.append(self._name_slowness(one, results))
+                continue
+            if not one.explainable():
+                results.append(one.result)
+                continue
+            # Diagnosed on the graded run only: at the tiny shrunk sizes different ideas (and plain
+            # garbage such as all zeros) can give the same numbers.
+            idea = diagnose(self.suite.misconceptions, one.tried.calls, self.suite.reference,
+                            self.suite.assignment.tolerance)
+            shrunk = self._shrink(one.entry, fresh, seed, one.tried, budget) if fresh is not None else None
+            example = example_json(one.entry.visibility, shrunk.attempt if shrunk else one.tried,
+                                   self.suite.reference, shrunk_from=one.tried.sizes if shrunk else None)
+            results.append(with_explanation(one.result, idea, example))
         return results
 
-    def _run(self, entry: SuiteCheck, session: Session, load: LoadReport, seed: int,
-             budget: ShrinkBudget, explain: bool) -> CheckResult:
-        """One check; a failure is diagnosed, shrunk (randomized checks) and given an example."""
-        missing = [name for name in entry.check.functions if name not in load.functions]
-        if missing:
-            return self._result(entry, "failed", f"your file does not define {missing[0]}(); keep the "
-                                                 "function names of the stub")
-        started = time.monotonic()
-        first = attempt(entry, self._trial(entry, session, seed, entry.check.sizes, self.limits[entry.name].seconds))
-        seconds = time.monotonic() - started
-        if first.status == "timeout":
-            return self._result(entry, first.status, self._too_slow(entry, first.message), first.hint, seconds,
-                                stopped=first.stopped)
-        if first.status == "passed" or first.stopped or not explain:
-            # A stopped call left no reply to diagnose or show; the message says what the sandbox did.
-            return self._result(entry, first.status, first.message, first.hint, seconds, stopped=first.stopped)
-        # Diagnosed on the graded run only: at the tiny shrunk sizes different ideas (and plain
-        # garbage such as all zeros) can give the same numbers.
-        idea = self._diagnose(first)
-        shrunk = self._shrink(entry, session, seed, first, seconds, budget)
-        example = example_json(entry.visibility, shrunk.attempt if shrunk else first, self.suite.reference,
-                               shrunk_from=first.sizes if shrunk else None)
-        return self._result(entry, first.status, first.message, first.hint, seconds, idea=idea, example=example)
+    def _name_slowness(self, one: Judged, earlier: list[CheckResult]) -> CheckResult:
+        """A timeout with the idea it reveals (diagnosis.diagnose_timeout), if any."""
+        idea = diagnose_timeout(self.suite.misconceptions, one.entry.name, one.entry.function,
+                                [(result.function, result.status) for result in earlier])
+        return with_explanation(one.result, idea, one.result.example) if idea else one.result
 
-    def _trial(self, entry: SuiteCheck, session: Session, seed: int, sizes: Sizes | None,
-               seconds: float | None) -> Trial:
+    def _trial(self, entry: SuiteCheck, call_function, seed: int, sizes: Sizes | None) -> Trial:
         """A fresh Trial of `entry` for this student: the same seed gives the same inputs at the same sizes."""
-        return Trial(name=entry.name, rng=check_rng(seed, entry.name), ref=self.suite.reference,
-                     call_function=session.call, tolerance=self.suite.assignment.tolerance, sizes=sizes,
-                     seconds=seconds, shared_cache=self._shared, class_seed=self._class_seed)
+        return Trial(name=entry.name, rng=check_rng(seed, entry.name), ref=self._reference,
+                     call_function=call_function, tolerance=self.suite.assignment.tolerance, sizes=sizes,
+                     seconds=self.limits[entry.name].seconds, shared_cache=self._shared, class_seed=self._class_seed)
 
-    def _shrink(self, entry: SuiteCheck, session: Session, seed: int, first: Attempt, seconds: float,
+    def _shrink(self, entry: SuiteCheck, fresh: FreshChild, seed: int, first: Attempt,
                 budget: ShrinkBudget) -> Shrunk | None:
-        """The smallest sizes at which a failed randomized check still fails, re-run in the same session.
+        """The smallest sizes at which a failed randomized check still fails, re-run in the fresh child.
 
         Not for errors (a raise is already small), nor for checks with their
         own time limit in course.yaml: those time a fixed large case.
+        Smaller inputs take no longer than the failing run did, so its limit is the re-runs' limit too.
         """
         if first.status != "failed" or entry.check.sizes is None or entry.seconds is not None:
             return None
-        # Smaller inputs take no longer than the failing run did, so its limit is the re-runs' limit too.
-        limit = self.limits[entry.name].seconds
+        if not self._follows_sizes(entry, seed):
+            return None
         return shrink(entry.check.sizes, input_size(first.calls),
-                      lambda sizes: attempt(entry, self._trial(entry, session, seed, sizes, limit)), budget)
+                      lambda sizes: attempt(entry, self._trial(entry, fresh.call, seed, sizes)), budget)
+
+    def _follows_sizes(self, entry: SuiteCheck, seed: int) -> bool:
+        """Whether the check's inputs shrink with its sizes, planned with the reference once per check.
+
+        A check on a class-wide case (the T = 512 ones) keeps its inputs at
+        any sizes: re-running it smaller would repeat the same large call.
+        """
+        if self._reference is None:
+            return True
+        if entry.name not in self._follows:
+            planner = ReferenceAnswers(self._reference.namespace())
+            sizes = entry.check.sizes
+            smallest = Sizes(tuple((name, () if isinstance(value, tuple) else 1) for name, value in sizes.named))
+            full, least = (input_size([(call, None) for call in plan_check(entry, self._trial(
+                entry, planner.call, seed, at))]) for at in (sizes, smallest))
+            self._follows[entry.name] = least < full
+        return self._follows[entry.name]
 
     def _too_slow(self, entry: SuiteCheck, message: str) -> str:
         """A timeout's message, with how the limit compares with the reference and the check's own advice."""
@@ -198,25 +301,11 @@ class Grader:
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
         return message + (f"; {entry.check.slow_hint}" if entry.check.slow_hint else "")
 
-    def _name_slowness(self, entry: SuiteCheck, result: CheckResult, earlier: list[CheckResult]) -> CheckResult:
-        """A timeout with the idea it reveals (diagnosis.diagnose_timeout), if any."""
-        idea = diagnose_timeout(self.suite.misconceptions, entry.name, entry.function,
-                                [(r.function, r.status) for r in earlier])
-        if idea is None:
-            return result
-        return dataclasses.replace(result, misconception=idea.id, explanation=idea.sentence)
-
-    def _diagnose(self, tried: Attempt) -> Misconception | None:
-        return diagnose(self.suite.misconceptions, tried.calls, self.suite.reference,
-                        self.suite.assignment.tolerance)
-
     def _result(self, entry: SuiteCheck, status: str, message: str, hint: str = "", seconds: float = 0.0,
-                idea: Misconception | None = None, example: str = "", stopped: str = ""):
+                stopped: str = "") -> CheckResult:
         return CheckResult(name=entry.name, function=entry.function, visibility=entry.visibility, status=status,
                            score=entry.points if status == "passed" else 0.0, max_score=entry.points,
-                           output=message, hint=hint, seconds=round(seconds, 4),
-                           misconception=idea.id if idea else None, explanation=idea.sentence if idea else "",
-                           example=example, stopped=stopped)
+                           output=message, hint=hint, seconds=round(seconds, 4), stopped=stopped)
 
     def _graded_functions(self) -> set[str]:
         return {name for entry in self.suite.checks for name in entry.check.functions}
@@ -224,6 +313,10 @@ class Grader:
     def _all(self, message: str, status: str) -> list[CheckResult]:
         return [self._result(entry, status, message) for entry in self.suite.checks]
 
+
+def _missing(entry: SuiteCheck, load: LoadReport) -> str:
+    """The first function the check calls that the file does not define, or ""."""
+    return next((name for name in entry.check.functions if name not in load.functions), "")
 
 
 INTERNAL_ERROR = ("internal error: the grader failed on this submission (not because of your code); your "

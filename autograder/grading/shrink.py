@@ -5,8 +5,9 @@ reductions of `Sizes.smaller()` in order (most aggressive first), move to the
 first one that still fails, and start over from there; stop when no
 reduction fails, after `MAX_RUNS` re-runs, or when the submission's
 shrinking time is spent. The caller re-runs the check with a fresh Trial
-(same seed) against the same live sandbox session, so the smaller failure
-is one the student's code really produced.
+(same seed) in a fresh child of the submission, started after the graded
+session closed (autograder.grading.explain), so the smaller failure is one
+the student's code really produced and no re-run can change a point.
 """
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ class ShrinkBudget:
 
     @classmethod
     def for_submission(cls, submission_seconds: float) -> ShrinkBudget:
-        # Re-runs use the same session, so they also use the submission's time budget;
-        # a small share keeps shrinking from costing an honest check its time.
+        # A small share of the submission's time: shrinking is feedback, and must not make
+        # grading a failing file much slower than grading a right one.
         return cls(min(MAX_SUBMISSION_SECONDS, SUBMISSION_SHARE * submission_seconds))
 
     def left(self) -> float:

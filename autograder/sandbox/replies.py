@@ -2,7 +2,7 @@
 
 `request_frame` turns a Call into the wire header and buffers a worker
 answers; `read_reply` decodes the answer and refuses what cannot be
-trusted: a sample of the wrong size, gradients that are not one per
+trusted: gradients that are not one per
 argument and of its shape, anything the wire decoder rejects. The
 `CallFailed` family is how a call that produced no usable reply ends;
 `CapturedOutput` keeps what the calls printed.
@@ -54,7 +54,7 @@ def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
     header = {"op": "call", "id": call_id, "function": call.function,
               "args": [wire.encode(a, buffers) for a in call.args],
               "kwargs": {k: wire.encode(v, buffers) for k, v in call.kwargs.items()},
-              "as_tensors": call.as_tensors, "return_inputs": call.return_inputs, "sample": call.sample,
+              "as_tensors": call.as_tensors, "return_inputs": call.return_inputs,
               "backward": None if call.backward is None else [wire.encode(g, buffers) for g in call.backward]}
     return header, buffers
 
@@ -62,8 +62,7 @@ def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
 def read_reply(header: dict, buffers: list, call: Call, inputs: tuple | None = None) -> Reply:
     """Decode and validate a worker's reply to `call`; raises ReplyRejected when it cannot be trusted.
 
-    Only the call's `sample` size of sampled array is accepted, and for a
-    call with `backward` exactly one gradient per positional argument, each
+    For a call with `backward`, exactly one gradient per positional argument, each
     None or of that argument's shape. inputs: the arguments after the call,
     as the caller (not the worker) read them.
     """
@@ -75,7 +74,7 @@ def read_reply(header: dict, buffers: list, call: Call, inputs: tuple | None = N
             raise ReplyRejected(f"the returned value could not be sent back ({problem.describe()})")
         grad_error = header.get("grad_error")
         return Reply(
-            value=wire.decode(header.get("value"), buffers, sample=call.sample),
+            value=wire.decode(header.get("value"), buffers),
             inputs=inputs,
             grads=_gradients(header.get("grads"), buffers, call) if grad_error is None else None,
             grad_error=None if grad_error is None else safe(grad_error, wire.MAX_TEXT))

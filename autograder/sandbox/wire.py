@@ -28,7 +28,7 @@ import struct
 
 import numpy as np
 
-from autograder.authoring.protocol import Opaque, SampledArray, TensorData, sample_positions
+from autograder.authoring.protocol import Opaque, TensorData
 from autograder.text import safe
 
 HEADER_LIMIT = 1 << 20  # bytes of JSON header accepted from the other side
@@ -268,21 +268,18 @@ def shared_buffers(region: mmap.mmap | None, layout) -> list:
 
 # ---------------------------------------------------------------- values
 
-def encode(value, buffers: list, depth: int = 0, sample: int | None = None) -> dict:
-    """Describe `value` as a JSON-able tree, appending array bytes to `buffers`.
-
-    sample: send arrays larger than this as a SampledArray of this many entries.
-    """
+def encode(value, buffers: list, depth: int = 0) -> dict:
+    """Describe `value` as a JSON-able tree, appending array bytes to `buffers` (whole: never a sample)."""
     if value is None:
         return {"t": "none"}
     if isinstance(value, (bool, int, float)) and type(value) in (bool, int, float):
         return {"t": "scalar", "value": value if not isinstance(value, float) or np.isfinite(value) else repr(value)}
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
-        return _encode_array(np.asarray(value), buffers, sample)
+        return _encode_array(np.asarray(value), buffers)
     torch = _torch_module()
     if torch is not None and isinstance(value, torch.Tensor):
         array = value.detach().cpu().resolve_conj().resolve_neg().numpy()
-        tree = _encode_array(array, buffers, sample)
+        tree = _encode_array(array, buffers)
         if tree["t"] == "array":
             grad_fn = type(value.grad_fn).__name__ if value.grad_fn is not None else None
             tree.update(t="tensor", requires_grad=bool(value.requires_grad), grad_fn=grad_fn)
@@ -290,32 +287,26 @@ def encode(value, buffers: list, depth: int = 0, sample: int | None = None) -> d
     if isinstance(value, (tuple, list)) and type(value) in (tuple, list) and depth < MAX_DEPTH:
         if len(value) > MAX_ITEMS:
             return {"t": "opaque", "type": type(value).__name__, "detail": f"{len(value)} items"}
-        return {"t": type(value).__name__, "items": [encode(v, buffers, depth + 1, sample) for v in value]}
+        return {"t": type(value).__name__, "items": [encode(v, buffers, depth + 1) for v in value]}
     if isinstance(value, str) and type(value) is str:
         return {"t": "opaque", "type": "str", "detail": value[:MAX_TEXT]}
     return {"t": "opaque", "type": _type_name(value)}
 
 
-def _encode_array(array: np.ndarray, buffers: list, sample: int | None) -> dict:
+def _encode_array(array: np.ndarray, buffers: list) -> dict:
     array = np.asarray(array)  # a subclass travels as its base data
     if array.dtype.str not in DTYPES:
         return {"t": "opaque", "type": "numpy.ndarray", "detail": f"dtype={array.dtype}"}
-    whole = {}
-    if sample is not None and array.size > sample:
-        whole = {"whole": list(array.shape)}
-        array = array.reshape(-1)[sample_positions(array.size, sample)]
     buffers.append(np.ascontiguousarray(array).data.cast("B"))
-    return {"t": "array", "dtype": array.dtype.str, "shape": list(array.shape), "buf": len(buffers) - 1, **whole}
+    return {"t": "array", "dtype": array.dtype.str, "shape": list(array.shape), "buf": len(buffers) - 1}
 
 
-def decode(tree, buffers: list, depth: int = 0, sample: int | None = None):
+def decode(tree, buffers: list, depth: int = 0):
     """Rebuild a value from `encode`'s tree, validating every field.
 
     Raises WireError on anything malformed. Arrays come back as base
     `np.ndarray` (never a subclass), views of the received bytes (writable
     when those are, as a call's arguments in shared memory are).
-    sample: what the request asked for (see `encode`); a SampledArray is
-    accepted only then, and only with exactly that many entries.
     """
     if not isinstance(tree, dict) or depth > MAX_DEPTH:
         raise WireError("value description is not valid")
@@ -330,7 +321,7 @@ def decode(tree, buffers: list, depth: int = 0, sample: int | None = None):
             raise WireError("scalar is not a number")
         return value
     if kind in ("array", "tensor"):
-        array = _decode_array(tree, buffers, sample)
+        array = _decode_array(tree, buffers)
         if kind == "tensor":
             grad_fn = tree.get("grad_fn")
             return TensorData(array, tree.get("requires_grad") is True,
@@ -340,14 +331,14 @@ def decode(tree, buffers: list, depth: int = 0, sample: int | None = None):
         items = tree.get("items")
         if not isinstance(items, list) or len(items) > MAX_ITEMS:
             raise WireError("sequence is not valid")
-        values = [decode(item, buffers, depth + 1, sample) for item in items]
+        values = [decode(item, buffers, depth + 1) for item in items]
         return tuple(values) if kind == "tuple" else values
     if kind == "opaque":
         return Opaque(safe(tree.get("type"), MAX_TEXT), safe(tree.get("detail", ""), MAX_TEXT))
     raise WireError(f"unknown value kind {safe(kind, 40)!r}")
 
 
-def _decode_array(tree: dict, buffers: list, sample: int | None) -> np.ndarray | SampledArray:
+def _decode_array(tree: dict, buffers: list) -> np.ndarray:
     dtype = DTYPES.get(tree.get("dtype"))
     shape, index = tree.get("shape"), tree.get("buf")
     if dtype is None:
@@ -359,14 +350,7 @@ def _decode_array(tree: dict, buffers: list, sample: int | None) -> np.ndarray |
     data = buffers[index]
     if _count(shape) * dtype.itemsize != memoryview(data).nbytes:
         raise WireError("array bytes do not match its shape")
-    values = np.frombuffer(data, dtype=dtype).reshape(shape)
-    if "whole" not in tree:
-        return values
-    whole = tree["whole"]
-    # A short sample would be judged on fewer positions than the check asked for.
-    if not (sample is not None and _is_shape(whole) and shape == [sample] and sample < _count(whole)):
-        raise WireError("sampled array shape is not valid")
-    return SampledArray(tuple(whole), dtype, values)
+    return np.frombuffer(data, dtype=dtype).reshape(shape)
 
 
 def _is_shape(shape) -> bool:

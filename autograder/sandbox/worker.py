@@ -360,7 +360,7 @@ def _call(request: dict, buffers: list, namespace: dict):
         reply["raised"] = _describe(error, namespace.get("__file__"))
         return reply, out
     try:
-        reply["value"] = wire.encode(result, out, sample=request.get("sample"))
+        reply["value"] = wire.encode(result, out)
         if request.get("backward") is not None:
             reply.update(_backward(result, args, request["backward"], buffers, out))
     except BaseException as error:  # noqa: BLE001

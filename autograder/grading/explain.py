@@ -1,0 +1,80 @@
+"""What a failing check's feedback adds once its points are fixed: the misconception, the smallest failing input.
+
+Runs after a submission's graded session has closed (autograder.grading.plan
+says why). The diagnosis looks only at the graded calls. Shrinking needs new
+calls that depend on the verdicts, so it makes them in a fresh child
+(`FreshChild`), started only for a submission that has something to shrink:
+whatever that child answers can change an example, never a point.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from autograder.authoring.misconceptions import Misconception
+from autograder.grading.attempt import Attempt
+from autograder.grading.results import CheckResult
+from autograder.grading.suite import SuiteCheck
+from autograder.sandbox.replies import WorkerDied
+
+
+@dataclass
+class Judged:
+    """One check's verdict from the graded calls, and what explaining it needs.
+
+    tried: the judged run (None when the check made no calls: a missing
+    function, work not sent again after a timeout).
+    """
+
+    entry: SuiteCheck
+    result: CheckResult
+    tried: Attempt | None = None
+
+    def explainable(self) -> bool:
+        """A wrong answer or a raise that a reply shows; a stopped call left nothing to explain."""
+        tried = self.tried
+        return tried is not None and tried.status in ("failed", "error") and not tried.stopped
+
+
+class FreshChild:
+    """A new child of the submission for the calls that depend on verdicts; started on its first call.
+
+    start: returns an unopened Session. Use only after the graded session
+    has closed: the sandbox runs one submission's processes at a time.
+    """
+
+    def __init__(self, start: Callable):
+        self._start = start
+        self._session = None
+        self._failure = ""
+        self.killed_processes = 0
+
+    def call(self, call):
+        if self._failure:
+            raise WorkerDied(self._failure)
+        if self._session is None:
+            self._session = self._start()
+            load = self._session.open()
+            if load.failure:
+                self._failure = f"the file could not be loaded again for its example: {load.failure}"
+                raise WorkerDied(self._failure)
+        return self._session.call(call)
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self.killed_processes = self._session.killed_processes
+            self._session = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+
+def with_explanation(result: CheckResult, idea: Misconception | None, example: str) -> CheckResult:
+    """`result` with its misconception and example filled in; its status and points unchanged."""
+    return dataclasses.replace(result, misconception=idea.id if idea else None,
+                               explanation=idea.sentence if idea else "", example=example)

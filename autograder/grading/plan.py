@@ -1,0 +1,170 @@
+"""The calls a submission's session sees, fixed before any of its answers is judged.
+
+A worker that could tell which of its answers failed (a failed check re-run,
+a shrunk call, a check that stops early) could change its later answers, so
+grading has three steps, and only the third looks at the answers:
+
+1. `plan_check`: run the check in the grader against the trusted reference.
+   The reference's answers make the check take its full path; its inputs
+   come from the student's seeded generator, never from a reply. The calls
+   it made are the check's plan.
+2. `send_plan`: send every check's planned calls, in suite order, to the
+   student's session and record the replies. What is sent depends on the
+   seed, the suite, the loaded file's function names and the sandbox's own
+   observations (a call that timed out or crashed ends its check's calls;
+   work as large as a timed-out call is not sent again), never on a verdict.
+3. `judge`: run the check again on the recorded replies. A check that stops
+   at its first failure uses a prefix of its plan. A check that asks for a
+   call outside its plan has a fault of its own (`UnplannedCall`): its calls
+   must depend on its inputs alone.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autograder.authoring.checks import Trial
+from autograder.authoring.protocol import Call, Reply
+from autograder.grading.suite import SuiteCheck
+from autograder.sandbox import wire, worker
+from autograder.sandbox.replies import CallFailed, CallTimedOut, read_reply, request_frame
+
+
+class UnplannedCall(Exception):
+    """A check asked the student for a call its plan does not hold: a fault in the suite, not the student's."""
+
+
+@dataclass
+class Sent:
+    """What one check's planned calls brought back, in order.
+
+    replies: a Reply, or the CallFailed that ended the call; sending stops
+        after a CallFailed, so only the last entry can be one.
+    seconds: wall-clock time of the check's calls together.
+    """
+
+    replies: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def stopped(self) -> CallFailed | None:
+        last = self.replies[-1] if self.replies else None
+        return last if isinstance(last, CallFailed) else None
+
+
+@dataclass
+class ReferenceAnswers:
+    """The trusted reference answering planned calls in this process.
+
+    Through the worker's own call code (`worker._call`), so tensors,
+    gradients and arguments read back are as a worker gives them, on copies
+    of the arguments as a worker gets them; without the wire, deadlines and
+    output capture that untrusted code needs (a busy machine must not cut a
+    plan short). namespace: the reference's functions by name.
+    """
+
+    namespace: dict
+
+    def call(self, call: Call) -> Reply:
+        header, buffers = request_frame(call, 0)
+        buffers = [bytearray(buffer) for buffer in buffers]
+        reply, out = worker._call(header, buffers, self.namespace)
+        inputs = tuple(wire.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
+        return read_reply(reply, out, call, inputs)
+
+
+def plan_check(entry: SuiteCheck, trial: Trial) -> list[Call]:
+    """The calls `entry` makes when the reference answers them; `trial` calls the reference.
+
+    Whatever the check does against the reference ends planning; a check
+    that fails against the reference has a fault that judging reports.
+    """
+    try:
+        entry.check.run(trial)
+    except Exception:  # noqa: BLE001 - judging runs the check again and reports what it does
+        pass
+    return [call for call, _ in trial.calls]
+
+
+def send_plan(session, calls: list[Call]) -> Sent:
+    """Send `calls` to `session` in order; stop after the first that gives no reply."""
+    sent = Sent()
+    started = time.monotonic()
+    for call in calls:
+        try:
+            sent.replies.append(session.call(call))
+        except CallFailed as failure:
+            sent.replies.append(failure)
+            break
+    sent.seconds = time.monotonic() - started
+    return sent
+
+
+def timed_out(sent: Sent) -> CallTimedOut | None:
+    """The timeout that ended the check's calls, if one did (the sandbox's timing, not a verdict)."""
+    stopped = sent.stopped
+    return stopped if isinstance(stopped, CallTimedOut) else None
+
+
+def recorded(name: str, planned: list[Call], sent: Sent) -> Callable[[Call], Reply]:
+    """A `Trial.call_function` that answers from `sent`, refusing any call not in `planned` at its place."""
+    position = 0
+
+    def answer(call: Call) -> Reply:
+        nonlocal position
+        index, position = position, position + 1
+        if index >= len(planned) or not same_call(call, planned[index]):
+            raise UnplannedCall(
+                f"{name} asked for call {index + 1} ({call.function}), which is not the call planned for it "
+                f"(its plan has {len(planned)} calls). A check's calls must follow from its inputs alone, never "
+                "from a reply: fix the check")
+        if index >= len(sent.replies):  # the check went on after a stopped call: it stays stopped
+            raise sent.stopped
+        reply = sent.replies[index]
+        if isinstance(reply, CallFailed):
+            raise reply
+        return reply
+    return answer
+
+
+def same_call(a: Call, b: Call) -> bool:
+    """The same request: function, options and every argument equal, arrays in dtype, shape and values."""
+    return (a.function == b.function and a.as_tensors == b.as_tensors and a.return_inputs == b.return_inputs
+            and a.seconds == b.seconds and _same(a.args, b.args) and _same(a.backward, b.backward)
+            and sorted(a.kwargs) == sorted(b.kwargs) and all(_same(a.kwargs[k], b.kwargs[k]) for k in a.kwargs))
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return (type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b)))
+    return type(a) is type(b) and (a == b or (a != a and b != b))  # NaN equals NaN here
+
+
+def run_live(entry: SuiteCheck, trial: Trial, session) -> tuple[list[Call], Sent]:
+    """Plan and send at once, for a suite with no reference to plan with (a student's own public checks).
+
+    trial: its `call_function` is replaced by one that calls `session` and
+    records; returns the calls made and what they brought back.
+    """
+    calls, sent = [], Sent()
+    started = time.monotonic()
+
+    def call(request: Call) -> Reply:
+        calls.append(request)
+        try:
+            reply = session.call(request)
+        except CallFailed as failure:
+            sent.replies.append(failure)
+            raise
+        sent.replies.append(reply)
+        return reply
+    trial.call_function = call
+    plan_check(entry, trial)
+    sent.seconds = time.monotonic() - started
+    return calls, sent

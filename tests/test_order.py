@@ -1,0 +1,158 @@
+"""Issue 19: the grader judges what a worker cannot predict, and what a worker is asked never depends on a verdict.
+
+- The T = 512 checks compare the whole answer: a file that computes only
+  the entries a fixed-seed sample used to compare, or a strided subset,
+  earns nothing there and keeps every other point.
+- A submission's graded session gets the same calls whether its answers
+  are right or wrong (the file itself records what it was asked), so code
+  that changes its answers when it sees a re-run or a shrunk call earns
+  exactly what the same code without the trick earns.
+- `replay` re-creates what the check saw (the calls of the checks before
+  it), shows the stored verdict beside the new one, and flags a difference.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import numpy as np
+import pytest
+
+from autograder.authoring.protocol import Call, Reply
+from autograder.grading.plan import Sent, UnplannedCall, recorded
+from autograder.grading.reference_cache import CachedReference
+
+from conftest import PLAIN, SUBMISSIONS, run_cli
+
+ORDER = SUBMISSIONS / "order"
+SCALE_CHECKS = {"score.long_sequence", "attention.long_sequence"}
+
+
+def _file(directory, name: str, *snippets: str):
+    """plain.py with the named snippets (tests/fixtures/submissions/...) appended in order."""
+    text = PLAIN.read_text() + "".join("\n\n" + (SUBMISSIONS / snippet).read_text() for snippet in snippets)
+    path = directory / f"{name}.py"
+    path.write_text(text)
+    return path
+
+
+def _points(result) -> dict[str, float]:
+    return {test.name: test.score for test in result.tests}
+
+
+@pytest.mark.parametrize("attack", ["predict_sample", "strided_subset"])
+def test_answers_right_only_where_a_sample_might_look_earn_nothing_at_scale(grade, tmp_path, attack):
+    result = grade(_file(tmp_path, attack, f"attacks/{attack}.py"))
+    by_name = {test.name: test for test in result.tests}
+    for name in SCALE_CHECKS:
+        assert by_name[name].score == 0 and by_name[name].status == "failed", (name, by_name[name].output)
+        assert re.search(r"differs from the expected values at \d+ of \d+ positions", by_name[name].output)
+    others = [(t.name, t.output) for t in result.tests if t.name not in SCALE_CHECKS and t.status != "passed"]
+    assert others == []  # small inputs are computed whole: only the T = 512 checks are attacked
+
+
+def test_an_honest_file_keeps_the_scale_checks(grade):
+    by_name = {test.name: test for test in grade(PLAIN).tests}
+    assert all(by_name[name].status == "passed" for name in SCALE_CHECKS)
+
+
+def _calls_seen(result) -> list[str]:
+    return [line for line in result.output.splitlines() if line.startswith("CALL ")]
+
+
+def test_the_calls_a_session_sees_do_not_depend_on_the_verdicts(grade, tmp_path):
+    # One student id for both files: the same seed, so the same inputs.
+    right = grade(_file(tmp_path, "right", "order/record_calls.py"), "s0001")
+    wrong = grade(_file(tmp_path, "wrong", "order/wrong_softmax.py", "order/record_calls.py"), "s0001")
+    assert right.score == right.max_score
+    failed = [t for t in wrong.tests if t.status == "failed"]
+    assert len(failed) >= 5 and any(t.example and "shrunk_from" in t.example for t in failed)  # it was shrunk...
+    seen = _calls_seen(right)
+    assert len(seen) >= 50 and "[..." not in right.output  # every call recorded, nothing cut
+    assert _calls_seen(wrong) == seen  # ...but not in the graded session, which got exactly the right file's calls
+
+
+def test_noticing_a_rerun_earns_nothing(grade, tmp_path):
+    plain_wrong = grade(_file(tmp_path, "wrong", "order/wrong_softmax.py"))
+    tricky = grade(_file(tmp_path, "tricky", "order/wrong_softmax.py", "order/notice_reruns.py"))
+    assert plain_wrong.score < plain_wrong.max_score
+    assert _points(tricky) == _points(plain_wrong)
+    # The trick does fire where the grader shrinks, in a fresh child after the points are fixed:
+    # the feedback of a failed softmax check there shows no smaller failing input than the plain one's.
+    def shrunk(result):
+        return [t.name for t in result.tests if t.function == "softmax" and "shrunk_from" in t.example]
+    assert len(shrunk(tricky)) < len(shrunk(plain_wrong))
+
+
+def _stored(db, student: str, check: str) -> tuple[str, str]:
+    with sqlite3.connect(db) as connection:
+        return connection.execute(
+            "SELECT c.status, c.output FROM checks c JOIN submissions s ON s.id = c.submission_id "
+            "WHERE s.student = ? AND c.name = ?", (student, check)).fetchone()
+
+
+def test_replay_reproduces_a_verdict_that_depends_on_the_calls_before_it(tmp_path):
+    path = _file(tmp_path, "wearing", "order/softmax_wears_out.py")
+    db = tmp_path / "g.db"
+    done = run_cli("grade", "w07_attention", path, "--db", db, "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    check = "softmax.input_unchanged"  # one call: in a session of its own it is softmax's first, and right
+    status, output = _stored(db, "wearing", check)
+    assert status == "failed"
+
+    replay = run_cli("replay", "wearing", check, "--db", db)
+    assert replay.returncode == 0, replay.stderr
+    lines = replay.stdout.splitlines()
+    assert lines[0].startswith(f"replay of {check} for wearing (seed ") and lines[0].endswith("): failed")
+    assert lines[1] == f"verdict: {output}"  # the verdict first, then the stored one
+    assert lines[2].startswith("stored: failed, the same verdict: the replay (after the ")
+    assert "DIFFERENT" not in replay.stdout
+    assert "expected:" in lines and "got:" in lines and lines.index("expected:") > lines.index("call 1: softmax(arg 0)")
+
+    # A grade the replay does not reproduce (as state kept elsewhere, the clock or chance would give) is flagged.
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE checks SET status = 'passed', output = '' WHERE name = ?", (check,))
+    flagged = run_cli("replay", "wearing", check, "--db", db).stdout.splitlines()
+    assert flagged[2] == "stored: passed"
+    assert flagged[3].startswith("DIFFERENT FROM THE STORED VERDICT. The replay sent the same calls")
+
+
+def test_replay_fits_a_screen_unless_asked_for_everything(tmp_path):
+    path = _file(tmp_path, "wrong", "order/wrong_softmax.py")
+    db = tmp_path / "g.db"
+    assert run_cli("grade", "w07_attention", path, "--db", db, "--jobs", "1").returncode == 0
+    check = "softmax.matches_reference"  # batched inputs of 210 entries: more than a screen in full
+    short = run_cli("replay", "wrong", check, "--db", db)
+    full = run_cli("replay", "wrong", check, "--db", db, "--full")
+    assert short.returncode == full.returncode == 0, short.stderr + full.stderr
+    assert len(short.stdout.splitlines()) <= 51
+    assert short.stdout.rstrip().endswith("--full shows every call and every entry)")
+    assert short.stdout.splitlines()[1].startswith("verdict: ")
+    assert len(full.stdout.splitlines()) > 3 * len(short.stdout.splitlines())
+    assert "..." not in full.stdout and "call 1: softmax(arg 0)" in full.stdout.splitlines()
+
+
+def test_a_check_that_asks_outside_its_plan_is_a_fault_of_the_suite():
+    S = np.zeros((2, 2))
+    planned, sent = [Call("softmax", (S,))], Sent([Reply(value=np.full((2, 2), 0.5))])
+    answer = recorded("softmax.branching", planned, sent)
+    assert answer(Call("softmax", (S.copy(),))).value[0, 0] == 0.5  # equal arguments: the planned call
+    with pytest.raises(UnplannedCall, match="not the call planned for it"):
+        answer(Call("softmax", (S,)))  # a second call, which the plan does not hold
+    for other in (Call("softmax", (np.ones((2, 2)),)), Call("softmax", (S.astype(np.float32),)),
+                  Call("context", (S,)), Call("softmax", (S,), return_inputs=True)):
+        with pytest.raises(UnplannedCall):
+            recorded("softmax.branching", planned, sent)(other)
+
+
+def test_the_reference_computes_each_input_once_and_keeps_its_results_safe(suite):
+    ref = CachedReference(suite.reference)
+    S = np.random.default_rng(0).normal(size=(3, 4))
+    first = ref.softmax(S)
+    first[:] = 0  # a caller changing what it got
+    again = ref.softmax(S.copy())  # another array, the same values
+    assert (ref.misses, ref.hits) == (1, 1) and np.allclose(again.sum(axis=-1), 1.0)
+    ref.softmax(S.astype(np.float32))
+    ref.score(S, S, scale=-0.0)
+    ref.score(S, S, scale=0.0)
+    assert ref.misses == 4  # another dtype, another function or another argument is another input
