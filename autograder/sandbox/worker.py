@@ -160,6 +160,7 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
         _redirect_output(output_fd)
+        _close_inherited(sock_fd)
         workdir = fresh_directory(scratch)
         os.chdir(workdir)
         os.environ.clear()
@@ -191,6 +192,19 @@ def _redirect_output(output_fd: int) -> None:
     os.close(output_fd)
     sys.stdout = open(1, "w", buffering=1, errors="replace", closefd=False)
     sys.stderr = open(2, "w", buffering=1, errors="replace", closefd=False)
+
+
+def _close_inherited(sock_fd: int) -> None:
+    """Close every descriptor but stdio and the child's own socket, before any student code runs.
+
+    A fork inherits all of the zygote's: its control socket above all, on
+    which a submission could forge the zygote's answers to the grader (how
+    its children ended, what was left in the scratch space) or read the
+    grader's requests.
+    """
+    highest = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    os.closerange(3, sock_fd)
+    os.closerange(sock_fd + 1, highest if highest != resource.RLIM_INFINITY else 1 << 20)
 
 
 def _set_limits(limits: dict) -> None:
@@ -277,10 +291,10 @@ def _serve(inbox: _Inbox, namespace: dict) -> None:
         if frame is None:
             return
         header, buffers = frame
-        if fds:  # a new region: the first call's, or a larger one
-            region = wire.map_region(fds[0])
-            for fd in fds:
+        if fds:  # a new region: the first call's, or a larger one (map_region closes its descriptor)
+            for fd in fds[1:]:
                 os.close(fd)
+            region = wire.map_region(fds[0])
         if header.get("shared") is not None:
             buffers = wire.shared_buffers(region, header["shared"])
         reply, reply_buffers = _call(header, buffers, namespace)
