@@ -5,9 +5,10 @@ import sys
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cli.grading import INTERNAL_ERROR_STATUS
+from autograder.grading.boundary import Setup, grade_submission
 from autograder.grading.course import find_course, load_course
 from autograder.grading.discover import LayoutError
-from autograder.grading.grader import Grader
 from autograder.grading.manifest import public_course
 from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
@@ -15,7 +16,6 @@ from autograder.nbgrader.release import release
 from autograder.nbgrader.scaffold import new_assignment
 from autograder.outputs.terminal import format_check
 from autograder.sandbox.protections import probe
-from autograder.sandbox.zygote import Sandbox
 from autograder.text import safe
 
 
@@ -86,9 +86,9 @@ def _check(args) -> int:
     protections = probe(args.sandbox)
     if protections.warning:
         print(protections.warning, file=sys.stderr)
-    with Sandbox(protections, suite.assignment.preload) as sandbox:
-        # The student id is the module name, as in the notebook's public cells: the same inputs, the same messages.
-        result = Grader(course, suite, sandbox).grade(read_submission(args.file, student=suite.assignment.module))
+    # The student id is the module name, as in the notebook's public cells: the same inputs, the same messages.
+    result = grade_submission(Setup(course, suite, protections),
+                              read_submission(args.file, student=suite.assignment.module))
     passed = [t for t in result.tests if t.status == "passed"]
     lines = [f"{args.file.name}: {len(passed)} of {len(result.tests)} public checks passed "
              f"({result.score:g} / {result.max_score:g} points of the public checks)"]
@@ -101,4 +101,9 @@ def _check(args) -> int:
     else:
         lines.append("Fix the checks marked above and run this again. Hidden checks run when you are graded.")
     print(safe("\n".join(lines)))
+    if result.internal_error:
+        # No instructor sees a student's own run: the details are shown here, to pass on.
+        print(safe(f"autograder: the checker itself failed (not because of your code). Send this to your "
+                   f"instructor:\n{result.internal_error}"), file=sys.stderr)
+        return INTERNAL_ERROR_STATUS
     return 0 if len(passed) == len(result.tests) and not result.problem else 1

@@ -11,6 +11,7 @@ from pathlib import Path
 from autograder.cli import options
 from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.batch import default_db, grade_batch, plan_batch
+from autograder.grading.boundary import Lost, Setup, grade_apart
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
@@ -22,7 +23,7 @@ from autograder.outputs.progress import Progress
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
 from autograder.sandbox.protections import probe
-from autograder.sandbox.zygote import Sandbox, refuse_readable
+from autograder.sandbox.zygote import refuse_readable
 from autograder.text import safe
 
 INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
@@ -165,12 +166,21 @@ def _replay(args) -> int:
               "current ones", file=sys.stderr)
     protections = probe(args.sandbox)
     refuse_readable(protections, suite.secret_paths(course) + [path, options.db_path(args)])
-    with Sandbox(protections, suite.assignment.preload) as sandbox:
-        with Store(options.db_path(args)) as store:
-            reference = cached_reference_times(course, suite, store)
-        tried = Grader(course, suite, sandbox, reference).replay(submission, args.check)
+    with Store(options.db_path(args)) as store:
+        reference = cached_reference_times(course, suite, store)
+    tried = grade_apart(Setup(course, suite, protections, reference), _replay_one, submission, args.check)
+    if isinstance(tried, Lost):
+        print(safe(f"autograder: could not replay {args.check} for {args.student}: internal error in the grader (not "
+                   f"in the student's code). Why:\n{tried.cause}\nFix that (or report it with this message), then "
+                   "run the replay again"), file=sys.stderr)
+        return INTERNAL_ERROR_STATUS
     print(safe(format_replay(args.student, args.check, stored.seed, tried)))
     return 0
+
+
+def _replay_one(grader: Grader, submission, check: str):
+    """Runs in the grading process (grading.boundary)."""
+    return grader.replay(submission, check)
 
 
 def _checks(args) -> int:
