@@ -15,13 +15,15 @@ the command goes on with the others.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
+import socket
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any
 
 from autograder.grading.course import Course
@@ -71,20 +73,32 @@ class Lost:
 class GradingProcess:
     """A forked process with its own sandbox and Grader, running `work(grader, *args)` one at a time.
 
-    die_with_parent: the process is killed when the thread that forked it
-    ends; only for a thread that outlives it (a command's main thread).
-    Otherwise it ends when its pipe closes.
+    It is killed when the thread that forked it ends (so that no grader
+    outlives a command killed with -9): fork it from a thread that outlives it.
+    Forked with os.fork, not multiprocessing: a Dask worker is a daemonic
+    multiprocessing process, which multiprocessing lets start no children.
     """
 
-    def __init__(self, setup: Setup, die_with_parent: bool = True):
-        context = multiprocessing.get_context("fork")  # shares the loaded suite (and torch) instead of loading it
+    def __init__(self, setup: Setup):
         self.setup = setup
-        self.connection, theirs = context.Pipe()
-        self.process = context.Process(target=_serve, args=(setup, theirs, die_with_parent), daemon=True)
-        self.process.start()
+        ours, theirs = socket.socketpair()
+        pid = os.fork()  # shares the loaded suite (and torch) instead of loading it again
+        if pid == 0:
+            ours.close()
+            code = 0
+            try:
+                _serve(setup, Connection(theirs.detach()))
+            except BaseException:  # noqa: BLE001 - the process must never return into the command's code
+                traceback.print_exc()
+                code = 1
+            finally:
+                os._exit(code)
         theirs.close()
+        self.pid = pid
+        self.connection = Connection(ours.detach())
+        self.exitcode: int | None = None  # once it has ended: its exit status, or minus the signal that killed it
         self.busy = False
-        self._started = False  # its sandbox has started (or it said why it could not)
+        self._started = False  # it said its sandbox has started
 
     def give(self, work: Callable[..., Any], *args) -> None:
         """Start `work(grader, *args)` in the process; `receive` gives its result."""
@@ -113,8 +127,8 @@ class GradingProcess:
         try:
             kind, payload = self.connection.recv()
         except (EOFError, OSError):
-            self.process.join(timeout=10)
-            return Lost(_how_it_ended(self.process.exitcode, self.setup.slot))
+            self._join(10)
+            return Lost(_how_it_ended(self.exitcode, self.setup.slot))
         if kind == "fatal":
             raise SandboxError(payload)
         if kind == "ready":
@@ -128,7 +142,7 @@ class GradingProcess:
         return self.receive()
 
     def alive(self) -> bool:
-        return self.process.is_alive()
+        return not self._join(0)
 
     def end(self) -> None:
         """Let an idle process finish (its sandbox closes with it); kill a busy one, or one that does not finish."""
@@ -137,11 +151,23 @@ class GradingProcess:
                 self.connection.send(None)
             except OSError:
                 pass
-            self.process.join(timeout=30)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(timeout=10)
+        if not self._join(0 if self.busy else 30):
+            os.kill(self.pid, signal.SIGKILL)
+            self._join(10)
         self.connection.close()
+
+    def _join(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the process to end; whether it has (its status then in `exitcode`)."""
+        deadline = time.monotonic() + seconds
+        while self.exitcode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.exitcode = os.waitstatus_to_exitcode(status)
+            elif time.monotonic() >= deadline:
+                return False
+            else:
+                time.sleep(0.01)
+        return True
 
 
 def grade_apart(setup: Setup, work: Callable[..., Any], *args) -> Any:
@@ -200,10 +226,9 @@ def _how_it_ended(exitcode: int | None, slot: int) -> str:
     return f"the grading process (job {slot}) ended with exit code {exitcode}"
 
 
-def _serve(setup: Setup, connection, die_with_parent: bool) -> None:
+def _serve(setup: Setup, connection) -> None:
     """The grading process: its own sandbox, running what it is sent until it is sent None."""
-    if die_with_parent:
-        _die_with_parent()
+    _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command decides what Ctrl-C means
     one_thread()
     sandbox = Sandbox(setup.protections, setup.suite.assignment.preload, slot=setup.slot)
