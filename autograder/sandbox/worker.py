@@ -39,7 +39,7 @@ import types
 
 import numpy as np
 
-from autograder.sandbox import seccomp, wire
+from autograder.sandbox import region, seccomp, wire
 from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
@@ -285,7 +285,7 @@ def _exit_if_forked_copy(me: int) -> None:
 
 def _serve(inbox: _Inbox, namespace: dict) -> None:
     me = os.getpid()
-    region = None  # the grader's shared memory, where each call's arrays are
+    mapping = None  # of the grader's shared memory, where each call's arrays are
     while True:
         frame, fds = inbox.next()
         if frame is None:
@@ -294,9 +294,9 @@ def _serve(inbox: _Inbox, namespace: dict) -> None:
         if fds:  # a new region: the first call's, or a larger one (map_region closes its descriptor)
             for fd in fds[1:]:
                 os.close(fd)
-            region = wire.map_region(fds[0])
+            mapping = region.map_region(fds[0])
         if header.get("shared") is not None:
-            buffers = wire.shared_buffers(region, header["shared"])
+            buffers = region.shared_buffers(mapping, header["shared"])
         reply, reply_buffers = _call(header, buffers, namespace)
         _exit_if_forked_copy(me)
         sys.stdout.flush()
