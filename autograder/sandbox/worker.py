@@ -1,7 +1,7 @@
 """The untrusted side: a zygote that forks one child per submission.
 
 This file never runs in the grader's process. The grader sends its source
-(with `text`, `seccomp` and `wire`) over a pipe to a fresh interpreter
+(with `text`, `seccomp`, `wire` and `region`) over a pipe to a fresh interpreter
 inside the sandbox, so the worker needs no view of the course repository.
 The zygote imports NumPy and PyTorch once; each submission runs in a fresh
 fork of it, so no submission pays the import.
@@ -14,7 +14,9 @@ Nothing one submission does may reach another, so:
   memory of the zygote, from which every later child is forked;
 - each child works in a fresh directory with a random 128-bit name, which
   no earlier submission can have made, and between submissions the zygote
-  removes everything in the scratch space and says what it could not.
+  removes everything in the scratch space and says what it could not;
+- a child closes every descriptor it inherited but its own socket and
+  output before any student code runs, so none can speak for the zygote.
 
 A child loads the student's code unit by unit (top-level statements of a
 .py file, code cells of a notebook), then answers calls "run function F on
