@@ -10,6 +10,13 @@ Assignments list their checks in two files: `public_checks.py` beside the
 stub (released to students, so it uses lecture constants and properties, no
 reference) and `hidden_checks.py` under solutions/ (compares with the
 reference on randomized inputs). Points come from course.yaml.
+
+What a check raises says whose fault a lost point is. `CheckFailed` (the
+answer is wrong) and `StudentError` (the student's function did something no
+answer comes of) are the student's. Anything else is taken for a bug in the
+check itself: the submission becomes an internal error, shown to the
+instructor with the traceback and graded again by the next run, so that no
+student pays for the author's mistake (grading.attempt).
 """
 from __future__ import annotations
 
@@ -47,7 +54,11 @@ class CheckFailed(Exception):
 
 
 class StudentError(Exception):
-    """The student's function raised where it should have returned."""
+    """The student's function raised where it should have returned (or did something else no answer comes of).
+
+    Raise it, rather than letting an exception escape, when the student's
+    code makes the check impossible: any other exception is the suite's bug.
+    """
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@ import sys
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cli.grading import INTERNAL_ERROR_STATUS
+from autograder.grading.boundary import Setup, grade_submission
 from autograder.grading.course import find_course, load_course
 from autograder.grading.discover import LayoutError
-from autograder.grading.grader import Grader
 from autograder.grading.manifest import public_course
-from autograder.grading.probe import require_environment
 from autograder.grading.results import NOT_LOADED
 from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
@@ -19,7 +19,6 @@ from autograder.nbgrader.source import source_notebook_path
 from autograder.outputs import audience
 from autograder.outputs.terminal import format_check
 from autograder.sandbox.protections import probe
-from autograder.sandbox.zygote import Sandbox
 from autograder.text import safe
 
 
@@ -92,14 +91,10 @@ def _check(args) -> int:
     protections = probe(args.sandbox)
     if protections.warning:
         print(protections.warning, file=sys.stderr)
-    sandbox = Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup)
-    try:
-        # Here the probe is the preload imported in a child under the limits: a student's install has no reference.
-        require_environment(course, suite, sandbox, "autograder check")
-        # The student id is the module name, as in the notebook's public cells: the same inputs, the same messages.
-        result = Grader(course, suite, sandbox).grade(read_submission(args.file, student=suite.assignment.module))
-    finally:
-        sandbox.close()
+    # The student id is the module name, as in the notebook's public cells: the same inputs, the same messages.
+    # The grading process probes first: without a reference, the preload imported in a child under the limits.
+    result = grade_submission(Setup(course, suite, protections, command="autograder check"),
+                              read_submission(args.file, student=suite.assignment.module))
     passed = [t for t in result.tests if t.status == "passed"]
     lines = [f"{args.file.name}: {len(passed)} of {len(result.tests)} public checks passed "
              f"({result.score:g} / {result.max_score:g} points of the public checks)"]
@@ -115,4 +110,9 @@ def _check(args) -> int:
     else:
         lines.append("Fix the checks marked above and run this again. Hidden checks run when you are graded.")
     print(safe("\n".join(lines)))
+    if result.internal_error:
+        # No instructor sees a student's own run: the details are shown here, to pass on.
+        print(safe(f"autograder: the checker itself failed (not because of your code). Send this to your "
+                   f"instructor:\n{result.internal_error}"), file=sys.stderr)
+        return INTERNAL_ERROR_STATUS
     return 0 if len(passed) == len(result.tests) and not result.problem else 1

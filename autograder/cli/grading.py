@@ -11,6 +11,7 @@ from pathlib import Path
 from autograder.cli import options
 from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.batch import default_db, grade_batch, plan_batch
+from autograder.grading.boundary import Lost, Setup, grade_apart
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
@@ -195,14 +196,24 @@ def _replay(args) -> int:
               "current ones", file=sys.stderr)
     protections = probe(args.sandbox)
     refuse_readable(protections, suite.secret_paths(course) + [path, options.db_path(args)])
-    with Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup) as sandbox:
-        with Store(options.db_path(args)) as store:
-            reference = cached_reference_times(course, suite, store)
-        replayed = Grader(course, suite, sandbox, reference).replay(submission, args.check)
+    with Store(options.db_path(args)) as store:
+        reference = cached_reference_times(course, suite, store)
+    replayed = grade_apart(Setup(course, suite, protections, reference, command="replay"), _replay_one, submission,
+                           args.check)
+    if isinstance(replayed, Lost):
+        print(safe(f"autograder: could not replay {args.check} for {args.student}: internal error in the grader (not "
+                   f"in the student's code). Why:\n{replayed.cause}\nFix that (or report it with this message), then "
+                   "run the replay again"), file=sys.stderr)
+        return INTERNAL_ERROR_STATUS
     was = next((test for test in stored.tests if test.name == args.check), None)
     print(safe(format_replay(args.student, args.check, stored.seed, replayed, was, comparable=not changed,
                              full=args.full)))
     return 0
+
+
+def _replay_one(grader: Grader, submission, check: str):
+    """Runs in the grading process (grading.boundary)."""
+    return grader.replay(submission, check)
 
 
 def _checks(args) -> int:

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cli.grading import INTERNAL_ERROR_STATUS
 from autograder.grading.batch import default_db
 from autograder.grading.course import find_course, load_course
 from autograder.grading.store import stored_results
@@ -153,9 +154,9 @@ def _gradescope_bundle(args) -> int:
 
 
 def _gradescope_run(args) -> int:
-    gradescope.grade_for_gradescope(load_course(args.course or find_course()), args.assignment, args.root,
-                                 args.sandbox)
-    return 0
+    result = gradescope.grade_for_gradescope(load_course(args.course or find_course()), args.assignment, args.root,
+                                             args.sandbox)
+    return INTERNAL_ERROR_STATUS if result.internal_error else 0
 
 
 def _report(args) -> int:

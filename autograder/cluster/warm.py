@@ -1,4 +1,4 @@
-"""Each Dask worker's graders, kept warm: the course private to it, the suite checked, a sandbox per thread.
+"""Each Dask worker's graders, kept warm: the course private to it, the suite checked, a grading process per thread.
 
 The driver registers a `WarmGrader` plugin carrying its `Orders`: the course
 files grading needs, the suite version it expects, the sandbox to use and the
@@ -7,11 +7,13 @@ later, or it restarted: Dask gives it the plugin then), the plugin warms up in
 the background while the worker takes its first task: it unpacks the course
 into a folder private to the worker (0700, removed at teardown), probes this
 machine's sandbox (bubblewrap where it starts, else the fallback) and refuses
-to grade where student code could read a secret. Then, at the same time, it
-starts one sandbox per worker thread, each under a worker uid no other grader
-on this machine holds (cluster.slots), and loads the suite, refusing a
-different suite version, and times the reference here. It keeps the
-sandboxes for every task.
+to grade where student code could read a secret. Then it loads the suite,
+refusing a different suite version, and times the reference here. Then each
+worker thread gets a grading process (grading.boundary) with its own sandbox,
+under a worker uid no other grader on this machine holds (cluster.slots),
+kept for every task; no grading runs in the worker process itself, so a
+submission that kills its grading process costs a fresh process, not the
+worker.
 
 Tasks (`grade_task`) carry one submission's bytes, since workers share no
 file system with the driver, and return plain data: JSON text.
@@ -32,19 +34,18 @@ from distributed import WorkerPlugin, get_worker
 
 import autograder
 from autograder.cluster import installed_version
-from autograder.cluster.slots import Slot, claim_slot
-from autograder.grading.batch import grade_one, one_thread
+from autograder.cluster.slots import claim_slot
+from autograder.grading.batch import grade_one, lost_result
+from autograder.grading.boundary import RETRIES, GradingProcess, Lost, Setup, one_thread, tried
 from autograder.grading.calibration import ReferenceTime, machine, stored_or_timed
 from autograder.grading.course import COURSE_FILE, Course, CourseError, load_course
 from autograder.grading.coursefiles import CourseFile, write_files
 from autograder.grading.discover import Found
-from autograder.grading.grader import Grader
-from autograder.grading.probe import probe_environment
 from autograder.grading.results import result_to_plain
 from autograder.grading.submission import FileBytes
 from autograder.grading.suite import Suite, load_suite, secret_places
 from autograder.sandbox.protections import Protections, SandboxError, probe
-from autograder.sandbox.zygote import Sandbox, refuse_readable
+from autograder.sandbox.zygote import refuse_readable
 
 
 class Refused(Exception):
@@ -83,17 +84,10 @@ class _Prepared:
 
 @dataclass(frozen=True)
 class _Warm:
-    """One warm sandbox and its grader, and the uid slot the sandbox holds."""
+    """One warm grading process (grading.boundary: its own sandbox and grader) of one worker thread."""
 
-    slot: Slot
-    sandbox: Sandbox
-    grader: Grader
-    closed: threading.Event = field(default_factory=threading.Event)
-
-    def close(self) -> None:
-        self.sandbox.close()
-        self.slot.release()
-        self.closed.set()
+    process: GradingProcess
+    done: threading.Event = field(default_factory=threading.Event)  # it died, or the run ended: its keeper ends it
 
 
 class WarmGrader(WorkerPlugin):
@@ -122,8 +116,8 @@ class WarmGrader(WorkerPlugin):
         self.close()
 
     @contextlib.contextmanager
-    def grader(self) -> Iterator[tuple[Grader, dict | None]]:
-        """A warm grader for one task, and the news for the driver the first time; raises Refused."""
+    def grader(self) -> Iterator[tuple[GradingProcess, dict | None]]:
+        """A warm grading process for one task, and the news for the driver the first time; raises Refused."""
         while True:
             if self._failure:
                 raise Refused(self._failure)
@@ -137,14 +131,14 @@ class WarmGrader(WorkerPlugin):
         with self._lock:
             news, self._news = self._news, None
         try:
-            yield warm.grader, news
+            yield warm.process, news
         finally:
             with self._lock:
-                ended = self._stop.is_set()
-                if not ended:
+                keep = not self._stop.is_set() and warm.process.alive()
+                if keep:
                     self._idle.put(warm)
-            if ended:  # taken off the worker while this task graded: the last user closes it
-                warm.close()
+            if not keep:  # dead (its keeper starts another), or taken off the worker while this task graded
+                warm.done.set()
 
     def close(self) -> None:
         """Stop every idle sandbox (a busy one stops when its task ends), free their slots, remove the course."""
@@ -155,7 +149,7 @@ class WarmGrader(WorkerPlugin):
                 idle.append(self._idle.get())
             root, self._root = self._root, None
         for warm in idle:
-            warm.close()
+            warm.done.set()
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -182,41 +176,35 @@ class WarmGrader(WorkerPlugin):
         self._loaded.set()  # sandboxes waiting for the suite stop instead
 
     def _keep(self, unpacked: _Unpacked) -> None:
-        """Start one sandbox and, once the suite is ready, its grader; then outlive the sandbox: bubblewrap
-        dies with the thread that started it."""
+        """Keep one grading process for this worker thread, under a worker uid of its own, for the whole run;
+        start another when one dies. Forked from this thread, which outlives each: a grading process dies
+        with the thread that started it."""
         try:
             slot = claim_slot()
         except (SandboxError, OSError) as error:
             self._fail(f"worker {self.address} could not claim a worker uid: {error}")
             return
-        settings = unpacked.course.assignment(self.orders.assignment)
-        sandbox = Sandbox(unpacked.protections, settings.preload, slot=slot.number, warmup=settings.warmup)
         try:
-            sandbox.start()  # while the suite loads; why it could not start is the probe's to say, below
-        except SandboxError:
-            pass
-        self._loaded.wait()
-        if self._failure:
-            sandbox.close()
+            self._loaded.wait()
+            prepared = self._prepared
+            while not self._failure and not self._stop.is_set():
+                setup = Setup(unpacked.course, prepared.suite, unpacked.protections, prepared.reference, slot.number)
+                warm = _Warm(GradingProcess(setup))
+                try:
+                    warm.process.ready()
+                except SandboxError as error:  # its sandbox did not start, or could not grade the reference
+                    warm.process.end()
+                    self._fail(f"worker {self.address} cannot grade here: {error}")
+                    return
+                with self._lock:
+                    ended = self._stop.is_set()
+                    if not ended:
+                        self._idle.put(warm)
+                if not ended:
+                    warm.done.wait()
+                warm.process.end()
+        finally:
             slot.release()
-            return
-        prepared = self._prepared
-        # Each sandbox grades the reference before it takes a task: a worker whose environment cannot grade
-        # (another build of a library, a missing preload) refuses, and the driver says which worker and why.
-        found = probe_environment(unpacked.course, prepared.suite, sandbox)
-        if not found.ok:
-            sandbox.close()
-            slot.release()
-            self._fail(f"worker {self.address}: {found.refusal('grading')}")
-            return
-        warm = _Warm(slot, sandbox, Grader(unpacked.course, prepared.suite, sandbox, prepared.reference))
-        with self._lock:
-            ended = self._stop.is_set()
-            if not ended:
-                self._idle.put(warm)
-        if ended:
-            warm.close()
-        warm.closed.wait()
 
     def _unpack_and_probe(self) -> _Unpacked:
         orders = self.orders
@@ -261,15 +249,30 @@ class WarmGrader(WorkerPlugin):
 
 
 def grade_task(plugin: str, item: Found, content: FileBytes | None) -> str:
-    """Runs on a Dask worker: one submission's result as JSON text, or why this worker refuses to grade."""
+    """Runs on a Dask worker: one submission's result as JSON text, or why this worker refuses to grade.
+
+    The grading runs in one of the worker's grading processes, never in the
+    worker itself: one that dies is replaced, and the submission tried once
+    more before it is stored as an internal error. So no submission can take
+    its Dask worker down.
+    """
     worker = get_worker()
     warm = worker.plugins.get(plugin)
     if not isinstance(warm, WarmGrader):
         return json.dumps({"refused": f"worker {worker.address} has no grader for this run (its plugin {plugin} is "
                                       "gone: the run may have ended, or the worker restarted without it); run again"})
+    told, causes = None, []
     try:
-        with warm.grader() as (grader, news):
-            result = grade_one(grader, item, content)
-    except Refused as error:
+        for _ in range(1 + RETRIES):
+            with warm.grader() as (process, news):
+                told = told or news
+                outcome = process.run(grade_one, item, content)
+            if not isinstance(outcome, Lost):
+                break
+            causes.append(outcome.cause)
+            if not outcome.died:
+                break
+    except (Refused, SandboxError) as error:
         return json.dumps({"refused": str(error)})
-    return json.dumps({"result": result_to_plain(result), "news": news})
+    result = outcome if not isinstance(outcome, Lost) else lost_result(item, process.setup.suite, tried(causes))
+    return json.dumps({"result": result_to_plain(result), "news": told})

@@ -1,7 +1,15 @@
-"""One run of one check: its verdict and the calls it made, never an exception."""
+"""One run of one check: its verdict and the calls it made, or a fault in the check itself.
+
+Who is to blame is decided by what the check raised. CheckFailed (a wrong
+answer) and StudentError (the student's function raised, or did something
+else no answer can come of) are the student's; so is a call the sandbox
+stopped. Anything else is the suite's own bug, which no student may pay for:
+it leaves `attempt` as SuiteFault, and the grader makes the submission an
+internal error, kept with the traceback for the instructor and graded again
+by the next run.
+"""
 from __future__ import annotations
 
-import sys
 import traceback
 from dataclasses import dataclass, field
 
@@ -32,8 +40,18 @@ class Attempt:
     sizes: Sizes | None = None
 
 
+class SuiteFault(Exception):
+    """A check raised something no student can be blamed for: a bug in the suite (see the module's docstring)."""
+
+    def __init__(self, check: str, error: BaseException):
+        super().__init__(f"the check {check} raised {type(error).__name__}: {error} (a fault in the suite, not in "
+                         "the student's code; fix the check, then grade again)")
+        self.check = check
+        self.details = "".join(traceback.format_exception(error))
+
+
 def attempt(entry: SuiteCheck, trial: Trial) -> Attempt:
-    """Run one check once. A fault in the check itself is reported, not raised."""
+    """Run one check once; raises SuiteFault when the check itself fails."""
     ran = {"calls": trial.calls, "sizes": trial.sizes}
     try:
         entry.check.run(trial)
@@ -44,8 +62,6 @@ def attempt(entry: SuiteCheck, trial: Trial) -> Attempt:
     except CallFailed as failure:
         stopped = next((kind for cls, kind in _STOPPED if isinstance(failure, cls)), "crashed")
         return Attempt(failure.status, str(failure), stopped=stopped, **ran)
-    except Exception:  # noqa: BLE001 - a bug in a check must not stop the batch
-        traceback.print_exc(file=sys.stderr)
-        return Attempt("error", f"the grader failed while running {entry.name} (a fault in the check, not in your "
-                                "code); your instructor has been shown the details", **ran)
+    except Exception as error:  # noqa: BLE001 - whatever else a check raises is the suite's fault
+        raise SuiteFault(entry.name, error) from error
     return Attempt("passed", **ran)

@@ -5,34 +5,28 @@ same file and suite, and hands the rest, one at a time, to `jobs` grader
 processes, each with its own sandbox. Results come back to the main process,
 which is the only writer of the store in this run and commits each submission
 on arrival — so Ctrl-C or kill -9 loses nothing already committed, and the
-next run picks up where this one stopped. Each submission has one boundary:
-whatever goes wrong while grading it becomes its result.
+next run picks up where this one stopped. Each submission has one boundary
+(grading.boundary): whatever goes wrong while grading it becomes its result.
 """
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import multiprocessing.connection
-import os
-import signal
-import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading.boundary import RETRIES, GradingProcess, Lost, Setup, tried
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import Course
 from autograder.grading.discover import Found
 from autograder.grading.grader import Grader, internal_error_result
-from autograder.grading.probe import require_environment
 from autograder.grading.results import SubmissionResult
 from autograder.grading.store import Store, StoreError
 from autograder.grading.submission import FileBytes, Submission, file_sha256, read_bytes, submission_from_bytes
 from autograder.grading.suite import Suite
-from autograder.sandbox.kernel import PR_SET_PDEATHSIG, prctl
-from autograder.sandbox.protections import Protections, SandboxError
-from autograder.sandbox.zygote import Sandbox
+from autograder.sandbox.protections import Protections
 
 
 @dataclass
@@ -58,36 +52,51 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
     """Grade `todo` with `jobs` processes, saving and reporting each result as it arrives.
 
     Every submission gets a result, whatever happens while grading it: a
-    fault in the grader, or its whole grading process dying, becomes that
-    submission's "internal error" result and the batch goes on. So even
-    one job grades in a process of its own, never in this one.
+    fault in the grader becomes that submission's "internal error" result,
+    and a grading process that dies is replaced and the submission tried
+    once more (grading.boundary), before it too becomes one. So even one
+    job grades in a process of its own, never in this one.
     """
     if not todo:
         return
     # Timed here, before the jobs start: they would only slow the reference down.
     reference = cached_reference_times(course, suite, store) if suite.reference is not None else None
-    # fork shares the already imported suite (and torch) with the graders instead of loading it N times.
-    context = multiprocessing.get_context("fork")
-    waiting = list(reversed(todo))
-    setup = (course, suite, protections, reference)
-    running = [_Job(context, setup, slot) for slot in range(max(1, min(jobs, len(todo))))]
+    waiting = [(item, []) for item in reversed(todo)]  # (submission, how the processes grading it ended)
+    running = [GradingProcess(Setup(course, suite, protections, reference, slot))
+               for slot in range(max(1, min(jobs, len(todo))))]
+    held: dict[int, tuple[Found, list[str]]] = {}  # job slot -> what it grades
     try:
-        for job in running:  # every job's probe passes before any submission is sent, so none is stored
-            job.wait_ready()
-        for job in running:
-            job.give(waiting.pop() if waiting else None)
-        while any(job.item is not None for job in running):
-            busy = {job.connection: job for job in running if job.item is not None}
+        for job in running:  # every job's environment probe passes before any submission is sent: none is stored
+            job.ready()
+        for slot, job in enumerate(running):
+            _give(job, slot, waiting, held)
+        while held:
+            busy = {running[slot].connection: slot for slot in held}
             for connection in multiprocessing.connection.wait(list(busy), timeout=1.0):
-                job = busy[connection]
-                deliver(job.receive(suite), suite, store, on_result)
-                if job.stopped:
-                    running[running.index(job)] = job = _Job(context, job.setup, job.slot)
-                    job.wait_ready()
-                job.give(waiting.pop() if waiting else None)
+                slot = busy[connection]
+                item, causes = held.pop(slot)
+                outcome = running[slot].receive()
+                if isinstance(outcome, Lost):
+                    causes = [*causes, outcome.cause]
+                    if outcome.died:
+                        running[slot].end()
+                        running[slot] = GradingProcess(running[slot].setup)
+                    if outcome.died and len(causes) <= RETRIES:
+                        waiting.append((item, causes))  # next, in the fresh process or another
+                    else:
+                        deliver(lost_result(item, suite, tried(causes)), suite, store, on_result)
+                else:
+                    deliver(outcome, suite, store, on_result)
+                _give(running[slot], slot, waiting, held)
     finally:
         for job in running:
             job.end()
+
+
+def _give(job: GradingProcess, slot: int, waiting: list, held: dict) -> None:
+    if waiting:
+        held[slot] = waiting.pop()
+        job.give(grade_one, held[slot][0])
 
 
 def grade_one(grader: Grader, item: Found, content: FileBytes | None = None) -> SubmissionResult:
@@ -104,57 +113,11 @@ def grade_one(grader: Grader, item: Found, content: FileBytes | None = None) -> 
     return dataclasses.replace(result, submitted_at=item.submitted_at, submitted_at_source=item.submitted_at_source)
 
 
-class _Job:
-    """One grading process, fed one submission at a time over its own pipe, so a death is pinned on one."""
-
-    def __init__(self, context, setup: tuple, slot: int):
-        self.setup, self.slot = setup, slot
-        self.connection, theirs = context.Pipe()
-        self.process = context.Process(target=_grader_process, args=(*setup, slot, theirs), daemon=True)
-        self.process.start()
-        theirs.close()
-        self.item: Found | None = None
-        self.stopped = False
-
-    def wait_ready(self) -> None:
-        """Wait until the job's sandbox passed the environment probe; raise SandboxError with its reason if not."""
-        try:
-            kind, payload = self.connection.recv()
-        except (EOFError, OSError):
-            self.process.join(timeout=10)
-            raise SandboxError(f"grading process {self.slot} ended (exit code {self.process.exitcode}) before its "
-                               "sandbox was ready; run `autograder doctor` to see what this machine supports. "
-                               "Nothing was graded by it") from None
-        if kind == "fatal":
-            raise SandboxError(payload)
-
-    def give(self, item: Found | None) -> None:
-        """Send the next submission, or None: no more work, and the process ends."""
-        self.item = item
-        try:
-            self.connection.send(item)
-        except OSError:
-            pass  # it died already; receive() notices
-
-    def receive(self, suite: Suite) -> SubmissionResult:
-        """The result of the submission this job holds; an internal error if the process died grading it."""
-        try:
-            kind, payload = self.connection.recv()
-        except (EOFError, OSError):
-            self.process.join(timeout=10)
-            self.stopped = True
-            item, self.item = self.item, None
-            details = (f"the grading process (job {self.slot}) ended with exit code {self.process.exitcode} while "
-                       f"grading {item.path}; it was replaced and the batch went on")
-            return internal_error_result(item.student, suite, str(item.path), "", details, 0.0, "")
-        self.item = None
-        return payload
-
-    def end(self) -> None:
-        if self.process.is_alive():
-            self.process.terminate()
-        self.process.join(timeout=10)
-        self.connection.close()
+def lost_result(item: Found, suite: Suite, cause: str) -> SubmissionResult:
+    """The internal-error result of a submission whose grading gave no result (`cause`: how, for the instructor)."""
+    result = internal_error_result(item.student, suite, str(item.path), "", f"{cause} while grading {item.path}",
+                                   0.0, "")
+    return dataclasses.replace(result, submitted_at=item.submitted_at, submitted_at_source=item.submitted_at_source)
 
 
 def deliver(result: SubmissionResult, suite: Suite, store: Store, on_result) -> None:
@@ -176,40 +139,6 @@ def _read(item: Found, content: FileBytes | None) -> Submission:
     submission = submission_from_bytes(item.path, item.student, content or read_bytes(item.path, item.root))
     note = "; ".join(n for n in (item.note, submission.note) if n)
     return dataclasses.replace(submission, note=note)
-
-
-def _grader_process(course, suite, protections, reference, slot, connection) -> None:
-    """One job: its own sandbox, grading what it is sent until it is sent None."""
-    _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides what Ctrl-C means
-    one_thread()
-    sandbox = Sandbox(protections, suite.assignment.preload, slot=slot, warmup=suite.assignment.warmup)
-    try:
-        # Before its first submission: an environment that cannot grade the reference grades no one.
-        require_environment(course, suite, sandbox, "grading")
-    except SandboxError as error:
-        sandbox.close()
-        connection.send(("fatal", str(error)))
-        return
-    connection.send(("ready", None))
-    with sandbox:
-        grader = Grader(course, suite, sandbox, reference)
-        while (item := connection.recv()) is not None:
-            connection.send(("result", grade_one(grader, item)))
-
-
-def one_thread() -> None:
-    """Jobs already fill the cores; PyTorch's own thread pool in each grader would only contend with them."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
-
-
-def _die_with_parent() -> None:
-    """A grader must not outlive a main process killed with -9 (its sandbox then dies with it)."""
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() == 1:
-        os._exit(1)
 
 
 def default_db(course: Course) -> Path:

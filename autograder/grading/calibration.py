@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from threadpoolctl import threadpool_limits
 
 from autograder.authoring.checks import Trial, check_rng, student_seed
-from autograder.grading.attempt import attempt
+from autograder.grading.attempt import SuiteFault, attempt
 from autograder.grading.course import Course
 from autograder.grading.store import Store
 from autograder.grading.suite import Suite, SuiteCheck
@@ -88,8 +88,11 @@ def _time_each_check(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
         best, calls = None, 0
         for _ in range(ROUNDS):
             session = InProcessSession(namespace, suite.assignment.limits)
-            attempt(entry, Trial(entry.name, check_rng(seed, entry.name), suite.reference, session.call,
-                                 suite.assignment.tolerance, sizes=entry.check.sizes, shared_cache=shared))
+            try:
+                attempt(entry, Trial(entry.name, check_rng(seed, entry.name), suite.reference, session.call,
+                                     suite.assignment.tolerance, sizes=entry.check.sizes, shared_cache=shared))
+            except SuiteFault:
+                pass  # timed as far as it ran; each submission that reaches the fault is an internal error
             slowest = max(session.seconds, default=0.0)
             best, calls = slowest if best is None else min(best, slowest), len(session.seconds)
         times[entry.name] = ReferenceTime(best, calls)

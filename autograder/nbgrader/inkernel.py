@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.authoring.checks import student_seed
+from autograder.grading.attempt import SuiteFault
 from autograder.grading.course import Course, CourseError, find_course, load_course
 from autograder.grading.grader import Grader
 from autograder.grading.manifest import public_course
@@ -85,9 +86,15 @@ def run_checks(course: Course, suite: Suite, function: str, namespace: dict, stu
     session = InProcessSession(namespace, suite.assignment.limits)
     defined = frozenset(name for name, value in namespace.items() if callable(value) and not name.startswith("__"))
     seed = student_seed(course.seed_salt, suite.assignment.name, student)
-    with contextlib.redirect_stderr(CapturedText(session.output)):  # a check's own warnings, too
-        results = Grader(course, suite, sandbox=None).run_checks(session, LoadReport(functions=defined), seed,
-                                                                 entries, explain=False)
+    try:
+        with contextlib.redirect_stderr(CapturedText(session.output)):  # a check's own warnings, too
+            results = Grader(course, suite, sandbox=None).run_checks(session, LoadReport(functions=defined), seed,
+                                                                     entries, explain=False)
+    except SuiteFault as fault:
+        # The cell fails, never quietly scoring zero; without the traceback, which would show a hidden check's
+        # code in the student's feedback. `autograder grade` keeps the traceback for the instructor.
+        raise SuiteFault(fault.check, RuntimeError("a bug in the autograder's own check, not in your code; your "
+                                                   "instructor has to fix it and grade again")) from None
     return FunctionResults(function, results, session.output.text())
 
 

@@ -261,12 +261,12 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
     container; ROOT is a parameter so it can run anywhere.
     """
     # Imported here: grading loads the suite, the sandbox and torch, which the other exports never need.
+    from autograder.grading.boundary import Setup, grade_submission
     from autograder.grading.calibration import time_reference
-    from autograder.grading.grader import Grader
-    from autograder.grading.probe import EnvironmentRefused, probe_environment
+    from autograder.grading.probe import EnvironmentRefused
     from autograder.grading.suite import load_suite
     from autograder.sandbox.protections import SandboxError, probe
-    from autograder.sandbox.zygote import Sandbox, refuse_readable
+    from autograder.sandbox.zygote import refuse_readable
 
     root = Path(root)
     suite = load_suite(course, assignment)
@@ -292,22 +292,24 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
             "output": "The autograder did not run: on this machine your code could have read the solutions. "
                       "Your instructor has to fix the autograder; your submission will be graded then."})
         raise
-    box = Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup)
     try:
-        found = probe_environment(course, suite, box)  # starts the sandbox; its failure is a finding too
-        if not found.ok:
-            write_json(root / "results" / "results.json", {
-                "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
-                "output": "The autograder did not run: its environment could not grade the reference solution. "
-                          "Your instructor has to fix the autograder; your submission will be graded then."})
-            raise EnvironmentRefused(found.refusal("gradescope-run"))
-        result = Grader(course, suite, box, time_reference(course, suite)).grade(submission)
-    finally:
-        box.close()
+        # The grading process probes first: its environment must grade the reference before this file.
+        result = grade_submission(Setup(course, suite, protections, time_reference(course, suite),
+                                        command="gradescope-run"), submission)
+    except EnvironmentRefused:
+        write_json(root / "results" / "results.json", {
+            "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
+            "output": "The autograder did not run: its environment could not grade the reference solution. "
+                      "Your instructor has to fix the autograder; your submission will be graded then."})
+        raise
     at, source = gradescope_time(root / "submission_metadata.json", picked.path)
     result = dataclasses.replace(result, submitted_at=at, submitted_at_source=source)
     late = assess_result(suite.assignment.late, result)
     write_json(root / "results" / "results.json", gradescope_results(result, late))
+    if result.internal_error:
+        print(f"autograder: {student} could not be graded (internal error, not the student's code); results.json "
+              f"says so. Why:\n{result.internal_error}\nFix that, then run the autograder again "
+              "(on Gradescope: Regrade Submission)", file=log)
     print(f"autograder: {student}: {late.total:g} / {result.max_score:g}"
           + (f" after a late penalty of {late.penalty:g}" if late.penalty else "")
           + f"; wrote {(root / 'results' / 'results.json').resolve()}", file=log)

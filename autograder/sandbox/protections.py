@@ -80,6 +80,15 @@ class Protections:
              "checked between submissions (restart when it cannot be)", True),
             ("arguments in shared memory the grader reads back; gradients, timings and process counts "
              "established by the grader, never taken from the worker", True),
+            ("shared memory sealed at its size (no shrink, grow or new seal, by any descriptor) and never mapped "
+             "by the grader, which reads it with pread/pwrite through a file description of its own",
+             hasattr(os, "MFD_ALLOW_SEALING")),
+            ("no descriptor in a worker but its own socket and output: nothing inherited from the zygote", True),
+            ("every grading behind a process boundary (grade, --cluster workers, gradescope-run, replay, check): "
+             "a grader that dies is that submission's internal error after one retry, never the command's end",
+             True),
+            ("an exception a check raises is an internal error (kept, flagged, graded again), never the student's",
+             True),
             ("grading refused where workers could read the solutions, course.yaml, results or other "
              "submissions", True),
             ("resource limits: address space, CPU time, file size, open files", True),

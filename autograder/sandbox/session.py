@@ -27,6 +27,7 @@ from autograder.sandbox import wire
 from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import SandboxError
+from autograder.sandbox.region import SharedRegion
 from autograder.sandbox.replies import (
     CallFailed,
     CallTimedOut,
@@ -93,7 +94,7 @@ class Session:
         self._exits: dict = {}
         self._output_mark = 0
         self._selector: selectors.BaseSelector | None = None  # the child's socket and output, for its lifetime
-        self._region = wire.SharedRegion()  # where the current child's calls find their arrays
+        self._region = SharedRegion()  # where the current child's calls find their arrays
         self._grace = OneTimeGrace(limits.one_time_seconds)
         self._importing = False  # the current call said it began importing a module
 

@@ -7,9 +7,9 @@ lists of values, None, plain numbers and short strings; anything else is sent
 as the *name* of its type, never as the object.
 
 The arrays of a call do not travel in the frame: the grader puts them in
-shared memory (`SharedArrays`) and sends its file descriptor with the frame,
-so it can read back what the function did to its arguments from memory it
-owns, whatever the worker says.
+shared memory (`sandbox.region`) and sends its file descriptor with the
+frame, so it can read back what the function did to its arguments from
+memory it owns, whatever the worker says.
 
 This module runs on both sides of the boundary, so it imports only the
 standard library, NumPy, `autograder.text` and the protocol's value types. The grader decodes with
@@ -22,7 +22,6 @@ evaluated.
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import struct
 
@@ -36,7 +35,6 @@ MAX_DEPTH = 4
 MAX_ITEMS = 64
 MAX_DIMS = 32
 MAX_TEXT = 300
-ALIGN = 64  # bytes: arrays in shared memory start on cache-line boundaries
 
 # The dtypes an array may carry across the boundary, by their wire name.
 DTYPES = {
@@ -199,71 +197,6 @@ def parse_header(data: bytes) -> dict:
 
 def _no_constant(name):
     raise ValueError(f"{name} is not JSON")
-
-
-# ---------------------------------------------------------------- shared memory
-
-class SharedRegion:
-    """Shared memory the grader owns, holding one call's buffers at a time.
-
-    One region per worker child: the grader writes a call's buffers with
-    `place`, sends the layout in the call's header (and the region's file
-    descriptor with the first call, or when the region grew), and the
-    worker's function works on them in place there (`shared_buffers`), so
-    `read` afterwards shows the arguments as the function left them. A new
-    child gets a new region, so nothing of an earlier child's calls is in it.
-    """
-
-    def __init__(self):
-        self.fd: int | None = None
-        self.size = 0
-        self.unsent = False  # the worker has not been given this region's descriptor yet
-        self._memory: mmap.mmap | None = None
-
-    def place(self, buffers: list) -> list[list[int]]:
-        """Write `buffers` from the start of the region (growing it if need be); their [offset, size] layout."""
-        layout, end = [], 0
-        for buffer in buffers:
-            size = memoryview(buffer).nbytes
-            layout.append([end, size])
-            end += -(-size // ALIGN) * ALIGN
-        if end > self.size:
-            self._grow(max(end, 2 * self.size, 1 << 16))
-        for (offset, size), buffer in zip(layout, buffers):
-            self._memory[offset:offset + size] = memoryview(buffer).cast("B")
-        return layout
-
-    def read(self, layout: list) -> list[bytes]:
-        """Copies of the buffers at `layout` as they are now (the function may have written to them)."""
-        return [bytes(self._memory[offset:offset + size]) for offset, size in layout]
-
-    def close(self) -> None:
-        if self._memory is not None:
-            self._memory.close()
-            os.close(self.fd)
-        self._memory, self.fd, self.size = None, None, 0
-
-    def _grow(self, size: int) -> None:
-        self.close()
-        self.fd = os.memfd_create("call", os.MFD_CLOEXEC)
-        os.ftruncate(self.fd, size)
-        self._memory, self.size, self.unsent = mmap.mmap(self.fd, size), size, True
-
-
-def map_region(fd: int) -> mmap.mmap:
-    """The worker's mapping of the grader's region (writable: functions work on their arguments there)."""
-    return mmap.mmap(fd, os.fstat(fd).st_size)
-
-
-def shared_buffers(region: mmap.mmap | None, layout) -> list:
-    """The worker's view of a call's buffers: writable slices of the grader's shared memory."""
-    size = len(region) if region is not None else 0
-    if not (isinstance(layout, list) and all(isinstance(e, list) and len(e) == 2 and all(type(n) is int and n >= 0
-                                                                                             for n in e)
-                                             and e[0] + e[1] <= size for e in layout)):
-        raise WireError("shared memory layout is not valid")
-    view = memoryview(region) if layout else memoryview(b"")
-    return [view[offset:offset + length] for offset, length in layout]
 
 
 # ---------------------------------------------------------------- values

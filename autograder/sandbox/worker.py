@@ -1,7 +1,7 @@
 """The untrusted side: a zygote that forks one child per submission.
 
 This file never runs in the grader's process. The grader sends its source
-(with `text`, `seccomp` and `wire`) over a pipe to a fresh interpreter
+(with `text`, `seccomp`, `wire` and `region`) over a pipe to a fresh interpreter
 inside the sandbox, so the worker needs no view of the course repository.
 The zygote imports NumPy and PyTorch once; each submission runs in a fresh
 fork of it, so no submission pays the import.
@@ -14,7 +14,9 @@ Nothing one submission does may reach another, so:
   memory of the zygote, from which every later child is forked;
 - each child works in a fresh directory with a random 128-bit name, which
   no earlier submission can have made, and between submissions the zygote
-  removes everything in the scratch space and says what it could not.
+  removes everything in the scratch space and says what it could not;
+- a child closes every descriptor it inherited but its own socket and
+  output before any student code runs, so none can speak for the zygote.
 
 A child loads the student's code unit by unit (top-level statements of a
 .py file, code cells of a notebook), then answers calls "run function F on
@@ -40,7 +42,7 @@ import types
 
 import numpy as np
 
-from autograder.sandbox import seccomp, wire
+from autograder.sandbox import region, seccomp, wire
 from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
@@ -174,6 +176,7 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
         _redirect_output(output_fd)
+        _close_inherited(sock_fd)
         workdir = fresh_directory(scratch)
         os.chdir(workdir)
         os.environ.clear()
@@ -205,6 +208,19 @@ def _redirect_output(output_fd: int) -> None:
     os.close(output_fd)
     sys.stdout = open(1, "w", buffering=1, errors="replace", closefd=False)
     sys.stderr = open(2, "w", buffering=1, errors="replace", closefd=False)
+
+
+def _close_inherited(sock_fd: int) -> None:
+    """Close every descriptor but stdio and the child's own socket, before any student code runs.
+
+    A fork inherits all of the zygote's: its control socket above all, on
+    which a submission could forge the zygote's answers to the grader (how
+    its children ended, what was left in the scratch space) or read the
+    grader's requests.
+    """
+    highest = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    os.closerange(3, sock_fd)
+    os.closerange(sock_fd + 1, highest if highest != resource.RLIM_INFINITY else 1 << 20)
 
 
 def _set_limits(limits: dict) -> None:
@@ -325,18 +341,18 @@ def _serve(inbox: _Inbox, namespace: dict) -> None:
     watch = _ImportWatch(inbox.sock)
     sys.meta_path.insert(0, watch)  # after loading: imports at the top of the file are no call's
     me = os.getpid()
-    region = None  # the grader's shared memory, where each call's arrays are
+    mapping = None  # of the grader's shared memory, where each call's arrays are
     while True:
         frame, fds = inbox.next()
         if frame is None:
             return
         header, buffers = frame
-        if fds:  # a new region: the first call's, or a larger one
-            region = wire.map_region(fds[0])
-            for fd in fds:
+        if fds:  # a new region: the first call's, or a larger one (map_region closes its descriptor)
+            for fd in fds[1:]:
                 os.close(fd)
+            mapping = region.map_region(fds[0])
         if header.get("shared") is not None:
-            buffers = wire.shared_buffers(region, header["shared"])
+            buffers = region.shared_buffers(mapping, header["shared"])
         watch.call_id = header.get("id")
         reply, reply_buffers = _call(header, buffers, namespace)
         watch.call_id = None
