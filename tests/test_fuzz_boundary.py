@@ -45,7 +45,7 @@ import sys as _sys
 
 
 def _take_over(load_bytes):
-    worker = _sys._getframe(2).f_globals  # this function, the file's top level, then worker._load
+    worker = _sys._getframe(3).f_globals  # this function, the file's top level, loader.load, then the worker
     real = worker["wire"]
 
     class _RawWire:

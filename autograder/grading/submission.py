@@ -55,7 +55,7 @@ class Submission:
     note: str = ""  # a warning that did not stop grading, e.g. a notebook with schema problems
 
     def worker_spec(self, module: str) -> dict:
-        """What the worker needs to load this submission (see worker._load): its units' labels and sources.
+        """What the worker needs to load this submission (see sandbox.loader.load): its units' labels and sources.
 
         The code is compiled under the file's own name, so a traceback the
         student's code prints names the file they handed in.

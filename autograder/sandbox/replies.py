@@ -135,3 +135,18 @@ class CapturedOutput:
         if cut > 0:
             text += f"\n[... {size_text(cut)} more output not kept]"
         return text
+
+
+# How a signal that ended a worker child usually came about, in the student's words.
+_SIGNALS = {"SIGKILL": "killed, perhaps for using too much memory", "SIGXCPU": "killed for using too much CPU time",
+            "SIGSEGV": "crashed with a segmentation fault", "SIGXFSZ": "killed for writing a file over the size limit"}
+
+
+def how_it_ended(ended) -> str:
+    """A child's end as the zygote reported it (["exit", code], ["signal", name] or None), in plain words."""
+    if ended is None:
+        return "it exited"
+    kind, detail = ended
+    if kind == "signal":
+        return _SIGNALS.get(detail, f"killed by {detail}")
+    return f"it exited with status {detail}"

@@ -35,6 +35,7 @@ from autograder.sandbox.replies import (
     ReplyRejected,
     WorkerDied,
     _raised,
+    how_it_ended,
     read_reply,
     reply_limit,
     request_frame,
@@ -357,17 +358,7 @@ class Session:
     def _death(self) -> str:
         """Describe how the child ended, from the zygote's account of it."""
         self._stop_child()
-        ended = self._exits.get(str(self._pid))
-        if ended is None:
-            return "it exited"
-        kind, detail = ended
-        if kind == "signal":
-            hint = {"SIGKILL": "killed, perhaps for using too much memory",
-                    "SIGXCPU": "killed for using too much CPU time",
-                    "SIGSEGV": "crashed with a segmentation fault",
-                    "SIGXFSZ": "killed for writing a file over the size limit"}.get(detail, f"killed by {detail}")
-            return hint
-        return f"it exited with status {detail}"
+        return how_it_ended(self._exits.get(str(self._pid)))
 
     def _stop_child(self) -> None:
         """Kill the child's whole process tree mid-submission; count what it left (not the child itself)."""

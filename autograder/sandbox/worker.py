@@ -29,7 +29,6 @@ nothing on the worker's word.
 from __future__ import annotations
 
 import _thread
-import ast
 import gc
 import importlib
 import os
@@ -38,11 +37,10 @@ import signal
 import socket
 import sys
 import traceback
-import types
 
 import numpy as np
 
-from autograder.sandbox import region, seccomp, wire
+from autograder.sandbox import loader, region, seccomp, wire
 from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
@@ -190,7 +188,7 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent
         inbox = _Inbox(sock, SOURCE_LIMIT)
         (spec, sources), _ = inbox.next()
         inbox.parser.limit = CALL_LIMIT
-        namespace = _load(spec, [bytes(s).decode("utf-8", "replace") for s in sources], sock)
+        namespace = loader.load(spec, [bytes(s).decode("utf-8", "replace") for s in sources], sock)
         _serve(inbox, namespace)
     except BaseException:  # noqa: BLE001 - the child must never fall back into the zygote loop
         # Shown to the grader as the child's output: a worker fault, not the student's.
@@ -253,71 +251,6 @@ def mapped_bytes() -> int:
         return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _units(spec: dict, sources: list[str]):
-    """The submission as (label, code or SyntaxError) units, in order.
-
-    spec: {"kind": "py" or "cells", "filename", "labels": one per source}.
-    """
-    filename = spec["filename"]
-    if spec["kind"] == "py":
-        try:
-            tree = ast.parse(sources[0], filename)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            return [("the file", error)]
-        return [(f"line {node.lineno}", compile(ast.Module([node], []), filename, "exec"))
-                for node in tree.body]
-    units = []
-    for label, source in zip(spec["labels"], sources):
-        try:
-            units.append((label, compile(source, f"{filename} ({label})", "exec")))
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            units.append((label, error))
-    return units
-
-
-def _load(spec: dict, sources: list[str], sock) -> dict:
-    """Execute the submission's top-level code, reporting each unit before it runs.
-
-    A notebook's cell that raises is recorded and skipped, as Jupyter would;
-    a .py file stops at its first statement that raises, as `import` would
-    (the grader then reports it as not loaded). A unit that hangs or kills
-    the process is reported by the grader, which restarts the child with
-    that unit in `spec["skip"]`.
-    """
-    module = types.ModuleType(spec["module"])
-    module.__file__ = spec["filename"]
-    sys.modules[spec["module"]] = module
-    problems = []
-    skip = set(spec["skip"])
-    me = os.getpid()
-    for index, (label, code) in enumerate(_units(spec, sources)):
-        if index in skip:
-            continue
-        if isinstance(code, BaseException):
-            problems.append({"unit": label, "error": _describe(code, spec["filename"])})
-            continue
-        if os.getpid() == me:  # a process the file forked runs the rest of the file silently, as in Python
-            wire.send(sock, {"event": "unit", "index": index, "label": label})
-        try:
-            exec(code, module.__dict__)
-        except BaseException as error:  # noqa: BLE001 - SystemExit at import is the student's problem
-            problems.append({"unit": label, "error": _describe(error, spec["filename"])})
-            if spec["kind"] == "py":
-                break
-    _exit_if_forked_copy(me)
-    sys.stdout.flush()
-    functions = sorted(name for name, value in vars(module).items()
-                       if callable(value) and not name.startswith("__"))[:500]
-    wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50]})
-    return module.__dict__
-
-
-def _exit_if_forked_copy(me: int) -> None:
-    """A process the student forked that returned into this code must not speak on our socket."""
-    if os.getpid() != me:
-        os._exit(0)
-
-
 class _ImportWatch:
     """Tells the grader, once per call, that the call has begun importing a module: a one-time cost.
 
@@ -356,7 +289,7 @@ def _serve(inbox: _Inbox, namespace: dict) -> None:
         watch.call_id = header.get("id")
         reply, reply_buffers = _call(header, buffers, namespace)
         watch.call_id = None
-        _exit_if_forked_copy(me)
+        loader.exit_if_forked_copy(me)
         sys.stdout.flush()
         wire.send(inbox.sock, reply, reply_buffers)
 
@@ -373,7 +306,7 @@ def _call(request: dict, buffers: list, namespace: dict):
     try:
         result = namespace[request["function"]](*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - report every failure, including SystemExit
-        reply["raised"] = _describe(error, namespace.get("__file__"))
+        reply["raised"] = loader.describe(error, namespace.get("__file__"))
         return reply, out
     try:
         reply["value"] = wire.encode(result, out)
@@ -382,7 +315,7 @@ def _call(request: dict, buffers: list, namespace: dict):
     except BaseException as error:  # noqa: BLE001
         out.clear()
         reply.pop("value", None)
-        reply["unsendable"] = _describe(error, namespace.get("__file__"))
+        reply["unsendable"] = loader.describe(error, namespace.get("__file__"))
     return reply, out
 
 
@@ -418,19 +351,3 @@ def _to_tensor(value, requires_grad: bool):
     if requires_grad and tensor.is_floating_point():
         tensor.requires_grad_(True)
     return tensor
-
-
-def _describe(error: BaseException, filename) -> dict:
-    """Exception type, message and the student's line where it was raised."""
-    try:
-        # A SyntaxError's str() repeats the file name and line, which are reported on their own.
-        message = str(error.msg if isinstance(error, SyntaxError) else error)[:wire.MAX_TEXT]
-    except BaseException:  # noqa: BLE001 - a hostile __str__
-        message = "(the exception's message could not be read)"
-    line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None
-    trace = error.__traceback__
-    while trace is not None:
-        if trace.tb_frame.f_code.co_filename.startswith(str(filename)):
-            line = trace.tb_lineno
-        trace = trace.tb_next
-    return {"type": type(error).__name__[:80], "message": message, "line": line}

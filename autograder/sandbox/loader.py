@@ -1,0 +1,95 @@
+"""The untrusted side, in a worker child: running a submission's top-level code, unit by unit.
+
+Shipped to the worker with `worker` (see sandbox.zygote.BOOT): standard
+library and `wire` only. What it reports (which units raised, which
+functions exist) is the worker's word, used only for messages.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import sys
+import types
+
+from autograder.sandbox import wire
+
+
+def units(spec: dict, sources: list[str]):
+    """The submission as (label, code or SyntaxError) units, in order.
+
+    spec: {"kind": "py" or "cells", "filename", "labels": one per source}.
+    """
+    filename = spec["filename"]
+    if spec["kind"] == "py":
+        try:
+            tree = ast.parse(sources[0], filename)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            return [("the file", error)]
+        return [(f"line {node.lineno}", compile(ast.Module([node], []), filename, "exec"))
+                for node in tree.body]
+    units = []
+    for label, source in zip(spec["labels"], sources):
+        try:
+            units.append((label, compile(source, f"{filename} ({label})", "exec")))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            units.append((label, error))
+    return units
+
+
+def load(spec: dict, sources: list[str], sock) -> dict:
+    """Execute the submission's top-level code, reporting each unit before it runs.
+
+    A notebook's cell that raises is recorded and skipped, as Jupyter would;
+    a .py file stops at its first statement that raises, as `import` would
+    (the grader then reports it as not loaded). A unit that hangs or kills
+    the process is reported by the grader, which restarts the child with
+    that unit in `spec["skip"]`.
+    """
+    module = types.ModuleType(spec["module"])
+    module.__file__ = spec["filename"]
+    sys.modules[spec["module"]] = module
+    problems = []
+    skip = set(spec["skip"])
+    me = os.getpid()
+    for index, (label, code) in enumerate(units(spec, sources)):
+        if index in skip:
+            continue
+        if isinstance(code, BaseException):
+            problems.append({"unit": label, "error": describe(code, spec["filename"])})
+            continue
+        if os.getpid() == me:  # a process the file forked runs the rest of the file silently, as in Python
+            wire.send(sock, {"event": "unit", "index": index, "label": label})
+        try:
+            exec(code, module.__dict__)
+        except BaseException as error:  # noqa: BLE001 - SystemExit at import is the student's problem
+            problems.append({"unit": label, "error": describe(error, spec["filename"])})
+            if spec["kind"] == "py":
+                break
+    exit_if_forked_copy(me)
+    sys.stdout.flush()
+    functions = sorted(name for name, value in vars(module).items()
+                       if callable(value) and not name.startswith("__"))[:500]
+    wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50]})
+    return module.__dict__
+
+
+def exit_if_forked_copy(me: int) -> None:
+    """A process the student forked that returned into this code must not speak on our socket."""
+    if os.getpid() != me:
+        os._exit(0)
+
+
+def describe(error: BaseException, filename) -> dict:
+    """Exception type, message and the student's line where it was raised."""
+    try:
+        # A SyntaxError's str() repeats the file name and line, which are reported on their own.
+        message = str(error.msg if isinstance(error, SyntaxError) else error)[:wire.MAX_TEXT]
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        message = "(the exception's message could not be read)"
+    line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None
+    trace = error.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename.startswith(str(filename)):
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return {"type": type(error).__name__[:80], "message": message, "line": line}
