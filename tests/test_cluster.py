@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -305,3 +306,33 @@ def test_a_timeout_counts_only_when_a_second_run_on_another_worker_times_out_too
     graded_twice = [note for note in results["hangs"]["notes"] if note.startswith("graded twice")]
     assert graded_twice and any(t["status"] == "timeout" for t in results["hangs"]["tests"])
     assert results["fine"]["score"] == results["fine"]["max_score"] and not results["fine"]["notes"]
+
+
+def _python_without_torch(folder: Path) -> str:
+    """A Python with this environment's packages, except that `import torch` fails: a node installed wrong."""
+    import sysconfig
+
+    folder.mkdir(parents=True)
+    folder.chmod(0o755)  # workers run under a uid of their own
+    shadow = folder / "shadow" / "site-packages"  # named so: the sandbox binds a worker's package folders
+    shadow.mkdir(parents=True)
+    (shadow / "torch.py").write_text('raise ImportError("this node\'s torch is broken")\n')
+    for place in (folder / "shadow", shadow):
+        place.chmod(0o755)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
+    site_packages = next((folder / "venv").glob("lib/python*/site-packages"))
+    (site_packages / "borrowed.pth").write_text(f"{shadow}\n{sysconfig.get_paths()['purelib']}\n")
+    return str(folder / "venv" / "bin" / "python")
+
+
+def test_a_worker_that_cannot_grade_takes_no_task_and_the_others_grade_the_class(tmp_path, dask):
+    roster = write_class(tmp_path / "course", 8, "nbgrader", (), 0)
+    address = dask.scheduler()
+    dask.worker(address, env={"AUTOGRADER_WORKER_PYTHON": _python_without_torch(tmp_path / "broken")})
+    dask.worker(address)
+    dask.wait_for_workers(address, 2)
+    results, done = _grade([tmp_path / "course"], tmp_path / "g.db", "--cluster", address)
+    assert sorted(results) == sorted(student for student, _, _ in roster)
+    assert not [r for r in results.values() if r["internal_error"]]
+    assert re.search(r"worker tcp://127\.0\.0\.1:\d+ cannot grade here: .*torch.*; it takes no more tasks, and "
+                     r"the other workers grade on", done.stderr), done.stderr

@@ -259,6 +259,7 @@ def test_a_dask_worker_whose_environment_cannot_grade_takes_no_task_and_is_named
     done = run_cli("grade", ASSIGNMENT, REFERENCE, PLAIN, "--course", course, "--db", db, "--cluster", "local:1",
                    env={"AUTOGRADER_WORKER_PYTHON": preload_python}, timeout=600)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert re.search(r"worker tcp://127\.0\.0\.1:\d+: grading refused: this environment cannot grade "
-                     r"w07_attention: a worker child under the limits could not answer a call", done.stderr)
+    assert re.search(r"worker tls://127\.0\.0\.1:\d+ cannot grade here: grading refused: this environment cannot "
+                     r"grade w07_attention: a worker child under the limits could not answer a call", done.stderr)
+    assert "no Dask worker of local:1 can grade" in done.stderr
     assert _stored(db) == 0

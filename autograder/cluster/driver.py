@@ -8,12 +8,14 @@ system with it, a few tasks per worker thread at a time, so its memory and the
 scheduler's stay small however large the class. A worker that dies takes its
 task with it: Dask runs the task again on another worker, and after the
 scheduler's allowed failures the driver stores "could not grade" for that one
-submission and goes on. A result with a timeout is graded once more on
-another worker, and the second run's result is stored: a worker that has
-just joined (replaced mid-batch, still importing and timing the reference)
-must not cost anyone points, so a timeout counts only when it happens twice.
-A worker that refuses to grade (another suite version, a sandbox that cannot
-start or could read a secret) stops the run with its reason.
+submission and goes on. A worker that refuses to grade (another suite
+version, a sandbox that cannot start or could read a secret, an environment
+that cannot grade the reference) takes no more tasks, and its task goes to
+another; the run stops with every reason only when no worker is left that
+grades. A result with a timeout is graded once more on another worker, and
+the second run's result is stored: a worker that has just joined (replaced
+mid-batch, still importing and timing the reference) must not cost anyone
+points, so a timeout counts only when it happens twice.
 """
 from __future__ import annotations
 
@@ -94,6 +96,8 @@ class _Run:
     in_flight: dict[Future, Found] = field(default_factory=dict)
     heard: set = field(default_factory=set)  # warnings already shown
     retried: set = field(default_factory=set)  # students graded again after a timeout
+    sent: dict = field(default_factory=dict)  # student -> how many tasks were submitted for them
+    refused: dict = field(default_factory=dict)  # worker address -> why it will not grade: it gets no more tasks
     threads: int = 1
     checked: float = 0.0
     alone_since: float | None = None
@@ -126,17 +130,43 @@ class _Run:
         while self.pending and len(self.in_flight) < TASKS_PER_THREAD * self.threads + 1:
             self._submit(self.pending.popleft())
 
-    def _submit(self, item: Found, again: bool = False, avoid: set[str] = frozenset()) -> None:
-        """Send `item` to the cluster (`again`: a second time); `avoid`: workers to pass over while others are up."""
+    def _submit(self, item: Found, avoid: set[str] = frozenset()) -> None:
+        """Send `item` to a worker that has not refused to grade; `avoid`: workers to pass over while others are up."""
         content = None if item.problem else read_bytes(item.path, item.root)
-        others = [address for address in self._workers() if address not in avoid] if avoid else []
+        usable = self._usable()
+        others = [address for address in usable if address not in avoid] if avoid else []
+        restricted = others or (usable if self.refused else [])
+        count = self.sent[item.student] = self.sent.get(item.student, 0) + 1
         future = self.cluster.client.submit(grade_task, self.plugin, item, content, retries=0,
-                                            key=f"{self.plugin}-{item.student}" + ("-again" if again else ""),
-                                            workers=others or None, allow_other_workers=bool(others))
+                                            key=f"{self.plugin}-{item.student}" + (f"-{count}" if count > 1 else ""),
+                                            workers=restricted or None, allow_other_workers=bool(others))
         self.in_flight[future] = item
+
+    def _usable(self) -> list[str]:
+        """The workers that have not refused; a ClusterError with every reason when none is left."""
+        usable = [address for address in self._workers() if address not in self.refused]
+        if self.refused and not usable:
+            reasons = "; ".join(self.refused.values())
+            raise ClusterError(f"no Dask worker of {self.cluster.address} can grade: {reasons} (this machine, the "
+                               f"driver, runs autograder {installed_version()}). Results stored so far are kept: "
+                               "fix the workers' environment, then run the same command again to grade the rest")
+        return usable
+
+    def _refuse(self, future: Future, item: Found, why: str) -> None:
+        """A worker that refused to grade takes no more tasks; `item` goes to another."""
+        for address in self.cluster.client.who_has([future]).get(future.key, ()) or ("(unknown)",):
+            if address not in self.refused:
+                self.refused[address] = why
+                self.say(f"{why}; it takes no more tasks, and the other workers grade on")
+        future.release()
+        self._submit(item)
 
     def _finish(self, future: Future, item: Found) -> None:
         if future.status == "finished":
+            refused = _refusal(future.result())
+            if refused:
+                self._refuse(future, item, refused)
+                return
             result = self._result(item, future.result())
             if _timed_out(result) and item.student not in self.retried:
                 # A worker that has just joined is still importing and timing the reference, and its first
@@ -144,7 +174,7 @@ class _Run:
                 self.retried.add(item.student)
                 ran_on = set(self.cluster.client.who_has([future]).get(future.key, ()))
                 future.release()
-                self._submit(item, again=True, avoid=ran_on)
+                self._submit(item, avoid=ran_on)
                 return
             if item.student in self.retried:
                 result = dataclasses.replace(result, notes=(*result.notes, RETRIED))
@@ -160,9 +190,6 @@ class _Run:
     def _result(self, item: Found, text) -> SubmissionResult:
         try:
             reply = json.loads(text)
-            if "refused" in reply:
-                raise ClusterError(f"{reply['refused']} (this machine, the driver, runs autograder "
-                                   f"{installed_version()}). Results stored so far are kept")
             self._hear(reply.get("news"))
             result = result_from_plain(reply["result"])
         except (ValueError, TypeError, KeyError, AttributeError) as error:
@@ -222,6 +249,15 @@ class _Run:
             return list(self.cluster.client.scheduler_info(n_workers=-1)["workers"])
         except (OSError, KeyError):
             return []
+
+
+def _refusal(text) -> str:
+    """Why the worker refused to grade, from its reply; "" for a result."""
+    try:
+        reason = json.loads(text).get("refused", "")
+    except (ValueError, TypeError, AttributeError):
+        return ""
+    return reason if isinstance(reason, str) else "a worker refused to grade"
 
 
 def _timed_out(result: SubmissionResult) -> bool:
