@@ -287,20 +287,14 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
     try:
         refuse_readable(protections, suite.secret_paths(course))
     except SandboxError:
-        write_json(root / "results" / "results.json", {
-            "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
-            "output": "The autograder did not run: on this machine your code could have read the solutions. "
-                      "Your instructor has to fix the autograder; your submission will be graded then."})
+        _did_not_run(root, "on this machine your code could have read the solutions")
         raise
     try:
         # The grading process probes first: its environment must grade the reference before this file.
         result = grade_submission(Setup(course, suite, protections, time_reference(course, suite),
                                         command="gradescope-run"), submission)
     except EnvironmentRefused:
-        write_json(root / "results" / "results.json", {
-            "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
-            "output": "The autograder did not run: its environment could not grade the reference solution. "
-                      "Your instructor has to fix the autograder; your submission will be graded then."})
+        _did_not_run(root, "its environment could not grade the reference solution")
         raise
     at, source = gradescope_time(root / "submission_metadata.json", picked.path)
     result = dataclasses.replace(result, submitted_at=at, submitted_at_source=source)
@@ -314,3 +308,11 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
           + (f" after a late penalty of {late.penalty:g}" if late.penalty else "")
           + f"; wrote {(root / 'results' / 'results.json').resolve()}", file=log)
     return result
+
+
+def _did_not_run(root: Path, why: str) -> None:
+    """The student's results.json when the autograder refused to run at all: nothing graded, and why."""
+    write_json(root / "results" / "results.json", {
+        "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
+        "output": f"The autograder did not run: {why}. Your instructor has to fix the autograder; your "
+                  "submission will be graded then."})
