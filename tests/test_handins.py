@@ -289,8 +289,10 @@ def test_ids_compare_in_nfkc_case_folded_form_and_refuse_what_could_impersonate_
     assert canonical("ａｌｉｃｅ") == canonical("ALICE") == canonical("alice")  # full-width, case
     assert canonical("Straße") == canonical("STRASSE")
     for bad in ("eve\u202emallory", "eve\u200dmallory", "eve\u2028mallory", "eve\x1b[2J", "a/b", "a\\b", ".", "..",
-                "", " alice", "x" * (MAX_ID_CHARS + 1)):
+                "", " alice", "x" * (MAX_ID_CHARS + 1), "\u0430lice", "b\u03bfb"):  # Cyrillic а, Greek ο
         assert id_problem(bad), repr(bad)
         assert not id_problem(shown_id(bad)), (bad, shown_id(bad))  # what is stored in its place is an id
     assert not id_problem("Lastname, Firstname_123456_assignsubmission_file_")
     assert not id_problem("=SUM(A1)")  # a fine id: the CSV escapes it as a formula
+    for fine in ("Дмитрий", "Ærøskøbing", "Αλέξανδρος", "山田たろう"):  # one lookalike script, or none
+        assert not id_problem(fine), fine

@@ -7,7 +7,9 @@ name), so it is judged before anything is stored under it:
   `alice` and `ａｌｉｃｅ` (full-width) are one student;
 - refused when it holds control or format characters (Unicode categories Cc,
   Cf, Zl, Zp: terminal escapes, bidi overrides, zero-width characters, line
-  separators), a path separator (`/`, `\\`), is `.` or `..`, is empty, or is
+  separators), mixes Latin, Cyrillic and Greek letters (Cyrillic `а` in
+  `аlice` displays as Latin `a`: the mixed-script rule browsers apply to
+  domain names; a name written in one script stays fine), a path separator (`/`, `\\`), is `.` or `..`, is empty, or is
   longer than MAX_ID_CHARS; such a hand-in is not graded, and its feedback
   says why and what to rename;
 - two hand-ins with one canonical id are both flagged, naming both files, and
@@ -27,6 +29,7 @@ MAX_ID_CHARS = 128  # an LMS's "Lastname, Firstname_123456_assignsubmission_file
 MAX_ID_BYTES = 200  # UTF-8, below the 255 bytes of one file name
 REFUSED_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 SEPARATORS = ("/", "\\")
+LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")  # scripts whose letters can look the same (a/а/α, o/о/ο)
 
 
 def canonical(student: str) -> str:
@@ -42,6 +45,11 @@ def id_problem(student: str) -> str:
     if bad:
         return (f"its name holds characters that a terminal or a table would interpret ({', '.join(bad[:5])}: "
                 "control or format characters); rename the file or folder to the student's plain id")
+    foreign = _foreign_letters(student)
+    if foreign:
+        shown = ", ".join(f"{c} U+{ord(c):04X} {_script(c).title()}" for c in sorted(foreign))
+        return (f"its name mixes Latin, Cyrillic or Greek letters ({shown[:200]}), so it can look exactly like another "
+                "student's id; rename the file or folder to the student's id in one script")
     if any(sep in student for sep in SEPARATORS):
         return ("its name holds a path separator (/ or \\), which no folder name may hold (an LMS builds such "
                 "names from display names); rename the file or folder to the student's id without it")
@@ -58,8 +66,10 @@ def shown_id(student: str) -> str:
 
     Used for an id `id_problem` refuses, so its result can still be stored and listed.
     """
-    text = "".join("_" if unicodedata.category(c) in REFUSED_CATEGORIES or c in SEPARATORS else c
-                   for c in unicodedata.normalize("NFKC", student)).strip()
+    normal = unicodedata.normalize("NFKC", student)
+    foreign = _foreign_letters(normal)
+    text = "".join("_" if unicodedata.category(c) in REFUSED_CATEGORIES or c in SEPARATORS or c in foreign else c
+                   for c in normal).strip()
     text = text[:MAX_ID_CHARS].encode("utf-8", "replace")[:MAX_ID_BYTES].decode("utf-8", "ignore")
     return text if text.strip(".") else "unnamed"
 
@@ -72,3 +82,18 @@ def unique(student: str, taken: set[str]) -> str:
         name = f"{student}-{n}"
     taken.add(canonical(name))
     return name
+
+
+def _script(letter: str) -> str:
+    """The script of a letter, as the first word of its Unicode name (LATIN, CYRILLIC, GREEK, CJK, ...)."""
+    return unicodedata.name(letter, "").split(" ")[0]
+
+
+def _foreign_letters(student: str) -> set[str]:
+    """The letters of `student` from a lookalike script other than the one most of its lookalike letters use."""
+    letters = [c for c in student if c.isalpha() and _script(c) in LOOKALIKE_SCRIPTS]
+    scripts = [_script(c) for c in letters]
+    if len(set(scripts)) < 2:
+        return set()
+    main = max(LOOKALIKE_SCRIPTS, key=scripts.count)
+    return {c for c in letters if _script(c) != main}
