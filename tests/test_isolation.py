@@ -68,10 +68,10 @@ def everything_said(result) -> str:
 
 def test_no_child_can_read_or_write_the_zygotes_memory(job, tmp_path):
     poisoner = job.grade(read_submission(attack(tmp_path, "poison_zygote")))
-    note = next(n for n in poisoner.notes if "poison_zygote" in n)
-    assert "proc-mem: denied" in note
+    # The attack raises at import to say what worked, so its file does not load: the reason carries its report.
+    note = poisoner.problem
+    assert note.startswith("not loaded") and "poison_zygote" in note and "proc-mem: denied" in note, note
     assert re.search(r"process_vm_readv: -\d+", note) and re.search(r"ptrace: -\d+", note), note
-    assert poisoner.score == 100  # the attack runs at import and is skipped; every function is honest
     after = job.grade(read_submission(honest(tmp_path, "after")))
     assert after.score == 100, [(t.name, t.output) for t in after.tests if t.status != "passed"]
 

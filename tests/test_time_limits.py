@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 import shutil
 import sqlite3
 
@@ -77,8 +78,10 @@ def test_python_loops_over_the_grid_fail_the_scale_checks_and_nothing_else(tmp_p
     assert set(failed) == set(SLOW[slow]["fails"]), {n: t["output"] for n, t in failed.items()}
     for test in failed.values():
         assert test["status"] == "timeout"
-        # The limit, how it compares with the reference, and what to change.
-        assert "did not return within 0.1" in test["output"] and "× the reference's" in test["output"]
+        # The limit (calibrated on this machine, so whatever it measured), how it compares with the reference,
+        # and what to change.
+        assert re.search(r"did not return within [0-9.]+ s and was stopped \(\d+× the reference's [0-9.]+ ms\)",
+                         test["output"]), test["output"]
         assert "instead of Python loops" in test["output"]
     # Named on the function's own scale check, where its small checks all passed; nowhere else.
     named = {t["name"]: t["misconception"] for t in result["tests"] if t["misconception"]}
