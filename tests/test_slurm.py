@@ -28,7 +28,8 @@ pytest.importorskip("dask_jobqueue", reason="`autograder slurm` needs the [slurm
 sys.path.insert(0, str(ROOT / "bench"))
 from make_class import write_class  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# Behind a marker of its own (`pytest -m slurm`): it failed 2 of 4 runs made beside other tests on 2 cores.
+pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 ASSIGNMENT = "w07_attention"
 DAEMONS = ("munged", "slurmctld", "slurmd")
 if not all(shutil.which(name) for name in DAEMONS):

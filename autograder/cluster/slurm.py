@@ -78,8 +78,9 @@ def run(graders: SlurmGraders, say) -> None:
                                                                   **{k: str(v) for k, v in tls.items()}}) + "\n")
         say(f"scheduler at {cluster.scheduler_address} (TLS; certificates in {graders.state}); {graders.jobs} worker "
             f"jobs of {graders.processes} workers each submitted. Grade with:\n  {command}")
+        known, gone = {}, set()
         while not stop.wait(CHECK_SECONDS):
-            for job_id in replace_lost_jobs(cluster, graders.jobs):
+            for job_id in replace_lost_jobs(cluster, graders.jobs, known, gone):
                 say(f"worker job {job_id} ended; a new job was submitted in its place")
     finally:
         say("stopping: cancelling the worker jobs")
@@ -105,24 +106,34 @@ def start_cluster(graders: SlurmGraders, tls: dict) -> SLURMCluster:
                            "free?) and that sbatch works here, then run again") from None
 
 
-def replace_lost_jobs(cluster: SLURMCluster, jobs: int) -> list[str]:
+def replace_lost_jobs(cluster: SLURMCluster, jobs: int, known: dict[str, str], gone: set[str]) -> list[str]:
     """Forget the worker jobs Slurm no longer runs or queues and submit new ones; the ids of those lost.
 
     dask-jobqueue keeps a cancelled job in its plan, so it would never submit another: its capacity would
-    shrink with every job lost.
+    shrink with every job lost. known: worker name -> job id of every job seen so far, kept by the caller,
+    since dask-jobqueue may drop a job whose workers left from `cluster.workers` and keep it in its plan;
+    gone: the ids already replaced.
     """
-    submitted = {name: job.job_id for name, job in list(cluster.workers.items()) if getattr(job, "job_id", None)}
-    if not submitted:
+    for name, job in list(cluster.workers.items()):
+        job_id = getattr(job, "job_id", None)
+        if job_id and job_id not in gone:
+            known[name] = job_id
+    if not known:
         return []
-    live = live_jobs(list(submitted.values()))
+    live = live_jobs(list(known.values()))
     if live is None:
         return []  # squeue did not answer this time: nothing is known to be lost
-    lost = [name for name, job_id in submitted.items() if job_id not in live]
+    lost = [name for name, job_id in known.items() if job_id not in live]
+    lost_ids = [known.pop(name) for name in lost]
     for name in lost:
+        # Out of the plan and out of the running set: dask-jobqueue would otherwise first `scancel` a job that
+        # has ended, and a failed scancel stops it from submitting the new one.
         cluster.worker_spec.pop(name, None)
+        cluster.workers.pop(name, None)
+    gone.update(lost_ids)
     if lost:
         cluster.scale(jobs=jobs)
-    return [submitted[name] for name in lost]
+    return lost_ids
 
 
 def live_jobs(job_ids: list[str]) -> set[str] | None:
