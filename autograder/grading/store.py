@@ -14,6 +14,7 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
+from autograder.grading import history
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.text import valid_utf8
 
@@ -100,6 +101,7 @@ class Store:
             self._db.execute("PRAGMA foreign_keys=ON")
             self._retry(lambda: self._db.executescript(SCHEMA))
             self._retry(self._add_missing_columns)
+            self._retry(lambda: self._db.executescript(history.SCHEMA))
         except sqlite3.DatabaseError as error:
             raise StoreError(f"cannot use {self.path} as the results database ({error}). Pass --db with a "
                              "writable path, or move the damaged file away and regrade.") from None
@@ -140,6 +142,8 @@ class Store:
         row["notes"] = json.dumps(row["notes"])
         row.update(score=result.score, max_score=result.max_score)  # derived, stored for SQL and exports
         columns = ", ".join(row)
+        # Every result is kept in the history too (grading.history); built here, as it may read the hand-in.
+        kept = history.kept(result, history.known_handin(self._db, result.sha256))
 
         def write():
             with self._transaction():
@@ -151,6 +155,7 @@ class Store:
                     f"INSERT INTO checks (submission_id, position, {', '.join(_CHECK_FIELDS)}) "
                     f"VALUES (?, ?, {', '.join('?' * len(_CHECK_FIELDS))})",
                     [(cursor.lastrowid, i, *(t[f] for f in _CHECK_FIELDS)) for i, t in enumerate(tests)])
+                history.record(self._db, kept)
         self._retry(write)
 
     def results(self, assignment: str | None = None) -> list[SubmissionResult]:
@@ -161,6 +166,22 @@ class Store:
     def result(self, assignment: str, student: str) -> SubmissionResult | None:
         found = self._results(" WHERE assignment=? AND student=?", (assignment, student))
         return found[0] if found else None
+
+    def history(self, assignment: str) -> list[history.Entry]:
+        """Every result of `assignment` the store has held, oldest first (grading.history)."""
+        return history.entries(self._db, assignment, self.results(assignment))
+
+    def keep(self, entries: list[history.Kept]) -> None:
+        """Add results to the history only, in one transaction (a regrade's results of earlier hand-ins)."""
+        def write():
+            with self._transaction():
+                for entry in entries:
+                    history.record(self._db, entry)
+        self._retry(write)
+
+    def handin(self, sha256: str) -> bytes | None:
+        """The bytes of a graded hand-in, if the store kept them (grading.history)."""
+        return history.handin(self._db, sha256)
 
     def reference_times(self, suite_version: str, machine: str) -> dict[str, tuple[float, int]]:
         """check -> (seconds, calls) the reference took, as timed on `machine` for this suite; {} if never."""
