@@ -75,6 +75,7 @@ def hand_ins(store: Store, attempts: dict[str, list[Attempt]], folder: Path, mod
     class_files: student -> files of a class folder given to `regrade`, tried last.
     """
     todo, lost = [], []
+    folder.mkdir(exist_ok=True)
     for student, mine in sorted(attempts.items()):
         for attempt in mine:
             data = _bytes(store, attempt, class_files.get(student, []))
