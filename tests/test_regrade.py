@@ -7,6 +7,7 @@ committed and read back from the history.
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import os
 import shutil
@@ -14,6 +15,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
+from autograder.grading.attempts import SubmissionPolicy, choose
+from autograder.grading.history import Attempt, Entry, attempts
+from autograder.grading.late import LateRule
+from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.store import Store
 
 from conftest import FIXTURES, run_cli
 
@@ -160,3 +167,36 @@ def test_three_hand_ins_are_all_kept_and_the_policy_picks_which_one_counts(tmp_p
 def test_a_wrong_submissions_setting_is_an_error_naming_the_key(tmp_path, entry, message):
     done = run_cli("checks", "tiny", "--course", _course(tmp_path, entry))
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def _handed_in(student: str, got: float, at: str, order: int) -> Attempt:
+    tests = (CheckResult("double.small", "double", "public", "passed" if got else "failed", got, 10.0),)
+    result = SubmissionResult(student=student, assignment="tiny", file=f"{student}.py", sha256=f"{order:064d}",
+                              suite_version="v", seed=1, sandbox="bwrap", tests=tests, graded_at=at,
+                              submitted_at=at, submitted_at_source="nbgrader timestamp")
+    return Attempt(order, (Entry(result, order),))
+
+
+@pytest.mark.parametrize("penalty, policy, counted", [
+    (0.5, "last", 3), (0.5, "best", 1), (0.5, "last_on_time", 1),
+    (0.1, "best", 2),  # 10 points a day late, less 10%, beat 6 on time
+])
+def test_best_and_last_on_time_are_judged_after_the_late_rule(penalty, policy, counted):
+    due = datetime.datetime(2026, 11, 20, 12, tzinfo=datetime.UTC)
+    rule = LateRule(due=due, penalty_per_day=penalty)
+    mine = [_handed_in("s", got, (due + datetime.timedelta(hours=hours)).isoformat(), n)
+            for n, (got, hours) in enumerate(((6.0, -1), (10.0, 5), (4.0, 30)), start=1)]
+    choice = choose(mine, SubmissionPolicy(policy), rule)
+    assert choice.counted.number == counted
+    assert choice.reason.startswith(f"Hand-in {counted} of 3 counts") and f"(policy: {policy})" in choice.reason
+
+
+def test_an_old_database_without_a_history_reads_as_one_hand_in_per_student(tmp_path):
+    with Store(tmp_path / "grades.db") as store:
+        store.save(_handed_in("s", 5.0, "2026-11-20T00:00:00+00:00", 1).first)
+    with sqlite3.connect(tmp_path / "grades.db") as connection:  # as a database written before the history was
+        connection.execute("DROP TABLE history")
+        connection.execute("DROP TABLE handins")
+    with Store(tmp_path / "grades.db") as store:
+        found = attempts(store.history("tiny"))
+    assert [(a.number, a.current.result.score) for a in found["s"]] == [(1, 5.0)]
