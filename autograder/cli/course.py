@@ -112,10 +112,11 @@ def hold_changed_suite(plan, store: Store, suite, force: bool):
     plan, held = held_back(plan, store, suite.assignment.name, suite.version, force)
     if held:
         name = suite.assignment.name
-        print(safe(f"autograder: the suite of {name} changed since {len(held)} unchanged hand-ins were graded "
-                   f"({_some(held)}); their results are left as they were. `autograder regrade {name} --preview` "
-                   f"shows whom the new suite moves and by how much; `autograder regrade {name}` applies it, "
-                   "keeping the earlier results"), file=sys.stderr)
+        print(safe(f"autograder: the suite of {name} (its checks, reference or settings, or the grader's own code) "
+                   f"changed since {len(held)} unchanged hand-ins were graded ({_some(held)}): they are not graded "
+                   f"again, and their results stay as they were. `autograder regrade {name} --preview` shows whom "
+                   f"the new suite moves and by how much; `autograder regrade {name}` applies it, keeping the "
+                   "earlier results (`grade --force` regrades them too)"), file=sys.stderr)
     return plan
 
 
@@ -135,7 +136,8 @@ def _export_lms(args) -> int:
     column = lms.Column(args.column or settings.title, args.column_id, settings.max_score)
     with open(out, "w", newline="", encoding="utf-8") as stream:
         kind.write(made, column, stream)
-    graded = sum(bool(row.total) and row.student in {r.student for r in results} for row in made)
+    have = {r.student for r in results if not r.internal_error}
+    graded = sum(row.student in have for row in made)
     print(f"wrote {len(made)} roster students of {assignment} ({graded} with a grade; none: "
           f"{settings.submissions.missing}) to {out.resolve()}: import it as the LMS documents ({kind.docs})",
           file=sys.stderr)
@@ -190,8 +192,11 @@ def _regrade(args) -> int:
         grade_batch(course, suite, protections, [item.found for item in todo], collector,
                     args.jobs or os.cpu_count() or 1, progress.update)
         progress.finish()
-        final, moved = moves(before, regraded(todo, collector.results), settings.submissions, settings.late,
-                             args.no_decrease)
+        after, failed = regraded(todo, collector.results)
+        for line in failed:
+            print(safe(f"autograder: not regraded (internal error in the grader, not in the student's code; the "
+                       f"earlier result stands): {line}", 2000), file=sys.stderr)
+        final, moved = moves(before, after, settings.submissions, settings.late, args.no_decrease)
         if not args.preview:
             added = commit(store, before, final)
     lines = move_lines(moved) if args.json else [format_moves(moved)]
@@ -202,7 +207,7 @@ def _regrade(args) -> int:
     else:
         print(f"regraded: {added} results added, {len(moved)} of {len(before)} students moved; earlier results are "
               f"kept (`autograder history {settings.name} STUDENT`)", file=sys.stderr)
-    return 1 if lost else 0
+    return 1 if lost or failed else 0
 
 
 def _chosen(by_student: dict, students: list[str] | None) -> dict:

@@ -107,12 +107,17 @@ def _bytes(store: Store, attempt: Attempt, candidates: list[Path]) -> bytes | No
     return None
 
 
-def regraded(todo: list[Todo], results: list[SubmissionResult]) -> dict[str, list[Attempt]]:
-    """student -> their attempts with each new result appended, its file named as first graded."""
+def regraded(todo: list[Todo], results: list[SubmissionResult]) -> tuple[dict[str, list[Attempt]], list[str]]:
+    """(student -> their attempts with each new result appended, its file named as first graded; the hand-ins
+    the grader itself failed on, whose earlier results stand: a fault of the grader is no new grade)."""
     by_path = {str(item.found.path): item for item in todo}
     new: dict[tuple[str, int], SubmissionResult] = {}
+    failed = []
     for result in results:
         item = by_path[result.file]
+        if result.internal_error:
+            failed.append(f"{item.found.student}: hand-in {item.attempt.number}: {result.problem}")
+            continue
         new[(item.found.student, item.attempt.number)] = dataclasses.replace(result, file=item.attempt.first.file)
     by_student: dict[str, list[Attempt]] = {}
     for item in todo:
@@ -122,7 +127,7 @@ def regraded(todo: list[Todo], results: list[SubmissionResult]) -> dict[str, lis
             order = max(e.order for e in attempt.entries) + 1  # after every result it had
             attempt = Attempt(attempt.number, (*attempt.entries, Entry(result, order)))
         by_student.setdefault(item.found.student, []).append(attempt)
-    return by_student
+    return by_student, failed
 
 
 def moves(before: dict[str, list[Attempt]], after: dict[str, list[Attempt]], policy: SubmissionPolicy,
@@ -169,7 +174,8 @@ def commit(store: Store, before: dict[str, list[Attempt]], final: dict[str, list
 def held_back(plan: BatchPlan, store: Store, assignment: str, suite_version: str,
               force: bool) -> tuple[BatchPlan, list[str]]:
     """`grade`'s plan without the unchanged hand-ins graded under another suite version, which it leaves as they
-    are (`regrade` regrades them, showing first what that changes); and those students. --force keeps them in."""
+    are, neither graded nor shown (`regrade` regrades them, showing first what that changes); and those students.
+    With `force`, the plan as it was."""
     if force or not plan.todo:
         return plan, []
     stored = {r.student: r for r in store.results(assignment)}
@@ -179,7 +185,7 @@ def held_back(plan: BatchPlan, store: Store, assignment: str, suite_version: str
         same = (old is not None and not old.internal_error and old.suite_version != suite_version
                 and old.submitted_at == item.submitted_at and read_bytes(item.path, item.root).sha256 == old.sha256)
         (held if same else keep).append(item)
-    return BatchPlan(keep, plan.skipped + held), [item.student for item in held]
+    return BatchPlan(keep, plan.skipped), [item.student for item in held]
 
 
 def _hold(attempt: Attempt, old: Attempt, reason: str) -> Attempt:
