@@ -191,7 +191,7 @@ def test_best_and_last_on_time_are_judged_after_the_late_rule(penalty, policy, c
     assert choice.reason.startswith(f"Hand-in {counted} of 3 counts") and f"(policy: {policy})" in choice.reason
 
 
-def test_an_old_database_without_a_history_reads_as_one_hand_in_per_student(tmp_path):
+def test_an_old_database_opens_with_its_results_as_the_first_hand_ins(tmp_path):
     with Store(tmp_path / "grades.db") as store:
         store.save(_handed_in("s", 5.0, "2026-11-20T00:00:00+00:00", 1).first)
     with sqlite3.connect(tmp_path / "grades.db") as connection:  # as a database written before the history was
@@ -199,4 +199,7 @@ def test_an_old_database_without_a_history_reads_as_one_hand_in_per_student(tmp_
         connection.execute("DROP TABLE handins")
     with Store(tmp_path / "grades.db") as store:
         found = attempts(store.history("tiny"))
+        store.save(_handed_in("s", 10.0, "2026-11-21T00:00:00+00:00", 2).first)  # a new hand-in replaces the row
+        both = attempts(store.history("tiny"))
     assert [(a.number, a.current.result.score) for a in found["s"]] == [(1, 5.0)]
+    assert [(a.number, a.current.result.score) for a in both["s"]] == [(1, 5.0), (2, 10.0)]  # the old one kept

@@ -159,8 +159,12 @@ def _with_names(roster: dict, course, gradebook: str | None) -> dict:
     except ModuleNotFoundError:
         return roster  # nbgrader is an extra: without it, the roster's own names
     url, place = gradebook_url(gradebook, course.root)
-    if gradebook is None and not (course.root / "gradebook.db").is_file():
-        return roster
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not Path(url[len(prefix):]).is_file():
+        if gradebook is None:
+            return roster  # no nbgrader course here: the roster's own names
+        raise ExportError(f"there is no nbgrader gradebook at {place}; pass --gradebook with the course's "
+                          "gradebook.db, or leave it out")
     with Gradebook(url) as book:
         known = {s.id: s for s in book.students}
     for student, who in roster.items():

@@ -4,8 +4,9 @@ The store's `submissions` table holds one result per student, the last one
 saved, and decides what a rerun of `grade` skips. The `history` table here
 keeps every result ever saved, in the lossless plain form of grading.results
 (`result_to_plain`), so it follows the result dataclasses whatever their
-fields become; `handins` keeps each graded file's bytes once (compressed, by
-SHA-256), so that `regrade` can grade an earlier hand-in again after the class
+fields become; `handins` keeps each graded file's bytes once, by SHA-256
+(not compressed, which would cost the batch's main process more than it
+saves), so that `regrade` can grade an earlier hand-in again after the class
 folder has moved on. `Store.save` writes both in the transaction that writes
 the result itself.
 
@@ -13,15 +14,14 @@ An attempt is one hand-in: one student's file hash and submission time. Its
 results are the rows with that key, oldest first; the last one not held back
 is the attempt's current result. A row is held back (`held`, the reason) when
 `regrade --no-decrease` kept the earlier result because the new one scored
-lower. A database from before this module has no history rows: its
-`submissions` rows stand in for them (`entries`), so old databases read as
-one attempt per student.
+lower. A database from before this module gets its `submissions` rows as its
+first history rows when first opened (`backfill`); should a row still be
+missing from the history, it stands in for its hand-in (`entries`).
 """
 from __future__ import annotations
 
 import json
 import sqlite3
-import zlib
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
@@ -93,7 +93,7 @@ class Kept:
 
     result: SubmissionResult
     text: str  # the result as JSON
-    handin: bytes | None  # the file's bytes, compressed, when they are to be kept (None: already kept, or not)
+    handin: bytes | None  # the file's bytes, when they are to be kept (None: kept already, or not to be)
     held: str = ""
 
 
@@ -107,7 +107,7 @@ def kept(result: SubmissionResult, have_bytes: bool = False, held: str = "") -> 
     if result.sha256 and not have_bytes and result.file:
         read = read_bytes(Path(result.file))
         if read.sha256 == result.sha256 and read.size <= KEPT_BYTES:
-            data = zlib.compress(read.data, 6)
+            data = read.data
     return Kept(result, json.dumps(result_to_plain(result)), data, held)
 
 
@@ -129,10 +129,26 @@ def record(db: sqlite3.Connection, entry: Kept) -> None:
         db.execute("INSERT OR IGNORE INTO handins VALUES (?, ?)", (result.sha256, entry.handin))
 
 
+def backfill(db: sqlite3.Connection, latest, transaction) -> None:
+    """Once, for a database from before the history: its `submissions` rows become the first history rows.
+
+    latest: () -> every stored result; transaction: the store's BEGIN IMMEDIATE ... COMMIT. Run on every
+    open; it writes only while the history is empty and results are not, so that the next save does not
+    replace a result the history never held.
+    """
+    if db.execute("SELECT 1 FROM history LIMIT 1").fetchone() or not db.execute(
+            "SELECT 1 FROM submissions LIMIT 1").fetchone():
+        return
+    results = latest()
+    with transaction():
+        for result in results:
+            record(db, Kept(result, json.dumps(result_to_plain(result)), None))
+
+
 def handin(db: sqlite3.Connection, sha256: str) -> bytes | None:
     """The bytes of the hand-in with this hash, if the store kept them."""
     row = db.execute("SELECT data FROM handins WHERE sha256=?", (sha256,)).fetchone()
-    return zlib.decompress(row[0]) if row else None
+    return bytes(row[0]) if row else None
 
 
 def entries(db: sqlite3.Connection, assignment: str, latest: list[SubmissionResult]) -> list[Entry]:

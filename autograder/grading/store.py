@@ -5,6 +5,8 @@ moment leaves every earlier submission intact and this one absent. WAL mode,
 a busy timeout and retries let several graders share one database. Rows are
 keyed by (assignment, student): regrading replaces a student's rows, and the
 stored SHA-256 and suite version decide whether a rerun can skip a file.
+Every result saved is kept in the history as well (grading.history), with
+the hand-in's bytes, so nothing a regrade or a new hand-in replaces is lost.
 """
 from __future__ import annotations
 
@@ -102,6 +104,7 @@ class Store:
             self._retry(lambda: self._db.executescript(SCHEMA))
             self._retry(self._add_missing_columns)
             self._retry(lambda: self._db.executescript(history.SCHEMA))
+            self._retry(lambda: history.backfill(self._db, self.results, self._transaction))
         except sqlite3.DatabaseError as error:
             raise StoreError(f"cannot use {self.path} as the results database ({error}). Pass --db with a "
                              "writable path, or move the damaged file away and regrade.") from None
@@ -134,7 +137,7 @@ class Store:
         return {student: (sha256, suite, submitted_at) for student, sha256, suite, submitted_at in rows}
 
     def save(self, result: SubmissionResult) -> None:
-        """Replace the student's stored result with `result`, atomically."""
+        """Replace the student's stored result with `result`, and add it to the history, atomically."""
         # Field by field rather than dataclasses.asdict, whose deep copy cost the batch's main process ~2 ms
         # per result; every field here is flat.
         row = _storable({f.name: getattr(result, f.name) for f in fields(SubmissionResult) if f.name != "tests"})
