@@ -114,6 +114,8 @@ def test_a_planted_suite_change_is_previewed_exactly_then_committed_and_both_res
     assert [(m["student"], m["before"], m["after"], m["kept_earlier"]) for m in map(json.loads, kept.stdout
                                                                                     .splitlines())] == \
         [("b_abs", 2, 1, True)]
+    assert json.loads(kept.stdout)["flipped"] == [{"check": "double.matches_reference", "before": "passed",
+                                                   "after": "failed"}]
     history = [json.loads(line) for line in _cli("history", "tiny", "b_abs", "--json", course=course)
                .stdout.splitlines()]
     assert [(h["score"], h["counts"]) for h in history] == [(1, False), (2, True), (1, False)]

@@ -196,7 +196,7 @@ def _regrade(args) -> int:
         grade_batch(course, suite, protections, [item.found for item in todo], collector,
                     args.jobs or os.cpu_count() or 1, progress.update)
         progress.finish()
-        after, failed = regraded(todo, collector.results)
+        after, failed = regraded(before, todo, collector.results)
         for line in failed:
             print(safe(f"autograder: not regraded (internal error in the grader, not in the student's code; the "
                        f"earlier result stands): {line}", 2000), file=sys.stderr)

@@ -107,8 +107,9 @@ def _bytes(store: Store, attempt: Attempt, candidates: list[Path]) -> bytes | No
     return None
 
 
-def regraded(todo: list[Todo], results: list[SubmissionResult]) -> tuple[dict[str, list[Attempt]], list[str]]:
-    """(student -> their attempts with each new result appended, its file named as first graded; the hand-ins
+def regraded(before: dict[str, list[Attempt]], todo: list[Todo],
+             results: list[SubmissionResult]) -> tuple[dict[str, list[Attempt]], list[str]]:
+    """(every student's attempts with each new result appended, its file named as first graded; the hand-ins
     the grader itself failed on, whose earlier results stand: a fault of the grader is no new grade)."""
     by_path = {str(item.found.path): item for item in todo}
     new: dict[tuple[str, int], SubmissionResult] = {}
@@ -119,15 +120,16 @@ def regraded(todo: list[Todo], results: list[SubmissionResult]) -> tuple[dict[st
             failed.append(f"{item.found.student}: hand-in {item.attempt.number}: {result.problem}")
             continue
         new[(item.found.student, item.attempt.number)] = dataclasses.replace(result, file=item.attempt.first.file)
-    by_student: dict[str, list[Attempt]] = {}
-    for item in todo:
-        attempt = item.attempt
-        result = new.get((item.found.student, attempt.number))
-        if result is not None:
-            order = max(e.order for e in attempt.entries) + 1  # after every result it had
-            attempt = Attempt(attempt.number, (*attempt.entries, Entry(result, order)))
-        by_student.setdefault(item.found.student, []).append(attempt)
-    return by_student, failed
+    return {student: [_with(attempt, new.get((student, attempt.number))) for attempt in mine]
+            for student, mine in before.items()}, failed
+
+
+def _with(attempt: Attempt, result: SubmissionResult | None) -> Attempt:
+    """`attempt` with `result` as its latest result (as it was when None: not regraded)."""
+    if result is None:
+        return attempt
+    order = max(e.order for e in attempt.entries) + 1  # after every result it had
+    return Attempt(attempt.number, (*attempt.entries, Entry(result, order)))
 
 
 def moves(before: dict[str, list[Attempt]], after: dict[str, list[Attempt]], policy: SubmissionPolicy,
@@ -139,13 +141,13 @@ def moves(before: dict[str, list[Attempt]], after: dict[str, list[Attempt]], pol
         was, now = choose(before[student], policy, rule), choose(after[student], policy, rule)
         old_total, new_total = total_of(was.counted, rule), total_of(now.counted, rule)
         held = no_decrease and new_total < old_total
+        flipped = _flipped(counted_result(was), counted_result(now))  # what the regrade found, held back or not
         if held:
             reason = (f"A regrade under the current checks gave {_points(new_total)} points, fewer than the "
                       f"{_points(old_total)} before; the earlier result is kept (no score goes down in a regrade).")
             after[student] = [_hold(attempt, old, reason) for attempt, old in zip(after[student], before[student])]
             now = choose(after[student], policy, rule)
         final[student] = after[student]
-        flipped = _flipped(counted_result(was), counted_result(now))
         shown_after = total_of(now.counted, rule)
         if flipped or shown_after != old_total or held:
             moved.append(Move(student, old_total, new_total if held else shown_after, flipped, held))
