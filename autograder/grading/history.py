@@ -187,6 +187,11 @@ def _key(result: SubmissionResult) -> tuple:
     return tuple(getattr(result, name) for name in _KEY)
 
 
+# Fields renamed since a row may have been written: (dataclass, old name) -> new name. Read under the new name
+# only once the dataclass has it, so rows keep their text across the rename.
+_RENAMED = {(CheckResult, "output"): "message", (SubmissionResult, "output"): "printed"}
+
+
 def _result(text: str) -> SubmissionResult:
     """A result from its kept JSON; a field the dataclasses gained since it was written takes its default."""
     data = json.loads(text)
@@ -195,7 +200,13 @@ def _result(text: str) -> SubmissionResult:
 
 
 def _known(kind, data: dict) -> dict:
-    """`data` with the fields of `kind`: unknown ones dropped, missing ones at their defaults."""
+    """`data` with the fields of `kind`: renamed ones under their new names, unknown ones dropped, missing ones
+    at their defaults."""
+    names = {field.name for field in fields(kind)}
+    data = dict(data)
+    for (owner, old), new in _RENAMED.items():
+        if owner is kind and old in data and old not in names and new in names and new not in data:
+            data[new] = data.pop(old)
     values = {}
     for field in fields(kind):
         if field.name in data:
