@@ -140,3 +140,15 @@ def test_check_files_import_only_the_authoring_face():
     inside = {f"{path.relative_to(ROOT)} imports {module}" for path in files for module in _imports(path)
               if module.startswith("autograder") and module != "autograder.authoring"}
     assert files and inside == set()
+
+
+def test_importing_the_authoring_face_loads_no_process_code():
+    """Issue 23: what a check file imports brings nothing of the sandbox, grading, or process modules with it."""
+    import subprocess
+    import sys
+    shown = subprocess.run([sys.executable, "-c", "import sys, autograder.authoring; print(' '.join(sys.modules))"],
+                           capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, timeout=120)
+    loaded = set(shown.stdout.split())
+    assert "autograder.authoring" in loaded, shown.stderr
+    assert {m for m in loaded if m.startswith("autograder.") and not m.startswith("autograder.authoring")} == set()
+    assert loaded & {"subprocess", "socket", "selectors", "multiprocessing", "resource"} == set()  # NumPy loads ctypes

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import threading
 from collections import Counter, OrderedDict
@@ -14,8 +15,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from autograder.authoring.protocol import Call, Opaque
+from autograder.grading.submission import read_submission
 from autograder.sandbox import values, wire
 from autograder.sandbox.replies import ReplyRejected, read_reply
+from autograder.sandbox.session import Session
+
+from conftest import PLAIN
 
 buffers = st.lists(st.binary(max_size=3000), max_size=700)  # more chunks than one gathered write takes
 
@@ -192,3 +197,35 @@ def test_whatever_a_worker_claims_decodes_or_is_refused_as_a_wire_error(tree, bu
         values.decode(tree, buffers)
     except wire.WireError:
         pass
+
+
+RETURNING = '''
+
+def mixed():
+    return {"a": [1, "x\\u00e9", None, 2.5], (1, "k"): (True, 10 ** 30), "f16": np.ones(2, np.float16)}
+
+
+def many():
+    return list(range(10 ** 6))
+
+
+def deep():
+    value = []
+    for _ in range(100):
+        value = [value]
+    return value
+'''
+
+
+def test_a_real_worker_sends_plain_values_and_past_the_limits_they_are_too_large(sandbox, suite, tmp_path):
+    path = tmp_path / "returning.py"
+    path.write_text(PLAIN.read_text() + RETURNING)
+    with Session(sandbox, read_submission(path).worker_spec("attention"), suite.assignment.limits) as session:
+        assert not session.open().failure
+        got = session.call(Call("mixed")).value
+        assert got["a"] == [1, "x\u00e9", None, 2.5] and got[(1, "k")] == (True, 10 ** 30)
+        assert got["f16"].dtype == np.float16
+        for function, limit in (("many", "items"), ("deep", "depth")):
+            with pytest.raises(ReplyRejected, match=f"^{function} returned a value too large to grade: "
+                                                    f"{re.escape(values.LIMITS[limit])}"):
+                session.call(Call(function))
