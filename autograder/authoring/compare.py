@@ -280,7 +280,7 @@ def _expect_array(got, expected: np.ndarray, what: str, tol: Tolerance | None) -
     if not same.all():
         index = _index(np.unravel_index(int(np.argmin(same)), expected.shape))
         raise CheckFailed(f"{what} is wrong at {int((~same).sum())} of {same.size} positions, e.g. index {index}: "
-                          f"got {got[index]!r}, expected {expected[index]!r}", expected, got)
+                          f"got {got[index].item()!r}, expected {expected[index].item()!r}", expected, got)
 
 
 def _expect_same_keys(got: dict, expected: dict, what: str) -> None:
