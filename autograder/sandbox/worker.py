@@ -10,7 +10,7 @@ Nothing one submission does may reach another, so:
 - the zygote never holds a submission's code or data: it forks a child,
   and the child then receives the submission over its own socket;
 - the zygote and its children are not dumpable and every child runs under a
-  seccomp filter (autograder.seccomp), so no child can read or write the
+  seccomp filter (autograder.sandbox.seccomp), so no child can read or write the
   memory of the zygote, from which every later child is forked;
 - each child works in a fresh directory with a random 128-bit name, which
   no earlier submission can have made, and between submissions the zygote
@@ -40,7 +40,7 @@ import traceback
 
 import numpy as np
 
-from autograder.sandbox import loader, region, seccomp, wire
+from autograder.sandbox import loader, region, seccomp, values, wire
 from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
@@ -296,8 +296,8 @@ def _serve(inbox: _Inbox, namespace: dict) -> None:
 
 def _call(request: dict, buffers: list, namespace: dict):
     """Run one call on arrays decoded from `buffers`, in place: the caller reads them back afterwards."""
-    args = [wire.decode(tree, buffers) for tree in request["args"]]
-    kwargs = {name: wire.decode(tree, buffers) for name, tree in request["kwargs"].items()}
+    args = [values.decode(tree, buffers) for tree in request["args"]]
+    kwargs = {name: values.decode(tree, buffers) for name, tree in request["kwargs"].items()}
     if request.get("as_tensors"):
         args = [_to_tensor(a, request.get("backward") is not None) for a in args]
         kwargs = {name: _to_tensor(a, False) for name, a in kwargs.items()}
@@ -309,7 +309,7 @@ def _call(request: dict, buffers: list, namespace: dict):
         reply["raised"] = loader.describe(error, namespace.get("__file__"))
         return reply, out
     try:
-        reply["value"] = wire.encode(result, out)
+        reply["value"] = values.encode(result, out)
         if request.get("backward") is not None:
             reply.update(_backward(result, args, request["backward"], buffers, out))
     except BaseException as error:  # noqa: BLE001
@@ -325,7 +325,7 @@ def _backward(result, args, upstream_trees, buffers, out) -> dict:
     outputs = result if isinstance(result, (tuple, list)) else (result,)
     pairs = []
     for output, tree in zip(outputs, upstream_trees):
-        upstream = wire.decode(tree, buffers)
+        upstream = values.decode(tree, buffers)
         if upstream is None:
             continue
         if not isinstance(output, torch.Tensor) or output.grad_fn is None:
@@ -339,7 +339,7 @@ def _backward(result, args, upstream_trees, buffers, out) -> dict:
         total.backward()
     except (RuntimeError, AttributeError) as error:
         return {"grad_error": f"backward failed: {str(error)[:wire.MAX_TEXT]}"}
-    return {"grads": [wire.encode(a.grad, out) if isinstance(a, torch.Tensor) else {"t": "none"}
+    return {"grads": [values.encode(a.grad, out) if isinstance(a, torch.Tensor) else {"t": "none"}
                       for a in args]}
 
 
