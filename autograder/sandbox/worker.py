@@ -41,7 +41,7 @@ import traceback
 import numpy as np
 
 from autograder.sandbox import loader, region, seccomp, values, wire
-from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl
+from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, set_controls
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
 CONTROL_LIMIT = 1 << 20  # bytes of buffers in one message from the grader to the zygote
@@ -60,13 +60,19 @@ def zygote_main(config: dict) -> None:
     fallback's /tmp) from which everything our uid owns is wiped too, "as_init": bool}.
     """
     control = socket.socket(fileno=config["control_fd"])
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # Not dumpable: no process of our uid can open /proc/<pid>/mem or ptrace us. Children inherit it.
-    prctl(PR_SET_DUMPABLE, 0)
+    controls = [(PR_SET_PDEATHSIG, signal.SIGKILL), (PR_SET_DUMPABLE, 0)]
     if not config["as_init"]:
         # Orphans of a submission (double-forked daemons) must stay our
         # descendants so the grader can find and kill them.
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
+        controls.append((PR_SET_CHILD_SUBREAPER, 1))
+    missing = set_controls(controls)
+    if missing:
+        # Each stands for a protection every submission is promised, so none may run here: the grader
+        # refuses this sandbox and says what to do (protections.MissingProtections). Told before the preload,
+        # while nothing but our own code has run, so the report is ours.
+        wire.send(control, {"event": "ready", "pid": os.getpid(), "missing": missing})
+        os._exit(1)
     for name in config["preload"]:
         importlib.import_module(name)
     if "torch" in sys.modules:
@@ -170,7 +176,10 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent
     """Run one submission: contain it, receive it, load it, answer calls. Never returns."""
     try:
         os.setsid()
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        why = prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if why:  # the zygote set it at its start, so this is unexpected: the child could outlive the zygote
+            raise OSError(f"PR_SET_PDEATHSIG could not be set in the submission's process ({why}); it was not run. "
+                          "Run `autograder doctor` to see which protections this machine lacks.")
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
         _redirect_output(output_fd)
