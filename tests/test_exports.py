@@ -131,7 +131,7 @@ def test_csv_has_one_row_per_student_matching_the_store(graded, tmp_path):
         assert (int(row["passed"]), int(row["failed"]), int(row["errors"]), int(row["timeouts"])) == \
             (counts["passed"], counts["failed"], counts["error"], counts["timeout"])
         assert row["could_not_grade"] == ("1" if result.problem else "0") and row["problem"] == result.problem
-        assert row["reduced_sandbox"] == ("0" if result.sandbox == "bwrap" else "1")
+        assert row["reduced_sandbox"] == ("0" if result.isolated else "1")
         assert int(row["killed_processes"]) == result.killed_processes
         assert row["sha256"] == result.sha256[:12] and len(row["sha256"]) == 12
         assert (row["suite_version"], row["graded_at"], int(row["seed"])) == \

@@ -16,8 +16,9 @@ def graded(grader):
     return grader.grade(read_submission(PLAIN, "ann"))
 
 
-def test_a_real_result_survives_the_trip_through_json_unchanged(graded):
+def test_a_real_result_survives_the_trip_through_json_unchanged(grader, graded):
     assert graded.tests and graded.score == graded.max_score
+    assert graded.isolated == (grader.sandbox.protections.mode == "bwrap")  # set where grading knows the sandbox
     assert result_from_plain(json.loads(json.dumps(result_to_plain(graded)))) == graded
 
 

@@ -7,6 +7,7 @@ its fields, so each output carrying them shows that output is made from the sche
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import sqlite3
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.results import CheckResult, SubmissionResult, flags
 from autograder.grading.schema import described, fields_of, from_plain, to_plain
 from autograder.grading.store import Store
 from autograder.outputs import grades_csv, gradescope
@@ -172,3 +173,9 @@ def test_a_database_of_the_previous_release_opens_and_reads_whole(tmp_path):
     assert [t.output for t in ann.tests] == ["well done", "wrong sign"] and ann.tests[1].misconception == "sign"
     assert (bo.killed_processes, bo.submitted_at_source, bo.tests[0].stopped) == \
         (2, "file time (unreliable)", "timeout")
+    # Stored before `isolated` existed: strongly isolated exactly when bubblewrap ran it.
+    assert (ann.isolated, bo.isolated) == (True, False)
+    assert "reduced sandbox" in flags(bo) and "reduced sandbox" not in flags(ann)
+    with Store(db) as store:  # the column is filled once, when it is added: a new result keeps its own
+        store.save(dataclasses.replace(ann, student="dee", isolated=False))
+        assert store.result("w01", "dee").isolated is False

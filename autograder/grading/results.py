@@ -74,6 +74,9 @@ class SubmissionResult:
     seed: int = described("the seed of the student's random inputs")
     sandbox: str = described("the sandbox's name, to show (never to decide on)")
     tests: tuple[CheckResult, ...] = described("one verdict per check, in suite order")
+    # What outputs ask instead of comparing sandbox names (set by grading.grader.sandbox_fields).
+    isolated: bool = described("whether the sandbox isolated the code strongly; False: a reduced sandbox, flagged",
+                               False)
     # Set once, when the result is built (None: the checks' sums); stored and read back as it is.
     score: float | None = described("the raw score: the checks' points, before any late penalty (grading.late)",
                                     None)
@@ -185,7 +188,7 @@ def flags(result: SubmissionResult) -> list[str]:
         found.append("rejected reply")
     if result.killed_processes:
         found.append(f"left {result.killed_processes} processes")
-    if result.sandbox != "bwrap":
+    if not result.isolated:
         found.append("reduced sandbox")
     return found
 

@@ -35,6 +35,10 @@ CREATE TABLE IF NOT EXISTS reference_times (
     PRIMARY KEY (suite_version, machine, name)
 );
 """
+# What a column added to an old table holds, when not its default: rows stored before `isolated` existed
+# were strongly isolated exactly when bubblewrap ran them. The only place outside the sandbox where a
+# sandbox's name decides anything, and only for those rows, once, when the column is added.
+FILLED_WHEN_ADDED = {("submissions", "isolated"): "UPDATE submissions SET isolated = (sandbox = 'bwrap')"}
 _SQL_TYPES = {str: "TEXT", int: "INTEGER", bool: "INTEGER", float: "REAL", tuple: "TEXT"}  # tuple: a JSON list
 RETRIES = 20
 
@@ -185,6 +189,8 @@ class Store:
                     statements.append(f"ALTER TABLE {table} RENAME COLUMN {field.was} TO {field.name}")
                 else:
                     statements.append(f"ALTER TABLE {table} ADD COLUMN {_definition(field)}")
+                    if (table, field.name) in FILLED_WHEN_ADDED:
+                        statements.append(FILLED_WHEN_ADDED[table, field.name])
         return statements
 
     def _transaction(self):

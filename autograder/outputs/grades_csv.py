@@ -48,6 +48,7 @@ SHOWN_OTHERWISE = {
     "max_score": "max",
     "tests": "points per function, the counts and the misconceptions",
     "internal_error": "internal_error, 1 or 0 (the traceback is in the report)",
+    "isolated": "reduced_sandbox, its opposite",
     "assignment": "one assignment per file",
     "notes": "the report (free text)",
     "output": "the report (free text, for instructors)",
@@ -74,7 +75,7 @@ def columns(functions: list[str], kind: type = SubmissionResult) -> list[Column]
         Column("timeouts", lambda r, late: str(r.counts()["timeout"])),
         Column("could_not_grade", lambda r, late: "1" if r.problem else "0"),
         Column("internal_error", lambda r, late: "1" if r.internal_error else "0"),
-        Column("reduced_sandbox", lambda r, late: "0" if r.sandbox == "bwrap" else "1"),
+        Column("reduced_sandbox", lambda r, late: "0" if r.isolated else "1"),
         Column("flags", lambda r, late: cell("; ".join(flags(r) + late.flags()))),
         Column("misconceptions", lambda r, late: "; ".join(sorted({t.misconception for t in r.tests
                                                                    if t.misconception}))),

@@ -145,7 +145,7 @@ def sandbox_events(result: SubmissionResult) -> list[str]:
     if result.killed_processes:
         events.append(f"{_count(result.killed_processes, 'process')} your code left running "
                       f"{'was' if result.killed_processes == 1 else 'were'} stopped.")
-    if result.sandbox != "bwrap":
+    if not result.isolated:
         events.append(f"Your code ran in the reduced sandbox ({result.sandbox}) because bubblewrap was not available "
                       "on the grading machine; this does not change your score.")
     events += list(result.notes)
