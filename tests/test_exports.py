@@ -198,7 +198,7 @@ def test_gradescope_export_writes_valid_results_matching_the_store(graded, tmp_p
             assert (theirs["score"], theirs["max_score"]) == (ours.score, ours.max_score)
             assert theirs["status"] == ("passed" if ours.status == "passed" else "failed")
             assert theirs["visibility"] == "visible"
-            assert ours.output in theirs["output"] and (not ours.hint or ours.hint in theirs["output"])
+            assert ours.message in theirs["output"] and (not ours.hint or ours.hint in theirs["output"])
             assert theirs["extra_data"]["status"] == ours.status
             assert theirs["number"].split(".")[0] == str(FUNCTIONS.index(ours.function) + 1)
 

@@ -45,7 +45,7 @@ def _lab_result(student: str = "ann") -> LabResult:
     checks = (ReviewedCheck("f.a", "f", "public", "passed", 2.0, 2.0, reviewer="ta-bo"),
               ReviewedCheck("f.b", "f", "hidden", "failed", 0.0, 1.0, "wrong", reviewer="ta-cy"))
     return LabResult(student, "w01", f"{student}.py", "ab" * 32, "v1", 7, "bwrap", checks, graded_at="2026-12-01T10:00",
-                     lab_group=4, regraded=True, weight=0.25, tags=("late-ok", "viva"))
+                     printed="hello", lab_group=4, regraded=True, weight=0.25, tags=("late-ok", "viva"))
 
 
 def test_the_new_fields_reach_the_json_and_come_back_whole():
@@ -55,12 +55,22 @@ def test_the_new_fields_reach_the_json_and_come_back_whole():
         (4, True, 0.25, ["late-ok", "viva"])
     assert [t["reviewer"] for t in plain["tests"]] == ["ta-bo", "ta-cy"]
     assert from_plain(LabResult, plain) == result
+    assert from_plain(LabResult, _before_the_renames(plain)) == result  # as a worker of the last release sends it
     with pytest.raises(ValueError, match=r"result\.regraded: expected bool, got int"):
         from_plain(LabResult, {**plain, "regraded": 1})
     with pytest.raises(ValueError, match=r"result\.lab_group: expected int, got bool"):
         from_plain(LabResult, {**plain, "lab_group": True})
     with pytest.raises(ValueError, match=r"result\.tests\[1\]\.reviewer: expected str"):
         from_plain(LabResult, {**plain, "tests": [plain["tests"][0], {**plain["tests"][1], "reviewer": None}]})
+
+
+def _before_the_renames(plain: dict) -> dict:
+    """`plain` as the release before `message` and `printed` wrote it: both were `output`."""
+    older = {name: value for name, value in plain.items() if name != "printed"}
+    older["output"] = plain["printed"]
+    older["tests"] = [{("output" if name == "message" else name): value for name, value in test.items()}
+                      for test in plain["tests"]]
+    return older
 
 
 def test_the_new_fields_are_columns_of_a_real_database(tmp_path):
@@ -167,10 +177,11 @@ def test_a_database_of_the_previous_release_opens_and_reads_whole(tmp_path):
     with Store(db) as store:
         ann, bo = store.results("w01")
         store.save(_lab_result("cy"))  # and takes new results beside the old ones
-        assert store.result("w01", "cy").tests[1].output == "wrong"
+        assert store.result("w01", "cy").tests[1].message == "wrong"
     assert (ann.score, ann.max_score, bo.score) == (1.0, 2.0, 0.0)
-    assert ann.notes == ("a note",) and ann.output == "printed by ann" and ann.seconds == 1.5
-    assert [t.output for t in ann.tests] == ["well done", "wrong sign"] and ann.tests[1].misconception == "sign"
+    # The columns of renamed fields, under their new names: `output` was the check's message, and what was printed.
+    assert ann.notes == ("a note",) and ann.printed == "printed by ann" and ann.seconds == 1.5
+    assert [t.message for t in ann.tests] == ["well done", "wrong sign"] and ann.tests[1].misconception == "sign"
     assert (bo.killed_processes, bo.submitted_at_source, bo.tests[0].stopped) == \
         (2, "file time (unreliable)", "timeout")
     # Stored before `isolated` existed: strongly isolated exactly when bubblewrap ran it.

@@ -122,7 +122,7 @@ class Grader:
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
             **sandbox_fields(self.sandbox.protections), tests=tuple(tests),
             problem=problem,
-            notes=tuple(notes), output=output, killed_processes=killed,
+            notes=tuple(notes), printed=output, killed_processes=killed,
             seconds=time.monotonic() - started, graded_at=_now()), self.suite)
 
     def _session(self, spec: dict) -> Session:
@@ -306,7 +306,7 @@ class Grader:
                 stopped: str = "") -> CheckResult:
         return CheckResult(name=entry.name, function=entry.function, visibility=entry.visibility, status=status,
                            score=entry.points if status == "passed" else 0.0, max_score=entry.points,
-                           output=message, hint=hint, seconds=round(seconds, 4), stopped=stopped)
+                           message=message, hint=hint, seconds=round(seconds, 4), stopped=stopped)
 
     def _graded_functions(self) -> set[str]:
         return {name for entry in self.suite.checks for name in entry.check.functions}
@@ -338,7 +338,7 @@ def internal_error_result(student: str, suite: Suite, file: str, sha256: str, de
                           sandbox: str, isolated: bool = False) -> SubmissionResult:
     """The result of a submission the grader itself failed on: zero, flagged, with the traceback kept."""
     tests = tuple(CheckResult(name=e.name, function=e.function, visibility=e.visibility, status="error", score=0.0,
-                              max_score=e.points, output=INTERNAL_ERROR) for e in suite.checks)
+                              max_score=e.points, message=INTERNAL_ERROR) for e in suite.checks)
     return SubmissionResult(
         student=student, assignment=suite.assignment.name, file=file, sha256=sha256,
         suite_version=suite.version, seed=0, sandbox=sandbox, isolated=isolated, tests=tests, problem=INTERNAL_ERROR,
@@ -357,12 +357,12 @@ def _blame_environment(result: SubmissionResult, suite: Suite) -> SubmissionResu
     about the student, so it is kept for the instructor and graded again by the next run.
     """
     tests = result.tests
-    ways = {test.output.partition(" ")[2] for test in tests}  # the message after the function's name
+    ways = {test.message.partition(" ")[2] for test in tests}  # the message after the function's name
     functions = {test.function for test in tests}
     if len(functions) < 2 or len(ways) != 1 or any(test.stopped != "crashed" for test in tests):
         return result
     details = (f"the worker died on all {len(tests)} checks, in {len(functions)} functions, the same way "
                f"(<function> {ways.pop()}): the grading environment, not this file, is the likely cause. Run "
-               f"`autograder doctor`. The worker's output:\n{result.output}")
+               f"`autograder doctor`. The worker's output:\n{result.printed}")
     return internal_error_result(result.student, suite, result.file, result.sha256, details, result.seconds,
                                  result.sandbox, result.isolated)

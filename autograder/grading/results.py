@@ -43,7 +43,7 @@ class CheckResult:
     status: str = described("one of STATUSES")
     score: float = described("points earned")
     max_score: float = described("points possible")
-    output: str = described("the message for the student", "")
+    message: str = described("the message for the student: what the check found", "", was="output")
     hint: str = described("a hint for the student", "")
     misconception: str | None = described("a stable id from the assignment's misconception catalogue", None)
     seconds: float = described("how long the check took", 0.0)
@@ -54,10 +54,10 @@ class CheckResult:
                              "")
 
     def __post_init__(self):
-        for name, limit in (("output", MESSAGE_BUDGET), ("hint", 1024), ("explanation", 1024), ("name", 200),
+        for name, limit in (("message", MESSAGE_BUDGET), ("hint", 1024), ("explanation", 1024), ("name", 200),
                             ("function", 200)):
             _set(self, name, clip(getattr(self, name), limit))
-        room = CHECK_BUDGET - size(self.output, self.hint, self.explanation, self.name)
+        room = CHECK_BUDGET - size(self.message, self.hint, self.explanation, self.name)
         if len(self.example.encode("utf-8", "replace")) > room:
             _set(self, "example", omitted_example(len(self.example)))
 
@@ -83,7 +83,7 @@ class SubmissionResult:
     max_score: float | None = described("the points possible: the checks' maximums", None)
     problem: str = described("why the file could not be graded at all", "")
     notes: tuple[str, ...] = described("load problems, skipped cells, notebook warnings", ())
-    output: str = described("what the student's code printed (capped): for instructors only", "")
+    printed: str = described("what the student's code printed (capped): for instructors only", "", was="output")
     killed_processes: int = described("processes the student's code left running, killed", 0)
     seconds: float = described("how long grading took", 0.0)
     graded_at: str = described("when it was graded (ISO 8601, UTC)", "")
@@ -94,14 +94,14 @@ class SubmissionResult:
                                           '"gradescope metadata" or "file time (unreliable)")', "")
 
     def __post_init__(self):
-        for name, limit in (("output", 64 << 10), ("problem", MESSAGE_BUDGET), ("file", 1024), ("student", 512),
+        for name, limit in (("printed", 64 << 10), ("problem", MESSAGE_BUDGET), ("file", 1024), ("student", 512),
                             ("internal_error", TRACEBACK_BUDGET)):
             _set(self, name, clip(getattr(self, name), limit))
         notes = [clip(note, NOTE_BUDGET) for note in self.notes[:NOTES_KEPT]]
         if len(self.notes) > NOTES_KEPT:
             notes.append(f"[... {len(self.notes) - NOTES_KEPT} more notes not kept: over the feedback budget]")
         _set(self, "notes", tuple(notes))
-        _set(self, "tests", _within(self.tests, SUBMISSION_BUDGET - size(self.output, self.problem, self.file,
+        _set(self, "tests", _within(self.tests, SUBMISSION_BUDGET - size(self.printed, self.problem, self.file,
                                                                        self.internal_error, *self.notes)))
         if self.score is None:
             _set(self, "score", round(sum(t.score for t in self.tests), 6))
@@ -147,7 +147,7 @@ def omitted_example(length: int) -> str:
 
 def _within(tests: tuple, room: int) -> tuple:
     """`tests` within `room` bytes: examples dropped (largest first), then messages cut, until they fit."""
-    used = sum(size(t.output, t.hint, t.explanation, t.example, t.name) for t in tests)
+    used = sum(size(t.message, t.hint, t.explanation, t.example, t.name) for t in tests)
     if used <= room or not tests:
         return tests
     tests = list(tests)
@@ -160,7 +160,7 @@ def _within(tests: tuple, room: int) -> tuple:
             tests[i] = smaller
     share = max(256, room // len(tests) - 512)
     if used > room:
-        tests = [dataclasses.replace(t, output=clip(t.output, share), hint=clip(t.hint, 256),
+        tests = [dataclasses.replace(t, message=clip(t.message, share), hint=clip(t.hint, 256),
                                      explanation=clip(t.explanation, 256)) for t in tests]
     return tuple(tests)
 

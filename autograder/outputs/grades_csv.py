@@ -51,7 +51,7 @@ SHOWN_OTHERWISE = {
     "isolated": "reduced_sandbox, its opposite",
     "assignment": "one assignment per file",
     "notes": "the report (free text)",
-    "output": "the report (free text, for instructors)",
+    "printed": "the report (free text, for instructors)",
 }
 
 

@@ -50,12 +50,12 @@ VISIBILITY = {"public": "visible", "hidden": "visible"}
 TEXT = "text"
 
 # The fields of a result that results.json carries in Gradescope's own keys or under a name of its own;
-# every other field goes to extra_data as it is. `output` (printed) and `internal_error` pass the
+# every other field goes to extra_data as it is. `printed` and `internal_error` pass the
 # audience's rules first; `score` is "raw_score" there, the top-level score being after any late penalty.
-SHOWN_OTHERWISE = ("tests", "seconds", "output", "internal_error", "score")
+SHOWN_OTHERWISE = ("tests", "seconds", "printed", "internal_error", "score")
 # A check's: name and points are Gradescope's keys; the message, explanation and hint make its "output";
 # the example (up to 16 KiB a check) is shown by the report, not stored in every results.json.
-CHECK_SHOWN_OTHERWISE = ("name", "score", "max_score", "output", "explanation", "hint", "example")
+CHECK_SHOWN_OTHERWISE = ("name", "score", "max_score", "message", "explanation", "hint", "example")
 
 
 def gradescope_results(result: SubmissionResult, late: Late | None = None) -> dict:
@@ -93,7 +93,7 @@ def gradescope_results(result: SubmissionResult, late: Late | None = None) -> di
 def _gradescope_test(test, number: str) -> dict:
     # Gradescope knows only passed/failed; our error/timeout are failures whose message
     # already says what happened ("f did not return within 5 s and was stopped").
-    output = "\n".join(text for text in (test.output, test.explanation, f"Hint: {test.hint}" if test.hint else "")
+    output = "\n".join(text for text in (test.message, test.explanation, f"Hint: {test.hint}" if test.hint else "")
                        if text)
     return {
         "score": test.score,

@@ -139,7 +139,7 @@ def sandbox_events(result: SubmissionResult) -> list[str]:
     stopped: dict[str, list[str]] = {}
     for test in result.tests:
         if test.stopped or test.status == "timeout":
-            stopped.setdefault(test.output, []).append(test.name)
+            stopped.setdefault(test.message, []).append(test.name)
     events = [f"{names[0]}: {message}" if len(names) == 1 else f"{len(names)} checks ({_names(names)}): {message}"
               for message, names in stopped.items()]
     if result.killed_processes:
