@@ -169,7 +169,7 @@ def _call_reply(grader, folder: Path, data: bytes, store: Store) -> None:
         tried = attempt(entry, trial)
     assert tried.status in STATUSES
     check = CheckResult(name=entry.name, function="softmax", visibility="hidden", status=tried.status, score=0.0,
-                        max_score=1.0, output=tried.message, hint=tried.hint)
+                        max_score=1.0, message=tried.message, hint=tried.hint)
     _shown_and_stored([SubmissionResult(student="fuzz", assignment="w07_attention", file="fuzzed.py", sha256="",
                                         suite_version="", seed=0, sandbox="", tests=(check,))], store)
 

@@ -51,7 +51,7 @@ def test_the_reference_grades_full_marks_and_the_stub_zero(scaffolded):
     results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert results["reference"]["score"] == results["reference"]["max_score"] > 0
     assert results["demo"]["score"] == 0
-    assert all("not implemented yet" in t["output"] for t in results["demo"]["tests"])
+    assert all("not implemented yet" in t["message"] for t in results["demo"]["tests"])
 
 
 def test_it_releases_through_nbgrader(scaffolded):

@@ -112,11 +112,6 @@ def test_each_kind_says_what_it_gives():
     assert pickle.loads(pickle.dumps(found)) == found
 
 
-# Files that still compare a result's sandbox name, while a change of their own moves them to the
-# result's strong-isolation field; the set is to be emptied once it lands.
-PENDING = {"autograder/grading/results.py", "autograder/outputs/report.py", "autograder/outputs/grades_csv.py"}
-
-
 def _compared_names(path: Path, names: set[str]) -> list[int]:
     """Lines of `path` that compare something with one of `names` (==, !=, in, or a match case)."""
     def constants(node) -> set:
@@ -139,7 +134,7 @@ def test_no_module_outside_the_sandbox_compares_a_sandbox_name():
     package = ROOT / "autograder"
     comparing = {str(path.relative_to(ROOT)) for path in package.rglob("*.py")
                  if "sandbox" not in path.relative_to(package).parts[:1] and _compared_names(path, names)}
-    assert comparing == PENDING
+    assert comparing == set()
 
 
 def test_a_process_control_that_cannot_be_set_is_returned_not_dropped():

@@ -106,12 +106,12 @@ def _grade_attack(grader, tmp_path, attack):
 def _honest_checks_pass(result, suite, attacked: set):
     affected = attacked | ({"attention"} if attacked & PARTS_OF_ATTENTION else set())
     uses = {entry.name: set(entry.check.functions) for entry in suite.checks}
-    lost = [(t.name, t.output) for t in result.tests if t.status != "passed" and not uses[t.name] & affected]
+    lost = [(t.name, t.message) for t in result.tests if t.status != "passed" and not uses[t.name] & affected]
     assert lost == []
 
 
 def _everything_said(result) -> str:
-    return "\n".join([result.problem, *result.notes, *(t.output for t in result.tests)])
+    return "\n".join([result.problem, *result.notes, *(t.message for t in result.tests)])
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
