@@ -57,12 +57,12 @@ def test_a_degenerate_answer_earns_nothing_on_its_function_and_costs_no_other(gr
                                                                              function, variant):
     results = graded(grader, write_degenerate(folder, function, variant))
     own = [r for r in results if r.function == function]
-    assert own and [(r.name, r.output) for r in own if r.score > 0] == []
+    assert own and [(r.name, r.message) for r in own if r.score > 0] == []
     if variant in SHAPED:  # the table's shapes are right: nothing fails merely on shape
-        assert [(r.name, r.output) for r in own if "expected shape" in r.output] == []
+        assert [(r.name, r.message) for r in own if "expected shape" in r.message] == []
     affected = {function} | ({"attention"} if function in PARTS_OF_ATTENTION else set())
     uses = {entry.name: set(entry.check.functions) for entry in suite.checks}
-    lost = [(r.name, r.output) for r in results if r.status != "passed" and not uses[r.name] & affected]
+    lost = [(r.name, r.message) for r in results if r.status != "passed" and not uses[r.name] & affected]
     assert lost == []
 
 
@@ -71,12 +71,12 @@ def test_right_values_outside_autograd_fail_every_attention_torch_check_on_the_g
     results = graded(grader, write_degenerate(folder, "attention_torch", "wrapped"))
     torch_checks = [r for r in results if r.function == "attention_torch"]
     assert len(torch_checks) >= 4
-    assert all("not connected to the autograd graph" in r.output for r in torch_checks), \
-        [(r.name, r.output) for r in torch_checks]
+    assert all("not connected to the autograd graph" in r.message for r in torch_checks), \
+        [(r.name, r.message) for r in torch_checks]
 
 
 def test_always_raising_fails_the_error_path_checks_on_the_valid_neighbour(grader, folder):
     for function in ("softmax", "attention"):
         results = graded(grader, write_degenerate(folder, function, "raises"))
         check = next(r for r in results if r.name == f"{function}.all_masked_raises")
-        assert check.status == "failed" and f"{function} raises on ordinary input: " in check.output, check.output
+        assert check.status == "failed" and f"{function} raises on ordinary input: " in check.message, check.message

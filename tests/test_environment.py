@@ -76,7 +76,7 @@ def test_a_preload_that_maps_3_gib_leaves_the_reference_its_full_marks(tmp_path,
     suite = load_suite(course, ASSIGNMENT)
     with Sandbox(probe("auto", python=preload_python), suite.assignment.preload) as box:
         result = Grader(course, suite, box).grade(read_submission(REFERENCE))
-    assert (result.score, result.max_score) == (100, 100), [t.output for t in result.tests if t.status != "passed"]
+    assert (result.score, result.max_score) == (100, 100), [t.message for t in result.tests if t.status != "passed"]
 
 
 @pytest.mark.slow

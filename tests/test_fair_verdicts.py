@@ -74,7 +74,7 @@ def test_float32_softmax_inside_float64_functions_gets_full_marks_under_every_se
     """The habit of Hugging Face's eager attention: softmax in float32 whatever the input dtype."""
     for student in STUDENTS:
         result = grade(SUBMISSIONS / "correct" / "float32_softmax.py", student)
-        assert [(t.name, t.output) for t in result.tests if t.status != "passed"] == [], student
+        assert [(t.name, t.message) for t in result.tests if t.status != "passed"] == [], student
 
 
 # ------------------------------------------------------------------ error paths
@@ -86,9 +86,9 @@ def test_an_exception_ordinary_input_also_raises_is_diagnosed_as_that(grade, tmp
     result = grade(compose(tmp_path, name, SUBMISSIONS / "raising" / f"{name}.py"))
     check = next(t for t in result.tests if t.name == case["check"])
     assert check.status == "failed"
-    assert check.output.startswith(f"{case['check'].split('.')[0]} raises on ordinary input: ")
-    assert f"raised {case['raised']} at line " in check.output  # the exception, where, and its message
-    assert "no visible key" not in check.output.split("(if this")[0]  # not sent to the masking first
+    assert check.message.startswith(f"{case['check'].split('.')[0]} raises on ordinary input: ")
+    assert f"raised {case['raised']} at line " in check.message  # the exception, where, and its message
+    assert "no visible key" not in check.message.split("(if this")[0]  # not sent to the masking first
     named = {t.misconception for t in result.tests if t.misconception}
     assert not named & ALL_MASKED_IDEAS, [(t.name, t.misconception) for t in result.tests if t.misconception]
 

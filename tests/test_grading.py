@@ -14,7 +14,7 @@ CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py"))
 
 def test_reference_gets_full_marks(grade, suite):
     result = grade(REFERENCE, "reference")
-    failing = [(t.name, t.output) for t in result.tests if t.status != "passed"]
+    failing = [(t.name, t.message) for t in result.tests if t.status != "passed"]
     assert failing == []
     assert result.score == result.max_score == suite.max_score == 100
 
@@ -23,9 +23,9 @@ def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade, suite)
     result = grade(STUB, "stub")
     assert result.score == 0
     for function in suite.functions:
-        messages = {t.output for t in result.tests if t.function == function}
+        messages = {t.message for t in result.tests if t.function == function}
         assert f"{function} is not implemented yet (it raises NotImplementedError)" in messages, function
-    assert not any("Traceback" in t.output for t in result.tests)
+    assert not any("Traceback" in t.message for t in result.tests)
 
 
 def test_stub_through_the_command_line_prints_no_traceback(tmp_path):
@@ -40,7 +40,7 @@ def test_stub_through_the_command_line_prints_no_traceback(tmp_path):
 def test_correct_variants_get_full_marks(grade, path):
     assert len(CORRECT) >= 6
     result = grade(path)
-    assert [(t.name, t.output) for t in result.tests if t.status != "passed"] == []
+    assert [(t.name, t.message) for t in result.tests if t.status != "passed"] == []
 
 
 def _may_fail(check_functions: tuple, bug_in: str) -> bool:
@@ -57,7 +57,7 @@ def test_one_bug_costs_only_its_function(grade, suite, tmp_path, bug):
     own = [t for t in result.tests if t.function == bug_in and t.status != "passed"]
     assert own, f"{bug}: no check of {bug_in} failed"
     functions = {entry.name: entry.check.functions for entry in suite.checks}
-    collateral = [(t.name, t.output) for t in result.tests
+    collateral = [(t.name, t.message) for t in result.tests
                   if t.status != "passed" and not _may_fail(functions[t.name], bug_in)]
     assert collateral == []
 
@@ -66,15 +66,15 @@ def test_same_submission_graded_twice_gives_the_same_result(grade, tmp_path):
     path = compose(tmp_path, "twice", SUBMISSIONS / "buggy" / "softmax_over_queries.py")
     first, second = grade(path), grade(path)
     assert first.seed == second.seed
-    assert [(t.name, t.status, t.score, t.output) for t in first.tests] == \
-           [(t.name, t.status, t.score, t.output) for t in second.tests]
+    assert [(t.name, t.status, t.score, t.message) for t in first.tests] == \
+           [(t.name, t.status, t.score, t.message) for t in second.tests]
 
 
 def test_seeds_differ_between_students_and_change_the_inputs(grade, tmp_path):
     path = compose(tmp_path, "seeded", SUBMISSIONS / "buggy" / "softmax_over_queries.py")
     alice, bob = grade(path, "alice"), grade(path, "bob")
     assert alice.seed != bob.seed
-    messages = lambda r: {t.name: t.output for t in r.tests if t.visibility == "hidden" and t.status != "passed"}
+    messages = lambda r: {t.name: t.message for t in r.tests if t.visibility == "hidden" and t.status != "passed"}
     assert messages(alice).keys() == messages(bob).keys()
     assert messages(alice) != messages(bob)  # same bug, different random inputs
 
@@ -97,7 +97,7 @@ def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
     assert result.score == 100
     assert any("cell 5 raised NameError" in note for note in result.notes)
     assert not any("a demo cell ran" in note for note in result.notes)  # cells tagged demo are not run
-    assert "[0.5 0.5]" in result.output
+    assert "[0.5 0.5]" in result.printed
 
 
 def test_json_lines_follow_the_gradescope_shape(tmp_path):
@@ -110,7 +110,7 @@ def test_json_lines_follow_the_gradescope_shape(tmp_path):
     for line in lines:
         assert {"student", "assignment", "score", "max_score", "seed", "tests"} <= line.keys()
         for test in line["tests"]:
-            assert {"name", "function", "score", "max_score", "status", "visibility", "output",
+            assert {"name", "function", "score", "max_score", "status", "visibility", "message",
                     "misconception"} <= test.keys()
             assert test["status"] in {"passed", "failed", "error", "timeout"}
             assert test["visibility"] in {"public", "hidden"}

@@ -73,11 +73,11 @@ def test_the_shared_memory_attack_hurts_no_grader_in_a_batch(attack_class, tmp_p
     done = run_cli("grade", "w07_attention", folder, "--json", "--db", tmp_path / "g.db", *options)
     results = _results(done)
     for student, score in solo.items():
-        assert results[student]["score"] == score, (student, [(t["name"], t["output"]) for t in
+        assert results[student]["score"] == score, (student, [(t["name"], t["message"]) for t in
                                                               results[student]["tests"] if t["status"] != "passed"])
     attacker = results["a_attacker"]
     assert not attacker["problem"] and not attacker["internal_error"], attacker["internal_error"][-500:]
-    _assert_contained(attacker["output"])
+    _assert_contained(attacker["printed"])
     assert "internal errors 0" in done.stderr
 
 

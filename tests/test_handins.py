@@ -152,10 +152,10 @@ def test_every_output_writes_every_honest_student_and_each_problem_for_its_stude
 def test_a_hostile_reply_cannot_make_any_output_larger_than_the_budget(outputs):
     place, _ = outputs
     hostile = _results(place)["hostile"]
-    assert any("a tuple of 64 items" in t.output for t in hostile.tests)  # the reply arrived, and was judged
-    assert all(len((t.output + t.example + t.hint + t.explanation).encode()) <= CHECK_BUDGET for t in hostile.tests)
+    assert any("a tuple of 64 items" in t.message for t in hostile.tests)  # the reply arrived, and was judged
+    assert all(len((t.message + t.example + t.hint + t.explanation).encode()) <= CHECK_BUDGET for t in hostile.tests)
     with sqlite3.connect(place / "grades.db") as db:
-        stored = db.execute("SELECT SUM(LENGTH(checks.output) + LENGTH(example) + LENGTH(hint) + LENGTH(explanation)) "
+        stored = db.execute("SELECT SUM(LENGTH(checks.message) + LENGTH(example) + LENGTH(hint) + LENGTH(explanation)) "
                             "FROM checks JOIN submissions ON submissions.id = checks.submission_id "
                             "WHERE student = 'hostile'").fetchone()[0]
     assert stored <= SUBMISSION_BUDGET
@@ -169,7 +169,7 @@ def test_a_hostile_reply_cannot_make_any_output_larger_than_the_budget(outputs):
 def test_printed_output_during_hidden_checks_is_the_instructors_only(outputs):
     place, _ = outputs
     printer = _results(place)["printer"]
-    assert "ARGS-SEEN" in printer.output  # stored, for the instructor
+    assert "ARGS-SEEN" in printer.printed  # stored, for the instructor
     for page in ("printer.html", "printer.md"):
         text = (place / "report" / "feedback" / page).read_text()
         assert "ARGS-SEEN" not in text and "kept for your instructor only" in text

@@ -58,8 +58,8 @@ def test_same_verdicts_and_messages_as_the_sandbox(course, suite, grade, tmp_pat
     path = SAMPLE[name](tmp_path)
     sandboxed = grade(path, "alice")
     kernel = in_kernel(course, suite, path, "alice")
-    assert sorted((t.name, t.status, t.score, t.output) for t in kernel) == \
-           sorted((t.name, t.status, t.score, t.output) for t in sandboxed.tests)
+    assert sorted((t.name, t.status, t.score, t.message) for t in kernel) == \
+           sorted((t.name, t.status, t.score, t.message) for t in sandboxed.tests)
     if name not in ("reference", "float32_kept"):
         assert sum(t.score for t in kernel) < suite.max_score  # the sample does exercise failures
 
@@ -107,8 +107,8 @@ def test_a_hanging_function_is_stopped_at_its_limit_and_not_called_again(course,
     ran = run_checks(course, short, "causal_mask", namespace, "alice")
     assert time.monotonic() - started < 3
     assert ran.results[0].status == "timeout"
-    assert ran.results[0].output == "causal_mask did not return within 0.5 s and was stopped"
-    assert all(r.status == "timeout" and r.output.startswith("not run: ") for r in ran.results[1:])
+    assert ran.results[0].message == "causal_mask did not return within 0.5 s and was stopped"
+    assert all(r.status == "timeout" and r.message.startswith("not run: ") for r in ran.results[1:])
     assert ran.score == 0
 
 
@@ -132,7 +132,7 @@ def test_a_missing_function_fails_its_checks_with_the_graders_message(course, su
     del namespace["context"]
     ran = run_checks(course, suite, "context", namespace, "alice")
     expected = "your file does not define context(); keep the function names of the stub"
-    assert {r.output for r in ran.results} == {expected}
+    assert {r.message for r in ran.results} == {expected}
     assert ran.score == 0
 
 
@@ -180,7 +180,7 @@ def test_grade_function_scores_the_nbgrader_student_with_the_graders_seed(course
     assert points == sandboxed.by_function()["softmax"][0] < sandboxed.by_function()["softmax"][1]
     hidden_failure = next(t for t in sandboxed.tests if t.function == "softmax" and t.visibility == "hidden"
                           and t.status == "failed")
-    assert hidden_failure.output in capsys.readouterr().out  # same seed, so the same random inputs
+    assert hidden_failure.message in capsys.readouterr().out  # same seed, so the same random inputs
 
 
 def test_the_student_is_the_folder_above_the_notebooks(tmp_path):

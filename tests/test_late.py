@@ -64,7 +64,7 @@ def _at(hours_after_due: float) -> str:
 def _result(student: str, got: float, submitted_at: str = "", source: str = NBGRADER_TIMESTAMP) -> SubmissionResult:
     """A stored result worth 100 points, of which `got` were earned, handed in at `submitted_at`."""
     tests = (CheckResult("score.a", "score", "public", "passed" if got else "failed", got, got),
-             CheckResult("score.b", "score", "hidden", "failed", 0.0, 100.0 - got, output="wrong"))
+             CheckResult("score.b", "score", "hidden", "failed", 0.0, 100.0 - got, message="wrong"))
     return SubmissionResult(student=student, assignment=ASSIGNMENT, file=f"{student}.ipynb", sha256="0" * 64,
                             suite_version="v", seed=1, sandbox="bwrap", tests=tests, graded_at="2026-11-30T00:00:00",
                             submitted_at=submitted_at, submitted_at_source=source if submitted_at else "")

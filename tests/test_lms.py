@@ -40,7 +40,7 @@ s3,Alan Turing,alan@uni.edu,aturing,103,S-3,alan,Lab A
 
 def _result(student: str, got: float) -> SubmissionResult:
     tests = (CheckResult("score.a", "score", "public", "passed" if got else "failed", got, got),
-             CheckResult("score.b", "score", "hidden", "failed", 0.0, 10.0 - got, output="wrong"))
+             CheckResult("score.b", "score", "hidden", "failed", 0.0, 10.0 - got, message="wrong"))
     return SubmissionResult(student=student, assignment=ASSIGNMENT, file=f"{student}.py", sha256=student * 8,
                             suite_version="v", seed=1, sandbox="bwrap", tests=tests, graded_at="2026-11-30T00:00:00")
 

@@ -94,7 +94,7 @@ def mixed(tmp_path_factory):
 
 
 def _failed(result: dict) -> list[tuple[str, str]]:
-    return [(t["name"], t["output"][:300]) for t in result["tests"] if t["status"] != "passed"]
+    return [(t["name"], t["message"][:300]) for t in result["tests"] if t["status"] != "passed"]
 
 
 def _attack_account(printed: str) -> dict[str, str]:
@@ -108,7 +108,7 @@ def _assert_attackers_gain_nothing(results: dict, solo: dict) -> None:
         assert not results[student]["problem"] and not results[student]["internal_error"], results[student]
     memory = results["a01_shared_memory"]  # honest answers: every point, and not one change to the region
     assert memory["score"] == 100, _failed(memory)
-    said = _attack_account(memory["output"])
+    said = _attack_account(memory["printed"])
     assert said.get("foreign descriptors") == "[]", said
     assert {what: said.get(what) for what in DENIED} == dict.fromkeys(DENIED, "PermissionError"), said  # it tried
     for student in ("a02_predict_sample", "a03_strided_subset"):  # right only where a sample might look

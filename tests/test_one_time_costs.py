@@ -161,7 +161,7 @@ def reference(course, suite):
 
 
 def _lost(result):
-    return [(t.name, t.output) for t in result.tests if t.status != "passed"]
+    return [(t.name, t.message) for t in result.tests if t.status != "passed"]
 
 
 def test_a_first_call_import_of_half_a_second_costs_nothing_under_every_seed(course, suite, sandbox, reference):
@@ -218,6 +218,6 @@ def test_a_score_looping_in_python_is_named_on_its_scale_check_only(course, suit
     named = {t.name: t.misconception for t in result.tests if t.misconception}
     assert named == {"score.long_sequence": "score_python_loops"}
     check = next(t for t in result.tests if t.name == "score.long_sequence")
-    assert check.status == "timeout" and "did not return within" in check.output
+    assert check.status == "timeout" and "did not return within" in check.message
     assert "vectorize" in check.explanation and "instead of Python loops" in check.explanation
     assert check.explanation.endswith("slide 24.")

@@ -45,9 +45,9 @@ def test_answers_right_only_where_a_sample_might_look_earn_nothing_at_scale(grad
     result = grade(_file(tmp_path, attack, f"attacks/{attack}.py"))
     by_name = {test.name: test for test in result.tests}
     for name in SCALE_CHECKS:
-        assert by_name[name].score == 0 and by_name[name].status == "failed", (name, by_name[name].output)
-        assert re.search(r"differs from the expected values at \d+ of \d+ positions", by_name[name].output)
-    others = [(t.name, t.output) for t in result.tests if t.name not in SCALE_CHECKS and t.status != "passed"]
+        assert by_name[name].score == 0 and by_name[name].status == "failed", (name, by_name[name].message)
+        assert re.search(r"differs from the expected values at \d+ of \d+ positions", by_name[name].message)
+    others = [(t.name, t.message) for t in result.tests if t.name not in SCALE_CHECKS and t.status != "passed"]
     assert others == []  # small inputs are computed whole: only the T = 512 checks are attacked
 
 
@@ -57,7 +57,7 @@ def test_an_honest_file_keeps_the_scale_checks(grade):
 
 
 def _calls_seen(result) -> list[str]:
-    return [line for line in result.output.splitlines() if line.startswith("CALL ")]
+    return [line for line in result.printed.splitlines() if line.startswith("CALL ")]
 
 
 def test_the_calls_a_session_sees_do_not_depend_on_the_verdicts(grade, tmp_path):
@@ -68,7 +68,7 @@ def test_the_calls_a_session_sees_do_not_depend_on_the_verdicts(grade, tmp_path)
     failed = [t for t in wrong.tests if t.status == "failed"]
     assert len(failed) >= 5 and any(t.example and "shrunk_from" in t.example for t in failed)  # it was shrunk...
     seen = _calls_seen(right)
-    assert len(seen) >= 50 and "[..." not in right.output  # every call recorded, nothing cut
+    assert len(seen) >= 50 and "[..." not in right.printed  # every call recorded, nothing cut
     assert _calls_seen(wrong) == seen  # ...but not in the graded session, which got exactly the right file's calls
 
 
@@ -87,7 +87,7 @@ def test_noticing_a_rerun_earns_nothing(grade, tmp_path):
 def _stored(db, student: str, check: str) -> tuple[str, str]:
     with sqlite3.connect(db) as connection:
         return connection.execute(
-            "SELECT c.status, c.output FROM checks c JOIN submissions s ON s.id = c.submission_id "
+            "SELECT c.status, c.message FROM checks c JOIN submissions s ON s.id = c.submission_id "
             "WHERE s.student = ? AND c.name = ?", (student, check)).fetchone()
 
 
@@ -111,7 +111,7 @@ def test_replay_reproduces_a_verdict_that_depends_on_the_calls_before_it(tmp_pat
 
     # A grade the replay does not reproduce (as state kept elsewhere, the clock or chance would give) is flagged.
     with sqlite3.connect(db) as connection:
-        connection.execute("UPDATE checks SET status = 'passed', output = '' WHERE name = ?", (check,))
+        connection.execute("UPDATE checks SET status = 'passed', message = '' WHERE name = ?", (check,))
     flagged = run_cli("replay", "wearing", check, "--db", db).stdout.splitlines()
     assert flagged[2] == "stored: passed"
     assert flagged[3].startswith("DIFFERENT FROM THE STORED VERDICT. The replay sent the same calls")
@@ -156,3 +156,20 @@ def test_the_reference_computes_each_input_once_and_keeps_its_results_safe(suite
     ref.score(S, S, scale=-0.0)
     ref.score(S, S, scale=0.0)
     assert ref.misses == 4  # another dtype, another function or another argument is another input
+
+
+def test_the_reference_cache_keys_dicts_by_content_and_counts_the_arrays_they_hold():
+    """Issue 23: a reference that takes or returns dicts is cached like one of arrays, within its byte budget."""
+    import types
+
+    def totals(counts):
+        return {"all": np.full(1000, float(sum(counts.values())))}  # 8 kB
+
+    ref = CachedReference(types.SimpleNamespace(totals=totals), max_bytes=20_000)
+    ref.totals({"a": 1, "b": 2})
+    ref.totals({"a": 1, "b": 2})
+    ref.totals({"b": 2, "a": 1})  # another order is another argument
+    assert (ref.misses, ref.hits) == (2, 1)
+    for n in range(5):
+        ref.totals({"a": n})
+    assert sum(size for _, size in ref._kept.values()) <= 20_000

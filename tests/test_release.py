@@ -289,7 +289,7 @@ def test_check_gives_the_messages_grade_gives(released, tmp_path):
     public_failures = [t for t in json.loads(graded.stdout.splitlines()[0])["tests"]
                        if t["visibility"] == "public" and t["status"] != "passed"]
     assert [t["name"] for t in public_failures] == ["softmax.large_scores_stable"]
-    assert public_failures[0]["output"] in checked.stdout
+    assert public_failures[0]["message"] in checked.stdout
     assert "matches_reference" not in checked.stdout  # hidden checks are not run, nor named
 
 

@@ -16,8 +16,9 @@ def graded(grader):
     return grader.grade(read_submission(PLAIN, "ann"))
 
 
-def test_a_real_result_survives_the_trip_through_json_unchanged(graded):
+def test_a_real_result_survives_the_trip_through_json_unchanged(grader, graded):
     assert graded.tests and graded.score == graded.max_score
+    assert graded.isolated == (grader.sandbox.protections.mode == "bwrap")  # set where grading knows the sandbox
     assert result_from_plain(json.loads(json.dumps(result_to_plain(graded)))) == graded
 
 
@@ -26,7 +27,7 @@ def test_a_real_result_survives_the_trip_through_json_unchanged(graded):
     (lambda d: d.update(seed="7"), "result.seed: expected int"),
     (lambda d: d.update(seed=True), "result.seed: expected int"),
     (lambda d: d.update(notes="not a list"), "result.notes"),
-    (lambda d: d.update(tests={}), "a list of tests"),
+    (lambda d: d.update(tests={}), "result.tests: expected a list"),
     (lambda d: d["tests"][0].update(score=None), "tests[0].score: expected float"),
     (lambda d: d["tests"][1].pop("status"), "tests[1].status: missing"),
     (lambda d: d["tests"].append([1, 2]), "expected a mapping"),

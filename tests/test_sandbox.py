@@ -106,12 +106,12 @@ def _grade_attack(grader, tmp_path, attack):
 def _honest_checks_pass(result, suite, attacked: set):
     affected = attacked | ({"attention"} if attacked & PARTS_OF_ATTENTION else set())
     uses = {entry.name: set(entry.check.functions) for entry in suite.checks}
-    lost = [(t.name, t.output) for t in result.tests if t.status != "passed" and not uses[t.name] & affected]
+    lost = [(t.name, t.message) for t in result.tests if t.status != "passed" and not uses[t.name] & affected]
     assert lost == []
 
 
 def _everything_said(result) -> str:
-    return "\n".join([result.problem, *result.notes, *(t.output for t in result.tests)])
+    return "\n".join([result.problem, *result.notes, *(t.message for t in result.tests)])
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
@@ -195,10 +195,10 @@ def test_doctor_reports_protections():
     assert done.returncode == 0
     assert "resource limits" in done.stdout and "[x] separate worker process" in done.stdout
     if bwrap_works():
-        assert "sandbox mode: bwrap" in done.stdout and "[x] bubblewrap: no network" in done.stdout
+        assert "sandbox: bubblewrap\n" in done.stdout and "[x] no network" in done.stdout
     fallback = run_cli("doctor", "--sandbox", "fallback")
-    assert "sandbox mode: fallback" in fallback.stdout
-    assert "[ ] bubblewrap: no network" in fallback.stdout
+    assert "sandbox: fallback (weaker), because --sandbox fallback was requested" in fallback.stdout
+    assert "[ ] no network" in fallback.stdout and "[ ] own PID namespace" in fallback.stdout
     assert "WARNING: bubblewrap is not in use" in fallback.stdout
 
 

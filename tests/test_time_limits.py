@@ -75,14 +75,14 @@ def test_python_loops_over_the_grid_fail_the_scale_checks_and_nothing_else(tmp_p
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     failed = {t["name"]: t for t in result["tests"] if t["status"] != "passed"}
-    assert set(failed) == set(SLOW[slow]["fails"]), {n: t["output"] for n, t in failed.items()}
+    assert set(failed) == set(SLOW[slow]["fails"]), {n: t["message"] for n, t in failed.items()}
     for test in failed.values():
         assert test["status"] == "timeout"
         # The limit (calibrated on this machine, so whatever it measured), how it compares with the reference,
         # and what to change.
         assert re.search(r"did not return within [0-9.]+ s and was stopped \(\d+× the reference's [0-9.]+ ms\)",
-                         test["output"]), test["output"]
-        assert "instead of Python loops" in test["output"]
+                         test["message"]), test["message"]
+        assert "instead of Python loops" in test["message"]
     # Named on the function's own scale check, where its small checks all passed; nowhere else.
     named = {t["name"]: t["misconception"] for t in result["tests"] if t["misconception"]}
     idea = SLOW[slow].get("misconception")
@@ -113,6 +113,6 @@ def test_correct_answers_pass_with_a_margin_while_the_machine_is_loaded(tmp_path
     assert done.returncode == 0, done.stderr
     results = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(results) == len(CORRECT) + 1
-    lost = {r["student"]: [(t["name"], t["output"]) for t in r["tests"] if t["status"] != "passed"]
+    lost = {r["student"]: [(t["name"], t["message"]) for t in r["tests"] if t["status"] != "passed"]
             for r in results if r["score"] != 100}
     assert lost == {}

@@ -26,7 +26,7 @@ from autograder.outputs.progress import Progress, starting
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
 from autograder.sandbox.protections import probe
-from autograder.sandbox.zygote import Sandbox, refuse_readable
+from autograder.sandbox.zygote import Sandbox, refuse_readable, worker_check
 from autograder.text import safe
 
 INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
@@ -230,17 +230,19 @@ def _checks(args) -> int:
 
 def _doctor(args) -> int:
     protections = probe(args.sandbox)
-    print(f"sandbox mode: {protections.mode}" + (f" ({protections.reason})" if protections.reason else ""))
-    for name, active in protections.rows():
+    print(f"sandbox: {protections.kind.label}" + (f", because {protections.reason}" if protections.reason else ""))
+    missing, refusal = worker_check(protections)  # a worker started here, as grading starts one
+    for name, active in protections.rows(missing):
         print(f"  [{'x' if active else ' '}] {name}")
-    if protections.warning:
-        print(protections.warning)
+    for message in (protections.warning, refusal):
+        if message:
+            print(message)
     found = _suites_here(args)
     if not found:
         print("no course.yaml here or above, and no released assignment (public_manifest.json) in this folder: "
               "run `autograder doctor` in the course repository or your assignment folder to probe grading too")
-        return 0
-    failed = 0
+        return 1 if refusal else 0
+    failed = bool(refusal)
     for course, suite in found:
         sandbox = Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup)
         try:

@@ -21,7 +21,7 @@ from autograder.grading.boundary import RETRIES, GradingProcess, Lost, Setup, tr
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import Course
 from autograder.grading.discover import Found
-from autograder.grading.grader import Grader, internal_error_result
+from autograder.grading.grader import Grader, internal_error_result, sandbox_fields
 from autograder.grading.results import SubmissionResult
 from autograder.grading.store import Store, StoreError
 from autograder.grading.submission import FileBytes, Submission, file_sha256, read_bytes, submission_from_bytes
@@ -108,7 +108,7 @@ def grade_one(grader: Grader, item: Found, content: FileBytes | None = None) -> 
         result = grader.grade(_read(item, content))
     except Exception:  # noqa: BLE001 - reading the file is inside the submission's boundary too
         result = internal_error_result(item.student, grader.suite, str(item.path), "", traceback.format_exc(), 0.0,
-                                       grader.sandbox.protections.mode)
+                                       **sandbox_fields(grader.sandbox.protections))
     # When it was handed in travels with the result: the store keeps it, and lateness is judged from it.
     return dataclasses.replace(result, submitted_at=item.submitted_at, submitted_at_source=item.submitted_at_source)
 
@@ -128,7 +128,7 @@ def deliver(result: SubmissionResult, suite: Suite, store: Store, on_result) -> 
         raise  # the database itself failed: nothing more can be kept, so stop and say so
     except Exception:  # noqa: BLE001 - something in this result that the store cannot take
         result = internal_error_result(result.student, suite, result.file, result.sha256, traceback.format_exc(),
-                                       result.seconds, result.sandbox)
+                                       result.seconds, result.sandbox, result.isolated)
         store.save(result)
     on_result(result)
 

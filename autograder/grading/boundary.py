@@ -27,7 +27,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from autograder.grading.course import Course
-from autograder.grading.grader import Grader, internal_error_result
+from autograder.grading.grader import Grader, internal_error_result, sandbox_fields
 from autograder.grading.probe import EnvironmentRefused, require_environment
 from autograder.grading.results import SubmissionResult
 from autograder.grading.submission import Submission
@@ -200,7 +200,8 @@ def grade_submission(setup: Setup, submission: Submission) -> SubmissionResult:
     if not isinstance(outcome, Lost):
         return outcome
     return internal_error_result(submission.student, setup.suite, str(submission.path), submission.sha256,
-                                 f"{outcome.cause} while grading {submission.path}", 0.0, setup.protections.mode)
+                                 f"{outcome.cause} while grading {submission.path}", 0.0,
+                                 **sandbox_fields(setup.protections))
 
 
 def _grade(grader: Grader, submission: Submission) -> SubmissionResult:

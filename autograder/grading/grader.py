@@ -30,6 +30,7 @@ from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
+from autograder.sandbox.protections import Protections
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -85,9 +86,9 @@ class Grader:
             traceback.print_exc(file=sys.stderr)
             if self.sandbox is not None:
                 self.sandbox.close()
+            protections = self.sandbox.protections if self.sandbox is not None else None
             return internal_error_result(submission.student, self.suite, str(submission.path), submission.sha256,
-                                         details, time.monotonic() - started,
-                                         self.sandbox.protections.mode if self.sandbox is not None else "")
+                                         details, time.monotonic() - started, **sandbox_fields(protections))
 
     def _grade(self, submission: Submission, started: float) -> SubmissionResult:
         assignment = self.suite.assignment
@@ -119,9 +120,9 @@ class Grader:
         return _blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
-            sandbox=self.sandbox.protections.mode, tests=tuple(tests),
+            **sandbox_fields(self.sandbox.protections), tests=tuple(tests),
             problem=problem,
-            notes=tuple(notes), output=output, killed_processes=killed,
+            notes=tuple(notes), printed=output, killed_processes=killed,
             seconds=time.monotonic() - started, graded_at=_now()), self.suite)
 
     def _session(self, spec: dict) -> Session:
@@ -305,7 +306,7 @@ class Grader:
                 stopped: str = "") -> CheckResult:
         return CheckResult(name=entry.name, function=entry.function, visibility=entry.visibility, status=status,
                            score=entry.points if status == "passed" else 0.0, max_score=entry.points,
-                           output=message, hint=hint, seconds=round(seconds, 4), stopped=stopped)
+                           message=message, hint=hint, seconds=round(seconds, 4), stopped=stopped)
 
     def _graded_functions(self) -> set[str]:
         return {name for entry in self.suite.checks for name in entry.check.functions}
@@ -323,14 +324,24 @@ INTERNAL_ERROR = ("internal error: the grader failed on this submission (not bec
                   "instructor has the details and will grade it again")
 
 
+def sandbox_fields(protections: Protections | None) -> dict:
+    """A result's `sandbox` and `isolated` for code run under `protections` (None: no sandbox started).
+
+    The one place grading decides whether a sandbox isolated strongly; outputs read `isolated`.
+    """
+    if protections is None:
+        return {"sandbox": "", "isolated": False}
+    return {"sandbox": protections.kind.name, "isolated": protections.kind.strong_isolation}
+
+
 def internal_error_result(student: str, suite: Suite, file: str, sha256: str, details: str, seconds: float,
-                          sandbox: str) -> SubmissionResult:
+                          sandbox: str, isolated: bool = False) -> SubmissionResult:
     """The result of a submission the grader itself failed on: zero, flagged, with the traceback kept."""
     tests = tuple(CheckResult(name=e.name, function=e.function, visibility=e.visibility, status="error", score=0.0,
-                              max_score=e.points, output=INTERNAL_ERROR) for e in suite.checks)
+                              max_score=e.points, message=INTERNAL_ERROR) for e in suite.checks)
     return SubmissionResult(
         student=student, assignment=suite.assignment.name, file=file, sha256=sha256,
-        suite_version=suite.version, seed=0, sandbox=sandbox, tests=tests, problem=INTERNAL_ERROR,
+        suite_version=suite.version, seed=0, sandbox=sandbox, isolated=isolated, tests=tests, problem=INTERNAL_ERROR,
         seconds=seconds, graded_at=_now(), internal_error=details or "(no traceback)")
 
 
@@ -346,12 +357,12 @@ def _blame_environment(result: SubmissionResult, suite: Suite) -> SubmissionResu
     about the student, so it is kept for the instructor and graded again by the next run.
     """
     tests = result.tests
-    ways = {test.output.partition(" ")[2] for test in tests}  # the message after the function's name
+    ways = {test.message.partition(" ")[2] for test in tests}  # the message after the function's name
     functions = {test.function for test in tests}
     if len(functions) < 2 or len(ways) != 1 or any(test.stopped != "crashed" for test in tests):
         return result
     details = (f"the worker died on all {len(tests)} checks, in {len(functions)} functions, the same way "
                f"(<function> {ways.pop()}): the grading environment, not this file, is the likely cause. Run "
-               f"`autograder doctor`. The worker's output:\n{result.output}")
+               f"`autograder doctor`. The worker's output:\n{result.printed}")
     return internal_error_result(result.student, suite, result.file, result.sha256, details, result.seconds,
-                                 result.sandbox)
+                                 result.sandbox, result.isolated)

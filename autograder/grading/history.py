@@ -3,8 +3,8 @@
 The store's `submissions` table holds one result per student, the last one
 saved, and decides what a rerun of `grade` skips. The `history` table here
 keeps every result ever saved, in the lossless plain form of grading.results
-(`result_to_plain`), so it follows the result dataclasses whatever their
-fields become; `handins` keeps each graded file's bytes once, by SHA-256
+(`result_to_plain`, grading.schema), so it follows the result dataclasses
+whatever their fields become; `handins` keeps each graded file's bytes once, by SHA-256
 (not compressed, which would cost the batch's main process more than it
 saves), so that `regrade` can grade an earlier hand-in again after the class
 folder has moved on. `Store.save` writes both in the transaction that writes
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.handin import read_bytes
-from autograder.grading.results import CheckResult, SubmissionResult, result_from_plain, result_to_plain
+from autograder.grading.results import SubmissionResult, result_from_plain, result_to_plain
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS history (
@@ -187,30 +187,7 @@ def _key(result: SubmissionResult) -> tuple:
     return tuple(getattr(result, name) for name in _KEY)
 
 
-# Fields renamed since a row may have been written: (dataclass, old name) -> new name. Read under the new name
-# only once the dataclass has it, so rows keep their text across the rename.
-_RENAMED = {(CheckResult, "output"): "message", (SubmissionResult, "output"): "printed"}
-
-
 def _result(text: str) -> SubmissionResult:
-    """A result from its kept JSON; a field the dataclasses gained since it was written takes its default."""
-    data = json.loads(text)
-    data["tests"] = [_known(CheckResult, test) for test in data.get("tests", [])]
-    return result_from_plain(_known(SubmissionResult, data))
-
-
-def _known(kind, data: dict) -> dict:
-    """`data` with the fields of `kind`: renamed ones under their new names, unknown ones dropped, missing ones
-    at their defaults."""
-    names = {field.name for field in fields(kind)}
-    data = dict(data)
-    for (owner, old), new in _RENAMED.items():
-        if owner is kind and old in data and old not in names and new in names and new not in data:
-            data[new] = data.pop(old)
-    values = {}
-    for field in fields(kind):
-        if field.name in data:
-            values[field.name] = data[field.name]
-        elif field.default is not MISSING:
-            values[field.name] = list(field.default) if isinstance(field.default, tuple) else field.default
-    return values
+    """A result from its kept JSON (grading.schema: a field renamed since is read under its earlier name, one
+    added since takes its default)."""
+    return result_from_plain(json.loads(text))

@@ -139,10 +139,10 @@ def _reference_passes(course: Course, suite: Suite, sandbox: Sandbox) -> tuple[s
     if not failed and not result.problem:
         return "", len(passed)
     first = failed[0] if failed else None
-    what = f"{first.name} {first.status}: {first.output}" if first else result.problem
+    what = f"{first.name} {first.status}: {first.message}" if first else result.problem
     problem = (f"the reference solution ({path}) passed {len(passed)} of {len(result.tests)} checks in this "
                f"sandbox; {what}")
-    last = _last_line(result.output)
+    last = _last_line(result.printed)
     return problem + (f" (the worker printed: {last})" if last else ""), len(passed)
 
 

@@ -1,8 +1,9 @@
 """Results as plain data: one CheckResult per check, one SubmissionResult per file.
 
-`SubmissionResult.to_json` is the line `autograder grade --json` prints, in
-the shape of Gradescope's results.json plus the fields a TA needs to trust
-it (seed, suite version, sandbox mode).
+Each field is declared once, with what it holds (grading.schema): the JSON
+here, the store's columns, grades.csv and results.json are made from the
+fields, so a new field is one edit. `SubmissionResult.to_json` is the line
+`autograder grade --json` prints: every field.
 
 Student-derived text has a budget, enforced here, where every result is built
 (by the grader, from the store, from a cluster's worker): each text field of
@@ -13,8 +14,11 @@ are made from results, are bounded by construction, whatever a reply holds.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+
+from autograder.grading.schema import described, from_plain, to_plain
 
 CHECK_BUDGET = 16 << 10  # bytes of text per check (UTF-8)
 SUBMISSION_BUDGET = 256 << 10  # bytes of text per submission, its checks included
@@ -31,71 +35,78 @@ NOT_LOADED = "not loaded"
 
 @dataclass(frozen=True)
 class CheckResult:
-    name: str  # "<function>.<aspect>"
-    function: str
-    visibility: str  # "public" or "hidden"
-    status: str  # one of STATUSES
-    score: float
-    max_score: float
-    output: str = ""  # the message for the student
-    hint: str = ""
-    misconception: str | None = None  # a stable id from the assignment's misconception catalogue
-    seconds: float = 0.0
-    explanation: str = ""  # the misconception's sentence: the idea to revisit, in the course's words
-    example: str = ""  # JSON (autograder.examples): inputs and values for public checks, sizes only for hidden
-    stopped: str = ""  # "timeout", "crashed" or "rejected" when the sandbox stopped one of the check's calls
+    """One check's verdict on one submission."""
+
+    name: str = described('"<function>.<aspect>", unique in the suite')
+    function: str = described("the student's function the check calls")
+    visibility: str = described('"public" (released with the stub) or "hidden"')
+    status: str = described("one of STATUSES")
+    score: float = described("points earned")
+    max_score: float = described("points possible")
+    message: str = described("the message for the student: what the check found", "", was="output")
+    hint: str = described("a hint for the student", "")
+    misconception: str | None = described("a stable id from the assignment's misconception catalogue", None)
+    seconds: float = described("how long the check took", 0.0)
+    explanation: str = described("the misconception's sentence: the idea to revisit, in the course's words", "")
+    example: str = described("JSON (grading.examples): inputs and values for public checks, sizes only for hidden",
+                             "")
+    stopped: str = described('"timeout", "crashed" or "rejected" when the sandbox stopped one of the check\'s calls',
+                             "")
 
     def __post_init__(self):
-        for name, limit in (("output", MESSAGE_BUDGET), ("hint", 1024), ("explanation", 1024), ("name", 200),
+        for name, limit in (("message", MESSAGE_BUDGET), ("hint", 1024), ("explanation", 1024), ("name", 200),
                             ("function", 200)):
             _set(self, name, clip(getattr(self, name), limit))
-        room = CHECK_BUDGET - size(self.output, self.hint, self.explanation, self.name)
+        room = CHECK_BUDGET - size(self.message, self.hint, self.explanation, self.name)
         if len(self.example.encode("utf-8", "replace")) > room:
             _set(self, "example", omitted_example(len(self.example)))
 
 
 @dataclass(frozen=True)
 class SubmissionResult:
-    student: str
-    assignment: str
-    file: str
-    sha256: str
-    suite_version: str
-    seed: int
-    sandbox: str  # "bwrap" or "fallback"
-    tests: tuple[CheckResult, ...]
-    problem: str = ""  # why the file could not be graded at all
-    notes: tuple[str, ...] = ()  # load problems, skipped cells, notebook warnings
-    output: str = ""  # what the student's code printed (capped)
-    killed_processes: int = 0
-    seconds: float = 0.0
-    graded_at: str = ""
-    # The grader's own traceback when grading failed inside the grader: for instructors, never students.
-    internal_error: str = ""
-    # When it was handed in (ISO 8601, UTC; "" if unknown) and where that time came from
-    # (grading.late: "nbgrader timestamp", "gradescope metadata" or "file time (unreliable)").
-    submitted_at: str = ""
-    submitted_at_source: str = ""
+    """One submission's result: its checks' verdicts and where they came from."""
+
+    student: str = described("the student's id (settled at discovery, grading.ids)")
+    assignment: str = described("the assignment's name in course.yaml")
+    file: str = described("the file graded")
+    sha256: str = described("the SHA-256 of the file's bytes: a rerun skips a file graded with this suite")
+    suite_version: str = described("the version of the checks and the grading code (grading.suite)")
+    seed: int = described("the seed of the student's random inputs")
+    sandbox: str = described("the sandbox's name, to show (never to decide on)")
+    tests: tuple[CheckResult, ...] = described("one verdict per check, in suite order")
+    # What outputs ask instead of comparing sandbox names (set by grading.grader.sandbox_fields).
+    isolated: bool = described("whether the sandbox isolated the code strongly; False: a reduced sandbox, flagged",
+                               False)
+    # Set once, when the result is built (None: the checks' sums); stored and read back as it is.
+    score: float | None = described("the raw score: the checks' points, before any late penalty (grading.late)",
+                                    None)
+    max_score: float | None = described("the points possible: the checks' maximums", None)
+    problem: str = described("why the file could not be graded at all", "")
+    notes: tuple[str, ...] = described("load problems, skipped cells, notebook warnings", ())
+    printed: str = described("what the student's code printed (capped): for instructors only", "", was="output")
+    killed_processes: int = described("processes the student's code left running, killed", 0)
+    seconds: float = described("how long grading took", 0.0)
+    graded_at: str = described("when it was graded (ISO 8601, UTC)", "")
+    internal_error: str = described("the grader's own traceback when grading failed inside the grader: for "
+                                    "instructors, never students", "")
+    submitted_at: str = described('when it was handed in (ISO 8601, UTC; "" if unknown)', "")
+    submitted_at_source: str = described('where that time came from (grading.late: "nbgrader timestamp", '
+                                          '"gradescope metadata" or "file time (unreliable)")', "")
 
     def __post_init__(self):
-        for name, limit in (("output", 64 << 10), ("problem", MESSAGE_BUDGET), ("file", 1024), ("student", 512),
+        for name, limit in (("printed", 64 << 10), ("problem", MESSAGE_BUDGET), ("file", 1024), ("student", 512),
                             ("internal_error", TRACEBACK_BUDGET)):
             _set(self, name, clip(getattr(self, name), limit))
         notes = [clip(note, NOTE_BUDGET) for note in self.notes[:NOTES_KEPT]]
         if len(self.notes) > NOTES_KEPT:
             notes.append(f"[... {len(self.notes) - NOTES_KEPT} more notes not kept: over the feedback budget]")
         _set(self, "notes", tuple(notes))
-        _set(self, "tests", _within(self.tests, SUBMISSION_BUDGET - size(self.output, self.problem, self.file,
+        _set(self, "tests", _within(self.tests, SUBMISSION_BUDGET - size(self.printed, self.problem, self.file,
                                                                        self.internal_error, *self.notes)))
-
-    @property
-    def score(self) -> float:
-        """The raw score: the checks' points, before any late penalty (grading.late)."""
-        return round(sum(t.score for t in self.tests), 6)
-
-    @property
-    def max_score(self) -> float:
-        return round(sum(t.max_score for t in self.tests), 6)
+        if self.score is None:
+            _set(self, "score", round(sum(t.score for t in self.tests), 6))
+        if self.max_score is None:
+            _set(self, "max_score", round(sum(t.max_score for t in self.tests), 6))
 
     def counts(self) -> dict[str, int]:
         return {status: sum(t.status == status for t in self.tests) for status in STATUSES}
@@ -110,19 +121,8 @@ class SubmissionResult:
         return {name: (round(got, 6), round(possible, 6)) for name, (got, possible) in totals.items()}
 
     def to_json(self) -> dict:
-        """Gradescope's results.json fields, plus provenance."""
-        return {
-            "student": self.student, "assignment": self.assignment, "score": self.score,
-            "max_score": self.max_score, "seed": self.seed, "suite_version": self.suite_version,
-            "sandbox": self.sandbox, "file": self.file, "sha256": self.sha256, "problem": self.problem,
-            "notes": list(self.notes), "output": self.output, "execution_time": round(self.seconds, 3),
-            "internal_error": self.internal_error, "submitted_at": self.submitted_at,
-            "submitted_at_source": self.submitted_at_source,
-            "tests": [{"name": t.name, "function": t.function, "score": t.score, "max_score": t.max_score,
-                       "status": t.status, "visibility": t.visibility, "output": t.output,
-                       "hint": t.hint, "misconception": t.misconception, "explanation": t.explanation}
-                      for t in self.tests],
-        }
+        """The line `grade --json` prints: every field, as `result_to_plain` gives it."""
+        return result_to_plain(self)
 
 
 def clip(text: str, limit: int) -> str:
@@ -147,7 +147,7 @@ def omitted_example(length: int) -> str:
 
 def _within(tests: tuple, room: int) -> tuple:
     """`tests` within `room` bytes: examples dropped (largest first), then messages cut, until they fit."""
-    used = sum(size(t.output, t.hint, t.explanation, t.example, t.name) for t in tests)
+    used = sum(size(t.message, t.hint, t.explanation, t.example, t.name) for t in tests)
     if used <= room or not tests:
         return tests
     tests = list(tests)
@@ -155,18 +155,14 @@ def _within(tests: tuple, room: int) -> tuple:
         if used <= room:
             break
         if tests[i].example:
-            smaller = _replace(tests[i], example=omitted_example(len(tests[i].example)))
+            smaller = dataclasses.replace(tests[i], example=omitted_example(len(tests[i].example)))
             used -= size(tests[i].example) - size(smaller.example)
             tests[i] = smaller
     share = max(256, room // len(tests) - 512)
     if used > room:
-        tests = [_replace(t, output=clip(t.output, share), hint=clip(t.hint, 256), explanation=clip(t.explanation, 256))
-                 for t in tests]
+        tests = [dataclasses.replace(t, message=clip(t.message, share), hint=clip(t.hint, 256),
+                                     explanation=clip(t.explanation, 256)) for t in tests]
     return tuple(tests)
-
-
-def _replace(test: CheckResult, **changes) -> CheckResult:
-    return CheckResult(**{**{f.name: getattr(test, f.name) for f in fields(CheckResult)}, **changes})
 
 
 def _set(result, name: str, value) -> None:
@@ -192,7 +188,7 @@ def flags(result: SubmissionResult) -> list[str]:
         found.append("rejected reply")
     if result.killed_processes:
         found.append(f"left {result.killed_processes} processes")
-    if result.sandbox != "bwrap":
+    if not result.isolated:
         found.append("reduced sandbox")
     return found
 
@@ -216,43 +212,14 @@ FLAG_MEANINGS = {
 
 
 def result_to_plain(result: SubmissionResult) -> dict:
-    """Every field of `result` as JSON-ready plain data, losslessly (unlike `to_json`, which is for people)."""
-    data = {f.name: getattr(result, f.name) for f in fields(SubmissionResult)}
-    data["notes"] = list(result.notes)
-    data["tests"] = [{f.name: getattr(test, f.name) for f in fields(CheckResult)} for test in result.tests]
-    return data
+    """Every field of `result` as JSON-ready plain data, losslessly (grading.schema)."""
+    return to_plain(result)
 
 
 def result_from_plain(data) -> SubmissionResult:
     """The result `result_to_plain` gave, from data that crossed a process or machine boundary.
 
     Every field is checked for its type, so whatever arrives is a well-formed
-    result or a ValueError naming the first field that is not.
+    result or a ValueError naming the first field that is not (grading.schema).
     """
-    if not isinstance(data, dict) or not isinstance(data.get("tests"), list):
-        raise ValueError("a result must be a mapping with a list of tests")
-    tests = tuple(CheckResult(**_typed(CheckResult, test, f"tests[{i}]")) for i, test in enumerate(data["tests"]))
-    values = _typed(SubmissionResult, {**data, "tests": []}, "result")
-    notes = data.get("notes")
-    if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
-        raise ValueError("result.notes: expected a list of text")
-    return SubmissionResult(**{**values, "notes": tuple(notes), "tests": tests})
-
-
-# The field types the plain form holds, by the annotations in this module (bool is no number here).
-_PLAIN_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "str | None": (str, type(None)),
-                "tuple[str, ...]": (list,), "tuple[CheckResult, ...]": (list,)}
-
-
-def _typed(kind, data, where: str) -> dict:
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected a mapping")
-    values = {}
-    for field in fields(kind):
-        if field.name not in data:
-            raise ValueError(f"{where}.{field.name}: missing")
-        value = data[field.name]
-        if isinstance(value, bool) or not isinstance(value, _PLAIN_TYPES[field.type]):
-            raise ValueError(f"{where}.{field.name}: expected {field.type}, got {type(value).__name__}")
-        values[field.name] = value
-    return values
+    return from_plain(SubmissionResult, data)

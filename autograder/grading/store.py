@@ -13,56 +13,22 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import fields
+from dataclasses import MISSING
 from pathlib import Path
 
 from autograder.grading import history
-from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.results import SubmissionResult
+from autograder.grading.schema import Field, fields_of
 from autograder.text import valid_utf8
 
-# `score` is the raw score (the checks' points); a late penalty is derived from course.yaml when grades
-# are written out (grading.late), never stored, so a changed rule needs no regrading.
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS submissions (
-    id INTEGER PRIMARY KEY,
-    assignment TEXT NOT NULL,
-    student TEXT NOT NULL,
-    file TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    suite_version TEXT NOT NULL,
-    seed INTEGER NOT NULL,
-    sandbox TEXT NOT NULL,
-    score REAL NOT NULL,
-    max_score REAL NOT NULL,
-    problem TEXT NOT NULL,
-    notes TEXT NOT NULL,
-    output TEXT NOT NULL,
-    killed_processes INTEGER NOT NULL,
-    seconds REAL NOT NULL,
-    graded_at TEXT NOT NULL,
-    internal_error TEXT NOT NULL DEFAULT '',
-    submitted_at TEXT NOT NULL DEFAULT '',
-    submitted_at_source TEXT NOT NULL DEFAULT '',
-    UNIQUE (assignment, student)
-);
-CREATE TABLE IF NOT EXISTS checks (
-    submission_id INTEGER NOT NULL REFERENCES submissions(id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    function TEXT NOT NULL,
-    visibility TEXT NOT NULL,
-    status TEXT NOT NULL,
-    score REAL NOT NULL,
-    max_score REAL NOT NULL,
-    output TEXT NOT NULL,
-    hint TEXT NOT NULL,
-    misconception TEXT,
-    seconds REAL NOT NULL,
-    explanation TEXT NOT NULL DEFAULT '',
-    example TEXT NOT NULL DEFAULT '',
-    stopped TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (submission_id, name)
-);
+# The tables of results, one column per field of the result classes (grading.schema), so a new field is
+# a new column; a database written before it gets it added on open, and its rows read the default.
+# `score` is the raw score (the checks' points), stored and read back as it is; a late penalty is derived
+# from course.yaml when grades are written out (grading.late), never stored, so a changed rule needs no regrading.
+SUBMISSIONS = "CREATE TABLE IF NOT EXISTS submissions (id INTEGER PRIMARY KEY, {}, UNIQUE (assignment, student))"
+CHECKS = ("CREATE TABLE IF NOT EXISTS checks (submission_id INTEGER NOT NULL REFERENCES submissions(id) "
+          "ON DELETE CASCADE, position INTEGER NOT NULL, {}, PRIMARY KEY (submission_id, name))")
+REFERENCE_TIMES = """
 CREATE TABLE IF NOT EXISTS reference_times (
     suite_version TEXT NOT NULL,
     machine TEXT NOT NULL,
@@ -72,17 +38,11 @@ CREATE TABLE IF NOT EXISTS reference_times (
     PRIMARY KEY (suite_version, machine, name)
 );
 """
-# Columns added after the first release: (table, column, definition). A database
-# written before them gets them added on open; its rows then hold the defaults.
-ADDED_COLUMNS = (
-    ("submissions", "internal_error", "TEXT NOT NULL DEFAULT ''"),
-    ("checks", "explanation", "TEXT NOT NULL DEFAULT ''"),
-    ("checks", "example", "TEXT NOT NULL DEFAULT ''"),
-    ("checks", "stopped", "TEXT NOT NULL DEFAULT ''"),
-    ("submissions", "submitted_at", "TEXT NOT NULL DEFAULT ''"),
-    ("submissions", "submitted_at_source", "TEXT NOT NULL DEFAULT ''"),
-)
-_CHECK_FIELDS = [f.name for f in fields(CheckResult)]
+# What a column added to an old table holds, when not its default: rows stored before `isolated` existed
+# were strongly isolated exactly when bubblewrap ran them. The only place outside the sandbox where a
+# sandbox's name decides anything, and only for those rows, once, when the column is added.
+FILLED_WHEN_ADDED = {("submissions", "isolated"): "UPDATE submissions SET isolated = (sandbox = 'bwrap')"}
+_SQL_TYPES = {str: "TEXT", int: "INTEGER", bool: "INTEGER", float: "REAL", tuple: "TEXT"}  # tuple: a JSON list
 RETRIES = 20
 
 
@@ -93,16 +53,20 @@ class StoreError(Exception):
 class Store:
     """Results of every graded submission, in SQLite at `path`."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, kind: type = SubmissionResult):
         self.path = Path(path)
+        self.kind = kind  # the result class whose fields are the columns (a subclass with more fields: more)
+        schema = fields_of(kind)
+        self._tests = next(f for f in schema if f.nested)  # the checks, a table of their own
+        self._columns = {"submissions": [f for f in schema if not f.nested], "checks": fields_of(self._tests.items)}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._retry(lambda: self._db.executescript(SCHEMA))
-            self._retry(self._add_missing_columns)
+            self._retry(lambda: self._db.executescript(self._create()))
+            self._retry(self._migrate)
             self._retry(lambda: self._db.executescript(history.SCHEMA))
             self._retry(lambda: history.backfill(self._db, self.results, self._transaction))
         except sqlite3.DatabaseError as error:
@@ -139,12 +103,11 @@ class Store:
     def save(self, result: SubmissionResult) -> None:
         """Replace the student's stored result with `result`, and add it to the history, atomically."""
         # Field by field rather than dataclasses.asdict, whose deep copy cost the batch's main process ~2 ms
-        # per result; every field here is flat.
-        row = _storable({f.name: getattr(result, f.name) for f in fields(SubmissionResult) if f.name != "tests"})
-        tests = [_storable({name: getattr(test, name) for name in _CHECK_FIELDS}) for test in result.tests]
-        row["notes"] = json.dumps(row["notes"])
-        row.update(score=result.score, max_score=result.max_score)  # derived, stored for SQL and exports
-        columns = ", ".join(row)
+        # per result; the schema is read once per store.
+        row = {f.name: _to_column(f, getattr(result, f.name)) for f in self._columns["submissions"]}
+        checks = self._columns["checks"]
+        tests = [[_to_column(f, getattr(test, f.name)) for f in checks] for test in getattr(result, self._tests.name)]
+        columns, check_columns = ", ".join(row), ", ".join(f.name for f in checks)
         # Every result is kept in the history too (grading.history); built here, as it may read the hand-in.
         kept = history.kept(result, history.known_handin(self._db, result.sha256))
 
@@ -155,9 +118,9 @@ class Store:
                 cursor = self._db.execute(f"INSERT INTO submissions ({columns}) VALUES ({', '.join('?' * len(row))})",
                                           tuple(row.values()))
                 self._db.executemany(
-                    f"INSERT INTO checks (submission_id, position, {', '.join(_CHECK_FIELDS)}) "
-                    f"VALUES (?, ?, {', '.join('?' * len(_CHECK_FIELDS))})",
-                    [(cursor.lastrowid, i, *(t[f] for f in _CHECK_FIELDS)) for i, t in enumerate(tests)])
+                    f"INSERT INTO checks (submission_id, position, {check_columns}) "
+                    f"VALUES (?, ?, {', '.join('?' * len(checks))})",
+                    [(cursor.lastrowid, i, *values) for i, values in enumerate(tests)])
                 history.record(self._db, kept)
         self._retry(write)
 
@@ -214,35 +177,45 @@ class Store:
     def _results(self, where: str, args: tuple) -> list[SubmissionResult]:
         """The submissions matching `where` (an SQL condition on submissions) with their checks, by assignment
         then student: one query for the submissions and one for all their checks."""
-        cursor = self._db.execute(f"SELECT * FROM submissions{where} ORDER BY assignment, student", args)
-        names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, values)) for values in cursor.fetchall()]
-        tests: dict[int, list[CheckResult]] = {row["id"]: [] for row in rows}
-        checks = self._db.execute(
-            f"SELECT submission_id, {', '.join(_CHECK_FIELDS)} FROM checks WHERE submission_id IN "
-            f"(SELECT id FROM submissions{where}) ORDER BY submission_id, position", args)
-        for submission_id, *values in checks:
-            tests[submission_id].append(CheckResult(**dict(zip(_CHECK_FIELDS, values))))
-        return [self._result(row, tests[row["id"]]) for row in rows]
+        submissions, checks = self._columns["submissions"], self._columns["checks"]
+        rows = self._db.execute(f"SELECT id, {', '.join(f.name for f in submissions)} FROM submissions{where} "
+                                "ORDER BY assignment, student", args).fetchall()
+        tests: dict[int, list] = {row[0]: [] for row in rows}
+        for submission_id, *values in self._db.execute(
+                f"SELECT submission_id, {', '.join(f.name for f in checks)} FROM checks WHERE submission_id IN "
+                f"(SELECT id FROM submissions{where}) ORDER BY submission_id, position", args):
+            tests[submission_id].append(self._tests.items(**_from_columns(checks, values)))
+        return [self.kind(**_from_columns(submissions, values), **{self._tests.name: tuple(tests[submission_id])})
+                for submission_id, *values in rows]
 
-    @staticmethod
-    def _result(row: dict, tests: list[CheckResult]) -> SubmissionResult:
-        row = dict(row)
-        del row["id"], row["score"], row["max_score"]  # the score is recomputed from the checks
-        return SubmissionResult(**{**row, "notes": tuple(json.loads(row["notes"])), "tests": tuple(tests)})
+    def _create(self) -> str:
+        """The tables, for a new database."""
+        return ";".join((SUBMISSIONS.format(", ".join(map(_definition, self._columns["submissions"]))),
+                         CHECKS.format(", ".join(map(_definition, self._columns["checks"]))), REFERENCE_TIMES))
 
-    def _add_missing_columns(self) -> None:
-        """Bring a database from an earlier version up to SCHEMA, in one transaction."""
-        if not self._missing_columns():
+    def _migrate(self) -> None:
+        """Bring a database from an earlier version up to the schema, in one transaction."""
+        if not self._changes():
             return  # the usual case: nothing to write, so no write lock either
         with self._transaction():
-            for table, column, definition in self._missing_columns():  # again: another grader may have added them
-                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+            for statement in self._changes():  # again: another grader may have changed it meanwhile
+                self._db.execute(statement)
 
-    def _missing_columns(self) -> list[tuple[str, str, str]]:
-        present = {table: {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
-                   for table in {table for table, _, _ in ADDED_COLUMNS}}
-        return [added for added in ADDED_COLUMNS if added[1] not in present[added[0]]]
+    def _changes(self) -> list[str]:
+        """What an earlier version's database lacks: a renamed field's column under its new name, new columns."""
+        statements = []
+        for table, columns in self._columns.items():
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for field in columns:
+                if field.name in present:
+                    continue
+                if field.was in present:
+                    statements.append(f"ALTER TABLE {table} RENAME COLUMN {field.was} TO {field.name}")
+                else:
+                    statements.append(f"ALTER TABLE {table} ADD COLUMN {_definition(field)}")
+                    if (table, field.name) in FILLED_WHEN_ADDED:
+                        statements.append(FILLED_WHEN_ADDED[table, field.name])
+        return statements
 
     def _transaction(self):
         return _Transaction(self._db)
@@ -263,6 +236,41 @@ class Store:
                        "new file to start a fresh one)")
                 raise StoreError(f"could not write the results database ({error}); {why}. Rerun: finished "
                                  "submissions are kept") from None
+
+
+def _definition(field: Field) -> str:
+    """The column that holds `field`; every one has a default, so a column added to an old table fills its rows."""
+    column = f"{field.name} {_SQL_TYPES[field.type]}"
+    if field.optional:
+        return column  # NULL is its default
+    default = field.default if field.default is not MISSING else field.type()
+    return f"{column} NOT NULL DEFAULT {_literal(default)}"
+
+
+def _literal(value) -> str:
+    """A default in SQL: the values a field's declaration holds (never anything a student wrote)."""
+    if isinstance(value, tuple):
+        value = json.dumps(list(value))
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return str(int(value)) if isinstance(value, bool) else repr(value)
+
+
+def _to_column(field: Field, value):
+    value = _storable(value)
+    return json.dumps(list(value)) if field.type is tuple else value
+
+
+def _from_columns(fields: tuple[Field, ...] | list[Field], values) -> dict:
+    """The fields' values from their columns: a JSON list back to a tuple, 0/1 back to a bool."""
+    found = {}
+    for field, value in zip(fields, values):
+        if value is not None and field.type is tuple:
+            value = tuple(json.loads(value))
+        elif value is not None and field.type is bool:
+            value = bool(value)
+        found[field.name] = value
+    return found
 
 
 def _storable(value):

@@ -114,7 +114,7 @@ def check_function(function: str, namespace: dict, folder: Path | None = None) -
     print(format_function(ran, "public checks"))
     if ran.failed and os.environ.get("NBGRADER_EXECUTION") != GRADING:
         # One line per failure: nbgrader's validate shows this message, not the table.
-        reasons = "".join(f"\n{r.name}: {r.output}" for r in ran.failed)
+        reasons = "".join(f"\n{r.name}: {r.message}" for r in ran.failed)
         raise ChecksFailed(f"{len(ran.failed)} of {len(ran.results)} public checks of {function} failed; fix "
                            f"{function}, run its cell, then this one again.{reasons}")
 

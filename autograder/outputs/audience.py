@@ -78,11 +78,11 @@ def printed_note(output: str, audience: str, hidden_ran: bool = True) -> str:
 
 def submission_output(result: SubmissionResult, audience: str) -> str:
     """A submission's printed output as `audience` may see it."""
-    return printed_output(result.output, audience, hidden_ran=_any_hidden(result))
+    return printed_output(result.printed, audience, hidden_ran=_any_hidden(result))
 
 
 def submission_output_note(result: SubmissionResult, audience: str) -> str:
-    return printed_note(result.output, audience, hidden_ran=_any_hidden(result))
+    return printed_note(result.printed, audience, hidden_ran=_any_hidden(result))
 
 
 def example(check: CheckResult, audience: str) -> dict:

@@ -9,27 +9,19 @@ text, so no cell runs as a formula (OWASP "CSV injection").
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TextIO
 
 from autograder.grading.late import Late, LateRule, assess_result
 from autograder.grading.results import SubmissionResult, flags
+from autograder.grading.schema import Field, fields_of
 from autograder.text import safe
 
 
 def function_order(results: list[SubmissionResult]) -> list[str]:
     """Every graded function, in check order (first appearance across the results)."""
     return list(dict.fromkeys(f for r in results for f in r.by_function()))
-
-
-# late_by: hours after the student's own due time (0 when on time; empty when the assignment has no due time).
-LATE_COLUMNS = ("raw_total", "penalty", "late_by", "submitted_at", "submitted_at_source", "penalty_reason")
-
-
-FLAG_COLUMNS = ("passed", "failed", "errors", "timeouts", "could_not_grade", "problem", "internal_error",
-                "reduced_sandbox", "sandbox", "killed_processes", "flags", "misconceptions", "seconds")
-
-
-PROVENANCE_COLUMNS = ("sha256", "suite_version", "seed", "graded_at", "file")
 
 
 SHORT_SHA = 12
@@ -40,33 +32,84 @@ SHORT_SHA = 12
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def csv_header(functions: list[str]) -> list[str]:
-    """Column names: function columns are written `name()` so `score()` is not mistaken for the total."""
-    return ["student", "total", "max", *(f"{f}()" for f in functions), *LATE_COLUMNS, *FLAG_COLUMNS,
-            *PROVENANCE_COLUMNS]
+@dataclass(frozen=True)
+class Column:
+    """One column of grades.csv: its header and how a student's cell is made, in one place."""
+
+    header: str
+    cell: Callable[[SubmissionResult, Late], str]
 
 
-def csv_row(result: SubmissionResult, functions: list[str], late: Late | None = None) -> list[str]:
-    """One student's row; a function the student's suite did not grade is left empty.
+# Fields a row shows in the columns of `columns` before them, or not at all (why); every other field of
+# the result (grading.schema) is a column of its own, named as the field, after those.
+SHOWN_OTHERWISE = {
+    "student": "the first column",
+    "score": "raw_total, and total after any late penalty",
+    "max_score": "max",
+    "tests": "points per function, the counts and the misconceptions",
+    "internal_error": "internal_error, 1 or 0 (the traceback is in the report)",
+    "isolated": "reduced_sandbox, its opposite",
+    "assignment": "one assignment per file",
+    "notes": "the report (free text)",
+    "printed": "the report (free text, for instructors)",
+}
 
-    late: the late rule's verdict on this result (default: none applies, total = raw total).
+
+def columns(functions: list[str], kind: type = SubmissionResult) -> list[Column]:
+    """Every column, in order: function columns are written `name()` so `score()` is not mistaken for the total.
+
+    late_by: hours after the student's own due time (0 when on time; empty when the assignment has no due time).
     """
-    counts = result.counts()
-    points = result.by_function()
-    late = late or Late(result.score)
     return [
-        cell(result.student), _number(late.total), _number(result.max_score),
-        *(_number(points[f][0]) if f in points else "" for f in functions),
-        _number(result.score), _number(late.penalty), "" if late.late_by_hours is None else _number(late.late_by_hours),
-        result.submitted_at, result.submitted_at_source, cell(late.reason),
-        str(counts["passed"]), str(counts["failed"]), str(counts["error"]), str(counts["timeout"]),
-        "1" if result.problem else "0", cell(result.problem), "1" if result.internal_error else "0",
-        "0" if result.sandbox == "bwrap" else "1", result.sandbox, str(result.killed_processes),
-        cell("; ".join(flags(result) + late.flags())),
-        "; ".join(sorted({t.misconception for t in result.tests if t.misconception})),
-        f"{result.seconds:.3f}", result.sha256[:SHORT_SHA], result.suite_version, str(result.seed), result.graded_at,
-        cell(result.file),
+        Column("student", lambda r, late: cell(r.student)),
+        Column("total", lambda r, late: _number(late.total)),
+        Column("max", lambda r, late: _number(r.max_score)),
+        *(_function_column(f) for f in functions),
+        Column("raw_total", lambda r, late: _number(r.score)),
+        Column("penalty", lambda r, late: _number(late.penalty)),
+        Column("late_by", lambda r, late: "" if late.late_by_hours is None else _number(late.late_by_hours)),
+        Column("penalty_reason", lambda r, late: cell(late.reason)),
+        Column("passed", lambda r, late: str(r.counts()["passed"])),
+        Column("failed", lambda r, late: str(r.counts()["failed"])),
+        Column("errors", lambda r, late: str(r.counts()["error"])),
+        Column("timeouts", lambda r, late: str(r.counts()["timeout"])),
+        Column("could_not_grade", lambda r, late: "1" if r.problem else "0"),
+        Column("internal_error", lambda r, late: "1" if r.internal_error else "0"),
+        Column("reduced_sandbox", lambda r, late: "0" if r.isolated else "1"),
+        Column("flags", lambda r, late: cell("; ".join(flags(r) + late.flags()))),
+        Column("misconceptions", lambda r, late: "; ".join(sorted({t.misconception for t in r.tests
+                                                                   if t.misconception}))),
+        *(_field_column(field) for field in fields_of(kind) if field.name not in SHOWN_OTHERWISE),
     ]
+
+
+def _function_column(function: str) -> Column:
+    """A function's points; empty for a student whose suite did not grade it."""
+    def points(result: SubmissionResult, late: Late) -> str:
+        got = result.by_function().get(function)
+        return "" if got is None else _number(got[0])
+    return Column(f"{function}()", points)
+
+
+def _field_column(field: Field) -> Column:
+    """A field's column, its cell made from the field's type."""
+    def value(result: SubmissionResult, late: Late) -> str:
+        return _field_cell(field, getattr(result, field.name))
+    return Column(field.name, value)
+
+
+def _field_cell(field: Field, value) -> str:
+    if value is None:
+        return ""
+    if field.type is bool:
+        return "1" if value else "0"
+    if field.type is float:
+        return f"{value:.3f}"
+    if field.type is tuple:
+        return cell("; ".join(map(str, value)))
+    if field.name == "sha256":  # enough to tell files apart; the report and the store have all of it
+        return value[:SHORT_SHA]
+    return cell(str(value))
 
 
 def write_csv(results: list[SubmissionResult], stream: TextIO, rule: LateRule | None = None) -> list[str]:
@@ -75,13 +118,14 @@ def write_csv(results: list[SubmissionResult], stream: TextIO, rule: LateRule | 
     Each row is built on its own: a student whose stored data cannot make a row is left out and
     returned as "<student>: <why>", and every other row is written.
     """
-    functions = function_order(results)
+    table = columns(function_order(results), type(results[0]) if results else SubmissionResult)
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(csv_header(functions))
+    writer.writerow([column.header for column in table])
     refused = []
     for result in sorted(results, key=lambda r: r.student):
         try:
-            row = csv_row(result, functions, assess_result(rule, result))
+            late = assess_result(rule, result)
+            row = [column.cell(result, late) for column in table]
         except (ValueError, TypeError, KeyError, OverflowError) as error:
             refused.append(f"{safe(result.student, 200)}: its stored result cannot make a row ({safe(error, 200)}); "
                            "regrade it with `autograder grade --force` and export again")

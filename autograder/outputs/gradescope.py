@@ -30,6 +30,7 @@ from autograder.grading.late import (
     parse_timestamp,
 )
 from autograder.grading.results import NOT_LOADED, SubmissionResult
+from autograder.grading.schema import to_plain
 from autograder.grading.submission import SUFFIXES, Submission, read_submission
 from autograder.outputs import ExportError, audience
 from autograder.text import safe
@@ -47,6 +48,14 @@ VISIBILITY = {"public": "visible", "hidden": "visible"}
 # Student-facing text is rendered as plain text: our messages contain "<", "*" and "_",
 # which "simple_format"/"html"/"md" would interpret.
 TEXT = "text"
+
+# The fields of a result that results.json carries in Gradescope's own keys or under a name of its own;
+# every other field goes to extra_data as it is. `printed` and `internal_error` pass the
+# audience's rules first; `score` is "raw_score" there, the top-level score being after any late penalty.
+SHOWN_OTHERWISE = ("tests", "seconds", "printed", "internal_error", "score")
+# A check's: name and points are Gradescope's keys; the message, explanation and hint make its "output";
+# the example (up to 16 KiB a check) is shown by the report, not stored in every results.json.
+CHECK_SHOWN_OTHERWISE = ("name", "score", "max_score", "message", "explanation", "hint", "example")
 
 
 def gradescope_results(result: SubmissionResult, late: Late | None = None) -> dict:
@@ -69,16 +78,13 @@ def gradescope_results(result: SubmissionResult, late: Late | None = None) -> di
         "stdout_visibility": "hidden",
         # Provenance, and what the student's code printed: printed output may echo a hidden
         # check's inputs, so it goes here (stored, shown to instructors), not into "output".
+        # Every other field of the result goes here too, under its own name (grading.schema).
         "extra_data": {
-            "student": result.student, "assignment": result.assignment, "file": result.file,
-            "sha256": result.sha256, "suite_version": result.suite_version, "seed": result.seed,
-            "sandbox": result.sandbox, "killed_processes": result.killed_processes, "problem": result.problem,
-            "notes": list(result.notes), "graded_at": result.graded_at,
+            **to_plain(result, without=SHOWN_OTHERWISE),
             "student_output": audience.submission_output(result, audience.INSTRUCTOR),
             "internal_error": audience.traceback(result, audience.INSTRUCTOR),
-            "max_score": result.max_score, "raw_score": result.score, "late_penalty": late.penalty,
-            "late_by_hours": late.late_by_hours, "late_reason": late.reason, "submitted_at": result.submitted_at,
-            "submitted_at_source": result.submitted_at_source,
+            "raw_score": result.score, "late_penalty": late.penalty,
+            "late_by_hours": late.late_by_hours, "late_reason": late.reason,
         },
         "tests": [_gradescope_test(test, numbers[test.name]) for test in result.tests],
     }
@@ -87,9 +93,8 @@ def gradescope_results(result: SubmissionResult, late: Late | None = None) -> di
 def _gradescope_test(test, number: str) -> dict:
     # Gradescope knows only passed/failed; our error/timeout are failures whose message
     # already says what happened ("f did not return within 5 s and was stopped").
-    # getattr: `explanation` (the misconception's sentence) comes with the feedback work of issue 5.
-    explanation = getattr(test, "explanation", "")
-    output = "\n".join(text for text in (test.output, explanation, f"Hint: {test.hint}" if test.hint else "") if text)
+    output = "\n".join(text for text in (test.message, test.explanation, f"Hint: {test.hint}" if test.hint else "")
+                       if text)
     return {
         "score": test.score,
         "max_score": test.max_score,
@@ -101,8 +106,7 @@ def _gradescope_test(test, number: str) -> dict:
         "output_format": TEXT,
         "tags": [test.function, test.visibility, test.status],
         "visibility": VISIBILITY[test.visibility],
-        "extra_data": {"function": test.function, "status": test.status, "visibility": test.visibility,
-                       "misconception": test.misconception, "seconds": test.seconds},
+        "extra_data": to_plain(test, without=CHECK_SHOWN_OTHERWISE),  # every other field of the check
     }
 
 

@@ -45,8 +45,8 @@ def format_replay(student: str, check: str, seed: int, replayed: Replayed, store
 def _lines(student, check, seed, replayed: Replayed, stored, comparable, full: bool, abbreviate: bool = False):
     now, tried = replayed.result, replayed.tried
     lines = [f"replay of {check} for {student} (seed {seed}): {now.status}"]
-    if now.output:
-        lines.append(f"verdict: {now.output}")
+    if now.message:
+        lines.append(f"verdict: {now.message}")
     lines += _compared(now, stored, comparable, replayed.earlier_calls)
     calls = tried.calls if tried is not None else []
     cap = VALUE_LINES if abbreviate else None
@@ -69,9 +69,9 @@ def _compared(now: CheckResult, stored: CheckResult | None, comparable: bool, ea
     before = f"after the {earlier} calls of the checks before it, as when graded"
     if stored is None:
         return [f"stored: no verdict for this check (replayed {before})"]
-    if (stored.status, stored.output) == (now.status, now.output):
+    if (stored.status, stored.message) == (now.status, now.message):
         return [f"stored: {stored.status}, the same verdict: the replay ({before}) reproduces the grade"]
-    lines = [f"stored: {stored.status}" + (f": {stored.output}" if stored.output else "")]
+    lines = [f"stored: {stored.status}" + (f": {stored.message}" if stored.message else "")]
     if not comparable:
         return lines + ["the verdicts differ, but the file or the suite changed since grading, so that is expected"]
     return lines + [f"DIFFERENT FROM THE STORED VERDICT. The replay sent the same calls in the same order ({before}) "

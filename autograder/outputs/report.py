@@ -5,7 +5,7 @@
 embedded as PNG data, nothing fetched from the network) and `grades.csv`.
 It reads only what the grader stored: hidden checks' results hold their
 name, message and hint but never their inputs or expected values (see
-`autograder.examples`), and what a student's page shows of each part of a
+`autograder.grading.examples`), and what a student's page shows of each part of a
 result is decided by `autograder.outputs.audience`, as for every output.
 
 Everything a student controls (ids, printed output, exception messages
@@ -139,13 +139,13 @@ def sandbox_events(result: SubmissionResult) -> list[str]:
     stopped: dict[str, list[str]] = {}
     for test in result.tests:
         if test.stopped or test.status == "timeout":
-            stopped.setdefault(test.output, []).append(test.name)
+            stopped.setdefault(test.message, []).append(test.name)
     events = [f"{names[0]}: {message}" if len(names) == 1 else f"{len(names)} checks ({_names(names)}): {message}"
               for message, names in stopped.items()]
     if result.killed_processes:
         events.append(f"{_count(result.killed_processes, 'process')} your code left running "
                       f"{'was' if result.killed_processes == 1 else 'were'} stopped.")
-    if result.sandbox != "bwrap":
+    if not result.isolated:
         events.append(f"Your code ran in the reduced sandbox ({result.sandbox}) because bubblewrap was not available "
                       "on the grading machine; this does not change your score.")
     events += list(result.notes)

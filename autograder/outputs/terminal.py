@@ -62,7 +62,7 @@ def format_result(result: SubmissionResult) -> str:
     if failing and not result.problem:
         lines.append("  not passed:")
         for test in failing:
-            lines.append(f"    {test.name} [{test.status}, {test.visibility}]: {test.output}")
+            lines.append(f"    {test.name} [{test.status}, {test.visibility}]: {test.message}")
             if test.explanation:
                 lines.append(f"      idea to revisit: {test.explanation}")
     return "\n".join(lines)
@@ -73,5 +73,5 @@ def format_check(result: CheckResult) -> str:
     mark = "ok  " if result.status == "passed" else result.status.upper()[:7].ljust(4)
     line = f"  {mark:<7} {result.name:<38} {result.visibility:<6} {result.score:g} / {result.max_score:g}"
     if result.status != "passed":
-        line += f"\n          {result.output}" + (f" (hint: {result.hint})" if result.hint else "")
+        line += f"\n          {result.message}" + (f" (hint: {result.hint})" if result.hint else "")
     return line

@@ -1,0 +1,192 @@
+"""Issue 23: one schema for a result. A field declared once reaches the JSON, the store, grades.csv and results.json.
+
+A result class with more fields (a subclass, as a new field would be added) goes
+through the same functions the grader's results go through; none of them names
+its fields, so each output carrying them shows that output is made from the schema.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import sqlite3
+from dataclasses import dataclass
+
+import pytest
+
+from autograder.grading.results import CheckResult, SubmissionResult, flags
+from autograder.grading.schema import described, fields_of, from_plain, to_plain
+from autograder.grading.store import Store
+from autograder.outputs import grades_csv, gradescope
+
+# Gradescope's documented top-level keys (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
+GRADESCOPE_KEYS = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
+                   "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
+GRADESCOPE_TEST_KEYS = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format",
+                        "tags", "visibility", "extra_data"}
+
+
+@dataclass(frozen=True)
+class ReviewedCheck(CheckResult):
+    reviewer: str = described("who looked at this check by hand", "")
+
+
+@dataclass(frozen=True)
+class LabResult(SubmissionResult):
+    tests: tuple[ReviewedCheck, ...] = described("one verdict per check")
+    lab_group: int = described("the student's lab group", 0)
+    regraded: bool = described("whether a TA asked for a regrade", False)
+    weight: float | None = described("the assignment's weight in the course, if set", None)
+    tags: tuple[str, ...] = described("labels a TA gave the submission", ())
+
+
+def _lab_result(student: str = "ann") -> LabResult:
+    checks = (ReviewedCheck("f.a", "f", "public", "passed", 2.0, 2.0, reviewer="ta-bo"),
+              ReviewedCheck("f.b", "f", "hidden", "failed", 0.0, 1.0, "wrong", reviewer="ta-cy"))
+    return LabResult(student, "w01", f"{student}.py", "ab" * 32, "v1", 7, "bwrap", checks, graded_at="2026-12-01T10:00",
+                     printed="hello", lab_group=4, regraded=True, weight=0.25, tags=("late-ok", "viva"))
+
+
+def test_the_new_fields_reach_the_json_and_come_back_whole():
+    result = _lab_result()
+    plain = json.loads(json.dumps(result.to_json()))
+    assert (plain["lab_group"], plain["regraded"], plain["weight"], plain["tags"]) == \
+        (4, True, 0.25, ["late-ok", "viva"])
+    assert [t["reviewer"] for t in plain["tests"]] == ["ta-bo", "ta-cy"]
+    assert from_plain(LabResult, plain) == result
+    assert from_plain(LabResult, _before_the_renames(plain)) == result  # as a worker of the last release sends it
+    with pytest.raises(ValueError, match=r"result\.regraded: expected bool, got int"):
+        from_plain(LabResult, {**plain, "regraded": 1})
+    with pytest.raises(ValueError, match=r"result\.lab_group: expected int, got bool"):
+        from_plain(LabResult, {**plain, "lab_group": True})
+    with pytest.raises(ValueError, match=r"result\.tests\[1\]\.reviewer: expected str"):
+        from_plain(LabResult, {**plain, "tests": [plain["tests"][0], {**plain["tests"][1], "reviewer": None}]})
+
+
+def _before_the_renames(plain: dict) -> dict:
+    """`plain` as the release before `message` and `printed` wrote it: both were `output`."""
+    older = {name: value for name, value in plain.items() if name != "printed"}
+    older["output"] = plain["printed"]
+    older["tests"] = [{("output" if name == "message" else name): value for name, value in test.items()}
+                      for test in plain["tests"]]
+    return older
+
+
+def test_the_new_fields_are_columns_of_a_real_database(tmp_path):
+    db = tmp_path / "grades.db"
+    with Store(db) as store:  # a database of the fields as they were
+        store.save(SubmissionResult("old", "w01", "old.py", "0" * 64, "v1", 1, "bwrap",
+                                    (CheckResult("f.a", "f", "public", "passed", 2.0, 2.0),)))
+    result = _lab_result()
+    with Store(db, kind=LabResult) as store:  # opened with the new fields: their columns are added
+        store.save(result)
+    with Store(db, kind=LabResult) as store:
+        back = {r.student: r for r in store.results("w01")}
+    assert back["ann"] == result
+    assert (back["old"].lab_group, back["old"].regraded, back["old"].weight, back["old"].tests[0].reviewer) == \
+        (0, False, None, "")  # a row stored before the fields existed reads their defaults
+    with sqlite3.connect(db) as raw:
+        assert raw.execute("SELECT lab_group, regraded, weight, tags FROM submissions WHERE student='ann'").fetchone() \
+            == (4, 1, 0.25, '["late-ok", "viva"]')
+        assert raw.execute("SELECT reviewer FROM checks ORDER BY position").fetchall()[-2:] == [("ta-bo",), ("ta-cy",)]
+
+
+def test_the_new_fields_are_columns_of_grades_csv():
+    stream = io.StringIO()
+    grades_csv.write_csv([_lab_result()], stream)
+    header = stream.getvalue().splitlines()[0].split(",")
+    row = next(csv.DictReader(io.StringIO(stream.getvalue())))
+    assert (row["lab_group"], row["regraded"], row["weight"], row["tags"]) == ("4", "1", "0.250", "late-ok; viva")
+    assert header[:4] == ["student", "total", "max", "f()"] and row["total"] == "2" and row["f()"] == "2"
+    assert len(header) == len(row) == len(set(header))  # header and cells from one list of columns
+
+
+def test_the_new_fields_reach_results_json_in_extra_data():
+    document = gradescope.gradescope_results(_lab_result())
+    assert set(document) <= GRADESCOPE_KEYS and all(set(t) <= GRADESCOPE_TEST_KEYS for t in document["tests"])
+    extra = document["extra_data"]
+    assert (extra["lab_group"], extra["regraded"], extra["weight"], extra["tags"]) == \
+        (4, True, 0.25, ["late-ok", "viva"])
+    assert [t["extra_data"]["reviewer"] for t in document["tests"]] == ["ta-bo", "ta-cy"]
+    assert document["score"] == extra["raw_score"] == 2.0 and extra["max_score"] == 3.0
+    json.dumps(document)  # plain data throughout
+
+
+def test_the_stored_score_is_the_score_read_back(tmp_path):
+    """The score is set once, when a result is built, and the store gives back what it holds."""
+    db = tmp_path / "grades.db"
+    with Store(db) as store:
+        store.save(_lab_result())
+    with sqlite3.connect(db) as raw:  # a TA's correction, made in SQL
+        raw.execute("UPDATE submissions SET score = 2.5 WHERE student = 'ann'")
+    with Store(db) as store:
+        assert store.result("w01", "ann").score == 2.5
+
+
+def test_every_field_is_described_and_typed():
+    for kind in (CheckResult, SubmissionResult):
+        assert all(field.doc for field in fields_of(kind))
+
+    @dataclass(frozen=True)
+    class Undescribed(CheckResult):
+        extra: str = ""
+
+    @dataclass(frozen=True)
+    class Unsupported(CheckResult):
+        extra: dict = described("anything", None)
+
+    with pytest.raises(TypeError, match="Undescribed.extra has no description"):
+        fields_of(Undescribed)
+    with pytest.raises(TypeError, match="Unsupported.extra: the result schema cannot hold"):
+        fields_of(Unsupported)
+    assert to_plain(CheckResult("f.a", "f", "public", "passed", 1.0, 1.0))["misconception"] is None
+
+
+# The tables as the release before this schema wrote them, by hand: a database from then must still open.
+OLD_TABLES = """
+CREATE TABLE submissions (
+    id INTEGER PRIMARY KEY, assignment TEXT NOT NULL, student TEXT NOT NULL, file TEXT NOT NULL,
+    sha256 TEXT NOT NULL, suite_version TEXT NOT NULL, seed INTEGER NOT NULL, sandbox TEXT NOT NULL,
+    score REAL NOT NULL, max_score REAL NOT NULL, problem TEXT NOT NULL, notes TEXT NOT NULL, output TEXT NOT NULL,
+    killed_processes INTEGER NOT NULL, seconds REAL NOT NULL, graded_at TEXT NOT NULL,
+    internal_error TEXT NOT NULL DEFAULT '', submitted_at TEXT NOT NULL DEFAULT '',
+    submitted_at_source TEXT NOT NULL DEFAULT '', UNIQUE (assignment, student));
+CREATE TABLE checks (
+    submission_id INTEGER NOT NULL REFERENCES submissions(id) ON DELETE CASCADE, position INTEGER NOT NULL,
+    name TEXT NOT NULL, function TEXT NOT NULL, visibility TEXT NOT NULL, status TEXT NOT NULL, score REAL NOT NULL,
+    max_score REAL NOT NULL, output TEXT NOT NULL, hint TEXT NOT NULL, misconception TEXT, seconds REAL NOT NULL,
+    explanation TEXT NOT NULL DEFAULT '', example TEXT NOT NULL DEFAULT '', stopped TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (submission_id, name));
+INSERT INTO submissions VALUES (1, 'w01', 'ann', 'ann.py', 'aa', 'v1', 3, 'bwrap', 1.0, 2.0, '', '["a note"]',
+    'printed by ann', 0, 1.5, '2026-11-01T09:00:00', '', '', '');
+INSERT INTO submissions VALUES (2, 'w01', 'bo', 'bo.py', 'bb', 'v1', 4, 'fallback', 0.0, 2.0, '', '[]', '', 2, 0.5,
+    '2026-11-01T09:01:00', '', '2026-10-31T23:00:00+00:00', 'file time (unreliable)');
+INSERT INTO checks VALUES (1, 0, 'f.a', 'f', 'public', 'passed', 1.0, 1.0, 'well done', '', NULL, 0.1, '', '', '');
+INSERT INTO checks VALUES (1, 1, 'f.b', 'f', 'hidden', 'failed', 0.0, 1.0, 'wrong sign', 'look at f', 'sign', 0.1,
+    'the sign matters', '{}', '');
+INSERT INTO checks VALUES (2, 0, 'f.a', 'f', 'public', 'timeout', 0.0, 1.0, 'f did not return', '', NULL, 5.0, '',
+    '', 'timeout');
+"""
+
+
+def test_a_database_of_the_previous_release_opens_and_reads_whole(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as raw:
+        raw.executescript(OLD_TABLES)
+    with Store(db) as store:
+        ann, bo = store.results("w01")
+        store.save(_lab_result("cy"))  # and takes new results beside the old ones
+        assert store.result("w01", "cy").tests[1].message == "wrong"
+    assert (ann.score, ann.max_score, bo.score) == (1.0, 2.0, 0.0)
+    # The columns of renamed fields, under their new names: `output` was the check's message, and what was printed.
+    assert ann.notes == ("a note",) and ann.printed == "printed by ann" and ann.seconds == 1.5
+    assert [t.message for t in ann.tests] == ["well done", "wrong sign"] and ann.tests[1].misconception == "sign"
+    assert (bo.killed_processes, bo.submitted_at_source, bo.tests[0].stopped) == \
+        (2, "file time (unreliable)", "timeout")
+    # Stored before `isolated` existed: strongly isolated exactly when bubblewrap ran it.
+    assert (ann.isolated, bo.isolated) == (True, False)
+    assert "reduced sandbox" in flags(bo) and "reduced sandbox" not in flags(ann)
+    with Store(db) as store:  # the column is filled once, when it is added: a new result keeps its own
+        store.save(dataclasses.replace(ann, student="dee", isolated=False))
+        assert store.result("w01", "dee").isolated is False
