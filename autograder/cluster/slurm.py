@@ -34,6 +34,7 @@ from dask_jobqueue import SLURMCluster
 from distributed.security import Security
 
 from autograder.cluster import ClusterError
+from autograder.cluster.connect import LOCKED_SCHEDULER
 
 CHECK_SECONDS = 5.0  # how often lost jobs are looked for
 LIVE_STATES = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED"}
@@ -68,7 +69,7 @@ def run(graders: SlurmGraders, say) -> None:
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, lambda *_: stop.set())
-    with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+    with dask.config.set({**LOCKED_SCHEDULER, "distributed.scheduler.worker-saturation": 1.0}):
         cluster = start_cluster(graders, tls)
     try:
         cluster.scale(jobs=graders.jobs)
