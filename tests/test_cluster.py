@@ -261,6 +261,22 @@ def _needs_a_client_certificate(address: str, ca_pem: str) -> bool:
         return True
 
 
+def _web_pages(client) -> tuple[int, int]:
+    """The HTTP statuses of the scheduler's page of workers and of its health check, which need no certificate."""
+    import urllib.error
+    import urllib.request
+
+    port = client.scheduler_info()["services"]["dashboard"]
+    statuses = []
+    for page in ("info/main/workers.html", "health"):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/{page}", timeout=10) as reply:
+                statuses.append(reply.status)
+        except urllib.error.HTTPError as error:
+            statuses.append(error.code)
+    return tuple(statuses)
+
+
 def test_a_local_cluster_listens_on_loopback_behind_this_runs_tls(tmp_path):
     from distributed.security import Security
 
@@ -273,6 +289,7 @@ def test_a_local_cluster_listens_on_loopback_behind_this_runs_tls(tmp_path):
         assert _refused(address.replace("tls://", "tcp://"))  # plain TCP
         assert _needs_a_client_certificate(address, client.security.tls_ca_file)
         assert _refused(address, Security.temporary())  # a certificate from another authority
+        assert _web_pages(client) == (404, 200)  # its web server shows no workers or tasks, only its health
 
 
 def test_a_tls_scheduler_grades_with_the_tas_certificate_and_refuses_others(small_class, tmp_path, dask):
@@ -297,14 +314,14 @@ def test_a_tls_scheduler_grades_with_the_tas_certificate_and_refuses_others(smal
     assert "Traceback" not in refused.stderr
 
 
-def test_a_timeout_counts_only_when_a_second_run_on_another_worker_times_out_too(tmp_path):
-    """A worker that has just joined runs slow; so a result with a timeout is graded again before it is stored."""
+def test_a_timeout_counts_only_when_a_run_on_a_warm_worker_times_out_too(tmp_path):
+    """A worker that has just joined runs slow; so a result with a timeout is graded again on a warm worker."""
     hanging = (ROOT / "tests" / "fixtures" / "submissions" / "attacks" / "infinite_loop_in_function.py").read_text()
     (tmp_path / "hangs.py").write_text((ROOT / "solutions" / "w07_attention" / "reference.py").read_text() + hanging)
     shutil.copy(ROOT / "solutions" / "w07_attention" / "reference.py", tmp_path / "fine.py")
     results, _ = _grade([tmp_path / "hangs.py", tmp_path / "fine.py"], tmp_path / "g.db", "--cluster", "local:2")
-    graded_twice = [note for note in results["hangs"]["notes"] if note.startswith("graded twice")]
-    assert graded_twice and any(t["status"] == "timeout" for t in results["hangs"]["tests"])
+    graded_again = [note for note in results["hangs"]["notes"] if note.startswith("graded again")]
+    assert graded_again and any(t["status"] == "timeout" for t in results["hangs"]["tests"])
     assert results["fine"]["score"] == results["fine"]["max_score"] and not results["fine"]["notes"]
 
 
@@ -336,3 +353,17 @@ def test_a_worker_that_cannot_grade_takes_no_task_and_the_others_grade_the_class
     assert not [r for r in results.values() if r["internal_error"]]
     assert re.search(r"worker tcp://127\.0\.0\.1:\d+ cannot grade here: .*torch.*; it takes no more tasks, and "
                      r"the other workers grade on", done.stderr), done.stderr
+
+
+def test_when_no_worker_can_import_the_preload_the_run_stops_with_the_reason(tmp_path, dask):
+    write_class(tmp_path / "course", 2, "nbgrader", (), 0)
+    address = dask.scheduler()
+    dask.worker(address, env={"AUTOGRADER_WORKER_PYTHON": _python_without_torch(tmp_path / "broken")})
+    dask.wait_for_workers(address, 1)
+    done = run_cli("grade", ASSIGNMENT, tmp_path / "course", "--db", tmp_path / "g.db", "--cluster", address,
+                   timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert re.search(r"no Dask worker of tcp://127\.0\.0\.1:\d+ can grade: worker tcp://127\.0\.0\.1:\d+ cannot "
+                     r"grade here: .*torch", done.stderr), done.stderr
+    assert "run the same command again to grade the rest" in done.stderr and "Traceback" not in done.stderr
+    assert _committed(tmp_path / "g.db") == 0

@@ -8,6 +8,7 @@ Everything the test starts is stopped at its end, and bounded in time.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_cluster import _needs_a_client_certificate, _refused, _web_pages
 
 from conftest import ROOT, repository_env, run_cli
 
@@ -28,7 +30,8 @@ pytest.importorskip("dask_jobqueue", reason="`autograder slurm` needs the [slurm
 sys.path.insert(0, str(ROOT / "bench"))
 from make_class import write_class  # noqa: E402
 
-# Behind a marker of its own (`pytest -m slurm`): it failed 2 of 4 runs made beside other tests on 2 cores.
+# Behind a marker of its own, run alone (.ci/run's last step, `pytest -m slurm`): beside other tests on 2 cores
+# (load ~20) even the `--jobs 2` run it compares with timed out on correct work, which is no fault of Slurm's.
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 ASSIGNMENT = "w07_attention"
 DAEMONS = ("munged", "slurmctld", "slurmd")
@@ -98,12 +101,20 @@ class OneNodeSlurm:
         return self.run("squeue", "--noheader", "--format=%i").stdout.split()
 
     def stop(self) -> None:
+        """Cancel every job, then end the daemons and wait until they have: the next run starts from nothing.
+
+        Everything they keep (state, spool, logs, munge's key, socket and seed) is in `folder`, so no file
+        outside the test's temporary folder changes.
+        """
         self.run("scancel", "--full", "--user", "root")
         for pid_file in ("slurmd.pid", "slurmctld.pid", "munge/munged.pid"):
             try:
-                os.kill(int((self.folder / pid_file).read_text()), signal.SIGTERM)
+                pid = int((self.folder / pid_file).read_text())
+                os.kill(pid, signal.SIGTERM)
             except (OSError, ValueError):
-                pass
+                continue
+            if not _wait_for(lambda pid=pid: not _alive(pid), 30, f"{pid_file} to end", strict=False):
+                _kill(pid)
 
 
 @pytest.fixture
@@ -123,11 +134,31 @@ def _stored(db: Path) -> dict:
     return {student: (score, error) for student, score, error in rows}
 
 
+def _lost_points(db: Path, students: list[str]) -> dict:
+    """student -> (check, status, output) of every check `students` did not pass in `db`: what a failure shows."""
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(
+            "SELECT s.student, c.name, c.status, c.output FROM checks c JOIN submissions s ON s.id = c.submission_id"
+            " WHERE c.score < c.max_score").fetchall()
+    return {student: [row[1:] for row in rows if row[0] == student] for student in students}
+
+
+def _full_marks(db: Path, roster: list, context: str) -> None:
+    """Every correct student scored full marks in `db`; else the failure names them, their checks and `context`."""
+    with sqlite3.connect(db) as connection:
+        short = {student for student, score, top in connection.execute(
+            "SELECT student, score, max_score FROM submissions") if score < top}
+    lost = sorted(short & {student for student, kind, _ in roster if kind == "correct"})
+    assert not lost, f"correct work lost points in {db.name} ({context}): {_lost_points(db, lost)}"
+
+
 def test_a_cancelled_job_is_replaced_and_costs_no_student_a_point(slurm, tmp_path):
     roster = write_class(tmp_path / "course", 24, "nbgrader", (), 0)
     local = run_cli("grade", ASSIGNMENT, tmp_path / "course", "--jobs", "2", "--db", tmp_path / "local.db",
                     timeout=600)
     assert local.returncode == 0, local.stderr
+    _full_marks(tmp_path / "local.db", roster, "graded with --jobs 2 before Slurm started, so no fault of Slurm's: "
+                "this machine is too busy for the call limits; run this test alone")  # else comparing means nothing
     expected = _stored(tmp_path / "local.db")
 
     state = tmp_path / "graders"
@@ -141,6 +172,10 @@ def test_a_cancelled_job_is_replaced_and_costs_no_student_a_point(slurm, tmp_pat
     try:
         address = _wait_for(lambda: json.loads((state / "scheduler.json").read_text()), 120, "the scheduler")
         assert address["address"].startswith("tls://127.0.0.1:")
+        assert _refused(address["address"].replace("tls://", "tcp://"))  # a plain Dask client
+        assert _needs_a_client_certificate(address["address"], Path(address["ca_file"]).read_text())
+        with _client(address) as client:  # the TA's certificate lets in; the web server shows only its health
+            assert _web_pages(client) == (404, 200)
         first_jobs = _wait_for(lambda: slurm.jobs() if len(slurm.jobs()) == 2 else None, 60, "two worker jobs")
         grading = subprocess.Popen(
             [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(tmp_path / "course"), "--db",
@@ -155,19 +190,35 @@ def test_a_cancelled_job_is_replaced_and_costs_no_student_a_point(slurm, tmp_pat
         replaced = _wait_for(lambda: [j for j in slurm.jobs() if j not in first_jobs] or None, 120,
                              "a job in place of the cancelled one")
         assert replaced and first_jobs[0] not in slurm.jobs()
+        with _client(address) as client:  # its worker joins: the new job is not cancelled in its turn
+            _wait_for(lambda: len(client.scheduler_info()["workers"]) == 2 or None, 180, "the new job's worker")
     finally:
         graders.send_signal(signal.SIGTERM)
         graders.wait(timeout=60)
         log.close()
     said = (tmp_path / "slurm-graders.log").read_text()
     assert f"worker job {first_jobs[0]} ended; a new job was submitted in its place" in said, said
+    assert said.count("ended; a new job was submitted") == 1, said  # and the new job was left alone
     assert "stopping: cancelling the worker jobs" in said
     assert _wait_for(lambda: slurm.jobs() == [] or None, 60, "the jobs to be cancelled")
-    assert _stored(tmp_path / "slurm.db") == expected  # every student once, scored as with --jobs 2
+    stored = _stored(tmp_path / "slurm.db")
+    differ = sorted(student for student in expected if stored.get(student) != expected[student])
+    assert stored.keys() == expected.keys() and not differ, _lost_points(tmp_path / "slurm.db", differ)
+    _full_marks(tmp_path / "slurm.db", roster, "graded through Slurm")
     assert len(expected) == len(roster)
 
 
-def _wait_for(probe, seconds: float, what: str):
+def _client(address: dict):
+    """A Dask client with the TA's certificate files that `autograder slurm` wrote."""
+    from distributed import Client
+    from distributed.security import Security
+
+    return Client(address["address"], timeout=30, set_as_default=False, security=Security(
+        tls_ca_file=address["ca_file"], tls_client_cert=address["cert"], tls_client_key=address["key"],
+        require_encryption=True))
+
+
+def _wait_for(probe, seconds: float, what: str, strict: bool = True):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -177,4 +228,19 @@ def _wait_for(probe, seconds: float, what: str):
         if found:
             return found
         time.sleep(0.5)
-    raise AssertionError(f"waited {seconds:g} s for {what}")
+    if strict:
+        raise AssertionError(f"waited {seconds:g} s for {what}")
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

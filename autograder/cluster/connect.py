@@ -30,7 +30,12 @@ CLOSE_SECONDS = 30
 # after this many deaths records it as failed (the driver then stores "could not grade"). A running
 # scheduler keeps its own setting, `distributed.scheduler.allowed-failures` (Dask's default: 3).
 ALLOWED_FAILURES = 2
+# The scheduler's web server, which Dask starts whatever the dashboard setting, serves only its health check: its
+# info pages would show whoever reaches the port, with no certificate, the workers' logs and the tasks' keys, which
+# name students. For the schedulers the project starts (local:N, autograder slurm).
+LOCKED_SCHEDULER = {"distributed.scheduler.http.routes": ["distributed.http.health"]}
 LOCAL_SETTINGS = {
+    **LOCKED_SCHEDULER,
     "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
     # One task per worker thread at a time: a worker's death then counts against the one submission it was
     # grading only, never against one merely queued behind it.

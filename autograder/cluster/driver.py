@@ -12,10 +12,10 @@ submission and goes on. A worker that refuses to grade (another suite
 version, a sandbox that cannot start or could read a secret, an environment
 that cannot grade the reference) takes no more tasks, and its task goes to
 another; the run stops with every reason only when no worker is left that
-grades. A result with a timeout is graded once more on another worker, and
-the second run's result is stored: a worker that has just joined (replaced
-mid-batch, still importing and timing the reference) must not cost anyone
-points, so a timeout counts only when it happens twice.
+grades. A result with a timeout is graded again on a warm worker before
+anything is stored (`retries` says when a timeout counts): a worker that has
+just joined (replaced mid-batch, still importing and timing the reference)
+slows its machine's calls, and must not cost anyone points.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from distributed import Client, Future, wait
 from distributed.scheduler import KilledWorker
 
 from autograder.cluster import ClusterError, installed_version
+from autograder.cluster.retries import Retries, Run
 from autograder.cluster.warm import Orders, WarmGrader, grade_task
 from autograder.grading.batch import deliver
 from autograder.grading.course import Course
@@ -46,8 +47,9 @@ from autograder.grading.suite import Suite, suite_version
 
 TASKS_PER_THREAD = 2  # in flight per worker thread: the next submission is on its way while one is graded
 POLL_SECONDS = 1.0  # how often, while no result arrives, the driver checks that workers remain
-RETRIED = ("graded twice: a call timed out on the first run, so the submission was graded again on another "
-           "worker; this is the second run's result")
+RETRIED = ("graded again: a call timed out, and on a cluster a timeout counts only when a run on a warm worker (one "
+           "that has been grading a while, on a machine where no grader is starting) times out too; this is the last "
+           "run's result")
 
 
 @dataclass
@@ -94,8 +96,11 @@ class _Run:
     say: Callable[[str], None] | None = None
     pending: deque = field(default_factory=deque)
     in_flight: dict[Future, Found] = field(default_factory=dict)
+    runs: dict[Future, Run] = field(default_factory=dict)  # how each task in flight was sent
     heard: set = field(default_factory=set)  # warnings already shown
-    retried: set = field(default_factory=set)  # students graded again after a timeout
+    timeouts: dict = field(default_factory=dict)  # student -> the workers their runs timed out on, in order
+    waiting: deque = field(default_factory=deque)  # runs again after a timeout, waiting for a warm worker
+    retries: Retries = field(default_factory=Retries)
     sent: dict = field(default_factory=dict)  # student -> how many tasks were submitted for them
     refused: dict = field(default_factory=dict)  # worker address -> why it will not grade: it gets no more tasks
     threads: int = 1
@@ -109,7 +114,12 @@ class _Run:
         with self.cluster.client.as_current():  # distributed.wait asks for the current client
             self._look()
             self._top_up()
-            while self.in_flight:
+            while self.in_flight or self.waiting:
+                if not self.in_flight:  # only runs waiting for a worker to warm up
+                    time.sleep(POLL_SECONDS)
+                    self._look()
+                    self._top_up()
+                    continue
                 try:
                     done = wait(list(self.in_flight), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
                 except TimeoutError:
@@ -127,20 +137,35 @@ class _Run:
             self.cluster.client.unregister_worker_plugin(self.plugin)
 
     def _top_up(self) -> None:
+        for _ in range(len(self.waiting)):
+            self._again(self.waiting.popleft())
         while self.pending and len(self.in_flight) < TASKS_PER_THREAD * self.threads + 1:
             self._submit(self.pending.popleft())
 
-    def _submit(self, item: Found, avoid: set[str] = frozenset()) -> None:
-        """Send `item` to a worker that has not refused to grade; `avoid`: workers to pass over while others are up."""
+    def _again(self, item: Found) -> None:
+        """Send `item` once more: after a timeout, to a warm worker, or back to wait for one."""
+        timed_out_on = self.timeouts.get(item.student)
+        if not timed_out_on:
+            self._submit(item)
+            return
+        place = self.retries.place(item.student, self._usable(), set(timed_out_on), time.monotonic())
+        if place is None:
+            self.waiting.append(item)
+        else:
+            self._submit(item, place)
+
+    def _submit(self, item: Found, warm: tuple[str, ...] = ()) -> None:
+        """Send `item` to a worker that has not refused to grade; `warm`: the warm workers a run after a timeout
+        goes to (loosely: should they all leave, it goes to another, and then does not count)."""
         content = None if item.problem else read_bytes(item.path, item.root)
         usable = self._usable()
-        others = [address for address in usable if address not in avoid] if avoid else []
-        restricted = others or (usable if self.refused else [])
+        restricted = list(warm) or (usable if self.refused else [])
         count = self.sent[item.student] = self.sent.get(item.student, 0) + 1
         future = self.cluster.client.submit(grade_task, self.plugin, item, content, retries=0,
                                             key=f"{self.plugin}-{item.student}" + (f"-{count}" if count > 1 else ""),
-                                            workers=restricted or None, allow_other_workers=bool(others))
+                                            workers=restricted or None, allow_other_workers=bool(warm))
         self.in_flight[future] = item
+        self.runs[future] = Run(len(self.timeouts.get(item.student, ())) + 1, time.monotonic(), warm)
 
     def _usable(self) -> list[str]:
         """The workers that have not refused; a ClusterError with every reason when none is left."""
@@ -157,26 +182,29 @@ class _Run:
         for address in self.cluster.client.who_has([future]).get(future.key, ()) or ("(unknown)",):
             if address not in self.refused:
                 self.refused[address] = why
+                self.retries.warmth.idle.add(address)
                 self.say(f"{why}; it takes no more tasks, and the other workers grade on")
         future.release()
-        self._submit(item)
+        self._again(item)
 
     def _finish(self, future: Future, item: Found) -> None:
+        run = self.runs.pop(future)
         if future.status == "finished":
             refused = _refusal(future.result())
             if refused:
                 self._refuse(future, item, refused)
                 return
+            ran_on = next(iter(self.cluster.client.who_has([future]).get(future.key, ())), "")
+            self.retries.warmth.answer(ran_on, time.monotonic())
             result = self._result(item, future.result())
-            if _timed_out(result) and item.student not in self.retried:
-                # A worker that has just joined is still importing and timing the reference, and its first
-                # calls run slow: a timeout is a grade only if a run elsewhere times out too.
-                self.retried.add(item.student)
-                ran_on = set(self.cluster.client.who_has([future]).get(future.key, ()))
+            if _timed_out(result) and not self.retries.counts(run, ran_on):
+                # A worker that has just joined is still importing and timing the reference, and it slows its
+                # machine's calls meanwhile: a timeout is a grade only if a run under normal conditions times out too.
+                self.timeouts.setdefault(item.student, []).append(ran_on)
                 future.release()
-                self._submit(item, avoid=ran_on)
+                self._again(item)
                 return
-            if item.student in self.retried:
+            if item.student in self.timeouts:
                 result = dataclasses.replace(result, notes=(*result.notes, RETRIED))
         elif future.status == "error":
             result = self._internal_error(item, _why(item, future.exception()))
@@ -245,10 +273,14 @@ class _Run:
 
 
     def _workers(self) -> list[str]:
+        """The workers' addresses, as the scheduler lists them now (and their machines, for `retries`)."""
         try:
-            return list(self.cluster.client.scheduler_info(n_workers=-1)["workers"])
+            workers = self.cluster.client.scheduler_info(n_workers=-1)["workers"]
         except (OSError, KeyError):
             return []
+        self.retries.warmth.saw({address: str(info.get("host", "")) for address, info in workers.items()},
+                                time.monotonic())
+        return list(workers)
 
 
 def _refusal(text) -> str:

@@ -34,6 +34,7 @@ from dask_jobqueue import SLURMCluster
 from distributed.security import Security
 
 from autograder.cluster import ClusterError
+from autograder.cluster.connect import LOCKED_SCHEDULER
 
 CHECK_SECONDS = 5.0  # how often lost jobs are looked for
 LIVE_STATES = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED"}
@@ -68,7 +69,7 @@ def run(graders: SlurmGraders, say) -> None:
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, lambda *_: stop.set())
-    with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+    with dask.config.set({**LOCKED_SCHEDULER, "distributed.scheduler.worker-saturation": 1.0}):
         cluster = start_cluster(graders, tls)
     try:
         cluster.scale(jobs=graders.jobs)
@@ -125,6 +126,11 @@ def replace_lost_jobs(cluster: SLURMCluster, jobs: int, known: dict[str, str], g
         return []  # squeue did not answer this time: nothing is known to be lost
     lost = [name for name, job_id in known.items() if job_id not in live]
     lost_ids = [known.pop(name) for name in lost]
+    for _ in lost:
+        # Planned while the lost names are still taken, so each new job gets a name of its own: Distributed
+        # cancels the job holding a lost worker's name 15 s after that worker left (lost-worker-timeout), and a
+        # replacement under the same name, still queued or starting, would be cancelled in its turn.
+        cluster.worker_spec.update(cluster.new_worker_spec())
     for name in lost:
         # Out of the plan and out of the running set: dask-jobqueue would otherwise first `scancel` a job that
         # has ended, and a failed scancel stops it from submitting the new one.
