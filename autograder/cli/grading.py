@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cli.course import hold_changed_suite
 from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.batch import default_db, grade_batch, plan_batch
 from autograder.grading.boundary import Lost, Setup, grade_apart
@@ -143,6 +144,7 @@ def _grade_found(args, suite, found, store: Store, run, doing: str) -> int:
     doing: what `run` does before its first result, shown until then.
     """
     plan = plan_batch(found, store, suite, args.force)
+    plan = hold_changed_suite(plan, store, suite, args.force)  # cli.course: a changed suite is `regrade`'s
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
     if plan.todo:
         progress.status(doing)

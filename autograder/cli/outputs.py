@@ -5,10 +5,9 @@ import sys
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cli.course import add_export_formats, stored_grades
 from autograder.cli.grading import INTERNAL_ERROR_STATUS
-from autograder.grading.batch import default_db
 from autograder.grading.course import find_course, load_course
-from autograder.grading.store import stored_results
 from autograder.outputs import bundle, grades_csv, gradescope
 
 
@@ -47,6 +46,7 @@ def add_commands(commands) -> None:
         options.results_db(command)
         command.add_argument("--assignment", help="assignment to export (default: the only one in the database)")
         options.course(command)
+    add_export_formats(formats)
 
     bundle = commands.add_parser("gradescope-bundle", help="write a Gradescope autograder zip for an assignment")
     bundle.add_argument("assignment", help=options.ASSIGNMENT_HELP)
@@ -64,24 +64,6 @@ def add_commands(commands) -> None:
     run.set_defaults(run=_gradescope_run)
 
 
-def _stored(args):
-    """(course, assignment, results, late rule) of the stored grades an output command writes out.
-
-    The course is read for the assignment's late rule (course.yaml): totals
-    are after its penalty. An extension for a student with no result is
-    most likely a mistyped id, so it is named.
-    """
-    course = load_course(args.course or find_course())
-    db = (args.db or default_db(course)).resolve()
-    assignment, results = stored_results(db, args.assignment)
-    rule = course.assignment(assignment).late
-    for student in rule.unknown_students({r.student for r in results}):
-        print(f"autograder: warning: {course.path}: assignments.{assignment}.extensions.{student}: no student "
-              f"{student!r} has a result in {db}, so this extension applies to nobody; check the id",
-              file=sys.stderr)
-    return course, assignment, results, rule
-
-
 def _refused(refused: list[str], what: str) -> int:
     """List, last, each student an output could not write, with the reason; the exit status says whether any."""
     for line in refused:
@@ -90,7 +72,7 @@ def _refused(refused: list[str], what: str) -> int:
 
 
 def _export_csv(args) -> int:
-    _, assignment, results, rule = _stored(args)
+    _, assignment, results, rule = stored_grades(args)
     if args.out is None:
         refused = grades_csv.write_csv(results, sys.stdout, rule)
         where = "standard output (--out FILE writes a file)"
@@ -104,7 +86,7 @@ def _export_csv(args) -> int:
 
 
 def _export_gradescope(args) -> int:
-    _, assignment, results, rule = _stored(args)
+    _, assignment, results, rule = stored_grades(args)
     written = gradescope.write_gradescope_dir(results, args.out, rule)
     print(f"wrote {len(written.files)} results.json files of {assignment} under {args.out.resolve()}/<student>/",
           file=sys.stderr)
@@ -116,7 +98,7 @@ def _export_nbgrader(args) -> int:
     from autograder.nbgrader.gradebook import Target, gradebook_url, write_nbgrader
     from autograder.nbgrader.roster import read_roster
 
-    course, assignment, results, rule = _stored(args)
+    course, assignment, results, rule = stored_grades(args)
     settings = course.assignment(assignment)
     root = (args.root or course.root).resolve()
     url, place = gradebook_url(args.gradebook, root)
@@ -163,7 +145,7 @@ def _report(args) -> int:
     # Imported here: matplotlib and jinja2 would slow every other command's start.
     from autograder.outputs.report import write_reports
 
-    _, assignment, results, rule = _stored(args)
+    _, assignment, results, rule = stored_grades(args)
     out = args.out.resolve()
     written = write_reports(assignment, results, out, rule)
     print(f"wrote feedback for {len(results) - len(written.refused)} students of {assignment} to {out / 'feedback'}/ "

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from autograder.authoring.checks import Tolerance
+from autograder.grading.attempts import MISSING, POLICIES, SubmissionPolicy
 from autograder.grading.late import EXAMPLE_TIME, LateRule, TimeError, parse_due
 from autograder.sandbox.limits import Limits
 
@@ -49,6 +50,8 @@ class Assignment:
     # Python statements each worker runs once after the preload, before any submission: what the preloaded
     # libraries would otherwise load on a first call (an import inside a function), which no student pays then.
     warmup: tuple[str, ...] = ()
+    # Which of several hand-ins counts, how many may, and what an LMS export writes for none (grading.attempts).
+    submissions: SubmissionPolicy = field(default_factory=SubmissionPolicy)
 
     @property
     def max_score(self) -> float:
@@ -97,13 +100,14 @@ def load_course(path: Path) -> Course:
     reader = _Reader(path)
     top = reader.mapping(data, "", required={"course", "assignments"}, optional={"defaults"})
     course = reader.mapping(top["course"], "course", required={"name", "seed_salt"}, optional={"term"})
-    defaults = reader.mapping(top.get("defaults", {}), "defaults", optional={"limits", "tolerance"})
+    defaults = reader.mapping(top.get("defaults", {}), "defaults", optional={"limits", "tolerance", "submissions"})
     base_limits = reader.limits(defaults.get("limits", {}), "defaults.limits", Limits())
     base_tolerance = reader.tolerance(defaults.get("tolerance", {}), "defaults.tolerance", {})
+    base_policy = reader.submissions(defaults.get("submissions", {}), "defaults.submissions", SubmissionPolicy())
     entries = reader.mapping(top["assignments"], "assignments")
     if not entries:
         raise CourseError(f"{path}: `assignments` is empty; add at least one assignment.")
-    assignments = {name: reader.assignment(name, entry, base_limits, base_tolerance)
+    assignments = {name: reader.assignment(name, entry, base_limits, base_tolerance, base_policy)
                    for name, entry in entries.items()}
     return Course(path=path, name=reader.text(course["name"], "course.name"),
                   term=reader.text(course.get("term", ""), "course.term"),
@@ -114,7 +118,7 @@ class _Reader:
     """Validating accessors that name the offending key in every error."""
 
     ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "warmup", "limits", "tolerance",
-                       "checks", "written", "due", "late", "extensions"}
+                       "checks", "written", "due", "late", "extensions", "submissions"}
     LATE_KEYS = {"penalty_per_day", "grace_minutes", "max_days_late"}
 
     def __init__(self, path: Path):
@@ -163,7 +167,20 @@ class _Reader:
                                       self.number(entry["atol"], _join(key, dtype, "atol")))
         return result
 
-    def assignment(self, name: str, entry, base_limits: Limits, base_tolerance: dict) -> Assignment:
+    def submissions(self, value, key: str, base: SubmissionPolicy) -> SubmissionPolicy:
+        """`submissions: {policy: best | last | last_on_time, max: N, missing: blank | zero}` over `base`."""
+        value = self.mapping(value, key, optional={"policy", "max", "missing"})
+        for name, allowed in (("policy", POLICIES), ("missing", MISSING)):
+            if name in value and value[name] not in allowed:
+                self.fail(_join(key, name), f"expected one of {', '.join(allowed)}; got {value[name]!r}")
+        limit = value.get("max", base.limit)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            self.fail(_join(key, "max"), f"expected a whole number of hand-ins, at least 1 (or leave it out for any "
+                                         f"number); got {limit!r}")
+        return SubmissionPolicy(value.get("policy", base.policy), limit, value.get("missing", base.missing))
+
+    def assignment(self, name: str, entry, base_limits: Limits, base_tolerance: dict,
+                   base_policy: SubmissionPolicy | None = None) -> Assignment:
         key = _join("assignments", name)
         entry = self.mapping(entry, key, required={"title", "module", "checks"}, optional=self.ASSIGNMENT_KEYS)
         tolerance = self.tolerance(entry.get("tolerance", {}), _join(key, "tolerance"), base_tolerance)
@@ -186,6 +203,8 @@ class _Reader:
             checks=self.checks(entry["checks"], _join(key, "checks")),
             written=self.written(entry.get("written", {}), _join(key, "written")),
             late=self.late_rule(entry, key),
+            submissions=self.submissions(entry.get("submissions", {}), _join(key, "submissions"),
+                                         base_policy or SubmissionPolicy()),
             warmup=self.warmup(entry.get("warmup", []), _join(key, "warmup")))
 
     def warmup(self, value, key: str) -> tuple[str, ...]:

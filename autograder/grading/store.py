@@ -5,6 +5,8 @@ moment leaves every earlier submission intact and this one absent. WAL mode,
 a busy timeout and retries let several graders share one database. Rows are
 keyed by (assignment, student): regrading replaces a student's rows, and the
 stored SHA-256 and suite version decide whether a rerun can skip a file.
+Every result saved is kept in the history as well (grading.history), with
+the hand-in's bytes, so nothing a regrade or a new hand-in replaces is lost.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import time
 from dataclasses import MISSING
 from pathlib import Path
 
+from autograder.grading import history
 from autograder.grading.results import SubmissionResult
 from autograder.grading.schema import Field, fields_of
 from autograder.text import valid_utf8
@@ -64,6 +67,8 @@ class Store:
             self._db.execute("PRAGMA foreign_keys=ON")
             self._retry(lambda: self._db.executescript(self._create()))
             self._retry(self._migrate)
+            self._retry(lambda: self._db.executescript(history.SCHEMA))
+            self._retry(lambda: history.backfill(self._db, self.results, self._transaction))
         except sqlite3.DatabaseError as error:
             raise StoreError(f"cannot use {self.path} as the results database ({error}). Pass --db with a "
                              "writable path, or move the damaged file away and regrade.") from None
@@ -96,13 +101,15 @@ class Store:
         return {student: (sha256, suite, submitted_at) for student, sha256, suite, submitted_at in rows}
 
     def save(self, result: SubmissionResult) -> None:
-        """Replace the student's stored result with `result`, atomically."""
+        """Replace the student's stored result with `result`, and add it to the history, atomically."""
         # Field by field rather than dataclasses.asdict, whose deep copy cost the batch's main process ~2 ms
         # per result; the schema is read once per store.
         row = {f.name: _to_column(f, getattr(result, f.name)) for f in self._columns["submissions"]}
         checks = self._columns["checks"]
         tests = [[_to_column(f, getattr(test, f.name)) for f in checks] for test in getattr(result, self._tests.name)]
         columns, check_columns = ", ".join(row), ", ".join(f.name for f in checks)
+        # Every result is kept in the history too (grading.history); built here, as it may read the hand-in.
+        kept = history.kept(result, history.known_handin(self._db, result.sha256))
 
         def write():
             with self._transaction():
@@ -114,6 +121,7 @@ class Store:
                     f"INSERT INTO checks (submission_id, position, {check_columns}) "
                     f"VALUES (?, ?, {', '.join('?' * len(checks))})",
                     [(cursor.lastrowid, i, *values) for i, values in enumerate(tests)])
+                history.record(self._db, kept)
         self._retry(write)
 
     def results(self, assignment: str | None = None) -> list[SubmissionResult]:
@@ -124,6 +132,22 @@ class Store:
     def result(self, assignment: str, student: str) -> SubmissionResult | None:
         found = self._results(" WHERE assignment=? AND student=?", (assignment, student))
         return found[0] if found else None
+
+    def history(self, assignment: str) -> list[history.Entry]:
+        """Every result of `assignment` the store has held, oldest first (grading.history)."""
+        return history.entries(self._db, assignment, self.results(assignment))
+
+    def keep(self, entries: list[history.Kept]) -> None:
+        """Add results to the history only, in one transaction (a regrade's results of earlier hand-ins)."""
+        def write():
+            with self._transaction():
+                for entry in entries:
+                    history.record(self._db, entry)
+        self._retry(write)
+
+    def handin(self, sha256: str) -> bytes | None:
+        """The bytes of a graded hand-in, if the store kept them (grading.history)."""
+        return history.handin(self._db, sha256)
 
     def reference_times(self, suite_version: str, machine: str) -> dict[str, tuple[float, int]]:
         """check -> (seconds, calls) the reference took, as timed on `machine` for this suite; {} if never."""

@@ -1,0 +1,256 @@
+"""Commands around the grade: regrade, history, and the LMS gradebook exports (export canvas|moodle|blackboard).
+
+`stored_grades` is what every command that writes grades out reads: the
+result each student's submissions policy counts (grading.attempts), with the
+late rule beside it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.cli import options
+from autograder.grading.attempts import counted_results
+from autograder.grading.batch import default_db, grade_batch
+from autograder.grading.course import CourseError, find_course, load_course
+from autograder.grading.discover import find_submissions
+from autograder.grading.history import attempts
+from autograder.grading.regrade import Collector, commit, hand_ins, held_back, moves, regraded
+from autograder.grading.store import Store, StoreError, stored_results
+from autograder.grading.suite import load_suite
+from autograder.outputs import ExportError, lms
+from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
+from autograder.outputs.progress import Progress, starting
+from autograder.outputs.roster import read_roster
+from autograder.sandbox.protections import probe
+from autograder.sandbox.zygote import refuse_readable
+from autograder.text import safe
+
+
+def add_commands(commands) -> None:
+    regrade = commands.add_parser("regrade", help="grade every stored hand-in again under the current suite; "
+                                                  "--preview shows whom that moves, committing nothing")
+    regrade.add_argument("assignment", help=options.ASSIGNMENT_HELP)
+    regrade.add_argument("paths", nargs="*", type=Path,
+                         help="class folders to find hand-ins in that the store did not keep (as `grade` takes)")
+    regrade.add_argument("--preview", action="store_true", help="grade, compare and print; store nothing")
+    regrade.add_argument("--json", action="store_true", help="one JSON object per moved student")
+    regrade.add_argument("--students", nargs="+", metavar="STUDENT", help="regrade only these students")
+    regrade.add_argument("--no-decrease", action="store_true",
+                         help="keep a student's earlier result where the new total is lower (their feedback says so)")
+    regrade.add_argument("--jobs", type=int, default=0, help="parallel graders (default: number of cores)")
+    options.results_db(regrade)
+    options.course(regrade)
+    options.sandbox(regrade)
+    regrade.set_defaults(run=_regrade)
+
+    history = commands.add_parser("history", help="every result kept of one student's hand-ins: time, file hash, "
+                                                  "suite version, score, and which counts")
+    history.add_argument("assignment", help=options.ASSIGNMENT_HELP)
+    history.add_argument("student", help="student id, as stored by `grade`")
+    history.add_argument("--json", action="store_true", help="one JSON object per result")
+    options.results_db(history)
+    options.course(history)
+    history.set_defaults(run=_history)
+
+
+def add_export_formats(formats) -> None:
+    """`export canvas|moodle|blackboard`, beside `export csv` (cli.outputs)."""
+    for name, what in (("canvas", "Canvas's gradebook import CSV"),
+                       ("moodle", "Moodle's grade import CSV, feedback in its own column"),
+                       ("blackboard", "Blackboard's Grade Center upload, tab-delimited")):
+        command = formats.add_parser(name, help=f"{what}: one row per roster student")
+        command.add_argument("--roster", type=Path, required=True,
+                             help="CSV or JSON: student and any of name, email, username, lms_id, sis_user_id, "
+                                  "sis_login_id, section (README: LMS gradebooks)")
+        command.add_argument("--out", type=Path, help=f"file to write (default: ASSIGNMENT-{name}"
+                                                      f"{lms.FORMATS[name].suffix})")
+        command.add_argument("--column", help="the gradebook column's title (default: the assignment's title)")
+        command.add_argument("--column-id", default="", help="the LMS's id of an existing column (Canvas: the "
+                                                             "assignment id; Blackboard: the Column ID)")
+        command.add_argument("--gradebook", help="nbgrader gradebook to take students' names from where the roster "
+                                                 "has none (default: gradebook.db beside course.yaml, if there)")
+        options.results_db(command)
+        command.add_argument("--assignment", help="assignment to export (default: the only one in the database)")
+        options.course(command)
+        command.set_defaults(run=_export_lms, lms=name)
+
+
+def stored_grades(args):
+    """(course, assignment, counted results, late rule) of the stored grades an output command writes out.
+
+    An extension for a student with no result is most likely a mistyped id, so it is named; so are the
+    students with hand-ins beyond the assignment's `max`.
+    """
+    course = load_course(args.course or find_course())
+    db = (args.db or default_db(course)).resolve()
+    assignment, latest = stored_results(db, args.assignment)
+    settings = course.assignment(assignment)
+    rule = settings.late
+    with Store(db) as store:
+        found = store.history(assignment)
+    results, over = counted_results(attempts(found), settings.submissions, rule)
+    for student in rule.unknown_students({r.student for r in latest}):
+        print(f"autograder: warning: {course.path}: assignments.{assignment}.extensions.{student}: no student "
+              f"{student!r} has a result in {db}, so this extension applies to nobody; check the id",
+              file=sys.stderr)
+    if over:
+        print(safe(f"autograder: note: {len(over)} students handed in more than {settings.submissions.limit} times "
+                   f"({_some(over)}): the later hand-ins are kept but do not count (`autograder history "
+                   f"{assignment} STUDENT` lists them)"), file=sys.stderr)
+    return course, assignment, results, rule
+
+
+def hold_changed_suite(plan, store: Store, suite, force: bool):
+    """`grade`'s plan without the unchanged hand-ins graded under an earlier suite, said so, with what to run.
+
+    `grade` grades new and changed hand-ins and leaves those results as they are, rather than overwriting them
+    quietly: `regrade --preview` shows whom the new suite moves, `regrade` (or `grade --force`) applies it.
+    """
+    plan, held = held_back(plan, store, suite.assignment.name, suite.version, force)
+    if held:
+        name = suite.assignment.name
+        print(safe(f"autograder: the suite of {name} (its checks, reference or settings, or the grader's own code) "
+                   f"changed since {len(held)} unchanged hand-ins were graded ({_some(held)}): they are not graded "
+                   f"again, and their results stay as they were. `autograder regrade {name} --preview` shows whom "
+                   f"the new suite moves and by how much; `autograder regrade {name}` applies it, keeping the "
+                   "earlier results (`grade --force` regrades them too)"), file=sys.stderr)
+    return plan
+
+
+def _export_lms(args) -> int:
+    course, assignment, results, rule = stored_grades(args)
+    settings = course.assignment(assignment)
+    kind = lms.FORMATS[args.lms]
+    roster = _with_names(read_roster(args.roster, lms.ROSTER_FIELDS), course, args.gradebook)
+    made, unknown = lms.rows(roster, results, rule, settings.submissions.missing)
+    nameless = lms.unidentified(made, kind.identities)
+    if nameless:
+        raise ExportError(f"{args.roster}: {len(nameless)} students have none of {', '.join(kind.identities)}, which "
+                          f"{args.lms.capitalize()} finds students by ({_some(nameless)}); add the column and export "
+                          "again")
+    out = args.out or Path(f"{assignment}-{args.lms}{kind.suffix}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    column = lms.Column(args.column or settings.title, args.column_id, settings.max_score)
+    with open(out, "w", newline="", encoding="utf-8") as stream:
+        kind.write(made, column, stream)
+    have = {r.student for r in results if not r.internal_error}
+    graded = sum(row.student in have for row in made)
+    print(f"wrote {len(made)} roster students of {assignment} ({graded} with a grade; none: "
+          f"{settings.submissions.missing}) to {out.resolve()}: import it as the LMS documents ({kind.docs})",
+          file=sys.stderr)
+    if unknown:
+        print(safe(f"autograder: warning: {len(unknown)} students with a result are not on the roster {args.roster}, "
+                   f"so they are not in the file: {', '.join(unknown)}. Add them to the roster (or fix their ids) and "
+                   "export again"), file=sys.stderr)
+    return 0
+
+
+def _with_names(roster: dict, course, gradebook: str | None) -> dict:
+    """The roster, with names and emails from nbgrader's gradebook for students it gives none."""
+    if not any(not (who.get("name") or who.get("last_name")) or not who.get("email") for who in roster.values()):
+        return roster
+    try:
+        from nbgrader.api import Gradebook
+
+        from autograder.nbgrader.gradebook import gradebook_url
+    except ModuleNotFoundError:
+        return roster  # nbgrader is an extra: without it, the roster's own names
+    url, place = gradebook_url(gradebook, course.root)
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not Path(url[len(prefix):]).is_file():
+        if gradebook is None:
+            return roster  # no nbgrader course here: the roster's own names
+        raise ExportError(f"there is no nbgrader gradebook at {place}; pass --gradebook with the course's "
+                          "gradebook.db, or leave it out")
+    with Gradebook(url) as book:
+        known = {s.id: s for s in book.students}
+    for student, who in roster.items():
+        entry = known.get(student)
+        if entry is not None:
+            names = {"first_name": entry.first_name, "last_name": entry.last_name, "email": entry.email}
+            who.update({k: safe(v, 200) for k, v in names.items() if v and not who.get(k)})
+    return roster
+
+
+def _regrade(args) -> int:
+    course = load_course(args.course or find_course())
+    settings = course.assignment(args.assignment)
+    db = (args.db or default_db(course)).resolve()
+    if not db.is_file():
+        raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
+    suite = load_suite(course, args.assignment)
+    with Store(db) as store, tempfile.TemporaryDirectory(prefix="autograder-regrade-") as workdir:
+        before = _chosen(attempts(store.history(settings.name)), args.students)
+        class_files = _class_files(args.paths, settings, Path(workdir) / "found")
+        todo, lost = hand_ins(store, before, Path(workdir) / "handins", settings.module, class_files)
+        for line in lost:
+            print(safe(f"autograder: not regraded: {line}", 2000), file=sys.stderr)
+        protections = probe(args.sandbox)
+        refuse_readable(protections, suite.secret_paths(course) + [db] + [item.found.path for item in todo])
+        starting(f"regrading {len(todo)} hand-ins of {len(before)} students of {settings.name} under suite "
+                 f"{suite.version}" + (" (preview: nothing is stored)" if args.preview else ""))
+        collector, progress = Collector(store), Progress(len(todo))
+        grade_batch(course, suite, protections, [item.found for item in todo], collector,
+                    args.jobs or os.cpu_count() or 1, progress.update)
+        progress.finish()
+        after, failed = regraded(before, todo, collector.results)
+        for line in failed:
+            print(safe(f"autograder: not regraded (internal error in the grader, not in the student's code; the "
+                       f"earlier result stands): {line}", 2000), file=sys.stderr)
+        final, moved = moves(before, after, settings.submissions, settings.late, args.no_decrease)
+        if not args.preview:
+            added = commit(store, before, final)
+    lines = move_lines(moved) if args.json else [format_moves(moved)]
+    print("\n".join(safe(line) for line in lines))
+    if args.preview:
+        print(f"preview: {len(moved)} of {len(before)} students would move; nothing was stored. `autograder regrade "
+              f"{settings.name}` commits it (earlier results are kept)", file=sys.stderr)
+    else:
+        print(f"regraded: {added} results added, {len(moved)} of {len(before)} students moved; earlier results are "
+              f"kept (`autograder history {settings.name} STUDENT`)", file=sys.stderr)
+    return 1 if lost or failed else 0
+
+
+def _chosen(by_student: dict, students: list[str] | None) -> dict:
+    if not students:
+        return by_student
+    unknown = [s for s in students if s not in by_student]
+    if unknown:
+        raise CourseError(f"no stored hand-in of {', '.join(unknown)}; check the ids (`autograder export csv` lists "
+                          "the students graded)")
+    return {s: by_student[s] for s in students}
+
+
+def _class_files(paths: list[Path], settings, workdir: Path) -> dict[str, list[Path]]:
+    if not paths:
+        return {}
+    workdir.mkdir()
+    found: dict[str, list[Path]] = {}
+    for item in find_submissions(paths, settings.name, settings.module, workdir):
+        found.setdefault(item.student, []).append(item.path)
+    return found
+
+
+def _history(args) -> int:
+    course = load_course(args.course or find_course())
+    settings = course.assignment(args.assignment)
+    db = options.db_path(args)
+    if not Path(db).is_file():
+        raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
+    with Store(db) as store:
+        mine = attempts(store.history(settings.name)).get(args.student)
+    if not mine:
+        raise CourseError(f"{db} has no result of student {args.student!r} for {settings.name}; check the id "
+                          "(`autograder export csv` lists the students graded)")
+    lines = history_lines(mine, settings.submissions, settings.late) if args.json else \
+        [format_history(args.student, mine, settings.submissions, settings.late)]
+    print("\n".join(safe(line) for line in lines))
+    return 0
+
+
+def _some(students: list[str], shown: int = 5) -> str:
+    return ", ".join(students[:shown]) + (", …" if len(students) > shown else "")
+

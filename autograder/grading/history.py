@@ -1,0 +1,193 @@
+"""Every result the store has held: each hand-in and each regrade, with its time, file hash, suite version and score.
+
+The store's `submissions` table holds one result per student, the last one
+saved, and decides what a rerun of `grade` skips. The `history` table here
+keeps every result ever saved, in the lossless plain form of grading.results
+(`result_to_plain`, grading.schema), so it follows the result dataclasses
+whatever their fields become; `handins` keeps each graded file's bytes once, by SHA-256
+(not compressed, which would cost the batch's main process more than it
+saves), so that `regrade` can grade an earlier hand-in again after the class
+folder has moved on. `Store.save` writes both in the transaction that writes
+the result itself.
+
+An attempt is one hand-in: one student's file hash and submission time. Its
+results are the rows with that key, oldest first; the last one not held back
+is the attempt's current result. A row is held back (`held`, the reason) when
+`regrade --no-decrease` kept the earlier result because the new one scored
+lower. A database from before this module gets its `submissions` rows as its
+first history rows when first opened (`backfill`); should a row still be
+missing from the history, it stands in for its hand-in (`entries`).
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.grading.handin import read_bytes
+from autograder.grading.results import SubmissionResult, result_from_plain, result_to_plain
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS history (
+    id INTEGER PRIMARY KEY,
+    assignment TEXT NOT NULL,
+    student TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    submitted_at TEXT NOT NULL,
+    suite_version TEXT NOT NULL,
+    graded_at TEXT NOT NULL,
+    score REAL NOT NULL,
+    max_score REAL NOT NULL,
+    held TEXT NOT NULL DEFAULT '',
+    result TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_by_student ON history (assignment, student);
+CREATE TABLE IF NOT EXISTS handins (
+    sha256 TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
+"""
+# Hand-ins larger than this are not copied into the store (a notebook full of images); `regrade` then reads them
+# from where they were graded, or from the class folder it is given.
+KEPT_BYTES = 16 << 20
+# The columns a history row is found by: one grading of one hand-in (graded_at tells two gradings apart).
+_KEY = ("assignment", "student", "sha256", "submitted_at", "suite_version", "graded_at")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One result the store has held. order: when it was saved (0: held only in `submissions`, from an earlier
+    version); held: why `regrade --no-decrease` kept the earlier result over this one ("" when it may count)."""
+
+    result: SubmissionResult
+    order: int = 0
+    held: str = ""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One hand-in of one student: number 1 is the first handed in; entries: its results, oldest first."""
+
+    number: int
+    entries: tuple[Entry, ...]
+
+    @property
+    def current(self) -> Entry:
+        """The result that stands for this hand-in: its latest one not held back."""
+        return next((e for e in reversed(self.entries) if not e.held), self.entries[0])
+
+    @property
+    def first(self) -> SubmissionResult:
+        return self.entries[0].result
+
+    @property
+    def sha256(self) -> str:
+        """The hand-in's file hash ("" when no result of it could read the file)."""
+        return next((e.result.sha256 for e in self.entries if e.result.sha256), "")
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What `record` writes for one result: built before the write lock, because it reads the hand-in's file."""
+
+    result: SubmissionResult
+    text: str  # the result as JSON
+    handin: bytes | None  # the file's bytes, when they are to be kept (None: kept already, or not to be)
+    held: str = ""
+
+
+def kept(result: SubmissionResult, have_bytes: bool = False, held: str = "") -> Kept:
+    """`result` ready for `record`, with its hand-in's bytes when the file is still the one graded.
+
+    have_bytes: the store holds this hand-in's bytes already. The file is read by the hand-in rule (grading.handin)
+    and kept only when its hash is the result's: what is kept is exactly what was graded.
+    """
+    data = None
+    if result.sha256 and not have_bytes and result.file:
+        read = read_bytes(Path(result.file))
+        if read.sha256 == result.sha256 and read.size <= KEPT_BYTES:
+            data = read.data
+    return Kept(result, json.dumps(result_to_plain(result)), data, held)
+
+
+def known_handin(db: sqlite3.Connection, sha256: str) -> bool:
+    return db.execute("SELECT 1 FROM handins WHERE sha256=?", (sha256,)).fetchone() is not None
+
+
+def record(db: sqlite3.Connection, entry: Kept) -> None:
+    """Add one result to the history, inside the caller's transaction; a result already there is not added twice."""
+    result = entry.result
+    key = (result.assignment, result.student, result.sha256, result.submitted_at, result.suite_version,
+           result.graded_at)
+    where = " AND ".join(f"{name}=?" for name in _KEY)
+    if db.execute(f"SELECT 1 FROM history WHERE {where}", key).fetchone() is None:
+        db.execute(f"INSERT INTO history ({', '.join(_KEY)}, score, max_score, held, result) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (*key, result.score, result.max_score, entry.held,
+                                                              entry.text))
+    if entry.handin is not None:
+        db.execute("INSERT OR IGNORE INTO handins VALUES (?, ?)", (result.sha256, entry.handin))
+
+
+def backfill(db: sqlite3.Connection, latest, transaction) -> None:
+    """Once, for a database from before the history: its `submissions` rows become the first history rows.
+
+    latest: () -> every stored result; transaction: the store's BEGIN IMMEDIATE ... COMMIT. Run on every
+    open; it writes only while the history is empty and results are not, so that the next save does not
+    replace a result the history never held.
+    """
+    if db.execute("SELECT 1 FROM history LIMIT 1").fetchone() or not db.execute(
+            "SELECT 1 FROM submissions LIMIT 1").fetchone():
+        return
+    results = latest()
+    with transaction():
+        for result in results:
+            record(db, Kept(result, json.dumps(result_to_plain(result)), None))
+
+
+def handin(db: sqlite3.Connection, sha256: str) -> bytes | None:
+    """The bytes of the hand-in with this hash, if the store kept them."""
+    row = db.execute("SELECT data FROM handins WHERE sha256=?", (sha256,)).fetchone()
+    return bytes(row[0]) if row else None
+
+
+def entries(db: sqlite3.Connection, assignment: str, latest: list[SubmissionResult]) -> list[Entry]:
+    """Every result of `assignment` kept, in the order saved; `latest`: the `submissions` table's results.
+
+    A result in `latest` but not in the history (a database from before the history) is added first.
+    """
+    rows = db.execute("SELECT id, held, result FROM history WHERE assignment=? ORDER BY id", (assignment,))
+    found = [Entry(_result(text), order, held) for order, held, text in rows]
+    keys = {_key(e.result) for e in found}
+    return [Entry(r) for r in latest if _key(r) not in keys] + found
+
+
+def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
+    """student -> their hand-ins, in the order handed in (by submission time, then by when first graded).
+
+    A result of no file (sha256 "": the grader failed before reading it) belongs to the hand-in of the same
+    student handed in at the same time, if there is one.
+    """
+    groups: dict[str, dict[tuple[str, str], list[Entry]]] = {}
+    for entry in sorted(found, key=lambda e: e.order):
+        result = entry.result
+        mine = groups.setdefault(result.student, {})
+        key = (result.submitted_at, result.sha256)
+        if not result.sha256:
+            key = next((k for k in mine if k[0] == result.submitted_at), key)
+        mine.setdefault(key, []).append(entry)
+    by_student = {}
+    for student, mine in groups.items():
+        ordered = sorted(mine.values(), key=lambda group: (group[0].result.submitted_at, group[0].order))
+        by_student[student] = [Attempt(n, tuple(group)) for n, group in enumerate(ordered, start=1)]
+    return by_student
+
+
+def _key(result: SubmissionResult) -> tuple:
+    return tuple(getattr(result, name) for name in _KEY)
+
+
+def _result(text: str) -> SubmissionResult:
+    """A result from its kept JSON (grading.schema: a field renamed since is read under its earlier name, one
+    added since takes its default)."""
+    return result_from_plain(json.loads(text))

@@ -1,0 +1,209 @@
+"""Grading every stored hand-in again under the current suite: what it would change, and committing it.
+
+`regrade` grades each hand-in the history holds (grading.history), every
+attempt of every student, from the bytes the store kept, else from the file
+where it was graded, else from a class folder given to it, provided the bytes
+hash to the hand-in's SHA-256. The results are compared, student by student,
+on the result the submissions policy counts (grading.attempts): a student
+moves when their counted total or any check's verdict changes.
+
+A preview commits nothing: the batch writes its results into a `Collector`
+instead of the store. A commit adds every new result to the history, so the
+previous ones stay, and makes each student's last hand-in's new result the
+store's current one. With `no_decrease`, a student whose counted total would
+fall keeps the earlier results counted; the new ones are kept too, held back,
+with the reason their feedback shows.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.grading.attempts import SubmissionPolicy, choose, counted_result, total_of
+from autograder.grading.batch import BatchPlan
+from autograder.grading.discover import Found
+from autograder.grading.handin import read_bytes
+from autograder.grading.history import Attempt, Entry, kept
+from autograder.grading.late import LateRule
+from autograder.grading.results import SubmissionResult
+from autograder.grading.store import Store
+
+
+@dataclass(frozen=True)
+class Todo:
+    """One hand-in to grade again: where its bytes were written for the batch, and which attempt it is."""
+
+    found: Found
+    attempt: Attempt
+
+
+@dataclass(frozen=True)
+class Move:
+    """What a regrade does to one student's counted result: totals after the late rule, and each flipped
+    check as (check, verdict before, verdict after), "absent" for a check one side does not have."""
+
+    student: str
+    before: float
+    after: float
+    flipped: tuple[tuple[str, str, str], ...]
+    held: bool = False  # --no-decrease kept the earlier result
+
+
+class Collector:
+    """Where a preview's batch saves its results: in memory, never in the store; the reference's timings,
+    which are no grade, still come from (and go to) the store's cache."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.results: list[SubmissionResult] = []
+
+    def save(self, result: SubmissionResult) -> None:
+        self.results.append(result)
+
+    def reference_times(self, suite_version: str, machine: str):
+        return self.store.reference_times(suite_version, machine)
+
+    def save_reference_times(self, suite_version: str, machine: str, times) -> None:
+        self.store.save_reference_times(suite_version, machine, times)
+
+
+def hand_ins(store: Store, attempts: dict[str, list[Attempt]], folder: Path, module: str,
+             class_files: dict[str, list[Path]]) -> tuple[list[Todo], list[str]]:
+    """Every attempt's bytes written under `folder` for the batch; and the hand-ins that could not be found.
+
+    class_files: student -> files of a class folder given to `regrade`, tried last.
+    """
+    todo, lost = [], []
+    folder.mkdir(exist_ok=True)
+    for student, mine in sorted(attempts.items()):
+        for attempt in mine:
+            data = _bytes(store, attempt, class_files.get(student, []))
+            first = attempt.first
+            if data is None:
+                lost.append(f"{student}: hand-in {attempt.number} ({Path(first.file).name or 'no file'}, handed in "
+                            f"{first.submitted_at or 'at an unknown time'}) is neither kept in the store nor at "
+                            f"{first.file or 'a known place'}; pass the class folder it is in to regrade it")
+                continue
+            place = folder / f"{len(todo)}"
+            place.mkdir()
+            path = place / f"{module}{Path(first.file).suffix or '.py'}"
+            path.write_bytes(data)
+            todo.append(Todo(Found(student, path, submitted_at=first.submitted_at,
+                                   submitted_at_source=first.submitted_at_source, root=place), attempt))
+    return todo, lost
+
+
+def _bytes(store: Store, attempt: Attempt, candidates: list[Path]) -> bytes | None:
+    if not attempt.sha256:
+        return None
+    kept_bytes = store.handin(attempt.sha256)
+    if kept_bytes is not None:
+        return kept_bytes
+    for path in [Path(attempt.first.file), *candidates]:
+        read = read_bytes(path)
+        if read.sha256 == attempt.sha256:
+            return read.data
+    return None
+
+
+def regraded(before: dict[str, list[Attempt]], todo: list[Todo],
+             results: list[SubmissionResult]) -> tuple[dict[str, list[Attempt]], list[str]]:
+    """(every student's attempts with each new result appended, its file named as first graded; the hand-ins
+    the grader itself failed on, whose earlier results stand: a fault of the grader is no new grade)."""
+    by_path = {str(item.found.path): item for item in todo}
+    new: dict[tuple[str, int], SubmissionResult] = {}
+    failed = []
+    for result in results:
+        item = by_path[result.file]
+        if result.internal_error:
+            failed.append(f"{item.found.student}: hand-in {item.attempt.number}: {result.problem}")
+            continue
+        new[(item.found.student, item.attempt.number)] = dataclasses.replace(result, file=item.attempt.first.file)
+    return {student: [_with(attempt, new.get((student, attempt.number))) for attempt in mine]
+            for student, mine in before.items()}, failed
+
+
+def _with(attempt: Attempt, result: SubmissionResult | None) -> Attempt:
+    """`attempt` with `result` as its latest result (as it was when None: not regraded)."""
+    if result is None:
+        return attempt
+    order = max(e.order for e in attempt.entries) + 1  # after every result it had
+    return Attempt(attempt.number, (*attempt.entries, Entry(result, order)))
+
+
+def moves(before: dict[str, list[Attempt]], after: dict[str, list[Attempt]], policy: SubmissionPolicy,
+          rule: LateRule | None, no_decrease: bool) -> tuple[dict[str, list[Attempt]], list[Move]]:
+    """(the attempts to commit, new results held back where --no-decrease keeps the earlier; each student the
+    regrade moves, by student)."""
+    final, moved = {}, []
+    for student in sorted(after):
+        was, now = choose(before[student], policy, rule), choose(after[student], policy, rule)
+        old_total, new_total = total_of(was.counted, rule), total_of(now.counted, rule)
+        held = no_decrease and new_total < old_total
+        flipped = _flipped(counted_result(was), counted_result(now))  # what the regrade found, held back or not
+        if held:
+            reason = (f"A regrade under the current checks gave {_points(new_total)} points, fewer than the "
+                      f"{_points(old_total)} before; the earlier result is kept (no score goes down in a regrade).")
+            after[student] = [_hold(attempt, old, reason) for attempt, old in zip(after[student], before[student])]
+            now = choose(after[student], policy, rule)
+        final[student] = after[student]
+        shown_after = total_of(now.counted, rule)
+        if flipped or shown_after != old_total or held:
+            moved.append(Move(student, old_total, new_total if held else shown_after, flipped, held))
+    return final, moved
+
+
+def commit(store: Store, before: dict[str, list[Attempt]], final: dict[str, list[Attempt]]) -> int:
+    """Keep every new result (one transaction per student), the last hand-in's as the store's current result.
+
+    Returns how many results were added.
+    """
+    added = 0
+    for student, attempts in sorted(final.items()):
+        known = {a.number: len(a.entries) for a in before[student]}
+        new = {a.number: a.entries[known[a.number]:] for a in attempts}
+        if not any(new.values()):
+            continue
+        store.keep([kept(e.result, True, e.held) for entries in new.values() for e in entries])
+        latest = new[attempts[-1].number]
+        if latest:
+            store.save(latest[-1].result)  # already in the history: only the submissions row changes
+        added += sum(map(len, new.values()))
+    return added
+
+
+def held_back(plan: BatchPlan, store: Store, assignment: str, suite_version: str,
+              force: bool) -> tuple[BatchPlan, list[str]]:
+    """`grade`'s plan without the unchanged hand-ins graded under another suite version, which it leaves as they
+    are, neither graded nor shown (`regrade` regrades them, showing first what that changes); and those students.
+    With `force`, the plan as it was."""
+    if force or not plan.todo:
+        return plan, []
+    stored = {r.student: r for r in store.results(assignment)}
+    keep, held = [], []
+    for item in plan.todo:
+        old = stored.get(item.student)
+        same = (old is not None and not old.internal_error and old.suite_version != suite_version
+                and old.submitted_at == item.submitted_at and read_bytes(item.path, item.root).sha256 == old.sha256)
+        (held if same else keep).append(item)
+    return BatchPlan(keep, plan.skipped), [item.student for item in held]
+
+
+def _hold(attempt: Attempt, old: Attempt, reason: str) -> Attempt:
+    """`attempt` with the results it gained since `old` held back for `reason`."""
+    known = len(old.entries)
+    return Attempt(attempt.number, (*attempt.entries[:known],
+                                    *(dataclasses.replace(e, held=reason) for e in attempt.entries[known:])))
+
+
+def _flipped(was: SubmissionResult, now: SubmissionResult) -> tuple[tuple[str, str, str], ...]:
+    before = {t.name: t.status for t in was.tests}
+    after = {t.name: t.status for t in now.tests}
+    names = list(dict.fromkeys([*before, *after]))
+    return tuple((name, before.get(name, "absent"), after.get(name, "absent")) for name in names
+                 if before.get(name, "absent") != after.get(name, "absent"))
+
+
+def _points(value: float) -> str:
+    return f"{value:.6f}".rstrip("0").rstrip(".")

@@ -1,0 +1,123 @@
+"""Issue 25: gradebook files for Canvas, Moodle and Blackboard, each checked against its documented import format.
+
+Fast: a real SQLite store holding made-up results, the real CLI writing each
+file; nothing is graded. The documented formats (README "LMS gradebooks"):
+
+- Canvas, "How do I import grades in the Gradebook?": CSV; header `Student,
+  ID, SIS User ID, SIS Login ID, Section`, then assignment columns `Name (id)`;
+  a second row whose first cell is "Points Possible". Canvas's importer
+  (gradebook_importer.rb) finds the header by `Student` and `ID` in its first
+  two cells and `Section` as the last identity column.
+- Moodle, "Grade import": CSV with a header row; one column mapped to
+  username, email or ID number; a grade column; feedback in its own column.
+- Blackboard, "Uploading or Downloading Grade Center Items": tab-delimited
+  (.xls), no quote characters, a header row, students identified by Username,
+  an existing column by `|COLUMN_ID` at the end of its header.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from autograder.grading.course import load_course
+from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.store import Store
+from autograder.outputs.lms import CANVAS_HEADER, Column, Row, full_name, write_canvas
+
+from conftest import ROOT, run_cli
+
+ASSIGNMENT = "w07_attention"
+POINTS = f"{load_course(ROOT / 'course.yaml').assignment(ASSIGNMENT).max_score:g}"  # the column's, from course.yaml
+ROSTER = """student,name,email,username,lms_id,sis_user_id,sis_login_id,section
+s1,"Lovelace, Ada",ada@uni.edu,alovelace,101,S-1,ada,Lab A
+s2,Grace Hopper,grace@uni.edu,ghopper,102,S-2,grace,Lab B
+s3,Alan Turing,alan@uni.edu,aturing,103,S-3,alan,Lab A
+"""
+
+
+def _result(student: str, got: float) -> SubmissionResult:
+    tests = (CheckResult("score.a", "score", "public", "passed" if got else "failed", got, got),
+             CheckResult("score.b", "score", "hidden", "failed", 0.0, 10.0 - got, message="wrong"))
+    return SubmissionResult(student=student, assignment=ASSIGNMENT, file=f"{student}.py", sha256=student * 8,
+                            suite_version="v", seed=1, sandbox="bwrap", tests=tests, graded_at="2026-11-30T00:00:00")
+
+
+@pytest.fixture
+def stored(tmp_path) -> Path:
+    """A store with s1 (7.5 of 10), s2 (10 of 10) and s4, who is not on the roster; s3 handed nothing in."""
+    with Store(tmp_path / "grades.db") as store:
+        for student, got in (("s1", 7.5), ("s2", 10.0), ("s4", 3.0)):
+            store.save(_result(student, got))
+    (tmp_path / "roster.csv").write_text(ROSTER)
+    return tmp_path
+
+
+def _export(folder: Path, lms: str, *extra) -> tuple[Path, str]:
+    out = folder / f"grades-{lms}"
+    done = run_cli("export", lms, "--roster", folder / "roster.csv", "--out", out, "--db", folder / "grades.db",
+                   "--course", ROOT / "course.yaml", *extra)
+    assert done.returncode == 0, done.stderr
+    return out, done.stderr
+
+
+def test_canvas_file_has_the_five_identity_columns_the_assignment_column_and_points_possible(stored):
+    out, said = _export(stored, "canvas", "--column", "Week 7", "--column-id", "4242")
+    rows = list(csv.reader(out.read_text(encoding="utf-8").splitlines()))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Week 7 (4242)"]
+    assert tuple(rows[0][:5]) == CANVAS_HEADER
+    assert rows[1][0] == "Points Possible" and rows[1][5] == POINTS
+    assert rows[2:] == [["Lovelace, Ada", "101", "S-1", "ada", "Lab A", "7.5"],
+                        ["Grace Hopper", "102", "S-2", "grace", "Lab B", "10"],
+                        ["Alan Turing", "103", "S-3", "alan", "Lab A", ""]]  # no hand-in: blank, the default
+    assert all(len(row) == 6 for row in rows)
+    assert "1 students with a result are not on the roster" in said and "s4" in said
+
+
+def test_moodle_file_has_identifier_columns_a_grade_column_and_feedback_in_its_own(stored):
+    out, _ = _export(stored, "moodle")
+    rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
+    header = list(rows[0])
+    title = "Attention: selective retrieval"
+    assert header == ["Username", "Email address", "ID number", "Full name", title, f"{title} (Feedback)"]
+    assert [(r["Username"], r["Email address"], r["ID number"], r[title]) for r in rows] == [
+        ("alovelace", "ada@uni.edu", "S-1", "7.5"), ("ghopper", "grace@uni.edu", "S-2", "10"),
+        ("aturing", "alan@uni.edu", "S-3", "")]
+    assert rows[0][f"{title} (Feedback)"].startswith("7.5 of 10 points; 1 of 2 checks passed.")
+    assert rows[2][f"{title} (Feedback)"] == "No hand-in was graded."
+
+
+def test_blackboard_file_is_tab_delimited_with_username_and_the_column_id(stored, tmp_path):
+    yaml_text = (ROOT / "course.yaml").read_text().replace(
+        "  w07_attention:\n", "  w07_attention:\n    submissions: {missing: zero}\n", 1)
+    for part in ("assignments", "solutions"):
+        (tmp_path / part).symlink_to(ROOT / part)
+    (tmp_path / "course.yaml").write_text(yaml_text)
+    out = stored / "grades.xls"
+    done = run_cli("export", "blackboard", "--roster", stored / "roster.csv", "--out", out, "--db",
+                   stored / "grades.db", "--course", tmp_path / "course.yaml", "--column", "W7", "--column-id", "_77_1")
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert all('"' not in line for line in lines)  # tab-delimited files need no quote characters
+    rows = [line.split("\t") for line in lines]
+    assert rows[0] == ["Last Name", "First Name", "Username", "Student ID", f"W7 [Total Pts: {POINTS} Score] |_77_1"]
+    assert rows[1:] == [["Lovelace", "Ada", "alovelace", "S-1", "7.5"], ["Hopper", "Grace", "ghopper", "S-2", "10"],
+                        ["Turing", "Alan", "aturing", "S-3", "0"]]  # no hand-in: 0, as the course chose
+
+
+def test_a_roster_without_the_lms_identity_is_refused_naming_the_students(stored):
+    (stored / "roster.csv").write_text("student,name\ns1,Ada\ns2,Grace\n")
+    done = run_cli("export", "blackboard", "--roster", stored / "roster.csv", "--db", stored / "grades.db",
+                   "--course", ROOT / "course.yaml", "--out", stored / "x.xls")
+    assert done.returncode == 2 and "2 students have none of username" in done.stderr and "s1, s2" in done.stderr
+    assert not (stored / "x.xls").exists()
+
+
+def test_names_and_feedback_cannot_start_a_formula_but_identities_stay_exact():
+    assert full_name({"first_name": "Ada", "last_name": "Lovelace"}, last_first=True) == "Lovelace, Ada"
+    stream = io.StringIO()
+    write_canvas([Row("s1", {"name": "=HYPERLINK(1)", "lms_id": "-5"}, "1", "")], Column("A", "", 1), stream)
+    row = list(csv.reader(stream.getvalue().splitlines()))[2]
+    assert row[0] == "'=HYPERLINK(1)" and row[1] == "-5"

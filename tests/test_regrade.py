@@ -1,0 +1,207 @@
+"""Issue 25: regrade with a preview, every hand-in kept, and the submissions policy — through the real CLI.
+
+A tiny course (one function, `double`) is graded with the real sandbox into a
+real SQLite file; a planted change to its hidden check is then previewed,
+committed and read back from the history.
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from autograder.grading.attempts import SubmissionPolicy, choose
+from autograder.grading.history import Attempt, Entry, attempts
+from autograder.grading.late import LateRule
+from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.store import Store
+
+from conftest import FIXTURES, run_cli
+
+COURSE = """\
+course: {{name: Tiny, seed_salt: s}}
+defaults:
+  tolerance:
+    float32: {{rtol: 1.0e-5, atol: 1.0e-6}}
+    float64: {{rtol: 1.0e-9, atol: 1.0e-12}}
+assignments:
+  tiny:
+    title: Doubling
+    module: tiny
+    preload: [numpy]
+    checks: {{double.small: 1, double.matches_reference: 1}}
+{extra}"""
+# The planted fix: the hidden check tries only non-negative inputs, so `2 * abs(x)` passes it from now on.
+PLANTED = ("x = normal(t.rng, (*t.sizes[\"batch\"], t.sizes[\"n\"]))",
+           "x = abs(normal(t.rng, (*t.sizes[\"batch\"], t.sizes[\"n\"])))")
+STUDENTS = {"a_good": "2 * x", "b_abs": "2 * abs(x)", "c_zero": "0 * x", "d_sum": "x + x"}
+
+
+def _course(root: Path, extra: str = "") -> Path:
+    for part in ("assignments", "solutions"):
+        if not (root / part / "tiny").exists():
+            shutil.copytree(FIXTURES / "tiny" / part / "tiny", root / part / "tiny")
+    (root / "course.yaml").write_text(COURSE.format(extra=extra))
+    return root / "course.yaml"
+
+
+def _class(folder: Path, students: dict[str, str], when: float) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for student, body in students.items():
+        path = folder / f"{student}.py"
+        path.write_text(f"def double(x):\n    return {body}\n")
+        os.utime(path, (when, when))  # the submission time (a flat folder's file time)
+    return folder
+
+
+def _cli(*args, course: Path):
+    done = run_cli(*args, "--course", course, "--db", course.parent / "grades.db")
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def _rows(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as connection:
+        return (connection.execute("SELECT * FROM submissions ORDER BY student").fetchall()
+                + connection.execute("SELECT * FROM checks ORDER BY submission_id, position").fetchall()
+                + connection.execute("SELECT id, student, suite_version, score FROM history ORDER BY id").fetchall())
+
+
+@pytest.mark.slow  # end to end: eight commands, each starting its sandbox
+def test_a_planted_suite_change_is_previewed_exactly_then_committed_and_both_results_are_kept(tmp_path):
+    course = _course(tmp_path)
+    folder = _class(tmp_path / "class", STUDENTS, 1.7e9)
+    _cli("grade", "tiny", folder, "--json", course=course)
+    hidden = tmp_path / "solutions" / "tiny" / "hidden_checks.py"
+    hidden.write_text(hidden.read_text().replace(*PLANTED))
+    stored = _rows(tmp_path / "grades.db")
+
+    again = _cli("grade", "tiny", folder, course=course)  # meets the changed suite: leaves the results, says so
+    assert "regrade tiny --preview" in again.stderr and "4 unchanged hand-ins" in again.stderr, again.stderr
+    assert _rows(tmp_path / "grades.db") == stored
+
+    preview = _cli("regrade", "tiny", "--preview", "--json", course=course)
+    moved = [json.loads(line) for line in preview.stdout.splitlines()]
+    assert [m["student"] for m in moved] == ["b_abs"]
+    assert (moved[0]["before"], moved[0]["after"]) == (1, 2)
+    assert moved[0]["flipped"] == [{"check": "double.matches_reference", "before": "failed", "after": "passed"}]
+    assert _rows(tmp_path / "grades.db") == stored  # a preview stores nothing
+    table = _cli("regrade", "tiny", "--preview", course=course).stdout
+    assert "b_abs" in table and "double.matches_reference failed→passed" in table and "a_good" not in table
+
+    shutil.rmtree(folder)  # the store kept the hand-ins: the regrade needs no class folder
+    committed = _cli("regrade", "tiny", "--json", course=course)
+    assert [json.loads(line)["student"] for line in committed.stdout.splitlines()] == ["b_abs"]
+    history = [json.loads(line) for line in _cli("history", "tiny", "b_abs", "--json", course=course)
+               .stdout.splitlines()]
+    assert [(h["score"], h["counts"]) for h in history] == [(1, False), (2, True)]
+    assert history[0]["suite_version"] != history[1]["suite_version"]
+    assert history[0]["sha256"] == history[1]["sha256"] and history[0]["hand_in"] == history[1]["hand_in"] == 1
+    shown = _cli("history", "tiny", "b_abs", course=course).stdout
+    assert "replaced by a later grading" in shown and "counts" in shown
+    grades = {r["student"]: r["total"] for r in csv.DictReader(_cli("export", "csv", course=course).stdout
+                                                               .splitlines())}
+    assert grades == {"a_good": "2", "b_abs": "2", "c_zero": "0", "d_sum": "2"}
+
+    hidden.write_text(hidden.read_text().replace(PLANTED[1], PLANTED[0]))  # reverted: b_abs would go down again
+    kept = _cli("regrade", "tiny", "--students", "b_abs", "a_good", "--no-decrease", "--json", course=course)
+    assert [(m["student"], m["before"], m["after"], m["kept_earlier"]) for m in map(json.loads, kept.stdout
+                                                                                    .splitlines())] == \
+        [("b_abs", 2, 1, True)]
+    assert json.loads(kept.stdout)["flipped"] == [{"check": "double.matches_reference", "before": "passed",
+                                                   "after": "failed"}]
+    history = [json.loads(line) for line in _cli("history", "tiny", "b_abs", "--json", course=course)
+               .stdout.splitlines()]
+    assert [(h["score"], h["counts"]) for h in history] == [(1, False), (2, True), (1, False)]
+    assert "held back" in history[2]["status"]
+    report = tmp_path / "report"
+    _cli("report", "--out", report, course=course)
+    feedback = next((report / "feedback").glob("b_abs*")).read_text()
+    assert "the earlier result is kept" in feedback
+
+
+@pytest.mark.slow
+def test_three_hand_ins_are_all_kept_and_the_policy_picks_which_one_counts(tmp_path):
+    course = _course(tmp_path)
+    for number, (body, when) in enumerate((("0 * x + x", 1.70e9), ("2 * x", 1.71e9), ("0 * x", 1.72e9)), start=1):
+        _class(tmp_path / f"round{number}", {"multi": body, **({"other": "2 * x"} if number == 1 else {})}, when)
+        _cli("grade", "tiny", tmp_path / f"round{number}", course=course)
+    history = [json.loads(line) for line in _cli("history", "tiny", "multi", "--json", course=course)
+               .stdout.splitlines()]
+    assert [(h["hand_in"], h["score"]) for h in history] == [(1, 0), (2, 2), (3, 0)]
+    assert len({h["sha256"] for h in history}) == 3
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,name,lms_id\nmulti,Multi Hand,11\nother,Other One,12\n")
+
+    def exported(extra: str) -> dict[str, str]:
+        _course(tmp_path, extra)
+        out = tmp_path / "canvas.csv"
+        _cli("export", "canvas", "--roster", roster, "--out", out, course=course)
+        rows = list(csv.reader(out.read_text().splitlines()))
+        return {row[1]: row[5] for row in rows[2:]}
+
+    assert exported("") == {"11": "0", "12": "2"}  # last, the default
+    assert exported("    submissions: {policy: last}\n") == {"11": "0", "12": "2"}
+    assert exported("    submissions: {policy: best}\n") == {"11": "2", "12": "2"}
+    assert exported("    submissions: {policy: last, max: 2}\n") == {"11": "2", "12": "2"}
+    done = run_cli("export", "csv", "--course", course, "--db", tmp_path / "grades.db")
+    assert "1 students handed in more than 2 times (multi)" in done.stderr
+    shown = _cli("history", "tiny", "multi", course=course).stdout
+    assert "over the limit of 2 hand-ins: not counted" in shown
+    report = tmp_path / "report"
+    _cli("report", "--out", report, course=course)
+    feedback = next((report / "feedback").glob("multi*")).read_text()
+    assert "Hand-in 2 of 3 counts" in feedback and "Hand-in 3 came after the limit of 2" in feedback
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("    submissions: {policy: first}\n", "submissions.policy: expected one of last, best, last_on_time"),
+    ("    submissions: {max: 0}\n", "submissions.max: expected a whole number of hand-ins, at least 1"),
+    ("    submissions: {missing: nil}\n", "submissions.missing: expected one of blank, zero"),
+    ("    submissions: {polcy: best}\n", "submissions.polcy: unknown key"),
+])
+def test_a_wrong_submissions_setting_is_an_error_naming_the_key(tmp_path, entry, message):
+    done = run_cli("checks", "tiny", "--course", _course(tmp_path, entry))
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def _handed_in(student: str, got: float, at: str, order: int) -> Attempt:
+    tests = (CheckResult("double.small", "double", "public", "passed" if got else "failed", got, 10.0),)
+    result = SubmissionResult(student=student, assignment="tiny", file=f"{student}.py", sha256=f"{order:064d}",
+                              suite_version="v", seed=1, sandbox="bwrap", tests=tests, graded_at=at,
+                              submitted_at=at, submitted_at_source="nbgrader timestamp")
+    return Attempt(order, (Entry(result, order),))
+
+
+@pytest.mark.parametrize("penalty, policy, counted", [
+    (0.5, "last", 3), (0.5, "best", 1), (0.5, "last_on_time", 1),
+    (0.1, "best", 2),  # 10 points a day late, less 10%, beat 6 on time
+])
+def test_best_and_last_on_time_are_judged_after_the_late_rule(penalty, policy, counted):
+    due = datetime.datetime(2026, 11, 20, 12, tzinfo=datetime.UTC)
+    rule = LateRule(due=due, penalty_per_day=penalty)
+    mine = [_handed_in("s", got, (due + datetime.timedelta(hours=hours)).isoformat(), n)
+            for n, (got, hours) in enumerate(((6.0, -1), (10.0, 5), (4.0, 30)), start=1)]
+    choice = choose(mine, SubmissionPolicy(policy), rule)
+    assert choice.counted.number == counted
+    assert choice.reason.startswith(f"Hand-in {counted} of 3 counts") and f"(policy: {policy})" in choice.reason
+
+
+def test_an_old_database_opens_with_its_results_as_the_first_hand_ins(tmp_path):
+    with Store(tmp_path / "grades.db") as store:
+        store.save(_handed_in("s", 5.0, "2026-11-20T00:00:00+00:00", 1).first)
+    with sqlite3.connect(tmp_path / "grades.db") as connection:  # as a database written before the history was
+        connection.execute("DROP TABLE history")
+        connection.execute("DROP TABLE handins")
+    with Store(tmp_path / "grades.db") as store:
+        found = attempts(store.history("tiny"))
+        store.save(_handed_in("s", 10.0, "2026-11-21T00:00:00+00:00", 2).first)  # a new hand-in replaces the row
+        both = attempts(store.history("tiny"))
+    assert [(a.number, a.current.result.score) for a in found["s"]] == [(1, 5.0)]
+    assert [(a.number, a.current.result.score) for a in both["s"]] == [(1, 5.0), (2, 10.0)]  # the old one kept
