@@ -253,8 +253,8 @@ def test_functions_returning_a_dict_and_a_str_grade_end_to_end(plain_values):
         "double.small": "passed", "double.matches_reference": "passed", "signs.small": "failed",
         "signs.matches_reference": "failed", "shout.small": "passed", "shout.matches_reference": "passed"}
     assert student["score"] == 9 - 1 - 2
-    assert tests["signs.small"]["output"].startswith("signs([1, -2, 0, 3]) at key 'positive': got 3, expected 2")
-    assert tests["signs.matches_reference"]["output"].startswith("signs(x) at key 'positive': got ")
+    assert tests["signs.small"]["message"].startswith("signs([1, -2, 0, 3]) at key 'positive': got 3, expected 2")
+    assert tests["signs.matches_reference"]["message"].startswith("signs(x) at key 'positive': got ")
 
 
 def test_the_shared_helper_is_released_and_the_hidden_checks_are_not(plain_values):
