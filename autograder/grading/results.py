@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 
+from autograder.grading.statuses import STATUSES
+
 CHECK_BUDGET = 16 << 10  # bytes of text per check (UTF-8)
 SUBMISSION_BUDGET = 256 << 10  # bytes of text per submission, its checks included
 MESSAGE_BUDGET = 4 << 10  # one check's message; a hint or a misconception's sentence: 1 KiB
@@ -24,7 +26,6 @@ NOTE_BUDGET = 2 << 10
 TRACEBACK_BUDGET = 32 << 10  # the grader's own traceback, for instructors
 CUT = "\n[... {} more bytes not kept: over the feedback budget]"
 
-STATUSES = ("passed", "failed", "error", "timeout")
 # How the `problem` of a hand-in that did not load begins (grading.loading); its flag is this word too.
 NOT_LOADED = "not loaded"
 
@@ -43,7 +44,7 @@ class CheckResult:
     seconds: float = 0.0
     explanation: str = ""  # the misconception's sentence: the idea to revisit, in the course's words
     example: str = ""  # JSON (autograder.examples): inputs and values for public checks, sizes only for hidden
-    stopped: str = ""  # "timeout", "crashed" or "rejected" when the sandbox stopped one of the check's calls
+    stopped: str = ""  # how the sandbox stopped one of the check's calls: a sandbox.replies.Stopped value, or ""
 
     def __post_init__(self):
         for name, limit in (("output", MESSAGE_BUDGET), ("hint", 1024), ("explanation", 1024), ("name", 200),
