@@ -98,6 +98,7 @@ def test_the_grader_classifies_a_timeout_by_its_value_and_stores_the_values_word
     result = quick.grade(read_submission(compose(tmp_path, "s1", hang)))
     check = next(t for t in result.tests if t.function == "softmax")
     assert (check.status, check.stopped) == (TIMEOUT, Stopped.TIMEOUT.value)
+    assert quick.time_limits[check.name].seconds == 0.3  # the Grader's limits are time limits, by name
 
 
 def test_a_flood_on_every_check_is_the_codes_own_and_not_blamed_on_the_environment(quick, tmp_path):

@@ -60,8 +60,8 @@ class Grader:
         self.course = course
         self.suite = suite
         self.sandbox = sandbox
-        self.limits = calibration.call_limits(suite, reference)  # check name -> its CallLimit
-        self.budget = calibration.budget(suite, reference, self.limits)
+        self.time_limits = calibration.call_limits(suite, reference)  # check name -> its CallLimit
+        self.budget = calibration.budget(suite, reference, self.time_limits)
         self._shared: dict = {}  # class-wide cases, see Trial.shared
         self._class_seed = student_seed(course.seed_salt, suite.assignment.name, "")
         # Planning and judging run each check on the same inputs: the second run reuses the first's results.
@@ -181,7 +181,7 @@ class Grader:
         for entry in entries:
             if _missing(entry, load):
                 continue
-            size = self.limits[entry.name].reference  # how much work the check is, in the reference's seconds
+            size = self.time_limits[entry.name].reference  # how much work the check is, in the reference's seconds
             # Timings wobble, so only work well under half of what timed out counts as smaller.
             stuck = next((f for f in entry.check.functions
                           if f in hung and (size is None or size >= hung[f][0] / 2)), None)
@@ -262,7 +262,7 @@ class Grader:
         """A fresh Trial of `entry` for this student: the same seed gives the same inputs at the same sizes."""
         return Trial(name=entry.name, rng=check_rng(seed, entry.name), ref=self._reference,
                      call_function=call_function, tolerance=self.suite.assignment.tolerance, sizes=sizes,
-                     seconds=self.limits[entry.name].seconds, shared_cache=self._shared,
+                     seconds=self.time_limits[entry.name].seconds, shared_cache=self._shared,
                      class_seed=self._class_seed)
 
     def _shrink(self, entry: SuiteCheck, fresh: FreshChild, seed: int, first: Attempt,
@@ -302,7 +302,7 @@ class Grader:
 
         The comparison is for a call stopped at its own limit, not one the submission's budget stopped.
         """
-        limit = self.limits[entry.name]
+        limit = self.time_limits[entry.name]
         message = str(timeout)
         if limit.reference and timeout.how is Stopped.TIMEOUT:
             ratio = limit.seconds / max(limit.reference, 1e-9)
