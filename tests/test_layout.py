@@ -152,3 +152,19 @@ def test_importing_the_authoring_face_loads_no_process_code():
     assert "autograder.authoring" in loaded, shown.stderr
     assert {m for m in loaded if m.startswith("autograder.") and not m.startswith("autograder.authoring")} == set()
     assert loaded & {"subprocess", "socket", "selectors", "multiprocessing", "resource"} == set()  # NumPy loads ctypes
+
+
+# Deciding by what a message says, not by a value (sandbox.replies.Stopped, grading.statuses): a word searched
+# for in an exception's text or in a message, or a message taken apart.
+DECIDES_BY_TEXT = re.compile(r"""in str\(|["'][^"']*["'] in (message|reason|output|text)\b"""
+                             r"|\.(output|message|printed|reason)\.(startswith|endswith|partition|split)\(")
+
+
+def test_no_module_decides_by_the_text_of_a_message():
+    """Messages are for people and may change; how a call stopped, or what a status means, is a value."""
+    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in _modules()
+             for n, line in enumerate(p.read_text().splitlines(), 1) if DECIDES_BY_TEXT.search(line)]
+    assert found == []
+    assert DECIDES_BY_TEXT.search('if "did not return within" in message:')  # what the rule is for
+    assert DECIDES_BY_TEXT.search('busy = "locked" in str(error)')
+    assert DECIDES_BY_TEXT.search('ways = {test.output.partition(" ")[2] for test in tests}')

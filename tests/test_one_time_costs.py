@@ -200,7 +200,7 @@ def test_a_hang_costs_no_more_time_than_before(course, suite, sandbox, reference
     """A function that never returns, and imports nothing, is stopped at its limit: no grace is spent on it."""
     hang = tmp_path / "hang.py"
     hang.write_text("def softmax(S):\n    while True:\n        pass\n")
-    limits = Grader(course, suite, sandbox, reference).limits
+    limits = Grader(course, suite, sandbox, reference).time_limits
     result = Grader(course, suite, sandbox, reference).grade(read_submission(compose(tmp_path, "s0005", hang)))
     first = next(t for t in result.tests if t.function == "softmax" and t.status == "timeout" and t.seconds)
     assert first.seconds < limits[first.name].seconds + 0.5

@@ -14,20 +14,18 @@ import traceback
 from dataclasses import dataclass, field
 
 from autograder.authoring.checks import CheckFailed, Sizes, StudentError, Trial
+from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
 from autograder.grading.suite import SuiteCheck
-from autograder.sandbox.replies import CallFailed, CallTimedOut, ReplyRejected, WorkerDied
-
-# How a call that produced no reply ended, for the feedback's "what the sandbox stopped".
-_STOPPED = ((CallTimedOut, "timeout"), (ReplyRejected, "rejected"), (WorkerDied, "crashed"))
+from autograder.sandbox.replies import CallFailed
 
 
 @dataclass
 class Attempt:
     """One run of one check: its verdict and the calls it made.
 
-    status: one of results.STATUSES; message, hint: for the student.
+    status: one of statuses.STATUSES; message, hint: for the student.
     failure: the CheckFailed raised, whose expected value a public example may show.
-    stopped: "timeout", "crashed" or "rejected" when the sandbox stopped a call.
+    stopped: the CallFailed the sandbox stopped one of its calls with (its `how` says how), or None.
     calls: (Call, Reply) pairs in order; sizes: the sizes the run used.
     """
 
@@ -35,7 +33,7 @@ class Attempt:
     message: str = ""
     hint: str = ""
     failure: CheckFailed | None = None
-    stopped: str = ""
+    stopped: CallFailed | None = None
     calls: list = field(default_factory=list)
     sizes: Sizes | None = None
 
@@ -56,12 +54,11 @@ def attempt(entry: SuiteCheck, trial: Trial) -> Attempt:
     try:
         entry.check.run(trial)
     except CheckFailed as failure:
-        return Attempt("failed", failure.message, failure.hint, failure=failure, **ran)
+        return Attempt(FAILED, failure.message, failure.hint, failure=failure, **ran)
     except StudentError as error:
-        return Attempt("error", str(error), **ran)
-    except CallFailed as failure:
-        stopped = next((kind for cls, kind in _STOPPED if isinstance(failure, cls)), "crashed")
-        return Attempt(failure.status, str(failure), stopped=stopped, **ran)
+        return Attempt(ERROR, str(error), **ran)
+    except CallFailed as stopped:
+        return Attempt(TIMEOUT if stopped.how.timed_out else ERROR, str(stopped), stopped=stopped, **ran)
     except Exception as error:  # noqa: BLE001 - whatever else a check raises is the suite's fault
         raise SuiteFault(entry.name, error) from error
-    return Attempt("passed", **ran)
+    return Attempt(PASSED, **ran)

@@ -28,9 +28,11 @@ from autograder.grading.plan import ReferenceAnswers, Sent, plan_check, recorded
 from autograder.grading.reference_cache import CachedReference
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
+from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
 from autograder.sandbox.protections import Protections
+from autograder.sandbox.replies import CallFailed, Stopped, how_it_ended
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -59,8 +61,8 @@ class Grader:
         self.course = course
         self.suite = suite
         self.sandbox = sandbox
-        self.limits = calibration.call_limits(suite, reference)
-        self.budget = calibration.budget(suite, reference, self.limits)
+        self.time_limits = calibration.call_limits(suite, reference)  # check name -> its CallLimit
+        self.budget = calibration.budget(suite, reference, self.time_limits)
         self._shared: dict = {}  # class-wide cases, see Trial.shared
         self._class_seed = student_seed(course.seed_salt, suite.assignment.name, "")
         # Planning and judging run each check on the same inputs: the second run reuses the first's results.
@@ -94,11 +96,11 @@ class Grader:
         assignment = self.suite.assignment
         seed = student_seed(self.course.seed_salt, assignment.name, submission.student)
         notes = [submission.note] if submission.note else []
-        output, killed = "", 0
+        output, killed, judged = "", 0, []
         # A file that cannot be read does not load either: one flag, the reason first (grading.loading).
         problem = f"{NOT_LOADED}: {submission.problem}" if submission.problem else ""
         if problem:
-            tests = self._all(loading.NOT_RUN, "failed")
+            tests = self._all(loading.NOT_RUN, FAILED)
         else:
             spec = submission.worker_spec(assignment.module)
             with self._session(spec) as session:
@@ -109,9 +111,9 @@ class Grader:
             output, killed = session.output.text(), session.killed_processes
             notes += session.notes
             if load.failure:
-                tests = self._all(f"your file could not be loaded: {load.failure}", "error")
+                tests = self._all(f"your file could not be loaded: {load.failure}", UNGRADED)
             elif problem:
-                tests = self._all(loading.NOT_RUN, "failed")
+                tests = self._all(loading.NOT_RUN, FAILED)
             else:
                 # Every point is fixed and the graded child is gone: calls that depend on verdicts get a new one.
                 with FreshChild(lambda: self._session(spec)) as fresh:
@@ -123,7 +125,7 @@ class Grader:
             **sandbox_fields(self.sandbox.protections), tests=tuple(tests),
             problem=problem,
             notes=tuple(notes), printed=output, killed_processes=killed,
-            seconds=time.monotonic() - started, graded_at=_now()), self.suite)
+            seconds=time.monotonic() - started, graded_at=_now()), self.suite, judged)
 
     def _session(self, spec: dict) -> Session:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
@@ -134,14 +136,14 @@ class Grader:
         entry = self.suite.check(check_name)
         seed = student_seed(self.course.seed_salt, self.suite.assignment.name, submission.student)
         if submission.problem:
-            return Replayed(self._result(entry, "failed", loading.NOT_RUN))
+            return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
         prefix = self.suite.checks[:self.suite.checks.index(entry) + 1]
         with self._session(submission.worker_spec(self.suite.assignment.module)) as session:
             load = session.open()
             if load.failure:
-                return Replayed(self._result(entry, "error", f"your file could not be loaded: {load.failure}"))
+                return Replayed(self._result(entry, UNGRADED, f"your file could not be loaded: {load.failure}"))
             if loading.not_loaded(submission, load, self._graded_functions()):
-                return Replayed(self._result(entry, "failed", loading.NOT_RUN))
+                return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
             sent = self._send_all(session, load, seed, prefix)
         judged = self._judge(entry, load, seed, sent.get(entry.name))
         earlier = sum(len(done[1].replies) for name, done in sent.items() if name != entry.name and
@@ -180,7 +182,7 @@ class Grader:
         for entry in entries:
             if _missing(entry, load):
                 continue
-            size = self.limits[entry.name].reference  # how much work the check is, in the reference's seconds
+            size = self.time_limits[entry.name].reference  # how much work the check is, in the reference's seconds
             # Timings wobble, so only work well under half of what timed out counts as smaller.
             stuck = next((f for f in entry.check.functions
                           if f in hung and (size is None or size >= hung[f][0] / 2)), None)
@@ -196,7 +198,7 @@ class Grader:
             timeout = timed_out(replies)
             if timeout is not None:
                 function = planned[len(replies.replies) - 1].function
-                hung[function] = (size or 0.0, self._too_slow(entry, str(timeout)))
+                hung[function] = (size or 0.0, self._too_slow(entry, timeout))
         return sent
 
     def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> list[Call]:
@@ -216,15 +218,16 @@ class Grader:
         """One check's verdict from the replies its planned calls brought back."""
         missing = _missing(entry, load)
         if missing:
-            return Judged(entry, self._result(entry, "failed", f"your file does not define {missing}(); keep the "
-                                                               "function names of the stub"))
+            return Judged(entry, self._result(entry, FAILED, f"your file does not define {missing}(); keep the "
+                                                             "function names of the stub"))
         if isinstance(sent, str):
-            return Judged(entry, self._result(entry, "timeout", sent))
+            return Judged(entry, self._result(entry, TIMEOUT, sent))
         planned, replies = sent
         tried = attempt(entry, self._trial(entry, recorded(entry.name, planned, replies), seed, entry.check.sizes))
-        message = self._too_slow(entry, tried.message) if tried.status == "timeout" else tried.message
+        stopped = tried.stopped
+        message = self._too_slow(entry, stopped) if stopped is not None and stopped.how.timed_out else tried.message
         return Judged(entry, self._result(entry, tried.status, message, tried.hint, replies.seconds,
-                                          stopped=tried.stopped), tried)
+                                          stopped=stopped.how.value if stopped is not None else ""), tried)
 
     def explain(self, judged: list[Judged], seed: int, fresh: FreshChild | None = None) -> list[CheckResult]:
         """The results, each failure with its misconception and, given `fresh`, its smallest failing input.
@@ -234,7 +237,7 @@ class Grader:
         budget = ShrinkBudget.for_submission(self.budget)
         results = []
         for one in judged:
-            if one.result.status == "timeout":
+            if one.result.status == TIMEOUT:
                 results.append(self._name_slowness(one, results))
                 continue
             if not one.explainable():
@@ -260,7 +263,8 @@ class Grader:
         """A fresh Trial of `entry` for this student: the same seed gives the same inputs at the same sizes."""
         return Trial(name=entry.name, rng=check_rng(seed, entry.name), ref=self._reference,
                      call_function=call_function, tolerance=self.suite.assignment.tolerance, sizes=sizes,
-                     seconds=self.limits[entry.name].seconds, shared_cache=self._shared, class_seed=self._class_seed)
+                     seconds=self.time_limits[entry.name].seconds, shared_cache=self._shared,
+                     class_seed=self._class_seed)
 
     def _shrink(self, entry: SuiteCheck, fresh: FreshChild, seed: int, first: Attempt,
                 budget: ShrinkBudget) -> Shrunk | None:
@@ -270,7 +274,7 @@ class Grader:
         own time limit in course.yaml: those time a fixed large case.
         Smaller inputs take no longer than the failing run did, so its limit is the re-runs' limit too.
         """
-        if first.status != "failed" or entry.check.sizes is None or entry.seconds is not None:
+        if first.status != FAILED or entry.check.sizes is None or entry.seconds is not None:
             return None
         if not self._follows_sizes(entry, seed):
             return None
@@ -294,10 +298,14 @@ class Grader:
             self._follows[entry.name] = least < full
         return self._follows[entry.name]
 
-    def _too_slow(self, entry: SuiteCheck, message: str) -> str:
-        """A timeout's message, with how the limit compares with the reference and the check's own advice."""
-        limit = self.limits[entry.name]
-        if limit.reference and "did not return within" in message:
+    def _too_slow(self, entry: SuiteCheck, timeout: CallFailed) -> str:
+        """A timeout's message, with how the limit compares with the reference and the check's own advice.
+
+        The comparison is for a call stopped at its own limit, not one the submission's budget stopped.
+        """
+        limit = self.time_limits[entry.name]
+        message = str(timeout)
+        if limit.reference and timeout.how is Stopped.TIMEOUT:
             ratio = limit.seconds / max(limit.reference, 1e-9)
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
         return message + (f"; {entry.check.slow_hint}" if entry.check.slow_hint else "")
@@ -305,7 +313,7 @@ class Grader:
     def _result(self, entry: SuiteCheck, status: str, message: str, hint: str = "", seconds: float = 0.0,
                 stopped: str = "") -> CheckResult:
         return CheckResult(name=entry.name, function=entry.function, visibility=entry.visibility, status=status,
-                           score=entry.points if status == "passed" else 0.0, max_score=entry.points,
+                           score=entry.points if status == PASSED else 0.0, max_score=entry.points,
                            message=message, hint=hint, seconds=round(seconds, 4), stopped=stopped)
 
     def _graded_functions(self) -> set[str]:
@@ -337,8 +345,8 @@ def sandbox_fields(protections: Protections | None) -> dict:
 def internal_error_result(student: str, suite: Suite, file: str, sha256: str, details: str, seconds: float,
                           sandbox: str, isolated: bool = False) -> SubmissionResult:
     """The result of a submission the grader itself failed on: zero, flagged, with the traceback kept."""
-    tests = tuple(CheckResult(name=e.name, function=e.function, visibility=e.visibility, status="error", score=0.0,
-                              max_score=e.points, message=INTERNAL_ERROR) for e in suite.checks)
+    tests = tuple(CheckResult(name=e.name, function=e.function, visibility=e.visibility, status=UNGRADED,
+                              score=0.0, max_score=e.points, message=INTERNAL_ERROR) for e in suite.checks)
     return SubmissionResult(
         student=student, assignment=suite.assignment.name, file=file, sha256=sha256,
         suite_version=suite.version, seed=0, sandbox=sandbox, isolated=isolated, tests=tests, problem=INTERNAL_ERROR,
@@ -349,20 +357,26 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def _blame_environment(result: SubmissionResult, suite: Suite) -> SubmissionResult:
-    """An internal error instead of `result` when the worker died on every check that ran, the same way.
+def _blame_environment(result: SubmissionResult, suite: Suite, judged: list[Judged]) -> SubmissionResult:
+    """An internal error instead of `result` when the worker died on every check (`judged`), the same way.
 
     No file makes every function fail identically by accident; a worker that cannot map a call's arguments
     (a memory limit the libraries' build exceeds) or a broken library does. Such a result says nothing
-    about the student, so it is kept for the instructor and graded again by the next run.
+    about the student, so it is kept for the instructor and graded again by the next run. Only a death
+    the worker had on its own counts (CallFailed.ended): a flood or processes left running are the code's.
     """
-    tests = result.tests
-    ways = {test.message.partition(" ")[2] for test in tests}  # the message after the function's name
-    functions = {test.function for test in tests}
-    if len(functions) < 2 or len(ways) != 1 or any(test.stopped != "crashed" for test in tests):
+    ways = {_death(one) for one in judged}
+    functions = {one.entry.function for one in judged}
+    if len(functions) < 2 or len(ways) != 1 or None in ways:
         return result
-    details = (f"the worker died on all {len(tests)} checks, in {len(functions)} functions, the same way "
-               f"(<function> {ways.pop()}): the grading environment, not this file, is the likely cause. Run "
+    details = (f"the worker died on all {len(judged)} checks, in {len(functions)} functions, the same way "
+               f"({how_it_ended(ways.pop())}): the grading environment, not this file, is the likely cause. Run "
                f"`autograder doctor`. The worker's output:\n{result.printed}")
     return internal_error_result(result.student, suite, result.file, result.sha256, details, result.seconds,
                                  result.sandbox, result.isolated)
+
+
+def _death(one: Judged) -> tuple | None:
+    """How the worker died on its own on the check's calls (CallFailed.ended), or None if it did not."""
+    stopped = one.tried.stopped if one.tried is not None else None
+    return stopped.ended if stopped is not None and stopped.how is Stopped.CRASHED else None

@@ -30,7 +30,7 @@ from autograder.authoring.checks import Trial
 from autograder.authoring.protocol import Call, Reply
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox import values, worker
-from autograder.sandbox.replies import CallFailed, CallTimedOut, read_reply, request_frame
+from autograder.sandbox.replies import CallFailed, read_reply, request_frame
 
 
 class UnplannedCall(Exception):
@@ -103,10 +103,10 @@ def send_plan(session, calls: list[Call]) -> Sent:
     return sent
 
 
-def timed_out(sent: Sent) -> CallTimedOut | None:
+def timed_out(sent: Sent) -> CallFailed | None:
     """The timeout that ended the check's calls, if one did (the sandbox's timing, not a verdict)."""
     stopped = sent.stopped
-    return stopped if isinstance(stopped, CallTimedOut) else None
+    return stopped if stopped is not None and stopped.how.timed_out else None
 
 
 def recorded(name: str, planned: list[Call], sent: Sent) -> Callable[[Call], Reply]:

@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass
 
 from autograder.grading.schema import described, from_plain, to_plain
+from autograder.grading.statuses import STATUSES
 
 CHECK_BUDGET = 16 << 10  # bytes of text per check (UTF-8)
 SUBMISSION_BUDGET = 256 << 10  # bytes of text per submission, its checks included
@@ -28,7 +29,6 @@ NOTE_BUDGET = 2 << 10
 TRACEBACK_BUDGET = 32 << 10  # the grader's own traceback, for instructors
 CUT = "\n[... {} more bytes not kept: over the feedback budget]"
 
-STATUSES = ("passed", "failed", "error", "timeout")
 # How the `problem` of a hand-in that did not load begins (grading.loading); its flag is this word too.
 NOT_LOADED = "not loaded"
 
@@ -50,8 +50,8 @@ class CheckResult:
     explanation: str = described("the misconception's sentence: the idea to revisit, in the course's words", "")
     example: str = described("JSON (grading.examples): inputs and values for public checks, sizes only for hidden",
                              "")
-    stopped: str = described('"timeout", "crashed" or "rejected" when the sandbox stopped one of the check\'s calls',
-                             "")
+    stopped: str = described("how the sandbox stopped one of the check's calls: a sandbox.replies.Stopped value, "
+                             'or ""', "")
 
     def __post_init__(self):
         for name, limit in (("message", MESSAGE_BUDGET), ("hint", 1024), ("explanation", 1024), ("name", 200),

@@ -227,7 +227,7 @@ class Store:
             try:
                 return action()
             except sqlite3.OperationalError as error:
-                busy = "locked" in str(error) or "busy" in str(error)
+                busy = (getattr(error, "sqlite_errorcode", 0) & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
                 if busy and attempt < RETRIES - 1:
                     time.sleep(0.05 * (attempt + 1))
                     continue

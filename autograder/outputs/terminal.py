@@ -70,7 +70,7 @@ def format_result(result: SubmissionResult) -> str:
 
 def format_check(result: CheckResult) -> str:
     """One line of the table: mark, name, visibility, points, and the message of a check that did not pass."""
-    mark = "ok  " if result.status == "passed" else result.status.upper()[:7].ljust(4)
+    mark = "ok" if result.status == "passed" else result.status.upper()
     line = f"  {mark:<7} {result.name:<38} {result.visibility:<6} {result.score:g} / {result.max_score:g}"
     if result.status != "passed":
         line += f"\n          {result.message}" + (f" (hint: {result.hint})" if result.hint else "")

@@ -40,4 +40,4 @@ class OneTimeGrace:
         """The grace is over: the call finished within the cap but timed out when run again warm (`slow`)."""
         self.available = False
         return CallTimedOut(f"{function}'s first call took {first:.2g} s, over its limit, while it imported modules "
-                            f"(a one-time cost), so it was run again; {slow}")
+                            f"(a one-time cost), so it was run again; {slow}", slow.how)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import values, wire, worker
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.replies import CallTimedOut, read_reply, reply_limit, request_frame, too_large
+from autograder.sandbox.replies import ReplyRejected, past_limit, read_reply, reply_limit, request_frame, too_large
 from autograder.sandbox.session import CapturedOutput
 
 WORKER_FRAME_LIMIT = 1 << 30  # what worker._serve accepts from the grader
@@ -125,7 +125,7 @@ class InProcessSession:
         except _Deadline:
             alarm.disarm()  # it rang outside the function, perhaps inside disarm; spent, it cannot ring again
         if alarm.rang:
-            raise CallTimedOut(f"{call.function} did not return within {seconds:g} s and was stopped")
+            raise past_limit(call.function, seconds)
         # The function worked on these buffers in place, as a sandboxed one works on shared memory.
         inputs = tuple(values.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
         reply_header, reply_buffers = answer
@@ -134,7 +134,7 @@ class InProcessSession:
         try:
             reply_header, reply_buffers = _through_wire(reply_header, reply_buffers, limit=reply_limit(call))
         except wire.FrameTooLarge as big:
-            raise too_large(call.function, big) from None
+            raise ReplyRejected(f"{call.function} {too_large(big)}") from None
         return read_reply(reply_header, reply_buffers, call, inputs)
 
 

@@ -55,14 +55,14 @@ def load(spec: dict, sources: list[str], sock) -> dict:
         if index in skip:
             continue
         if isinstance(code, BaseException):
-            problems.append({"unit": label, "error": describe(code, spec["filename"])})
+            problems.append({"unit": label, "raised": describe(code, spec["filename"])})
             continue
         if os.getpid() == me:  # a process the file forked runs the rest of the file silently, as in Python
             wire.send(sock, {"event": "unit", "index": index, "label": label})
         try:
             exec(code, module.__dict__)
         except BaseException as error:  # noqa: BLE001 - SystemExit at import is the student's problem
-            problems.append({"unit": label, "error": describe(error, spec["filename"])})
+            problems.append({"unit": label, "raised": describe(error, spec["filename"])})
             if spec["kind"] == "py":
                 break
     exit_if_forked_copy(me)

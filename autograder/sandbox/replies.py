@@ -4,13 +4,15 @@
 answers; `read_reply` decodes the answer and refuses what cannot be
 trusted: gradients that are not one per
 argument and of its shape, anything the wire decoder rejects. The
-`CallFailed` family is how a call that produced no usable reply ends;
+`CallFailed` family is how a call that produced no usable reply ends, and
+`Stopped`, which each carries, is the one word for how it ended;
 `CapturedOutput` keeps what the calls printed.
 Used by the sandbox's Session and by the in-kernel runner alike.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -19,22 +21,53 @@ from autograder.sandbox import values, wire
 from autograder.text import safe
 
 
-class CallFailed(Exception):
-    """A call produced no reply; `status` is "timeout" or "error"."""
+class Stopped(Enum):
+    """How a call that gave no usable reply ended: what every consumer decides by, never the message.
 
-    status = "error"
+    The value is the word a check's result stores (CheckResult.stopped), so it must never change.
+    """
+
+    TIMEOUT = "timeout"  # it ran past its own time limit
+    BUDGET = "budget"  # the submission's whole time budget ran out while it ran
+    CRASHED = "crashed"  # the worker process ended or was stopped: it exited, was killed, flooded, left processes
+    REJECTED = "rejected"  # the worker answered, but the reply could not be trusted (too large, malformed)
+
+    @property
+    def timed_out(self) -> bool:
+        """Whether the clock stopped the call (its limit or the submission's budget)."""
+        return self in (Stopped.TIMEOUT, Stopped.BUDGET)
+
+
+class CallFailed(Exception):
+    """A call produced no usable reply; `how` says how it ended, the message says it to the student.
+
+    ended: how the worker process ended on its own, as the zygote saw it (("exit", code) or
+    ("signal", name)); None when it did not, or when the grader stopped it (a timeout, a flood of
+    output, processes left running) or nobody saw.
+    """
+
+    how = Stopped.CRASHED
+
+    def __init__(self, message: str, how: Stopped | None = None, ended: tuple | None = None):
+        super().__init__(message)
+        self.how = how or self.how
+        self.ended = ended
 
 
 class CallTimedOut(CallFailed):
-    status = "timeout"
+    """The clock stopped the call: how is Stopped.TIMEOUT, or Stopped.BUDGET when the submission's time ran out."""
+
+    how = Stopped.TIMEOUT
 
 
 class WorkerDied(CallFailed):
-    pass
+    """The worker process ended during the call, or was stopped for what the call did."""
+
+    how = Stopped.CRASHED
 
 
 class ReplyRejected(CallFailed):
-    pass
+    how = Stopped.REJECTED
 
 
 def reply_limit(call: Call) -> int:
@@ -42,10 +75,15 @@ def reply_limit(call: Call) -> int:
     return (32 << 20) + 16 * call.payload_bytes()
 
 
-def too_large(function: str, error: wire.FrameTooLarge) -> ReplyRejected:
-    """The failure of a call whose reply was refused unread for its size."""
-    return ReplyRejected(f"{function} returned {size_text(error.size)}, far more than an answer to this call can be "
-                         f"(limit {size_text(error.limit)}); it was not read")
+def past_limit(function: str, seconds: float) -> CallTimedOut:
+    """The failure of a call stopped at its own time limit of `seconds`."""
+    return CallTimedOut(f"{function} did not return within {seconds:g} s and was stopped")
+
+
+def too_large(error: wire.FrameTooLarge) -> str:
+    """What a call whose reply was refused unread for its size did, after its function's name."""
+    return (f"returned {size_text(error.size)}, far more than an answer to this call can be "
+            f"(limit {size_text(error.limit)}); it was not read")
 
 
 def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
@@ -146,8 +184,14 @@ _SIGNALS = {"SIGKILL": "killed, perhaps for using too much memory", "SIGXCPU": "
             "SIGSEGV": "crashed with a segmentation fault", "SIGXFSZ": "killed for writing a file over the size limit"}
 
 
-def how_it_ended(ended) -> str:
-    """A child's end as the zygote reported it (["exit", code], ["signal", name] or None), in plain words."""
+def child_end(reported) -> tuple | None:
+    """A child's end as the zygote reported it (["exit", code] or ["signal", name]), checked, as a tuple; else None."""
+    parts = [type(part) for part in reported] if isinstance(reported, list) else []
+    return tuple(reported) if parts in ([str, int], [str, str]) else None
+
+
+def how_it_ended(ended: tuple | None) -> str:
+    """A child's end as the zygote reported it (("exit", code), ("signal", name) or None), in plain words."""
     if ended is None:
         return "it exited"
     kind, detail = ended

@@ -33,9 +33,12 @@ from autograder.sandbox.replies import (
     CallTimedOut,
     CapturedOutput,
     ReplyRejected,
+    Stopped,
     WorkerDied,
     _raised,
+    child_end,
     how_it_ended,
+    past_limit,
     read_reply,
     reply_limit,
     request_frame,
@@ -59,12 +62,18 @@ class LoadReport:
     stray_processes: int = 0  # processes the top-level code left running, stopped after loading
 
 
-class _Stopped(Exception):
-    """The child gave no usable reply. kind: timeout, died, flood, too_large or malformed."""
+class _NoReply(Exception):
+    """The child gave no usable reply: how; what the call or unit did, after its name, in the student's words
+    (says; "" for a timeout, which the caller words); the same, short, for the worker (cause); see CallFailed.ended."""
 
-    def __init__(self, kind: str, reason: str = ""):
-        super().__init__(reason or kind)
-        self.kind, self.reason = kind, reason or kind
+    def __init__(self, how: Stopped, says: str = "", cause: str = "", ended: tuple | None = None):
+        super().__init__(says or how.value)
+        self.how, self.says, self.cause, self.ended = how, says, cause or says, ended
+
+
+def _died(cause: str, ended: tuple | None = None) -> _NoReply:
+    """The child's process ended; cause: how ("it exited with status 1")."""
+    return _NoReply(Stopped.CRASHED, f"stopped the worker process ({cause})", cause, ended)
 
 
 class Session:
@@ -85,7 +94,7 @@ class Session:
         self.notes: list[str] = []
         self.budget = budget or limits.submission_seconds  # seconds for everything the submission does
         self._deadline = time.monotonic() + self.budget
-        self._skip: dict[int, str] = {}
+        self._skip: dict[int, tuple[str, str]] = {}  # unit index -> (its label, why it was stopped)
         self._sock: socket.socket | None = None
         self._out: int | None = None
         self._pid = 0
@@ -146,9 +155,9 @@ class Session:
             header, data = self._exchange(wire.pack(request, []), min(seconds, budget_left),
                                           lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
                                           fds=fds, extend=extend)
-        except _Stopped as stop:
+        except _NoReply as stop:
             self._stop_child()
-            if extended and stop.kind == "timeout":
+            if extended and stop.how is Stopped.TIMEOUT:
                 raise self._grace.not_done(call.function, min(cap, budget_left), seconds) from None
             self._grace.available &= not extended  # given the grace, it did not prove the cost one-time
             raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
@@ -164,20 +173,16 @@ class Session:
             inputs = tuple(values.decode(tree, self._region.read(layout)) for tree in request["args"])
         return read_reply(header, data, call, inputs), took if extended else None
 
-    def _failure(self, function: str, stop: _Stopped, seconds: float, over_budget: bool) -> CallFailed:
-        """The student-facing explanation of a call that gave no reply."""
-        if stop.kind == "timeout" and over_budget:
-            return CallTimedOut(f"{function} was stopped: the submission used up its {self.budget:.3g} s budget")
-        if stop.kind == "timeout":
-            return CallTimedOut(f"{function} did not return within {seconds:g} s and was stopped")
-        if stop.kind == "too_large":
-            return too_large(function, stop.__cause__)
-        if stop.kind == "flood":
-            return WorkerDied(f"{function} printed more than {self.limits.max_output_mib} MB of output and was "
-                              "stopped; remove the prints from your functions")
-        if stop.kind == "malformed":
-            return ReplyRejected(f"{function} was stopped: its process sent a malformed reply ({stop.reason})")
-        return WorkerDied(f"{function} stopped the worker process ({stop.reason})")
+    def _failure(self, function: str, stop: _NoReply, seconds: float, over_budget: bool) -> CallFailed:
+        """The failure of a call that gave no reply: how it stopped, and the student-facing explanation."""
+        if stop.how is Stopped.TIMEOUT and over_budget:
+            return CallTimedOut(f"{function} was stopped: the submission used up its {self.budget:.3g} s budget",
+                                Stopped.BUDGET)
+        if stop.how is Stopped.TIMEOUT:
+            return past_limit(function, seconds)
+        if stop.how is Stopped.REJECTED:
+            return ReplyRejected(f"{function} {stop.says}")
+        return WorkerDied(f"{function} {stop.says}", ended=stop.ended)
 
     def close(self) -> None:
         """Stop the child and everything it left running; keep what it printed."""
@@ -205,16 +210,15 @@ class Session:
             seconds = min(self.limits.load_seconds, self._deadline - time.monotonic())
             try:
                 header, _ = self._exchange(self._load_frame(), seconds, lambda h: h.get("event") == "ready")
-            except _Stopped as stop:
+            except _NoReply as stop:
                 unit = self._unit
                 self._stop_child()
+                timed_out = stop.how is Stopped.TIMEOUT
                 if unit is None:
-                    return LoadReport(frozenset(),
-                                      failure=f"the worker stopped before running any code ({stop.reason})")
-                reason = {"timeout": f"did not finish within {seconds:g} s and was stopped",
-                          "flood": f"printed more than {self.limits.max_output_mib} MB of output and was stopped",
-                          }.get(stop.kind, f"stopped the worker process ({stop.reason})")
-                self._skip[unit[0]] = f"{unit[1]}: {reason}"
+                    cause = f"it was not ready within {seconds:g} s" if timed_out else stop.cause
+                    return LoadReport(frozenset(), failure=f"the worker stopped before running any code ({cause})")
+                reason = f"did not finish within {seconds:g} s and was stopped" if timed_out else stop.says
+                self._skip[unit[0]] = (unit[1], reason)
                 if self.spec["kind"] == "py":
                     # A module stops at its first failing statement, as `import` would: nothing to retry.
                     return LoadReport(frozenset(), stopped=self._stopped())
@@ -248,20 +252,20 @@ class Session:
         self.killed_processes += stray
         return LoadReport(
             functions=frozenset(safe(f, 100) for f in functions[:500]),
-            problems=tuple((safe(p.get("unit"), 40), _raised(p.get("error"))) for p in problems[:50]
+            problems=tuple((safe(p.get("unit"), 40), _raised(p.get("raised"))) for p in problems[:50]
                            if isinstance(p, dict)),
             stopped=self._stopped(), stray_processes=stray)
 
     def _stopped(self) -> tuple:
-        return tuple(self._skip[index].split(": ", 1) for index in sorted(self._skip))
+        return tuple(self._skip[index] for index in sorted(self._skip))
 
     # -------------------------------------------------------------- I/O
 
     def _exchange(self, chunks: list, seconds: float, done, fds: list = (), extend=None) -> tuple[dict, list]:
         """Write `chunks` (`fds` ride with the first), then read frames until `done(header)`; drain output meanwhile.
 
-        Raises _Stopped("timeout") at the deadline and _Stopped(reason) when
-        the child dies or sends something malformed. extend: asked once at
+        Raises _NoReply(Stopped.TIMEOUT) at the deadline, and a _NoReply
+        saying what happened when the child dies or sends something malformed. extend: asked once at
         the deadline, the seconds to wait on (0 to stop there).
         """
         deadline = time.monotonic() + max(seconds, 0.0)
@@ -281,7 +285,7 @@ class Session:
                 more = extend() if extend is not None else 0.0
                 extend = None
                 if more <= 0:
-                    raise _Stopped("timeout")
+                    raise _NoReply(Stopped.TIMEOUT)
                 deadline += more
                 continue
             for key, mask in selector.select(remaining):
@@ -309,7 +313,7 @@ class Session:
         except BlockingIOError:
             return pending, 0
         except OSError:
-            raise _Stopped("died", "it closed its connection") from None
+            raise _died("it closed its connection") from None
         return wire.after(pending, sent), sent
 
     def _read_frames(self, done):
@@ -318,11 +322,13 @@ class Session:
         except BlockingIOError:
             return None
         except (EOFError, ConnectionError):
-            raise _Stopped("died", self._death()) from None
+            ended = self._death()
+            raise _died(how_it_ended(ended), ended) from None
         except wire.FrameTooLarge as error:
-            raise _Stopped("too_large") from error
+            raise _NoReply(Stopped.REJECTED, too_large(error)) from error
         except wire.WireError as error:
-            raise _Stopped("malformed", str(error)) from error
+            raise _NoReply(Stopped.REJECTED, f"was stopped: its process sent a malformed reply ({error})",
+                           f"it sent a malformed reply ({error})") from error
         for header, buffers in frames:
             if header.get("event") == "unit" and type(header.get("index")) is int:
                 self._unit = (header["index"], safe(header.get("label"), 40))
@@ -339,7 +345,8 @@ class Session:
         if chunk:
             self.output.add(chunk)
             if self.output.total - self._output_mark > self.limits.max_output_mib << 20:
-                raise _Stopped("flood")
+                raise _NoReply(Stopped.CRASHED, f"printed more than {self.limits.max_output_mib} MB of output "
+                               "and was stopped; remove the prints from your code")
         else:
             selector.unregister(self._out)
             os.close(self._out)
@@ -355,10 +362,10 @@ class Session:
         except BlockingIOError:
             pass
 
-    def _death(self) -> str:
-        """Describe how the child ended, from the zygote's account of it."""
+    def _death(self) -> tuple | None:
+        """How the child ended, from the zygote's account of it: ("exit", code), ("signal", name) or None."""
         self._stop_child()
-        return how_it_ended(self._exits.get(str(self._pid)))
+        return child_end(self._exits.get(str(self._pid)))
 
     def _stop_child(self) -> None:
         """Kill the child's whole process tree mid-submission; count what it left (not the child itself)."""
