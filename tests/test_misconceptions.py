@@ -108,6 +108,7 @@ def test_a_degenerate_answer_is_named_by_the_idea_it_shows(grade, tmp_path, func
     assert all(t.status != "passed" and "slide" in t.explanation for t in named)
 
 
+@pytest.mark.slow  # a command-line round trip (grade, shrinking included); the sentences are checked above in-process
 def test_the_sentence_reaches_the_command_line_table(tmp_path):
     done = run_cli("grade", "w07_attention", _buggy(tmp_path, "mask_fills_zero"), "--db", tmp_path / "g.db")
     assert done.returncode == 0, done.stderr
