@@ -263,7 +263,8 @@ def _linked_layouts(tmp_path: Path) -> tuple[Path, Path]:
     return course, archive
 
 
-@pytest.mark.parametrize("where", ["here", pytest.param("cluster", marks=pytest.mark.slow)])
+@pytest.mark.slow  # two command-line grades of real hand-ins, one on a local Dask cluster
+@pytest.mark.parametrize("where", ["here", "cluster"])
 def test_a_link_is_refused_with_a_message_in_every_layout(tmp_path, where):
     course, archive = _linked_layouts(tmp_path)
     db = tmp_path / "grades.db"
