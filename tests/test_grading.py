@@ -28,7 +28,7 @@ def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade_once, s
     assert not any("Traceback" in t.output for t in result.tests)
 
 
-@pytest.mark.slow  # a command-line round trip: the stub's messages are checked in-process above, the command below
+@pytest.mark.slow  # a command-line round trip: the messages are checked in-process above, the command by the JSON test
 def test_stub_through_the_command_line_prints_no_traceback(tmp_path):
     done = run_cli("grade", "w07_attention", STUB, "--db", tmp_path / "grades.db")
     assert done.returncode == 0, done.stderr
