@@ -24,10 +24,11 @@ demo: install
 	$(BIN)/autograder grade w07_attention examples/w07_class --db out/demo.db
 	$(BIN)/autograder report --db out/demo.db --out out/report
 
-# The fast tier: lint, then everything but the end-to-end runs.
+# The fast tier: lint, then everything but the end-to-end runs, in $(JOBS) processes. Whole files go to one
+# process (--dist loadfile), so a module's fixture (a class graded once, a sandbox) is built once.
 check: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m "not slow and not fuzz_long and not nbgrader_table"
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile -m "not slow and not fuzz_long and not nbgrader_table"
 
 test: install
 	$(BIN)/python -m pytest -q -n $(JOBS)

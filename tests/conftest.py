@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from autograder.grading import calibration
 from autograder.grading.course import load_course
 from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
@@ -62,10 +63,36 @@ def grader(course, suite, sandbox):
     return Grader(course, suite, sandbox)
 
 
+@pytest.fixture(scope="session")
+def reference(course, suite):
+    """The reference's time on each check on this machine (grading.calibration), measured once per session."""
+    return calibration.time_reference(course, suite)
+
+
 @pytest.fixture
 def grade(grader):
     """grade(path, student=None) -> SubmissionResult, through the real sandbox."""
     return lambda path, student=None: grader.grade(read_submission(Path(path), student))
+
+
+@pytest.fixture(scope="session")
+def grade_once(grader):
+    """grade_once(path, student=None) -> SubmissionResult, graded once per session for the same bytes and student.
+
+    Grading is a function of the file's bytes and the student id (the seed): test_grading's graded-twice test
+    holds it to that. So tests that only read a result share it: a fixture file that test_grading and
+    test_misconceptions both grade is graded once. The result's `file` names the first path graded; use
+    `grade` where a test must grade again.
+    """
+    results: dict[tuple[str, str, str, str], object] = {}
+
+    def graded(path, student=None):
+        submission = read_submission(Path(path), student)
+        key = (submission.student, submission.kind, submission.sha256, submission.problem)
+        if key not in results:
+            results[key] = grader.grade(submission)
+        return results[key]
+    return graded
 
 
 def repository_env(**extra) -> dict:

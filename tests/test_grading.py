@@ -12,15 +12,15 @@ BUGGY = manifest("buggy")
 CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py"))
 
 
-def test_reference_gets_full_marks(grade, suite):
-    result = grade(REFERENCE, "reference")
+def test_reference_gets_full_marks(grade_once, suite):
+    result = grade_once(REFERENCE, "reference")
     failing = [(t.name, t.message) for t in result.tests if t.status != "passed"]
     assert failing == []
     assert result.score == result.max_score == suite.max_score == 100
 
 
-def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade, suite):
-    result = grade(STUB, "stub")
+def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade_once, suite):
+    result = grade_once(STUB, "stub")
     assert result.score == 0
     for function in suite.functions:
         messages = {t.message for t in result.tests if t.function == function}
@@ -28,6 +28,7 @@ def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade, suite)
     assert not any("Traceback" in t.message for t in result.tests)
 
 
+@pytest.mark.slow  # a command-line round trip: the messages are checked in-process above, the command by the JSON test
 def test_stub_through_the_command_line_prints_no_traceback(tmp_path):
     done = run_cli("grade", "w07_attention", STUB, "--db", tmp_path / "grades.db")
     assert done.returncode == 0, done.stderr
@@ -37,9 +38,9 @@ def test_stub_through_the_command_line_prints_no_traceback(tmp_path):
 
 
 @pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
-def test_correct_variants_get_full_marks(grade, path):
+def test_correct_variants_get_full_marks(grade_once, path):
     assert len(CORRECT) >= 6
-    result = grade(path)
+    result = grade_once(path)
     assert [(t.name, t.message) for t in result.tests if t.status != "passed"] == []
 
 
@@ -50,10 +51,10 @@ def _may_fail(check_functions: tuple, bug_in: str) -> bool:
 
 
 @pytest.mark.parametrize("bug", sorted(BUGGY))
-def test_one_bug_costs_only_its_function(grade, suite, tmp_path, bug):
+def test_one_bug_costs_only_its_function(grade_once, suite, tmp_path, bug):
     assert len(BUGGY) >= 15
     bug_in = BUGGY[bug]["function"]
-    result = grade(compose(tmp_path, bug, SUBMISSIONS / "buggy" / f"{bug}.py"))
+    result = grade_once(compose(tmp_path, bug, SUBMISSIONS / "buggy" / f"{bug}.py"))
     own = [t for t in result.tests if t.function == bug_in and t.status != "passed"]
     assert own, f"{bug}: no check of {bug_in} failed"
     functions = {entry.name: entry.check.functions for entry in suite.checks}

@@ -84,6 +84,8 @@ def _class(folder: Path, secret: Path) -> None:
     shutil.copy(PLAIN, folder / "zed.py")
 
 
+# The class through grade, report and every export is an end-to-end run of a whole class (five commands), so
+# its tests are marked slow (left out of `make check`), as are the nbgrader round trip and a local Dask cluster.
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
     """The class graded, reported and exported in every format by the real CLI: (place, {command: result})."""
@@ -105,6 +107,7 @@ def _results(place: Path) -> dict:
         return {r.student: r for r in store.results(ASSIGNMENT)}
 
 
+@pytest.mark.slow
 def test_only_regular_files_are_hand_ins_and_each_other_object_is_its_students_problem(outputs):
     place, done = outputs
     assert done["grade"].returncode == 0, done["grade"].stderr
@@ -117,6 +120,7 @@ def test_only_regular_files_are_hand_ins_and_each_other_object_is_its_students_p
         assert results[student].score == 100 and not results[student].problem, student
 
 
+@pytest.mark.slow
 def test_ids_are_settled_at_discovery_and_collisions_are_both_flagged_naming_both_files(outputs):
     place, _ = outputs
     results = _results(place)
@@ -126,6 +130,7 @@ def test_ids_are_settled_at_discovery_and_collisions_are_both_flagged_naming_bot
     assert "\x1b" not in "".join(results)
 
 
+@pytest.mark.slow
 def test_every_output_writes_every_honest_student_and_each_problem_for_its_student(outputs):
     place, done = outputs
     for command in ("report", "csv", "gradescope", "nbgrader"):
@@ -149,6 +154,7 @@ def test_every_output_writes_every_honest_student_and_each_problem_for_its_stude
         assert book.find_submission(ASSIGNMENT, "alice").score == 100
 
 
+@pytest.mark.slow
 def test_a_hostile_reply_cannot_make_any_output_larger_than_the_budget(outputs):
     place, _ = outputs
     hostile = _results(place)["hostile"]
@@ -166,6 +172,7 @@ def test_a_hostile_reply_cannot_make_any_output_larger_than_the_budget(outputs):
         assert output.stat().st_size <= 2 * SUBMISSION_BUDGET + honest_page, output
 
 
+@pytest.mark.slow
 def test_printed_output_during_hidden_checks_is_the_instructors_only(outputs):
     place, _ = outputs
     printer = _results(place)["printer"]
@@ -179,6 +186,7 @@ def test_printed_output_during_hidden_checks_is_the_instructors_only(outputs):
     assert "ARGS-SEEN" not in visible
 
 
+@pytest.mark.slow
 def test_one_students_damaged_stored_result_costs_only_that_students_feedback(outputs, tmp_path):
     place, _ = outputs
     db = tmp_path / "grades.db"
@@ -196,6 +204,7 @@ def test_one_students_damaged_stored_result_costs_only_that_students_feedback(ou
     assert (tmp_path / "report" / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_export_nbgrader_trusts_the_gradebook_and_restores_a_notebook_whose_cells_disagree(tmp_path, suite):
     import nbformat
 
@@ -254,6 +263,7 @@ def _linked_layouts(tmp_path: Path) -> tuple[Path, Path]:
     return course, archive
 
 
+@pytest.mark.slow  # two command-line grades of real hand-ins, one on a local Dask cluster
 @pytest.mark.parametrize("where", ["here", "cluster"])
 def test_a_link_is_refused_with_a_message_in_every_layout(tmp_path, where):
     course, archive = _linked_layouts(tmp_path)

@@ -24,6 +24,14 @@ LAYERS = {"authoring": set(), "sandbox": {"authoring"}, "grading": {"authoring",
           "similarity": {"grading", "outputs"}}
 LESSON = re.compile(r"softmax|attention|causal|queries|slides?\b", re.IGNORECASE)
 MAX_LINES = 400
+# Modules that start, signal or talk to processes, and os's calls that do (fork, exec*, spawn*, kill, wait*, ...).
+PROCESS_MODULES = {"subprocess", "multiprocessing", "socket", "selectors", "signal", "threading", "_thread", "pty",
+                   "ctypes", "resource", "asyncio"}
+OS_PROCESS_CALLS = re.compile(r"fork|forkpty|exec[lv]p?e?|spawn|posix_spawnp?|kill|killpg|system|popen|wait|setsid"
+                              r"|setuid|setgid|pidfd_open|_exit$")
+# A score's words (grading.results.CheckResult's score, max_score and status; course.yaml's points), which no
+# frame key, attribute or keyword of the worker's modules may name.
+SCORE_WORDS = {"score", "scores", "max_score", "points", "status", "passed", "failed", "misconception"}
 
 
 def _modules() -> list[Path]:
@@ -70,14 +78,114 @@ def test_only_the_command_line_uses_the_cluster_and_only_the_cluster_imports_das
     assert not [m for m in _imports(PACKAGE / "cluster" / "__init__.py") if m.split(".")[0] in ("dask", "distributed")]
 
 
+def _process_code(path: Path) -> set[str]:
+    """What of `path` starts, stops or talks to processes: such imports, and os's process calls."""
+    tree = ast.parse(path.read_text())
+    found = {m for m in _imports(path) if m.split(".")[0] in PROCESS_MODULES or m == "concurrent.futures"}
+    found |= {f"os.{node.attr}" for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+              and isinstance(node.value, ast.Name) and node.value.id == "os" and OS_PROCESS_CALLS.match(node.attr)}
+    found |= {f"os.{alias.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == "os"
+              for alias in node.names if OS_PROCESS_CALLS.match(alias.name)}
+    return found
+
+
+def _reached_from(start: set[str]) -> set[str]:
+    """The autograder modules `start` imports, and theirs, as dotted names; `start` included."""
+    reached, todo = set(), list(start)
+    while todo:
+        module = todo.pop()
+        path = _module_path(module)
+        if module in reached or path is None:
+            continue
+        reached.add(module)
+        todo += [m for m in _imports(path) | _imported_submodules(path) if m.startswith("autograder.")]
+    return reached
+
+
+def _imported_submodules(path: Path) -> set[str]:
+    """`from autograder.x import y`'s `autograder.x.y`, which is a module when y is one."""
+    return {f"{node.module}.{alias.name}" for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+
+
+def _module_path(module: str) -> Path | None:
+    relative = Path(*module.split(".")[1:])
+    return next((p for p in (PACKAGE / relative.with_suffix(".py"), PACKAGE / relative / "__init__.py")
+                 if p.is_file()), None)
+
+
 def test_the_authoring_api_has_no_process_code():
-    process = {"subprocess", "socket", "selectors", "multiprocessing", "ctypes", "resource"}
-    used = {str(p.relative_to(ROOT)): _imports(p) & process for p in (PACKAGE / "authoring").rglob("*.py")}
-    assert {path: names for path, names in used.items() if names} == {}
+    """What a check file imports runs in the grader, the kernel and a student's `check`: no processes, no sandbox.
+
+    Every module the authoring API reaches, not only its own files: a helper it imported could start one.
+    """
+    own = {f"autograder.authoring.{p.stem}" for p in (PACKAGE / "authoring").glob("*.py") if p.stem != "__init__"}
+    reached = _reached_from(own | {"autograder.authoring"})
+    assert {m for m in reached if not m.startswith(("autograder.authoring", "autograder.text"))} == set()
+    used = {module: _process_code(_module_path(module)) for module in reached}
+    assert {module: names for module, names in used.items() if names} == {}
+
+
+def test_the_process_code_rule_finds_what_it_looks_for(tmp_path):
+    """The rule above on a file that breaks it, so it cannot pass by finding nothing."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os\nimport subprocess\nfrom concurrent.futures import Future\nfrom os import fork\n"
+                   "os.kill(1, 9)\nos.execv('x', [])\nos.path.join('a')\n")
+    assert _process_code(bad) == {"subprocess", "concurrent.futures", "os.fork", "os.kill", "os.execv"}
+
+
+def _code_words(path: Path) -> set[str]:
+    """The words code can carry data under: string constants (not docstrings), attribute and keyword names."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    words = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            words.add(node.value)
+        elif isinstance(node, ast.Attribute):
+            words.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            words.add(node.arg)
+    return words
+
+
+def _knows_scores(path: Path) -> set[str]:
+    """What in `path` touches a score: the grader's modules that hold one, or a score's words in code."""
+    found = {m for m in _imports(path) if m.split(".")[0] in ("yaml", "sqlite3")
+             or m.startswith(("autograder.grading", "autograder.outputs", "autograder.nbgrader"))}
+    words = _code_words(path)
+    found |= words & SCORE_WORDS
+    found |= {word for word in words if "course.yaml" in word}
+    return found
+
+
+def test_the_untrusted_side_knows_no_scores():
+    """The worker's modules (sandbox.zygote.WORKER_MODULES) never see a score: they import nothing that holds
+    one (grading, outputs, the store, course.yaml's reader), read no course.yaml, and carry no score's word in a
+    frame key, an attribute or a keyword. Scores exist only in the grader (README: the grading boundary)."""
+    from autograder.sandbox.zygote import WORKER_MODULES
+    paths = {name: PACKAGE / f"{name.replace('.', '/')}.py" for name in WORKER_MODULES}
+    assert all(path.is_file() for path in paths.values()), paths
+    known = {name: _knows_scores(path) for name, path in paths.items()}
+    assert {name: words for name, words in known.items() if words} == {}
+
+
+def test_the_score_rule_finds_what_it_looks_for(tmp_path):
+    """The rule above on a file that breaks it, so it cannot pass by finding nothing."""
+    bad = tmp_path / "bad.py"
+    bad.write_text('"""Reads course.yaml: a docstring may say so."""\nimport yaml\n'
+                   'from autograder.grading.results import CheckResult\n'
+                   'reply = {"score": 1}\nreply.update(points=2)\nopen("course.yaml")\nx = r.max_score\n')
+    assert _knows_scores(bad) == {"yaml", "autograder.grading.results", "score", "points", "course.yaml", "max_score"}
 
 
 def test_no_engine_file_is_over_400_lines():
-    long = {str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    """Every .py under autograder/, the `autograder new` templates too."""
+    files = sorted(PACKAGE.rglob("*.py"))
+    assert PACKAGE / "sandbox" / "zygote.py" in files and PACKAGE / "nbgrader" / "templates" / "stub.py" in files
+    long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
 
 

@@ -36,9 +36,9 @@ def _buggy(tmp_path, bug):
 
 
 @pytest.mark.parametrize("bug", sorted(BUGGY))
-def test_each_bug_is_diagnosed_as_its_own_misconception(grade, tmp_path, bug):
+def test_each_bug_is_diagnosed_as_its_own_misconception(grade_once, tmp_path, bug):
     expected = BUGGY[bug]["misconception"]
-    result = grade(_buggy(tmp_path, bug))
+    result = grade_once(_buggy(tmp_path, bug))
     reported = {t.misconception for t in result.tests if t.misconception}
     assert reported == {expected}, [(t.name, t.misconception) for t in result.tests if t.misconception]
     named = [t for t in result.tests if t.misconception]
@@ -59,8 +59,8 @@ def test_catalogue_covers_every_buggy_fixture_and_ids_are_unique(suite):
 
 
 @pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
-def test_correct_implementations_get_no_misconception(grade, path):
-    result = grade(path)
+def test_correct_implementations_get_no_misconception(grade_once, path):
+    result = grade_once(path)
     assert result.score == result.max_score
     assert [(t.name, t.misconception) for t in result.tests if t.misconception or t.explanation] == []
 
@@ -108,6 +108,7 @@ def test_a_degenerate_answer_is_named_by_the_idea_it_shows(grade, tmp_path, func
     assert all(t.status != "passed" and "slide" in t.explanation for t in named)
 
 
+@pytest.mark.slow  # a command-line round trip (grade, shrinking included); the sentences are checked above in-process
 def test_the_sentence_reaches_the_command_line_table(tmp_path):
     done = run_cli("grade", "w07_attention", _buggy(tmp_path, "mask_fills_zero"), "--db", tmp_path / "g.db")
     assert done.returncode == 0, done.stderr
@@ -237,8 +238,9 @@ def test_shrink_reports_nothing_when_the_inputs_do_not_depend_on_the_sizes():
     assert shrink(start, input_size(fixed.calls), lambda d: fixed, ShrinkBudget(10.0)) is None
 
 
-def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade, tmp_path, sandbox, suite, course):
-    result = grade(_buggy(tmp_path, "score_missing_scale"))
+def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade_once, tmp_path, sandbox, suite,
+                                                                          course):
+    result = grade_once(_buggy(tmp_path, "score_missing_scale"))
     check = next(t for t in result.tests if t.name == "score.matches_reference")
     example = json.loads(check.example)
     # Missing 1/√dk only shows when √dk ≠ 1: one query, one key, dk = 2 is the smallest failing input.
@@ -256,14 +258,14 @@ def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade
         assert [run(d).status for d in smallest.smaller()] == ["passed"] * len(smallest.smaller())
 
 
-def test_timing_checks_are_not_shrunk(grade, tmp_path):
-    result = grade(_buggy(tmp_path, "score_missing_scale"))
+def test_timing_checks_are_not_shrunk(grade_once, tmp_path):
+    result = grade_once(_buggy(tmp_path, "score_missing_scale"))
     long = next(t for t in result.tests if t.name == "score.long_sequence")
     assert long.status == "failed" and long.example == ""
 
 
-def test_hidden_examples_hold_sizes_only_and_public_ones_hold_the_values(grade, tmp_path):
-    result = grade(_buggy(tmp_path, "softmax_no_max_subtraction"))
+def test_hidden_examples_hold_sizes_only_and_public_ones_hold_the_values(grade_once, tmp_path):
+    result = grade_once(_buggy(tmp_path, "softmax_no_max_subtraction"))
     for test in result.tests:
         if test.visibility == "hidden" and test.example:
             assert set(json.loads(test.example)) == {"sizes", "shrunk_from"}, test.name

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from autograder.authoring.protocol import Call
-from autograder.grading import calibration
 from autograder.grading.course import CourseError, load_course
 from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
@@ -153,11 +152,6 @@ def test_a_call_slow_again_when_warm_is_slow_and_the_message_says_it_was_run_twi
 
 
 # ------------------------------------------------------------------ graded with calibrated limits
-
-
-@pytest.fixture(scope="module")
-def reference(course, suite):
-    return calibration.time_reference(course, suite)
 
 
 def _lost(result):

@@ -12,8 +12,10 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import sqlite3
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -21,6 +23,9 @@ import pytest
 from autograder.authoring.protocol import Call, Reply
 from autograder.grading.plan import Sent, UnplannedCall, recorded
 from autograder.grading.reference_cache import CachedReference
+from autograder.grading.results import CheckResult
+from autograder.grading.submission import read_submission
+from autograder.outputs.replay import format_replay
 
 from conftest import PLAIN, SUBMISSIONS, run_cli
 
@@ -51,8 +56,8 @@ def test_answers_right_only_where_a_sample_might_look_earn_nothing_at_scale(grad
     assert others == []  # small inputs are computed whole: only the T = 512 checks are attacked
 
 
-def test_an_honest_file_keeps_the_scale_checks(grade):
-    by_name = {test.name: test for test in grade(PLAIN).tests}
+def test_an_honest_file_keeps_the_scale_checks(grade_once):
+    by_name = {test.name: test for test in grade_once(PLAIN).tests}
     assert all(by_name[name].status == "passed" for name in SCALE_CHECKS)
 
 
@@ -72,9 +77,9 @@ def test_the_calls_a_session_sees_do_not_depend_on_the_verdicts(grade, tmp_path)
     assert _calls_seen(wrong) == seen  # ...but not in the graded session, which got exactly the right file's calls
 
 
-def test_noticing_a_rerun_earns_nothing(grade, tmp_path):
-    plain_wrong = grade(_file(tmp_path, "wrong", "order/wrong_softmax.py"))
-    tricky = grade(_file(tmp_path, "tricky", "order/wrong_softmax.py", "order/notice_reruns.py"))
+def test_noticing_a_rerun_earns_nothing(grade_once, tmp_path):
+    plain_wrong = grade_once(_file(tmp_path, "wrong", "order/wrong_softmax.py"))
+    tricky = grade_once(_file(tmp_path, "tricky", "order/wrong_softmax.py", "order/notice_reruns.py"))
     assert plain_wrong.score < plain_wrong.max_score
     assert _points(tricky) == _points(plain_wrong)
     # The trick does fire where the grader shrinks, in a fresh child after the points are fixed:
@@ -91,45 +96,84 @@ def _stored(db, student: str, check: str) -> tuple[str, str]:
             "WHERE s.student = ? AND c.name = ?", (student, check)).fetchone()
 
 
+def _replayed_here(grade_once, grader, path, check: str) -> tuple[CheckResult, Callable]:
+    """The stored result of `check` and `text(stored, full=False)`: `autograder replay`'s text made in this
+    process, from the session's grader (Grader.replay) and outputs.replay, for the file graded once."""
+    graded = grade_once(path)
+    stored = next(test for test in graded.tests if test.name == check)
+    replayed = grader.replay(read_submission(path), check)
+    return stored, lambda shown, full=False: format_replay(graded.student, check, graded.seed, replayed, shown,
+                                                           full=full)
+
+
+def _assert_the_same_verdict(text: str, student: str, check: str, output: str) -> None:
+    lines = text.splitlines()
+    assert lines[0].startswith(f"replay of {check} for {student} (seed ") and lines[0].endswith("): failed")
+    assert lines[1] == f"verdict: {output}"  # the verdict first, then the stored one
+    assert lines[2].startswith("stored: failed, the same verdict: the replay (after the ")
+    assert "DIFFERENT" not in text
+    assert "expected:" in lines and "got:" in lines and lines.index("expected:") > lines.index("call 1: softmax(arg 0)")
+
+
+def _assert_flagged(text: str) -> None:
+    """A grade the replay does not reproduce (as state kept elsewhere, the clock or chance would give) is flagged."""
+    lines = text.splitlines()
+    assert lines[2] == "stored: passed"
+    assert lines[3].startswith("DIFFERENT FROM THE STORED VERDICT. The replay sent the same calls")
+
+
+def _assert_fits_a_screen(short: str, full: str) -> None:
+    assert len(short.splitlines()) <= 51
+    assert short.rstrip().endswith("--full shows every call and every entry)")
+    assert short.splitlines()[1].startswith("verdict: ")
+    assert len(full.splitlines()) > 3 * len(short.splitlines())
+    assert "..." not in full and "call 1: softmax(arg 0)" in full.splitlines()
+
+
+# One call: in a session of its own softmax.input_unchanged is softmax's first, and right.
+WEARS_OUT = "softmax.input_unchanged"
+BATCHED = "softmax.matches_reference"  # batched inputs of 210 entries: more than a screen in full
+
+
+def test_a_replay_reproduces_a_verdict_that_depends_on_the_calls_before_it(grade_once, grader, tmp_path):
+    stored, text = _replayed_here(grade_once, grader, _file(tmp_path, "wearing", "order/softmax_wears_out.py"),
+                                  WEARS_OUT)
+    assert stored.status == "failed"
+    _assert_the_same_verdict(text(stored), "wearing", WEARS_OUT, stored.message)
+    _assert_flagged(text(dataclasses.replace(stored, status="passed", message="")))
+
+
+def test_a_replay_fits_a_screen_unless_asked_for_everything(grade_once, grader, tmp_path):
+    stored, text = _replayed_here(grade_once, grader, _file(tmp_path, "wrong", "order/wrong_softmax.py"), BATCHED)
+    _assert_fits_a_screen(text(stored), text(stored, full=True))
+
+
+@pytest.mark.slow  # the command line's round trip of the test above (the grade and two replays)
 def test_replay_reproduces_a_verdict_that_depends_on_the_calls_before_it(tmp_path):
     path = _file(tmp_path, "wearing", "order/softmax_wears_out.py")
     db = tmp_path / "g.db"
     done = run_cli("grade", "w07_attention", path, "--db", db, "--jobs", "1")
     assert done.returncode == 0, done.stderr
-    check = "softmax.input_unchanged"  # one call: in a session of its own it is softmax's first, and right
-    status, output = _stored(db, "wearing", check)
+    status, output = _stored(db, "wearing", WEARS_OUT)
     assert status == "failed"
 
-    replay = run_cli("replay", "wearing", check, "--db", db)
+    replay = run_cli("replay", "wearing", WEARS_OUT, "--db", db)
     assert replay.returncode == 0, replay.stderr
-    lines = replay.stdout.splitlines()
-    assert lines[0].startswith(f"replay of {check} for wearing (seed ") and lines[0].endswith("): failed")
-    assert lines[1] == f"verdict: {output}"  # the verdict first, then the stored one
-    assert lines[2].startswith("stored: failed, the same verdict: the replay (after the ")
-    assert "DIFFERENT" not in replay.stdout
-    assert "expected:" in lines and "got:" in lines and lines.index("expected:") > lines.index("call 1: softmax(arg 0)")
-
-    # A grade the replay does not reproduce (as state kept elsewhere, the clock or chance would give) is flagged.
+    _assert_the_same_verdict(replay.stdout, "wearing", WEARS_OUT, output)
     with sqlite3.connect(db) as connection:
-        connection.execute("UPDATE checks SET status = 'passed', message = '' WHERE name = ?", (check,))
-    flagged = run_cli("replay", "wearing", check, "--db", db).stdout.splitlines()
-    assert flagged[2] == "stored: passed"
-    assert flagged[3].startswith("DIFFERENT FROM THE STORED VERDICT. The replay sent the same calls")
+        connection.execute("UPDATE checks SET status = 'passed', message = '' WHERE name = ?", (WEARS_OUT,))
+    _assert_flagged(run_cli("replay", "wearing", WEARS_OUT, "--db", db).stdout)
 
 
+@pytest.mark.slow  # the command line's round trip of the test above (the grade and two replays)
 def test_replay_fits_a_screen_unless_asked_for_everything(tmp_path):
     path = _file(tmp_path, "wrong", "order/wrong_softmax.py")
     db = tmp_path / "g.db"
     assert run_cli("grade", "w07_attention", path, "--db", db, "--jobs", "1").returncode == 0
-    check = "softmax.matches_reference"  # batched inputs of 210 entries: more than a screen in full
-    short = run_cli("replay", "wrong", check, "--db", db)
-    full = run_cli("replay", "wrong", check, "--db", db, "--full")
+    short = run_cli("replay", "wrong", BATCHED, "--db", db)
+    full = run_cli("replay", "wrong", BATCHED, "--db", db, "--full")
     assert short.returncode == full.returncode == 0, short.stderr + full.stderr
-    assert len(short.stdout.splitlines()) <= 51
-    assert short.stdout.rstrip().endswith("--full shows every call and every entry)")
-    assert short.stdout.splitlines()[1].startswith("verdict: ")
-    assert len(full.stdout.splitlines()) > 3 * len(short.stdout.splitlines())
-    assert "..." not in full.stdout and "call 1: softmax(arg 0)" in full.stdout.splitlines()
+    _assert_fits_a_screen(short.stdout, full.stdout)
 
 
 def test_a_check_that_asks_outside_its_plan_is_a_fault_of_the_suite():

@@ -122,6 +122,7 @@ def test_reordered_independent_statements_give_the_same_tokens():
     assert texts[2] != texts[3]  # statements that depend on each other keep their order
 
 
+@pytest.mark.slow  # two runs of the command; the escaping and bad hand-in tests below run it in `make check`
 def test_report_is_identical_across_hash_seeds(tmp_path):
     outputs = []
     for seed in ("1", "2"):
@@ -135,6 +136,7 @@ def test_report_is_identical_across_hash_seeds(tmp_path):
         assert outputs[0][name] == outputs[1][name], name
 
 
+@pytest.mark.slow  # three runs of the command
 def test_from_a_folder_and_from_the_store_the_same_pairs(tmp_path):
     files = ["d06_mix_two.py", "i09_copyto.py", "i10_fill_then_place.py", "i01_einsum.py", "p04_copies_score.py",
              "i11_recursive.py", "d10_notebook.ipynb"]

@@ -23,11 +23,6 @@ SLOW = manifest("slow")
 CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py"))
 
 
-@pytest.fixture(scope="module")
-def reference(course, suite):
-    return calibration.time_reference(course, suite)
-
-
 def test_every_check_is_timed_and_the_limits_follow_the_rule(suite, reference):
     limits = suite.assignment.limits
     assert set(reference) == {entry.name for entry in suite.checks}
