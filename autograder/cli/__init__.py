@@ -16,10 +16,10 @@ from autograder.cli import assignments, cluster, grading, outputs, similarity
 from autograder.cluster import ClusterError
 from autograder.grading.course import CourseError
 from autograder.grading.discover import LayoutError
+from autograder.grading.station import SandboxError
 from autograder.grading.store import StoreError
 from autograder.nbgrader import ReleaseError
 from autograder.outputs import ExportError
-from autograder.sandbox.protections import SandboxError
 from autograder.text import safe
 
 
