@@ -1,7 +1,8 @@
 """The `autograder` command line: one module per kind of user.
 
 - grading (TAs): grade, replay, checks, doctor;
-- outputs (TAs, instructors): report, export, gradescope-bundle, gradescope-run;
+- gradescope (Gradescope's machines): gradescope-run, which the bundle's run_autograder calls;
+- outputs (TAs, instructors): report, export, gradescope-bundle;
 - assignments (instructors, students): new, release, check;
 - cluster (TAs): slurm;
 - similarity (instructors): a code-similarity report of a class.
@@ -12,7 +13,7 @@ import argparse
 import os
 import sys
 
-from autograder.cli import assignments, cluster, grading, outputs, similarity
+from autograder.cli import assignments, cluster, gradescope, grading, outputs, similarity
 from autograder.cluster import ClusterError
 from autograder.grading.course import CourseError
 from autograder.grading.discover import LayoutError
@@ -47,6 +48,6 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="autograder", description="Grade programming assignments against hidden "
                                                                  "checks, with student code sandboxed.")
     commands = top.add_subparsers(dest="command", required=True)
-    for module in (grading, outputs, assignments, cluster, similarity):
+    for module in (grading, gradescope, outputs, assignments, cluster, similarity):
         module.add_commands(commands)
     return top
