@@ -17,16 +17,13 @@ from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
 from autograder.grading.manifest import MANIFEST_FILE, public_course
-from autograder.grading.probe import probe_environment
-from autograder.grading.station import Setup, protect
+from autograder.grading.station import Setup, environment_report, protect
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission
 from autograder.grading.suite import load_public_suite, load_suite, secret_places
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
-from autograder.sandbox.protections import probe
-from autograder.sandbox.zygote import Sandbox
 from autograder.text import safe
 
 INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
@@ -225,7 +222,7 @@ def _checks(args) -> int:
 
 
 def _doctor(args) -> int:
-    protections = probe(args.sandbox)
+    protections = protect(args.sandbox)
     print(f"sandbox mode: {protections.mode}" + (f" ({protections.reason})" if protections.reason else ""))
     for name, active in protections.rows():
         print(f"  [{'x' if active else ' '}] {name}")
@@ -238,11 +235,7 @@ def _doctor(args) -> int:
         return 0
     failed = 0
     for course, suite in found:
-        sandbox = Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup)
-        try:
-            report = probe_environment(course, suite, sandbox)
-        finally:
-            sandbox.close()
+        report = environment_report(course, suite, protections)
         failed += not report.ok
         print(safe(_probe_line(suite, report)))
     return 1 if failed else 0
