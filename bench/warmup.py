@@ -20,7 +20,7 @@ import numpy as np
 from autograder.authoring.protocol import Call
 from autograder.grading.course import load_course
 from autograder.grading.submission import read_submission
-from autograder.sandbox.protections import probe
+from autograder.sandbox.protections import REQUESTS, probe
 from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -57,7 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="zygote starts of each kind, alternating")
     parser.add_argument("--children", type=int, default=5)
-    parser.add_argument("--sandbox", default="auto", choices=("auto", "bwrap", "fallback"))
+    parser.add_argument("--sandbox", default="auto", choices=REQUESTS)
     args = parser.parse_args()
     assignment = load_course(ROOT / "course.yaml").assignment("w07_attention")
     with tempfile.TemporaryDirectory() as folder:

@@ -12,7 +12,7 @@ from autograder.authoring.compare import expect_close
 from autograder.authoring.protocol import Call
 from autograder.grading.course import CourseError, load_course
 from autograder.grading.suite import load_suite
-from autograder.sandbox import wire
+from autograder.sandbox import values
 from autograder.sandbox.replies import read_reply, request_frame
 
 from conftest import FIXTURES, ROOT, run_cli
@@ -129,7 +129,7 @@ def test_checks_command_lists_every_check_with_its_points_from_course_yaml(cours
 def _reply(value):
     """A worker's reply frame for `value`, encoded as the worker encodes it."""
     buffers = []
-    return {"event": "reply", "id": 1, "value": wire.encode(value, buffers)}, buffers
+    return {"event": "reply", "id": 1, "value": values.encode(value, buffers)}, buffers
 
 
 def test_a_large_reply_crosses_whole_and_every_entry_is_compared():

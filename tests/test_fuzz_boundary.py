@@ -4,7 +4,8 @@ A real submission in the real sandbox takes over its worker: at load it may
 write any bytes on its socket, and it answers every call with the raw bytes
 the call hands it. Hypothesis generates those bytes: random bytes, truncated
 frames, deep nesting, huge or negative sizes, wrong dtypes and shapes,
-invalid UTF-8 and lone surrogates, NaN or infinity where integers belong.
+invalid UTF-8 and lone surrogates, NaN or infinity where integers belong, dicts with
+keys that cannot be keys, values over the limits.
 Each must end as a per-check result (a reply) or a per-submission result (a
 load), stored in a real SQLite file and shown on a terminal, and never as an
 exception out of the grader.
@@ -89,12 +90,15 @@ def _trees(depth: int = 0):
                                "grad_fn": texts, "requires_grad": numbers}),
         st.fixed_dictionaries({"t": st.just("scalar"), "value": numbers}),
         st.fixed_dictionaries({"t": st.just("opaque"), "type": texts, "detail": texts}),
-        st.fixed_dictionaries({"t": st.sampled_from(["none", "junk", ""])}),
+        st.fixed_dictionaries({"t": st.sampled_from(["str", "int"]), "buf": numbers}),
+        st.fixed_dictionaries({"t": st.sampled_from(["none", "junk", "", "over"]), "limit": numbers}),
         numbers)
     if depth > 3:
         return leaf
     return st.one_of(leaf, st.fixed_dictionaries({"t": st.sampled_from(["tuple", "list"]),
-                                                  "items": st.lists(_trees(depth + 1), max_size=4)}))
+                                                  "items": st.lists(_trees(depth + 1), max_size=4)}),
+                     st.fixed_dictionaries({"t": st.just("dict"), "items": st.lists(
+                         st.lists(_trees(depth + 1), min_size=1, max_size=3), max_size=4)}))
 
 
 headers = st.fixed_dictionaries(

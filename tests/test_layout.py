@@ -5,6 +5,7 @@ These read the package's own source (imports, lines) rather than run it.
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -97,6 +98,60 @@ def test_the_suite_version_covers_the_code_that_grades():
                     "sandbox/replies.py", "authoring/compare.py", "authoring/checks.py", "grading/diagnosis.py",
                     "grading/shrink.py", "grading/examples.py", "text.py"):
         assert verdict in covered, verdict
+
+
+# Dotted names in the package that are not module paths, and what they are.
+NOT_MODULES = {"autograder.zip": "the Gradescope bundle's file name",
+               "autograder.nbgrader.autograde": "a logger's name, after nbgrader's autograde command"}
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether `dotted` is a module, or a module's attribute (autograder.authoring.Check, autograder.text.safe)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def test_every_module_path_the_package_and_readme_name_exists():
+    """Issue 23: messages, docstrings and comments name modules that exist, so an author who follows one finds it."""
+    assert not _resolves("autograder.checks.Check") and _resolves("autograder.authoring.Check")  # the scan can fail
+    named = {match.group(0): str(path.relative_to(ROOT))
+             for path in [*PACKAGE.rglob("*"), ROOT / "README.md"] if path.suffix in (".py", ".html", ".md")
+             for match in re.finditer(r"\bautograder(?:\.[A-Za-z_]\w*)+", path.read_text())}
+    stale = [f"{where}: {name}" for name, where in sorted(named.items()) if name not in NOT_MODULES
+             and not _resolves(name)]
+    assert stale == []
+
+
+def test_check_files_import_only_the_authoring_face():
+    """Issue 23: assignments' checks, catalogues and the scaffold's templates use `autograder.authoring`, no module
+    behind it, so the modules behind it can change."""
+    files = [*ROOT.glob("assignments/*/*.py"), *ROOT.glob("solutions/*/*.py"),
+             *(PACKAGE / "nbgrader" / "templates").glob("*.py")]
+    inside = {f"{path.relative_to(ROOT)} imports {module}" for path in files for module in _imports(path)
+              if module.startswith("autograder") and module != "autograder.authoring"}
+    assert files and inside == set()
+
+
+def test_importing_the_authoring_face_loads_no_process_code():
+    """Issue 23: what a check file imports brings nothing of the sandbox, grading, or process modules with it."""
+    import subprocess
+    import sys
+    shown = subprocess.run([sys.executable, "-c", "import sys, autograder.authoring; print(' '.join(sys.modules))"],
+                           capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, timeout=120)
+    loaded = set(shown.stdout.split())
+    assert "autograder.authoring" in loaded, shown.stderr
+    assert {m for m in loaded if m.startswith("autograder.") and not m.startswith("autograder.authoring")} == set()
+    assert loaded & {"subprocess", "socket", "selectors", "multiprocessing", "resource"} == set()  # NumPy loads ctypes
 
 
 # ---------------------------------------------------------------- issue 23: one place starts a grading station

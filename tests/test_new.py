@@ -10,15 +10,20 @@ from conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
 
-@pytest.fixture(scope="module")
-def scaffolded(tmp_path_factory):
-    """A copy of the course with a new assignment, week08_demo, whose module is `demo`."""
-    root = tmp_path_factory.mktemp("course")
+def _course_copy(root):
+    """A copy of the course in `root`, for `autograder new` to add to; its course.yaml."""
     for name in ("course.yaml", "nbgrader_config.py"):
         shutil.copy(ROOT / name, root / name)
     for folder in ("assignments", "solutions"):
         shutil.copytree(ROOT / folder, root / folder)
-    done = run_cli("new", "week08_demo", "--module", "demo", "--course", root / "course.yaml")
+    return root / "course.yaml"
+
+
+@pytest.fixture(scope="module")
+def scaffolded(tmp_path_factory):
+    """A copy of the course with a new assignment, week08_demo, whose module is `demo`."""
+    root = tmp_path_factory.mktemp("course")
+    done = run_cli("new", "week08_demo", "--module", "demo", "--course", _course_copy(root))
     assert done.returncode == 0, done.stderr
     return root, done
 
@@ -97,11 +102,7 @@ CHECKS += [Check("negate.small", negate_small), Check("triple.small", triple_sma
 def test_release_rebuild_adds_the_cells_of_a_function_new_in_the_stub(tmp_path):
     """Functions added to a scaffolded stub and reference get their cells, in the stub's order, and grade."""
     import nbformat
-    for name in ("course.yaml", "nbgrader_config.py"):
-        shutil.copy(ROOT / name, tmp_path / name)
-    for folder in ("assignments", "solutions"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    course = tmp_path / "course.yaml"
+    course = _course_copy(tmp_path)
     assert run_cli("new", "week09_grow", "--module", "grow", "--course", course).returncode == 0
     source, solution = tmp_path / "assignments/week09_grow", tmp_path / "solutions/week09_grow"
     stub = (source / "grow.py").read_text()
@@ -118,12 +119,13 @@ def test_release_rebuild_adds_the_cells_of_a_function_new_in_the_stub(tmp_path):
     done = run_cli("release", "week09_grow", "--rebuild", "--course", course, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "answer_negate" in done.stderr and "before answer_double" in done.stderr
-    assert "answer_triple" in done.stderr and "after test_double" in done.stderr
+    assert "answer_triple" in done.stderr and "after test_signs" in done.stderr
     notebook = nbformat.read(source / "grow.ipynb", as_version=4)
     nbformat.validate(notebook)
     ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in notebook.cells]
     graded = [i for i in ids if i and i.split("_")[0] in ("answer", "test")]
-    assert graded == ["answer_negate", "test_negate", "answer_double", "test_double", "answer_triple", "test_triple"]
+    assert graded == ["answer_negate", "test_negate", "answer_double", "test_double", "answer_signs", "test_signs",
+                      "answer_triple", "test_triple"]
     assert ids.index("task_negate") == ids.index("answer_negate") - 1 < ids.index("task_double")
     cells = {i: c for i, c in zip(ids, notebook.cells)}
     assert cells["test_triple"].metadata["nbgrader"]["points"] == 3
@@ -135,7 +137,9 @@ def test_release_rebuild_adds_the_cells_of_a_function_new_in_the_stub(tmp_path):
 
     answer = tmp_path / "grow.py"
     answer.write_text("def double(x):\n    return 2 * x\n\n\ndef negate(x):\n    return -x\n\n\n"
-                      "def triple(x):\n    return 3 * x\n")
+                      "def triple(x):\n    return 3 * x\n\n\n"
+                      "def signs(x):\n    return {'positive': int((x > 0).sum()), 'negative': int((x < 0).sum()), "
+                      "'zero': int((x == 0).sum())}\n")
     graded_run = run_cli("grade", "week09_grow", answer, "--json", "--course", course, "--db", tmp_path / "g.db")
     assert graded_run.returncode == 0, graded_run.stderr
     result = json.loads(graded_run.stdout.splitlines()[0])
@@ -143,3 +147,122 @@ def test_release_rebuild_adds_the_cells_of_a_function_new_in_the_stub(tmp_path):
     assert tests["negate.small"]["status"] == tests["triple.small"]["status"] == "passed"
     assert (tests["negate.small"]["score"], tests["triple.small"]["score"]) == (2, 3)
     assert result["score"] == result["max_score"]
+
+
+# Issue 23: a scaffolded assignment whose functions return a dict (the scaffold's signs) and a str (shout, added
+# here), with a helper its public and hidden checks share.
+SHOUT = '''
+
+def shout(text):
+    """The text in capitals, with an exclamation mark after it.
+
+    Args:
+        text: a str.
+
+    Returns:
+        A str: text.upper() + "!".
+    """
+'''
+COMMON = '''"""What the public and hidden checks of week10_plain share; released beside the public checks."""
+from autograder.authoring import expect_equal
+
+
+def expect_shout(t, text, expected):
+    """shout(text) returns `expected`, the same str."""
+    expect_equal(t.returned("shout", text), expected, f"shout({text!r})")
+'''
+PUBLIC_SHOUT = '''
+from .checks_common import expect_shout
+
+
+def shout_small(t):
+    """shout("hi") is "HI!"."""
+    expect_shout(t, "hi", "HI!")
+
+
+CHECKS += [Check("shout.small", shout_small)]
+'''
+HIDDEN = '''
+from autograder.authoring import expect_equal
+
+from .checks_common import expect_shout
+
+
+def signs_matches_reference(t):
+    """signs counts like the reference on random integers, zeros among them."""
+    x = t.rng.integers(-3, 4, size=12)
+    x[0] = 0
+    expect_equal(t.returned("signs", x), t.ref.signs(x), "signs(x)")
+
+
+def shout_matches_reference(t):
+    """shout matches the reference on random words."""
+    word = "".join(t.rng.choice(list("abcxyz"), size=6))
+    expect_shout(t, word, t.ref.shout(word))
+
+
+CHECKS += [Check("signs.matches_reference", signs_matches_reference),
+           Check("shout.matches_reference", shout_matches_reference)]
+'''
+# Right but for signs, which counts zeros as positive: the messages must name the key that differs.
+ZERO_IS_POSITIVE = '''import numpy as np
+
+
+def double(x):
+    return 2 * x
+
+
+def signs(x):
+    return {"positive": int((x >= 0).sum()), "negative": int((x < 0).sum()), "zero": 0}
+
+
+def shout(text):
+    return text.upper() + "!"
+'''
+
+
+@pytest.fixture(scope="module")
+def plain_values(tmp_path_factory):
+    """A scaffolded week10_plain with shout added, its helper checks_common.py, and graded: the reference, a
+    student whose signs is wrong."""
+    root = tmp_path_factory.mktemp("plain")
+    course = _course_copy(root)
+    assert run_cli("new", "week10_plain", "--module", "plain", "--course", course).returncode == 0
+    source, solution = root / "assignments/week10_plain", root / "solutions/week10_plain"
+    (source / "plain.py").write_text((source / "plain.py").read_text() + SHOUT + '    raise NotImplementedError\n')
+    (solution / "reference.py").write_text((solution / "reference.py").read_text() + SHOUT
+                                           + '    return text.upper() + "!"\n')
+    (source / "checks_common.py").write_text(COMMON)
+    (source / "public_checks.py").write_text((source / "public_checks.py").read_text() + PUBLIC_SHOUT)
+    (solution / "hidden_checks.py").write_text((solution / "hidden_checks.py").read_text() + HIDDEN)
+    course.write_text(course.read_text() + "      signs.matches_reference: 2\n      shout.small: 1\n"
+                      "      shout.matches_reference: 2\n")
+    (root / "zero_is_positive.py").write_text(ZERO_IS_POSITIVE)
+    done = run_cli("grade", "week10_plain", solution / "reference.py", root / "zero_is_positive.py", "--json",
+                   "--course", course, "--db", root / "g.db")
+    assert done.returncode == 0, done.stderr
+    return root, {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
+
+
+def test_functions_returning_a_dict_and_a_str_grade_end_to_end(plain_values):
+    _, results = plain_values
+    reference, student = results["reference"], results["zero_is_positive"]
+    assert reference["score"] == reference["max_score"] == 9
+    tests = {t["name"]: t for t in student["tests"]}
+    assert {name: t["status"] for name, t in tests.items()} == {
+        "double.small": "passed", "double.matches_reference": "passed", "signs.small": "failed",
+        "signs.matches_reference": "failed", "shout.small": "passed", "shout.matches_reference": "passed"}
+    assert student["score"] == 9 - 1 - 2
+    assert tests["signs.small"]["output"].startswith("signs([1, -2, 0, 3]) at key 'positive': got 3, expected 2")
+    assert tests["signs.matches_reference"]["output"].startswith("signs(x) at key 'positive': got ")
+
+
+def test_the_shared_helper_is_released_and_the_hidden_checks_are_not(plain_values):
+    root, _ = plain_values
+    done = run_cli("release", "week10_plain", "--rebuild", "--course", root / "course.yaml", timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    released = root / "release" / "week10_plain"
+    assert sorted(p.name for p in released.iterdir()) == ["checks_common.py", "plain.ipynb", "plain.py",
+                                                          "public_checks.py", "public_manifest.json"]
+    checked = run_cli("check", "--dir", released, root / "zero_is_positive.py")  # a student's machine: no solutions/
+    assert "shout.small" in checked.stdout and "at key 'positive'" in checked.stdout, checked.stdout + checked.stderr

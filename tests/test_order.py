@@ -156,3 +156,20 @@ def test_the_reference_computes_each_input_once_and_keeps_its_results_safe(suite
     ref.score(S, S, scale=-0.0)
     ref.score(S, S, scale=0.0)
     assert ref.misses == 4  # another dtype, another function or another argument is another input
+
+
+def test_the_reference_cache_keys_dicts_by_content_and_counts_the_arrays_they_hold():
+    """Issue 23: a reference that takes or returns dicts is cached like one of arrays, within its byte budget."""
+    import types
+
+    def totals(counts):
+        return {"all": np.full(1000, float(sum(counts.values())))}  # 8 kB
+
+    ref = CachedReference(types.SimpleNamespace(totals=totals), max_bytes=20_000)
+    ref.totals({"a": 1, "b": 2})
+    ref.totals({"a": 1, "b": 2})
+    ref.totals({"b": 2, "a": 1})  # another order is another argument
+    assert (ref.misses, ref.hits) == (2, 1)
+    for n in range(5):
+        ref.totals({"a": n})
+    assert sum(size for _, size in ref._kept.values()) <= 20_000

@@ -195,10 +195,10 @@ def test_doctor_reports_protections():
     assert done.returncode == 0
     assert "resource limits" in done.stdout and "[x] separate worker process" in done.stdout
     if bwrap_works():
-        assert "sandbox mode: bwrap" in done.stdout and "[x] bubblewrap: no network" in done.stdout
+        assert "sandbox: bubblewrap\n" in done.stdout and "[x] no network" in done.stdout
     fallback = run_cli("doctor", "--sandbox", "fallback")
-    assert "sandbox mode: fallback" in fallback.stdout
-    assert "[ ] bubblewrap: no network" in fallback.stdout
+    assert "sandbox: fallback (weaker), because --sandbox fallback was requested" in fallback.stdout
+    assert "[ ] no network" in fallback.stdout and "[ ] own PID namespace" in fallback.stdout
     assert "WARNING: bubblewrap is not in use" in fallback.stdout
 
 

@@ -12,19 +12,25 @@ Points live in course.yaml.
 """
 import numpy as np
 
-from autograder.authoring.checks import Check, CheckFailed, Inputs, Tolerance, expect_error_path, raise_for
-from autograder.authoring.compare import (
+from autograder.authoring import (
+    Check,
+    CheckFailed,
+    Inputs,
+    Tolerance,
     as_array,
     as_tensor,
     expect_close,
     expect_equal_mask,
+    expect_error_path,
     expect_exact_zeros,
     expect_gradients,
     expect_pair,
     expect_rows_sum_to_one,
     expect_shape,
+    mask_rows,
+    normal,
+    raise_for,
 )
-from autograder.authoring.inputs import mask_rows, normal
 
 # The worked example of slides 14-17, as printed (four decimals).
 Q_LECTURE = np.array([[1.0, 0.0]])

@@ -1,0 +1,44 @@
+"""What an assignment's checks are written against: import everything a check file needs from here.
+
+    from autograder.authoring import Check, CheckFailed, Sizes, expect_close, expect_equal, normal
+
+A check is `def name(t)`: it calls the student's function with `t.returned("f", ...)` (or `t.call` for
+the whole `Reply`), judges the value with the `expect_*` functions, and raises `CheckFailed` with a
+message in the course's words; `CHECKS` lists them as `Check("f.aspect", name, sizes=...)`. A
+misconception catalogue defines `CATALOGUE = Catalogue(...)` of `Misconception`s. The modules behind
+these names (checks, compare, inputs, misconceptions, protocol) are the implementation; a check file
+imports only this package. Nothing here starts a process or touches the sandbox.
+"""
+from autograder.authoring.checks import (
+    Check,
+    CheckFailed,
+    Inputs,
+    Sizes,
+    StudentError,
+    Tolerance,
+    Trial,
+    expect_error_path,
+    raise_for,
+)
+from autograder.authoring.compare import (
+    as_array,
+    as_tensor,
+    expect_close,
+    expect_equal,
+    expect_equal_mask,
+    expect_exact_zeros,
+    expect_gradients,
+    expect_pair,
+    expect_rows_sum_to_one,
+    expect_shape,
+)
+from autograder.authoring.inputs import mask_rows, normal
+from autograder.authoring.misconceptions import Catalogue, Misconception, Observed
+from autograder.authoring.protocol import Opaque, Reply, TensorData
+
+__all__ = [
+    "Catalogue", "Check", "CheckFailed", "Inputs", "Misconception", "Observed", "Opaque", "Reply", "Sizes",
+    "StudentError", "TensorData", "Tolerance", "Trial", "as_array", "as_tensor", "expect_close", "expect_equal",
+    "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_gradients", "expect_pair",
+    "expect_rows_sum_to_one", "expect_shape", "mask_rows", "normal", "raise_for",
+]

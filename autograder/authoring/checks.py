@@ -2,7 +2,7 @@
 
 A check is a plain function `run(trial)` that builds inputs, calls a student
 function through `trial.call` (which crosses into the sandbox) and judges the
-reply with `autograder.compare`, raising `CheckFailed` with a message for the
+reply with `autograder.authoring.compare`, raising `CheckFailed` with a message for the
 student. Checks run in the trusted grader; the student's process only ever
 sees the inputs of the calls.
 

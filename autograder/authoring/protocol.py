@@ -2,12 +2,12 @@
 
 A check asks with a `Call` ("run function F on these arguments") and gets a
 `Reply`: the returned value, or the exception raised. Values in a reply are
-plain data the grader owns: NumPy arrays, and for what is not an array,
-`TensorData` (a tensor's values and autograd state) or `Opaque` (the name of
-an object's type, never the object). A reply carries the whole answer: no
-request says which part of it will be looked at. There is no process code
-here: the sandbox carries these across (autograder.sandbox.wire), the
-authoring API judges them.
+plain data the grader owns: None, bool, int, float, str, lists, tuples and
+dicts of them, NumPy arrays, `TensorData` (a tensor's values and autograd
+state) and `Opaque` (the name of any other object's type, never the object).
+A reply carries the whole answer: no request says which part of it will be
+looked at. There is no process code here: the sandbox carries these across
+(autograder.sandbox.values), the authoring API judges them.
 
 Shipped to the worker with the wire format (see sandbox.zygote.BOOT): standard library and NumPy only.
 """
@@ -30,7 +30,7 @@ class TensorData:
 
 @dataclass(frozen=True)
 class Opaque:
-    """A returned object that is not data (a list of objects, a custom class...)."""
+    """A returned object that is not plain data (an instance of a custom class, a set, a generator...)."""
 
     type_name: str
     detail: str = ""
@@ -40,7 +40,7 @@ class Opaque:
 class Call:
     """One request: run the student's `function` on these arguments.
 
-    args/kwargs: NumPy arrays, numbers, None or tuples of them.
+    args/kwargs: plain values (NumPy arrays, numbers, str, None, and lists, tuples and dicts of them).
     as_tensors: hand every array argument to the function as a torch tensor.
     backward: upstream gradients, one per returned tensor (None to skip one);
         when given, the float inputs require grad and the reply carries their

@@ -17,7 +17,7 @@ from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
 from autograder.grading.manifest import MANIFEST_FILE, public_course
-from autograder.grading.station import Setup, environment_report, protect
+from autograder.grading.station import Setup, environment_report, protect, worker_check
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission
 from autograder.grading.suite import load_public_suite, load_suite, secret_places
@@ -223,17 +223,19 @@ def _checks(args) -> int:
 
 def _doctor(args) -> int:
     protections = protect(args.sandbox)
-    print(f"sandbox mode: {protections.mode}" + (f" ({protections.reason})" if protections.reason else ""))
-    for name, active in protections.rows():
+    print(f"sandbox: {protections.kind.label}" + (f", because {protections.reason}" if protections.reason else ""))
+    missing, refusal = worker_check(protections)  # a worker started here, as grading starts one
+    for name, active in protections.rows(missing):
         print(f"  [{'x' if active else ' '}] {name}")
-    if protections.warning:
-        print(protections.warning)
+    for message in (protections.warning, refusal):
+        if message:
+            print(message)
     found = _suites_here(args)
     if not found:
         print("no course.yaml here or above, and no released assignment (public_manifest.json) in this folder: "
               "run `autograder doctor` in the course repository or your assignment folder to probe grading too")
-        return 0
-    failed = 0
+        return 1 if refusal else 0
+    failed = bool(refusal)
     for course, suite in found:
         report = environment_report(course, suite, protections)
         failed += not report.ok

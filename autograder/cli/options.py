@@ -6,6 +6,7 @@ from pathlib import Path
 
 from autograder.grading.batch import default_db
 from autograder.grading.course import find_course, load_course
+from autograder.grading.station import KINDS, REQUESTS
 
 ASSIGNMENT_HELP = "assignment name from course.yaml"
 
@@ -15,8 +16,10 @@ def course(command: argparse.ArgumentParser) -> None:
 
 
 def sandbox(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--sandbox", choices=("auto", "bwrap", "fallback"), default="auto",
-                         help="auto uses bubblewrap when it works; fallback skips it (weaker)")
+    weaker = [kind.name for kind in KINDS if not kind.strong_isolation]
+    command.add_argument("--sandbox", choices=REQUESTS, default="auto",
+                         help=f"auto uses the first of {', '.join(kind.name for kind in KINDS)} that works here "
+                              f"(weaker: {', '.join(weaker)})")
 
 
 def results_db(command: argparse.ArgumentParser) -> None:

@@ -1,6 +1,7 @@
 """What grading one assignment needs of the course, as files, for places that have no copy of the course.
 
-course.yaml, the assignment's public checks and its solution folder: the
+course.yaml, the assignment's public checks (with the helper they share with
+the hidden ones, if any) and its solution folder: the
 Gradescope bundle ships them, and so does a cluster's driver to its workers.
 Nothing else of the assignment goes (nbgrader's source notebook holds every
 solution region). Each file is named by its path inside the course folder,
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from autograder.grading.course import COURSE_FILE, Course, CourseError
-from autograder.grading.suite import PUBLIC_FILE
+from autograder.grading.suite import public_check_files
 
 _SKIPPED_DIRS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX"}
 _SKIPPED_SUFFIXES = (".pyc", ".db", ".db-wal", ".db-shm", ".partial")
@@ -27,12 +28,12 @@ class CourseFile:
 
 
 def grading_files(course: Course, assignment: str) -> list[CourseFile]:
-    """course.yaml, `assignment`'s public checks and its solution folder, named as inside the course folder."""
+    """course.yaml, `assignment`'s public checks (and helper) and its solution folder, named as inside the course."""
     settings = course.assignment(assignment)
     root = course.root
-    public = settings.source_dir / PUBLIC_FILE
-    return [CourseFile(COURSE_FILE, course.path.read_bytes()),
-            CourseFile(f"{inside(settings.source_dir, root)}/{PUBLIC_FILE}", public.read_bytes()),
+    public = [CourseFile(f"{inside(settings.source_dir, root)}/{path.name}", path.read_bytes())
+              for path in public_check_files(settings.source_dir)]
+    return [CourseFile(COURSE_FILE, course.path.read_bytes()), *public,
             *folder_files(settings.solution_dir, inside(settings.solution_dir, root))]
 
 

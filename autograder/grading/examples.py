@@ -83,15 +83,18 @@ def value_json(value, depth: int = 0):
         if array.size <= MAX_VALUES and array.dtype.kind in "biuf":
             described["values"] = _plain(array.tolist())
         return described
-    if isinstance(value, (tuple, list)) and depth >= MAX_DEPTH:
+    if isinstance(value, (tuple, list, dict)) and depth >= MAX_DEPTH:
         return {"object": f"{type(value).__name__} of {len(value)} items"}
     if isinstance(value, (tuple, list)):
         items = [value_json(v, depth + 1) for v in value[:MAX_SHOWN]]
         return {"items": items, **({"more": len(value) - MAX_SHOWN} if len(value) > MAX_SHOWN else {})}
+    if isinstance(value, dict):
+        entries = [[_text(repr(key)), value_json(item, depth + 1)] for key, item in list(value.items())[:MAX_SHOWN]]
+        return {"entries": entries, **({"more": len(value) - MAX_SHOWN} if len(value) > MAX_SHOWN else {})}
     if isinstance(value, Opaque):
         return {"object": value.type_name[:MAX_NAME]}
     if isinstance(value, str):
-        return value[:MAX_NAME * 4]
+        return {"text": _text(repr(value), MAX_NAME * 4)}  # quoted and escaped as Python writes it, never raw
     if value is None or isinstance(value, (bool, int, float)):
         return _plain(value)
     return {"object": type(value).__name__[:MAX_NAME]}
@@ -105,6 +108,11 @@ def render_value(described) -> str:
         if "items" in described:
             more = [f"... {described['more']} more"] if described.get("more") else []
             return "(" + ", ".join([render_value(v) for v in described["items"]] + more) + ")"
+        if "entries" in described:
+            more = [f"... {described['more']} more"] if described.get("more") else []
+            return "{" + ", ".join([f"{key}: {render_value(v)}" for key, v in described["entries"]] + more) + "}"
+        if "text" in described:
+            return str(described["text"])
         if "object" in described:
             return f"a {described['object']} object"
         if "shape" in described:
@@ -129,6 +137,10 @@ def _call_json(call, reply, ref) -> dict:
     else:
         described["returned"] = value_json(reply.value)
     return described
+
+
+def _text(text: str, limit: int = MAX_NAME) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _plain(value):

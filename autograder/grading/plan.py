@@ -29,7 +29,7 @@ import numpy as np
 from autograder.authoring.checks import Trial
 from autograder.authoring.protocol import Call, Reply
 from autograder.grading.suite import SuiteCheck
-from autograder.sandbox import wire, worker
+from autograder.sandbox import values, worker
 from autograder.sandbox.replies import CallFailed, CallTimedOut, read_reply, request_frame
 
 
@@ -72,7 +72,7 @@ class ReferenceAnswers:
         header, buffers = request_frame(call, 0)
         buffers = [bytearray(buffer) for buffer in buffers]
         reply, out = worker._call(header, buffers, self.namespace)
-        inputs = tuple(wire.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
+        inputs = tuple(values.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
         return read_reply(reply, out, call, inputs)
 
 

@@ -96,6 +96,8 @@ def _fingerprint(value):
         return (type(value).__name__, repr(value))  # repr: -0.0 and 0.0 are different arguments
     if type(value) in (tuple, list):
         return (type(value).__name__, tuple(_fingerprint(item) for item in value))
+    if type(value) is dict:  # in its order: a function may read a dict's order
+        return ("dict", tuple((_fingerprint(key), _fingerprint(item)) for key, item in value.items()))
     raise _NotData
 
 
@@ -104,4 +106,6 @@ def _nbytes(value) -> int:
         return int(value.nbytes)
     if isinstance(value, (tuple, list)):
         return sum(_nbytes(item) for item in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(key) + _nbytes(item) for key, item in value.items())
     return 64

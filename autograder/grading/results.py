@@ -42,7 +42,7 @@ class CheckResult:
     misconception: str | None = None  # a stable id from the assignment's misconception catalogue
     seconds: float = 0.0
     explanation: str = ""  # the misconception's sentence: the idea to revisit, in the course's words
-    example: str = ""  # JSON (autograder.examples): inputs and values for public checks, sizes only for hidden
+    example: str = ""  # JSON (autograder.grading.examples): inputs and values for public checks, sizes only for hidden
     stopped: str = ""  # "timeout", "crashed" or "rejected" when the sandbox stopped one of the check's calls
 
     def __post_init__(self):

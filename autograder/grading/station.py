@@ -29,11 +29,13 @@ from autograder.grading.course import Course
 from autograder.grading.grader import Grader
 from autograder.grading.probe import ProbeReport, probe_environment, require_environment
 from autograder.grading.suite import Suite
-from autograder.sandbox.protections import Protections, SandboxError, probe
-from autograder.sandbox.zygote import Sandbox, refuse_readable
+from autograder.sandbox.protections import KINDS, REQUESTS, Protections, SandboxError, probe
+from autograder.sandbox.zygote import Sandbox, refuse_readable, worker_check
 
-# SandboxError and Protections too: the layers above grading take the sandbox's error and type from here.
-__all__ = ["Protections", "SandboxError", "Setup", "Station", "environment_report", "protect", "start_station"]
+# The sandbox's names the layers above grading need (its kinds, its error, a worker's check for `doctor`) are
+# taken from here, so they never import the sandbox.
+__all__ = ["KINDS", "REQUESTS", "Protections", "SandboxError", "Setup", "Station", "environment_report", "protect",
+           "start_station", "worker_check"]
 
 
 @dataclass(frozen=True)

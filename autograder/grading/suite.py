@@ -4,8 +4,14 @@ Checks come from two files, which decide their visibility:
 `<source>/public_checks.py` (released to students) and
 `<solution>/hidden_checks.py` (never released); the reference is
 `<solution>/reference.py`. Each checks file defines `CHECKS`, a list of
-`autograder.checks.Check`. Points and per-check time limits come from
+`autograder.authoring.Check`. Points and per-check time limits come from
 course.yaml, and the two must name exactly the same checks.
+
+What both checks files share lives in `<source>/checks_common.py`, optional:
+it is public (released beside the public checks), so it holds nothing the
+hidden checks must keep. Both import it relatively, `from .checks_common
+import ...`: each assignment's check files are loaded as one package,
+`autograder_suites.<assignment>`, so two assignments' helpers never meet.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from autograder.grading.manifest import MANIFEST_FILE, read_manifest
 PUBLIC_FILE = "public_checks.py"
 HIDDEN_FILE = "hidden_checks.py"
 REFERENCE_FILE = "reference.py"
+COMMON_FILE = "checks_common.py"  # optional, beside the public checks: what public and hidden checks share
 MISCONCEPTIONS_FILE = "misconceptions.py"  # optional, beside the reference: see autograder.authoring.misconceptions
 # The code that grades: a change to any of it can change a verdict or what a stored result says, so it is
 # part of every suite's version, and a rerun after an upgrade regrades instead of skipping.
@@ -91,6 +98,7 @@ def load_suite(course: Course, name: str) -> Suite:
     if not public_path.is_file():
         raise CourseError(f"{public_path} is missing: every assignment needs public checks "
                           "(a file defining CHECKS, which may be an empty list)")
+    _load_common(assignment.source_dir, name)
     found = [(check, "public") for check in _checks(_load_module(public_path, name, "public_checks"))]
     hidden_path = assignment.solution_dir / HIDDEN_FILE
     if hidden_path.is_file():
@@ -119,7 +127,7 @@ def secret_places(course: Course, assignment: Assignment) -> list[Path]:
 
 
 def _suite_files(assignment: Assignment) -> list[Path]:
-    return [assignment.source_dir / PUBLIC_FILE, assignment.solution_dir / HIDDEN_FILE,
+    return [*public_check_files(assignment.source_dir), assignment.solution_dir / HIDDEN_FILE,
             assignment.solution_dir / REFERENCE_FILE, assignment.solution_dir / MISCONCEPTIONS_FILE, *_grading_code()]
 
 
@@ -136,6 +144,7 @@ def load_public_suite(folder: Path) -> Suite:
     if not public_path.is_file():
         raise CourseError(f"{public_path} is missing: the released folder must hold the public checks; "
                           "download the assignment again, or pass its folder with --dir")
+    _load_common(folder, assignment.name)
     checks = _checks(_load_module(public_path, assignment.name, "public_checks"))
     released = set(assignment.checks)
     unlisted = [c.name for c in checks if c.name not in released] + sorted(released - {c.name for c in checks})
@@ -145,8 +154,23 @@ def load_public_suite(folder: Path) -> Suite:
                           "(instructors: run `autograder release`)")
     entries = tuple(SuiteCheck(c, "public", assignment.checks[c.name].points, assignment.checks[c.name].seconds)
                     for c in checks)
-    files = [public_path, folder / MANIFEST_FILE, *_grading_code()]
+    files = [*public_check_files(folder), folder / MANIFEST_FILE, *_grading_code()]
     return Suite(assignment, entries, None, _version(files, assignment))
+
+
+def public_check_files(folder: Path) -> list[Path]:
+    """The public checks and, when the assignment has one, the helper they share with the hidden checks."""
+    common = folder / COMMON_FILE
+    return [folder / PUBLIC_FILE, common] if common.is_file() else [folder / PUBLIC_FILE]
+
+
+def _load_common(folder: Path, assignment: str) -> None:
+    """Load `folder`'s checks_common.py, for the check files' `from .checks_common import ...`; forget any older."""
+    path = folder / COMMON_FILE
+    if path.is_file():
+        _load_module(path, assignment, "checks_common")
+    else:
+        sys.modules.pop(f"autograder_suites.{assignment}.checks_common", None)
 
 
 def _with_contents(place: Path, limit: int = 5000) -> list[Path]:
@@ -174,14 +198,14 @@ def _load_module(path: Path, assignment: str, role: str) -> ModuleType:
 def _checks(module: ModuleType) -> list[Check]:
     checks = getattr(module, "CHECKS", None)
     if not isinstance(checks, list) or not all(isinstance(c, Check) for c in checks):
-        raise CourseError(f"{module.__file__} must define CHECKS, a list of autograder.checks.Check")
+        raise CourseError(f"{module.__file__} must define CHECKS, a list of autograder.authoring.Check")
     return checks
 
 
 def _catalogue(module: ModuleType) -> Catalogue:
     catalogue = getattr(module, "CATALOGUE", None)
     if not isinstance(catalogue, Catalogue):
-        raise CourseError(f"{module.__file__} must define CATALOGUE, an autograder.misconceptions.Catalogue "
+        raise CourseError(f"{module.__file__} must define CATALOGUE, an autograder.authoring.Catalogue "
                           "(or be removed if the assignment has no misconception catalogue)")
     return catalogue
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grading.suite import HIDDEN_FILE, PUBLIC_FILE, REFERENCE_FILE, Suite
+from autograder.grading.suite import HIDDEN_FILE, REFERENCE_FILE, Suite, public_check_files
 from autograder.nbgrader.source import BEGIN_HIDDEN, BEGIN_SOLUTION, functions_of, has_docstring, lines_of, read_code
 
 MIN_LINE = 8  # shorter code lines (`else:`, `return S`) say nothing about a solution
@@ -38,7 +38,7 @@ def forbidden(suite: Suite, source_notebook) -> tuple[dict[str, str], dict[float
     Texts: every non-trivial line of every reference function body; every
     line inside a solution region or hidden-test region of the source
     notebook; hidden check names, their Python names and docstrings, and the
-    hidden checks' longer strings (messages) not shared with the public checks;
+    hidden checks' longer strings (messages) not shared with the public checks (or their helper);
     the two region markers. Numbers: those in the hidden checks but not the
     public ones, except small integers.
     """
@@ -61,7 +61,8 @@ def forbidden(suite: Suite, source_notebook) -> tuple[dict[str, str], dict[float
             if len(entry.check.description) >= MIN_TEXT:
                 texts[entry.check.description] = f"the description of hidden check {entry.name}"
     hidden_code = read_code(assignment.solution_dir / HIDDEN_FILE)
-    public_code = read_code(assignment.source_dir / PUBLIC_FILE)
+    # Public: the public checks and the helper they share with the hidden ones (released beside them).
+    public_code = "\n".join(read_code(path) for path in public_check_files(assignment.source_dir))
     public_strings = _constants(public_code, str)
     for text in _constants(hidden_code, str) - public_strings:
         if len(text.strip()) >= MIN_TEXT:

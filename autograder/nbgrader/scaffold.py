@@ -1,6 +1,7 @@
 """`autograder new`: a new assignment, scaffolded as a working example for an instructor to edit.
 
-It writes what an assignment is made of, for one small function (double):
+It writes what an assignment is made of, for two small functions: double
+(an array in, an array out) and signs (an array in, a dict out):
 - assignments/NAME/: the stub MODULE.py, public_checks.py and a short
   nbgrader source notebook MODULE.ipynb (its generated cells filled in here,
   as `autograder release --rebuild` would) with public_manifest.json;
@@ -30,6 +31,7 @@ ENTRY = """\
     checks:  # points per check; the public ones are in assignments/@NAME@/public_checks.py
       double.small: 1
       double.matches_reference: 2
+      signs.small: 1
 """
 
 
@@ -79,6 +81,10 @@ def _notebook(name: str):
                                         "test cell below it."),
         cell("code", "answer_double", "", solution=True),
         cell("code", "test_double", "", grade=True),
+        cell("markdown", "task_signs", "## signs\n\nImplement `signs` as its docstring says: it returns a dict, "
+                                       "not an array."),
+        cell("code", "answer_signs", "", solution=True),
+        cell("code", "test_signs", "", grade=True),
     ]
     notebook.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
                                         "name": "python3"}}

@@ -5,7 +5,7 @@
 embedded as PNG data, nothing fetched from the network) and `grades.csv`.
 It reads only what the grader stored: hidden checks' results hold their
 name, message and hint but never their inputs or expected values (see
-`autograder.examples`), and what a student's page shows of each part of a
+`autograder.grading.examples`), and what a student's page shows of each part of a
 result is decided by `autograder.outputs.audience`, as for every output.
 
 Everything a student controls (ids, printed output, exception messages

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from autograder.authoring.protocol import Call, Reply
-from autograder.sandbox import wire, worker
+from autograder.sandbox import values, wire, worker
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.replies import CallTimedOut, read_reply, reply_limit, request_frame, too_large
 from autograder.sandbox.session import CapturedOutput
@@ -127,7 +127,7 @@ class InProcessSession:
         if alarm.rang:
             raise CallTimedOut(f"{call.function} did not return within {seconds:g} s and was stopped")
         # The function worked on these buffers in place, as a sandboxed one works on shared memory.
-        inputs = tuple(wire.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
+        inputs = tuple(values.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
         reply_header, reply_buffers = answer
         if (reply_header.get("raised") or {}).get("type") == "KeyboardInterrupt":
             raise KeyboardInterrupt  # the cell was interrupted (e.g. nbgrader's cell timeout): stop it

@@ -1,79 +1,98 @@
-"""What containment workers get on this machine: bubblewrap where it runs, a loud fallback where not.
+"""What containment workers get on this machine: the strongest kind of sandbox that works here.
 
-`probe` finds the strongest protection: bubblewrap with no network, its own
-PID namespace, a private /tmp and a read-only view of the system and of the
-workers' Python, and nothing else; or, where bubblewrap cannot start, plain
-processes under a user id of their own. `Protections` says which, for
-`autograder doctor` and for every result.
+`KINDS` lists the kinds, strongest first: bubblewrap (bubblewrap.py) with no network, its own PID
+namespace, a private /tmp and a read-only view of the system and of the workers' Python, and nothing
+else; then the loud fallback (fallback.py), plain processes under a user id of their own. `probe`
+takes the first that works, and `Protections` says which, for `autograder doctor` and every result.
+A new kind is one file and one entry in `KINDS`.
 """
 from __future__ import annotations
 
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.sandbox import seccomp
-
-WORKER_UID_BASE = 61000  # workers run as 61000 + job slot when the grader is root
-
-
-SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")  # writable by every user, so by a fallback worker too
-
+from autograder.sandbox.bubblewrap import Bubblewrap
+from autograder.sandbox.fallback import Fallback
+from autograder.sandbox.kernel import NAMES, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
+from autograder.sandbox.kind import Interpreter, Kind
+from autograder.text import safe
 
 WORKER_PYTHON = "AUTOGRADER_WORKER_PYTHON"  # names the interpreter workers run, if not the grader's own
+
+KINDS: tuple[Kind, ...] = (Bubblewrap(), Fallback())  # strongest first; the last one always starts
+REQUESTS = ("auto",) + tuple(kind.name for kind in KINDS)  # what `--sandbox` takes
 
 
 class SandboxError(RuntimeError):
     """The worker process could not be started or stopped answering."""
 
 
-@dataclass(frozen=True)
-class Interpreter:
-    """The Python the workers run: its path, and the directories it needs (prefixes, package folders)."""
+class MissingProtections(SandboxError):
+    """The zygote could not set process controls every submission is promised (kernel.set_controls).
 
-    path: str
-    dirs: tuple[str, ...]
+    missing: {control's name: why}, as the zygote reported it before anything else ran in it.
+    """
+
+    missing: dict[str, str]
+
+    @classmethod
+    def of(cls, kind: Kind, missing) -> MissingProtections:
+        """The refusal for what the zygote reported (a plain constructor, so the error pickles)."""
+        missing = ({safe(name, 40): safe(why, 200) for name, why in missing.items()}
+                   if isinstance(missing, dict) else {"process controls": "the report was unreadable"})
+        shown = ", ".join(f"{name} ({why})" for name, why in missing.items())
+        refused = cls(f"the worker could not set {shown}, which the {kind.label} sandbox needs to keep submissions "
+                      "apart, so no student code was run. The kernel, or a container's seccomp profile, forbids "
+                      "that prctl: allow it (e.g. docker run with a --security-opt seccomp= profile that permits "
+                      "prctl), then check with `autograder doctor`. Nothing was graded.")
+        refused.missing = missing
+        return refused
 
 
 @dataclass(frozen=True)
 class Protections:
     """What containment the workers on this machine get."""
 
-    mode: str  # "bwrap" or "fallback"
-    reason: str  # why the fallback was chosen; empty for bwrap
+    kind: Kind
+    reason: str  # why a stronger kind is not in use; empty for the strongest
     separate_user: bool  # workers run under their own uid (so a process-count limit works)
     python: Interpreter
-    fix: str = ""  # what to do about the reason, for the warning: it differs with why bubblewrap did not start
+    fix: str = ""  # what to do about the reason, for the warning: it differs with why the stronger kind did not start
+
+    @property
+    def mode(self) -> str:
+        """The kind's short name, as results store it ("bwrap", "fallback")."""
+        return self.kind.name
 
     @property
     def warning(self) -> str:
-        if self.mode == "bwrap":
-            return ""
-        if self.separate_user:
-            what = ("Student code runs as a plain process under a user id of its own, with resource limits: it has "
-                    "the network and sees every file other users may read, so grading is refused where those "
-                    "include the course's secrets.")
-        elif os.geteuid() == 0:
-            what = ("No other user can run the workers' Python here, so the fallback refuses to run student code "
-                    "(it would run as root).")
-        else:
-            what = ("Student code would run under your own user id and could read everything you can, so grading "
-                    "with hidden checks is refused; public checks (`autograder check`) still run.")
-        fix = self.fix or "Run without `--sandbox fallback` to use bubblewrap where it works."
-        return f"WARNING: bubblewrap is not in use ({self.reason}). {what} {fix}"
+        """What to tell the user before grading; "" where the kind is as strong as it should be."""
+        return self.kind.warning(self.reason, self.fix, self.separate_user)
 
-    def rows(self) -> list[tuple[str, bool]]:
-        """(protection, active) pairs for `autograder doctor`."""
-        strong = self.mode == "bwrap"
+    def rows(self, missing: Collection[str] = ()) -> list[tuple[str, bool]]:
+        """(protection, active) pairs for `autograder doctor`.
+
+        missing: the names of the process controls (kernel.NAMES) a worker here could not set
+        (zygote.worker_check); the rows they stand for show as inactive.
+        """
+        namespace = self.kind.isolation.pid_namespace
         return [
             ("separate worker process per submission, forked from a zygote", True),
             ("the zygote never holds a submission: each child receives its source after the fork", True),
-            ("zygote and children not dumpable: no /proc/<pid>/mem or ptrace between them", True),
+            ("zygote and children not dumpable: no /proc/<pid>/mem or ptrace between them",
+             NAMES[PR_SET_DUMPABLE] not in missing),
+            ("the zygote ends with the grader, and each child with the zygote (parent-death signal)",
+             NAMES[PR_SET_PDEATHSIG] not in missing),
+            ("processes a submission leaves stay where they are found and killed: "
+             + ("the zygote is PID 1 of its namespace" if namespace else "the zygote is their subreaper"),
+             namespace or NAMES[PR_SET_CHILD_SUBREAPER] not in missing),
             (f"seccomp filter in every child: no ptrace, process_vm_readv/writev, System V IPC, keyrings, or "
              f"signals to the zygote ({platform.machine()})", seccomp.supported()),
             ("a fresh scratch directory with a random 128-bit name per submission; scratch space wiped and "
@@ -96,34 +115,41 @@ class Protections:
             ("empty environment, private working directory", True),
             ("workers run under a user id of their own (never root), with a process-count limit",
              self.separate_user),
-            ("bubblewrap: no network", strong),
-            ("bubblewrap: own PID namespace", strong),
-            ("bubblewrap: private /tmp, read-only system and Python", strong),
-            ("bubblewrap: no view of the course, solutions, results or home directories", strong),
-        ]
+        ] + self.kind.isolation.rows()
 
 
 def probe(requested: str = "auto", python: str | None = None) -> Protections:
     """Find the strongest protection this machine supports.
 
-    requested: "auto" (bwrap if it works), "bwrap" (raise if it does not) or
-    "fallback" (skip bwrap, for machines or tests that need to).
-    python: the interpreter workers run; default $AUTOGRADER_WORKER_PYTHON,
-    else the grader's own.
+    requested: "auto" (the first of KINDS that works here) or a kind's name (REQUESTS): that kind,
+    or SandboxError if it does not work here ("fallback", for machines or tests that need it).
+    python: the interpreter workers run; default $AUTOGRADER_WORKER_PYTHON, else the grader's own.
     """
     root = os.geteuid() == 0
     interpreter = worker_interpreter(python)
-    if requested == "fallback":
-        problem = "the fallback was requested"
-    else:
-        found = _bwrap_problem(root, interpreter)
+    if requested != "auto":
+        kind = kind_named(requested)
+        found = kind.problem(root, interpreter)
+        if found is not None:
+            raise SandboxError(f"{kind.label} was requested but {found[0]}. {found[1]} Or run with --sandbox auto.")
+        reason = "" if kind == KINDS[0] else f"--sandbox {kind.name} was requested"
+        return Protections(kind, reason, kind.separate_user(root, interpreter), interpreter)
+    reason = fix = ""
+    for kind in KINDS:
+        found = kind.problem(root, interpreter)
         if found is None:
-            return Protections("bwrap", "", root, interpreter)
-        problem, fix = found
-        if requested == "bwrap":
-            raise SandboxError(f"bubblewrap was requested but {problem}. {fix} Or run with --sandbox auto.")
-        return Protections("fallback", problem, root and _runs_as(WORKER_UID_BASE, interpreter), interpreter, fix)
-    return Protections("fallback", problem, root and _runs_as(WORKER_UID_BASE, interpreter), interpreter)
+            return Protections(kind, reason, kind.separate_user(root, interpreter), interpreter, fix)
+        if not reason:  # the strongest kind's problem is the one worth fixing
+            reason, fix = found
+    raise SandboxError(f"no kind of sandbox starts here ({reason}). {fix}")
+
+
+def kind_named(name: str) -> Kind:
+    """The kind `--sandbox name` asks for."""
+    for kind in KINDS:
+        if kind.name == name:
+            return kind
+    raise SandboxError(f"there is no sandbox called {name!r}: run with --sandbox set to one of {', '.join(REQUESTS)}")
 
 
 def worker_interpreter(python: str | None = None) -> Interpreter:
@@ -140,73 +166,6 @@ def worker_interpreter(python: str | None = None) -> Interpreter:
                            "the python of an environment with this course's packages, or unset it") from None
 
 
-def _runs_as(uid: int, python: Interpreter) -> bool:
-    """Whether `uid` can run the workers' interpreter with NumPy: every folder on the way is open to it."""
-    try:
-        done = subprocess.run([python.path, "-I", "-c", "import numpy"], user=uid, group=uid, extra_groups=[],
-                              cwd="/", env=worker_environment("/"), capture_output=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
-
-
-KEEP_FALLBACK = ("Or keep the fallback: it refuses to grade wherever workers could read the course's secrets "
-                 "(README: Sandbox, Fallback).")
-# What bwrap says when the kernel or the container will not give it namespaces (unprivileged user
-# namespaces disabled, an AppArmor restriction, a container without CAP_SYS_ADMIN or with a seccomp profile).
-_NAMESPACE_SIGNS = ("namespace", "uid map", "gid map", "setgroups", "operation not permitted", "permission denied",
-                    "no space left on device")
-
-
-def _bwrap_problem(root: bool, python: Interpreter) -> tuple[str, str] | None:
-    """(why bubblewrap cannot be used, what to do about it), or None when it works."""
-    if shutil.which("bwrap") is None:
-        return ("the bwrap command is not installed",
-                f"Install it (apt-get install -y bubblewrap) and check with `autograder doctor`. {KEEP_FALLBACK}")
-    command = bwrap_command(WORKER_UID_BASE if root else None, 16, python) + [python.path, "-I", "-c", "pass"]
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"bwrap could not start ({error})", _unknown_fix()
-    if done.returncode == 0:
-        return None
-    said = done.stderr.decode(errors="replace").strip()
-    last = (said.splitlines() or ["no message"])[-1][:300]
-    if any(sign in said.lower() for sign in _NAMESPACE_SIGNS):
-        return f"bwrap is installed but cannot create namespaces here ({last})", _namespace_fix(root)
-    return f"bwrap could not start ({last})", _unknown_fix()
-
-
-def _namespace_fix(root: bool) -> str:
-    """What lets bubblewrap create namespaces on this machine, from the kernel settings that forbid them."""
-    if root:
-        # Root needs no unprivileged namespaces: what is missing is a capability the container withholds.
-        where = ("This grader runs as root, so the container (or its seccomp or AppArmor profile) withholds what "
-                 "bwrap needs: run it privileged (docker run --privileged, or --cap-add SYS_ADMIN with "
-                 "--security-opt seccomp=unconfined --security-opt apparmor=unconfined)")
-    else:
-        forbidding = {"kernel.unprivileged_userns_clone": ("0", "1"), "user.max_user_namespaces": ("0", "15000"),
-                      "kernel.apparmor_restrict_unprivileged_userns": ("1", "0")}
-        steps = [f"sysctl -w {name}={allowing}" for name, (forbidden, allowing) in forbidding.items()
-                 if _sysctl(name) == forbidden]
-        where = ("Enable unprivileged user namespaces as root (" + ("; ".join(steps) if steps else
-                 "sysctl -w kernel.unprivileged_userns_clone=1 on Debian, user.max_user_namespaces=15000, or "
-                 "kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04") +
-                 "; in a container, run it privileged), or run the grader as root")
-    return f"{where}, then check with `autograder doctor`. {KEEP_FALLBACK}"
-
-
-def _unknown_fix() -> str:
-    return f"Run `bwrap --ro-bind / / true` to see why, then check with `autograder doctor`. {KEEP_FALLBACK}"
-
-
-def _sysctl(name: str) -> str:
-    """A kernel setting (`kernel.unprivileged_userns_clone`) as text; "" where this kernel has none."""
-    try:
-        return (Path("/proc/sys") / name.replace(".", "/")).read_text().strip()
-    except OSError:
-        return ""
-
 
 def _python_dirs(prefix: str, base_prefix: str, executable: str, path: list) -> tuple[str, ...]:
     """Directories an interpreter needs: its prefixes and library paths.
@@ -220,59 +179,3 @@ def _python_dirs(prefix: str, base_prefix: str, executable: str, path: list) -> 
     # A directory inside another one is already bound with it.
     return tuple(str(d) for d in sorted(d for d in dirs if not any(other in d.parents for other in dirs)))
 
-
-THP_SETTINGS = "/sys/kernel/mm/transparent_hugepage"
-
-
-def bwrap_command(uid: int | None, tmp_mib: int, python: Interpreter) -> list[str]:
-    command = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-               "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1",
-               "--hostname", "sandbox", "--clearenv"]
-    for name, value in worker_environment("/tmp").items():
-        command += ["--setenv", name, value]
-    command += ["--ro-bind", "/usr", "/usr"]
-    for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(name):
-            command += ["--symlink", os.readlink(name), name]
-        elif os.path.isdir(name):
-            command += ["--ro-bind", name, name]
-    for name in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
-        command += ["--ro-bind-try", name, name]
-    # glibc reads the transparent-huge-page mode from /sys before using it (see worker_environment);
-    # the folders above it are made readable, or the workers' uid could not reach it.
-    if os.path.isdir(THP_SETTINGS):
-        for parent in ("/sys", "/sys/kernel", "/sys/kernel/mm"):
-            command += ["--perms", "0755", "--dir", parent]
-        command += ["--ro-bind", THP_SETTINGS, THP_SETTINGS]
-    # /tmp comes before the Python environment: a virtualenv under /tmp (a fresh clone there)
-    # is then bound on top of the tmpfs instead of hidden by it.
-    command += ["--proc", "/proc", "--dev", "/dev",
-                "--perms", "1777", "--size", str(tmp_mib << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
-    python_dirs = [Path(d) for d in python.dirs]
-    # Create the parents of the Python bind mounts readable, or an unprivileged
-    # uid could not reach an interpreter that lives under /root.
-    parents = sorted({p for d in python_dirs for p in d.parents}, key=lambda p: len(p.parts))
-    for parent in parents:
-        if str(parent) not in ("/", "/tmp", "/usr", "/proc", "/dev") and not str(parent).startswith(
-                ("/usr/", "/proc/", "/dev/")):
-            command += ["--perms", "0755", "--dir", str(parent)]
-    for directory in python_dirs:
-        command += ["--ro-bind", str(directory), str(directory)]
-    if uid is not None:
-        command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                    "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                    "--inh-caps=-all", "--bounding-set=-all"]
-    return command
-
-
-def worker_environment(home: str) -> dict[str, str]:
-    """The zygote's whole environment (children then clear it to PATH, HOME and TMPDIR).
-
-    One thread per library: the jobs already fill the cores. glibc's malloc on transparent huge pages:
-    the zygote's ~150 MB of heap (most of it PyTorch's) then takes ~70 page-table entries instead of
-    ~37,000, and copying those was most of the cost of forking each submission's child (about 5 ms
-    less per submission, bench/submission_profile.py). Older glibc ignores the setting.
-    """
-    return {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
-            "MPLCONFIGDIR": home, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}

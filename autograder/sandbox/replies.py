@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autograder.authoring.protocol import Call, Raised, Reply, TensorData
-from autograder.sandbox import wire
+from autograder.sandbox import values, wire
 from autograder.text import safe
 
 
@@ -52,10 +52,10 @@ def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
     """The wire header and buffers asking a worker to make `call`."""
     buffers: list = []
     header = {"op": "call", "id": call_id, "function": call.function,
-              "args": [wire.encode(a, buffers) for a in call.args],
-              "kwargs": {k: wire.encode(v, buffers) for k, v in call.kwargs.items()},
+              "args": [values.encode(a, buffers) for a in call.args],
+              "kwargs": {k: values.encode(v, buffers) for k, v in call.kwargs.items()},
               "as_tensors": call.as_tensors, "return_inputs": call.return_inputs,
-              "backward": None if call.backward is None else [wire.encode(g, buffers) for g in call.backward]}
+              "backward": None if call.backward is None else [values.encode(g, buffers) for g in call.backward]}
     return header, buffers
 
 
@@ -73,22 +73,26 @@ def read_reply(header: dict, buffers: list, call: Call, inputs: tuple | None = N
             problem = _raised(header["unsendable"])
             raise ReplyRejected(f"the returned value could not be sent back ({problem.describe()})")
         grad_error = header.get("grad_error")
+        budget = values.Budget()  # one for the whole reply: its value and its gradients
         return Reply(
-            value=wire.decode(header.get("value"), buffers),
+            value=values.decode(header.get("value"), buffers, budget),
             inputs=inputs,
-            grads=_gradients(header.get("grads"), buffers, call) if grad_error is None else None,
+            grads=_gradients(header.get("grads"), buffers, call, budget) if grad_error is None else None,
             grad_error=None if grad_error is None else safe(grad_error, wire.MAX_TEXT))
+    except values.ValueTooLarge as error:
+        raise ReplyRejected(f"{call.function} returned a value too large to grade: {error}. Return what the "
+                            "function's contract asks for; bulk numbers belong in a NumPy array") from None
     except (wire.WireError, TypeError, ValueError) as error:
         raise ReplyRejected(f"the reply could not be read: {error}") from None
 
 
-def _gradients(trees, buffers: list, call: Call) -> tuple | None:
+def _gradients(trees, buffers: list, call: Call, budget: values.Budget) -> tuple | None:
     """One gradient per positional argument, None or shaped like the argument; else ReplyRejected."""
     if call.backward is None:
         return None
     if not isinstance(trees, list) or len(trees) != len(call.args):
         raise ReplyRejected(f"the reply to {call.function} does not carry one gradient per argument")
-    grads = tuple(wire.decode(tree, buffers) for tree in trees)
+    grads = tuple(values.decode(tree, buffers, budget) for tree in trees)
     for number, (grad, arg) in enumerate(zip(grads, call.args), start=1):
         array = grad.array if isinstance(grad, TensorData) else grad
         if grad is None:

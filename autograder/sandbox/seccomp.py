@@ -81,7 +81,11 @@ def program(parent: int, machine: str | None = None) -> list[tuple[int, int, int
 
 def install(parent: int) -> None:
     """Load the filter into this process (and everything it starts); raises OSError if the kernel refuses."""
-    code = program(parent)
+    load(program(parent))
+
+
+def load(code: list[tuple[int, int, int, int]]) -> None:
+    """Load a BPF program (as `program` gives one) into this process and everything it starts."""
     filters = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in code))
 
     class _Program(ctypes.Structure):

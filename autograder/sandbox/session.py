@@ -2,7 +2,7 @@
 
 A `Session` starts a fresh child of the sandbox's zygote, sends it the submission over the child's
 own socket, and then sends it calls, one at a time, each with a wall-clock deadline. It drains the
-child's output while it waits, caps what it keeps, and decodes replies with `wire.decode`, which
+child's output while it waits, caps what it keeps, and decodes replies with `values.decode`, which
 trusts nothing. When a call hangs or the child dies, the whole process tree is killed and the next
 call gets a fresh child (which loads the submission again), so one bad function costs only the
 checks that call it. Every submission also has a total time budget. A call still importing a module
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 
 from autograder.authoring.protocol import Call, Reply
-from autograder.sandbox import wire
+from autograder.sandbox import values, wire
 from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import SandboxError
@@ -161,7 +161,7 @@ class Session:
                              "must not start processes. They were stopped")
         inputs = None
         if call.return_inputs:  # read back from the grader's own memory, whatever the worker says
-            inputs = tuple(wire.decode(tree, self._region.read(layout)) for tree in request["args"])
+            inputs = tuple(values.decode(tree, self._region.read(layout)) for tree in request["args"])
         return read_reply(header, data, call, inputs), took if extended else None
 
     def _failure(self, function: str, stop: _Stopped, seconds: float, over_budget: bool) -> CallFailed:

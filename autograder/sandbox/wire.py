@@ -1,10 +1,9 @@
-"""The wire format between the trusted grader and an untrusted worker.
+"""The wire format between the trusted grader and an untrusted worker: frames.
 
 Only plain data crosses: a frame is a 4-byte big-endian header length, a JSON
-header, then the raw bytes of any arrays the header describes. Values are
-arrays (numeric and bool dtypes only, as dtype + shape + bytes), tuples and
-lists of values, None, plain numbers and short strings; anything else is sent
-as the *name* of its type, never as the object.
+header, then raw bytes (buffers) the header refers to. What a header says of
+a value (arrays, text, numbers, lists, tuples, dicts) is `sandbox.values`'
+format; anything else is sent as the *name* of its type, never as the object.
 
 The arrays of a call do not travel in the frame: the grader puts them in
 shared memory (`sandbox.region`) and sends its file descriptor with the
@@ -12,12 +11,10 @@ frame, so it can read back what the function did to its arguments from
 memory it owns, whatever the worker says.
 
 This module runs on both sides of the boundary, so it imports only the
-standard library, NumPy, `autograder.text` and the protocol's value types. The grader decodes with
-`parse_header` and `decode`, which trust nothing: headers are bounded in size
-and nesting and hold no NaN or infinity, dtypes come from an allow-list,
-shapes must match the byte counts, sizes and counts are capped, and every
-string is made valid, visible text. Nothing a worker sends is unpickled or
-evaluated.
+standard library. The grader reads frames with `FrameParser` and
+`parse_header`, which trust nothing: headers are bounded in size and nesting
+and hold no NaN or infinity, a frame's bytes are capped before they are read,
+and nothing a worker sends is unpickled or evaluated.
 """
 from __future__ import annotations
 
@@ -25,23 +22,9 @@ import json
 import os
 import struct
 
-import numpy as np
-
-from autograder.authoring.protocol import Opaque, TensorData
-from autograder.text import safe
-
 HEADER_LIMIT = 1 << 20  # bytes of JSON header accepted from the other side
-MAX_DEPTH = 4
-MAX_ITEMS = 64
-MAX_DIMS = 32
-MAX_TEXT = 300
-
-# The dtypes an array may carry across the boundary, by their wire name.
-DTYPES = {
-    np.dtype(name).str: np.dtype(name)
-    for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                 "uint64", "float16", "float32", "float64", "complex64", "complex128")
-}
+MAX_TEXT = 300  # characters of a type name, an exception message or a detail
+MAX_BUFFERS = 1 << 16  # buffers of one frame: more than a message's values hold (values.MAX_ITEMS each)
 
 
 class WireError(Exception):
@@ -160,7 +143,7 @@ class FrameParser:
             return False
         header = parse_header(bytes(self._head[4:4 + size]))
         sizes = header.pop("_buffers", None)
-        if not (isinstance(sizes, list) and len(sizes) <= MAX_ITEMS * MAX_ITEMS
+        if not (isinstance(sizes, list) and len(sizes) <= MAX_BUFFERS
                 and all(type(n) is int and n >= 0 for n in sizes)):
             raise WireError("message header is not valid")
         if sum(sizes) > self.limit:
@@ -197,112 +180,3 @@ def parse_header(data: bytes) -> dict:
 
 def _no_constant(name):
     raise ValueError(f"{name} is not JSON")
-
-
-# ---------------------------------------------------------------- values
-
-def encode(value, buffers: list, depth: int = 0) -> dict:
-    """Describe `value` as a JSON-able tree, appending array bytes to `buffers` (whole: never a sample)."""
-    if value is None:
-        return {"t": "none"}
-    if isinstance(value, (bool, int, float)) and type(value) in (bool, int, float):
-        return {"t": "scalar", "value": value if not isinstance(value, float) or np.isfinite(value) else repr(value)}
-    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
-        return _encode_array(np.asarray(value), buffers)
-    torch = _torch_module()
-    if torch is not None and isinstance(value, torch.Tensor):
-        array = value.detach().cpu().resolve_conj().resolve_neg().numpy()
-        tree = _encode_array(array, buffers)
-        if tree["t"] == "array":
-            grad_fn = type(value.grad_fn).__name__ if value.grad_fn is not None else None
-            tree.update(t="tensor", requires_grad=bool(value.requires_grad), grad_fn=grad_fn)
-        return tree
-    if isinstance(value, (tuple, list)) and type(value) in (tuple, list) and depth < MAX_DEPTH:
-        if len(value) > MAX_ITEMS:
-            return {"t": "opaque", "type": type(value).__name__, "detail": f"{len(value)} items"}
-        return {"t": type(value).__name__, "items": [encode(v, buffers, depth + 1) for v in value]}
-    if isinstance(value, str) and type(value) is str:
-        return {"t": "opaque", "type": "str", "detail": value[:MAX_TEXT]}
-    return {"t": "opaque", "type": _type_name(value)}
-
-
-def _encode_array(array: np.ndarray, buffers: list) -> dict:
-    array = np.asarray(array)  # a subclass travels as its base data
-    if array.dtype.str not in DTYPES:
-        return {"t": "opaque", "type": "numpy.ndarray", "detail": f"dtype={array.dtype}"}
-    buffers.append(np.ascontiguousarray(array).data.cast("B"))
-    return {"t": "array", "dtype": array.dtype.str, "shape": list(array.shape), "buf": len(buffers) - 1}
-
-
-def decode(tree, buffers: list, depth: int = 0):
-    """Rebuild a value from `encode`'s tree, validating every field.
-
-    Raises WireError on anything malformed. Arrays come back as base
-    `np.ndarray` (never a subclass), views of the received bytes (writable
-    when those are, as a call's arguments in shared memory are).
-    """
-    if not isinstance(tree, dict) or depth > MAX_DEPTH:
-        raise WireError("value description is not valid")
-    kind = tree.get("t")
-    if kind == "none":
-        return None
-    if kind == "scalar":
-        value = tree.get("value")
-        if isinstance(value, str) and value in ("nan", "inf", "-inf"):
-            return float(value)
-        if type(value) not in (bool, int, float):
-            raise WireError("scalar is not a number")
-        return value
-    if kind in ("array", "tensor"):
-        array = _decode_array(tree, buffers)
-        if kind == "tensor":
-            grad_fn = tree.get("grad_fn")
-            return TensorData(array, tree.get("requires_grad") is True,
-                              safe(grad_fn, MAX_TEXT) if grad_fn is not None else None)
-        return array
-    if kind in ("tuple", "list"):
-        items = tree.get("items")
-        if not isinstance(items, list) or len(items) > MAX_ITEMS:
-            raise WireError("sequence is not valid")
-        values = [decode(item, buffers, depth + 1) for item in items]
-        return tuple(values) if kind == "tuple" else values
-    if kind == "opaque":
-        return Opaque(safe(tree.get("type"), MAX_TEXT), safe(tree.get("detail", ""), MAX_TEXT))
-    raise WireError(f"unknown value kind {safe(kind, 40)!r}")
-
-
-def _decode_array(tree: dict, buffers: list) -> np.ndarray:
-    dtype = DTYPES.get(tree.get("dtype"))
-    shape, index = tree.get("shape"), tree.get("buf")
-    if dtype is None:
-        raise WireError(f"array dtype {safe(tree.get('dtype'), 40)!r} is not allowed")
-    if not _is_shape(shape):
-        raise WireError("array shape is not valid")
-    if type(index) is not int or not 0 <= index < len(buffers):
-        raise WireError("array refers to a missing buffer")
-    data = buffers[index]
-    if _count(shape) * dtype.itemsize != memoryview(data).nbytes:
-        raise WireError("array bytes do not match its shape")
-    return np.frombuffer(data, dtype=dtype).reshape(shape)
-
-
-def _is_shape(shape) -> bool:
-    return isinstance(shape, list) and len(shape) <= MAX_DIMS and all(type(n) is int and n >= 0 for n in shape)
-
-
-def _count(shape: list) -> int:
-    """Entries of an array of `shape`, in Python integers: an int64 product could wrap to a small number."""
-    count = 1
-    for n in shape:
-        count *= n
-    return count
-
-
-def _type_name(value) -> str:
-    cls = type(value)
-    return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', '?')}"[:MAX_TEXT]
-
-
-def _torch_module():
-    import sys
-    return sys.modules.get("torch")

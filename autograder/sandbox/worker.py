@@ -10,7 +10,7 @@ Nothing one submission does may reach another, so:
 - the zygote never holds a submission's code or data: it forks a child,
   and the child then receives the submission over its own socket;
 - the zygote and its children are not dumpable and every child runs under a
-  seccomp filter (autograder.seccomp), so no child can read or write the
+  seccomp filter (autograder.sandbox.seccomp), so no child can read or write the
   memory of the zygote, from which every later child is forked;
 - each child works in a fresh directory with a random 128-bit name, which
   no earlier submission can have made, and between submissions the zygote
@@ -40,8 +40,8 @@ import traceback
 
 import numpy as np
 
-from autograder.sandbox import loader, region, seccomp, wire
-from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl
+from autograder.sandbox import loader, region, seccomp, values, wire
+from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, set_controls
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
 CONTROL_LIMIT = 1 << 20  # bytes of buffers in one message from the grader to the zygote
@@ -60,13 +60,19 @@ def zygote_main(config: dict) -> None:
     fallback's /tmp) from which everything our uid owns is wiped too, "as_init": bool}.
     """
     control = socket.socket(fileno=config["control_fd"])
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # Not dumpable: no process of our uid can open /proc/<pid>/mem or ptrace us. Children inherit it.
-    prctl(PR_SET_DUMPABLE, 0)
+    controls = [(PR_SET_PDEATHSIG, signal.SIGKILL), (PR_SET_DUMPABLE, 0)]
     if not config["as_init"]:
         # Orphans of a submission (double-forked daemons) must stay our
         # descendants so the grader can find and kill them.
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
+        controls.append((PR_SET_CHILD_SUBREAPER, 1))
+    missing = set_controls(controls)
+    if missing:
+        # Each stands for a protection every submission is promised, so none may run here: the grader
+        # refuses this sandbox and says what to do (protections.MissingProtections). Told before the preload,
+        # while nothing but our own code has run, so the report is ours.
+        wire.send(control, {"event": "ready", "pid": os.getpid(), "missing": missing})
+        os._exit(1)
     for name in config["preload"]:
         importlib.import_module(name)
     if "torch" in sys.modules:
@@ -170,7 +176,10 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent
     """Run one submission: contain it, receive it, load it, answer calls. Never returns."""
     try:
         os.setsid()
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        why = prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if why:  # the zygote set it at its start, so this is unexpected: the child could outlive the zygote
+            raise OSError(f"PR_SET_PDEATHSIG could not be set in the submission's process ({why}); it was not run. "
+                          "Run `autograder doctor` to see which protections this machine lacks.")
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
         _redirect_output(output_fd)
@@ -296,8 +305,8 @@ def _serve(inbox: _Inbox, namespace: dict) -> None:
 
 def _call(request: dict, buffers: list, namespace: dict):
     """Run one call on arrays decoded from `buffers`, in place: the caller reads them back afterwards."""
-    args = [wire.decode(tree, buffers) for tree in request["args"]]
-    kwargs = {name: wire.decode(tree, buffers) for name, tree in request["kwargs"].items()}
+    args = [values.decode(tree, buffers) for tree in request["args"]]
+    kwargs = {name: values.decode(tree, buffers) for name, tree in request["kwargs"].items()}
     if request.get("as_tensors"):
         args = [_to_tensor(a, request.get("backward") is not None) for a in args]
         kwargs = {name: _to_tensor(a, False) for name, a in kwargs.items()}
@@ -309,7 +318,7 @@ def _call(request: dict, buffers: list, namespace: dict):
         reply["raised"] = loader.describe(error, namespace.get("__file__"))
         return reply, out
     try:
-        reply["value"] = wire.encode(result, out)
+        reply["value"] = values.encode(result, out)
         if request.get("backward") is not None:
             reply.update(_backward(result, args, request["backward"], buffers, out))
     except BaseException as error:  # noqa: BLE001
@@ -325,7 +334,7 @@ def _backward(result, args, upstream_trees, buffers, out) -> dict:
     outputs = result if isinstance(result, (tuple, list)) else (result,)
     pairs = []
     for output, tree in zip(outputs, upstream_trees):
-        upstream = wire.decode(tree, buffers)
+        upstream = values.decode(tree, buffers)
         if upstream is None:
             continue
         if not isinstance(output, torch.Tensor) or output.grad_fn is None:
@@ -339,7 +348,7 @@ def _backward(result, args, upstream_trees, buffers, out) -> dict:
         total.backward()
     except (RuntimeError, AttributeError) as error:
         return {"grad_error": f"backward failed: {str(error)[:wire.MAX_TEXT]}"}
-    return {"grads": [wire.encode(a.grad, out) if isinstance(a, torch.Tensor) else {"t": "none"}
+    return {"grads": [values.encode(a.grad, out) if isinstance(a, torch.Tensor) else {"t": "none"}
                       for a in args]}
 
 

@@ -1,12 +1,12 @@
-"""Starting the untrusted workers: bubblewrap where it runs, a loud fallback where not.
+"""Starting the untrusted workers, in the kind of sandbox `protections.probe` chose.
 
-A `Sandbox` is one zygote process serving one grading job. Inside bubblewrap
-it has no network, its own PID namespace (it is PID 1 there), a private
-/tmp, a read-only view of the system and of the Python installation — and no
-view of the course repository, solutions/, the results database, other
-submissions or home directories. Where bubblewrap is missing or cannot start,
-the zygote is a plain process with resource limits, an empty environment and
-a temporary working directory, and every result says so.
+A `Sandbox` is one zygote process serving one grading job, started as its
+kind says (`Kind.launch`). Inside bubblewrap it has no network, its own PID
+namespace (it is PID 1 there), a private /tmp, a read-only view of the system
+and of the Python installation — and no view of the course repository,
+solutions/, the results database, other submissions or home directories. In
+the fallback the zygote is a plain process with resource limits, an empty
+environment and a temporary working directory, and every result says so.
 
 The grader keeps its end of every channel: a control socket to the zygote
 and, per submission, a socket and an output pipe whose far ends it hands to
@@ -25,15 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.sandbox import processes, wire
-from autograder.sandbox.protections import (
-    SHARED_FOLDERS,
-    WORKER_PYTHON,
-    WORKER_UID_BASE,
-    Protections,
-    SandboxError,
-    bwrap_command,
-    worker_environment,
-)
+from autograder.sandbox.kind import WORKER_UID_BASE
+from autograder.sandbox.protections import WORKER_PYTHON, MissingProtections, Protections, SandboxError
 from autograder.sandbox.scratch import WIPE_SECONDS, wipe
 from autograder.text import safe
 
@@ -41,7 +34,7 @@ START_SECONDS = 120.0
 
 # The modules the worker runs, in import order (each imports only the ones before it).
 WORKER_MODULES = ("text", "authoring.protocol", "sandbox.kernel", "sandbox.seccomp", "sandbox.scratch", "sandbox.wire",
-                  "sandbox.region", "sandbox.loader", "sandbox.worker")
+                  "sandbox.values", "sandbox.region", "sandbox.loader", "sandbox.worker")
 
 # Runs in a fresh interpreter: read the worker's modules from stdin (their packages empty, so nothing
 # else of the grader can be imported there) and start the zygote.
@@ -91,16 +84,23 @@ def refuse_readable(protections: Protections, paths: list[Path]) -> None:
     if not found:
         return
     shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-    if protections.mode == "fallback" and not protections.separate_user:
-        fix = ("the fallback sandbox runs student code under your own user id, which can read everything you "
-               "can. Make bubblewrap work here (`autograder doctor` says why it does not), or run the grader "
-               "as root so that workers get a user id of their own")
-    else:
-        fix = ("make them unreadable to other users, e.g. `chmod -R o-rwx` on the course's solutions/ and "
-               "course.yaml, its results and the class folder (folders on the way to the Python "
-               "environment may keep o+x), or make bubblewrap work here")
-    raise SandboxError(f"grading was refused: student code in the {protections.mode} sandbox could read {shown}, "
-                       f"which it must never see. To grade, {fix}; then run again. Nothing was graded.")
+    fix = protections.kind.readable_fix(protections.separate_user)
+    raise SandboxError(f"grading was refused: student code in the {protections.kind.label} sandbox could read "
+                       f"{shown}, which it must never see. To grade, {fix}; then run again. Nothing was graded.")
+
+
+def worker_check(protections: Protections) -> tuple[dict[str, str], str]:
+    """Start a light zygote, as grading would: ({control: why} for those it could not set, why none starts).
+
+    For `autograder doctor`: the second is "" where a worker starts, else the refusal, with what to do.
+    """
+    try:
+        with Sandbox(protections, preload=()):
+            return {}, ""
+    except MissingProtections as refused:
+        return refused.missing, str(refused)
+    except SandboxError as refused:
+        return {}, str(refused)
 
 
 def _worker_sources() -> list[tuple[str, str]]:
@@ -141,28 +141,23 @@ class Sandbox:
         """Launch the zygote and wait until it has imported its modules (nothing to do if it runs already)."""
         if self._process is not None:
             return
-        if self.protections.mode != "bwrap" and os.geteuid() == 0 and self.uid is None:
+        kind = self.protections.kind
+        if os.geteuid() == 0 and self.uid is None:  # whatever the kind: student code never runs as root
             raise SandboxError(
-                f"the fallback sandbox would run student code as root: no other user can run the workers' Python "
+                f"the {kind.label} sandbox would run student code as root: no other user can run the workers' Python "
                 f"({self.protections.python.path}; every folder above it needs o+x, and /root has not). Make "
                 f"bubblewrap work here (`autograder doctor` says why it does not), or set ${WORKER_PYTHON} to "
                 "the python of an environment other users can read, e.g. one made with /usr/bin/python3 -m venv")
         ours, theirs = socket.socketpair()
         self._log = tempfile.TemporaryFile()
-        if self.protections.mode == "bwrap":
-            command = bwrap_command(self.uid, self.tmp_mib, self.protections.python)
-            scratch, as_init, env, cwd = "/tmp", True, None, None
-        else:
-            scratch, as_init = self._fallback_scratch(), False
-            command, env, cwd = [], worker_environment(scratch), scratch
-        command += [self.protections.python.path, "-I", "-c", BOOT]
-        # The fallback's workers can write to the machine's shared folders; what their uid owns there goes too.
-        sweep = list(SHARED_FOLDERS) if self.protections.mode != "bwrap" and self.uid is not None else []
+        launch = kind.launch(self.uid, self.tmp_mib, self.protections.python)
+        self._scratch = launch.host_folder
+        command = launch.command + [self.protections.python.path, "-I", "-c", BOOT]
         config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "warmup": list(self.warmup),
-                  "scratch": scratch, "sweep": sweep, "as_init": as_init}
+                  "scratch": launch.scratch, "sweep": launch.sweep, "as_init": self._in_namespace}
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log,
-            env=env, cwd=cwd, start_new_session=True, pass_fds=(theirs.fileno(),), **self._fallback_user())
+            env=launch.env, cwd=launch.cwd, start_new_session=True, pass_fds=(theirs.fileno(),), **launch.user)
         theirs.close()
         self._control, self._parser = ours, wire.FrameParser(limit=1 << 20)
         try:
@@ -174,6 +169,9 @@ class Sandbox:
             self.close()
             raise SandboxError(f"the worker process did not start: {message or error}. "
                                "Run `autograder doctor` to see what this machine supports.") from None
+        if ready.get("missing"):
+            self.close()
+            raise MissingProtections.of(self.protections.kind, ready["missing"])
         if ready.get("warmup_error"):
             self.close()
             raise SandboxError(f"the assignment's warm-up failed in the worker: {safe(ready['warmup_error'], 600)}. "
@@ -267,7 +265,7 @@ class Sandbox:
         """
         if self._process is None:
             return Cleaned()
-        if self.protections.mode == "bwrap" and self._zygote_pid:
+        if self._in_namespace and self._zygote_pid:
             # Everything but the zygote (PID 1 of the namespace, which kills the rest) and the child.
             inside = processes.live_pids(f"/proc/{self._zygote_pid}/root/proc")
             killed = sum(pid not in (1, child) for pid in inside)
@@ -319,7 +317,7 @@ class Sandbox:
         submission does inside can change the answer; cheap enough to ask
         after every call. known_alive: see processes.live_count.
         """
-        if self.protections.mode != "bwrap" or not self._zygote_pid:
+        if not self._in_namespace or not self._zygote_pid:
             return None
         return processes.live_count(f"/proc/{self._zygote_pid}/root/proc", known_alive)
 
@@ -339,30 +337,19 @@ class Sandbox:
 
     # -------------------------------------------------------------- internals
 
-    def _fallback_scratch(self) -> str:
-        """A private scratch directory for the fallback's workers, inside one they cannot rename or replace."""
-        self._scratch = tempfile.TemporaryDirectory(prefix="autograder-work-")
-        os.chmod(self._scratch.name, 0o711)
-        scratch = os.path.join(self._scratch.name, "scratch")
-        os.mkdir(scratch, 0o700)
-        if self.uid is not None:
-            os.chown(scratch, self.uid, self.uid)
-        return scratch
+    @property
+    def _in_namespace(self) -> bool:
+        """Whether the zygote is PID 1 of a PID namespace of its own (its kind's `isolation.pid_namespace`)."""
+        return self.protections.kind.isolation.pid_namespace
 
     def _host_pid(self, pid: int) -> int | None:
         """The pid, as this process sees it, of the zygote's child `pid` (a pid in the sandbox's namespace)."""
-        if self.protections.mode != "bwrap":
+        if not self._in_namespace:
             return pid
         for host in processes.descendants(self._zygote_pid):
             if processes.namespace_pid(host) == pid:
                 return host
         return None
-
-    def _fallback_user(self) -> dict:
-        """Popen arguments that run a fallback zygote under the worker uid."""
-        if self.protections.mode == "bwrap" or self.uid is None:
-            return {}  # inside bubblewrap, setpriv switches the uid
-        return {"user": self.uid, "group": self.uid, "extra_groups": []}
 
     def _expect(self, event: str, seconds: float) -> dict:
         deadline = time.monotonic() + seconds
@@ -380,8 +367,11 @@ class Sandbox:
                         return header
 
     def _find_zygote(self) -> int:
-        """Global pid of the zygote: bwrap's single child, or the process itself."""
-        if self.protections.mode != "bwrap":
+        """Global pid of the zygote: the process started, or (in a PID namespace) that wrapper's single child.
+
+        A process cannot enter a new PID namespace itself, only its children can: a kind that gives one
+        starts a wrapper (bwrap) that forks the zygote."""
+        if not self._in_namespace:
             return self._process.pid
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

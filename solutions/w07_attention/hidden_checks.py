@@ -15,16 +15,22 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.authoring.checks import Check, CheckFailed, Inputs, Sizes, expect_error_path, raise_for
-from autograder.authoring.compare import (
+from autograder.authoring import (
+    Check,
+    CheckFailed,
+    Inputs,
+    Sizes,
     as_array,
     as_tensor,
     expect_close,
     expect_equal_mask,
+    expect_error_path,
     expect_gradients,
     expect_pair,
+    mask_rows,
+    normal,
+    raise_for,
 )
-from autograder.authoring.inputs import mask_rows, normal
 
 DTYPES = (np.float64, np.float32)
 PAIR = ("C", "A")  # attention returns the context, then the weights (slide 30)

@@ -18,8 +18,7 @@ import math
 
 import numpy as np
 
-from autograder.authoring.misconceptions import Catalogue, Misconception
-from autograder.authoring.protocol import TensorData
+from autograder.authoring import Catalogue, Misconception, TensorData
 
 # ------------------------------------------------------------------ wrong parts
 

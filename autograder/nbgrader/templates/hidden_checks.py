@@ -5,9 +5,7 @@ shrinks to the smallest that still fail; `t.rng` is seeded per student.
 """
 import numpy as np
 
-from autograder.authoring.checks import Check, Sizes
-from autograder.authoring.compare import expect_close
-from autograder.authoring.inputs import normal
+from autograder.authoring import Check, Sizes, expect_close, normal
 
 
 def double_matches_reference(t):

@@ -5,7 +5,7 @@ answer a student holding the idea would give, from the reference, and
 `sentence` is what their feedback then says. See solutions/*/misconceptions.py
 of other assignments for examples.
 """
-from autograder.authoring.misconceptions import Catalogue
+from autograder.authoring import Catalogue
 
 
 def _right(seen):

@@ -15,3 +15,15 @@ def double(x):
         An array of the same shape as x, equal to 2 * x.
     """
     raise NotImplementedError("double")
+
+
+def signs(x):
+    """How many entries of x are positive, negative and zero.
+
+    Args:
+        x: array of any shape.
+
+    Returns:
+        A dict {"positive": p, "negative": n, "zero": z} of three ints.
+    """
+    raise NotImplementedError("signs")
