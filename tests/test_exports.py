@@ -25,6 +25,8 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder.cli.gradescope import grade_for_gradescope
+from autograder.grading import gradescope_handin
 from autograder.grading.store import Store
 from autograder.outputs import grades_csv, gradescope
 
@@ -309,7 +311,8 @@ def _fake_gradescope(tmp_path: Path, bundle: Path, files: dict[str, str], email:
         (root / "submission" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "submission" / name).write_text(text)
     if email:
-        metadata = {"id": 1, "users": [{"email": email, "id": 7, "name": "A Student"}]}
+        metadata = {"id": 1, "created_at": "2026-11-20T10:00:00.123456-05:00",
+                    "users": [{"email": email, "id": 7, "name": "A Student"}]}
         (root / "submission_metadata.json").write_text(json.dumps(metadata))
     return root
 
@@ -336,6 +339,7 @@ def test_run_autograder_grades_like_the_batch_grader(graded, bundle, tmp_path):
     assert document["extra_data"] == expected["extra_data"]
     assert document == expected
     assert 0 < document["score"] < 100
+    assert document["extra_data"]["submitted_at"] == "2026-11-20T15:00:00.123456+00:00"
     assert stat.S_IMODE((root / "source" / "solutions").stat().st_mode) == 0o700
     # The code that ran is the bundle's copy, not this checkout's.
     where = subprocess.run([sys.executable, "-c", "import autograder; print(autograder.__file__)"],
@@ -346,7 +350,7 @@ def test_run_autograder_grades_like_the_batch_grader(graded, bundle, tmp_path):
 def _without_timing(expected: dict, like: dict) -> dict:
     """`expected` with the fields that differ between two gradings of one file taken from `like`."""
     # killed_processes counts leftovers the sandbox reaped, which depends on timing, not on the file.
-    # The submission time is when the file was written here (no Gradescope metadata in this run).
+    # The submission time is the metadata's created_at here, the file's time in the batch.
     extra = {**expected["extra_data"], **{key: like["extra_data"][key] for key in
                                           ("file", "graded_at", "killed_processes", "submitted_at",
                                            "submitted_at_source")}}
@@ -420,7 +424,7 @@ def test_a_submission_without_the_file_gets_a_zero_that_says_what_to_upload(cour
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     (root / "submission" / "answers.txt").write_text("def softmax(S): ...")
-    result = gradescope.grade_for_gradescope(course, ASSIGNMENT, root, "auto", log=io.StringIO())
+    result = grade_for_gradescope(course, ASSIGNMENT, root, "auto", log=io.StringIO())
     document = json.loads((root / "results" / "results.json").read_text())
     _validate(document)
     assert result.score == document["score"] == 0
@@ -431,26 +435,54 @@ def test_picking_prefers_the_named_file_and_ignores_links_out_of_the_submission(
     folder = tmp_path / "submission"
     (folder / "sub").mkdir(parents=True)
     (folder / "sub" / "helper.py").write_text("x = 1")
-    assert gradescope.pick_submission_file(folder, "attention").path == folder / "sub" / "helper.py"
+    assert gradescope_handin.pick_submission_file(folder, "attention").path == folder / "sub" / "helper.py"
     (folder / "attention.py").symlink_to(REFERENCE)
     (folder / ".hidden").mkdir()
     (folder / ".hidden" / "attention.py").write_text("x = 2")
-    picked = gradescope.pick_submission_file(folder, "attention")
+    picked = gradescope_handin.pick_submission_file(folder, "attention")
     assert picked.path == folder / "sub" / "helper.py"  # not the link to the reference, not the hidden copy
     (folder / "attention.py").unlink()
     (folder / "attention.py").write_text(PLAIN.read_text())
     (folder / "attention.ipynb").write_text("{}")
-    picked = gradescope.pick_submission_file(folder, "attention")
+    picked = gradescope_handin.pick_submission_file(folder, "attention")
     assert picked.path == folder / "attention.ipynb" and "not attention.py" in picked.note
-    assert gradescope.pick_submission_file(tmp_path / "nothing", "attention").problem
+    assert gradescope_handin.pick_submission_file(tmp_path / "nothing", "attention").problem
 
 
 def test_the_seed_student_is_the_sorted_group_emails(tmp_path):
     metadata = tmp_path / "submission_metadata.json"
-    metadata.write_text(json.dumps({"users": [{"email": "b@x.edu"}, {"email": "a@x.edu"}]}))
-    assert gradescope.gradescope_student(metadata) == "a@x.edu,b@x.edu"
-    metadata.write_text("not json")
-    assert gradescope.gradescope_student(metadata) == "gradescope"
+    assert gradescope_handin.gradescope_student(metadata) == "gradescope"  # no file: a local run of the bundle
+    metadata.write_text(json.dumps({"users": [{"email": "b@x.edu"}, {"email": "", "id": 7}]}))
+    assert gradescope_handin.gradescope_student(metadata) == "7,b@x.edu"
+
+
+@pytest.mark.parametrize("text, what", [
+    ("not json", "is not JSON"),
+    ("[]", "holds a list, not a JSON object"),
+    (json.dumps({"created_at": "2026-11-21T06:59:00-05:00"}), "has no list of submitters"),
+    (json.dumps({"users": [{"email": "a@x.edu"}, {"name": "B Student"}]}), "no email or id for submitter 2"),
+    (json.dumps({"users": [{"email": True}]}), "no email or id for submitter 1"),
+])
+def test_metadata_that_names_no_submitter_is_an_error_never_a_shared_id(tmp_path, text, what):
+    metadata = tmp_path / "submission_metadata.json"
+    metadata.write_text(text)
+    with pytest.raises(gradescope_handin.MetadataError, match=what):
+        gradescope_handin.gradescope_student(metadata)
+
+
+def test_run_autograder_grades_no_one_from_malformed_metadata_and_tells_the_student(bundle, tmp_path):
+    root = _fake_gradescope(tmp_path, bundle, {"attention.py": PLAIN.read_text()}, email=None)
+    # Gradescope's shape, but its submitter without an email or id: the old reading made this "gradescope".
+    (root / "submission_metadata.json").write_text(json.dumps({
+        "created_at": "2026-11-21T06:59:00.5-05:00", "users": [{"name": "A Student"}]}))
+    done = _run_autograder(root)
+    assert done.returncode == 2, done.stderr
+    assert "submission_metadata.json names no email or id for submitter 1" in done.stderr
+    assert "so this submission was not graded" in done.stderr and "Regrade Submission" in done.stderr
+    document = json.loads((root / "results" / "results.json").read_text())
+    _validate(document)
+    assert document["score"] == 0 and "tests" not in document and "extra_data" not in document
+    assert "did not run: it could not tell who handed this submission in" in document["output"]
 
 
 # ---------------------------------------------------------------- nbgrader gradebook

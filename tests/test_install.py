@@ -13,6 +13,7 @@ import tomllib
 
 import pytest
 
+from autograder.cli.gradescope import run_script
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.store import Store
 from autograder.outputs.bundle import bundle_members
@@ -48,7 +49,8 @@ def test_nbgrader_and_dask_are_extras_that_make_installs():
 
 
 def test_the_gradescope_bundle_installs_the_package_without_nbgrader(course):
-    setup = next(m for m in bundle_members(course, ASSIGNMENT) if m.name == "setup.sh").data.decode()
+    members = bundle_members(course, ASSIGNMENT, run_script(ASSIGNMENT))
+    setup = next(m for m in members if m.name == "setup.sh").data.decode()
     assert "pip install /autograder/source\n" in setup
     assert "nbgrader" not in setup and "jupyter" not in setup.lower()
 

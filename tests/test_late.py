@@ -21,6 +21,7 @@ from nbgrader.utils import parse_utc
 
 from autograder.grading.course import CourseError, load_course
 from autograder.grading.discover import find_submissions
+from autograder.grading.gradescope_handin import MetadataError, gradescope_time
 from autograder.grading.late import (
     FILE_TIME,
     GRADESCOPE_METADATA,
@@ -187,9 +188,12 @@ def test_gradescope_time_comes_from_its_metadata(tmp_path):
     metadata.write_text(json.dumps({"created_at": "2026-11-21T06:59:00.5-05:00", "users": []}))
     picked = tmp_path / "attention.py"
     picked.write_text("x = 1\n")
-    assert gradescope.gradescope_time(metadata, picked) == ("2026-11-21T11:59:00.500000+00:00", GRADESCOPE_METADATA)
-    metadata.write_text("{}")
-    assert gradescope.gradescope_time(metadata, picked)[1] == FILE_TIME
+    assert gradescope_time(metadata, picked) == ("2026-11-21T11:59:00.500000+00:00", GRADESCOPE_METADATA)
+    metadata.write_text(json.dumps({"created_at": "yesterday", "users": []}))
+    with pytest.raises(MetadataError, match="created_at` that is not a time"):
+        gradescope_time(metadata, picked)  # a wrong time would be judged late or not: no time is taken then
+    metadata.unlink()  # a local run of the bundle has no metadata: the file's time stands in, flagged
+    assert gradescope_time(metadata, picked)[1] == FILE_TIME
 
 
 # ---------------------------------------------------------------- the store

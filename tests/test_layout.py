@@ -276,3 +276,63 @@ def test_no_module_decides_by_the_text_of_a_message():
     assert DECIDES_BY_TEXT.search('if "did not return within" in message:')  # what the rule is for
     assert DECIDES_BY_TEXT.search('busy = "locked" in str(error)')
     assert DECIDES_BY_TEXT.search('ways = {test.output.partition(" ")[2] for test in tests}')
+
+
+# ---------------------------------------------------------------- issue 23: one place starts a grading station
+
+STATION = "autograder/grading/station.py"  # grading.station: the one place outside the sandbox that builds one
+# What runs code: a grading station or what starts one, the probe and the reference's timing, other processes.
+RUNS_CODE = {"autograder.grading.station", "autograder.grading.grader", "autograder.grading.boundary",
+             "autograder.grading.batch", "autograder.grading.probe", "autograder.grading.calibration",
+             "subprocess", "multiprocessing", "concurrent.futures", "pty"}
+PROCESS_CALLS = re.compile(r"fork|forkpty|system|popen|exec\w*|spawn\w*|posix_spawn\w*")
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Every module `path` imports, counting `from a import b` as a.b too (b may be a module)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def _within(path: Path, *folders: str) -> bool:
+    return path.relative_to(PACKAGE).parts[0] in folders
+
+
+def _builds_a_sandbox(path: Path) -> bool:
+    return any(isinstance(node, ast.Call) and (getattr(node.func, "id", None) == "Sandbox"
+                                               or getattr(node.func, "attr", None) == "Sandbox")
+               for node in ast.walk(ast.parse(path.read_text())))
+
+
+def test_only_grading_starts_a_sandbox():
+    """Outside the sandbox itself, grading.station builds every Sandbox, and only grading/ imports the zygote."""
+    zygote = {str(p.relative_to(ROOT)) for p in _modules() if not _within(p, "grading", "sandbox")
+              and any(m.startswith("autograder.sandbox.zygote") for m in _imported_names(p))}
+    assert zygote == set()
+    builders = {str(p.relative_to(ROOT)) for p in _modules() if not _within(p, "sandbox") and _builds_a_sandbox(p)}
+    assert builders == {STATION}
+
+
+@pytest.mark.parametrize("layer", ["cli", "cluster", "outputs"])
+def test_the_face_the_cluster_and_the_outputs_import_nothing_from_the_sandbox(layer):
+    """They take the sandbox's error and protections from grading.station, so a new sandbox kind touches none."""
+    used = {f"{p.relative_to(ROOT)} imports {m}" for p in (PACKAGE / layer).rglob("*.py") for m in _imported_names(p)
+            if m == "autograder.sandbox" or m.startswith("autograder.sandbox.")}
+    assert used == set()
+
+
+def test_outputs_never_run_code():
+    """outputs/ format what grading stored: no grading station, no probe, no process of their own."""
+    running = {f"{p.relative_to(ROOT)} imports {m}" for p in (PACKAGE / "outputs").rglob("*.py")
+               for m in _imported_names(p) & RUNS_CODE}
+    assert running == set()
+    calls = {f"{p.relative_to(ROOT)}:{node.lineno} calls os.{node.func.attr}"
+             for p in (PACKAGE / "outputs").rglob("*.py") for node in ast.walk(ast.parse(p.read_text()))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and getattr(node.func.value, "id", None) == "os" and PROCESS_CALLS.fullmatch(node.func.attr)}
+    assert calls == set()

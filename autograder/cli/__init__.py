@@ -1,7 +1,8 @@
 """The `autograder` command line: one module per kind of user.
 
 - grading (TAs): grade, replay, checks, doctor;
-- outputs (TAs, instructors): report, export, gradescope-bundle, gradescope-run;
+- gradescope (Gradescope's machines): gradescope-run, which the bundle's run_autograder calls;
+- outputs (TAs, instructors): report, export, gradescope-bundle;
 - course (TAs, instructors): regrade, history, and the LMS exports (export canvas|moodle|blackboard);
 - assignments (instructors, students): new, release, check;
 - cluster (TAs): slurm;
@@ -13,14 +14,14 @@ import argparse
 import os
 import sys
 
-from autograder.cli import assignments, cluster, course, grading, outputs, similarity
+from autograder.cli import assignments, cluster, course, gradescope, grading, outputs, similarity
 from autograder.cluster import ClusterError
 from autograder.grading.course import CourseError
 from autograder.grading.discover import LayoutError
+from autograder.grading.station import SandboxError
 from autograder.grading.store import StoreError
 from autograder.nbgrader import ReleaseError
 from autograder.outputs import ExportError
-from autograder.sandbox.protections import SandboxError
 from autograder.text import safe
 
 
@@ -48,6 +49,6 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="autograder", description="Grade programming assignments against hidden "
                                                                  "checks, with student code sandboxed.")
     commands = top.add_subparsers(dest="command", required=True)
-    for module in (grading, outputs, course, assignments, cluster, similarity):
+    for module in (grading, gradescope, outputs, course, assignments, cluster, similarity):
         module.add_commands(commands)
     return top

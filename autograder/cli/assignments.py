@@ -6,11 +6,12 @@ from pathlib import Path
 
 from autograder.cli import options
 from autograder.cli.grading import INTERNAL_ERROR_STATUS
-from autograder.grading.boundary import Setup, grade_submission
+from autograder.grading.boundary import grade_submission
 from autograder.grading.course import find_course, load_course
 from autograder.grading.discover import LayoutError
 from autograder.grading.manifest import public_course
 from autograder.grading.results import NOT_LOADED
+from autograder.grading.station import Setup, protect
 from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
 from autograder.nbgrader.release import release
@@ -18,7 +19,6 @@ from autograder.nbgrader.scaffold import new_assignment
 from autograder.nbgrader.source import source_notebook_path
 from autograder.outputs import audience
 from autograder.outputs.terminal import format_check
-from autograder.sandbox.protections import probe
 from autograder.text import safe
 
 
@@ -88,9 +88,7 @@ def _check(args) -> int:
     folder = args.dir or args.file.resolve().parent
     suite = load_public_suite(folder)
     course = public_course(suite.assignment, folder)
-    protections = probe(args.sandbox)
-    if protections.warning:
-        print(protections.warning, file=sys.stderr)
+    protections = protect(args.sandbox, log=sys.stderr)  # public checks hide nothing: no secret to refuse
     # The student id is the module name, as in the notebook's public cells: the same inputs, the same messages.
     # The grading process probes first: without a reference, the preload imported in a child under the limits.
     result = grade_submission(Setup(course, suite, protections, command="autograder check"),

@@ -12,21 +12,19 @@ from autograder.cli import options
 from autograder.cli.course import hold_changed_suite
 from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.batch import default_db, grade_batch, plan_batch
-from autograder.grading.boundary import Lost, Setup, grade_apart
+from autograder.grading.boundary import Lost, grade_apart
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
 from autograder.grading.manifest import MANIFEST_FILE, public_course
-from autograder.grading.probe import probe_environment
+from autograder.grading.station import Setup, environment_report, protect, worker_check
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission
 from autograder.grading.suite import load_public_suite, load_suite, secret_places
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
-from autograder.sandbox.protections import probe
-from autograder.sandbox.zygote import Sandbox, refuse_readable, worker_check
 from autograder.text import safe
 
 INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
@@ -101,10 +99,8 @@ def _grade(args) -> int:
         starting("loading the suite (reference, checks, libraries)")  # importing PyTorch alone takes seconds
         suite = load_suite(course, args.assignment)
         starting("checking the sandbox")
-        protections = probe(args.sandbox)
-        if protections.warning:
-            print(protections.warning, file=sys.stderr)
-        refuse_readable(protections, suite.secret_paths(course) + [db] + [item.path for item in found])
+        protections = protect(args.sandbox, suite.secret_paths(course) + [db] + [item.path for item in found],
+                              log=sys.stderr)
         jobs = args.jobs or os.cpu_count() or 1
         # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
         with Store(db) as store:
@@ -196,8 +192,7 @@ def _replay(args) -> int:
     if changed:
         print(f"note: the file or the suite changed since {args.student} was graded; the replay uses the "
               "current ones", file=sys.stderr)
-    protections = probe(args.sandbox)
-    refuse_readable(protections, suite.secret_paths(course) + [path, options.db_path(args)])
+    protections = protect(args.sandbox, suite.secret_paths(course) + [path, options.db_path(args)])
     with Store(options.db_path(args)) as store:
         reference = cached_reference_times(course, suite, store)
     replayed = grade_apart(Setup(course, suite, protections, reference, command="replay"), _replay_one, submission,
@@ -229,7 +224,7 @@ def _checks(args) -> int:
 
 
 def _doctor(args) -> int:
-    protections = probe(args.sandbox)
+    protections = protect(args.sandbox)
     print(f"sandbox: {protections.kind.label}" + (f", because {protections.reason}" if protections.reason else ""))
     missing, refusal = worker_check(protections)  # a worker started here, as grading starts one
     for name, active in protections.rows(missing):
@@ -244,11 +239,7 @@ def _doctor(args) -> int:
         return 1 if refusal else 0
     failed = bool(refusal)
     for course, suite in found:
-        sandbox = Sandbox(protections, suite.assignment.preload, warmup=suite.assignment.warmup)
-        try:
-            report = probe_environment(course, suite, sandbox)
-        finally:
-            sandbox.close()
+        report = environment_report(course, suite, protections)
         failed += not report.ok
         print(safe(_probe_line(suite, report)))
     return 1 if failed else 0

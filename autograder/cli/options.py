@@ -6,7 +6,7 @@ from pathlib import Path
 
 from autograder.grading.batch import default_db
 from autograder.grading.course import find_course, load_course
-from autograder.sandbox.protections import KINDS, REQUESTS
+from autograder.grading.station import KINDS, REQUESTS
 
 ASSIGNMENT_HELP = "assignment name from course.yaml"
 

@@ -1,4 +1,4 @@
-"""Commands for what grades become: report, export, gradescope-bundle, gradescope-run."""
+"""Commands for what grades become: report, export, gradescope-bundle."""
 from __future__ import annotations
 
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from autograder.cli import options
 from autograder.cli.course import add_export_formats, stored_grades
-from autograder.cli.grading import INTERNAL_ERROR_STATUS
+from autograder.cli.gradescope import run_script
 from autograder.grading.course import find_course, load_course
 from autograder.outputs import bundle, grades_csv, gradescope
 
@@ -53,15 +53,6 @@ def add_commands(commands) -> None:
     bundle.add_argument("--out", type=Path, default=Path("autograder.zip"), help="zip to write (default: %(default)s)")
     options.course(bundle)
     bundle.set_defaults(run=_gradescope_bundle)
-
-    run = commands.add_parser("gradescope-run", help="grade the one submission in a Gradescope container and "
-                                                     "write results/results.json (the bundle's run_autograder)")
-    run.add_argument("assignment", help=options.ASSIGNMENT_HELP)
-    run.add_argument("--root", type=Path, default=gradescope.GRADESCOPE_ROOT,
-                     help="Gradescope's folder holding submission/ and results/ (default: %(default)s)")
-    options.course(run)
-    options.sandbox(run)
-    run.set_defaults(run=_gradescope_run)
 
 
 def _refused(refused: list[str], what: str) -> int:
@@ -129,16 +120,10 @@ def _export_nbgrader(args) -> int:
 
 def _gradescope_bundle(args) -> int:
     course = load_course(args.course or find_course())
-    names = bundle.write_bundle(course, args.assignment, args.out)
+    names = bundle.write_bundle(course, args.assignment, args.out, run_script(args.assignment))
     print(f"wrote {args.out.resolve()} ({len(names)} files): upload it as the assignment's autograder on Gradescope. "
           "It holds the solutions; keep it private.", file=sys.stderr)
     return 0
-
-
-def _gradescope_run(args) -> int:
-    result = gradescope.grade_for_gradescope(load_course(args.course or find_course()), args.assignment, args.root,
-                                             args.sandbox)
-    return INTERNAL_ERROR_STATUS if result.internal_error else 0
 
 
 def _report(args) -> int:

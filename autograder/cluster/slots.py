@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.sandbox.protections import SandboxError
+from autograder.grading.station import SandboxError
 
 # From 500 on, apart from the slots a local `grade --jobs` uses (0 up to its job count) on the same machine.
 FIRST_SLOT = 500

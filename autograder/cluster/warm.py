@@ -36,16 +36,15 @@ import autograder
 from autograder.cluster import installed_version
 from autograder.cluster.slots import claim_slot
 from autograder.grading.batch import grade_one, lost_result
-from autograder.grading.boundary import RETRIES, GradingProcess, Lost, Setup, one_thread, tried
+from autograder.grading.boundary import RETRIES, GradingProcess, Lost, one_thread, tried
 from autograder.grading.calibration import ReferenceTime, machine, stored_or_timed
 from autograder.grading.course import COURSE_FILE, Course, CourseError, load_course
 from autograder.grading.coursefiles import CourseFile, write_files
 from autograder.grading.discover import Found
 from autograder.grading.results import result_to_plain
+from autograder.grading.station import Protections, SandboxError, Setup, protect
 from autograder.grading.submission import FileBytes
 from autograder.grading.suite import Suite, load_suite, secret_places
-from autograder.sandbox.protections import Protections, SandboxError, probe
-from autograder.sandbox.zygote import refuse_readable
 
 
 class Refused(Exception):
@@ -215,11 +214,9 @@ class WarmGrader(WorkerPlugin):
             self._root = root = Path(tempfile.mkdtemp(prefix="autograder-course-", dir=self._workspace))
         write_files(list(orders.files), root)
         course = load_course(root / COURSE_FILE)
-        protections = probe(orders.sandbox)
         # Checked before any sandbox starts, and so before any student code runs.
         secrets = secret_places(course, course.assignment(orders.assignment))
-        refuse_readable(protections, [root, *secrets, *map(Path, orders.secrets)])
-        return _Unpacked(course, protections)
+        return _Unpacked(course, protect(orders.sandbox, [root, *secrets, *map(Path, orders.secrets)]))
 
     def _load_and_time(self, unpacked: _Unpacked) -> _Prepared:
         suite = load_suite(unpacked.course, self.orders.assignment)

@@ -14,6 +14,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from autograder.authoring.checks import CheckFailed, Sizes, StudentError, Trial
+from autograder.grading.results import CheckResult
 from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox.replies import CallFailed
@@ -36,6 +37,16 @@ class Attempt:
     stopped: CallFailed | None = None
     calls: list = field(default_factory=list)
     sizes: Sizes | None = None
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One check run again as graded: its verdict, the run (None if it made no calls), and
+    how many calls of the checks before it were sent first, as when it was graded (Grader.replay)."""
+
+    result: CheckResult
+    tried: Attempt | None = None
+    earlier_calls: int = 0
 
 
 class SuiteFault(Exception):

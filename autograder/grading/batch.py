@@ -17,16 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.grading.boundary import RETRIES, GradingProcess, Lost, Setup, tried
+from autograder.grading.boundary import RETRIES, GradingProcess, Lost, tried
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import Course
 from autograder.grading.discover import Found
 from autograder.grading.grader import Grader, internal_error_result, sandbox_fields
 from autograder.grading.results import SubmissionResult
+from autograder.grading.station import Protections, Setup
 from autograder.grading.store import Store, StoreError
 from autograder.grading.submission import FileBytes, Submission, file_sha256, read_bytes, submission_from_bytes
 from autograder.grading.suite import Suite
-from autograder.sandbox.protections import Protections
 
 
 @dataclass

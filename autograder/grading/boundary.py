@@ -3,8 +3,8 @@
 Student code runs only in the sandbox, but the process that grades can still
 die: a signal, the out-of-memory killer, a crash in a native library, a
 suite that kills the interpreter. So no command grades in its own process.
-A `GradingProcess` is a fork of the command holding one sandbox and its
-Grader; it is given one piece of work at a time over its own pipe, so a
+A `GradingProcess` is a fork of the command holding one grading station
+(grading.station: a sandbox and its Grader); it is given one piece of work at a time over its own pipe, so a
 death is pinned on the work it held. `grade` keeps one per job
 (grading.batch), each Dask worker thread keeps one (cluster.warm), and
 `gradescope-run`, `replay` and `check` run their one grading in one
@@ -26,15 +26,12 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from autograder.grading.course import Course
 from autograder.grading.grader import Grader, internal_error_result, sandbox_fields
-from autograder.grading.probe import EnvironmentRefused, require_environment
+from autograder.grading.probe import EnvironmentRefused
 from autograder.grading.results import SubmissionResult
+from autograder.grading.station import SandboxError, Setup, start_station
 from autograder.grading.submission import Submission
-from autograder.grading.suite import Suite
 from autograder.sandbox.kernel import PR_SET_PDEATHSIG, prctl
-from autograder.sandbox.protections import Protections, SandboxError
-from autograder.sandbox.zygote import Sandbox
 
 RETRIES = 1  # work whose process died is tried this many more times, each in a fresh process
 _READY = object()  # what `GradingProcess._next` returns for the process's "sandbox started"
@@ -46,23 +43,6 @@ _SIGNAL_CAUSES = {
     signal.SIGBUS: "crashed with a bus error (SIGBUS): memory it had mapped went away",
     signal.SIGABRT: "aborted (SIGABRT): a library it uses gave up",
 }
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What a grading process builds its sandbox and Grader from; inherited through the fork, never sent.
-
-    reference: the reference's timings (calibration), None for plain limits.
-    slot: the job's index, which picks the worker uid when the grader is root.
-    command: what is grading, for the message of an environment that cannot (grading.probe).
-    """
-
-    course: Course
-    suite: Suite
-    protections: Protections
-    reference: dict | None = None
-    slot: int = 0
-    command: str = "grading"
 
 
 @dataclass(frozen=True)
@@ -233,22 +213,18 @@ def _how_it_ended(exitcode: int | None, slot: int) -> str:
 
 
 def _serve(setup: Setup, connection) -> None:
-    """The grading process: its own sandbox, running what it is sent until it is sent None."""
+    """The grading process: its own station, running what it is sent until it is sent None."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command decides what Ctrl-C means
     one_thread()
-    sandbox = Sandbox(setup.protections, setup.suite.assignment.preload, slot=setup.slot,
-                      warmup=setup.suite.assignment.warmup)
     try:
         # Before its first piece of work: an environment that cannot grade the reference grades no one.
-        require_environment(setup.course, setup.suite, sandbox, setup.command)
+        station = start_station(setup)
     except SandboxError as error:
-        sandbox.close()
         connection.send(("refused" if isinstance(error, EnvironmentRefused) else "fatal", str(error)))
         return
     connection.send(("ready", None))
-    with sandbox:
-        grader = Grader(setup.course, setup.suite, sandbox, setup.reference)
+    with station as grader:
         while True:
             try:
                 order = connection.recv()

@@ -14,12 +14,11 @@ import datetime
 import sys
 import time
 import traceback
-from dataclasses import dataclass
 
 from autograder.authoring.checks import Sizes, Trial, check_rng, student_seed
 from autograder.authoring.protocol import Call
 from autograder.grading import calibration, loading
-from autograder.grading.attempt import Attempt, attempt
+from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
@@ -35,16 +34,6 @@ from autograder.sandbox.protections import Protections
 from autograder.sandbox.replies import CallFailed, Stopped, how_it_ended
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
-
-
-@dataclass(frozen=True)
-class Replayed:
-    """One check run again as graded: its verdict, the run (None if it made no calls), and
-    how many calls of the checks before it were sent first, as when it was graded."""
-
-    result: CheckResult
-    tried: Attempt | None = None
-    earlier_calls: int = 0
 
 
 class Grader:

@@ -35,25 +35,6 @@ python3 -m venv /autograder/venv
 """
 
 
-RUN_AUTOGRADER = """\
-#!/usr/bin/env bash
-# Gradescope runs this once per submission, as root, from /autograder.
-# GRADESCOPE_ROOT, AUTOGRADER_PYTHON and AUTOGRADER_SANDBOX exist so the same script can be tried
-# outside Gradescope.
-set -euo pipefail
-ROOT="${GRADESCOPE_ROOT:-/autograder}"
-PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
-# Workers run under their own uid when the grader is root: keep the course (the reference, the
-# hidden checks, course.yaml's seed salt) unreadable to them even where bubblewrap cannot start.
-# The grader checks this before it grades, and refuses to grade where it does not hold.
-chmod -R go-rwx "$ROOT/source"
-mkdir -p "$ROOT/results"
-cd "$ROOT/source"
-exec "$PYTHON" -m autograder gradescope-run @ASSIGNMENT@ --root "$ROOT" --course "$ROOT/source/course.yaml" \\
-    --sandbox "${AUTOGRADER_SANDBOX:-auto}"
-"""
-
-
 _TOP_FILES = ("pyproject.toml", "README.md")  # pip builds the package from these
 
 
@@ -82,11 +63,14 @@ def torch_requirement(root: Path) -> str:
     return pins[0].replace(" ", "")
 
 
-def bundle_members(course: Course, assignment: str) -> list[BundleMember]:
+def bundle_members(course: Course, assignment: str, run_script: str) -> list[BundleMember]:
     """What autograder.zip holds: the two scripts, the package, the course settings, and what grading one
     assignment needs: its public checks and its solution folder. Nothing else of the assignment (the
     nbgrader source notebook holds every solution region) goes in, and run_autograder makes everything
-    unreadable to the workers."""
+    unreadable to the workers.
+
+    run_script: run_autograder's text, which runs the command that grades there (cli.gradescope).
+    """
     settings = course.assignment(assignment)
     root = course.root
     package = Path(__file__).resolve().parents[1]
@@ -94,16 +78,16 @@ def bundle_members(course: Course, assignment: str) -> list[BundleMember]:
     if "torch" in settings.preload:  # the engine itself needs no torch; an assignment's checks may
         torch = TORCH_STEP.replace("@PIN@", shlex.quote(torch_requirement(root))).replace("@INDEX@", TORCH_CPU_INDEX)
     setup = SETUP_SH.replace("@TORCH@", torch)
-    run = RUN_AUTOGRADER.replace("@ASSIGNMENT@", shlex.quote(assignment))
-    members = [BundleMember("setup.sh", setup.encode(), True), BundleMember("run_autograder", run.encode(), True)]
+    members = [BundleMember("setup.sh", setup.encode(), True),
+               BundleMember("run_autograder", run_script.encode(), True)]
     members += [BundleMember(name, (root / name).read_bytes()) for name in _TOP_FILES if (root / name).is_file()]
     members += folder_files(package, "autograder")
     return members + grading_files(course, assignment)
 
 
-def write_bundle(course: Course, assignment: str, out: Path) -> list[str]:
-    """Write the Gradescope autograder zip; returns the names it holds."""
-    members = bundle_members(course, assignment)
+def write_bundle(course: Course, assignment: str, out: Path, run_script: str) -> list[str]:
+    """Write the Gradescope autograder zip, run_script as its run_autograder; returns the names it holds."""
+    members = bundle_members(course, assignment, run_script)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")

@@ -1,37 +1,22 @@
-"""Gradescope: results.json in Gradescope's documented format, and grading the one submission it hands us.
+"""Gradescope: results.json in Gradescope's documented format, from results; nothing here grades.
 
 https://gradescope-autograders.readthedocs.io/en/latest/specs/ . The
-bundle's run_autograder calls `grade_for_gradescope` on Gradescope's own
-machines; `write_gradescope_dir` writes the same files from the results
-store for a course that grades elsewhere and uploads.
+bundle's run_autograder grades on Gradescope's own machines (cli.gradescope)
+and writes `gradescope_results`; `write_gradescope_dir` writes the same files
+from the results store for a course that grades elsewhere and uploads.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
-from autograder.grading.course import Course
-from autograder.grading.discover import choose
 from autograder.grading.ids import id_problem
-from autograder.grading.late import (
-    FILE_TIME,
-    GRADESCOPE_METADATA,
-    Late,
-    LateRule,
-    TimeError,
-    assess_result,
-    file_time,
-    iso,
-    parse_timestamp,
-)
+from autograder.grading.late import Late, LateRule, assess_result
 from autograder.grading.results import NOT_LOADED, SubmissionResult
 from autograder.grading.schema import to_plain
-from autograder.grading.submission import SUFFIXES, Submission, read_submission
 from autograder.outputs import ExportError, audience
 from autograder.text import safe
 
@@ -187,136 +172,9 @@ def write_json(path: Path, data: dict) -> None:
     os.replace(partial, path)
 
 
-GRADESCOPE_ROOT = Path("/autograder")
-
-
-@dataclass(frozen=True)
-class Picked:
-    """The file run_autograder grades, or why there is none."""
-
-    path: Path | None
-    note: str = ""
-    problem: str = ""
-
-
-def pick_submission_file(folder: Path, module: str) -> Picked:
-    """The student's file in Gradescope's submission folder, chosen as `grade` chooses (discover.choose).
-
-    Nothing is followed: a repository submitted from GitHub could link the
-    file to the reference under /autograder/source. A link is graded only when
-    no regular file is there, and then refused with a message (grading.handin).
-    """
-    folder = Path(folder)
-    candidates = _candidate_files(folder)
-    if not candidates:
-        return Picked(None, problem=f"no {module}.py or {module}.ipynb was found in your submission; "
-                                    f"upload that file (with that name) and submit again")
-    return Picked(*choose(candidates, module, folder))
-
-
-def _candidate_files(folder: Path) -> list[Path]:
-    """Every entry named like a hand-in under `folder`, whatever it is; links to folders are not entered.
-
-    A link, a FIFO or a folder named like a hand-in is a candidate too: `choose`
-    prefers regular files, and reading one that is not (grading.handin) gives
-    the student a message instead of a silent "no file found".
-    """
-    if not folder.is_dir():
-        return []
-    found = []
-    for directory, subdirs, files in os.walk(folder, followlinks=False):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in ("__pycache__", "__MACOSX"))
-        for name in sorted(files + [d for d in subdirs if Path(d).suffix in SUFFIXES]):
-            if Path(name).suffix in SUFFIXES and not name.startswith("."):
-                found.append(Path(directory) / name)
-    return found
-
-
-def gradescope_time(metadata_file: Path, picked: Path | None) -> tuple[str, str]:
-    """(time, source): when Gradescope received the submission (`created_at`), else the file's time."""
-    try:
-        created = json.loads(Path(metadata_file).read_text()).get("created_at")
-        if isinstance(created, str):
-            return iso(parse_timestamp(created)), GRADESCOPE_METADATA
-    except (OSError, ValueError, AttributeError, TimeError, OverflowError):
-        pass  # a local test run has no metadata; the file's time stands in, flagged
-    return (file_time(picked), FILE_TIME) if picked is not None else ("", "")
-
-
-def gradescope_student(metadata_file: Path) -> str:
-    """The student id that seeds the randomized inputs: the submitters' emails.
-
-    Sorted and joined for a group, so every resubmission of the group gets the
-    same inputs; "gradescope" when the metadata is missing (a local test run).
-    """
-    try:
-        users = json.loads(Path(metadata_file).read_text()).get("users") or []
-    except (OSError, ValueError, AttributeError):
-        return "gradescope"
-    ids = sorted(str(u.get("email") or u.get("id") or "") for u in users if isinstance(u, dict))
-    return ",".join(i for i in ids if i) or "gradescope"
-
-
-def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOPE_ROOT,
-                         sandbox: str = "auto", log: TextIO = sys.stderr) -> SubmissionResult:
-    """Grade the one submission under ROOT/submission and write ROOT/results/results.json.
-
-    This is what the bundle's run_autograder runs inside Gradescope's
-    container; ROOT is a parameter so it can run anywhere.
-    """
-    # Imported here: grading loads the suite, the sandbox and torch, which the other exports never need.
-    from autograder.grading.boundary import Setup, grade_submission
-    from autograder.grading.calibration import time_reference
-    from autograder.grading.probe import EnvironmentRefused
-    from autograder.grading.suite import load_suite
-    from autograder.sandbox.protections import SandboxError, probe
-    from autograder.sandbox.zygote import refuse_readable
-
-    root = Path(root)
-    suite = load_suite(course, assignment)
-    module = suite.assignment.module
-    student = gradescope_student(root / "submission_metadata.json")
-    picked = pick_submission_file(root / "submission", module)
-    if picked.path is None:
-        submission = Submission(student, root / "submission" / f"{module}.py", "py", "", problem=picked.problem)
-    else:
-        submission = read_submission(picked.path, student, root=root / "submission")
-        if picked.note:
-            submission = dataclasses.replace(submission, note="; ".join(n for n in (picked.note, submission.note) if n))
-    protections = probe(sandbox)
-    print(f"autograder: sandbox {protections.mode}" + (f" ({protections.reason})" if protections.reason else ""),
-          file=log)
-    if protections.warning:
-        print(protections.warning, file=log)
-    try:
-        refuse_readable(protections, suite.secret_paths(course))
-    except SandboxError:
-        _did_not_run(root, "on this machine your code could have read the solutions")
-        raise
-    try:
-        # The grading process probes first: its environment must grade the reference before this file.
-        result = grade_submission(Setup(course, suite, protections, time_reference(course, suite),
-                                        command="gradescope-run"), submission)
-    except EnvironmentRefused:
-        _did_not_run(root, "its environment could not grade the reference solution")
-        raise
-    at, source = gradescope_time(root / "submission_metadata.json", picked.path)
-    result = dataclasses.replace(result, submitted_at=at, submitted_at_source=source)
-    late = assess_result(suite.assignment.late, result)
-    write_json(root / "results" / "results.json", gradescope_results(result, late))
-    if result.internal_error:
-        print(f"autograder: {student} could not be graded (internal error, not the student's code); results.json "
-              f"says so. Why:\n{result.internal_error}\nFix that, then run the autograder again "
-              "(on Gradescope: Regrade Submission)", file=log)
-    print(f"autograder: {student}: {late.total:g} / {result.max_score:g}"
-          + (f" after a late penalty of {late.penalty:g}" if late.penalty else "")
-          + f"; wrote {(root / 'results' / 'results.json').resolve()}", file=log)
-    return result
-
-
-def _did_not_run(root: Path, why: str) -> None:
+def not_graded_results(why: str) -> dict:
     """The student's results.json when the autograder refused to run at all: nothing graded, and why."""
-    write_json(root / "results" / "results.json", {
+    return {
         "score": 0, "output_format": TEXT, "visibility": "visible", "stdout_visibility": "hidden",
         "output": f"The autograder did not run: {why}. Your instructor has to fix the autograder; your "
-                  "submission will be graded then."})
+                  "submission will be graded then."}

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from autograder.authoring.protocol import Call, Opaque, Reply, TensorData
-from autograder.grading.grader import Replayed
+from autograder.grading.attempt import Replayed
 from autograder.grading.results import CheckResult
 
 SCREEN = 50  # lines: a longer replay is abbreviated unless --full

@@ -1,0 +1,140 @@
+"""What Gradescope hands the autograder: the student's file, and who handed it in when.
+
+https://gradescope-autograders.readthedocs.io/en/latest/specs/ . Gradescope
+unpacks the submission into ROOT/submission and describes it in
+ROOT/submission_metadata.json: `users` (the submitters, with their emails)
+and `created_at` (when it was received). The submitters' emails are the
+student id, which seeds the randomized inputs, so a metadata file that
+names no submitter is an error for that submission (`MetadataError`), never
+a shared id that would give every student the same inputs. Only a run with
+no metadata file at all (a local test of the bundle) grades as
+LOCAL_STUDENT.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.grading.discover import LayoutError, choose
+from autograder.grading.late import FILE_TIME, GRADESCOPE_METADATA, TimeError, file_time, iso, parse_timestamp
+from autograder.grading.submission import SUFFIXES
+from autograder.text import safe
+
+METADATA_FILE = "submission_metadata.json"
+LOCAL_STUDENT = "gradescope"  # the id of a run without metadata: a local test of the bundle
+_EXPECTED = '{"created_at": "2026-11-20T23:59:00-05:00", "users": [{"email": "student@example.edu"}]}'
+
+
+class MetadataError(LayoutError):
+    """Gradescope's submission_metadata.json is there but does not say who handed the submission in, or when."""
+
+
+@dataclass(frozen=True)
+class Picked:
+    """The file run_autograder grades, or why there is none."""
+
+    path: Path | None
+    note: str = ""
+    problem: str = ""
+
+
+def pick_submission_file(folder: Path, module: str) -> Picked:
+    """The student's file in Gradescope's submission folder, chosen as `grade` chooses (discover.choose).
+
+    Nothing is followed: a repository submitted from GitHub could link the
+    file to the reference under /autograder/source. A link is graded only when
+    no regular file is there, and then refused with a message (grading.handin).
+    """
+    folder = Path(folder)
+    candidates = _candidate_files(folder)
+    if not candidates:
+        return Picked(None, problem=f"no {module}.py or {module}.ipynb was found in your submission; "
+                                    f"upload that file (with that name) and submit again")
+    return Picked(*choose(candidates, module, folder))
+
+
+def _candidate_files(folder: Path) -> list[Path]:
+    """Every entry named like a hand-in under `folder`, whatever it is; links to folders are not entered.
+
+    A link, a FIFO or a folder named like a hand-in is a candidate too: `choose`
+    prefers regular files, and reading one that is not (grading.handin) gives
+    the student a message instead of a silent "no file found".
+    """
+    if not folder.is_dir():
+        return []
+    found = []
+    for directory, subdirs, files in os.walk(folder, followlinks=False):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in ("__pycache__", "__MACOSX"))
+        for name in sorted(files + [d for d in subdirs if Path(d).suffix in SUFFIXES]):
+            if Path(name).suffix in SUFFIXES and not name.startswith("."):
+                found.append(Path(directory) / name)
+    return found
+
+
+def gradescope_student(metadata_file: Path) -> str:
+    """The student id that seeds the randomized inputs: the submitters' emails (else their Gradescope ids).
+
+    Sorted and joined for a group, so every resubmission of the group gets the
+    same inputs; LOCAL_STUDENT when there is no metadata file. Raises
+    MetadataError when the file names no submitter.
+    """
+    metadata = _metadata(metadata_file)
+    if metadata is None:
+        return LOCAL_STUDENT
+    users = metadata.get("users")
+    if not isinstance(users, list) or not users:
+        raise _malformed(metadata_file, "has no list of submitters (`users`)")
+    ids = []
+    for number, user in enumerate(users, 1):
+        found = (user.get("email") or user.get("id")) if isinstance(user, dict) else None
+        if not isinstance(found, str | int) or isinstance(found, bool) or not str(found).strip():
+            raise _malformed(metadata_file, f"names no email or id for submitter {number} ({safe(user, 200)})")
+        ids.append(str(found).strip())
+    return ",".join(sorted(ids))
+
+
+def gradescope_time(metadata_file: Path, picked: Path | None) -> tuple[str, str]:
+    """(time, source): when Gradescope received the submission (`created_at`), else the file's time.
+
+    The file's time (flagged unreliable) stands in only when there is no
+    metadata file; a metadata file without a readable `created_at` raises
+    MetadataError, since the late rule would judge the wrong time.
+    """
+    metadata = _metadata(metadata_file)
+    if metadata is None:
+        return (file_time(picked), FILE_TIME) if picked is not None else ("", "")
+    created = metadata.get("created_at")
+    if not isinstance(created, str):
+        raise _malformed(metadata_file, "has no time of submission (`created_at`)")
+    try:
+        return iso(parse_timestamp(created)), GRADESCOPE_METADATA
+    except (TimeError, ValueError, OverflowError) as error:
+        raise _malformed(metadata_file, f"has a `created_at` that is not a time ({safe(error, 300)})") from None
+
+
+def _metadata(path: Path) -> dict | None:
+    """The metadata file's object, or None when there is no file; raises MetadataError for anything else."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise _malformed(path, f"cannot be read ({safe(error, 300)})") from None
+    try:
+        metadata = json.loads(text)
+    except ValueError as error:
+        raise _malformed(path, f"is not JSON ({error})") from None
+    if not isinstance(metadata, dict):
+        raise _malformed(path, f"holds a {type(metadata).__name__}, not a JSON object")
+    return metadata
+
+
+def _malformed(path: Path, what: str) -> MetadataError:
+    return MetadataError(
+        f"{path} {what}, so this submission was not graded: each student's inputs are drawn from their id, and no "
+        "student is graded under a made-up one. Gradescope writes this file; on Gradescope, run the autograder "
+        "again (Regrade Submission), and if the file stays like this, Gradescope changed its format: report it "
+        f"with this message. Outside Gradescope, write it as Gradescope does ({_EXPECTED}), or remove it to grade "
+        f"as the test student {LOCAL_STUDENT!r}")
