@@ -18,14 +18,13 @@ from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
 from autograder.grading.regrade import Collector, commit, hand_ins, held_back, moves, regraded
+from autograder.grading.station import protect
 from autograder.grading.store import Store, StoreError, stored_results
 from autograder.grading.suite import load_suite
 from autograder.outputs import ExportError, lms
 from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.roster import read_roster
-from autograder.sandbox.protections import probe
-from autograder.sandbox.zygote import refuse_readable
 from autograder.text import safe
 
 
@@ -188,8 +187,8 @@ def _regrade(args) -> int:
         todo, lost = hand_ins(store, before, Path(workdir) / "handins", settings.module, class_files)
         for line in lost:
             print(safe(f"autograder: not regraded: {line}", 2000), file=sys.stderr)
-        protections = probe(args.sandbox)
-        refuse_readable(protections, suite.secret_paths(course) + [db] + [item.found.path for item in todo])
+        protections = protect(args.sandbox, suite.secret_paths(course) + [db] + [item.found.path for item in todo],
+                              sys.stderr)
         starting(f"regrading {len(todo)} hand-ins of {len(before)} students of {settings.name} under suite "
                  f"{suite.version}" + (" (preview: nothing is stored)" if args.preview else ""))
         collector, progress = Collector(store), Progress(len(todo))
