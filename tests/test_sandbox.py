@@ -60,6 +60,7 @@ SAYS = {
     "sys_exit_at_import": "called sys.exit() while loading; Python stops a file at its first error",
     "import_hang_ignoring_signals": "did not finish within 10 s and was stopped while loading; Python stops",
 }
+STOPPED_WHILE_LOADING = {"exit_at_import", "sys_exit_at_import", "import_hang_ignoring_signals"}
 CONTAINED_IN_FALLBACK = ["exit_in_function", "infinite_loop_in_function", "daemon", "print_flood",
                          "sys_exit_at_import", "return_gigabyte", "fork_flood"]
 
@@ -118,7 +119,9 @@ def _everything_said(result) -> str:
 def test_attack_is_contained_in_bubblewrap(bwrap_grader, suite, tmp_path, attack):
     attacked = set(ATTACKS[attack]["attacked"])
     result = _grade_attack(bwrap_grader, tmp_path, attack)
-    assert result.sandbox == "bwrap"
+    assert result.sandbox == "bwrap" and result.isolated
+    # Known by a field, not by its message: only a file stopped at its top level did not load.
+    assert result.did_not_load == (attack in STOPPED_WHILE_LOADING), result.problem
     by_function = result.by_function()
     for function in attacked:
         assert by_function[function][0] == 0, f"{function} kept points under attack"

@@ -162,6 +162,8 @@ INSERT INTO submissions VALUES (1, 'w01', 'ann', 'ann.py', 'aa', 'v1', 3, 'bwrap
     'printed by ann', 0, 1.5, '2026-11-01T09:00:00', '', '', '');
 INSERT INTO submissions VALUES (2, 'w01', 'bo', 'bo.py', 'bb', 'v1', 4, 'fallback', 0.0, 2.0, '', '[]', '', 2, 0.5,
     '2026-11-01T09:01:00', '', '2026-10-31T23:00:00+00:00', 'file time (unreliable)');
+INSERT INTO submissions VALUES (3, 'w01', 'cat', 'cat.py', 'cc', 'v1', 5, 'bwrap', 0.0, 2.0,
+    'not loaded: cat.py, line 3: invalid syntax', '[]', '', 0, 0.5, '2026-11-01T09:02:00', '', '', '');
 INSERT INTO checks VALUES (1, 0, 'f.a', 'f', 'public', 'passed', 1.0, 1.0, 'well done', '', NULL, 0.1, '', '', '');
 INSERT INTO checks VALUES (1, 1, 'f.b', 'f', 'hidden', 'failed', 0.0, 1.0, 'wrong sign', 'look at f', 'sign', 0.1,
     'the sign matters', '{}', '');
@@ -175,7 +177,7 @@ def test_a_database_of_the_previous_release_opens_and_reads_whole(tmp_path):
     with sqlite3.connect(db) as raw:
         raw.executescript(OLD_TABLES)
     with Store(db) as store:
-        ann, bo = store.results("w01")
+        ann, bo, cat = store.results("w01")
         store.save(_lab_result("cy"))  # and takes new results beside the old ones
         assert store.result("w01", "cy").tests[1].message == "wrong"
     assert (ann.score, ann.max_score, bo.score) == (1.0, 2.0, 0.0)
@@ -187,6 +189,8 @@ def test_a_database_of_the_previous_release_opens_and_reads_whole(tmp_path):
     # Stored before `isolated` existed: strongly isolated exactly when bubblewrap ran it.
     assert (ann.isolated, bo.isolated) == (True, False)
     assert "reduced sandbox" in flags(bo) and "reduced sandbox" not in flags(ann)
+    # Stored before `did_not_load` existed: a file that did not load was known by its problem's first words.
+    assert (ann.did_not_load, cat.did_not_load) == (False, True) and "not loaded" in flags(cat)
     with Store(db) as store:  # the column is filled once, when it is added: a new result keeps its own
         store.save(dataclasses.replace(ann, student="dee", isolated=False))
         assert store.result("w01", "dee").isolated is False

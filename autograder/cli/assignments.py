@@ -10,7 +10,6 @@ from autograder.grading.boundary import grade_submission
 from autograder.grading.course import find_course, load_course
 from autograder.grading.discover import LayoutError
 from autograder.grading.manifest import public_course
-from autograder.grading.results import NOT_LOADED
 from autograder.grading.station import Setup, protect
 from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
@@ -97,7 +96,7 @@ def _check(args) -> int:
     lines = [f"{args.file.name}: {len(passed)} of {len(result.tests)} public checks passed "
              f"({result.score:g} / {result.max_score:g} points of the public checks)"]
     if result.problem:  # a file that did not load says so itself ("not loaded: <file>, line 3 ...")
-        lines.append(f"  {'' if result.problem.startswith(NOT_LOADED) else 'could not check: '}{result.problem}")
+        lines.append(f"  {'' if result.did_not_load else 'could not check: '}{result.problem}")
     lines += [f"  note: {note}" for note in result.notes]
     lines += [format_check(test) for test in result.tests]
     printed = audience.submission_output(result, audience.STUDENT)  # public checks only: the student's to see

@@ -88,6 +88,7 @@ class Grader:
         output, killed, judged = "", 0, []
         # A file that cannot be read does not load either: one flag, the reason first (grading.loading).
         problem = f"{NOT_LOADED}: {submission.problem}" if submission.problem else ""
+        did_not_load = bool(problem)
         if problem:
             tests = self._all(loading.NOT_RUN, FAILED)
         else:
@@ -99,9 +100,10 @@ class Grader:
                 judged = [] if problem else self.judge_checks(session, load, seed)
             output, killed = session.output.text(), session.killed_processes
             notes += session.notes
-            if load.failure:
+            if load.failure:  # the worker's failure, not the file's
                 tests = self._all(f"your file could not be loaded: {load.failure}", UNGRADED)
             elif problem:
+                did_not_load = True
                 tests = self._all(loading.NOT_RUN, FAILED)
             else:
                 # Every point is fixed and the graded child is gone: calls that depend on verdicts get a new one.
@@ -112,7 +114,7 @@ class Grader:
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
             **sandbox_fields(self.sandbox.protections), tests=tuple(tests),
-            problem=problem,
+            problem=problem, did_not_load=did_not_load,
             notes=tuple(notes), printed=output, killed_processes=killed,
             seconds=time.monotonic() - started, graded_at=_now()), self.suite, judged)
 

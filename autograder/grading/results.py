@@ -82,6 +82,8 @@ class SubmissionResult:
                                     None)
     max_score: float | None = described("the points possible: the checks' maximums", None)
     problem: str = described("why the file could not be graded at all", "")
+    did_not_load: bool = described("whether the student's file did not load (`problem` begins NOT_LOADED and "
+                                   "gives the reason); False when the grader or a worker failed", False)
     notes: tuple[str, ...] = described("load problems, skipped cells, notebook warnings", ())
     printed: str = described("what the student's code printed (capped): for instructors only", "", was="output")
     killed_processes: int = described("processes the student's code left running, killed", 0)
@@ -176,7 +178,7 @@ def flags(result: SubmissionResult) -> list[str]:
     found = []
     if result.internal_error:
         found.append("internal error")
-    elif result.problem.startswith(NOT_LOADED + ":"):
+    elif result.did_not_load:
         found.append(NOT_LOADED)
     elif result.problem:
         found.append("not graded")

@@ -41,7 +41,10 @@ CREATE TABLE IF NOT EXISTS reference_times (
 # What a column added to an old table holds, when not its default: rows stored before `isolated` existed
 # were strongly isolated exactly when bubblewrap ran them. The only place outside the sandbox where a
 # sandbox's name decides anything, and only for those rows, once, when the column is added.
-FILLED_WHEN_ADDED = {("submissions", "isolated"): "UPDATE submissions SET isolated = (sandbox = 'bwrap')"}
+FILLED_WHEN_ADDED = {("submissions", "isolated"): "UPDATE submissions SET isolated = (sandbox = 'bwrap')",
+                     # Before the field, a file that did not load was known by its problem's first words.
+                     ("submissions", "did_not_load"):
+                         "UPDATE submissions SET did_not_load = (problem LIKE 'not loaded:%')"}
 _SQL_TYPES = {str: "TEXT", int: "INTEGER", bool: "INTEGER", float: "REAL", tuple: "TEXT"}  # tuple: a JSON list
 RETRIES = 20
 

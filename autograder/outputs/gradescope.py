@@ -15,7 +15,7 @@ from pathlib import Path
 
 from autograder.grading.ids import id_problem
 from autograder.grading.late import Late, LateRule, assess_result
-from autograder.grading.results import NOT_LOADED, SubmissionResult
+from autograder.grading.results import SubmissionResult
 from autograder.grading.schema import to_plain
 from autograder.outputs import ExportError, audience
 from autograder.text import safe
@@ -117,7 +117,7 @@ def _summary(result: SubmissionResult, late: Late) -> str:
     elif late.reason:
         lines.append(f"Late: {late.reason}.")
     if result.problem:  # a file that did not load says so itself ("not loaded: <file>, line 3 ...")
-        lines.append(result.problem if result.problem.startswith(NOT_LOADED) else f"Could not grade: {result.problem}")
+        lines.append(result.problem if result.did_not_load else f"Could not grade: {result.problem}")
     if counts["timeout"]:
         lines.append(f"{counts['timeout']} checks were stopped at their time limit.")
     if counts["error"]:

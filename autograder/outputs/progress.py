@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
-from autograder.grading.results import NOT_LOADED, SubmissionResult
+from autograder.grading.results import SubmissionResult
 from autograder.text import safe
 
 # What each count but "full marks" counts, said under the summary line when it is not zero.
@@ -58,7 +58,7 @@ class Progress:
         self.counts["full marks"] += result.score == result.max_score
         self.counts["errors"] += "error" in statuses and not result.problem
         self.counts["timeouts"] += "timeout" in statuses
-        not_loaded = result.problem.startswith(NOT_LOADED)
+        not_loaded = result.did_not_load
         self.counts["not loaded"] += not_loaded
         self.counts["could not grade"] += bool(result.problem) and not not_loaded and not result.internal_error
         self.counts["internal errors"] += bool(result.internal_error)

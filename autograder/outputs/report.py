@@ -78,7 +78,7 @@ class StudentPage:
 
 def summary_sentence(result: SubmissionResult) -> str:
     """One line on how the submission did; never "all passed" while any check, hidden ones included, failed."""
-    if result.problem.startswith(NOT_LOADED + ": "):
+    if result.did_not_load:
         return f"Your file did not load, so no check could run: {result.problem.removeprefix(NOT_LOADED + ': ')}"
     if result.problem:
         return f"Your file could not be graded: {result.problem}"

@@ -5,7 +5,7 @@ control character a student put into a message as an escape.
 """
 from __future__ import annotations
 
-from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flags
+from autograder.grading.results import FLAG_MEANINGS, CheckResult, SubmissionResult, flags
 
 
 def format_results(results: list[SubmissionResult]) -> str:
@@ -51,7 +51,7 @@ def format_result(result: SubmissionResult) -> str:
     lines = [f"{result.student}: {result.score:g} / {result.max_score:g} points "
              f"({result.assignment}, sandbox {result.sandbox}, seed {result.seed}, {result.seconds:.1f} s)"]
     if result.problem:
-        lines.append(f"  {'' if result.problem.startswith(NOT_LOADED) else 'could not grade: '}{result.problem}")
+        lines.append(f"  {'' if result.did_not_load else 'could not grade: '}{result.problem}")
     lines += [f"  note: {note}" for note in result.notes]
     lines.append(f"  {'function':<18}{'points':>12}  checks passed")
     for function, (got, possible) in result.by_function().items():
