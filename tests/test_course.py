@@ -114,6 +114,7 @@ def test_a_second_assignment_is_a_folder_and_a_course_yaml_entry(tmp_path):
     assert {t["visibility"] for t in results["bad"]["tests"]} == {"public", "hidden"}
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_checks_command_lists_every_check_with_its_points_from_course_yaml(course, suite):
     done = run_cli("checks", "w07_attention")
     assert done.returncode == 0, done.stderr

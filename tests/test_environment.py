@@ -69,6 +69,7 @@ def _stored(db: Path) -> int:
         return connection.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_a_preload_that_maps_3_gib_leaves_the_reference_its_full_marks(tmp_path, preload_python):
     """The limit counts from what the child has mapped after the preload, so a large build of a library
     (PyTorch's CUDA build maps ~3.1 GiB) grades like the CPU build instead of failing every check."""
@@ -95,6 +96,7 @@ def test_grade_and_doctor_with_a_preload_that_maps_3_gib(tmp_path, preload_pytho
     assert mapped > 3072
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_the_memory_limit_still_stops_a_submission_on_top_of_the_preload(tmp_path, preload_python):
     """Counting from the preload moves the limit, it does not remove it: 2 GiB more is refused."""
     course = load_course(_course_with(tmp_path, preload=["numpy", "reserve_address_space"]))
@@ -122,6 +124,7 @@ def test_grade_and_doctor_refuse_where_every_call_dies_and_nothing_is_stored(tmp
     assert "[ ] w07_attention: cannot grade here: a worker child under the limits could not answer" in doctor.stdout
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_a_worker_that_dies_on_every_check_the_same_way_is_an_internal_error(tmp_path, preload_python):
     """Past the probe (a Grader used directly), such a result still blames the environment, not the student."""
     course = load_course(_course_with(tmp_path, preload=["numpy", "torch", "calls_always_die"]))
@@ -146,6 +149,7 @@ def test_a_missing_preload_is_named_with_the_command_that_installs_it(tmp_path):
     assert doctor.returncode == 1 and "no_such_module_here is not installed" in doctor.stdout
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_check_and_doctor_in_a_released_folder_name_the_missing_preload(tmp_path):
     """A student's machine has no reference: there the probe is the preload imported in a child."""
     folder = tmp_path / "w07"
@@ -162,6 +166,7 @@ def test_check_and_doctor_in_a_released_folder_name_the_missing_preload(tmp_path
     assert doctor.returncode == 1 and "no_such_module_here is not installed" in doctor.stdout
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_a_reference_that_fails_in_the_sandbox_is_refused_with_its_check(tmp_path):
     """1 MiB above the preload is too little for the largest checks: the probe names one and what to raise."""
     course = _course_with(tmp_path, memory_mib=1)
@@ -174,6 +179,7 @@ def test_a_reference_that_fails_in_the_sandbox_is_refused_with_its_check(tmp_pat
     assert _stored(db) == 0
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_gradescope_run_refuses_and_tells_the_student_it_did_not_run(tmp_path):
     course = _course_with(tmp_path, preload=["numpy", "no_such_module_here"])
     root = tmp_path / "gs"

@@ -101,6 +101,7 @@ def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
     assert "[0.5 0.5]" in result.printed
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_json_lines_follow_the_gradescope_shape(tmp_path):
     buggy = compose(tmp_path, "bob", SUBMISSIONS / "buggy" / "causal_hides_diagonal.py")
     done = run_cli("grade", "w07_attention", REFERENCE, buggy, "--json", "--db", tmp_path / "grades.db")

@@ -55,6 +55,7 @@ def test_the_gradescope_bundle_installs_the_package_without_nbgrader(course):
     assert "nbgrader" not in setup and "jupyter" not in setup.lower()
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_what_needs_nbgrader_says_how_to_install_it(tmp_path):
     db = tmp_path / "grades.db"
     with Store(db) as store:

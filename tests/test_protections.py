@@ -158,6 +158,7 @@ PRCTL = {"x86_64": 157, "aarch64": 167}  # the prctl system call's number
 
 
 @pytest.mark.skipif(platform.machine() not in PRCTL, reason="no prctl number for this machine here")
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_a_protection_the_worker_could_not_set_is_reported_by_doctor_and_refused(tmp_path, public_python):
     def denied(*args, cwd):
         return subprocess.run([sys.executable, "-c", DENY_DUMPABLE.format(prctl=PRCTL[platform.machine()]),

@@ -169,6 +169,7 @@ def test_from_a_folder_and_from_the_store_the_same_pairs(tmp_path):
     assert (tmp_path / "c" / "pairs.csv").read_text().count("\n") == pairs.count("\n") - pairs.count("i01_einsum")
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_bad_hand_ins_are_noted_and_the_class_is_still_compared(tmp_path):
     folder = tmp_path / "handins"
     folder.mkdir()
@@ -192,6 +193,7 @@ def test_bad_hand_ins_are_noted_and_the_class_is_still_compared(tmp_path):
     assert ("d06_mix_two", "half") in {(r["student_a"], r["student_b"]) for r in rows}
 
 
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_student_text_is_escaped_on_every_page(tmp_path):
     folder = tmp_path / "handins"
     folder.mkdir()
