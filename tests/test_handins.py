@@ -37,12 +37,15 @@ def padding_mask(lengths, n_k):
     print("ARGS-SEEN", repr(lengths), n_k)
     return _padding_mask(lengths, n_k)
 '''
-# A reply as large as the wire allows: nested tuples of objects whose type names are 300 characters long.
+# A reply about as large as the wire allows: nested tuples of objects whose type names are 300 characters long.
+# The wire refuses a value whose description is over sandbox.values.VALUE_SIZE (512 kB; each of these objects
+# takes some 360 bytes of it), so 64 tuples of 20 arrive and are judged; 36 each (830 kB) would be refused
+# before the grader builds any text of them, and the budget below would go untested.
 HOSTILE = '''
 _Big = type("B" * 300, (), {})
 
 
-_REPLY = ((_Big(),) * 36,) * 64  # built once: the check's time limit is a multiple of the reference's
+_REPLY = ((_Big(),) * 20,) * 64  # built once: the check's time limit is a multiple of the reference's
 
 
 def softmax(S):
@@ -191,11 +194,19 @@ def test_one_students_damaged_stored_result_costs_only_that_students_feedback(ou
     place, _ = outputs
     db = tmp_path / "grades.db"
     shutil.copy(place / "grades.db", db)
-    with sqlite3.connect(db) as connection:  # a result stored by an older grader, its example unreadable
+    unreadable = json.dumps({"calls": [{"function": "f", "args": {"x": {"shape": [2], "dtype": "float64",
+                                                                       "values": ["a", "b"]}}}]})
+    # A result stored by an older grader, its example unreadable. Both stored copies are damaged: the output
+    # commands count results from the history (grading.history: the counted hand-in may be an earlier one),
+    # while `submissions`/`checks` hold the latest, which a rerun of `grade` reads.
+    with sqlite3.connect(db) as connection:
         connection.execute("UPDATE checks SET status = 'failed', visibility = 'public', example = ? WHERE "
-                           "submission_id = (SELECT id FROM submissions WHERE student = 'alice')",
-                           (json.dumps({"calls": [{"function": "f", "args": {"x": {"shape": [2], "dtype": "float64",
-                                                                                    "values": ["a", "b"]}}}]}),))
+                           "submission_id = (SELECT id FROM submissions WHERE student = 'alice')", (unreadable,))
+        (row_id, text), = connection.execute("SELECT id, result FROM history WHERE student = 'alice'").fetchall()
+        kept = json.loads(text)
+        for check in kept["tests"]:
+            check.update(status="failed", visibility="public", example=unreadable)
+        connection.execute("UPDATE history SET result = ? WHERE id = ?", (json.dumps(kept), row_id))
     done = run_cli("report", "--db", db, "--out", tmp_path / "report")
     assert done.returncode == 1
     assert "no feedback: alice: " in done.stderr
