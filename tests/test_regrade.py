@@ -7,6 +7,7 @@ committed and read back from the history.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import json
 import os
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.attempts import SubmissionPolicy, choose
+from autograder.grading.attempts import SubmissionPolicy, choose, counted_results
 from autograder.grading.course import CourseError, load_course
 from autograder.grading.history import Attempt, Entry, attempts
 from autograder.grading.late import LateRule
@@ -208,3 +209,17 @@ def test_an_old_database_opens_with_its_results_as_the_first_hand_ins(tmp_path):
         both = attempts(store.history("tiny"))
     assert [(a.number, a.current.result.score) for a in found["s"]] == [(1, 5.0)]
     assert [(a.number, a.current.result.score) for a in both["s"]] == [(1, 5.0), (2, 10.0)]  # the old one kept
+
+
+def test_a_result_rescored_under_the_same_grading_time_counts_and_the_same_result_is_kept_once(tmp_path):
+    first = _handed_in("s", 4.0, "2026-11-20T00:00:00+00:00", 1).first
+    rescored = dataclasses.replace(first, tests=tuple(dataclasses.replace(t, status="passed", score=t.max_score)
+                                                      for t in first.tests), score=None)
+    with Store(tmp_path / "grades.db") as store:
+        store.save(first)
+        store.save(first)  # the same result again: not a second row
+        store.save(rescored)  # same hand-in, same graded_at, new checks: the later result of that hand-in
+        mine = attempts(store.history("tiny"))["s"]
+    assert [[e.result.score for e in a.entries] for a in mine] == [[4.0, 10.0]]
+    counted, _ = counted_results({"s": mine}, SubmissionPolicy(), None)
+    assert counted[0].score == 10.0

@@ -116,12 +116,15 @@ def known_handin(db: sqlite3.Connection, sha256: str) -> bool:
 
 
 def record(db: sqlite3.Connection, entry: Kept) -> None:
-    """Add one result to the history, inside the caller's transaction; a result already there is not added twice."""
+    """Add one result to the history, inside the caller's transaction; a result already there is not added twice.
+
+    "Already there" is the same key and the same result: a changed result saved under the key of one kept (its
+    checks rescored, its grading time kept) is a later result of that hand-in, and becomes its current one.
+    """
     result = entry.result
-    key = (result.assignment, result.student, result.sha256, result.submitted_at, result.suite_version,
-           result.graded_at)
+    key = _key(result)
     where = " AND ".join(f"{name}=?" for name in _KEY)
-    if db.execute(f"SELECT 1 FROM history WHERE {where}", key).fetchone() is None:
+    if db.execute(f"SELECT 1 FROM history WHERE {where} AND result=?", (*key, entry.text)).fetchone() is None:
         db.execute(f"INSERT INTO history ({', '.join(_KEY)}, score, max_score, held, result) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (*key, result.score, result.max_score, entry.held,
                                                               entry.text))
