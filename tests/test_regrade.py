@@ -223,3 +223,23 @@ def test_a_result_rescored_under_the_same_grading_time_counts_and_the_same_resul
     assert [[e.result.score for e in a.entries] for a in mine] == [[4.0, 10.0]]
     counted, _ = counted_results({"s": mine}, SubmissionPolicy(), None)
     assert counted[0].score == 10.0
+
+
+def test_a_damaged_history_row_costs_only_its_student(tmp_path):
+    """JSON that no longer reads: the same result in `submissions` stands in, or else that hand-in becomes an
+    internal error naming how to grade it again; every other result reads as stored."""
+    first, second, other = (_handed_in(*handed).entries[0].result for handed in (
+        ("ann", 4.0, "2026-11-01T09:00:00", 1), ("ann", 10.0, "2026-11-02T09:00:00", 2),
+        ("bo", 10.0, "2026-11-01T10:00:00", 3)))
+    with Store(tmp_path / "g.db") as store:
+        for result in (first, second, other):
+            store.save(result)
+    with sqlite3.connect(tmp_path / "g.db") as raw:
+        raw.execute("UPDATE history SET result = '{' WHERE student = 'bo' OR sha256 = ?", (first.sha256,))
+    with Store(tmp_path / "g.db") as store:
+        kept = {(e.result.student, e.result.sha256): e.result for e in store.history("tiny")}
+        assert kept["bo", other.sha256] == store.result("tiny", "bo")  # the submissions table's copy stands in
+    damaged = kept["ann", first.sha256]
+    assert damaged.score == 0 and "regrade tiny --students ann" in damaged.internal_error
+    assert kept["ann", second.sha256].score == 10.0
+

@@ -159,8 +159,10 @@ def entries(db: sqlite3.Connection, assignment: str, latest: list[SubmissionResu
 
     A result in `latest` but not in the history (a database from before the history) is added first.
     """
-    rows = db.execute("SELECT id, held, result FROM history WHERE assignment=? ORDER BY id", (assignment,))
-    found = [Entry(_result(text), order, held) for order, held, text in rows]
+    rows = db.execute("SELECT id, held, result, student, sha256, submitted_at, suite_version, graded_at, "
+                      "max_score FROM history WHERE assignment=? ORDER BY id", (assignment,))
+    same = {_key(r): r for r in latest}
+    found = [Entry(_result(assignment, row, same), row[0], row[1]) for row in rows]
     keys = {_key(e.result) for e in found}
     return [Entry(r) for r in latest if _key(r) not in keys] + found
 
@@ -190,7 +192,24 @@ def _key(result: SubmissionResult) -> tuple:
     return tuple(getattr(result, name) for name in _KEY)
 
 
-def _result(text: str) -> SubmissionResult:
+def _result(assignment: str, row: tuple, same: dict[tuple, SubmissionResult]) -> SubmissionResult:
     """A result from its kept JSON (grading.schema: a field renamed since is read under its earlier name, one
-    added since takes its default)."""
-    return result_from_plain(json.loads(text))
+    added since takes its default).
+
+    A row whose JSON no longer reads (damaged in the database) costs only its student: the same result
+    in the `submissions` table (`same`, by key) stands in for it, or else it becomes an internal error of
+    theirs, zero and flagged, that says how to grade it again. Every other result still reads.
+    """
+    order, _, text, student, sha256, submitted_at, suite_version, graded_at, max_score = row
+    try:
+        return result_from_plain(json.loads(text))
+    except (ValueError, TypeError) as error:
+        stand_in = same.get((assignment, student, sha256, submitted_at, suite_version, graded_at))  # _KEY's order
+        if stand_in is not None:
+            return stand_in
+        why = (f"the stored result (history row {order}) could not be read: {error}. Grade it again with "
+               f"`autograder regrade {assignment} --students {student}`")
+        return SubmissionResult(student=student, assignment=assignment, file="", sha256=sha256,
+                                suite_version=suite_version, seed=0, sandbox="", tests=(), score=0.0,
+                                max_score=max_score, problem="internal error: " + why, submitted_at=submitted_at,
+                                graded_at=graded_at, internal_error=why)
