@@ -60,7 +60,7 @@ def _take_over(load_bytes):
                 real.send(sock, header, buffers)
 
     def raw_call(request, buffers, namespace):
-        return {"__raw__": bytes(real.decode(request["args"][0], buffers))}, []
+        return {"__raw__": bytes(worker["values"].decode(request["args"][0], buffers))}, []
 
     worker["wire"] = _RawWire()
     worker["_call"] = raw_call

@@ -114,6 +114,10 @@ def test_forged_accounts_of_the_worker_earn_nothing(job, tmp_path):
     verdicts = {t.name: t.status for t in result.tests}
     for name in ("apply_mask.input_unchanged", "softmax.input_unchanged"):
         assert verdicts[name] != "passed", name
+    # The forged replies must reach the grader (and be rejected there): a crashed worker (the attack's own code
+    # failing, e.g. against a moved worker helper) earns nothing too, but then no forged reply was judged.
+    crashed = [(t.name, t.message) for t in result.tests if t.stopped == "crashed"]
+    assert not crashed, crashed
     torch_checks = [t for t in result.tests if t.function == "attention_torch"]
     assert torch_checks and all(t.status != "passed" and "gradient" in t.message for t in torch_checks), \
         [(t.name, t.message) for t in torch_checks]
