@@ -64,6 +64,7 @@ def test_same_verdicts_and_messages_as_the_sandbox(course, suite, grade, tmp_pat
         assert sum(t.score for t in kernel) < suite.max_score  # the sample does exercise failures
 
 
+@pytest.mark.slow  # a subprocess or a sandbox of its own for one test: make test runs it
 def test_student_output_and_warnings_stay_out_of_the_cell(tmp_path):
     # In a fresh interpreter, as in a kernel (pytest would record the warnings itself).
     source = PLAIN.read_text() + (SUBMISSIONS / "buggy" / "softmax_no_max_subtraction.py").read_text() + '''

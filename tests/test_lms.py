@@ -107,6 +107,7 @@ def test_blackboard_file_is_tab_delimited_with_username_and_the_column_id(stored
                         ["Turing", "Alan", "aturing", "S-3", "0"]]  # no hand-in: 0, as the course chose
 
 
+@pytest.mark.slow  # a subprocess or a sandbox of its own for one test: make test runs it
 def test_a_roster_without_the_lms_identity_is_refused_naming_the_students(stored):
     (stored / "roster.csv").write_text("student,name\ns1,Ada\ns2,Grace\n")
     done = run_cli("export", "blackboard", "--roster", stored / "roster.csv", "--db", stored / "grades.db",

@@ -165,6 +165,7 @@ def test_a_first_call_import_of_half_a_second_costs_nothing_under_every_seed(cou
         assert _lost(result) == [], student
 
 
+@pytest.mark.slow  # a subprocess or a sandbox of its own for one test: make test runs it
 def test_broadcast_shapes_on_a_first_call_costs_nothing_even_without_the_warm_up(course, suite, cold_sandbox,
                                                                                  reference):
     grader = Grader(course, suite, cold_sandbox, reference)

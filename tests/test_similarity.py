@@ -224,6 +224,7 @@ def _submission(student: str, text: str):
     return Submission(student, path, "py", "", source=text)
 
 
+@pytest.mark.slow  # a subprocess or a sandbox of its own for one test: make test runs it
 def test_what_many_students_write_alike_is_no_evidence():
     """Twelve of the twenty independent students write the same padding_mask: no pair is listed for it."""
     files = sorted(CLASS.glob("i*.py"))
