@@ -70,6 +70,7 @@ def test_the_message_shows_the_digits_that_differ_and_the_difference():
     assert "got -0.034415612, expected -0.034415587 (differs by 2.5e-08, allowed 1.0e-09)" in failed.value.message
 
 
+@pytest.mark.slow  # the same grading under many seeds: make test runs it
 def test_float32_softmax_inside_float64_functions_gets_full_marks_under_every_seed(grade):
     """The habit of Hugging Face's eager attention: softmax in float32 whatever the input dtype."""
     for student in STUDENTS:

@@ -158,6 +158,7 @@ def _lost(result):
     return [(t.name, t.message) for t in result.tests if t.status != "passed"]
 
 
+@pytest.mark.slow  # the same grading under many seeds: make test runs it
 def test_a_first_call_import_of_half_a_second_costs_nothing_under_every_seed(course, suite, sandbox, reference):
     grader = Grader(course, suite, sandbox, reference)
     for student in STUDENTS:
