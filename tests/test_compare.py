@@ -72,3 +72,52 @@ plain = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.float
 @given(value=plain)
 def test_every_plain_value_equals_itself(value):
     expect_equal(value, value, "f(x)", TOL)
+
+
+# expect_close decides the common case (a finite reference) block by block, and leaves anything else to the
+# full account that also words the message. The two must agree on every input: the block-by-block pass may
+# only ever say "within" where the full account passes too, and must say it for every right answer it sees.
+SPECIAL = st.sampled_from([np.nan, np.inf, -np.inf])
+# An entry: the reference's value, and how far the answer is from it in units of the tolerance (so most cases
+# lie near the limit, on either side of it), or a non-finite value in either.
+ENTRIES = st.tuples(st.one_of(st.floats(-1e3, 1e3), SPECIAL), st.one_of(st.floats(-3, 3), SPECIAL))
+
+
+def _full_account_passes(got, expected, tol, terms) -> bool:
+    from autograder.authoring.compare import _explain_difference
+    magnitude = None if terms is None else terms.reshape(-1)
+    try:
+        _explain_difference(got.reshape(-1).astype(np.float64), expected.reshape(-1), tol, magnitude, "f(x)",
+                            expected, got)
+    except CheckFailed:
+        return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(ENTRIES, min_size=1, max_size=40), float32=st.booleans(),
+       with_terms=st.booleans(), block=st.sampled_from([1, 3, 64]))
+def test_the_fast_comparison_agrees_with_the_full_account(values, float32, with_terms, block):
+    from autograder.authoring import compare
+    tol = Tolerance(rtol=1e-4, atol=1e-6)
+    expected = np.array([e for e, _ in values], dtype=np.float64)
+    finite = np.where(np.isfinite(expected), expected, 0.0)
+    terms = np.abs(finite[::-1]) * 10 if with_terms else None
+    unit = tol.atol * max(1.0, np.abs(finite).max()) + tol.rtol * (np.abs(finite) if terms is None else
+                                                                  np.maximum(np.abs(finite), terms))
+    offsets = np.array([o for _, o in values])
+    answer = np.where(np.isfinite(offsets), expected + np.where(np.isfinite(offsets), offsets, 0.0) * unit,
+                      offsets)
+    got = answer.astype(np.float32 if float32 else np.float64)
+    fast = compare._all_within(got, expected, tol, terms, block)  # several blocks, the last one cut short
+    full = _full_account_passes(got, expected, tol, terms)
+    assert not fast or full
+    if np.isfinite(expected).all():
+        assert fast == full
+    passed = True
+    try:
+        compare.expect_close(got, expected, tol, "f(x)", terms=terms)
+    except CheckFailed:
+        passed = False
+    assert passed == full
+

@@ -108,7 +108,7 @@ class Grader:
             else:
                 # Every point is fixed and the graded child is gone: calls that depend on verdicts get a new one.
                 with FreshChild(lambda: self._session(spec)) as fresh:
-                    tests = self.explain(judged, seed, fresh)
+                    tests = self.explain(judged, seed, fresh, graded_seconds=time.monotonic() - started)
                 killed += fresh.killed_processes
         return _blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
@@ -220,12 +220,17 @@ class Grader:
         return Judged(entry, self._result(entry, tried.status, message, tried.hint, replies.seconds,
                                           stopped=stopped.how.value if stopped is not None else ""), tried)
 
-    def explain(self, judged: list[Judged], seed: int, fresh: FreshChild | None = None) -> list[CheckResult]:
+    def explain(self, judged: list[Judged], seed: int, fresh: FreshChild | None = None,
+                graded_seconds: float = 0.0) -> list[CheckResult]:
         """The results, each failure with its misconception and, given `fresh`, its smallest failing input.
 
-        Points are already fixed: nothing here changes a status or a score.
+        Points are already fixed: nothing here changes a status or a score. graded_seconds: how long the
+        graded run took, which bounds the shrinking (shrink.ShrinkBudget). Only the first shrinkable failure
+        of each function is shrunk: the later ones of a function usually share its cause, and the budget
+        goes further on the other functions.
         """
-        budget = ShrinkBudget.for_submission(self.budget)
+        budget = ShrinkBudget.for_submission(self.budget, graded_seconds)
+        shrunk_functions: set[str] = set()
         results = []
         for one in judged:
             if one.result.status == TIMEOUT:
@@ -238,7 +243,11 @@ class Grader:
             # garbage such as all zeros) can give the same numbers.
             idea = diagnose(self.suite.misconceptions, one.tried.calls, self.suite.reference,
                             self.suite.assignment.tolerance)
-            shrunk = self._shrink(one.entry, fresh, seed, one.tried, budget) if fresh is not None else None
+            shrunk = None
+            if fresh is not None and one.entry.function not in shrunk_functions:
+                shrunk = self._shrink(one.entry, fresh, seed, one.tried, budget)
+                if shrunk is not None:
+                    shrunk_functions.add(one.entry.function)
             example = example_json(one.entry.visibility, shrunk.attempt if shrunk else one.tried,
                                    self.suite.reference, shrunk_from=one.tried.sizes if shrunk else None)
             results.append(with_explanation(one.result, idea, example))

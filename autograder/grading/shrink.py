@@ -4,7 +4,8 @@ Greedy, as property-based testing's shrinkers are: try the one-step
 reductions of `Sizes.smaller()` in order (most aggressive first), move to the
 first one that still fails, and start over from there; stop when no
 reduction fails, after `MAX_RUNS` re-runs, or when the submission's
-shrinking time is spent. The caller re-runs the check with a fresh Trial
+shrinking time is spent (`ShrinkBudget`: a share of the graded run's own
+time, so a failing file costs little more than a right one). The caller re-runs the check with a fresh Trial
 (same seed) in a fresh child of the submission, started after the graded
 session closed (autograder.grading.explain), so the smaller failure is one
 the student's code really produced and no re-run can change a point.
@@ -23,6 +24,7 @@ from autograder.authoring.checks import Sizes
 MAX_RUNS = 20  # re-runs per check: enough to walk (2, 3) × 5 × 7 × 4 × 3 down to ones
 SUBMISSION_SHARE = 0.1  # of a submission's time budget that shrinking may use, all checks together
 MAX_SUBMISSION_SECONDS = 0.25  # a re-run takes a few ms: room for some 80 of them
+GRADED_SHARE = 0.25  # of the graded run's wall time (loading and every check): the usual bound
 
 
 @dataclass
@@ -33,10 +35,11 @@ class ShrinkBudget:
     spent: float = 0.0
 
     @classmethod
-    def for_submission(cls, submission_seconds: float) -> ShrinkBudget:
-        # A small share of the submission's time: shrinking is feedback, and must not make
-        # grading a failing file much slower than grading a right one.
-        return cls(min(MAX_SUBMISSION_SECONDS, SUBMISSION_SHARE * submission_seconds))
+    def for_submission(cls, submission_seconds: float, graded_seconds: float) -> ShrinkBudget:
+        """The budget of a submission whose time limit is `submission_seconds` and whose graded run took
+        `graded_seconds`: shrinking is feedback, and must not make grading a failing file much slower than
+        grading a right one, which takes about as long as that graded run. The fresh child's start counts."""
+        return cls(min(MAX_SUBMISSION_SECONDS, SUBMISSION_SHARE * submission_seconds, GRADED_SHARE * graded_seconds))
 
     def left(self) -> float:
         return self.seconds - self.spent
