@@ -1,7 +1,8 @@
 """The grader's conversation with one submission's worker.
 
 A `Session` starts a fresh child of the sandbox's zygote, sends it the submission over the child's
-own socket, and then sends it calls, one at a time, each with a wall-clock deadline. It drains the
+own socket, and then sends it calls, one at a time, each with a wall-clock deadline, extended by any time
+the call waited for a processor (sandbox.waiting). It drains the
 child's output while it waits, caps what it keeps, and decodes replies with `values.decode`, which
 trusts nothing. When a call hangs or the child dies, the whole process tree is killed and the next
 call gets a fresh child (which loads the submission again), so one bad function costs only the
@@ -44,6 +45,7 @@ from autograder.sandbox.replies import (
     request_frame,
     too_large,
 )
+from autograder.sandbox.waiting import Extensions, WaitCredit
 from autograder.sandbox.zygote import Sandbox
 from autograder.text import safe
 
@@ -145,21 +147,17 @@ class Session:
         started = time.monotonic()
         budget_left = self._deadline - started
         cap = self._grace.cap(seconds) if grace else seconds
-        self._importing = extended = False
-
-        def extend() -> float:  # at the limit: more time only for a call that is importing
-            nonlocal extended
-            extended = self._importing and min(cap, budget_left) > seconds
-            return min(cap, budget_left) - seconds if extended else 0.0
+        self._importing = False
+        extensions = Extensions(WaitCredit(self.sandbox.child_proc(self._pid), seconds), seconds, cap, budget_left)
         try:
             header, data = self._exchange(wire.pack(request, []), min(seconds, budget_left),
                                           lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
-                                          fds=fds, extend=extend)
+                                          fds=fds, extend=lambda: extensions.more(self._importing, started))
         except _NoReply as stop:
             self._stop_child()
-            if extended and stop.how is Stopped.TIMEOUT:
+            if extensions.graced and stop.how is Stopped.TIMEOUT:
                 raise self._grace.not_done(call.function, min(cap, budget_left), seconds) from None
-            self._grace.available &= not extended  # given the grace, it did not prove the cost one-time
+            self._grace.available &= not extensions.graced  # given the grace, it did not prove the cost one-time
             raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
         took = time.monotonic() - started
         # Counted from outside the sandbox: the child itself is the only process a finished call may leave.
@@ -171,7 +169,7 @@ class Session:
         inputs = None
         if call.return_inputs:  # read back from the grader's own memory, whatever the worker says
             inputs = tuple(values.decode(tree, self._region.read(layout)) for tree in request["args"])
-        return read_reply(header, data, call, inputs), took if extended else None
+        return read_reply(header, data, call, inputs), took if extensions.graced else None
 
     def _failure(self, function: str, stop: _NoReply, seconds: float, over_budget: bool) -> CallFailed:
         """The failure of a call that gave no reply: how it stopped, and the student-facing explanation."""
@@ -265,8 +263,8 @@ class Session:
         """Write `chunks` (`fds` ride with the first), then read frames until `done(header)`; drain output meanwhile.
 
         Raises _NoReply(Stopped.TIMEOUT) at the deadline, and a _NoReply
-        saying what happened when the child dies or sends something malformed. extend: asked once at
-        the deadline, the seconds to wait on (0 to stop there).
+        saying what happened when the child dies or sends something malformed. extend: asked at each
+        deadline, the seconds to wait on (0 to stop there).
         """
         deadline = time.monotonic() + max(seconds, 0.0)
         self._output_mark = self.output.total  # the flood limit is per call (and per load)
@@ -283,7 +281,6 @@ class Session:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 more = extend() if extend is not None else 0.0
-                extend = None
                 if more <= 0:
                     raise _NoReply(Stopped.TIMEOUT)
                 deadline += more

@@ -321,6 +321,12 @@ class Sandbox:
             return None
         return processes.live_count(f"/proc/{self._zygote_pid}/root/proc", known_alive)
 
+    def child_proc(self, pid: int) -> str | None:
+        """The /proc directory, read from outside, of the zygote's child `pid` (as the zygote knows it)."""
+        if not self._zygote_pid or not pid:
+            return None
+        return f"/proc/{self._zygote_pid}/root/proc/{pid}" if self._in_namespace else f"/proc/{pid}"
+
     def zygote_pid(self) -> int:
         """The zygote's pid as this process sees it (0 before start), for measuring it from /proc."""
         return self._zygote_pid

@@ -1,0 +1,105 @@
+"""Time a call spent waiting for a processor, given back to it: a loaded machine must not cost points.
+
+A call's limit is wall-clock time, measured by the grader. On a busy machine
+(the other grading job, a TA's own work, a shared cluster node) a right
+function can be runnable and still not run, and would time out through no
+fault of its own. So at a call's deadline the grader reads, from the kernel's
+scheduler accounting, how long the call's thread waited runnable for a
+processor (`/proc/<pid>/schedstat`'s run delay) since the call began, and
+extends the deadline by that much. A function that sleeps or loops on a quiet
+machine waits for nothing and is stopped at its limit, as before.
+
+Nothing here is the submission's own account: the kernel keeps these figures,
+and they are read from outside the sandbox. What a submission can do is crowd
+its own thread out with threads of its own; so the credit stops once the
+process as a whole has used its limit in processor time, and it never exceeds
+`MAX_FACTOR` times the limit in all.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+MAX_FACTOR = 5.0  # a call runs at most this many times its limit, however loaded the machine
+MIN_CREDIT = 0.005  # seconds: below this, the wait is noise, and the call is stopped at its limit
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class ProcessorUse:
+    """A process's processor time so far, seconds: its main thread's, all its threads', and how long the main
+    thread waited, runnable, for a processor."""
+
+    ran: float
+    all_threads: float
+    waited: float
+
+
+def processor_use(proc: str) -> ProcessorUse | None:
+    """What the kernel says of the process whose /proc directory is `proc`; None if it is gone or unreadable.
+
+    schedstat (main thread, nanoseconds): time on a processor, time waiting on a run queue, time slices.
+    stat fields 14 and 15 (the whole thread group, clock ticks): user and system time.
+    """
+    try:
+        with open(f"{proc}/schedstat", "rb") as f:
+            ran, waited = (int(x) for x in f.read().split()[:2])
+        with open(f"{proc}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        everything = (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, ValueError, IndexError):
+        return None
+    return ProcessorUse(ran / 1e9, everything, waited / 1e9)
+
+
+class WaitCredit:
+    """The extra seconds one call has earned by waiting for a processor, asked at each of its deadlines.
+
+    proc: the /proc directory of the child running the call, read from outside the sandbox (None: no
+    credit, e.g. where the kernel keeps no scheduler statistics). seconds: the call's limit.
+    """
+
+    def __init__(self, proc: str | None, seconds: float):
+        self._proc = proc
+        self._seconds = seconds
+        self._start = processor_use(proc) if proc else None
+        self._given = 0.0
+
+    def more(self) -> float:
+        """Seconds to extend the deadline by now: the wait not yet given back, within the caps; 0 for none."""
+        if self._start is None:
+            return 0.0
+        now = processor_use(self._proc)
+        if now is None:
+            return 0.0
+        own = now.ran - self._start.ran
+        others = now.all_threads - now.ran  # every other thread's time, since the child began
+        if own + max(others, 0.0) >= self._seconds:
+            return 0.0  # it had its limit's worth of processor time: the wait was its own doing or beside the point
+        credit = min(now.waited - self._start.waited - self._given, (MAX_FACTOR - 1) * self._seconds - self._given)
+        if credit < MIN_CREDIT:
+            return 0.0
+        self._given += credit
+        return credit
+
+
+class Extensions:
+    """How far a call's deadline moves each time it is reached: by the time the call waited for a processor
+    (`WaitCredit`), then, once, for a call still importing a module, up to the one-time grace's `cap`
+    (sandbox.grace); `graced` says whether that happened. budget_left: the submission's seconds left when
+    the call began, which no extension passes."""
+
+    def __init__(self, waits: WaitCredit, seconds: float, cap: float, budget_left: float):
+        self._waits, self._seconds, self._cap, self._budget_left = waits, seconds, cap, budget_left
+        self.graced = False
+
+    def more(self, importing: bool, started: float) -> float:
+        """Seconds more from now (0: stop the call); started: when the call began (time.monotonic)."""
+        elapsed = time.monotonic() - started
+        waited = min(self._waits.more(), self._budget_left - elapsed)
+        if waited > 0 or self.graced:
+            return max(waited, 0.0)
+        until = min(self._cap, self._budget_left)  # the grace: the call may run until `cap` after it began
+        self.graced = importing and until > max(elapsed, self._seconds)
+        return until - elapsed if self.graced else 0.0

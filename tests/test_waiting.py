@@ -1,0 +1,143 @@
+"""Issue 24: a loaded machine costs no points. Time a call waited for a processor is given back to it, read
+from the kernel's accounting of real processes; sleeping, its own threads and its limit's worth of work earn
+nothing."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from autograder.authoring.protocol import Call
+from autograder.grading.submission import read_submission
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.protections import probe
+from autograder.sandbox.replies import CallTimedOut
+from autograder.sandbox.session import Session
+from autograder.sandbox.waiting import MAX_FACTOR, WaitCredit, processor_use
+from autograder.sandbox.zygote import Sandbox
+
+X = np.zeros(2)
+CPU = min(os.sched_getaffinity(0))  # every process below shares this one processor
+SPIN = "while True: pass"
+# Threads that hash without the GIL, beside a main thread that wakes every millisecond: its own threads keep it
+# waiting for the processor, while it uses almost none itself.
+CROWDED_BY_ITS_THREADS = """
+import hashlib, threading, time
+data = b"x" * 10_000_000
+def hash_forever():
+    while True:
+        hashlib.sha256(data).digest()
+for _ in range(3):
+    threading.Thread(target=hash_forever, daemon=True).start()
+while True:
+    time.sleep(0.001)
+"""
+
+
+def _on_one_cpu():
+    os.sched_setaffinity(0, {CPU})
+
+
+@contextmanager
+def _processes(*programs: str):
+    """Python processes running `programs`, all on the one processor, each past its interpreter's start."""
+    started = [subprocess.Popen([sys.executable, "-c", "print('ready', flush=True)\n" + program],
+                                stdout=subprocess.PIPE, preexec_fn=_on_one_cpu) for program in programs]
+    try:
+        for process in started:
+            assert process.stdout.readline() == b"ready\n"
+        yield started
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
+
+
+def _credit_after(program: str, seconds: float, hogs: int, wait: float = 0.6) -> float:
+    """What WaitCredit gives a process running `program`, beside `hogs` spinning processes, `wait` s in."""
+    with _processes(*[SPIN] * hogs), _processes(program) as (process,):
+        credit = WaitCredit(f"/proc/{process.pid}", seconds)
+        time.sleep(wait)
+        return credit.more()
+
+
+def test_the_kernel_keeps_what_the_credit_reads():
+    use = processor_use(f"/proc/{os.getpid()}")
+    assert use is not None and use.ran > 0 and use.all_threads >= use.ran - 0.02
+    assert processor_use("/proc/0-no-such-process") is None
+
+
+def test_a_call_crowded_out_by_other_processes_is_given_its_wait_back():
+    given = _credit_after(SPIN, seconds=2.0, hogs=2)
+    assert 0.2 < given <= 0.6  # of 0.6 s, it had about a third
+
+
+def test_a_sleeping_call_waits_for_no_processor_and_earns_nothing():
+    assert _credit_after("import time; time.sleep(60)", seconds=2.0, hogs=2) == 0.0
+
+
+def test_a_call_that_had_its_limit_of_processor_time_earns_nothing():
+    assert _credit_after(SPIN, seconds=0.1, hogs=1) == 0.0  # about 0.3 s of processor time by then
+
+
+def test_threads_of_its_own_that_crowd_the_call_out_earn_nothing():
+    with _processes(CROWDED_BY_ITS_THREADS) as (process,):
+        proc = f"/proc/{process.pid}"
+        credit, start = WaitCredit(proc, 0.2), processor_use(proc)
+        while processor_use(proc).all_threads - start.all_threads < 0.3:  # its threads had more than the limit
+            time.sleep(0.05)
+        now = processor_use(proc)
+        assert now.waited - start.waited > 0.01 and now.ran - start.ran < 0.2  # it was kept waiting, ran little
+        assert credit.more() == 0.0
+
+
+def test_the_credit_stops_at_its_cap_however_long_the_wait():
+    with _processes(SPIN, SPIN, SPIN) as (process, *_):
+        credit = WaitCredit(f"/proc/{process.pid}", 0.05)
+        time.sleep(0.5)
+        total = credit.more()
+        time.sleep(0.3)
+        total += credit.more()
+    assert total <= (MAX_FACTOR - 1) * 0.05 + 1e-9
+
+
+# A submission's functions: one that does 50 ms of work, one that never returns.
+WORK = """
+import time
+
+def works(x):
+    until = time.process_time() + 0.05
+    while time.process_time() < until:
+        pass
+    return x
+
+def hangs(x):
+    while True:
+        pass
+"""
+
+
+def test_a_right_call_in_the_sandbox_finishes_on_a_loaded_machine_and_a_hang_still_stops(suite, tmp_path):
+    """The zygote (so every child) and four spinning processes on one processor: 50 ms of work takes about
+    a quarter of a second. Its limit of 0.1 s is met in processor time, so it returns; a hang is stopped."""
+    path = tmp_path / "attention.py"
+    path.write_text(WORK)
+    spec = read_submission(path).worker_spec("attention")
+    with Sandbox(probe("auto"), suite.assignment.preload) as sandbox:
+        sandbox.start()
+        os.sched_setaffinity(sandbox.zygote_pid(), {CPU})
+        with _processes(SPIN, SPIN, SPIN, SPIN), Session(sandbox, spec, Limits(call_seconds=0.1)) as session:
+            assert not session.open().failure
+            started = time.monotonic()
+            reply = session.call(Call("works", (X,)))
+            took = time.monotonic() - started
+            assert reply.raised is None and reply.value.tolist() == X.tolist() and took > 0.1
+            started = time.monotonic()
+            with pytest.raises(CallTimedOut):
+                session.call(Call("hangs", (X,)))
+            assert time.monotonic() - started < MAX_FACTOR * 0.1 + 1.0
