@@ -24,8 +24,8 @@ import nbformat
 
 from autograder.nbgrader.source import fill_answers
 
-from batch import ASSIGNMENT, FUNCTIONS, HANGING, graded_seconds, make_course
-from make_class import write_class
+from batch import ASSIGNMENT, FUNCTIONS, graded_seconds, make_course
+from make_class import HANGING, write_class
 from measure import run_measured
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,11 +1,18 @@
 """Build a class of week-7 submissions from the test fixtures.
 
 Used for the bundled example class (examples/w07_class) and for the batch
-benchmark's 200 notebooks. Most students are correct (the correct variants
-in turn), some have one bug, a few attack the grader, and a few hand in a
-broken notebook. Deterministic: the same arguments give the same files.
+benchmark's classes. By default most students are correct (the correct
+variants in turn) and 15 % have one bug (a buggy/ fixture appended to
+correct/plain.py); --buggy-percent sets that share of the honest students
+(70 for a class before its deadline, 0 or 100 for a class of one kind).
+A few may attack the grader (--attacks), hand in a broken notebook
+(--broken), or be slow (--slow-percent: a call that never returns, from
+attacks/, or every function a Python loop over every entry, from slow/,
+in turn). Deterministic: the same arguments give the same students, and the
+defaults the same students as before these options existed.
 
     python bench/make_class.py OUT --students 12 [--layout nbgrader|flat] [--attacks name,name]
+        [--buggy-percent 15] [--slow-percent 0]
 """
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ import datetime
 import json
 import random
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -25,6 +33,12 @@ ASSIGNMENT = "w07_attention"
 QUICK_ATTACKS = ("patch_allclose", "lying_subclass", "object_array", "import_reference", "read_neighbours",
                  "fake_results_print", "write_results_files", "exit_in_function", "sys_exit_in_function",
                  "allocate_huge", "return_huge_broadcast", "network")
+# Slow students, in turn: a function that hangs (attacks/), and whole submissions whose every function loops in
+# Python over every entry (slow/): right, and stopped only by the scale checks.
+HANGING = ("infinite_loop_in_function", "sleep_in_function")
+LOOPING = ("loops_python_lists", "loops_numpy_indexing")
+SLOW_MIX = (("hanging", HANGING[0]), ("slow", LOOPING[0]), ("hanging", HANGING[1]), ("slow", LOOPING[1]))
+FOLDERS = {"buggy": "buggy", "attack": "attacks", "hanging": "attacks", "slow": "slow"}  # kind -> its fixtures
 BROKEN = {
     "not_json": b'{"cells": [ {"cell_type": "code", "source": "def score(',
     "empty": b"",
@@ -47,13 +61,26 @@ def notebook_from_code(code: str) -> nbformat.NotebookNode:
                                                                           "language": "python"}})
 
 
-def plan(students: int, attacks: tuple[str, ...], broken: int) -> list[tuple[str, str, str]]:
-    """(student id, kind, fixture name) for every student: mostly correct, ~15 % buggy."""
+@dataclass(frozen=True)
+class Mix:
+    """Who the honest students are: `buggy_percent` of them have one bug (at least one student unless 0);
+    `slow_percent` of the whole class are slow students (SLOW_MIX in turn) instead."""
+
+    buggy_percent: int = 15
+    slow_percent: int = 0
+
+
+def plan(students: int, attacks: tuple[str, ...], broken: int, mix: Mix = Mix()) -> list[tuple[str, str, str]]:
+    """(student id, kind, fixture name) for every student, shuffled the same way for the same arguments.
+
+    kind: correct, buggy, attack, broken, hanging or slow.
+    """
     correct = sorted(p.stem for p in (SUBMISSIONS / "correct").glob("*.py"))
     buggy = sorted(p.stem for p in (SUBMISSIONS / "buggy").glob("*.py"))
     rows = [("attack", name) for name in attacks] + [("broken", name) for name in list(BROKEN)[:broken]]
+    rows += [SLOW_MIX[i % len(SLOW_MIX)] for i in range(students * mix.slow_percent // 100)]
     honest = students - len(rows)
-    n_buggy = max(1, honest * 15 // 100)
+    n_buggy = max(1, honest * mix.buggy_percent // 100) if mix.buggy_percent else 0
     rows += [("buggy", buggy[i % len(buggy)]) for i in range(n_buggy)]
     rows += [("correct", correct[i % len(correct)]) for i in range(honest - n_buggy)]
     random.Random(7).shuffle(rows)
@@ -61,10 +88,11 @@ def plan(students: int, attacks: tuple[str, ...], broken: int) -> list[tuple[str
 
 
 def code_for(kind: str, name: str) -> str:
+    """A student's code: a correct variant, or plain.py with the fixture appended, as the tests compose them."""
     if kind == "correct":
         return (SUBMISSIONS / "correct" / f"{name}.py").read_text()
     plain = (SUBMISSIONS / "correct" / "plain.py").read_text()
-    return plain + "\n\n" + (SUBMISSIONS / ("buggy" if kind == "buggy" else "attacks") / f"{name}.py").read_text()
+    return plain + "\n\n" + (SUBMISSIONS / FOLDERS[kind] / f"{name}.py").read_text()
 
 
 def handed_in(number: int) -> str:
@@ -74,14 +102,14 @@ def handed_in(number: int) -> str:
 
 
 def write_class(out: Path, students: int, layout: str, attacks: tuple[str, ...], broken: int,
-                to_notebook=notebook_from_code) -> list:
-    """Write the class under `out`; returns the plan so callers know who is who.
+                to_notebook=notebook_from_code, mix: Mix = Mix()) -> list:
+    """Write the class under `out` (replacing what is there); returns the plan so callers know who is who.
 
     to_notebook: turns a student's code into their notebook (default: one cell per function).
     """
     if out.exists():
         shutil.rmtree(out)
-    rows = plan(students, attacks, broken)
+    rows = plan(students, attacks, broken, mix)
     for number, (student, kind, name) in enumerate(rows):
         folder = out / "submitted" / student / ASSIGNMENT if layout == "nbgrader" else out
         folder.mkdir(parents=True, exist_ok=True)
@@ -106,9 +134,17 @@ def main() -> None:
     parser.add_argument("--layout", choices=("nbgrader", "flat"), default="nbgrader")
     parser.add_argument("--attacks", default="", help="comma-separated attack fixtures to include")
     parser.add_argument("--broken", type=int, default=1, help="broken notebooks to include (at most 3)")
+    parser.add_argument("--buggy-percent", type=int, default=15,
+                        help="share of the honest students with one bug (default 15; 70: before a deadline)")
+    parser.add_argument("--slow-percent", type=int, default=0,
+                        help="share of the class that hangs or loops in Python over every entry (default 0)")
     args = parser.parse_args()
+    for name in ("buggy_percent", "slow_percent"):
+        if not 0 <= getattr(args, name) <= 100:
+            parser.error(f"--{name.replace('_', '-')} is a percentage: give a number from 0 to 100")
     attacks = tuple(a for a in args.attacks.split(",") if a)
-    rows = write_class(args.out, args.students, args.layout, attacks, args.broken)
+    rows = write_class(args.out, args.students, args.layout, attacks, args.broken,
+                       mix=Mix(args.buggy_percent, args.slow_percent))
     print(f"wrote {len(rows)} submissions to {args.out}")
 
 
