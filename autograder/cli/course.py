@@ -19,7 +19,7 @@ from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
 from autograder.grading.regrade import Collector, commit, hand_ins, held_back, moves, regraded
 from autograder.grading.station import protect
-from autograder.grading.store import Store, StoreError, stored_results
+from autograder.grading.store import Store, StoreError, stored_history
 from autograder.grading.suite import load_suite
 from autograder.outputs import ExportError, lms
 from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
@@ -85,13 +85,11 @@ def stored_grades(args):
     """
     course = load_course(args.course or find_course())
     db = (args.db or default_db(course)).resolve()
-    assignment, latest = stored_results(db, args.assignment)
+    assignment, found = stored_history(db, args.assignment)  # each result read once
     settings = course.assignment(assignment)
     rule = settings.late
-    with Store(db) as store:
-        found = store.history(assignment)
     results, over = counted_results(attempts(found), settings.submissions, rule)
-    for student in rule.unknown_students({r.student for r in latest}):
+    for student in rule.unknown_students({entry.result.student for entry in found}):
         print(f"autograder: warning: {course.path}: assignments.{assignment}.extensions.{student}: no student "
               f"{student!r} has a result in {db}, so this extension applies to nobody; check the id",
               file=sys.stderr)
@@ -182,7 +180,7 @@ def _regrade(args) -> int:
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
     suite = load_suite(course, args.assignment)
     with Store(db) as store, tempfile.TemporaryDirectory(prefix="autograder-regrade-") as workdir:
-        before = _chosen(attempts(store.history(settings.name)), args.students)
+        before = _chosen(attempts(store.history(settings.name, args.students)), args.students)
         class_files = _class_files(args.paths, settings, Path(workdir) / "found")
         todo, lost = hand_ins(store, before, Path(workdir) / "handins", settings.module, class_files)
         for line in lost:
@@ -240,7 +238,7 @@ def _history(args) -> int:
     if not Path(db).is_file():
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
     with Store(db) as store:
-        mine = attempts(store.history(settings.name)).get(args.student)
+        mine = attempts(store.history(settings.name, [args.student])).get(args.student)  # their rows only
     if not mine:
         raise CourseError(f"{db} has no result of student {args.student!r} for {settings.name}; check the id "
                           "(`autograder export csv` lists the students graded)")

@@ -24,6 +24,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from autograder.grading.handin import read_bytes
 from autograder.grading.results import SubmissionResult, result_from_plain, result_to_plain
@@ -148,23 +149,38 @@ def backfill(db: sqlite3.Connection, latest, transaction) -> None:
             record(db, Kept(result, json.dumps(result_to_plain(result)), None))
 
 
-def handin(db: sqlite3.Connection, sha256: str) -> bytes | None:
-    """The bytes of the hand-in with this hash, if the store kept them."""
-    row = db.execute("SELECT data FROM handins WHERE sha256=?", (sha256,)).fetchone()
-    return bytes(row[0]) if row else None
+def handins(db: sqlite3.Connection, sha256s: list[str]):
+    """(sha256, bytes) of each of these hand-ins the store kept, one query for them all, one at a time: the
+    bytes of a whole class are never held at once."""
+    for sha256, data in db.execute("SELECT sha256, data FROM handins WHERE sha256 IN (SELECT value FROM "
+                                   "json_each(?))", (json.dumps(sorted(set(sha256s))),)):
+        yield sha256, bytes(data)
 
 
-def entries(db: sqlite3.Connection, assignment: str, latest: list[SubmissionResult]) -> list[Entry]:
-    """Every result of `assignment` kept, in the order saved; `latest`: the `submissions` table's results.
+def entries(db: sqlite3.Connection, assignment: str, latest, students: list[str] | None = None) -> list[Entry]:
+    """Every result of `assignment` kept (of these `students` only, when given), in the order saved.
 
-    A result in `latest` but not in the history (a database from before the history) is added first.
+    latest: (students) -> those students' results in the `submissions` table. It is asked only for the rare
+    students it must stand in for: a result there but not in the history (a database from before the history),
+    added first, and a history row whose JSON no longer reads. The usual read is one query for the history and
+    one for the keys of `submissions`, each result read once, whatever the size of the class.
     """
-    rows = db.execute("SELECT id, held, result, student, sha256, submitted_at, suite_version, graded_at, "
-                      "max_score FROM history WHERE assignment=? ORDER BY id", (assignment,))
-    same = {_key(r): r for r in latest}
-    found = [Entry(_result(assignment, row, same), row[0], row[1]) for row in rows]
-    keys = {_key(e.result) for e in found}
-    return [Entry(r) for r in latest if _key(r) not in keys] + found
+    where, args = ("assignment=?", (assignment,))
+    if students is not None:
+        where, args = where + " AND student IN (SELECT value FROM json_each(?))", args + (json.dumps(students),)
+    # Put in order here, not by SQL: an ORDER BY id would have SQLite sort every row's JSON in a temporary table
+    # (or, given students, walk the whole class's rows in id order rather than look theirs up by student).
+    rows = db.execute(f"SELECT id, held, result, {', '.join(_KEY)}, max_score FROM history WHERE {where}", args)
+    read = sorted((_read(order, held, tuple(key), max_score, text) for order, held, text, *key, max_score in rows),
+                  key=lambda row: row.order)
+    kept_keys = {row.key for row in read}
+    missing = [key for key in db.execute(f"SELECT {', '.join(_KEY)} FROM submissions WHERE {where}", args)
+               if key not in kept_keys]
+    wanted = {key[1] for key in missing} | {row.key[1] for row in read if row.result is None}
+    same = {_key(r): r for r in latest(sorted(wanted))} if wanted else {}
+    found = [Entry(row.result if row.result is not None else _stand_in(row, same), row.order, row.held)
+             for row in read]
+    return [Entry(same[key]) for key in missing if key in same] + found
 
 
 def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
@@ -192,24 +208,40 @@ def _key(result: SubmissionResult) -> tuple:
     return tuple(getattr(result, name) for name in _KEY)
 
 
-def _result(assignment: str, row: tuple, same: dict[tuple, SubmissionResult]) -> SubmissionResult:
-    """A result from its kept JSON (grading.schema: a field renamed since is read under its earlier name, one
-    added since takes its default).
+class _Row(NamedTuple):
+    """One history row as read: its result, or None and why it no longer reads (damaged in the database)."""
 
-    A row whose JSON no longer reads (damaged in the database) costs only its student: the same result
-    in the `submissions` table (`same`, by key) stands in for it, or else it becomes an internal error of
-    theirs, zero and flagged, that says how to grade it again. Every other result still reads.
+    order: int
+    held: str
+    key: tuple  # _KEY's values
+    max_score: float
+    result: SubmissionResult | None
+    why: str = ""
+
+
+def _read(order: int, held: str, key: tuple, max_score: float, text: str) -> _Row:
+    """A history row with its result parsed from the kept JSON, as the row is read (its text is not kept).
+
+    grading.schema: a field renamed since is read under its earlier name, one added since takes its default.
     """
-    order, _, text, student, sha256, submitted_at, suite_version, graded_at, max_score = row
     try:
-        return result_from_plain(json.loads(text))
+        return _Row(order, held, key, max_score, result_from_plain(json.loads(text)))
     except (ValueError, TypeError) as error:
-        stand_in = same.get((assignment, student, sha256, submitted_at, suite_version, graded_at))  # _KEY's order
-        if stand_in is not None:
-            return stand_in
-        why = (f"the stored result (history row {order}) could not be read: {error}. Grade it again with "
-               f"`autograder regrade {assignment} --students {student}`")
-        return SubmissionResult(student=student, assignment=assignment, file="", sha256=sha256,
-                                suite_version=suite_version, seed=0, sandbox="", tests=(), score=0.0,
-                                max_score=max_score, problem="internal error: " + why, submitted_at=submitted_at,
-                                graded_at=graded_at, internal_error=why)
+        return _Row(order, held, key, max_score, None, str(error))
+
+
+def _stand_in(row: _Row, same: dict[tuple, SubmissionResult]) -> SubmissionResult:
+    """What stands for a history row whose JSON no longer reads: it costs only its student.
+
+    The same result in the `submissions` table (`same`, by key) stands in for it, or else it becomes an
+    internal error of theirs, zero and flagged, that says how to grade it again. Every other result still reads.
+    """
+    if row.key in same:
+        return same[row.key]
+    assignment, student, sha256, submitted_at, suite_version, graded_at = row.key
+    why = (f"the stored result (history row {row.order}) could not be read: {row.why}. Grade it again with "
+           f"`autograder regrade {assignment} --students {student}`")
+    return SubmissionResult(student=student, assignment=assignment, file="", sha256=sha256,
+                            suite_version=suite_version, seed=0, sandbox="", tests=(), score=0.0,
+                            max_score=row.max_score, problem="internal error: " + why, submitted_at=submitted_at,
+                            graded_at=graded_at, internal_error=why)

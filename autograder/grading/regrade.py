@@ -72,34 +72,57 @@ def hand_ins(store: Store, attempts: dict[str, list[Attempt]], folder: Path, mod
              class_files: dict[str, list[Path]]) -> tuple[list[Todo], list[str]]:
     """Every attempt's bytes written under `folder` for the batch; and the hand-ins that could not be found.
 
-    class_files: student -> files of a class folder given to `regrade`, tried last.
+    class_files: student -> files of a class folder given to `regrade`, tried last. The bytes the store kept
+    are read in one query for the class, one hand-in at a time.
     """
-    todo, lost = [], []
     folder.mkdir(exist_ok=True)
-    for student, mine in sorted(attempts.items()):
-        for attempt in mine:
-            data = _bytes(store, attempt, class_files.get(student, []))
-            first = attempt.first
+    every = [(student, attempt) for student, mine in sorted(attempts.items()) for attempt in mine]
+    places = [_place(folder, number, module, attempt) for number, (_, attempt) in enumerate(every)]
+    written = _write_kept(store, [attempt for _, attempt in every], places)
+    todo, lost = [], []
+    for number, (student, attempt) in enumerate(every):
+        first = attempt.first
+        if number not in written:
+            data = _from_files(attempt, class_files.get(student, []))
             if data is None:
                 lost.append(f"{student}: hand-in {attempt.number} ({Path(first.file).name or 'no file'}, handed in "
                             f"{first.submitted_at or 'at an unknown time'}) is neither kept in the store nor at "
                             f"{first.file or 'a known place'}; pass the class folder it is in to regrade it")
                 continue
-            place = folder / f"{len(todo)}"
-            place.mkdir()
-            path = place / f"{module}{Path(first.file).suffix or '.py'}"
-            path.write_bytes(data)
-            todo.append(Todo(Found(student, path, submitted_at=first.submitted_at,
-                                   submitted_at_source=first.submitted_at_source, root=place), attempt))
+            _write(places[number], data)
+        todo.append(Todo(Found(student, places[number], submitted_at=first.submitted_at,
+                               submitted_at_source=first.submitted_at_source, root=places[number].parent), attempt))
     return todo, lost
 
 
-def _bytes(store: Store, attempt: Attempt, candidates: list[Path]) -> bytes | None:
+def _write_kept(store: Store, every: list[Attempt], places: list[Path]) -> set[int]:
+    """Write the bytes the store kept of each attempt to its place; the numbers (in `every`) of those written."""
+    numbers: dict[str, list[int]] = {}  # sha256 -> the attempts of those bytes (a file handed in twice: two)
+    for number, attempt in enumerate(every):
+        if attempt.sha256:
+            numbers.setdefault(attempt.sha256, []).append(number)
+    written = set()
+    for sha256, data in store.handins(list(numbers)):
+        for number in numbers[sha256]:
+            _write(places[number], data)
+            written.add(number)
+    return written
+
+
+def _place(folder: Path, number: int, module: str, attempt: Attempt) -> Path:
+    """Where attempt `number`'s bytes go: a folder of its own, the file named as the module, its suffix kept."""
+    return folder / f"{number}" / f"{module}{Path(attempt.first.file).suffix or '.py'}"
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir()
+    path.write_bytes(data)
+
+
+def _from_files(attempt: Attempt, candidates: list[Path]) -> bytes | None:
+    """The hand-in's bytes from where it was graded, or from a class folder's files, if they hash to it."""
     if not attempt.sha256:
         return None
-    kept_bytes = store.handin(attempt.sha256)
-    if kept_bytes is not None:
-        return kept_bytes
     for path in [Path(attempt.first.file), *candidates]:
         read = read_bytes(path)
         if read.sha256 == attempt.sha256:
@@ -180,12 +203,12 @@ def held_back(plan: BatchPlan, store: Store, assignment: str, suite_version: str
     With `force`, the plan as it was."""
     if force or not plan.todo:
         return plan, []
-    stored = {r.student: r for r in store.results(assignment)}
+    stored = store.grading_keys(assignment)  # one query for the class: (sha256, suite version, time handed in)
     keep, held = [], []
     for item in plan.todo:
         old = stored.get(item.student)
-        same = (old is not None and not old.internal_error and old.suite_version != suite_version
-                and old.submitted_at == item.submitted_at and read_bytes(item.path, item.root).sha256 == old.sha256)
+        same = (old is not None and old[1] != suite_version and old[2] == item.submitted_at
+                and read_bytes(item.path, item.root).sha256 == old[0])
         (held if same else keep).append(item)
     return BatchPlan(keep, plan.skipped), [item.student for item in held]
 

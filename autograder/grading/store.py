@@ -28,6 +28,9 @@ from autograder.text import valid_utf8
 SUBMISSIONS = "CREATE TABLE IF NOT EXISTS submissions (id INTEGER PRIMARY KEY, {}, UNIQUE (assignment, student))"
 CHECKS = ("CREATE TABLE IF NOT EXISTS checks (submission_id INTEGER NOT NULL REFERENCES submissions(id) "
           "ON DELETE CASCADE, position INTEGER NOT NULL, {}, PRIMARY KEY (submission_id, name))")
+# The indices the queries need beyond the tables' own keys (history's are in grading.history): created with the tables,
+# and on opening a database from before them. The checks of a class come back in order, not sorted in a temporary table.
+INDICES = "CREATE INDEX IF NOT EXISTS checks_in_order ON checks (submission_id, position)"
 REFERENCE_TIMES = """
 CREATE TABLE IF NOT EXISTS reference_times (
     suite_version TEXT NOT NULL,
@@ -92,7 +95,9 @@ class Store:
         (And the grader did not fail on it.) The same file handed in again later is graded again, so the
         stored time, which decides lateness, is the latest.
         """
-        return self.grading_keys(assignment).get(student) == (sha256, suite_version, submitted_at)
+        row = self._db.execute("SELECT sha256, suite_version, submitted_at FROM submissions WHERE assignment=? AND "
+                               "student=? AND internal_error=''", (assignment, student)).fetchone()
+        return row == (sha256, suite_version, submitted_at)
 
     def grading_keys(self, assignment: str) -> dict[str, tuple[str, str, str]]:
         """student -> (sha256, suite_version, submitted_at) of every result the grader did not fail on.
@@ -127,18 +132,23 @@ class Store:
                 history.record(self._db, kept)
         self._retry(write)
 
-    def results(self, assignment: str | None = None) -> list[SubmissionResult]:
-        """Stored results, by assignment then student: two SELECTs, whatever the size of the class."""
+    def results(self, assignment: str | None = None, students: list[str] | None = None) -> list[SubmissionResult]:
+        """Stored results (of these `students` only, when given), by assignment then student: two SELECTs, whatever
+        the size of the class."""
         where, args = (" WHERE assignment=?", (assignment,)) if assignment else ("", ())
+        if students is not None:
+            where += (" AND" if where else " WHERE") + " student IN (SELECT value FROM json_each(?))"
+            args += (json.dumps(students),)
         return self._results(where, args)
 
     def result(self, assignment: str, student: str) -> SubmissionResult | None:
         found = self._results(" WHERE assignment=? AND student=?", (assignment, student))
         return found[0] if found else None
 
-    def history(self, assignment: str) -> list[history.Entry]:
-        """Every result of `assignment` the store has held, oldest first (grading.history)."""
-        return history.entries(self._db, assignment, self.results(assignment))
+    def history(self, assignment: str, students: list[str] | None = None) -> list[history.Entry]:
+        """Every result of `assignment` (of these `students` only, when given) the store has held, oldest first
+        (grading.history): each read once, in a number of queries that does not grow with the class."""
+        return history.entries(self._db, assignment, lambda wanted: self.results(assignment, wanted), students)
 
     def keep(self, entries: list[history.Kept]) -> None:
         """Add results to the history only, in one transaction (a regrade's results of earlier hand-ins)."""
@@ -148,9 +158,10 @@ class Store:
                     history.record(self._db, entry)
         self._retry(write)
 
-    def handin(self, sha256: str) -> bytes | None:
-        """The bytes of a graded hand-in, if the store kept them (grading.history)."""
-        return history.handin(self._db, sha256)
+    def handins(self, sha256s: list[str]):
+        """(sha256, bytes) of each of these graded hand-ins the store kept (grading.history), in one query,
+        yielded one at a time."""
+        return history.handins(self._db, sha256s)
 
     def reference_times(self, suite_version: str, machine: str) -> dict[str, tuple[float, int]]:
         """check -> (seconds, calls) the reference took, as timed on `machine` for this suite; {} if never."""
@@ -194,7 +205,8 @@ class Store:
     def _create(self) -> str:
         """The tables, for a new database."""
         return ";".join((SUBMISSIONS.format(", ".join(map(_definition, self._columns["submissions"]))),
-                         CHECKS.format(", ".join(map(_definition, self._columns["checks"]))), REFERENCE_TIMES))
+                         CHECKS.format(", ".join(map(_definition, self._columns["checks"]))), INDICES,
+                         REFERENCE_TIMES))
 
     def _migrate(self) -> None:
         """Bring a database from an earlier version up to the schema, in one transaction."""
@@ -303,8 +315,22 @@ class _Transaction:
 def stored_results(db: Path, assignment: str | None) -> tuple[str, list[SubmissionResult]]:
     """The stored results of one assignment, by student; `assignment=None` picks the only one.
 
-    For the commands that read grades (report, export, replay); raises StoreError saying what to do.
+    For the commands that read grades (replay); raises StoreError saying what to do.
     """
+    return _stored(db, assignment, Store.results)
+
+
+def stored_history(db: Path, assignment: str | None) -> tuple[str, list[history.Entry]]:
+    """Every result kept of one assignment (grading.history), oldest first; `assignment=None` picks the only one.
+
+    For the commands that write grades out (report, export), which count a hand-in by the submissions policy:
+    each result is read once. Raises StoreError saying what to do.
+    """
+    return _stored(db, assignment, Store.history)
+
+
+def _stored(db: Path, assignment: str | None, read) -> tuple[str, list]:
+    """(the assignment, `read(store, assignment)`) of the store at `db`; StoreError if there is nothing to read."""
     db = Path(db)
     if not db.is_file():
         raise StoreError(f"there is no results database at {db}. Grade first (`autograder grade ASSIGNMENT "
@@ -316,8 +342,8 @@ def stored_results(db: Path, assignment: str | None) -> tuple[str, list[Submissi
                 raise StoreError(f"{db} holds results of {len(known)} assignments ({', '.join(known) or 'none'}); "
                                  "pass --assignment NAME to pick one.")
             assignment = known[0]
-        results = store.results(assignment)
-    if not results:
+        found = read(store, assignment)
+    if not found:
         raise StoreError(f"{db} has no results for {assignment!r} (it holds: {', '.join(known) or 'nothing'}). "
                          "Check --assignment, or grade the assignment first.")
-    return assignment, results
+    return assignment, found
