@@ -42,6 +42,7 @@ bench: install
 	$(BIN)/python bench/submission_profile.py
 	$(BIN)/python bench/batch.py
 	$(BIN)/python bench/cluster.py
+	$(BIN)/python bench/one_handin.py
 
 clean:
 	rm -rf out .pytest_cache

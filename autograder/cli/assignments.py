@@ -13,9 +13,6 @@ from autograder.grading.manifest import public_course
 from autograder.grading.station import Setup, protect
 from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
-from autograder.nbgrader.release import release
-from autograder.nbgrader.scaffold import new_assignment
-from autograder.nbgrader.source import source_notebook_path
 from autograder.outputs import audience
 from autograder.outputs.terminal import format_check
 from autograder.text import safe
@@ -53,6 +50,7 @@ def add_commands(commands) -> None:
 
 
 def _new(args) -> int:
+    from autograder.nbgrader.scaffold import new_assignment  # notebooks (nbformat): imported by the commands using them
     course = load_course(args.course or find_course())
     written = new_assignment(course, args.name, args.module)
     for path in written:
@@ -64,6 +62,8 @@ def _new(args) -> int:
 
 
 def _release(args) -> int:
+    from autograder.nbgrader.release import release
+    from autograder.nbgrader.source import source_notebook_path
     course = load_course(args.course or find_course())
     suite = load_suite(course, args.assignment)
     done = release(course, suite, args.out or course.root / "release", args.gradebook, args.rebuild)

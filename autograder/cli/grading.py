@@ -11,17 +11,27 @@ from pathlib import Path
 from autograder.cli import options
 from autograder.cli.course import hold_changed_suite
 from autograder.cluster import ClusterError, install_dask_hint
-from autograder.grading.batch import default_db, grade_batch, plan_batch
+from autograder.grading.batch import default_db, grade_batch, plan_batch, plan_version
 from autograder.grading.boundary import Lost, grade_apart
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
 from autograder.grading.manifest import MANIFEST_FILE, public_course
-from autograder.grading.station import Setup, environment_report, protect, worker_check
+from autograder.grading.station import (
+    Setup,
+    environment_report,
+    launch_sandbox,
+    protect,
+    protections_for,
+    refuse_secrets,
+    warm_grader,
+    worker_check,
+)
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission
-from autograder.grading.suite import load_public_suite, load_suite, secret_places
+from autograder.grading.suite import load_public_suite, load_suite, secret_places, suite_version
+from autograder.grading.suite_cache import cache_folder
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import format_results
@@ -96,18 +106,38 @@ def _grade(args) -> int:
         starting(f"{len(found)} submissions of {assignment.name} found")
         if args.cluster:
             return _grade_on_cluster(args, course, found, db)
-        starting("loading the suite (reference, checks, libraries)")  # importing PyTorch alone takes seconds
-        suite = load_suite(course, args.assignment)
-        starting("checking the sandbox")
-        protections = protect(args.sandbox, suite.secret_paths(course) + [db] + [item.path for item in found],
-                              log=sys.stderr)
         jobs = args.jobs or os.cpu_count() or 1
-        # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
-        with Store(db) as store:
-            def run(todo, on_result, say):
-                grade_batch(course, suite, protections, todo, store, jobs, on_result)
-            return _grade_found(args, suite, found, store, run,
-                                f"timing the reference and starting {min(jobs, len(found))} sandboxes")
+        protections = protections_for(args.sandbox, log=sys.stderr)
+        # The zygotes import the preload (PyTorch: seconds) while this process imports the same for the suite.
+        launched = [launch_sandbox(protections, assignment, slot)
+                    for slot in range(min(jobs, _to_grade(found, db, course, assignment.name, args.force)))]
+        try:
+            starting("loading the suite (reference, checks, libraries)" +
+                     (f" while {len(launched)} sandboxes start" if launched else ""))
+            suite = load_suite(course, args.assignment)
+            # Also while they start: what every grading process would otherwise build first, for its probe.
+            classwide = warm_grader(course, suite, lambda: launched[0].settle(0)) if launched else None
+            starting("checking the sandbox")
+            # Before any student code runs: the sandboxes launched so far ran only the grader's own code.
+            refuse_secrets(protections, suite.secret_paths(course) + [db] + [item.path for item in found] +
+                           [place for place in [cache_folder()] if place.exists()], launched)
+            # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
+            with Store(db) as store:
+                def run(todo, on_result, say):
+                    grade_batch(course, suite, protections, todo, store, jobs, on_result, launched, classwide)
+                return _grade_found(args, suite, found, store, run,
+                                    f"timing the reference and starting {min(jobs, len(found))} sandboxes")
+        finally:
+            for sandbox in launched:
+                sandbox.close()
+
+
+def _to_grade(found, db: Path, course, assignment: str, force: bool) -> int:
+    """How many of `found` `grade` will grade, as far as the store and the suite's files tell before it loads."""
+    if force or not db.is_file():
+        return len(found)
+    with Store(db) as store:
+        return len(plan_version(found, store, assignment, suite_version(course, assignment), force).todo)
 
 
 def _grade_on_cluster(args, course, found, db: Path) -> int:

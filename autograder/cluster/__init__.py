@@ -9,8 +9,6 @@ none of it, and only the command line imports the rest, when `--cluster` is give
 """
 from __future__ import annotations
 
-import importlib.metadata
-
 
 class ClusterError(Exception):
     """The cluster could not be reached or used; the message says what happened and what to do."""
@@ -18,6 +16,7 @@ class ClusterError(Exception):
 
 def _distribution() -> str:
     """This package's distribution name, as pip knows it ("" where it is not installed as one)."""
+    import importlib.metadata  # here: its import costs every command ~20 ms
     names = importlib.metadata.packages_distributions().get(__name__.split(".")[0]) or []
     return names[0] if names else ""
 
@@ -25,6 +24,7 @@ def _distribution() -> str:
 def installed_version() -> str:
     """This machine's installed version of the package ("?" where it is not installed as one)."""
     name = _distribution()
+    import importlib.metadata
     return importlib.metadata.version(name) if name else "?"
 
 

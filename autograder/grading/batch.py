@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing.connection
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from autograder.grading.course import Course
 from autograder.grading.discover import Found
 from autograder.grading.grader import Grader, internal_error_result, sandbox_fields
 from autograder.grading.results import SubmissionResult
-from autograder.grading.station import Protections, Setup
+from autograder.grading.station import Protections, Sandbox, Setup
 from autograder.grading.store import Store, StoreError
 from autograder.grading.submission import FileBytes, Submission, file_sha256, read_bytes, submission_from_bytes
 from autograder.grading.suite import Suite
@@ -38,17 +38,23 @@ class BatchPlan:
 
 
 def plan_batch(found: list[Found], store: Store, suite: Suite, force: bool) -> BatchPlan:
+    return plan_version(found, store, suite.assignment.name, suite.version, force)
+
+
+def plan_version(found: list[Found], store: Store, assignment: str, version: str, force: bool) -> BatchPlan:
+    """`plan_batch` from the suite's version alone (grading.suite.suite_version), before the suite is loaded."""
     todo, skipped = [], []
-    stored = store.grading_keys(suite.assignment.name)
+    stored = store.grading_keys(assignment)
     for item in found:
         digest = file_sha256(item.path, item.root)  # by the hand-in rule (grading.handin), as grading reads it
-        current = stored.get(item.student) == (digest, suite.version, item.submitted_at)
+        current = stored.get(item.student) == (digest, version, item.submitted_at)
         (skipped if current and not force else todo).append(item)
     return BatchPlan(todo, skipped)
 
 
 def grade_batch(course: Course, suite: Suite, protections: Protections, todo: list[Found], store: Store,
-                jobs: int, on_result: Callable[[SubmissionResult], None]) -> None:
+                jobs: int, on_result: Callable[[SubmissionResult], None], launched: Sequence[Sandbox] = (),
+                classwide: Grader | None = None) -> None:
     """Grade `todo` with `jobs` processes, saving and reporting each result as it arrives.
 
     Every submission gets a result, whatever happens while grading it: a
@@ -56,13 +62,21 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
     and a grading process that dies is replaced and the submission tried
     once more (grading.boundary), before it too becomes one. So even one
     job grades in a process of its own, never in this one.
+    launched: sandboxes launched ahead for the first jobs (station.launch_sandbox), one per slot, which
+    their processes take over; the caller closes them all at the end. classwide: a Grader warmed here
+    (station.warm_grader) whose class-wide state every job's Graders share.
     """
     if not todo:
         return
+
+    def quiet() -> None:  # the reference is timed on a quiet machine: zygotes still importing would slow it
+        for sandbox in launched:
+            sandbox.settle()
     # Timed here, before the jobs start: they would only slow the reference down.
-    reference = cached_reference_times(course, suite, store) if suite.reference is not None else None
+    reference = cached_reference_times(course, suite, store, quiet) if suite.reference is not None else None
     waiting = [(item, []) for item in reversed(todo)]  # (submission, how the processes grading it ended)
-    running = [GradingProcess(Setup(course, suite, protections, reference, slot))
+    running = [GradingProcess(Setup(course, suite, protections, reference, slot, classwide=classwide),
+                              launched[slot] if slot < len(launched) else None)
                for slot in range(max(1, min(jobs, len(todo))))]
     held: dict[int, tuple[Found, list[str]]] = {}  # job slot -> what it grades
     try:

@@ -29,7 +29,7 @@ from typing import Any
 from autograder.grading.grader import Grader, internal_error_result, sandbox_fields
 from autograder.grading.probe import EnvironmentRefused
 from autograder.grading.results import SubmissionResult
-from autograder.grading.station import SandboxError, Setup, start_station
+from autograder.grading.station import Sandbox, SandboxError, Setup, start_station
 from autograder.grading.submission import Submission
 from autograder.sandbox.kernel import PR_SET_PDEATHSIG, prctl
 
@@ -62,7 +62,9 @@ class GradingProcess:
     multiprocessing process, which multiprocessing lets start no children.
     """
 
-    def __init__(self, setup: Setup):
+    def __init__(self, setup: Setup, sandbox: Sandbox | None = None):
+        """sandbox: one launched here for this job (station.launch_sandbox), which the process takes over;
+        None: the process starts its own."""
         self.setup = setup
         ours, theirs = socket.socketpair()
         pid = os.fork()  # shares the loaded suite (and torch) instead of loading it again
@@ -70,13 +72,16 @@ class GradingProcess:
             ours.close()
             code = 0
             try:
-                _serve(setup, Connection(theirs.detach()))
+                _serve(setup, Connection(theirs.detach()), sandbox)
             except BaseException:  # noqa: BLE001 - the process must never return into the command's code
                 traceback.print_exc()
                 code = 1
             finally:
                 os._exit(code)
         theirs.close()
+        if sandbox is not None:
+            sandbox.hand_over()
+        self._sandbox = sandbox  # reaped here when the process has ended
         self.pid = pid
         self.connection = Connection(ours.detach())
         self.exitcode: int | None = None  # once it has ended: its exit status, or minus the signal that killed it
@@ -140,6 +145,8 @@ class GradingProcess:
             os.kill(self.pid, signal.SIGKILL)
             self._join(10)
         self.connection.close()
+        if self._sandbox is not None:
+            self._sandbox.close()
 
     def _join(self, seconds: float) -> bool:
         """Wait up to `seconds` for the process to end; whether it has (its status then in `exitcode`)."""
@@ -212,14 +219,14 @@ def _how_it_ended(exitcode: int | None, slot: int) -> str:
     return f"the grading process (job {slot}) ended with exit code {exitcode}"
 
 
-def _serve(setup: Setup, connection) -> None:
+def _serve(setup: Setup, connection, sandbox: Sandbox | None) -> None:
     """The grading process: its own station, running what it is sent until it is sent None."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command decides what Ctrl-C means
     one_thread()
     try:
         # Before its first piece of work: an environment that cannot grade the reference grades no one.
-        station = start_station(setup)
+        station = start_station(setup, sandbox)
     except SandboxError as error:
         connection.send(("refused" if isinstance(error, EnvironmentRefused) else "fatal", str(error)))
         return

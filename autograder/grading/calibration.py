@@ -12,24 +12,31 @@ moment does not loosen every limit for good). A check's call limit is then
 function as fast as the reference, within a wide factor, always finishes,
 and one that loops in Python over a large input is stopped after a fraction
 of a second rather than a fixed several seconds. The reference's times are
-cached per suite version and machine in the results store.
+cached per suite version and machine in the results store, and in the
+user's cache folder (grading.suite_cache), so that a fresh store on the same
+machine does not time them again.
 """
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from threadpoolctl import threadpool_limits
 
 from autograder.authoring.checks import Trial, check_rng, student_seed
+from autograder.grading import suite_cache
 from autograder.grading.attempt import SuiteFault, attempt
 from autograder.grading.course import Course
 from autograder.grading.store import Store
 from autograder.grading.suite import Suite, SuiteCheck
 from autograder.sandbox.inprocess import InProcessSession
 
+CACHE_KIND = "reference-times"  # the reference's times in the cache folder (grading.suite_cache)
 ROUNDS = 5  # the best of several runs: caches and page faults only ever make a run slower
 
 
@@ -67,13 +74,20 @@ def time_reference(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
     On one thread, as workers compute (their environment sets one thread for BLAS and OpenMP, and the
     zygote for PyTorch): helper threads would add their spinning to the processor time.
     """
+    with one_thread_here():
+        return _time_each_check(course, suite)
+
+
+@contextlib.contextmanager
+def one_thread_here():
+    """PyTorch, BLAS and OpenMP on one thread in this process meanwhile, as in the workers and the jobs."""
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch else 0
     try:
         if torch:
             torch.set_num_threads(1)
         with threadpool_limits(limits=1):
-            return _time_each_check(course, suite)
+            yield
     finally:
         if torch:
             torch.set_num_threads(threads)
@@ -99,20 +113,48 @@ def _time_each_check(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
     return times
 
 
-def cached_reference_times(course: Course, suite: Suite, store: Store) -> dict[str, ReferenceTime]:
-    """The reference's times for this suite on this machine: from the store, or measured now and stored."""
+def cached_reference_times(course: Course, suite: Suite, store: Store,
+                           quiet: Callable[[], None] | None = None) -> dict[str, ReferenceTime]:
+    """The reference's times for this suite on this machine: from the store, else from the user's cache
+    folder, else measured now (after `quiet()`, which waits for the machine to settle); kept in both.
+    """
     here = machine()
-    times, measured = stored_or_timed(course, suite, store.reference_times(suite.version, here))
+    stored = store.reference_times(suite.version, here)
+    kept = stored if _covers(suite, stored) else _from_cache(suite.version, here)
+    if not _covers(suite, kept) and quiet is not None:
+        quiet()
+    times, measured = stored_or_timed(course, suite, kept)
+    plain = {name: (t.seconds, t.calls) for name, t in times.items()}
+    if plain != stored:  # the store keeps the times its results were graded with
+        store.save_reference_times(suite.version, here, plain)
     if measured:
-        store.save_reference_times(suite.version, here, {n: (t.seconds, t.calls) for n, t in times.items()})
+        suite_cache.write_entry(CACHE_KIND, suite.version, here, {name: list(t) for name, t in plain.items()})
     return times
+
+
+def _from_cache(version: str, here: str) -> dict[str, tuple[float, int]]:
+    """The times the cache folder keeps for this suite version and machine; {} for none or any that do not read."""
+    entry = suite_cache.read_entry(CACHE_KIND, version, here)
+    if not isinstance(entry, dict):
+        return {}
+    found = {}
+    for name, value in entry.items():
+        if not (isinstance(value, list) and len(value) == 2 and type(value[0]) in (int, float)
+                and type(value[1]) is int and math.isfinite(value[0]) and value[0] >= 0 and value[1] >= 0):
+            return {}
+        found[name] = (float(value[0]), value[1])
+    return found
+
+
+def _covers(suite: Suite, times: dict) -> bool:
+    return set(times) == {entry.name for entry in suite.checks}
 
 
 def stored_or_timed(course: Course, suite: Suite, stored: dict[str, tuple[float, int]]
                     ) -> tuple[dict[str, ReferenceTime], bool]:
     """The reference's times: `stored` (check -> (seconds, calls), as the store keeps them for this machine)
     when it covers every check, else measured here and now; and whether they were measured."""
-    if set(stored) == {entry.name for entry in suite.checks}:
+    if _covers(suite, stored):
         return {name: ReferenceTime(seconds, calls) for name, (seconds, calls) in stored.items()}, False
     return time_reference(course, suite), True
 

@@ -44,18 +44,21 @@ class Grader:
     """
 
     def __init__(self, course: Course, suite: Suite, sandbox: Sandbox | None,
-                 reference: dict[str, calibration.ReferenceTime] | None = None):
+                 reference: dict[str, calibration.ReferenceTime] | None = None, shares_with: Grader | None = None):
         """reference: the reference's time on each check (calibration.time_reference), which sets the call
-        limits and the submission's budget; None grades with course.yaml's plain call_seconds."""
+        limits and the submission's budget; None grades with course.yaml's plain call_seconds.
+        shares_with: a Grader of the same suite whose class-wide cases and cached reference answers this one
+        uses too (the environment probe's, beside the job's), so they are built once."""
         self.course = course
         self.suite = suite
         self.sandbox = sandbox
         self.time_limits = calibration.call_limits(suite, reference)  # check name -> its CallLimit
         self.budget = calibration.budget(suite, reference, self.time_limits)
-        self._shared: dict = {}  # class-wide cases, see Trial.shared
+        self._shared: dict = shares_with._shared if shares_with else {}  # class-wide cases, see Trial.shared
         self._class_seed = student_seed(course.seed_salt, suite.assignment.name, "")
         # Planning and judging run each check on the same inputs: the second run reuses the first's results.
-        self._reference = CachedReference(suite.reference) if suite.reference is not None else None
+        self._reference = shares_with._reference if shares_with else (
+            CachedReference(suite.reference) if suite.reference is not None else None)
         self._class_plans: dict[str, list[Call]] = {}  # see _plan
         self._follows: dict[str, bool] = {}  # see _follows_sizes
 

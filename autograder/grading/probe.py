@@ -18,7 +18,6 @@ probe asks whether the environment can grade, not how fast this machine is.
 """
 from __future__ import annotations
 
-import importlib.metadata
 import re
 from dataclasses import dataclass
 
@@ -68,8 +67,12 @@ class ProbeReport:
                 f"{self.fix}; then run again. Nothing was graded")
 
 
-def probe_environment(course: Course, suite: Suite, sandbox: Sandbox) -> ProbeReport:
-    """Run the three steps above in `sandbox` (started here if it is not); never raises for what it finds."""
+def probe_environment(course: Course, suite: Suite, sandbox: Sandbox, alongside: Grader | None = None) -> ProbeReport:
+    """Run the three steps above in `sandbox` (started here if it is not); never raises for what it finds.
+
+    alongside: the Grader that will grade in this process once the probe passes; the probe's own Grader
+    (plain limits) shares its class-wide cases and the reference's cached answers, so they are built once.
+    """
     assignment = suite.assignment
     python = sandbox.protections.python.path
     try:
@@ -82,14 +85,15 @@ def probe_environment(course: Course, suite: Suite, sandbox: Sandbox) -> ProbeRe
         return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped), mapped)
     if suite.reference is None:
         return ProbeReport(assignment.name, mapped_mib=mapped)
-    problem, passed = _reference_passes(course, suite, sandbox)
+    problem, passed = _reference_passes(course, suite, sandbox, alongside)
     return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped) if problem else "",
                        mapped, passed)
 
 
-def require_environment(course: Course, suite: Suite, sandbox: Sandbox, command: str) -> ProbeReport:
+def require_environment(course: Course, suite: Suite, sandbox: Sandbox, command: str,
+                        alongside: Grader | None = None) -> ProbeReport:
     """probe_environment, raising EnvironmentRefused (a SandboxError) with the cause and the fix if it fails."""
-    report = probe_environment(course, suite, sandbox)
+    report = probe_environment(course, suite, sandbox, alongside)
     if not report.ok:
         raise EnvironmentRefused(report.refusal(command))
     return report
@@ -128,10 +132,10 @@ def _preload_in_child(suite: Suite, sandbox: Sandbox) -> tuple[float | None, str
     return round(float(np.asarray(value[1])), 1), ""
 
 
-def _reference_passes(course: Course, suite: Suite, sandbox: Sandbox) -> tuple[str, int]:
+def _reference_passes(course: Course, suite: Suite, sandbox: Sandbox, alongside: Grader | None) -> tuple[str, int]:
     """The reference graded as a submission: ("", checks passed) or (what failed, checks passed)."""
     path = suite.assignment.solution_dir / REFERENCE_FILE
-    result = Grader(course, suite, sandbox).grade(read_submission(path, student=PROBE_STUDENT))
+    result = Grader(course, suite, sandbox, shares_with=alongside).grade(read_submission(path, student=PROBE_STUDENT))
     passed = [test for test in result.tests if test.status == "passed"]
     if result.internal_error:
         return f"grading the reference ({path}) hit an internal error: {result.internal_error.strip()[-300:]}", 0
@@ -202,6 +206,7 @@ def install_command(module: str, python: str, reinstall: bool = False) -> str:
 
 def _pinned(module: str) -> str:
     """This package's requirement for `module` (e.g. "torch==2.13.0" from the torch extra), or ""."""
+    import importlib.metadata  # here: its import costs every command ~20 ms, and only a refusal needs it
     names = importlib.metadata.packages_distributions().get(__name__.split(".")[0]) or []
     try:
         requirements = (importlib.metadata.requires(names[0]) or []) if names else []

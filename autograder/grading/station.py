@@ -15,27 +15,36 @@ process (grading.boundary):
    environment probe passed (grading.probe: an environment that cannot grade
    the reference grades no one) and the Grader that grades with it.
 
+Importing PyTorch takes as long in the zygote as in the command, so `grade`
+launches its sandboxes (`launch_sandbox`) before it loads the suite, and each
+grading process takes one over at step 2 instead of starting its own.
+
 So the commands, the cluster and the outputs never import the sandbox: they
 take its error and its protections from here.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from autograder.grading.course import Course
+from autograder.authoring.checks import student_seed
+from autograder.grading.calibration import one_thread_here
+from autograder.grading.course import Assignment, Course
 from autograder.grading.grader import Grader
-from autograder.grading.probe import ProbeReport, probe_environment, require_environment
+from autograder.grading.probe import PROBE_STUDENT, ProbeReport, probe_environment, require_environment
 from autograder.grading.suite import Suite
+from autograder.sandbox.inprocess import InProcessSession
 from autograder.sandbox.protections import KINDS, REQUESTS, Protections, SandboxError, probe
+from autograder.sandbox.session import LoadReport
 from autograder.sandbox.zygote import Sandbox, refuse_readable, worker_check
 
 # The sandbox's names the layers above grading need (its kinds, its error, a worker's check for `doctor`) are
 # taken from here, so they never import the sandbox.
-__all__ = ["KINDS", "REQUESTS", "Protections", "SandboxError", "Setup", "Station", "environment_report", "protect",
-           "start_station", "worker_check"]
+__all__ = ["KINDS", "REQUESTS", "Protections", "Sandbox", "SandboxError", "Setup", "Station", "environment_report",
+           "launch_sandbox", "protect", "protections_for", "refuse_secrets", "start_station", "warm_grader",
+           "worker_check"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,8 @@ class Setup:
     reference: the reference's timings (calibration), None for plain limits.
     slot: the job's index, which picks the worker uid when the grader is root.
     command: what is grading, for the message of an environment that cannot (grading.probe).
+    classwide: a Grader warmed in the command before the fork (`warm_grader`), whose class-wide cases and
+        cached reference answers the process's Graders share; None: each process builds its own.
     """
 
     course: Course
@@ -54,6 +65,7 @@ class Setup:
     reference: dict | None = None
     slot: int = 0
     command: str = "grading"
+    classwide: Grader | None = None
 
 
 @dataclass
@@ -80,38 +92,107 @@ def protect(kind: str, secrets: Sequence[Path] = (), log: TextIO | None = None) 
     file system. log: where the fallback's warning is told (a command's
     stderr); None leaves it to the caller (a Dask worker sends it to the driver).
     """
-    protections = probe(kind)
-    if log is not None and protections.warning:
-        print(protections.warning, file=log)
+    protections = protections_for(kind, log)
     refuse_readable(protections, list(secrets))
     return protections
 
 
-def start_station(setup: Setup) -> Station:
+def protections_for(kind: str, log: TextIO | None = None) -> Protections:
+    """`protect` without the secrets: the protections here, their warning told to `log`.
+
+    For a command that starts sandboxes before it knows every secret; it
+    refuses them (`refuse_readable`) before any student code runs.
+    """
+    protections = probe(kind)
+    if log is not None and protections.warning:
+        print(protections.warning, file=log)
+    return protections
+
+
+def refuse_secrets(protections: Protections, secrets: Sequence[Path], launched: Sequence[Sandbox] = ()) -> None:
+    """`protect`'s refusal (SandboxError where a worker could read a secret), asked of the first sandbox
+    `launched` (which this waits for) rather than of a sandbox started for the question.
+
+    One that cannot start is closed here and the question asked of a light
+    sandbox: its grading process then starts a sandbox of its own, whose
+    environment probe says why it cannot (grading.probe).
+    """
+    box = launched[0] if launched else None
+    if box is not None:
+        try:
+            box.start()
+        except SandboxError:
+            box = None
+    refuse_readable(protections, list(secrets), box)
+
+
+def launch_sandbox(protections: Protections, assignment: Assignment, slot: int = 0) -> Sandbox:
+    """The sandbox for job `slot`, its zygote launched but not waited for (it imports the preload meanwhile).
+
+    Launched before any secret is refused, which is safe: the zygote runs the
+    grader's own code and the preload, never student code, until it is given
+    a submission (`start_station`, after `refuse_readable`). Close it in
+    this process whatever happens: after `Sandbox.hand_over`, that reaps it.
+    """
+    sandbox = _sandbox(protections, assignment, slot)
+    sandbox.launch()
+    return sandbox
+
+
+def start_station(setup: Setup, sandbox: Sandbox | None = None) -> Station:
     """Setup's sandbox started and its environment probed: a Station whose Grader grades this assignment.
 
-    Raises EnvironmentRefused (grading.probe) when the environment cannot
-    grade the reference, or SandboxError when the sandbox fails otherwise;
-    nothing is left running then.
+    sandbox: one `launch_sandbox` started for this job in the process this one was forked from, taken
+    over here; None starts a new one. Raises EnvironmentRefused (grading.probe) when the environment
+    cannot grade the reference, or SandboxError when the sandbox fails otherwise; nothing is left
+    running then.
     """
-    sandbox = _sandbox(setup.protections, setup.suite, setup.slot)
+    sandbox = sandbox or _sandbox(setup.protections, setup.suite.assignment, setup.slot)
     try:
-        require_environment(setup.course, setup.suite, sandbox, setup.command)
-        return Station(Grader(setup.course, setup.suite, sandbox, setup.reference))
+        grader = Grader(setup.course, setup.suite, sandbox, setup.reference, shares_with=setup.classwide)
+        # The probe's Grader shares the class-wide cases with this one, so they are built once per process.
+        require_environment(setup.course, setup.suite, sandbox, setup.command, alongside=grader)
+        return Station(grader)
     except BaseException:
         sandbox.close()
         raise
 
 
+def warm_grader(course: Course, suite: Suite, enough: Callable[[], bool] = lambda: False) -> Grader | None:
+    """A Grader without a sandbox that has graded the reference here, in this process, as the environment
+    probe grades it (its student, plain limits), check by check until `enough()`; None where the suite has
+    no reference or that failed.
+
+    For `grade` while its sandboxes start (enough: the first has started): the grading processes it forks
+    after this share the class-wide cases, the reference's answers to the probe's calls and the libraries'
+    set-up on a first call (Setup.classwide), so the probe that waits for the sandbox costs less. A fault
+    here is left to the probe, which meets it again in the sandbox and says so.
+    """
+    if suite.reference is None:
+        return None
+    grader = Grader(course, suite, None)
+    seed = student_seed(course.seed_salt, suite.assignment.name, PROBE_STUDENT)
+    session = InProcessSession(vars(suite.reference), suite.assignment.limits)
+    loaded = LoadReport(frozenset(suite.functions))
+    try:
+        with one_thread_here():  # as the jobs compute; the sandboxes starting meanwhile need the other cores
+            for entry in suite.checks:
+                if enough():
+                    break
+                grader.judge_checks(session, loaded, seed, [entry])
+    except Exception:  # noqa: BLE001 - a suite's fault is the probe's to report, in the sandbox
+        return None
+    return grader
+
+
 def environment_report(course: Course, suite: Suite, protections: Protections) -> ProbeReport:
     """What the environment probe finds for `suite` in a sandbox of its own, stopped after (for `doctor`)."""
-    sandbox = _sandbox(protections, suite)
+    sandbox = _sandbox(protections, suite.assignment)
     try:
         return probe_environment(course, suite, sandbox)
     finally:
         sandbox.close()
 
 
-def _sandbox(protections: Protections, suite: Suite, slot: int = 0) -> Sandbox:
-    assignment = suite.assignment
+def _sandbox(protections: Protections, assignment: Assignment, slot: int = 0) -> Sandbox:
     return Sandbox(protections, assignment.preload, slot=slot, warmup=assignment.warmup)

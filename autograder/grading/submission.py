@@ -14,13 +14,13 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-# jsonschema (which nbformat imports) loads the optional IRI checker rfc3987_syntax when it is
-# installed, compiling a grammar for ~3 s on every start; notebooks use no IRI formats.
-sys.modules.setdefault("rfc3987_syntax", None)
-import nbformat  # noqa: E402
+from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes
+from autograder.text import safe, valid_utf8
 
-from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes  # noqa: E402
-from autograder.text import safe, valid_utf8  # noqa: E402
+# jsonschema (which nbformat imports) loads the optional IRI checker rfc3987_syntax when it is
+# installed, compiling a grammar for ~3 s on every start; notebooks use no IRI formats. Set here,
+# early, for whichever module imports nbformat first.
+sys.modules.setdefault("rfc3987_syntax", None)
 
 __all__ = ["MAX_BYTES", "FileBytes", "Submission", "file_sha256", "read_bytes", "read_submission",
            "submission_from_bytes"]
@@ -123,7 +123,7 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
     try:
         with warnings.catch_warnings():  # its warnings (a cell without an id...) would only clutter the TA's terminal
             warnings.simplefilter("ignore")
-            nbformat.reads(text, as_version=4, capture_validation_error=invalid)
+            _nbformat().reads(text, as_version=4, capture_validation_error=invalid)
     except Exception as error:  # noqa: BLE001 - nbformat raises several types for damaged files
         invalid["ValidationError"] = error
     if invalid:
@@ -156,6 +156,13 @@ def _json_problem(message: str) -> str:
     for tail in (" starting at", " at"):
         message = message.removesuffix(tail)
     return message[:1].lower() + message[1:]
+
+
+def _nbformat():
+    """nbformat, imported on the first notebook: with jsonschema it costs ~0.2 s, which a class of .py files
+    (and every command that reads none) need not pay."""
+    import nbformat
+    return nbformat
 
 
 def _source_text(source) -> str | None:

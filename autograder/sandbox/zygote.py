@@ -14,9 +14,11 @@ the zygote over SCM_RIGHTS.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
+import signal
 import socket
 import subprocess
 import tempfile
@@ -69,18 +71,23 @@ class Cleaned:
     restarted: str = ""
 
 
-def refuse_readable(protections: Protections, paths: list[Path]) -> None:
+def refuse_readable(protections: Protections, paths: list[Path], box: Sandbox | None = None) -> None:
     """Raise SandboxError if a worker on this machine could read any of `paths`.
 
-    Asked of a real (light) sandbox before grading starts, so the answer
-    is from the workers' own uid and view of the file system. Where the
-    fallback runs workers under the grader's own uid, everything the grader
-    reads is readable to them: grading is refused rather than done quietly.
+    Asked of a real sandbox before grading starts, so the answer is from the
+    workers' own uid and view of the file system: `box`, one of this
+    command's own that no submission has used yet (started here if it is
+    not), else a light one started for the question. Where the fallback runs
+    workers under the grader's own uid, everything the grader reads is
+    readable to them: grading is refused rather than done quietly.
     """
     if not paths:
         return
-    with Sandbox(protections, preload=()) as box:
+    if box is not None:
         found = box.readable(paths)
+    else:
+        with Sandbox(protections, preload=()) as light:
+            found = light.readable(paths)
     if not found:
         return
     shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
@@ -134,11 +141,23 @@ class Sandbox:
         self._zygote_pid = 0
         self._scratch: tempfile.TemporaryDirectory | None = None
         self._log = None
+        self._started = False  # the zygote said it is ready (launched is `_process is not None`)
 
     # -------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
         """Launch the zygote and wait until it has imported its modules (nothing to do if it runs already)."""
+        self.launch()
+        if not self._started:
+            self._finish_start()
+
+    def launch(self) -> None:
+        """Start the zygote without waiting for it: its imports run while this process does other work.
+
+        `start` (or anything that needs the zygote) then waits for it. Call it from a thread that outlives
+        the sandbox: the zygote dies with that thread (bubblewrap's --die-with-parent, the zygote's own
+        parent-death signal).
+        """
         if self._process is not None:
             return
         kind = self.protections.kind
@@ -163,12 +182,40 @@ class Sandbox:
         try:
             self._process.stdin.write(json.dumps({"modules": _worker_sources(), "config": config}).encode())
             self._process.stdin.close()
+        except OSError as error:
+            self._failed_start(error)
+
+    def settle(self, seconds: float = START_SECONDS) -> bool:
+        """Wait up to `seconds` until a launched zygote has finished starting (or failed to), without taking
+        its answer (`start` still reads it); whether it has. True at once for a sandbox not launched.
+
+        For a process that hands the sandbox on (`hand_over`): it may work meanwhile, or want the machine
+        quiet first.
+        """
+        if self._control is None or self._started:
+            return True
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._control, selectors.EVENT_READ)
+            return bool(selector.select(seconds))
+
+    def hand_over(self) -> None:
+        """In the process that launched this sandbox, once a forked process has taken it over: let go of it.
+
+        This process's ends of the zygote's channels are closed, so the zygote ends when its new owner
+        does, however that ends; its process (a child of this one) stays to be reaped by `close`.
+        """
+        for end in (self._control, self._log):
+            if end is not None:
+                end.close()
+        self._control = self._log = None
+        # The pid is the new owner's to kill: once the zygote has gone it may name another process.
+        self._zygote_pid = 0
+
+    def _finish_start(self) -> None:
+        try:
             ready = self._expect("ready", START_SECONDS)
         except (OSError, SandboxError) as error:
-            message = self._startup_log()
-            self.close()
-            raise SandboxError(f"the worker process did not start: {message or error}. "
-                               "Run `autograder doctor` to see what this machine supports.") from None
+            self._failed_start(error)
         if ready.get("missing"):
             self.close()
             raise MissingProtections.of(self.protections.kind, ready["missing"])
@@ -178,13 +225,24 @@ class Sandbox:
                                "Fix or remove that statement under the assignment's `warmup` in course.yaml, "
                                "then run again. Nothing was graded.")
         self._zygote_pid = self._find_zygote()
+        self._started = True
+
+    def _failed_start(self, error: Exception):
+        message = self._startup_log()
+        self.close()
+        raise SandboxError(f"the worker process did not start: {message or error}. "
+                           "Run `autograder doctor` to see what this machine supports.") from None
 
     def close(self) -> None:
         """Kill the zygote and everything under it."""
         if self._process is not None:
             if self._zygote_pid:
                 processes.kill_descendants(self._zygote_pid)
-            self._process.kill()
+            if self._process.returncode is None:
+                # Not Popen.kill: in a process this sandbox was handed over to (`hand_over`), Popen cannot wait for
+                # it and so takes it for gone. Its pid is still safe to signal: not reaped, it names no other process.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._process.pid, signal.SIGKILL)
             self._process.wait()
         if self._control is not None:
             self._control.close()
@@ -196,6 +254,7 @@ class Sandbox:
             self._log.close()
         self._process = self._control = self._scratch = self._log = None
         self._zygote_pid = 0
+        self._started = False
 
     def __enter__(self):
         self.start()  # a sandbox that cannot start fails here, before any submission is taken
@@ -215,8 +274,7 @@ class Sandbox:
         socket, never through the zygote.
         """
         for attempt in (1, 2):
-            if self._process is None:
-                self.start()
+            self.start()
             ours, theirs = socket.socketpair()
             # Room for a whole answer (at T = 512 a few MB) in one write where the kernel allows it:
             # each time a full buffer waits for the grader to read costs a turn on a busy machine.
@@ -304,8 +362,7 @@ class Sandbox:
         answer is the sandbox's own, from the worker's uid and view of the
         file system.
         """
-        if self._process is None:
-            self.start()
+        self.start()
         wire.send(self._control, {"op": "probe", "paths": [str(p) for p in paths]})
         found = self._expect("probed", 60.0).get("readable")
         return [safe(p) for p in found] if isinstance(found, list) else ["(the worker's answer was not readable)"]

@@ -1,0 +1,213 @@
+"""Issue 24: what `grade` does before its first result, kept cheap without trusting anything it should not.
+
+The reference's timings come from the user's cache folder for a fresh store,
+and only when that entry is this suite version's, this machine's, whole and
+private; the sandbox launched while the suite loads is the one its grading
+process grades with, and it ends with that process however that ends.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import stat
+import time
+
+import pytest
+
+from autograder.grading import calibration, suite_cache
+from autograder.grading.boundary import GradingProcess
+from autograder.grading.course import load_course
+from autograder.grading.grader import Grader
+from autograder.grading.station import Setup, launch_sandbox, protections_for, refuse_secrets, warm_grader
+from autograder.grading.store import Store
+from autograder.grading.suite import load_suite
+
+from conftest import FIXTURES, run_cli
+
+MARKED = (0.125, 3)  # what no measurement of the tiny reference gives: proof an entry was read back
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """The tiny assignment (tests/fixtures/tiny) in a course of its own: (course, suite)."""
+    root = tmp_path_factory.mktemp("tiny")
+    for part in ("assignments", "solutions"):
+        shutil.copytree(FIXTURES / "tiny" / part / "tiny", root / part / "tiny")
+    (root / "course.yaml").write_text(
+        "course: {name: Tiny, seed_salt: s}\ndefaults:\n  tolerance:\n    float32: {rtol: 1.0e-5, atol: 1.0e-6}\n"
+        "    float64: {rtol: 1.0e-9, atol: 1.0e-12}\nassignments:\n  tiny:\n    title: Doubling\n    module: tiny\n"
+        "    preload: [numpy]\n    checks: {double.small: 1, double.matches_reference: 1}\n")
+    course = load_course(root / "course.yaml")
+    return course, load_suite(course, "tiny")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache folder of this test's own (XDG_CACHE_HOME), and the path of the tiny suite's entry."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return suite_cache.cache_folder()
+
+
+def _times(course, suite, db) -> dict:
+    with Store(db) as store:
+        found = calibration.cached_reference_times(course, suite, store)
+        assert store.reference_times(suite.version, calibration.machine()) == {
+            name: (t.seconds, t.calls) for name, t in found.items()}  # the store keeps what was used
+    return {name: (t.seconds, t.calls) for name, t in found.items()}
+
+
+def _mark(suite) -> None:
+    suite_cache.write_entry(calibration.CACHE_KIND, suite.version, calibration.machine(),
+                            {entry.name: list(MARKED) for entry in suite.checks})
+
+
+def _entry(folder):
+    (path,) = folder.glob(f"{calibration.CACHE_KIND}-*.json")
+    return path
+
+
+def test_a_fresh_store_takes_the_times_this_machine_cached_for_this_suite_version(tiny, cache, tmp_path):
+    course, suite = tiny
+    measured = _times(course, suite, tmp_path / "first.db")
+    assert all(seconds < 0.1 for seconds, _ in measured.values())
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    assert stat.S_IMODE(_entry(cache).stat().st_mode) == 0o600
+    _mark(suite)
+    assert _times(course, suite, tmp_path / "second.db") == {entry.name: MARKED for entry in suite.checks}
+    # Another suite version (a changed check, reference or grader) never reads this version's entry.
+    changed = dataclasses.replace(suite, version="0123456789abcdef")
+    again = _times(course, changed, tmp_path / "third.db")
+    assert set(again) == set(measured) and MARKED not in again.values()
+    assert len(list(cache.glob(f"{calibration.CACHE_KIND}-*.json"))) == 2
+
+
+def _garbage(path):
+    path.write_bytes(b"\xff\xfe not json at all")
+
+
+def _cut_short(path):
+    path.write_text(path.read_text()[:40])
+
+
+def _other_machine(path):
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "machine": "another host | 64 cores"}))
+
+
+def _other_format(path):
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "format": suite_cache.FORMAT + 1}))
+
+
+def _check_missing(path):
+    data = json.loads(path.read_text())
+    data["value"].pop("double.small")
+    path.write_text(json.dumps(data))
+
+
+def _negative_time(path):
+    data = json.loads(path.read_text())
+    data["value"]["double.small"] = [-1.0, 3]
+    path.write_text(json.dumps(data))
+
+
+def _writable_by_others(path):
+    path.chmod(0o666)
+
+
+def _symlink(path):
+    target = path.with_name("elsewhere.json")
+    path.rename(target)
+    path.symlink_to(target)
+
+
+def _open_folder(path):
+    path.parent.chmod(0o777)
+
+
+@pytest.mark.parametrize("spoil", [_garbage, _cut_short, _other_machine, _other_format, _check_missing,
+                                   _negative_time, _writable_by_others, _symlink, _open_folder],
+                         ids=lambda spoil: spoil.__name__.strip("_"))
+def test_a_corrupt_stale_or_unsafe_cache_entry_is_ignored(tiny, cache, tmp_path, spoil):
+    course, suite = tiny
+    _mark(suite)
+    spoil(_entry(cache))
+    measured = _times(course, suite, tmp_path / "g.db")
+    assert set(measured) == {entry.name for entry in suite.checks} and MARKED not in measured.values()
+    if spoil is _open_folder:
+        assert suite_cache.read_entry(calibration.CACHE_KIND, suite.version, calibration.machine()) is None
+    else:  # measured again, and the entry written anew for the next fresh store
+        kept = suite_cache.read_entry(calibration.CACHE_KIND, suite.version, calibration.machine())
+        assert {name: tuple(value) for name, value in kept.items()} == measured
+
+
+def _zygote(grader) -> int:
+    """Runs in the grading process: the pid of the zygote its Grader grades with."""
+    return grader.sandbox.zygote_pid()
+
+
+def _gone(pid: int, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat_file:
+                if stat_file.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.slow  # a sandbox and a grading process of its own for each: make test runs it
+@pytest.mark.parametrize("ending", ["ended", "killed"])
+def test_the_grading_process_grades_with_the_sandbox_launched_for_it_and_it_ends_with_that_process(tiny, ending):
+    course, suite = tiny
+    protections = protections_for("auto")
+    launched = launch_sandbox(protections, suite.assignment)
+    try:
+        refuse_secrets(protections, [], [launched])  # waits for it, as `grade` does before handing it over
+        zygote = launched.zygote_pid()
+        assert zygote and not _gone(zygote, 0)
+        process = GradingProcess(Setup(course, suite, protections), launched)
+        assert process.run(_zygote) == zygote  # not a sandbox of its own
+        if ending == "killed":  # as the out-of-memory killer would: the zygote sees its owner go and ends
+            os.kill(process.pid, signal.SIGKILL)
+            assert _gone(zygote)
+        process.end()
+        assert _gone(zygote)
+    finally:
+        launched.close()
+
+
+def test_the_command_builds_the_class_wide_cases_while_its_sandboxes_start(course, suite, tiny):
+    """warm_grader grades the reference in this process, as the probe will; grading processes forked after it
+    share what it built (the T = 512 cases), and it stops as soon as it is told the sandbox is up."""
+    warm = warm_grader(course, suite)
+    assert set(warm._shared) == {"score.long_sequence", "attention.long_sequence"}
+    sharing = Grader(course, suite, None, shares_with=warm)
+    assert sharing._shared is warm._shared and sharing._reference is warm._reference
+    assert warm_grader(course, suite, enough=lambda: True)._shared == {}
+    tiny_course, tiny_suite = tiny
+    assert warm_grader(tiny_course, dataclasses.replace(tiny_suite, reference=None)) is None
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_grade_with_a_fresh_database_writes_reads_and_survives_the_cache(tiny, tmp_path):
+    course, suite = tiny
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "s1.py").write_text("def double(x):\n    return 2 * x\n")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    first = run_cli("grade", "tiny", folder, "--jobs", "1", "--db", tmp_path / "1.db", "--course", course.path,
+                    env=env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    entry = _entry(tmp_path / "xdg" / "autograder")
+    entry.write_text("{")  # cut short, as a full disk might leave it
+    second = run_cli("grade", "tiny", folder, "--jobs", "1", "--db", tmp_path / "2.db", "--course", course.path,
+                     env=env)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "1 submissions" in second.stderr and json.loads(entry.read_text())["suite_version"] == suite.version
