@@ -21,6 +21,12 @@ from autograder.sandbox.protections import probe
 from autograder.sandbox.zygote import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+    """The reference-timing cache (grading.suite_cache) of this test run's own, not the user's ~/.cache: every
+    command a test starts inherits it, and no run reuses what an earlier one left."""
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="autograder-test-cache-")
 FIXTURES = ROOT / "tests" / "fixtures"
 SUBMISSIONS = FIXTURES / "submissions"
 PLAIN = SUBMISSIONS / "correct" / "plain.py"
