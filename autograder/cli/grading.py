@@ -11,7 +11,7 @@ from pathlib import Path
 from autograder.cli import options
 from autograder.cli.course import hold_changed_suite
 from autograder.cluster import ClusterError, install_dask_hint
-from autograder.grading.batch import default_db, grade_batch, plan_batch, plan_version
+from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_batch, plan_version
 from autograder.grading.boundary import Lost, grade_apart
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
@@ -104,6 +104,10 @@ def _grade(args) -> int:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         starting(f"{len(found)} submissions of {assignment.name} found")
+        if _to_grade(found, db, course, assignment.name, args.force) == 0:
+            # A rerun with every hand-in current: nothing to load, launch or connect to.
+            with Store(db) as store:
+                return _carry_out(args, BatchPlan([], found), store, assignment.name, None, "")
         if args.cluster:
             return _grade_on_cluster(args, course, found, db)
         jobs = args.jobs or os.cpu_count() or 1
@@ -171,6 +175,11 @@ def _grade_found(args, suite, found, store: Store, run, doing: str) -> int:
     """
     plan = plan_batch(found, store, suite, args.force)
     plan = hold_changed_suite(plan, store, suite, args.force)  # cli.course: a changed suite is `regrade`'s
+    return _carry_out(args, plan, store, suite.assignment.name, run, doing)
+
+
+def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing: str) -> int:
+    """Grade `plan.todo` with `run`, then show every result of the plan, the skipped ones as stored."""
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
     if plan.todo:
         progress.status(doing)
@@ -182,9 +191,10 @@ def _grade_found(args, suite, found, store: Store, run, doing: str) -> int:
         if args.json:
             print(json.dumps(result.to_json()), flush=True)
 
-    run(plan.todo, on_result, progress.note)
+    if plan.todo:
+        run(plan.todo, on_result, progress.note)
     progress.finish()
-    stored = {result.student: result for result in store.results(suite.assignment.name)} if plan.skipped else {}
+    stored = {result.student: result for result in store.results(assignment)} if plan.skipped else {}
     skipped = [stored[item.student] for item in plan.skipped]
     if args.json:
         for result in skipped:
