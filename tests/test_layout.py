@@ -162,10 +162,10 @@ def _knows_scores(path: Path) -> set[str]:
 
 
 def test_the_untrusted_side_knows_no_scores():
-    """The worker's modules (sandbox.zygote.WORKER_MODULES) never see a score: they import nothing that holds
+    """The worker's modules (sandbox.boot.WORKER_MODULES) never see a score: they import nothing that holds
     one (grading, outputs, the store, course.yaml's reader), read no course.yaml, and carry no score's word in a
     frame key, an attribute or a keyword. Scores exist only in the grader (README: the grading boundary)."""
-    from autograder.sandbox.zygote import WORKER_MODULES
+    from autograder.sandbox.boot import WORKER_MODULES
     paths = {name: PACKAGE / f"{name.replace('.', '/')}.py" for name in WORKER_MODULES}
     assert all(path.is_file() for path in paths.values()), paths
     known = {name: _knows_scores(path) for name, path in paths.items()}
@@ -190,8 +190,8 @@ def test_no_engine_file_is_over_400_lines():
 
 
 def test_the_worker_runs_only_modules_shipped_to_it():
-    """The worker's modules import nothing of the grader's but each other (sandbox.zygote.WORKER_MODULES)."""
-    from autograder.sandbox.zygote import WORKER_MODULES
+    """The worker's modules import nothing of the grader's but each other (sandbox.boot.WORKER_MODULES)."""
+    from autograder.sandbox.boot import WORKER_MODULES
     shipped = {f"autograder.{name}" for name in WORKER_MODULES}
     reached = {module for name in WORKER_MODULES
                for module in _imports(PACKAGE / f"{name.replace('.', '/')}.py") if module.startswith("autograder")}

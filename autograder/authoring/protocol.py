@@ -9,7 +9,7 @@ A reply carries the whole answer: no request says which part of it will be
 looked at. There is no process code here: the sandbox carries these across
 (autograder.sandbox.values), the authoring API judges them.
 
-Shipped to the worker with the wire format (see sandbox.zygote.BOOT): standard library and NumPy only.
+Shipped to the worker with the wire format (see sandbox.boot.BOOT): standard library and NumPy only.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from autograder.text import valid_utf8
 SUBMISSIONS = "CREATE TABLE IF NOT EXISTS submissions (id INTEGER PRIMARY KEY, {}, UNIQUE (assignment, student))"
 CHECKS = ("CREATE TABLE IF NOT EXISTS checks (submission_id INTEGER NOT NULL REFERENCES submissions(id) "
           "ON DELETE CASCADE, position INTEGER NOT NULL, {}, PRIMARY KEY (submission_id, name))")
-# The indices the queries need beyond the tables' own keys (history's are in grading.history): created with the tables,
+# The indices the lookups need beyond the tables' own keys (history's are in grading.history): created with the tables,
 # and on opening a database from before them. The checks of a class come back in order, not sorted in a temporary table.
 INDICES = "CREATE INDEX IF NOT EXISTS checks_in_order ON checks (submission_id, position)"
 REFERENCE_TIMES = """
@@ -147,7 +147,7 @@ class Store:
 
     def history(self, assignment: str, students: list[str] | None = None) -> list[history.Entry]:
         """Every result of `assignment` (of these `students` only, when given) the store has held, oldest first
-        (grading.history): each read once, in a number of queries that does not grow with the class."""
+        (grading.history): each read once, in a number of SQL statements that does not grow with the class."""
         return history.entries(self._db, assignment, lambda wanted: self.results(assignment, wanted), students)
 
     def keep(self, entries: list[history.Kept]) -> None:

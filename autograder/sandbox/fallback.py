@@ -2,7 +2,7 @@
 
 It always starts, so `protections.KINDS` ends with it. It keeps nothing of the machine from student
 code: workers have the network and see every file other users may read, which is why grading is
-refused wherever those include the course's secrets (zygote.refuse_readable), and refused outright
+refused wherever those include the course's secrets (preflight.refuse_readable), and refused outright
 where workers would run as root or as the grader's own user.
 """
 from __future__ import annotations

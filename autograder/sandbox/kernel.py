@@ -3,7 +3,7 @@
 A control that could not be set is returned, never dropped: each one stands for a protection that
 `autograder doctor` lists, and the worker refuses to run student code without it (worker.zygote_main).
 
-Shipped to the worker (see sandbox.zygote.BOOT): standard library only.
+Shipped to the worker (see sandbox.boot.BOOT): standard library only.
 """
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ class Kind:
         return ""
 
     def readable_fix(self, separate_user: bool) -> str:
-        """What to do when its workers could read the course's secrets (see zygote.refuse_readable)."""
+        """What to do when its workers could read the course's secrets (see preflight.refuse_readable)."""
         return READABLE_FIX
 
     # Kinds hold no state: any two of one class are the same kind, also once pickled to a grading process.

@@ -1,6 +1,6 @@
 """The untrusted side, in a worker child: running a submission's top-level code, unit by unit.
 
-Shipped to the worker with `worker` (see sandbox.zygote.BOOT): standard
+Shipped to the worker with `worker` (see sandbox.boot.BOOT): standard
 library and `wire` only. What it reports (which units raised, which
 functions exist) is the worker's word, used only for messages.
 """

@@ -80,7 +80,7 @@ class Protections:
         """(protection, active) pairs for `autograder doctor`.
 
         missing: the names of the process controls (kernel.NAMES) a worker here could not set
-        (zygote.worker_check); the rows they stand for show as inactive.
+        (preflight.worker_check); the rows they stand for show as inactive.
         """
         namespace = self.kind.isolation.pid_namespace
         return [

@@ -6,7 +6,7 @@ which no earlier submission can have made or predicted; `wipe` removes what
 a submission left, however it was made unremovable; `readable` says which
 files the worker could open, asked before any student code runs.
 
-Shipped to the worker (see sandbox.zygote.BOOT): standard library only.
+Shipped to the worker (see sandbox.boot.BOOT): standard library only.
 """
 from __future__ import annotations
 

@@ -27,35 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.sandbox import processes, wire
+from autograder.sandbox.boot import BOOT, worker_sources
 from autograder.sandbox.kind import WORKER_UID_BASE
 from autograder.sandbox.protections import WORKER_PYTHON, MissingProtections, Protections, SandboxError
 from autograder.sandbox.scratch import WIPE_SECONDS, wipe
 from autograder.text import safe
 
 START_SECONDS = 120.0
-
-# The modules the worker runs, in import order (each imports only the ones before it).
-WORKER_MODULES = ("text", "authoring.protocol", "sandbox.kernel", "sandbox.seccomp", "sandbox.scratch", "sandbox.wire",
-                  "sandbox.values", "sandbox.region", "sandbox.loader", "sandbox.worker")
-
-# Runs in a fresh interpreter: read the worker's modules from stdin (their packages empty, so nothing
-# else of the grader can be imported there) and start the zygote.
-BOOT = """\
-import json, sys, types
-blob = json.loads(sys.stdin.buffer.read())
-for name, source in blob["modules"]:
-    parts = name.split(".")
-    for depth in range(1, len(parts) + 1):
-        here = ".".join(parts[:depth])
-        if here not in sys.modules:
-            sys.modules[here] = types.ModuleType(here)
-            sys.modules[here].__path__ = []
-            if depth > 1:
-                setattr(sys.modules[".".join(parts[:depth - 1])], parts[depth - 1], sys.modules[here])
-    exec(compile(source, name, "exec"), sys.modules[name].__dict__)
-sys.modules["autograder.sandbox.worker"].zygote_main(blob["config"])
-"""
-
 
 @dataclass(frozen=True)
 class Cleaned:
@@ -71,48 +49,6 @@ class Cleaned:
     restarted: str = ""
 
 
-def refuse_readable(protections: Protections, paths: list[Path], box: Sandbox | None = None) -> None:
-    """Raise SandboxError if a worker on this machine could read any of `paths`.
-
-    Asked of a real sandbox before grading starts, so the answer is from the
-    workers' own uid and view of the file system: `box`, one of this
-    command's own that no submission has used yet (started here if it is
-    not), else a light one started for the question. Where the fallback runs
-    workers under the grader's own uid, everything the grader reads is
-    readable to them: grading is refused rather than done quietly.
-    """
-    if not paths:
-        return
-    if box is not None:
-        found = box.readable(paths)
-    else:
-        with Sandbox(protections, preload=()) as light:
-            found = light.readable(paths)
-    if not found:
-        return
-    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-    fix = protections.kind.readable_fix(protections.separate_user)
-    raise SandboxError(f"grading was refused: student code in the {protections.kind.label} sandbox could read "
-                       f"{shown}, which it must never see. To grade, {fix}; then run again. Nothing was graded.")
-
-
-def worker_check(protections: Protections) -> tuple[dict[str, str], str]:
-    """Start a light zygote, as grading would: ({control: why} for those it could not set, why none starts).
-
-    For `autograder doctor`: the second is "" where a worker starts, else the refusal, with what to do.
-    """
-    try:
-        with Sandbox(protections, preload=()):
-            return {}, ""
-    except MissingProtections as refused:
-        return refused.missing, str(refused)
-    except SandboxError as refused:
-        return {}, str(refused)
-
-
-def _worker_sources() -> list[tuple[str, str]]:
-    package = Path(__file__).resolve().parents[1]
-    return [(f"autograder.{name}", (package / f"{name.replace('.', '/')}.py").read_text()) for name in WORKER_MODULES]
 REPLY_BUFFER = 8 << 20  # bytes asked for the child's sending buffer; the kernel caps it (net.core.wmem_max)
 
 
@@ -180,7 +116,7 @@ class Sandbox:
         theirs.close()
         self._control, self._parser = ours, wire.FrameParser(limit=1 << 20)
         try:
-            self._process.stdin.write(json.dumps({"modules": _worker_sources(), "config": config}).encode())
+            self._process.stdin.write(json.dumps({"modules": worker_sources(), "config": config}).encode())
             self._process.stdin.close()
         except OSError as error:
             self._failed_start(error)
