@@ -104,7 +104,8 @@ def _grade(args) -> int:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         starting(f"{len(found)} submissions of {assignment.name} found")
-        if _to_grade(found, db, course, assignment.name, args.force) == 0:
+        to_grade = _to_grade(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
+        if to_grade == 0:
             # A rerun with every hand-in current: nothing to load, launch or connect to.
             with Store(db) as store:
                 return _carry_out(args, BatchPlan([], found), store, assignment.name, None, "")
@@ -114,7 +115,7 @@ def _grade(args) -> int:
         protections = protections_for(args.sandbox, log=sys.stderr)
         # The zygotes import the preload (PyTorch: seconds) while this process imports the same for the suite.
         launched = [launch_sandbox(protections, assignment, slot)
-                    for slot in range(min(jobs, _to_grade(found, db, course, assignment.name, args.force)))]
+                    for slot in range(min(jobs, to_grade))]
         try:
             starting("loading the suite (reference, checks, libraries)" +
                      (f" while {len(launched)} sandboxes start" if launched else ""))
