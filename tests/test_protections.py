@@ -14,7 +14,6 @@ import errno
 import os
 import pickle
 import platform
-import re
 import stat
 import subprocess
 import sys
@@ -25,7 +24,6 @@ import pytest
 from autograder.cli import options
 from autograder.sandbox import bubblewrap, kernel, processes
 from autograder.sandbox.protections import KINDS, REQUESTS, SandboxError, kind_named, probe
-from autograder.sandbox.zygote import Sandbox
 
 from conftest import PLAIN, ROOT, private_course, repository_env, run_cli
 
@@ -144,53 +142,6 @@ def test_a_process_control_that_cannot_be_set_is_returned_not_dropped():
     assert kernel.set_controls([(kernel.PR_SET_PDEATHSIG, 1000), (kernel.PR_SET_PDEATHSIG, 0)]) == \
         {"PR_SET_PDEATHSIG": os.strerror(errno.EINVAL)}
 
-
-
-def _kernel_version() -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", platform.release())[:2])
-
-
-def _huge_pages_possible() -> bool:
-    try:
-        return "[never]" not in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
-    except OSError:
-        return False
-
-
-def test_collapsing_into_huge_pages_keeps_the_memory_and_puts_it_on_huge_pages():
-    script = """
-import ctypes, mmap
-from autograder.sandbox import kernel
-memory = mmap.mmap(-1, 8 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # as a heap or an arena is
-pattern = bytes(range(256)) * (len(memory) // 256)
-memory[:] = pattern
-address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-collapsed = kernel.collapse_into_huge_pages()
-huge = 0
-lines = open("/proc/self/smaps").read().splitlines()
-for number, line in enumerate(lines):
-    if "-" in line.split()[0] and int(line.split("-")[0], 16) <= address < int(line.split()[0].split("-")[1], 16):
-        huge = next(int(x.split()[1]) for x in lines[number + 1:] if x.startswith("AnonHugePages:"))
-print(memory[:] == pattern, collapsed, huge)
-"""
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    same, collapsed, huge = done.stdout.split()
-    assert same == "True", done.stderr
-    if not _huge_pages_possible() or _kernel_version() < (6, 1):  # no MADV_COLLAPSE: the memory is all we check
-        return
-    assert int(collapsed) >= 4 and int(huge) >= 4096  # at least 4 MiB of the 8 are aligned to huge pages
-
-
-def test_the_zygote_forks_its_children_from_memory_mostly_on_huge_pages(suite):
-    # Copying the zygote's page tables was most of what a fork cost (bench/submission_profile.py): on huge
-    # pages, one entry stands for 512. Without the collapse, about half of it was (the heap, by glibc).
-    if not _huge_pages_possible() or _kernel_version() < (6, 1):
-        pytest.skip("no transparent huge pages, or no MADV_COLLAPSE, on this kernel")
-    with Sandbox(probe("auto"), suite.assignment.preload) as sandbox:
-        with open(f"/proc/{sandbox.zygote_pid()}/smaps_rollup") as rollup:
-            sizes = {line.split(":")[0]: int(line.split()[1]) for line in rollup if line.endswith("kB\n")}
-    assert sizes["AnonHugePages"] >= 0.75 * sizes["Anonymous"], sizes
 
 def test_read_proc_reads_a_whole_stat_file_and_raises_for_a_gone_process():
     stat = processes.read_proc(f"/proc/{os.getpid()}/stat")

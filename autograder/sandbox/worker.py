@@ -40,7 +40,7 @@ import traceback
 
 import numpy as np
 
-from autograder.sandbox import kernel, loader, region, seccomp, values, wire
+from autograder.sandbox import loader, region, seccomp, values, wire
 from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, set_controls
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
@@ -83,7 +83,6 @@ def zygote_main(config: dict) -> None:
     own_modules = tuple(name for name in sys.modules if name == "autograder" or name.startswith("autograder."))
     gc.collect()
     gc.freeze()  # keeps the children from touching (and copying) the zygote's pages
-    kernel.collapse_into_huge_pages()  # last: the memory every child is forked from, on fewer page-table entries
     wire.send(control, {"event": "ready", "pid": os.getpid(), "warmup_error": warmup_error})
     inbox = _Inbox(control, CONTROL_LIMIT)
     while True:
