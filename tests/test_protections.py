@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.cli import options
-from autograder.sandbox import bubblewrap, kernel
+from autograder.sandbox import bubblewrap, kernel, processes
 from autograder.sandbox.protections import KINDS, REQUESTS, SandboxError, kind_named, probe
 
 from conftest import PLAIN, ROOT, private_course, repository_env, run_cli
@@ -142,6 +142,12 @@ def test_a_process_control_that_cannot_be_set_is_returned_not_dropped():
     assert kernel.set_controls([(kernel.PR_SET_PDEATHSIG, 1000), (kernel.PR_SET_PDEATHSIG, 0)]) == \
         {"PR_SET_PDEATHSIG": os.strerror(errno.EINVAL)}
 
+
+def test_read_proc_reads_a_whole_stat_file_and_raises_for_a_gone_process():
+    stat = processes.read_proc(f"/proc/{os.getpid()}/stat")
+    assert stat.startswith(f"{os.getpid()} (".encode()) and stat.endswith(b"\n")
+    with pytest.raises(OSError):
+        processes.read_proc("/proc/0-no-such-process/stat")
 
 # Runs the command under a seccomp filter (inherited by the workers) that fails prctl(PR_SET_DUMPABLE)
 # with EPERM, as a container's profile might.

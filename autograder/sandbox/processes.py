@@ -12,6 +12,18 @@ import signal
 import time
 
 
+def read_proc(path: str) -> bytes:
+    """The contents of a small /proc file (stat, schedstat, status), in one read; OSError if it is gone.
+
+    No buffered file object: these are read after every call, and open() costs more than the read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 4096)  # the kernel hands a /proc file of this size over in one read
+    finally:
+        os.close(fd)
+
+
 def parent_map() -> dict[int, int]:
     """pid -> parent pid for every process visible in /proc."""
     parents = {}
@@ -19,8 +31,7 @@ def parent_map() -> dict[int, int]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
+            stat = read_proc(f"/proc/{entry}/stat")
         except OSError:
             continue
         # The command name may contain spaces and parentheses; fields follow the last ')'.
@@ -113,8 +124,7 @@ def live_pids(proc: str) -> list[int]:
 
 def _is_zombie(pid, proc: str = "/proc") -> bool:
     try:
-        with open(f"{proc}/{pid}/stat", "rb") as f:
-            stat = f.read()
+        stat = read_proc(f"{proc}/{pid}/stat")
     except OSError:
         return True
     return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] in (b"Z", b"X")

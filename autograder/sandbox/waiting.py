@@ -21,6 +21,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from autograder.sandbox.processes import read_proc
+
 MAX_FACTOR = 5.0  # a call runs at most this many times its limit, however loaded the machine
 MIN_CREDIT = 0.005  # seconds: below this, the wait is noise, and the call is stopped at its limit
 TICK = os.sysconf("SC_CLK_TCK")
@@ -43,10 +45,8 @@ def processor_use(proc: str) -> ProcessorUse | None:
     stat fields 14 and 15 (the whole thread group, clock ticks): user and system time.
     """
     try:
-        with open(f"{proc}/schedstat", "rb") as f:
-            ran, waited = (int(x) for x in f.read().split()[:2])
-        with open(f"{proc}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
+        ran, waited = (int(x) for x in read_proc(f"{proc}/schedstat").split()[:2])
+        fields = read_proc(f"{proc}/stat").rsplit(b")", 1)[1].split()
         everything = (int(fields[11]) + int(fields[12])) / TICK
     except (OSError, ValueError, IndexError):
         return None
