@@ -1,9 +1,8 @@
-"""What the grader keeps between a check's planning and judging runs draws and computes exactly what
-building it afresh would: the checks' generators, and the results a check asks its trial to reuse."""
+"""What the grader keeps between a check's planning and judging runs computes exactly what computing it
+afresh would: the results a check asks its trial to reuse, and the reference's, as copies."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import types
 
 import numpy as np
@@ -11,39 +10,6 @@ import numpy as np
 from autograder.authoring.checks import Trial, check_rng
 from autograder.grading.plan import _same
 from autograder.grading.reference_cache import CachedReference, _copied, _fingerprint
-
-
-def _fresh_rng(seed: int, name: str) -> np.random.Generator:
-    """check_rng as it was first written: nothing kept between calls."""
-    name_key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(name_key,)))
-
-
-def _draws(rng: np.random.Generator) -> list:
-    return [rng.normal(size=(2, 3)).tolist(), rng.integers(0, 1 << 40, size=5).tolist(), rng.random(),
-            rng.permutation(9).tolist()]
-
-
-def test_a_kept_generator_draws_what_a_fresh_one_draws_every_time():
-    for seed, name in ((0, "score.matches_reference"), (2 ** 62 + 11, "softmax.last_axis"), (7, "x")):
-        expected = _draws(_fresh_rng(seed, name))
-        for _ in range(3):  # the first call builds, the later ones reuse: all draw the same
-            rng = check_rng(seed, name)
-            assert _draws(rng) == expected
-        assert _draws(check_rng(seed, name + "!")) != expected  # the name still picks the stream
-
-
-def test_generators_of_one_check_are_independent_objects():
-    first, second = check_rng(5, "score.explicit_scale"), check_rng(5, "score.explicit_scale")
-    assert first is not second and first.bit_generator is not second.bit_generator
-    first.random(100)  # drawing from one leaves the next one at the start
-    assert _draws(second) == _draws(_fresh_rng(5, "score.explicit_scale"))
-
-
-def test_a_generator_that_spawned_leaves_the_next_one_spawning_the_same_children():
-    expected = [child.random(3).tolist() for child in _fresh_rng(9, "attention.long_sequence").spawn(2)]
-    check_rng(9, "attention.long_sequence").spawn(2)  # changes its SeedSequence's count of children
-    assert [child.random(3).tolist() for child in check_rng(9, "attention.long_sequence").spawn(2)] == expected
 
 
 def _trial(remember=None) -> Trial:

@@ -21,7 +21,6 @@ student pays for the author's mistake (grading.attempt).
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -264,31 +263,6 @@ def student_seed(salt: str, assignment: str, student: str) -> int:
 
 
 def check_rng(seed: int, check_name: str) -> np.random.Generator:
-    """Each check draws from its own stream, so adding a check changes no other input.
-
-    A fresh generator on every call, drawing what default_rng(SeedSequence(seed, spawn_key=(key,))) draws.
-    A grade builds one per check twice (planning and judging, autograder.grading.plan), and building the
-    SeedSequence is most of a generator's cost: it is kept for the (seed, check) pair.
-    """
-    return np.random.Generator(np.random.PCG64(_seed_sequence(seed, check_name)))
-
-
-_SEQUENCES: OrderedDict = OrderedDict()  # (seed, check name) -> its SeedSequence, most recent last
-_SEQUENCES_KEPT = 512  # a few submissions' worth of checks
-
-
-def _seed_sequence(seed: int, check_name: str) -> np.random.SeedSequence:
-    """The check's SeedSequence, built once per (seed, check name) while it stays unspawned.
-
-    A SeedSequence changes only when children are spawned from it (Generator.spawn), which would change
-    what the next generator built on it spawns: one that has spawned is replaced by a fresh one.
-    """
-    key = (seed, check_name)
-    sequence = _SEQUENCES.pop(key, None)  # taken out and put back last: the least recent leaves first
-    if sequence is None or sequence.n_children_spawned:
-        name_key = int.from_bytes(hashlib.sha256(check_name.encode()).digest()[:4], "big")
-        sequence = np.random.SeedSequence(seed, spawn_key=(name_key,))
-    _SEQUENCES[key] = sequence
-    if len(_SEQUENCES) > _SEQUENCES_KEPT:
-        _SEQUENCES.popitem(last=False)
-    return sequence
+    """Each check draws from its own stream, so adding a check changes no other input."""
+    name_key = int.from_bytes(hashlib.sha256(check_name.encode()).digest()[:4], "big")
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(name_key,)))
