@@ -267,7 +267,8 @@ class Grader:
         return Trial(name=entry.name, rng=check_rng(seed, entry.name), ref=self._reference,
                      call_function=call_function, tolerance=self.suite.assignment.tolerance, sizes=sizes,
                      seconds=self.time_limits[entry.name].seconds, shared_cache=self._shared,
-                     class_seed=self._class_seed)
+                     class_seed=self._class_seed,
+                     remember=self._reference.remembered if self._reference is not None else None)
 
     def _shrink(self, entry: SuiteCheck, fresh: FreshChild, seed: int, first: Attempt,
                 budget: ShrinkBudget) -> Shrunk | None:

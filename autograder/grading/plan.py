@@ -139,8 +139,10 @@ def same_call(a: Call, b: Call) -> bool:
 
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        # The same bytes are equal values (NaN included); array_equal decides the rest (-0.0 is 0.0).
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
-                and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+                and a.shape == b.shape and ((not a.dtype.hasobject and a.tobytes() == b.tobytes())
+                                            or bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))))
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
         return (type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b)))
     return type(a) is type(b) and (a == b or (a != a and b != b))  # NaN equals NaN here

@@ -50,12 +50,22 @@ class CachedReference:
             self._functions[name] = self._cached(name, value)
         return self._functions[name]
 
+    def remembered(self, function):
+        """`function`, answering from this cache as the reference's functions do (Trial.reused).
+
+        function: depends on its arguments alone; kept by its module and qualified name.
+        """
+        key = ("remembered", function.__module__, function.__qualname__)
+        if key not in self._functions:
+            self._functions[key] = self._cached(key, function)
+        return self._functions[key]
+
     def namespace(self) -> dict:
         """The module's public functions, cached: what an in-process worker calls by name."""
         return {name: getattr(self, name) for name in dir(self._module)
                 if not name.startswith("_") and callable(getattr(self._module, name))}
 
-    def _cached(self, name: str, function):
+    def _cached(self, name, function):
         @functools.wraps(function)  # keeps the signature, which misconceptions bind arguments to
         def call(*args, **kwargs):
             try:
@@ -65,11 +75,11 @@ class CachedReference:
             if key in self._kept:
                 self._kept.move_to_end(key)
                 self.hits += 1
-                return copy.deepcopy(self._kept[key][0])
+                return _copied(self._kept[key][0])
             self.misses += 1
             value = function(*args, **kwargs)
             self._keep(key, value)
-            return copy.deepcopy(value)
+            return _copied(value)
         return call
 
     def _keep(self, key, value) -> None:
@@ -85,20 +95,38 @@ class CachedReference:
 
 def _fingerprint(value):
     """A hashable stand-in for `value` that equal data share; _NotData for anything else."""
-    if isinstance(value, np.ndarray):
+    kind = type(value)
+    if kind is np.ndarray or isinstance(value, np.ndarray):
         data = np.ascontiguousarray(value)
         if data.dtype.hasobject:
             raise _NotData
-        return ("array", data.dtype.str, data.shape, hashlib.blake2b(data.data.cast("B"), digest_size=16).digest())
+        # The C-contiguous array is its bytes in order: hashed as they are (no view; an empty one too).
+        return ("array", data.dtype.str, data.shape, hashlib.blake2b(data, digest_size=16).digest())
+    if value is None or kind in _PLAIN:
+        return (kind.__name__, repr(value))  # repr: -0.0 and 0.0 are different arguments
+    if kind is tuple or kind is list:
+        return (kind.__name__, tuple([_fingerprint(item) for item in value]))
     if isinstance(value, np.generic):
         return _fingerprint(np.asarray(value))
-    if value is None or type(value) in (bool, int, float, str):
-        return (type(value).__name__, repr(value))  # repr: -0.0 and 0.0 are different arguments
-    if type(value) in (tuple, list):
-        return (type(value).__name__, tuple(_fingerprint(item) for item in value))
-    if type(value) is dict:  # in its order: a function may read a dict's order
-        return ("dict", tuple((_fingerprint(key), _fingerprint(item)) for key, item in value.items()))
+    if kind is dict:  # in its order: a function may read a dict's order
+        return ("dict", tuple([(_fingerprint(key), _fingerprint(item)) for key, item in value.items()]))
     raise _NotData
+
+
+_PLAIN = frozenset((bool, int, float, str))
+
+
+def _copied(value):
+    """copy.deepcopy(value), quicker for what a reference returns: arrays (their layout kept) and tuples
+    or lists of them."""
+    kind = type(value)
+    if kind is np.ndarray and not value.dtype.hasobject:
+        return value.copy(order="K")  # what ndarray.__deepcopy__ makes
+    if kind is tuple or kind is list:
+        return kind([_copied(item) for item in value])
+    if value is None or kind in _PLAIN:
+        return value
+    return copy.deepcopy(value)
 
 
 def _nbytes(value) -> int:

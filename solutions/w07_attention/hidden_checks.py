@@ -247,7 +247,7 @@ def attention_agrees_with_sdpa(t):
         allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
         C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.7), "attention", PAIR)
         A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=0.7)[1]
-        expect_close(C, _sdpa(Q, K, V, allowed, 0.7), t.tol(dtype),
+        expect_close(C, t.reused(_sdpa, Q, K, V, allowed, 0.7), t.tol(dtype),
                      f"attention's C compared with scaled_dot_product_attention ({_name(dtype)})",
                      terms=_terms(A_exp, V))
         expect_close(A, A_exp, t.tol(dtype),
@@ -319,7 +319,7 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     C, A = expect_pair(reply.value, "attention_torch", PAIR)
     C = as_tensor(C, "the context C of attention_torch", (*d["batch"], d["nq"], d["dv"]))
     A = as_tensor(A, "the weights A of attention_torch", (*d["batch"], d["nq"], d["nk"]))
-    C_exp, grads = _sdpa(Q, K, V, allowed, scale, upstream)
+    C_exp, grads = t.reused(_sdpa, Q, K, V, allowed, scale, upstream)
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
     expect_close(C.array, C_exp, t.tol(Q.dtype), f"the context C of {what}", terms=_terms(A_exp, V))
     expect_close(A.array, A_exp, t.tol(Q.dtype), f"the weights A of {what}")

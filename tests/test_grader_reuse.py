@@ -1,0 +1,84 @@
+"""What the grader keeps between a check's planning and judging runs computes exactly what computing it
+afresh would: the results a check asks its trial to reuse, and the reference's, as copies."""
+from __future__ import annotations
+
+import copy
+import types
+
+import numpy as np
+
+from autograder.authoring.checks import Trial, check_rng
+from autograder.grading.plan import _same
+from autograder.grading.reference_cache import CachedReference, _copied, _fingerprint
+
+
+def _trial(remember=None) -> Trial:
+    return Trial("f.x", check_rng(0, "f.x"), None, lambda call: None, {}, remember=remember)
+
+
+def test_a_check_computes_what_it_asks_its_trial_to_reuse_once_per_input_and_gets_copies():
+    ref = CachedReference(types.SimpleNamespace())
+    computed = []
+
+    def peer(x, scale):
+        computed.append(scale)
+        return x * scale, (x + scale,)
+
+    x = np.arange(6.0).reshape(2, 3)
+    first = _trial(ref.remembered).reused(peer, x, 2.0)
+    first[0][:] = -1  # a caller changing what it got
+    again = _trial(ref.remembered).reused(peer, x.copy(), 2.0)  # another trial (judging), the same values
+    assert computed == [2.0] and np.array_equal(again[0], x * 2.0) and np.array_equal(again[1][0], x + 2.0)
+    _trial(ref.remembered).reused(peer, x, -2.0)
+    _trial(ref.remembered).reused(peer, x.astype(np.float32), 2.0)
+    assert computed == [2.0, -2.0, 2.0]  # another argument or dtype is another input
+    plain = _trial()  # no grader's cache (a student's own machine): computed every time
+    plain.reused(peer, x, 2.0)
+    plain.reused(peer, x, 2.0)
+    assert len(computed) == 5
+
+
+def test_kept_results_come_back_as_deepcopy_would_give_them():
+    fortran = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    for value in (fortran, (fortran, [fortran[:, 1:], None, 3.5]), {"a": fortran}, np.float32(2.0)):
+        mine, theirs = _copied(value), copy.deepcopy(value)
+        assert _fingerprint(mine) == _fingerprint(theirs) and type(mine) is type(theirs)
+        for a, b in zip(_arrays(mine), _arrays(theirs), strict=True):
+            assert a.strides == b.strides and a.dtype == b.dtype and a.flags.writeable
+    copied = _copied((fortran,))
+    copied[0][0, 0] = 99
+    assert fortran[0, 0] == 0  # a copy, not a view
+    objects = np.empty(2, dtype=object)
+    objects[:] = [[1], [2]]
+    copied = _copied(objects)
+    assert copied.tolist() == [[1], [2]] and copied[0] is not objects[0]  # deep-copied, as deepcopy does
+
+
+def _arrays(value) -> list:
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [a for item in value for a in _arrays(item)]
+    if isinstance(value, dict):
+        return [a for item in value.values() for a in _arrays(item)]
+    return []
+
+
+def test_fingerprints_follow_content_whatever_the_layout():
+    x = np.arange(24.0).reshape(4, 6)
+    assert _fingerprint(x[:, ::2]) == _fingerprint(np.ascontiguousarray(x[:, ::2]))
+    assert _fingerprint(x.T) == _fingerprint(x.T.copy()) != _fingerprint(x)
+    assert _fingerprint(np.zeros((0, 3))) != _fingerprint(np.zeros((3, 0)))  # empty arrays are data too
+    assert _fingerprint(x.astype(">f8")) != _fingerprint(x)  # the byte order is part of the dtype
+    assert _fingerprint((1, 2.0, "a", None, True)) != _fingerprint([1, 2.0, "a", None, True])
+    assert _fingerprint(np.float64(1.5)) == _fingerprint(np.array(1.5))
+
+
+def test_a_planned_call_matches_equal_arrays_whatever_their_bytes():
+    zeros = np.array([0.0, np.nan, 1.0])
+    assert _same(zeros, np.array([-0.0, np.nan, 1.0]))  # -0.0 is 0.0, and NaN is NaN, as array_equal says
+    assert _same(zeros, zeros.copy()) and _same(np.zeros((0, 2)), np.zeros((0, 2)))
+    assert not _same(zeros, np.array([0.0, np.nan, 1.5])) and not _same(zeros, zeros.astype(np.float32))
+    assert not _same(zeros, zeros.reshape(3, 1)) and not _same(zeros, list(zeros))
+    boxes = np.array([1, [2]], dtype=object)
+    assert _same(boxes, np.array([1, [2]], dtype=object))  # objects compared by value, not by address
