@@ -118,9 +118,12 @@ def test_forged_accounts_of_the_worker_earn_nothing(job, tmp_path):
     # failing, e.g. against a moved worker helper) earns nothing too, but then no forged reply was judged.
     crashed = [(t.name, t.message) for t in result.tests if t.stopped == "crashed"]
     assert not crashed, crashed
+    # A rejected reply ends its child, so a later check may meet attention_torch in a fresh child, before the
+    # forgery is installed there: the worker's own account then says the output is detached.
     torch_checks = [t for t in result.tests if t.function == "attention_torch"]
-    assert torch_checks and all(t.status != "passed" and "gradient" in t.message for t in torch_checks), \
-        [(t.name, t.message) for t in torch_checks]
+    assert torch_checks and all(t.status != "passed" for t in torch_checks), [(t.name, t.message) for t in torch_checks]
+    assert any("one gradient per argument" in t.message for t in torch_checks)
+    assert all("gradient" in t.message or "autograd graph" in t.message for t in torch_checks)
 
 
 def test_processes_started_at_load_are_stopped_and_cost_no_function(job, tmp_path):

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from autograder.authoring.protocol import Call
-from autograder.grading.grader import Grader, internal_error_result
+from autograder.grading.grader import Grader
+from autograder.grading.grader_faults import internal_error_result
 from autograder.grading.statuses import ERROR, MEANINGS, STATUSES, TIMEOUT, UNGRADED
 from autograder.grading.submission import read_submission
 from autograder.outputs.gradescope import gradescope_results

@@ -106,12 +106,14 @@ def test_the_credit_stops_at_its_cap_however_long_the_wait():
     assert total <= (MAX_FACTOR - 1) * 0.05 + 1e-9
 
 
-# A submission's functions: one that does 80 ms of work, one that never returns.
+# A submission's functions: one that does 65 ms of work, one that never returns. Beside two spinning
+# processes on its processor the work takes about 0.2 s, over its limit of 0.1 s, and the credit stops
+# at 0.5 s: room for the rest of a full test run on the same processor.
 WORK = """
 import time
 
 def works(x):
-    until = time.process_time() + 0.08
+    until = time.process_time() + 0.065
     while time.process_time() < until:
         pass
     return x
@@ -123,8 +125,8 @@ def hangs(x):
 
 
 def test_a_right_call_in_the_sandbox_finishes_on_a_loaded_machine_and_a_hang_still_stops(suite, tmp_path):
-    """The zygote (so every child) and two spinning processes on one processor: 80 ms of work takes about
-    a quarter of a second. Its limit of 0.1 s is met in processor time, so it returns; a hang is stopped."""
+    """The zygote (so every child) and two spinning processes on one processor: 65 ms of work takes about
+    0.2 s. Its limit of 0.1 s is met in processor time, so it returns; a hang is stopped."""
     path = tmp_path / "attention.py"
     path.write_text(WORK)
     spec = read_submission(path).worker_spec("attention")

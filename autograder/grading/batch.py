@@ -21,7 +21,8 @@ from autograder.grading.boundary import RETRIES, GradingProcess, Lost, tried
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import Course
 from autograder.grading.discover import Found
-from autograder.grading.grader import Grader, internal_error_result, sandbox_fields
+from autograder.grading.grader import Grader
+from autograder.grading.grader_faults import internal_error_result, sandbox_fields
 from autograder.grading.results import SubmissionResult
 from autograder.grading.station import Protections, Sandbox, Setup
 from autograder.grading.store import Store, StoreError

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from autograder.grading.grader import Grader, internal_error_result, sandbox_fields
+from autograder.grading.grader import Grader
+from autograder.grading.grader_faults import internal_error_result, sandbox_fields
 from autograder.grading.probe import EnvironmentRefused
 from autograder.grading.results import SubmissionResult
 from autograder.grading.station import Sandbox, SandboxError, Setup, start_station

@@ -10,7 +10,6 @@ own checks, a hang or crash restarts the worker for the next one.
 """
 from __future__ import annotations
 
-import datetime
 import sys
 import time
 import traceback
@@ -23,15 +22,15 @@ from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
 from autograder.grading.explain import FreshChild, Judged, with_explanation
-from autograder.grading.plan import ReferenceAnswers, Sent, plan_check, recorded, run_live, send_plan, timed_out
+from autograder.grading.grader_faults import blame_environment, internal_error_result, now, sandbox_fields
+from autograder.grading.plan import ReferenceAnswers, Sent, by_check, plan_check, recorded, run_live, timed_out
 from autograder.grading.reference_cache import CachedReference
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
-from autograder.sandbox.protections import Protections
-from autograder.sandbox.replies import CallFailed, Stopped, how_it_ended
+from autograder.sandbox.replies import CallFailed, Stopped
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -113,13 +112,13 @@ class Grader:
                 with FreshChild(lambda: self._session(spec)) as fresh:
                     tests = self.explain(judged, seed, fresh, graded_seconds=time.monotonic() - started)
                 killed += fresh.killed_processes
-        return _blame_environment(SubmissionResult(
+        return blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
             **sandbox_fields(self.sandbox.protections), tests=tuple(tests),
             problem=problem, did_not_load=did_not_load,
             notes=tuple(notes), printed=output, killed_processes=killed,
-            seconds=time.monotonic() - started, graded_at=_now()), self.suite, judged)
+            seconds=time.monotonic() - started, graded_at=now()), self.suite, judged)
 
     def _session(self, spec: dict) -> Session:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
@@ -163,37 +162,62 @@ class Grader:
     def _send_all(self, session, load: LoadReport, seed: int, entries) -> dict:
         """check name -> (its planned calls, what they brought back), or the message of a check not run.
 
-        Nothing here looks at an answer. A function that timed out is not
-        called again on work as large: otherwise one hanging function would
-        spend the submission's budget on its remaining checks and take honest
-        functions' points with it. Checks the reference finishes in well under
-        the time still run, so a function that is merely slow on the largest
-        input keeps its other points.
+        Nothing here looks at an answer. The planned calls go as one stream,
+        planned as they are sent; a call that gives no reply ends the stream
+        and the checks after its own go in a new one. A function that timed
+        out is not called again on work as large: otherwise one hanging
+        function would spend the submission's budget on its remaining checks
+        and take honest functions' points with it. Checks the reference
+        finishes in well under the time still run, so a function that is
+        merely slow on the largest input keeps its other points.
         """
         planner = ReferenceAnswers(self._reference.namespace()) if self._reference is not None else None
         hung: dict[str, tuple[float, str]] = {}  # function -> (the reference's time where it timed out, message)
         sent: dict = {}
-        for entry in entries:
-            if _missing(entry, load):
-                continue
-            size = self.time_limits[entry.name].reference  # how much work the check is, in the reference's seconds
-            # Timings wobble, so only work well under half of what timed out counts as smaller.
-            stuck = next((f for f in entry.check.functions
-                          if f in hung and (size is None or size >= hung[f][0] / 2)), None)
-            if stuck:
-                sent[entry.name] = f"not run: {hung[stuck][1]}"
-                continue
-            if planner is None:  # no reference to plan with (a student's own public checks): sent as they run
-                planned, replies = run_live(entry, self._trial(entry, None, seed, entry.check.sizes), session)
-            else:
-                planned = self._plan(entry, planner, seed)
-                replies = send_plan(session, planned)
-            sent[entry.name] = (planned, replies)
-            timeout = timed_out(replies)
-            if timeout is not None:
-                function = planned[len(replies.replies) - 1].function
-                hung[function] = (size or 0.0, self._too_slow(entry, timeout))
+        todo = [entry for entry in entries if not _missing(entry, load)]
+        if planner is None:  # no reference to plan with (a student's own public checks): sent as they run
+            for entry in todo:
+                if not self._not_run(entry, hung, sent):
+                    self._record(entry, *run_live(entry, self._trial(entry, None, seed, entry.check.sizes), session),
+                                 sent, hung)
+            return sent
+        plans: dict[str, list[Call]] = {}  # planned once, however many streams the calls take
+        while todo:
+            order: list = []
+            checks = by_check(order, session.stream(self._planned_calls(todo, order, planner, seed, plans, hung, sent)))
+            for entry, planned, replies in checks:
+                self._record(entry, planned, replies, sent, hung)
+            stopped = bool(checks) and checks[-1][2].stopped is not None
+            todo = todo[todo.index(checks[-1][0]) + 1:] if stopped else []
         return sent
+
+    def _planned_calls(self, todo: list, order: list, planner, seed: int, plans: dict, hung: dict, sent: dict):
+        """The calls of the checks in `todo`, planned as they are asked for; each check goes into `order` as its
+        calls start, and a check not run into `sent`."""
+        for entry in todo:
+            if self._not_run(entry, hung, sent):
+                continue
+            if entry.name not in plans:
+                plans[entry.name] = self._plan(entry, planner, seed)
+            order.append((entry, plans[entry.name]))
+            yield from plans[entry.name]
+
+    def _not_run(self, entry: SuiteCheck, hung: dict, sent: dict) -> bool:
+        """Whether a function of the check timed out on work as large (timings wobble, so only work well
+        under half of it counts as smaller); if so, the check's message goes into `sent`."""
+        size = self.time_limits[entry.name].reference  # how much work the check is, in the reference's seconds
+        stuck = next((f for f in entry.check.functions if f in hung and (size is None or size >= hung[f][0] / 2)),
+                     None)
+        if stuck:
+            sent[entry.name] = f"not run: {hung[stuck][1]}"
+        return stuck is not None
+
+    def _record(self, entry: SuiteCheck, planned: list[Call], replies: Sent, sent: dict, hung: dict) -> None:
+        sent[entry.name] = (planned, replies)
+        timeout = timed_out(replies)
+        if timeout is not None:
+            function = planned[len(replies.replies) - 1].function
+            hung[function] = (self.time_limits[entry.name].reference or 0.0, self._too_slow(entry, timeout))
 
     def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> list[Call]:
         """The check's calls with the reference answering them; kept for the class when the check drew
@@ -330,57 +354,3 @@ class Grader:
 def _missing(entry: SuiteCheck, load: LoadReport) -> str:
     """The first function the check calls that the file does not define, or ""."""
     return next((name for name in entry.check.functions if name not in load.functions), "")
-
-
-INTERNAL_ERROR = ("internal error: the grader failed on this submission (not because of your code); your "
-                  "instructor has the details and will grade it again")
-
-
-def sandbox_fields(protections: Protections | None) -> dict:
-    """A result's `sandbox` and `isolated` for code run under `protections` (None: no sandbox started).
-
-    The one place grading decides whether a sandbox isolated strongly; outputs read `isolated`.
-    """
-    if protections is None:
-        return {"sandbox": "", "isolated": False}
-    return {"sandbox": protections.kind.name, "isolated": protections.kind.strong_isolation}
-
-
-def internal_error_result(student: str, suite: Suite, file: str, sha256: str, details: str, seconds: float,
-                          sandbox: str, isolated: bool = False) -> SubmissionResult:
-    """The result of a submission the grader itself failed on: zero, flagged, with the traceback kept."""
-    tests = tuple(CheckResult(name=e.name, function=e.function, visibility=e.visibility, status=UNGRADED,
-                              score=0.0, max_score=e.points, message=INTERNAL_ERROR) for e in suite.checks)
-    return SubmissionResult(
-        student=student, assignment=suite.assignment.name, file=file, sha256=sha256,
-        suite_version=suite.version, seed=0, sandbox=sandbox, isolated=isolated, tests=tests, problem=INTERNAL_ERROR,
-        seconds=seconds, graded_at=_now(), internal_error=details or "(no traceback)")
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-
-def _blame_environment(result: SubmissionResult, suite: Suite, judged: list[Judged]) -> SubmissionResult:
-    """An internal error instead of `result` when the worker died on every check (`judged`), the same way.
-
-    No file makes every function fail identically by accident; a worker that cannot map a call's arguments
-    (a memory limit the libraries' build exceeds) or a broken library does. Such a result says nothing
-    about the student, so it is kept for the instructor and graded again by the next run. Only a death
-    the worker had on its own counts (CallFailed.ended): a flood or processes left running are the code's.
-    """
-    ways = {_death(one) for one in judged}
-    functions = {one.entry.function for one in judged}
-    if len(functions) < 2 or len(ways) != 1 or None in ways:
-        return result
-    details = (f"the worker died on all {len(judged)} checks, in {len(functions)} functions, the same way "
-               f"({how_it_ended(ways.pop())}): the grading environment, not this file, is the likely cause. Run "
-               f"`autograder doctor`. The worker's output:\n{result.printed}")
-    return internal_error_result(result.student, suite, result.file, result.sha256, details, result.seconds,
-                                 result.sandbox, result.isolated)
-
-
-def _death(one: Judged) -> tuple | None:
-    """How the worker died on its own on the check's calls (CallFailed.ended), or None if it did not."""
-    stopped = one.tried.stopped if one.tried is not None else None
-    return stopped.ended if stopped is not None and stopped.how is Stopped.CRASHED else None

@@ -8,11 +8,12 @@ grading has three steps, and only the third looks at the answers:
    The reference's answers make the check take its full path; its inputs
    come from the student's seeded generator, never from a reply. The calls
    it made are the check's plan.
-2. `send_plan`: send every check's planned calls, in suite order, to the
-   student's session and record the replies. What is sent depends on the
-   seed, the suite, the loaded file's function names and the sandbox's own
-   observations (a call that timed out or crashed ends its check's calls;
-   work as large as a timed-out call is not sent again), never on a verdict.
+2. send: every check's planned calls go, in suite order, to the student's
+   session as one stream (sandbox.stream), and the replies are recorded
+   (`by_check`). What is sent depends on the seed, the suite, the loaded
+   file's function names and the sandbox's own observations (a call that
+   timed out or crashed ends its check's calls and its child; work as large
+   as a timed-out call is not sent again), never on a verdict.
 3. `judge`: run the check again on the recorded replies. A check that stops
    at its first failure uses a prefix of its plan. A check that asks for a
    call outside its plan has a fault of its own (`UnplannedCall`): its calls
@@ -89,18 +90,22 @@ def plan_check(entry: SuiteCheck, trial: Trial) -> list[Call]:
     return [call for call, _ in trial.calls]
 
 
-def send_plan(session, calls: list[Call]) -> Sent:
-    """Send `calls` to `session` in order; stop after the first that gives no reply."""
-    sent = Sent()
-    started = time.monotonic()
-    for call in calls:
-        try:
-            sent.replies.append(session.call(call))
-        except CallFailed as failure:
-            sent.replies.append(failure)
+def by_check(order: list[tuple[SuiteCheck, list[Call]]], answers: list) -> list[tuple[SuiteCheck, list[Call], Sent]]:
+    """A stream's answers (sandbox.stream.Answer), check by check in the order `order` sent their calls.
+
+    Ends with the check whose call gave no reply, if one did: the calls sent after it were never answered.
+    """
+    checks, position = [], 0
+    for entry, planned in order:
+        mine = answers[position:position + len(planned)]
+        position += len(mine)
+        sent = Sent([answer.reply for answer in mine], sum(answer.seconds for answer in mine))
+        if sent.stopped is None and len(mine) < len(planned):
+            break  # sent, but the stream ended before it: it goes again
+        checks.append((entry, planned, sent))
+        if sent.stopped is not None:
             break
-    sent.seconds = time.monotonic() - started
-    return sent
+    return checks
 
 
 def timed_out(sent: Sent) -> CallFailed | None:

@@ -21,6 +21,7 @@ import io
 import signal
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from autograder.authoring.protocol import Call, Reply
@@ -28,6 +29,7 @@ from autograder.sandbox import values, wire, worker
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.replies import ReplyRejected, past_limit, read_reply, reply_limit, request_frame, too_large
 from autograder.sandbox.session import CapturedOutput
+from autograder.sandbox.stream import Answer, answer_in_turn
 
 WORKER_FRAME_LIMIT = 1 << 30  # what worker._serve accepts from the grader
 
@@ -91,8 +93,8 @@ class InProcessSession:
     """Calls functions of a namespace in this process, through the sandbox's message code.
 
     namespace: a notebook's globals(), or the reference module's. limits: the
-    assignment's (call_seconds, output_kib). Has the one method of `Session`
-    that checks use, `call`. seconds: the processor time each call took, in order (what a
+    assignment's (call_seconds, output_kib). Has the methods of `Session`
+    that checks use, `call` and `stream`. seconds: the processor time each call took, in order (what a
     busy machine leaves alone, unlike the wall clock).
     """
 
@@ -105,6 +107,10 @@ class InProcessSession:
     def __post_init__(self):
         if self.output is None:
             self.output = CapturedOutput(self.limits.output_kib * 1024)
+
+    def stream(self, calls: Iterable[Call]) -> list[Answer]:
+        """Each call's Answer, in turn, up to the first that gives no reply, as `Session.stream` gives them."""
+        return answer_in_turn(self, calls)
 
     def call(self, call: Call) -> Reply:
         """Run one call; raises CallTimedOut past its limit, as `Session.call` does."""

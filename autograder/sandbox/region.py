@@ -16,13 +16,16 @@ ALIGN = 64  # bytes: arrays in shared memory start on cache-line boundaries
 
 
 class SharedRegion:
-    """Shared memory the grader owns, holding one call's buffers at a time.
+    """Shared memory the grader owns, holding the buffers of the calls in flight to one worker child.
 
-    One region per worker child: the grader writes a call's buffers with
-    `place`, sends the layout in the call's header (and the region's file
-    descriptor with the first call, or when the region grew), and the
-    worker's function works on them in place there (`shared_buffers`), so
-    `read` afterwards shows the arguments as the function left them. A new
+    One region per worker child at a time: the grader writes a call's buffers
+    with `place`, after those of the calls still in flight, sends the layout
+    in the call's header with the region's number (and the region's file
+    descriptor with the first call that uses it), and the worker's function
+    works on them in place there (`shared_buffers`), so `read` afterwards
+    shows the arguments as the function left them. Space is reused only once
+    every call placed is answered (`reuse`), and a region is replaced by a
+    larger one only then, so no call in flight ever loses its arrays. A new
     child gets a new region, so nothing of an earlier child's calls is in it.
 
     Nothing the worker does to the region can hurt the grader:
@@ -40,23 +43,40 @@ class SharedRegion:
     What the worker can still do is write any bytes into the region, which
     it could do to its arguments anyway: the grader reads them back as
     evidence of what the function did, and nothing else.
+
+    initial: bytes of the first region, so a stream of calls need not wait
+    for room (memory is only used where written).
     """
 
-    def __init__(self):
+    def __init__(self, initial: int = 1 << 16):
         self.fd: int | None = None  # the descriptor sent to the worker
         self.size = 0
+        self.number = -1  # which region of this child's this is (the worker numbers them as they come)
         self.unsent = False  # the worker has not been given this region's descriptor yet
         self._own: int | None = None  # the grader's own file description of the same memory
+        self._initial = initial
+        self._end = 0  # where the next call's buffers go
+
+    def fits(self, buffers: list) -> bool:
+        """Whether `buffers` fit after the calls in flight, without a new region."""
+        return self._end + _extent(buffers) <= self.size
+
+    def reuse(self) -> None:
+        """Every call placed is answered: the next one may start at the beginning again."""
+        self._end = 0
 
     def place(self, buffers: list) -> list[list[int]]:
-        """Write `buffers` from the start of the region (growing it if need be); their [offset, size] layout."""
-        layout, end = [], 0
+        """Write `buffers` after those in flight (in a larger region if they do not fit); their [offset, size] layout.
+
+        A larger region replaces this one, so grow only with no call in flight (`reuse` first)."""
+        if not self.fits(buffers):
+            self._grow(max(_extent(buffers), 2 * self.size, self._initial))
+        layout, end = [], self._end
         for buffer in buffers:
             size = memoryview(buffer).nbytes
             layout.append([end, size])
-            end += -(-size // ALIGN) * ALIGN
-        if end > self.size:
-            self._grow(max(end, 2 * self.size, 1 << 16))
+            end += _aligned(size)
+        self._end = end
         for (offset, _), buffer in zip(layout, buffers):
             view = memoryview(buffer).cast("B")
             while view.nbytes:
@@ -75,18 +95,33 @@ class SharedRegion:
         return copies
 
     def close(self) -> None:
+        """Let go of the region (a new child starts numbering afresh)."""
+        self._release()
+        self.number = -1
+
+    def _release(self) -> None:
         for fd in (self.fd, self._own):
             if fd is not None:
                 os.close(fd)
-        self.fd, self._own, self.size = None, None, 0
+        self.fd, self._own, self.size, self._end = None, None, 0, 0
 
     def _grow(self, size: int) -> None:
-        self.close()
+        self._release()
         self.fd = os.memfd_create("call", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(self.fd, size)
         fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
         self._own = os.open(f"/proc/self/fd/{self.fd}", os.O_RDWR | os.O_CLOEXEC)
         self.size, self.unsent = size, True
+        self.number += 1
+
+
+def _aligned(size: int) -> int:
+    return -(-size // ALIGN) * ALIGN
+
+
+def _extent(buffers: list) -> int:
+    """Bytes `buffers` take in a region, each aligned."""
+    return sum(_aligned(memoryview(b).nbytes) for b in buffers)
 
 
 def map_region(fd: int) -> memoryview:

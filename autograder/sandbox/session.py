@@ -1,13 +1,13 @@
 """The grader's conversation with one submission's worker.
 
 A `Session` starts a fresh child of the sandbox's zygote, sends it the submission over the child's
-own socket, and then sends it calls, one at a time, each with a wall-clock deadline, extended by any time
-the call waited for a processor (sandbox.waiting). It drains the
-child's output while it waits, caps what it keeps, and decodes replies with `values.decode`, which
-trusts nothing. When a call hangs or the child dies, the whole process tree is killed and the next
-call gets a fresh child (which loads the submission again), so one bad function costs only the
-checks that call it. Every submission also has a total time budget. A call still importing a module
-at its limit (a one-time cost) is timed again warm (sandbox.grace).
+own socket, and then sends it calls: many at once as a stream (`stream`, sandbox.stream), or one
+(`call`). Each call has a wall-clock deadline, extended by any time it waited for a processor
+(sandbox.waiting). The session drains the child's output while it waits, caps what it keeps, and
+decodes replies with `values.decode`, which trusts nothing. When a call hangs or the child dies, the
+whole process tree is killed and the next call gets a fresh child (which loads the submission again),
+so one bad function costs only the checks that call it. Every submission also has a total time
+budget. A call still importing a module at its limit (a one-time cost) is timed again warm (sandbox.grace).
 
 What the grader believes about a call it establishes itself: the arguments
 after the call are read from shared memory the grader owns, the gradients
@@ -17,14 +17,13 @@ own account of any of these is never the evidence.
 """
 from __future__ import annotations
 
-import os
-import selectors
-import socket
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from autograder.authoring.protocol import Call, Reply
-from autograder.sandbox import values, wire
+from autograder.sandbox import wire
+from autograder.sandbox.channel import Channel, NoReply
 from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import SandboxError
@@ -38,19 +37,16 @@ from autograder.sandbox.replies import (
     WorkerDied,
     _raised,
     child_end,
-    how_it_ended,
     past_limit,
-    read_reply,
-    reply_limit,
-    request_frame,
-    too_large,
 )
-from autograder.sandbox.waiting import Extensions, WaitCredit
+from autograder.sandbox.stream import Answer, CallStream
 from autograder.sandbox.zygote import Sandbox
 from autograder.text import safe
 
 MAX_LOAD_ATTEMPTS = 6
 EVENT_LIMIT = 1 << 20
+REGION_BYTES = 4 << 20  # a stream's calls' arrays side by side, so it seldom waits for room (used as written)
+REGION_SHARE = 16  # ... but no more of a child's memory (limits.memory_mib) than this fraction of it, up front
 
 
 @dataclass(frozen=True)
@@ -62,20 +58,6 @@ class LoadReport:
     stopped: tuple = ()  # (unit label, reason) for units that hung or killed the worker
     failure: str = ""  # non-empty when the submission could not be loaded at all
     stray_processes: int = 0  # processes the top-level code left running, stopped after loading
-
-
-class _NoReply(Exception):
-    """The child gave no usable reply: how; what the call or unit did, after its name, in the student's words
-    (says; "" for a timeout, which the caller words); the same, short, for the worker (cause); see CallFailed.ended."""
-
-    def __init__(self, how: Stopped, says: str = "", cause: str = "", ended: tuple | None = None):
-        super().__init__(says or how.value)
-        self.how, self.says, self.cause, self.ended = how, says, cause or says, ended
-
-
-def _died(cause: str, ended: tuple | None = None) -> _NoReply:
-    """The child's process ended; cause: how ("it exited with status 1")."""
-    return _NoReply(Stopped.CRASHED, f"stopped the worker process ({cause})", cause, ended)
 
 
 class Session:
@@ -95,20 +77,18 @@ class Session:
         self.killed_processes = 0
         self.notes: list[str] = []
         self.budget = budget or limits.submission_seconds  # seconds for everything the submission does
-        self._deadline = time.monotonic() + self.budget
+        self.deadline = time.monotonic() + self.budget
+        self.grace = OneTimeGrace(limits.one_time_seconds)
+        # Where the current child's calls find their arrays; mapped in the child, so counted in its memory.
+        self.region = SharedRegion(min(REGION_BYTES, max(1 << 16, (limits.memory_mib << 20) // REGION_SHARE)))
+        self.channel: Channel | None = None
+        self.batch = 0  # the worker drops the calls of a batch queued behind one that imported (sandbox.stream)
+        self.reply_limits: dict[int, int] = {}  # call id -> the bytes its reply may hold
         self._skip: dict[int, tuple[str, str]] = {}  # unit index -> (its label, why it was stopped)
-        self._sock: socket.socket | None = None
-        self._out: int | None = None
         self._pid = 0
-        self._parser = wire.FrameParser(EVENT_LIMIT)
         self._next_id = 0
         self._unit: tuple[int, str] | None = None
         self._exits: dict = {}
-        self._output_mark = 0
-        self._selector: selectors.BaseSelector | None = None  # the child's socket and output, for its lifetime
-        self._region = SharedRegion()  # where the current child's calls find their arrays
-        self._grace = OneTimeGrace(limits.one_time_seconds)
-        self._importing = False  # the current call said it began importing a module
 
     # -------------------------------------------------------------- public
 
@@ -116,62 +96,54 @@ class Session:
         """Load the submission; units that hang or kill the worker are skipped."""
         return self._start_child()
 
+    def stream(self, calls: Iterable[Call]) -> list[Answer]:
+        """Send `calls` (pulled as they can go) and read the replies as they come; each call's Answer, up to
+        and including the first that gave no usable reply, which ends the child (sandbox.stream)."""
+        return CallStream(self, calls).run()
+
     def call(self, call: Call) -> Reply:
         """Run one call in the worker. Raises CallFailed when there is no reply.
 
         A call still importing a module at its limit may run on up to the one-time grace's cap; it is
         then run again, warm, and that second run, timed against the limit, is the reply (sandbox.grace).
         """
-        seconds = call.seconds or self.limits.call_seconds
-        reply, first = self._call_once(call, seconds)
-        if first is None:
-            return reply
-        try:
-            reply, _ = self._call_once(call, seconds, grace=False)
-        except CallTimedOut as slow:
-            raise self._grace.slow_again(call.function, first, slow) from None
-        return reply
+        answer = CallStream(self, [call]).run()[0]
+        if answer.failed:
+            raise answer.reply
+        return answer.reply
 
-    def _call_once(self, call: Call, seconds: float, grace: bool = True) -> tuple[Reply, float | None]:
-        """The reply, and how long the call took if it ran past `seconds` on the one-time grace (else None)."""
-        if self._sock is None:
-            report = self._start_child()
-            if report.failure:
-                raise WorkerDied(f"the worker could not reload the submission: {report.failure}")
+    def close(self) -> None:
+        """Stop the child and everything it left running; keep what it printed."""
+        self.stop_child()
+        self.region.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+    # -------------------------------------------------------------- for sandbox.stream
+
+    def has_child(self) -> bool:
+        return self.channel is not None
+
+    def start_child_for_calls(self) -> CallFailed | None:
+        """A fresh child, loaded, for the calls after a restart; the failure if it could not be loaded."""
+        report = self._start_child()
+        if report.failure:
+            return WorkerDied(f"the worker could not reload the submission: {report.failure}")
+        return None
+
+    def next_id(self) -> int:
         self._next_id += 1
-        request, buffers = request_frame(call, self._next_id)
-        request["shared"] = layout = self._region.place(buffers)
-        fds = [self._region.fd] if self._region.unsent else []
-        self._region.unsent = False
-        self._parser.limit = reply_limit(call)
-        started = time.monotonic()
-        budget_left = self._deadline - started
-        cap = self._grace.cap(seconds) if grace else seconds
-        self._importing = False
-        extensions = Extensions(WaitCredit(self.sandbox.child_proc(self._pid), seconds), seconds, cap, budget_left)
-        try:
-            header, data = self._exchange(wire.pack(request, []), min(seconds, budget_left),
-                                          lambda h: h.get("event") == "reply" and h.get("id") == self._next_id,
-                                          fds=fds, extend=lambda: extensions.more(self._importing, started))
-        except _NoReply as stop:
-            self._stop_child()
-            if extensions.graced and stop.how is Stopped.TIMEOUT:
-                raise self._grace.not_done(call.function, min(cap, budget_left), seconds) from None
-            self._grace.available &= not extensions.graced  # given the grace, it did not prove the cost one-time
-            raise self._failure(call.function, stop, seconds, budget_left < seconds) from None
-        took = time.monotonic() - started
-        # Counted from outside the sandbox: the child itself is the only process a finished call may leave.
-        extra = self.sandbox.submission_processes() - 1
-        if extra > 0:
-            self._stop_child()
-            raise WorkerDied(f"{call.function} left {extra} processes running after it returned; a function "
-                             "must not start processes. They were stopped")
-        inputs = None
-        if call.return_inputs:  # read back from the grader's own memory, whatever the worker says
-            inputs = tuple(values.decode(tree, self._region.read(layout)) for tree in request["args"])
-        return read_reply(header, data, call, inputs), took if extensions.graced else None
+        return self._next_id
 
-    def _failure(self, function: str, stop: _NoReply, seconds: float, over_budget: bool) -> CallFailed:
+    def child_proc(self) -> str | None:
+        """The current child's /proc directory, read from outside the sandbox."""
+        return self.sandbox.child_proc(self._pid)
+
+    def failure(self, function: str, stop: NoReply, seconds: float, over_budget: bool) -> CallFailed:
         """The failure of a call that gave no reply: how it stopped, and the student-facing explanation."""
         if stop.how is Stopped.TIMEOUT and over_budget:
             return CallTimedOut(f"{function} was stopped: the submission used up its {self.budget:.3g} s budget",
@@ -182,35 +154,37 @@ class Session:
             return ReplyRejected(f"{function} {stop.says}")
         return WorkerDied(f"{function} {stop.says}", ended=stop.ended)
 
-    def close(self) -> None:
-        """Stop the child and everything it left running; keep what it printed."""
-        if self._sock is None:
+    def stop_child(self) -> None:
+        """Kill the child's whole process tree; count what it left (not the child itself), keep its output."""
+        if self.channel is None:
             return
-        self.killed_processes += self._kill_child()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_):
-        self.close()
+        self.channel.close()
+        self.channel = None
+        self.reply_limits.clear()
+        cleaned = self.sandbox.clean(child=self._pid)
+        self._exits = cleaned.exits
+        if cleaned.restarted:
+            self.notes.append(cleaned.restarted)
+        self.killed_processes += cleaned.killed
 
     # -------------------------------------------------------------- loading
 
     def _start_child(self) -> LoadReport:
         for _ in range(MAX_LOAD_ATTEMPTS):
             try:
-                self._sock, self._out, self._pid = self.sandbox.spawn(self._child_limits())
+                sock, out, self._pid = self.sandbox.spawn(self._child_limits())
             except (OSError, SandboxError) as error:
                 return LoadReport(frozenset(), failure=f"the worker could not start ({error})")
-            self._watch_child()
+            self.region.close()  # each child gets a region of its own; the last one's arrays were read by now
+            self.channel = Channel(sock, out, self.output, self.limits.max_output_mib << 20, self._death)
+            self.channel.parser.limit_for = lambda header: self.reply_limits.get(header.get("id"), EVENT_LIMIT)
             self._unit = None
-            self._parser = wire.FrameParser(EVENT_LIMIT)  # nothing half-read from a killed child carries over
-            seconds = min(self.limits.load_seconds, self._deadline - time.monotonic())
+            seconds = min(self.limits.load_seconds, self.deadline - time.monotonic())
             try:
-                header, _ = self._exchange(self._load_frame(), seconds, lambda h: h.get("event") == "ready")
-            except _NoReply as stop:
+                header = self._load(seconds)
+            except NoReply as stop:
                 unit = self._unit
-                self._stop_child()
+                self.stop_child()
                 timed_out = stop.how is Stopped.TIMEOUT
                 if unit is None:
                     cause = f"it was not ready within {seconds:g} s" if timed_out else stop.cause
@@ -226,6 +200,26 @@ class Session:
             return self._load_report(header, stray)
         return LoadReport(frozenset(), stopped=self._stopped(),
                           failure=f"loading was stopped {MAX_LOAD_ATTEMPTS} times; the file was not graded")
+
+    def _load(self, seconds: float) -> dict:
+        """Send the submission and wait up to `seconds` for the child to be ready; its report's header.
+
+        Raises NoReply at the deadline, and when the child dies or sends something malformed.
+        """
+        deadline = time.monotonic() + max(seconds, 0.0)
+        self.channel.output_mark = self.output.total  # the flood limit is per load, too
+        self.channel.send(self._load_frame())
+        while True:
+            # Looked at before the deadline is judged: a report (or a death) already here when a busy grader
+            # wakes up late is not a timeout.
+            for header, _ in self.channel.wait(deadline - time.monotonic()):
+                if header.get("event") == "unit" and type(header.get("index")) is int:
+                    self._unit = (header["index"], safe(header.get("label"), 40))
+                elif header.get("event") == "ready":
+                    self.channel.drain_output()
+                    return header
+            if deadline - time.monotonic() <= 0:
+                raise NoReply(Stopped.TIMEOUT)
 
     def _load_frame(self) -> list:
         """The submission itself, sent to the child over its own socket (never through the zygote)."""
@@ -257,141 +251,7 @@ class Session:
     def _stopped(self) -> tuple:
         return tuple(self._skip[index] for index in sorted(self._skip))
 
-    # -------------------------------------------------------------- I/O
-
-    def _exchange(self, chunks: list, seconds: float, done, fds: list = (), extend=None) -> tuple[dict, list]:
-        """Write `chunks` (`fds` ride with the first), then read frames until `done(header)`; drain output meanwhile.
-
-        Raises _NoReply(Stopped.TIMEOUT) at the deadline, and a _NoReply
-        saying what happened when the child dies or sends something malformed. extend: asked at each
-        deadline, the seconds to wait on (0 to stop there).
-        """
-        deadline = time.monotonic() + max(seconds, 0.0)
-        self._output_mark = self.output.total  # the flood limit is per call (and per load)
-        pending = wire.views_of(chunks)
-        fds = list(fds)
-        while pending:  # a request usually fits the socket's buffer at once: no need to wait to write
-            pending, sent = self._write(pending, fds)
-            if not sent:
-                break
-            fds = []  # the descriptors went with the first bytes sent
-        selector = self._selector
-        selector.modify(self._sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if pending else 0))
-        while True:
-            # Looked at before the deadline is judged: a reply (or a death) already here when a busy grader
-            # wakes up late is not a timeout.
-            for key, mask in selector.select(max(deadline - time.monotonic(), 0.0)):
-                if key.fileobj == self._out:
-                    self._read_output(selector)
-                    continue
-                if mask & selectors.EVENT_WRITE:
-                    pending, sent = self._write(pending, fds)
-                    fds = fds if not sent else []
-                    if not pending:
-                        selector.modify(self._sock, selectors.EVENT_READ)
-                if mask & selectors.EVENT_READ:
-                    found = self._read_frames(done)
-                    if found is not None:
-                        self._drain_output()
-                        return found
-            if deadline - time.monotonic() <= 0:
-                more = extend() if extend is not None else 0.0
-                if more <= 0:
-                    raise _NoReply(Stopped.TIMEOUT)
-                deadline += more
-
-    def _write(self, pending: list, fds: list) -> tuple[list, int]:
-        """Send what the socket takes of `pending`, in one gathered write; the rest, and how many bytes went."""
-        try:
-            if fds:
-                sent = socket.send_fds(self._sock, pending[:wire.MAX_CHUNKS], fds)
-            else:
-                sent = self._sock.sendmsg(pending[:wire.MAX_CHUNKS])
-        except BlockingIOError:
-            return pending, 0
-        except OSError:
-            raise _died("it closed its connection") from None
-        return wire.after(pending, sent), sent
-
-    def _read_frames(self, done):
-        try:
-            frames = self._parser.receive(self._sock)
-        except BlockingIOError:
-            return None
-        except (EOFError, ConnectionError):
-            ended = self._death()
-            raise _died(how_it_ended(ended), ended) from None
-        except wire.FrameTooLarge as error:
-            raise _NoReply(Stopped.REJECTED, too_large(error)) from error
-        except wire.WireError as error:
-            raise _NoReply(Stopped.REJECTED, f"was stopped: its process sent a malformed reply ({error})",
-                           f"it sent a malformed reply ({error})") from error
-        for header, buffers in frames:
-            if header.get("event") == "unit" and type(header.get("index")) is int:
-                self._unit = (header["index"], safe(header.get("label"), 40))
-            elif header.get("event") == "importing" and header.get("id") == self._next_id:
-                self._importing = True
-            elif done(header):
-                return header, buffers
-        return None
-    def _read_output(self, selector) -> None:
-        try:
-            chunk = os.read(self._out, 1 << 16)
-        except BlockingIOError:
-            return
-        if chunk:
-            self.output.add(chunk)
-            if self.output.total - self._output_mark > self.limits.max_output_mib << 20:
-                raise _NoReply(Stopped.CRASHED, f"printed more than {self.limits.max_output_mib} MB of output "
-                               "and was stopped; remove the prints from your code")
-        else:
-            selector.unregister(self._out)
-            os.close(self._out)
-            self._out = None
-
-    def _drain_output(self) -> None:
-        if self._out is None:
-            return
-        os.set_blocking(self._out, False)
-        try:
-            while chunk := os.read(self._out, 1 << 16):
-                self.output.add(chunk)
-        except BlockingIOError:
-            pass
-
     def _death(self) -> tuple | None:
         """How the child ended, from the zygote's account of it: ("exit", code), ("signal", name) or None."""
-        self._stop_child()
+        self.stop_child()
         return child_end(self._exits.get(str(self._pid)))
-
-    def _stop_child(self) -> None:
-        """Kill the child's whole process tree mid-submission; count what it left (not the child itself)."""
-        self.killed_processes += self._kill_child()
-
-    def _watch_child(self) -> None:
-        """One selector for the new child's lifetime: its socket (non-blocking) and its output pipe."""
-        self._sock.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._sock, selectors.EVENT_READ)
-        self._selector.register(self._out, selectors.EVENT_READ)
-
-    def _kill_child(self) -> int:
-        """Kill every process of this submission, keep the rest of its output; how many it left besides the child."""
-        if self._sock is None and self._out is None:
-            return 0
-        self._selector.close()
-        self._region.close()  # the next child gets a region of its own
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-        self._drain_output()
-        if self._out is not None:
-            os.close(self._out)
-            self._out = None
-        cleaned = self.sandbox.clean(child=self._pid)
-        self._exits = cleaned.exits
-        if cleaned.restarted:
-            self.notes.append(cleaned.restarted)
-        return cleaned.killed
-
-

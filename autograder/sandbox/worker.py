@@ -150,7 +150,7 @@ class _Inbox:
             if not data:
                 return None, self.fds
             self.frames += self.parser.feed(data)
-        # The grader sends one request at a time, so descriptors belong to the frame they came with.
+        # Descriptors go to the next frame taken out; the grader says in each call which region it uses.
         fds, self.fds = self.fds, []
         return self.frames.pop(0), fds
 
@@ -280,27 +280,43 @@ class _ImportWatch:
 
 
 def _serve(inbox: _Inbox, namespace: dict) -> None:
+    """Answer calls in the order they come, each with a reply, until the grader closes the socket.
+
+    The grader may send many calls before the first reply (a stream). A call
+    that began importing a module ends its batch here: the calls queued behind
+    it in the same batch are dropped, unrun, because the grader may want that
+    call run again, warm, before them (sandbox.grace); it sends them again in a
+    new batch. Each new region of shared memory comes as a descriptor; a call
+    names the region its arrays are in by number, so a descriptor read together
+    with earlier calls' bytes is never taken for theirs.
+    """
     watch = _ImportWatch(inbox.sock)
     sys.meta_path.insert(0, watch)  # after loading: imports at the top of the file are no call's
     me = os.getpid()
-    mapping = None  # of the grader's shared memory, where each call's arrays are
+    mappings = []  # of the grader's shared memory regions, in the order they were sent (map_region closes each)
+    dropping = None  # the batch whose queued calls are dropped
     while True:
         frame, fds = inbox.next()
         if frame is None:
             return
         header, buffers = frame
-        if fds:  # a new region: the first call's, or a larger one (map_region closes its descriptor)
-            for fd in fds[1:]:
-                os.close(fd)
-            mapping = region.map_region(fds[0])
+        mappings += [region.map_region(fd) for fd in fds]
+        if dropping is not None and header.get("batch") == dropping:
+            continue
         if header.get("shared") is not None:
-            buffers = region.shared_buffers(mapping, header["shared"])
+            buffers = region.shared_buffers(_mapping(mappings, header.get("region")), header["shared"])
         watch.call_id = header.get("id")
         reply, reply_buffers = _call(header, buffers, namespace)
+        dropping = header.get("batch") if watch.call_id is None else None  # None: the watch fired
         watch.call_id = None
         loader.exit_if_forked_copy(me)
         sys.stdout.flush()
         wire.send(inbox.sock, reply, reply_buffers)
+
+
+def _mapping(mappings: list, number) -> memoryview | None:
+    """The region a call's header names by number; None (no room at all) for a number never sent."""
+    return mappings[number] if type(number) is int and 0 <= number < len(mappings) else None
 
 
 def _call(request: dict, buffers: list, namespace: dict):

@@ -1,0 +1,72 @@
+"""Results for a submission whose grading failed through no fault of the file's own.
+
+Either the grader itself failed on it (a bug, something no check foresaw), or the
+environment broke every call the same way (a memory limit the libraries' build
+exceeds, a broken library). Either way the result says nothing about the student:
+it scores nothing, is flagged with the details for the instructor, and the next
+run grades the file again.
+"""
+from __future__ import annotations
+
+import datetime
+
+from autograder.grading.explain import Judged
+from autograder.grading.results import CheckResult, SubmissionResult
+from autograder.grading.statuses import UNGRADED
+from autograder.grading.suite import Suite
+from autograder.sandbox.protections import Protections
+from autograder.sandbox.replies import Stopped, how_it_ended
+
+INTERNAL_ERROR = ("internal error: the grader failed on this submission (not because of your code); your "
+                  "instructor has the details and will grade it again")
+
+
+def sandbox_fields(protections: Protections | None) -> dict:
+    """A result's `sandbox` and `isolated` for code run under `protections` (None: no sandbox started).
+
+    The one place grading decides whether a sandbox isolated strongly; outputs read `isolated`.
+    """
+    if protections is None:
+        return {"sandbox": "", "isolated": False}
+    return {"sandbox": protections.kind.name, "isolated": protections.kind.strong_isolation}
+
+
+def internal_error_result(student: str, suite: Suite, file: str, sha256: str, details: str, seconds: float,
+                          sandbox: str, isolated: bool = False) -> SubmissionResult:
+    """The result of a submission the grader itself failed on: zero, flagged, with the traceback kept."""
+    tests = tuple(CheckResult(name=e.name, function=e.function, visibility=e.visibility, status=UNGRADED,
+                              score=0.0, max_score=e.points, message=INTERNAL_ERROR) for e in suite.checks)
+    return SubmissionResult(
+        student=student, assignment=suite.assignment.name, file=file, sha256=sha256,
+        suite_version=suite.version, seed=0, sandbox=sandbox, isolated=isolated, tests=tests, problem=INTERNAL_ERROR,
+        seconds=seconds, graded_at=now(), internal_error=details or "(no traceback)")
+
+
+def now() -> str:
+    """The time a result is stamped with (UTC, to the second)."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def blame_environment(result: SubmissionResult, suite: Suite, judged: list[Judged]) -> SubmissionResult:
+    """An internal error instead of `result` when the worker died on every check (`judged`), the same way.
+
+    No file makes every function fail identically by accident; a worker that cannot map a call's arguments
+    (a memory limit the libraries' build exceeds) or a broken library does. Such a result says nothing
+    about the student, so it is kept for the instructor and graded again by the next run. Only a death
+    the worker had on its own counts (CallFailed.ended): a flood or processes left running are the code's.
+    """
+    ways = {_death(one) for one in judged}
+    functions = {one.entry.function for one in judged}
+    if len(functions) < 2 or len(ways) != 1 or None in ways:
+        return result
+    details = (f"the worker died on all {len(judged)} checks, in {len(functions)} functions, the same way "
+               f"({how_it_ended(ways.pop())}): the grading environment, not this file, is the likely cause. Run "
+               f"`autograder doctor`. The worker's output:\n{result.printed}")
+    return internal_error_result(result.student, suite, result.file, result.sha256, details, result.seconds,
+                                 result.sandbox, result.isolated)
+
+
+def _death(one: Judged) -> tuple | None:
+    """How the worker died on its own on the check's calls (CallFailed.ended), or None if it did not."""
+    stopped = one.tried.stopped if one.tried is not None else None
+    return stopped.ended if stopped is not None and stopped.how is Stopped.CRASHED else None

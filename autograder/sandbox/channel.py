@@ -1,0 +1,144 @@
+"""The grader's end of one worker child: its socket, its output pipe, and the frames in between.
+
+A `Channel` writes the grader's frames (a stream of calls queues several),
+reads the child's frames and what it prints, and says how the child went
+wrong when it did (`NoReply`): it closed its end, printed more than a call
+may, or sent something too large or malformed. It decides nothing else: what
+a frame means, and when a call is late, are the caller's (sandbox.session,
+sandbox.stream).
+"""
+from __future__ import annotations
+
+import os
+import selectors
+import socket
+from collections import deque
+from collections.abc import Callable
+
+from autograder.sandbox import wire
+from autograder.sandbox.replies import CapturedOutput, Stopped, how_it_ended, too_large
+
+
+class NoReply(Exception):
+    """The child gave no usable reply: how; what the call or unit did, after its name, in the student's words
+    (says; "" for a timeout, which the caller words); the same, short, for the worker (cause); see CallFailed.ended."""
+
+    def __init__(self, how: Stopped, says: str = "", cause: str = "", ended: tuple | None = None):
+        super().__init__(says or how.value)
+        self.how, self.says, self.cause, self.ended = how, says, cause or says, ended
+
+
+def died(cause: str, ended: tuple | None = None) -> NoReply:
+    """The child's process ended; cause: how ("it exited with status 1")."""
+    return NoReply(Stopped.CRASHED, f"stopped the worker process ({cause})", cause, ended)
+
+
+class Channel:
+    """One child's socket (frames both ways) and output pipe, watched by one selector for the child's life.
+
+    output: where what the child prints is kept; max_output: bytes a call may print before it is stopped,
+    counted from `output_mark`. death: called when the child closes its socket; kills what is left
+    of it and says how it ended (see replies.child_end).
+    """
+
+    def __init__(self, sock: socket.socket, out: int, output: CapturedOutput, max_output: int,
+                 death: Callable[[], tuple | None]):
+        self.sock, self.out, self.output = sock, out, output
+        self.parser = wire.FrameParser(0)
+        self.output_mark = output.total
+        self._max_output, self._death = max_output, death
+        self._queue: deque = deque()  # [views, fds] of frames not yet written whole, in order
+        sock.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(sock, selectors.EVENT_READ)
+        self._selector.register(out, selectors.EVENT_READ)
+
+    def send(self, chunks: list, fds: list = ()) -> None:
+        """Queue one frame (`fds` ride with its first byte) and write what the socket takes now.
+
+        To a child that has gone, nothing is written: `wait` then reads its end."""
+        self._queue.append([wire.views_of(chunks), list(fds)])
+        self._flush()
+
+    def wait(self, seconds: float) -> list[tuple[dict, list]]:
+        """Up to `seconds` for the child (0: only what is there): write what is queued, keep what it prints,
+        and return the frames that came, perhaps none. Raises NoReply when the child went wrong."""
+        self._selector.modify(self.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if self._queue else 0))
+        frames = []
+        for key, mask in self._selector.select(max(seconds, 0.0)):
+            if key.fileobj == self.out:
+                self._read_output()
+                continue
+            if mask & selectors.EVENT_WRITE:
+                self._flush()
+            if mask & selectors.EVENT_READ:
+                frames += self._read_frames()
+        return frames
+
+    def drain_output(self) -> None:
+        """Keep what the child has printed so far, without waiting for more."""
+        if self.out is None:
+            return
+        os.set_blocking(self.out, False)
+        try:
+            while chunk := os.read(self.out, 1 << 16):
+                self.output.add(chunk)
+        except BlockingIOError:
+            pass
+
+    def close(self) -> None:
+        """Close both ends, keeping what the child printed before."""
+        self._selector.close()
+        self.sock.close()
+        self.drain_output()
+        if self.out is not None:
+            os.close(self.out)
+            self.out = None
+
+    def _flush(self) -> None:
+        """Write queued frames, each in one gathered write, until the socket is full."""
+        while self._queue:
+            views, fds = self._queue[0]
+            try:
+                if fds:
+                    sent = socket.send_fds(self.sock, views[:wire.MAX_CHUNKS], fds)
+                else:
+                    sent = self.sock.sendmsg(views[:wire.MAX_CHUNKS])
+            except BlockingIOError:
+                return
+            except OSError:  # the child is gone: reading says how (what it sent before, then its end)
+                self._queue.clear()
+                return
+            self._queue[0] = [wire.after(views, sent), []]  # the descriptors went with the first bytes sent
+            if self._queue[0][0]:
+                return
+            self._queue.popleft()
+
+    def _read_frames(self) -> list:
+        try:
+            return self.parser.receive(self.sock)
+        except BlockingIOError:
+            return []
+        except (EOFError, ConnectionError):
+            ended = self._death()
+            raise died(how_it_ended(ended), ended) from None
+        except wire.FrameTooLarge as error:
+            raise NoReply(Stopped.REJECTED, too_large(error)) from error
+        except wire.WireError as error:
+            raise NoReply(Stopped.REJECTED, f"was stopped: its process sent a malformed reply ({error})",
+                          f"it sent a malformed reply ({error})") from error
+
+    def _read_output(self) -> None:
+        try:
+            chunk = os.read(self.out, 1 << 16)
+        except BlockingIOError:
+            return
+        if chunk:
+            self.output.add(chunk)
+            if self.output.total - self.output_mark > self._max_output:
+                raise NoReply(Stopped.CRASHED, f"printed more than {self._max_output >> 20} MB of output "
+                              "and was stopped; remove the prints from your code")
+        else:
+            self._selector.unregister(self.out)
+            os.close(self.out)
+            self.out = None

@@ -1,0 +1,324 @@
+"""A session's calls sent as one stream, and their replies read as they come.
+
+The calls a submission sees are fixed before any of its answers is judged
+(grading.plan), so the grader need not wait for one reply before it sends
+the next call: it sends them as it plans them, and the worker answers them in
+order, back to back. What the grader establishes about each call stays its
+own, call by call:
+
+- time: a call's clock starts when the grader sees the reply before it (or
+  when it sent the call, if later), and its deadline is extended only by the
+  time it waited for a processor (sandbox.waiting);
+- arguments after the call are read from the grader's shared memory, where
+  each call in flight has arrays of its own (sandbox.region);
+- processes left running are counted from outside after each reply. The
+  worker is already running the next call by then, so a process found then
+  could be that call's: the calls from the one that found it are sent
+  again, one at a time, in a fresh child, where the count is exact;
+- a call that began importing a module ends its batch in the worker, which
+  drops the calls behind it unrun; the grader may run that call again, warm
+  (sandbox.grace), and sends the others again after it.
+
+The first call without a usable reply ends the stream and its child: the
+calls sent after it are never answered, and the caller decides what to send
+next (work as large as a call that timed out is not sent again).
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from autograder.authoring.protocol import Call, Reply
+from autograder.sandbox import values, wire
+from autograder.sandbox.channel import NoReply
+from autograder.sandbox.replies import (
+    CallFailed,
+    CallTimedOut,
+    ReplyRejected,
+    Stopped,
+    WorkerDied,
+    read_reply,
+    reply_limit,
+    request_frame,
+)
+from autograder.sandbox.waiting import Extensions, WaitCredit
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one call brought back: its Reply, or the CallFailed that ended it; seconds: the call's wall-clock time."""
+
+    reply: Reply | CallFailed
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return isinstance(self.reply, CallFailed)
+
+
+def answer_in_turn(session, calls: Iterable[Call]) -> list[Answer]:
+    """`calls` made one at a time through `session.call`, up to the first that gives no reply."""
+    answers = []
+    for call in calls:
+        started = time.monotonic()
+        try:
+            answers.append(Answer(session.call(call), time.monotonic() - started))
+        except CallFailed as failure:
+            answers.append(Answer(failure, time.monotonic() - started))
+            break
+    return answers
+
+
+@dataclass
+class _InFlight:
+    """A call sent to the current child and not yet answered."""
+
+    call: Call
+    id: int
+    args: list  # the header's trees of its positional arguments, to read them back
+    layout: list  # where its buffers are in the region
+    sent_at: float
+    grace: bool  # it may run on past its limit while importing (sandbox.grace)
+    first: float | None  # a warm run again: how long the first, importing, run took
+    started: float = 0.0  # when it could begin: sent, and the reply before it seen
+    deadline: float = 0.0  # when it is stopped, unless the extensions say otherwise
+    extensions: Extensions | None = None
+    importing: bool = False
+
+
+@dataclass
+class _Resend:
+    """A call to send (again): a call pulled from the caller, or one in flight when its child was let go."""
+
+    call: Call
+    grace: bool = True
+    first: float | None = None
+
+
+@dataclass
+class CallStream:
+    """Sends `calls` to `session` and reads their replies, up to the first call without a usable reply.
+
+    session: a sandbox.session.Session (its child, region, channel, clock and grace). lockstep: one call
+    in flight at a time, as after a process was found running.
+    """
+
+    session: object
+    calls: Iterable[Call]
+    lockstep: bool = False
+    _source: Iterator[Call] = field(init=False)
+    _queue: deque = field(default_factory=deque)  # _Resend, before anything new is pulled
+    _flight: deque = field(default_factory=deque)  # _InFlight, in the order sent
+    _exhausted: bool = False
+    _paused: bool = False  # a call in flight began importing: its batch's later calls are dropped by the worker
+    _frames: deque = field(default_factory=deque)  # (header, buffers, when seen) read and not yet looked at
+    _arrived: tuple | None = None  # the head call's reply: (header, buffers, when seen)
+    _ended: NoReply | None = None  # how the child went wrong, for the first call whose reply had not come
+
+    def __post_init__(self):
+        self._source = iter(self.calls)
+
+    def run(self) -> list[Answer]:
+        """Each call's Answer, in order; the last is a failure if a call gave no usable reply."""
+        answers = []
+        while True:
+            failed = self._fill()
+            if failed is not None:
+                return answers + [failed]
+            if not self._flight:
+                return answers
+            answer = self._settle()
+            if answer is not None:
+                answers.append(answer)
+                if answer.failed:
+                    return answers
+
+    # -------------------------------------------------------------- sending
+
+    def _fill(self) -> Answer | None:
+        """Send what may go now; the failure of a call whose child could not be started, if that happened."""
+        while not self._paused and self._ended is None and not (self._flight and (
+                self.lockstep or time.monotonic() >= self._flight[0].deadline)):  # a late head is seen to first
+            item = self._next()
+            if item is None:
+                return None
+            if not self.session.has_child():
+                failure = self.session.start_child_for_calls()
+                if failure is not None:
+                    return Answer(failure)
+            if not self._send(item):
+                self._queue.appendleft(item)
+                return None
+            self._take(0.0)  # replies already there: the next call's clock starts when its predecessor's came
+        return None
+
+    def _next(self) -> _Resend | None:
+        if self._queue:
+            return self._queue.popleft()
+        if self._exhausted:
+            return None
+        call = next(self._source, None)
+        self._exhausted = call is None
+        return None if call is None else _Resend(call)
+
+    def _send(self, item: _Resend) -> bool:
+        """Put the call's arrays in shared memory and send it; False when there is no room until replies come."""
+        session = self.session
+        region = session.region
+        call_id = session.next_id()
+        request, buffers = request_frame(item.call, call_id)
+        if not region.fits(buffers):
+            if self._flight:
+                return False
+            region.reuse()
+        request["shared"] = layout = region.place(buffers)
+        request["region"], request["batch"] = region.number, session.batch
+        fds = [region.fd] if region.unsent else []
+        region.unsent = False
+        now = time.monotonic()
+        sent = _InFlight(item.call, call_id, request["args"], layout, now, item.grace, item.first)
+        self._flight.append(sent)
+        self._limits[call_id] = reply_limit(item.call)
+        if len(self._flight) == 1:
+            self._start(sent, now)
+        session.channel.send(wire.pack(request, []), fds)
+        return True
+
+    def _start(self, sent: _InFlight, when: float) -> None:
+        """The call is at the head of the worker's queue from `when`: its clock and its wait credit begin."""
+        session = self.session
+        seconds = sent.call.seconds or session.limits.call_seconds
+        budget_left = session.deadline - when
+        sent.started, sent.deadline = when, when + min(seconds, budget_left)
+        cap = session.grace.cap(seconds) if sent.grace else seconds
+        sent.extensions = Extensions(WaitCredit(session.child_proc(), seconds), seconds, cap, budget_left)
+        if session.channel is not None:  # None: the child is gone, and this call's failure is known
+            session.channel.output_mark = session.output.total  # the flood limit is per call
+
+    # -------------------------------------------------------------- reading
+
+    @property
+    def _limits(self) -> dict:
+        return self.session.reply_limits
+
+    def _take(self, seconds: float) -> None:
+        """Read what the child sends within `seconds`, then look at it in order until the head call's reply.
+
+        How the child went wrong is kept for the call at the head once the replies read before are settled."""
+        try:
+            frames = self.session.channel.wait(seconds)
+        except NoReply as stop:
+            self._ended = self._ended or stop
+            return
+        seen = time.monotonic()
+        self._frames.extend((header, buffers, seen) for header, buffers in frames)
+        self._sort()
+
+    def _sort(self) -> None:
+        """Note the head call's import, keep its reply; the frames after its reply wait for the next head."""
+        while self._frames and self._arrived is None:
+            header, buffers, seen = self._frames.popleft()
+            head = self._flight[0] if self._flight else None
+            if head is None or header.get("id") != head.id:
+                continue  # a reply to a call dropped or let go, or a frame no honest worker sends
+            if header.get("event") == "importing":
+                head.importing = self._paused = True
+            elif header.get("event") == "reply":
+                self._arrived = (header, buffers, seen)
+
+    def _settle(self) -> Answer | None:
+        """Wait for the head call's reply and judge what the sandbox saw of it; None when it must be sent again."""
+        session = self.session
+        head = self._flight[0]
+        seconds = head.call.seconds or session.limits.call_seconds
+        budget_left = session.deadline - head.started
+        deadline = head.deadline
+        try:
+            while self._arrived is None:
+                if self._ended is not None:
+                    raise self._ended
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    more = head.extensions.more(head.importing, head.started)
+                    if more <= 0:
+                        raise NoReply(Stopped.TIMEOUT)
+                    deadline += more
+                    continue
+                self._take(left)
+        except NoReply as stop:
+            session.stop_child()
+            return Answer(self._failure(head, stop, seconds, budget_left), time.monotonic() - head.started)
+        header, buffers, seen = self._arrived
+        self._arrived = None
+        if session.channel is not None:
+            session.channel.drain_output()
+        return self._replied(head, header, buffers, seen)
+
+    def _replied(self, head: _InFlight, header: dict, buffers: list, seen: float) -> Answer | None:
+        session = self.session
+        took = seen - head.started
+        self._flight.popleft()
+        self._limits.pop(head.id, None)
+        extra = session.sandbox.submission_processes() - 1  # counted from outside the sandbox
+        if extra > 0 and self._flight and not self.lockstep:
+            self._let_go(head)  # the call after it may have started them: count again, one call at a time
+            return None
+        if extra > 0:
+            session.stop_child()
+            return Answer(WorkerDied(f"{head.call.function} left {extra} processes running after it returned; a "
+                                     "function must not start processes. They were stopped"), took)
+        if head.importing:
+            self._after_import(head, took)
+            if head.extensions.graced:  # it ran past its limit on the grace: the warm run again is what counts
+                return None
+        if self._flight:
+            following = self._flight[0]
+            self._start(following, max(seen, following.sent_at))
+            self._sort()  # its reply may have come with this one
+        inputs = None
+        if head.call.return_inputs:  # read back from the grader's own memory, whatever the worker says
+            inputs = tuple(values.decode(tree, session.region.read(head.layout)) for tree in head.args)
+        if not self._flight:
+            session.region.reuse()
+        try:
+            return Answer(read_reply(header, buffers, head.call, inputs), took)
+        except ReplyRejected as rejected:
+            session.stop_child()  # the calls after it went on in the worker; the next ones get a fresh child
+            return Answer(rejected, took)
+
+    def _after_import(self, head: _InFlight, took: float) -> None:
+        """The worker dropped the calls of the head's batch behind it: send them again, after the head's warm
+        run again if it ran past its limit on the grace."""
+        again = [_Resend(sent.call, sent.grace, sent.first) for sent in self._flight]
+        if head.extensions.graced:
+            again.insert(0, _Resend(head.call, grace=False, first=took))
+        self._flight.clear()
+        self._limits.clear()
+        self._frames.clear()  # an honest worker sent nothing after the head's reply
+        self._queue.extendleft(reversed(again))
+        self.session.batch += 1
+        self._paused = False
+
+    def _let_go(self, head: _InFlight) -> None:
+        """Stop the child and send the calls in flight again, the head first, one at a time in a fresh child."""
+        again = [_Resend(head.call, head.grace, head.first)]
+        again += [_Resend(sent.call, sent.grace, sent.first) for sent in self._flight]
+        self._flight.clear()
+        self._frames.clear()
+        self._ended = None  # that child's end, if it came, is not a call's
+        self.session.stop_child()
+        self._queue.extendleft(reversed(again))
+        self.lockstep = True
+
+    def _failure(self, head: _InFlight, stop: NoReply, seconds: float, budget_left: float) -> CallFailed:
+        """The failure of the head call, which gave no reply, with the one-time grace's rules applied."""
+        grace = self.session.grace
+        if head.extensions.graced and stop.how is Stopped.TIMEOUT:
+            return grace.not_done(head.call.function, min(grace.cap(seconds), budget_left), seconds)
+        grace.available &= not head.extensions.graced  # given the grace, it did not prove the cost one-time
+        failure = self.session.failure(head.call.function, stop, seconds, budget_left < seconds)
+        if head.first is not None and isinstance(failure, CallTimedOut):
+            return grace.slow_again(head.call.function, head.first, failure)
+        return failure

@@ -1,0 +1,94 @@
+"""A session's calls as one stream (sandbox.stream), through the real sandbox.
+
+What streaming must not change: each call's reply is its own, in order; a call
+that hangs is stopped at its own limit and ends the stream; a call that
+imported a module ends its batch in the worker, whose queued calls run once,
+after it, not twice. What it must change: calls are in the worker's socket
+before the first reply, where sending one at a time leaves none.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autograder.authoring.protocol import Call
+from autograder.grading.submission import read_submission
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.replies import CallTimedOut
+from autograder.sandbox.session import Session
+
+SOURCE = '''
+import fcntl, os, termios, time
+import numpy as np
+
+_calls = []
+
+
+def queued(x):
+    """How many bytes of requests wait in this worker's socket, once the grader has had time to send more."""
+    time.sleep(0.2)
+    waiting = []
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            if fd > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                waiting.append(int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, bytes(4)), "little"))
+        except OSError:  # the descriptor listdir itself used
+            pass
+    return np.array(waiting)
+
+
+def counted(x):
+    """x, and how many calls of this function this child has run, this one included."""
+    _calls.append(x)
+    return np.array([float(x), float(len(_calls))])
+
+
+def imports(x):
+    import colorsys  # a module no worker has loaded: this call begins importing
+    return np.array([colorsys.rgb_to_hsv(0.0, 0.0, 1.0)[0], float(x)])
+
+
+def hangs(x):
+    while True:
+        pass
+'''
+LIMITS = Limits(call_seconds=1.0)
+
+
+@pytest.fixture
+def session(sandbox, tmp_path):
+    path = tmp_path / "attention.py"
+    path.write_text(SOURCE)
+    with Session(sandbox, read_submission(path).worker_spec("attention"), LIMITS) as session:
+        assert not session.open().failure
+        yield session
+
+
+def test_a_stream_sends_later_calls_before_the_first_reply(session):
+    answers = session.stream([Call("queued", (0,))] + [Call("counted", (i,)) for i in range(5)])
+    assert not any(answer.failed for answer in answers)
+    assert answers[0].reply.raised is None, answers[0].reply.raised
+    assert answers[0].reply.value.sum() > 0  # the five calls after it were waiting in its socket
+    assert session.call(Call("queued", (0,))).value.sum() == 0  # one call at a time: nothing waits
+
+
+def test_each_reply_is_its_own_call_in_order(session):
+    answers = session.stream(Call("counted", (i,), seconds=1.0) for i in range(40))
+    assert [answer.reply.value.tolist() for answer in answers] == [[float(i), float(i + 1)] for i in range(40)]
+
+
+def test_a_hang_ends_the_stream_at_its_own_limit(session):
+    answers = session.stream([Call("counted", (1,)), Call("hangs", (0,), seconds=0.3), Call("counted", (2,))])
+    assert [answer.failed for answer in answers] == [False, True]
+    assert isinstance(answers[1].reply, CallTimedOut) and 0.3 <= answers[1].seconds < 1.0
+    # The next call gets a fresh child, which has run nothing yet.
+    assert session.call(Call("counted", (3,))).value.tolist() == [3.0, 1.0]
+
+
+def test_calls_queued_behind_an_import_run_once_after_it(session):
+    answers = session.stream([Call("counted", (1,)), Call("imports", (7,)), Call("counted", (2,)),
+                              Call("counted", (3,))])
+    values = [answer.reply.value.tolist() for answer in answers]
+    # The worker dropped the two calls behind the import and the grader sent them again: each ran once.
+    assert values == [[1.0, 1.0], [0.6666666666666666, 7.0], [2.0, 2.0], [3.0, 3.0]]
+    assert np.isclose(values[1][0], 2 / 3)
