@@ -8,6 +8,8 @@ before the first reply, where sending one at a time leaves none.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -51,6 +53,18 @@ def imports(x):
 def hangs(x):
     while True:
         pass
+
+
+def large(x):
+    """4 MB, through a sending buffer made small first, so the worker sends it in many writes."""
+    import socket
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            if fd > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                socket.socket(fileno=os.dup(fd)).setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
+        except OSError:
+            pass
+    return np.ones(1 << 19)
 '''
 LIMITS = Limits(call_seconds=1.0)
 
@@ -65,11 +79,12 @@ def session(sandbox, tmp_path):
 
 
 def test_a_stream_sends_later_calls_before_the_first_reply(session):
+    # One call at a time: nothing waits. (Run first, so what a first call imports, which would pause the
+    # stream, is imported by then.)
+    assert session.call(Call("queued", (0,))).value.sum() == 0
     answers = session.stream([Call("queued", (0,))] + [Call("counted", (i,)) for i in range(5)])
     assert not any(answer.failed for answer in answers)
-    assert answers[0].reply.raised is None, answers[0].reply.raised
     assert answers[0].reply.value.sum() > 0  # the five calls after it were waiting in its socket
-    assert session.call(Call("queued", (0,))).value.sum() == 0  # one call at a time: nothing waits
 
 
 def test_each_reply_is_its_own_call_in_order(session):
@@ -92,3 +107,16 @@ def test_calls_queued_behind_an_import_run_once_after_it(session):
     # The worker dropped the two calls behind the import and the grader sent them again: each ran once.
     assert values == [[1.0, 1.0], [0.6666666666666666, 7.0], [2.0, 2.0], [3.0, 3.0]]
     assert np.isclose(values[1][0], 2 / 3)
+
+
+def test_a_large_reply_is_read_whole_while_the_grader_is_busy_planning(session):
+    """The calls come from a generator that takes 0.2 s per call (planning): a reply the grader read only
+    between two of them, a socket's worth at a time, would take seconds and time out at its 0.5 s limit."""
+    def planned():
+        yield Call("large", (0,), seconds=0.5)
+        for i in range(10):
+            time.sleep(0.2)
+            yield Call("counted", (i,))
+    answers = session.stream(planned())
+    assert [answer.failed for answer in answers] == [False] * 11, answers[0].reply
+    assert answers[0].reply.value.shape == (1 << 19,) and answers[0].seconds < 0.5

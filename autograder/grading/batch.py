@@ -98,11 +98,13 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
                         running[slot] = GradingProcess(running[slot].setup)
                     if outcome.died and len(causes) <= RETRIES:
                         waiting.append((item, causes))  # next, in the fresh process or another
+                        _give(running[slot], slot, waiting, held)
                     else:
+                        _give(running[slot], slot, waiting, held)
                         deliver(lost_result(item, suite, tried(causes)), suite, store, on_result)
                 else:
+                    _give(running[slot], slot, waiting, held)  # first: the job grades while the result is stored
                     deliver(outcome, suite, store, on_result)
-                _give(running[slot], slot, waiting, held)
     finally:
         for job in running:
             job.end()

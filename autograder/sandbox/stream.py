@@ -206,9 +206,14 @@ class CallStream:
     def _take(self, seconds: float) -> None:
         """Read what the child sends within `seconds`, then look at it in order until the head call's reply.
 
+        A reply begun is read whole before the grader turns back to planning: a worker whose reply is larger
+        than the socket holds waits, mid-send, for the grader, and that wait must not run down its call's clock.
         How the child went wrong is kept for the call at the head once the replies read before are settled."""
+        channel = self.session.channel
         try:
-            frames = self.session.channel.wait(seconds)
+            frames = channel.wait(seconds)
+            while channel.parser.midway and self._flight and time.monotonic() < self._flight[0].deadline:
+                frames += channel.wait(self._flight[0].deadline - time.monotonic())
         except NoReply as stop:
             self._ended = self._ended or stop
             return

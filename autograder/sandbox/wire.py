@@ -102,6 +102,11 @@ class FrameParser:
         self._payload = bytearray()
         self._filled = 0
 
+    @property
+    def midway(self) -> bool:
+        """Whether part of a frame has been read and the rest has not."""
+        return bool(self._head) or self._header is not None
+
     def receive(self, sock) -> list[tuple[dict, list]]:
         """Read once from `sock` (non-blocking or ready); raises EOFError when it is closed."""
         if self._header is not None and self._filled < len(self._payload):
