@@ -139,8 +139,7 @@ class CallStream:
 
     def _fill(self) -> Answer | None:
         """Send what may go now; the failure of a call whose child could not be started, if that happened."""
-        while not self._paused and self._ended is None and not (self._flight and (
-                self.lockstep or time.monotonic() >= self._flight[0].deadline)):  # a late head is seen to first
+        while not self._paused and self._ended is None and not (self.lockstep and self._flight) and not self._late():
             item = self._next()
             if item is None:
                 return None
@@ -181,10 +180,20 @@ class CallStream:
         sent = _InFlight(item.call, call_id, request["args"], layout, now, item.grace, item.first)
         self._flight.append(sent)
         self._limits[call_id] = reply_limit(item.call)
-        if len(self._flight) == 1:
+        if self._current() is sent:
             self._start(sent, now)
         session.channel.send(wire.pack(request, []), fds)
         return True
+
+    def _current(self) -> _InFlight | None:
+        """The call the worker is on: the first in flight whose reply has not come."""
+        index = 0 if self._arrived is None else 1
+        return self._flight[index] if len(self._flight) > index else None
+
+    def _late(self) -> bool:
+        """Whether the call the worker is on is past its deadline (then it is seen to before more is sent)."""
+        current = self._current()
+        return current is not None and time.monotonic() >= current.deadline
 
     def _start(self, sent: _InFlight, when: float) -> None:
         """The call is at the head of the worker's queue from `when`: its clock and its wait credit begin."""
@@ -210,10 +219,12 @@ class CallStream:
         than the socket holds waits, mid-send, for the grader, and that wait must not run down its call's clock.
         How the child went wrong is kept for the call at the head once the replies read before are settled."""
         channel = self.session.channel
+        if channel is None:  # the child is gone; how it went is in `_ended`
+            return
         try:
             frames = channel.wait(seconds)
-            while channel.parser.midway and self._flight and time.monotonic() < self._flight[0].deadline:
-                frames += channel.wait(self._flight[0].deadline - time.monotonic())
+            while channel.parser.midway and self._current() is not None and not self._late():
+                frames += channel.wait(self._current().deadline - time.monotonic())
         except NoReply as stop:
             self._ended = self._ended or stop
             return
@@ -232,6 +243,9 @@ class CallStream:
                 head.importing = self._paused = True
             elif header.get("event") == "reply":
                 self._arrived = (header, buffers, seen)
+                following = self._current()
+                if following is not None:  # the worker went on to it as soon as it sent this reply
+                    self._start(following, max(seen, following.sent_at))
 
     def _settle(self) -> Answer | None:
         """Wait for the head call's reply and judge what the sandbox saw of it; None when it must be sent again."""
@@ -241,17 +255,19 @@ class CallStream:
         budget_left = session.deadline - head.started
         deadline = head.deadline
         try:
-            while self._arrived is None:
+            while True:
+                # Looked at before the deadline is judged: a reply already here when a busy grader comes to it
+                # late is not a timeout.
+                self._take(max(deadline - time.monotonic(), 0.0))
+                if self._arrived is not None:
+                    break
                 if self._ended is not None:
                     raise self._ended
-                left = deadline - time.monotonic()
-                if left <= 0:
+                if deadline - time.monotonic() <= 0:
                     more = head.extensions.more(head.importing, head.started)
                     if more <= 0:
                         raise NoReply(Stopped.TIMEOUT)
                     deadline += more
-                    continue
-                self._take(left)
         except NoReply as stop:
             session.stop_child()
             return Answer(self._failure(head, stop, seconds, budget_left), time.monotonic() - head.started)
@@ -278,10 +294,7 @@ class CallStream:
             self._after_import(head, took)
             if head.extensions.graced:  # it ran past its limit on the grace: the warm run again is what counts
                 return None
-        if self._flight:
-            following = self._flight[0]
-            self._start(following, max(seen, following.sent_at))
-            self._sort()  # its reply may have come with this one
+        self._sort()  # the next reply may have come with this one
         inputs = None
         if head.call.return_inputs:  # read back from the grader's own memory, whatever the worker says
             inputs = tuple(values.decode(tree, session.region.read(head.layout)) for tree in head.args)
