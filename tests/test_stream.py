@@ -95,7 +95,8 @@ def test_each_reply_is_its_own_call_in_order(session):
 def test_a_hang_ends_the_stream_at_its_own_limit(session):
     answers = session.stream([Call("counted", (1,)), Call("hangs", (0,), seconds=0.3), Call("counted", (2,))])
     assert [answer.failed for answer in answers] == [False, True]
-    assert isinstance(answers[1].reply, CallTimedOut) and 0.3 <= answers[1].seconds < 1.0
+    # At its limit, or later by the time it waited for a processor on a loaded machine (at most 5x).
+    assert isinstance(answers[1].reply, CallTimedOut) and 0.3 <= answers[1].seconds < 5 * 0.3 + 0.5
     # The next call gets a fresh child, which has run nothing yet.
     assert session.call(Call("counted", (3,))).value.tolist() == [3.0, 1.0]
 

@@ -5,6 +5,7 @@ import json
 import math
 import re
 import socket
+import struct
 import threading
 from collections import Counter, OrderedDict
 
@@ -229,3 +230,15 @@ def test_a_real_worker_sends_plain_values_and_past_the_limits_they_are_too_large
             with pytest.raises(ReplyRejected, match=f"^{function} returned a value too large to grade: "
                                                     f"{re.escape(values.LIMITS[limit])}"):
                 session.call(Call(function))
+
+
+def test_a_malformed_frame_after_good_ones_comes_after_them():
+    """Frames read in one go before a malformed one are returned first; the error comes with the next read:
+    in a stream they are earlier calls' replies, and the malformed one must not take them with it."""
+    parser = wire.FrameParser(1 << 20)
+    good = b"".join(bytes(c) for c in wire.pack({"event": "reply", "id": 1}, [b"abc"]))
+    bad = struct.pack(">I", 3) + b"[[["
+    frames = parser.feed(good + bad)
+    assert [header["id"] for header, _ in frames] == [1] and bytes(frames[0][1][0]) == b"abc"
+    with pytest.raises(wire.WireError):
+        parser.feed(b"")

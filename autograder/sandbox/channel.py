@@ -48,6 +48,7 @@ class Channel:
         self.output_mark = output.total
         self._max_output, self._death = max_output, death
         self._queue: deque = deque()  # [views, fds] of frames not yet written whole, in order
+        self._error: NoReply | None = None  # how the child went wrong, found after frames that were returned
         sock.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(sock, selectors.EVENT_READ)
@@ -63,16 +64,23 @@ class Channel:
     def wait(self, seconds: float) -> list[tuple[dict, list]]:
         """Up to `seconds` for the child (0: only what is there): write what is queued, keep what it prints,
         and return the frames that came, perhaps none. Raises NoReply when the child went wrong."""
+        if self._error is not None:
+            raise self._error
         self._selector.modify(self.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if self._queue else 0))
         frames = []
-        for key, mask in self._selector.select(max(seconds, 0.0)):
-            if key.fileobj == self.out:
-                self._read_output()
-                continue
-            if mask & selectors.EVENT_WRITE:
-                self._flush()
-            if mask & selectors.EVENT_READ:
-                frames += self._read_frames()
+        try:
+            for key, mask in self._selector.select(max(seconds, 0.0)):
+                if key.fileobj == self.out:
+                    self._read_output()
+                    continue
+                if mask & selectors.EVENT_WRITE:
+                    self._flush()
+                if mask & selectors.EVENT_READ:
+                    frames += self._read_frames()
+        except NoReply as error:
+            if not frames:
+                raise
+            self._error = error  # after the replies that came before it, which are the calls' own
         return frames
 
     def drain_output(self) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import values, wire
-from autograder.sandbox.channel import NoReply
+from autograder.sandbox.channel import NoReply, died
 from autograder.sandbox.replies import (
     CallFailed,
     CallTimedOut,
@@ -219,18 +219,20 @@ class CallStream:
         than the socket holds waits, mid-send, for the grader, and that wait must not run down its call's clock.
         How the child went wrong is kept for the call at the head once the replies read before are settled."""
         channel = self.session.channel
-        if channel is None:  # the child is gone; how it went is in `_ended`
+        if channel is None:  # the child is gone: how it went is in `_ended`, or this is all that is known
+            self._ended = self._ended or died("its connection closed")
             return
         try:
-            frames = channel.wait(seconds)
+            self._keep(channel.wait(seconds))
             while channel.parser.midway and self._current() is not None and not self._late():
-                frames += channel.wait(self._current().deadline - time.monotonic())
+                self._keep(channel.wait(self._current().deadline - time.monotonic()))
         except NoReply as stop:
             self._ended = self._ended or stop
-            return
+        self._sort()
+
+    def _keep(self, frames: list) -> None:
         seen = time.monotonic()
         self._frames.extend((header, buffers, seen) for header, buffers in frames)
-        self._sort()
 
     def _sort(self) -> None:
         """Note the head call's import, keep its reply; the frames after its reply wait for the next head."""

@@ -96,6 +96,7 @@ class FrameParser:
     def __init__(self, limit: int):
         self.limit = limit
         self.limit_for = None  # header -> the cap of that frame's buffers
+        self._error: WireError | None = None  # found after frames that were returned; raised next
         self._head = bytearray()  # length prefix and JSON header of the frame being read
         self._header: dict | None = None
         self._sizes: list[int] = []
@@ -109,6 +110,8 @@ class FrameParser:
 
     def receive(self, sock) -> list[tuple[dict, list]]:
         """Read once from `sock` (non-blocking or ready); raises EOFError when it is closed."""
+        if self._error is not None:
+            raise self._error
         if self._header is not None and self._filled < len(self._payload):
             count = sock.recv_into(memoryview(self._payload)[self._filled:])
             if not count:
@@ -121,14 +124,26 @@ class FrameParser:
         return self.feed(data)
 
     def feed(self, data) -> list[tuple[dict, list]]:
-        frames = []
-        view = memoryview(data).cast("B")
+        """The frames `data` completes, in order. A frame that cannot be read raises WireError, but only once the
+        frames before it are returned: the error comes with the next feed, so no good frame is lost with it."""
+        if self._error is not None:
+            raise self._error
+        frames: list = []
+        try:
+            self._feed(memoryview(data).cast("B"), frames)
+        except WireError as error:
+            if not frames:
+                raise
+            self._error = error
+        return frames
+
+    def _feed(self, view: memoryview, frames: list) -> None:
         while True:
             if self._header is None:
                 self._head += view
                 view = memoryview(b"")
                 if not self._start_frame():
-                    return frames
+                    return
                 view = memoryview(self._head[self._header_end:])
                 self._head = bytearray()
             take = min(len(view), len(self._payload) - self._filled)
@@ -136,10 +151,10 @@ class FrameParser:
             self._filled += take
             view = view[take:]
             if self._filled < len(self._payload):
-                return frames
+                return
             frames.append(self._finish_frame())
             if not view:
-                return frames
+                return
 
     def _start_frame(self) -> bool:
         if len(self._head) < 4:
