@@ -87,9 +87,11 @@ def test_a_stream_sends_later_calls_before_the_first_reply(session):
     assert answers[0].reply.value.sum() > 0  # the calls after it were waiting, read or in its socket
 
 
-def test_each_reply_is_its_own_call_in_order(session):
+def test_each_reply_is_its_own_call_in_order_with_no_wait_for_any_deadline(session):
+    started = time.monotonic()
     answers = session.stream(Call("counted", (i,), seconds=1.0) for i in range(40))
     assert [answer.reply.value.tolist() for answer in answers] == [[float(i), float(i + 1)] for i in range(40)]
+    assert time.monotonic() - started < 10  # a grader that waited out each 1 s limit would take 40
 
 
 def test_a_hang_ends_the_stream_at_its_own_limit(session):
@@ -131,3 +133,16 @@ def test_a_reply_already_there_when_the_grader_comes_late_is_not_a_timeout(sessi
     answers = session.stream(planned())
     assert [answer.failed for answer in answers] == [False], answers[0].reply
     assert answers[0].reply.value.tolist() == [1.0, 1.0]
+
+
+def test_a_reply_already_read_is_taken_at_once_not_at_the_deadline(session):
+    """The second call's reply is read while the grader settles the first: settling it must not wait for
+    anything more to come (here, its 3 s limit)."""
+    def planned():
+        yield Call("counted", (1,), seconds=3.0)
+        time.sleep(0.1)
+        yield Call("counted", (2,), seconds=3.0)
+    started = time.monotonic()
+    answers = session.stream(planned())
+    assert [answer.reply.value.tolist() for answer in answers] == [[1.0, 1.0], [2.0, 2.0]]
+    assert time.monotonic() - started < 2.0

@@ -260,7 +260,8 @@ class CallStream:
             while True:
                 # Looked at before the deadline is judged: a reply already here when a busy grader comes to it
                 # late is not a timeout.
-                self._take(max(deadline - time.monotonic(), 0.0))
+                if self._arrived is None and self._ended is None:
+                    self._take(max(deadline - time.monotonic(), 0.0))
                 if self._arrived is not None:
                     break
                 if self._ended is not None:
