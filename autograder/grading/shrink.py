@@ -24,7 +24,7 @@ from autograder.authoring.checks import Sizes
 MAX_RUNS = 20  # re-runs per check: enough to walk (2, 3) × 5 × 7 × 4 × 3 down to ones
 SUBMISSION_SHARE = 0.1  # of a submission's time budget that shrinking may use, all checks together
 MAX_SUBMISSION_SECONDS = 0.25  # a re-run takes a few ms: room for some 80 of them
-GRADED_SHARE = 0.25  # of the graded run's wall time (loading and every check): the usual bound
+GRADED_SHARE = 0.5  # of the graded run's wall time (loading and every check): so a failing file costs at most ~1.5x
 
 
 @dataclass
