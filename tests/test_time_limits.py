@@ -11,11 +11,15 @@ import multiprocessing
 import re
 import shutil
 import sqlite3
+import threading
+import time
 
 import pytest
 
+from autograder.authoring.protocol import Call
 from autograder.grading import calibration
 from autograder.grading.store import Store
+from autograder.sandbox.inprocess import InProcessSession
 
 from conftest import PLAIN, ROOT, SUBMISSIONS, compose, manifest, run_cli
 
@@ -111,3 +115,27 @@ def test_correct_answers_pass_with_a_margin_while_the_machine_is_loaded(tmp_path
     lost = {r["student"]: [(t["name"], t["message"]) for t in r["tests"] if t["status"] != "passed"]
             for r in results if r["score"] != 100}
     assert lost == {}
+
+
+def test_a_call_is_timed_on_its_own_thread_not_the_processs_other_threads(suite):
+    """The grader times the reference in a process that may run a progress bar or a Dask client: their
+    processor time is not the reference's (it made a 1 ms check outrank the scale checks in a loaded run)."""
+    spinning = threading.Event()
+    stop = threading.Event()
+
+    def spin():
+        spinning.set()
+        while not stop.is_set():
+            pass
+
+    namespace = {"pause": lambda: time.sleep(0.2)}  # the calling thread lets go of the processor meanwhile
+    session = InProcessSession(namespace, suite.assignment.limits)
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    spinning.wait()
+    try:
+        session.call(Call("pause"))
+    finally:
+        stop.set()
+        spinner.join()
+    assert session.seconds[0] < 0.05, session.seconds

@@ -94,8 +94,9 @@ class InProcessSession:
 
     namespace: a notebook's globals(), or the reference module's. limits: the
     assignment's (call_seconds, output_kib). Has the methods of `Session`
-    that checks use, `call` and `stream`. seconds: the processor time each call took, in order (what a
-    busy machine leaves alone, unlike the wall clock).
+    that checks use, `call` and `stream`. seconds: the processor time each call took on this thread, in
+    order (what a busy machine leaves alone, unlike the wall clock; and what the process's other threads,
+    a progress bar or a Dask client, do not add to, unlike the process's time).
     """
 
     namespace: dict
@@ -122,12 +123,12 @@ class InProcessSession:
             with contextlib.redirect_stdout(CapturedText(self.output)), \
                     contextlib.redirect_stderr(CapturedText(self.output)):
                 alarm.arm()
-                started = time.process_time()
+                started = time.thread_time()
                 try:
                     answer = worker._call(header, buffers, self.namespace)
                 finally:
                     alarm.disarm()
-                    self.seconds.append(time.process_time() - started)
+                    self.seconds.append(time.thread_time() - started)
         except _Deadline:
             alarm.disarm()  # it rang outside the function, perhaps inside disarm; spent, it cannot ring again
         if alarm.rang:
