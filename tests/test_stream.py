@@ -146,3 +146,15 @@ def test_a_reply_already_read_is_taken_at_once_not_at_the_deadline(session):
     answers = session.stream(planned())
     assert [answer.reply.value.tolist() for answer in answers] == [[1.0, 1.0], [2.0, 2.0]]
     assert time.monotonic() - started < 2.0
+
+
+def test_a_large_reply_begun_when_the_grader_comes_late_is_read_whole(session):
+    """The planning of the next call outlasts the large call's limit: the worker returned in time and waits,
+    mid-send, for the grader. A reply begun is the function's return, whatever the deadline says by then."""
+    def planned():
+        yield Call("large", (0,), seconds=0.3)
+        time.sleep(0.8)
+        yield Call("counted", (1,))
+    answers = session.stream(planned())
+    assert [answer.failed for answer in answers] == [False, False], answers[0].reply
+    assert answers[0].reply.value.shape == (1 << 19,)

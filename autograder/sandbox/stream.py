@@ -8,7 +8,10 @@ own, call by call:
 
 - time: a call's clock starts when the grader sees the reply before it (or
   when it sent the call, if later), and its deadline is extended only by the
-  time it waited for a processor (sandbox.waiting);
+  time it waited for a processor (sandbox.waiting). A reply begun is the
+  function's return: it is read whole, deadline or not, for as long as a call
+  may run at most (waiting.MAX_FACTOR times its limit), since a worker whose
+  reply is larger than its socket holds waits for the grader to read it;
 - arguments after the call are read from the grader's shared memory, where
   each call in flight has arrays of its own (sandbox.region);
 - processes left running are counted from outside after each reply. The
@@ -43,7 +46,7 @@ from autograder.sandbox.replies import (
     reply_limit,
     request_frame,
 )
-from autograder.sandbox.waiting import Extensions, WaitCredit
+from autograder.sandbox.waiting import MAX_FACTOR, Extensions, WaitCredit
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class _InFlight:
     first: float | None  # a warm run again: how long the first, importing, run took
     started: float = 0.0  # when it could begin: sent, and the reply before it seen
     deadline: float = 0.0  # when it is stopped, unless the extensions say otherwise
+    last_read: float = 0.0  # until when a reply it has begun is read, deadline or not
     extensions: Extensions | None = None
     importing: bool = False
 
@@ -201,6 +205,7 @@ class CallStream:
         seconds = sent.call.seconds or session.limits.call_seconds
         budget_left = session.deadline - when
         sent.started, sent.deadline = when, when + min(seconds, budget_left)
+        sent.last_read = when + min(MAX_FACTOR * seconds, budget_left)
         cap = session.grace.cap(seconds) if sent.grace else seconds
         sent.extensions = Extensions(WaitCredit(session.child_proc(), seconds), seconds, cap, budget_left)
         if session.channel is not None:  # None: the child is gone, and this call's failure is known
@@ -215,17 +220,19 @@ class CallStream:
     def _take(self, seconds: float) -> None:
         """Read what the child sends within `seconds`, then look at it in order until the head call's reply.
 
-        A reply begun is read whole before the grader turns back to planning: a worker whose reply is larger
-        than the socket holds waits, mid-send, for the grader, and that wait must not run down its call's clock.
-        How the child went wrong is kept for the call at the head once the replies read before are settled."""
+        A reply begun is read whole before the grader turns back to planning or judges a deadline: a worker
+        whose reply is larger than the socket holds waits, mid-send, for the grader, and that wait must not
+        run down its call's clock, however late the grader comes. How the child went wrong is kept for the
+        call at the head once the replies read before are settled."""
         channel = self.session.channel
         if channel is None:  # the child is gone: how it went is in `_ended`, or this is all that is known
             self._ended = self._ended or died("its connection closed")
             return
         try:
             self._keep(channel.wait(seconds))
-            while channel.parser.midway and self._current() is not None and not self._late():
-                self._keep(channel.wait(self._current().deadline - time.monotonic()))
+            while channel.parser.midway and (current := self._current()) is not None \
+                    and time.monotonic() < current.last_read:
+                self._keep(channel.wait(current.last_read - time.monotonic()))
         except NoReply as stop:
             self._ended = self._ended or stop
         self._sort()
