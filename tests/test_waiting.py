@@ -18,7 +18,7 @@ from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import probe
 from autograder.sandbox.replies import CallTimedOut
 from autograder.sandbox.session import Session
-from autograder.sandbox.waiting import MAX_FACTOR, WaitCredit, processor_use
+from autograder.sandbox.waiting import MAX_FACTOR, TICK, WaitCredit, processor_use
 from autograder.sandbox.zygote import Sandbox
 
 X = np.zeros(2)
@@ -94,6 +94,38 @@ def test_threads_of_its_own_that_crowd_the_call_out_earn_nothing():
         now = processor_use(proc)
         assert now.waited - start.waited > 0.01 and now.ran - start.ran < 0.2  # it was kept waiting, ran little
         assert credit.more() == 0.0
+
+
+def _kernel_says(proc, machine, ran: float, stolen: float) -> None:
+    """Files shaped as the kernel's: the call's main thread ran `ran` s and waited for nothing; the machine's
+    processors were stolen `stolen` s in all. (No steal can be made here, on demand: the host decides it.)"""
+    proc.mkdir(exist_ok=True)
+    (proc / "schedstat").write_text(f"{int(ran * 1e9)} 0 1\n")
+    ticks = round(ran * TICK)
+    (proc / "stat").write_text("1 (python) R " + "0 " * 10 + f"{ticks} 0 " + "0 " * 30 + "\n")
+    machine.write_text(f"cpu  100 0 100 1000 0 0 0 {round(stolen * TICK)} 0 0\ncpu0 ...\n")
+
+
+def test_a_call_is_given_the_share_of_its_running_time_the_host_stole(tmp_path):
+    """On a virtual machine the host may stop the processors themselves: that is no wait the scheduler sees,
+    and no processor time of the call's either."""
+    proc, machine = tmp_path / "proc", tmp_path / "stat"
+    _kernel_says(proc, machine, ran=0.0, stolen=0.0)
+    busy = WaitCredit(str(proc), 1.0, machine=str(machine), processors=2)
+    started = time.monotonic()
+    time.sleep(0.2)
+    # 40 % of both processors' time was stolen meanwhile, and the call ran 0.12 s: it lost 0.12 × 0.4 / 0.6.
+    _kernel_says(proc, machine, ran=0.12, stolen=0.4 * 2 * (time.monotonic() - started))
+    assert 0.06 < busy.more() < 0.09
+
+
+def test_a_sleeping_call_loses_nothing_to_steal(tmp_path):
+    proc, machine = tmp_path / "proc", tmp_path / "stat"
+    _kernel_says(proc, machine, ran=0.0, stolen=0.0)
+    sleeping = WaitCredit(str(proc), 1.0, machine=str(machine), processors=2)
+    time.sleep(0.2)
+    _kernel_says(proc, machine, ran=0.0, stolen=0.3)
+    assert sleeping.more() == 0.0
 
 
 def test_the_credit_stops_at_its_cap_however_long_the_wait():

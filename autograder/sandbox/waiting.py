@@ -6,8 +6,12 @@ function can be runnable and still not run, and would time out through no
 fault of its own. So at a call's deadline the grader reads, from the kernel's
 scheduler accounting, how long the call's thread waited runnable for a
 processor (`/proc/<pid>/schedstat`'s run delay) since the call began, and
-extends the deadline by that much. A function that sleeps or loops on a quiet
-machine waits for nothing and is stopped at its limit, as before.
+extends the deadline by that much. On a virtual machine the host may also keep
+the machine's processors from running at all (steal time, /proc/stat): the
+kernel counts that neither as the call's processor time nor as its wait, so
+the call is given the share of its own running time that the machine lost
+meanwhile. A function that sleeps or loops on a quiet machine waits for
+nothing and is stopped at its limit, as before.
 
 Nothing here is the submission's own account: the kernel keeps these figures,
 and they are read from outside the sandbox. What a submission can do is crowd
@@ -26,6 +30,8 @@ from autograder.sandbox.processes import read_proc
 MAX_FACTOR = 5.0  # a call runs at most this many times its limit, however loaded the machine
 MIN_CREDIT = 0.005  # seconds: below this, the wait is noise, and the call is stopped at its limit
 TICK = os.sysconf("SC_CLK_TCK")
+MACHINE = "/proc/stat"
+MAX_STOLEN = 0.9  # the largest share of the machine's time counted as stolen (the credit grows without bound near 1)
 
 
 @dataclass(frozen=True)
@@ -36,13 +42,16 @@ class ProcessorUse:
     ran: float
     all_threads: float
     waited: float
+    stolen: float  # the whole machine's steal time so far, summed over its processors
+    at: float  # when this was read (time.monotonic)
 
 
-def processor_use(proc: str) -> ProcessorUse | None:
+def processor_use(proc: str, machine: str = MACHINE) -> ProcessorUse | None:
     """What the kernel says of the process whose /proc directory is `proc`; None if it is gone or unreadable.
 
     schedstat (main thread, nanoseconds): time on a processor, time waiting on a run queue, time slices.
-    stat fields 14 and 15 (the whole thread group, clock ticks): user and system time.
+    stat fields 14 and 15 (the whole thread group, clock ticks): user and system time. `machine`'s first
+    line (/proc/stat's "cpu", clock ticks): its eighth figure is the steal time (0 where there is none).
     """
     try:
         ran, waited = (int(x) for x in read_proc(f"{proc}/schedstat").split()[:2])
@@ -50,38 +59,57 @@ def processor_use(proc: str) -> ProcessorUse | None:
         everything = (int(fields[11]) + int(fields[12])) / TICK
     except (OSError, ValueError, IndexError):
         return None
-    return ProcessorUse(ran / 1e9, everything, waited / 1e9)
+    return ProcessorUse(ran / 1e9, everything, waited / 1e9, _stolen(machine), time.monotonic())
+
+
+def _stolen(machine: str) -> float:
+    try:
+        return int(read_proc(machine).split(b"\n", 1)[0].split()[8]) / TICK
+    except (OSError, ValueError, IndexError):
+        return 0.0  # no steal figure: a machine of its own, or a kernel that keeps none
 
 
 class WaitCredit:
     """The extra seconds one call has earned by waiting for a processor, asked at each of its deadlines.
 
     proc: the /proc directory of the child running the call, read from outside the sandbox (None: no
-    credit, e.g. where the kernel keeps no scheduler statistics). seconds: the call's limit.
+    credit, e.g. where the kernel keeps no scheduler statistics). seconds: the call's limit. machine and
+    processors: where the machine's steal time is read, and over how many processors it is summed.
     """
 
-    def __init__(self, proc: str | None, seconds: float):
-        self._proc = proc
+    def __init__(self, proc: str | None, seconds: float, machine: str = MACHINE, processors: int | None = None):
+        self._proc, self._machine = proc, machine
         self._seconds = seconds
-        self._start = processor_use(proc) if proc else None
+        self._processors = processors or os.cpu_count() or 1  # what /proc/stat's steal is summed over
+        self._start = processor_use(proc, machine) if proc else None
         self._given = 0.0
 
     def more(self) -> float:
         """Seconds to extend the deadline by now: the wait not yet given back, within the caps; 0 for none."""
         if self._start is None:
             return 0.0
-        now = processor_use(self._proc)
+        now = processor_use(self._proc, self._machine)
         if now is None:
             return 0.0
         own = now.ran - self._start.ran
         others = now.all_threads - now.ran  # every other thread's time, since the child began
         if own + max(others, 0.0) >= self._seconds:
             return 0.0  # it had its limit's worth of processor time: the wait was its own doing or beside the point
-        credit = min(now.waited - self._start.waited - self._given, (MAX_FACTOR - 1) * self._seconds - self._given)
+        waited = now.waited - self._start.waited + own * self._stolen_share(now)
+        credit = min(waited - self._given, (MAX_FACTOR - 1) * self._seconds - self._given)
         if credit < MIN_CREDIT:
             return 0.0
         self._given += credit
         return credit
+
+    def _stolen_share(self, now: ProcessorUse) -> float:
+        """Per second the call ran, the seconds it lost to steal: a share f of the machine's time stolen
+        meanwhile leaves a running process 1 - f of each second, so f / (1 - f) per second it ran."""
+        elapsed = now.at - self._start.at
+        if elapsed <= 0:
+            return 0.0
+        share = min(max((now.stolen - self._start.stolen) / (elapsed * self._processors), 0.0), MAX_STOLEN)
+        return share / (1 - share)
 
 
 class Extensions:
