@@ -16,7 +16,7 @@ import traceback
 
 from autograder.authoring.checks import Sizes, Trial, check_rng, student_seed
 from autograder.authoring.protocol import Call
-from autograder.grading import calibration, loading
+from autograder.grading import calibration, confirm, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose, diagnose_timeout
@@ -102,6 +102,11 @@ class Grader:
                 judged = [] if problem else self.judge_checks(session, load, seed)
             output, killed = session.output.text(), session.killed_processes
             notes += session.notes
+            again = confirm.to_run_again(judged)
+            if again:  # after the graded session has closed: one submission's processes at a time
+                judged, killed_again = self._run_again(spec, seed, judged, again)
+                killed += killed_again
+                notes.append(confirm.note(again))
             if load.failure:  # the worker's failure, not the file's
                 tests = self._all(f"your file could not be loaded: {load.failure}", UNGRADED)
             elif problem:
@@ -122,6 +127,15 @@ class Grader:
 
     def _session(self, spec: dict) -> Session:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
+
+    def _run_again(self, spec: dict, seed: int, judged: list[Judged],
+                   again: list[SuiteCheck]) -> tuple[list[Judged], int]:
+        """`judged` with the checks in `again` graded once more in a fresh session (grading.confirm), and
+        how many processes that session stopped."""
+        with self._session(spec) as session:
+            load = session.open()
+            rerun = [] if load.failure else self.judge_checks(session, load, seed, again)
+        return confirm.merged(judged, rerun), session.killed_processes
 
     def replay(self, submission: Submission, check_name: str) -> Replayed:
         """Run one check for one student again as graded: in a fresh session, after the same calls of

@@ -55,9 +55,14 @@ class CallFailed(Exception):
 
 
 class CallTimedOut(CallFailed):
-    """The clock stopped the call: how is Stopped.TIMEOUT, or Stopped.BUDGET when the submission's time ran out."""
+    """The clock stopped the call: how is Stopped.TIMEOUT, or Stopped.BUDGET when the submission's time ran out.
+
+    idle: stopped at its own limit without having used that much processor time, by the kernel's account
+    read from outside the sandbox (sandbox.waiting): it slept, or something held it up.
+    """
 
     how = Stopped.TIMEOUT
+    idle = False
 
 
 class WorkerDied(CallFailed):

@@ -46,7 +46,7 @@ from autograder.sandbox.replies import (
     reply_limit,
     request_frame,
 )
-from autograder.sandbox.waiting import MAX_FACTOR, Extensions, WaitCredit
+from autograder.sandbox.waiting import MAX_FACTOR, Extensions, ProcessorUse, WaitCredit, processor_use
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,7 @@ class _InFlight:
     started: float = 0.0  # when it could begin: sent, and the reply before it seen
     deadline: float = 0.0  # when it is stopped, unless the extensions say otherwise
     last_read: float = 0.0  # until when a reply it has begun is read, deadline or not
+    before: ProcessorUse | None = None  # the child's latest processor use read before it was sent
     extensions: Extensions | None = None
     importing: bool = False
 
@@ -117,8 +118,9 @@ class CallStream:
     _flight: deque = field(default_factory=deque)  # _InFlight, in the order sent
     _exhausted: bool = False
     _paused: bool = False  # a call in flight began importing: its batch's later calls are dropped by the worker
-    _frames: deque = field(default_factory=deque)  # (header, buffers, when seen) read and not yet looked at
+    _frames: deque = field(default_factory=deque)  # (header, buffers, when seen, ProcessorUse then), not looked at
     _arrived: tuple | None = None  # the head call's reply: (header, buffers, when seen)
+    _reading: tuple = (None, None)  # the latest (child's /proc directory, ProcessorUse) read, see _keep
     _ended: NoReply | None = None  # how the child went wrong, for the first call whose reply had not come
 
     def __post_init__(self):
@@ -181,7 +183,9 @@ class CallStream:
         fds = [region.fd] if region.unsent else []
         region.unsent = False
         now = time.monotonic()
-        sent = _InFlight(item.call, call_id, request["args"], layout, now, item.grace, item.first)
+        proc, use = self._reading
+        sent = _InFlight(item.call, call_id, request["args"], layout, now, item.grace, item.first,
+                         before=use if proc == session.child_proc() else None)
         self._flight.append(sent)
         self._limits[call_id] = reply_limit(item.call)
         if self._current() is sent:
@@ -199,15 +203,19 @@ class CallStream:
         current = self._current()
         return current is not None and time.monotonic() >= current.deadline
 
-    def _start(self, sent: _InFlight, when: float) -> None:
-        """The call is at the head of the worker's queue from `when`: its clock and its wait credit begin."""
+    def _start(self, sent: _InFlight, when: float, use: ProcessorUse | None = None) -> None:
+        """The call is at the head of the worker's queue from `when`: its clock and its wait credit begin.
+
+        use: the child's processor use read at `when`, or as late before it as was read (None: read now).
+        A reply may be looked at well after it was read: a reading taken then would miss the processor
+        time the next call had meanwhile, and take a call that computed all along for idle (grading.confirm)."""
         session = self.session
         seconds = sent.call.seconds or session.limits.call_seconds
         budget_left = session.deadline - when
         sent.started, sent.deadline = when, when + min(seconds, budget_left)
         sent.last_read = when + min(MAX_FACTOR * seconds, budget_left)
         cap = session.grace.cap(seconds) if sent.grace else seconds
-        sent.extensions = Extensions(WaitCredit(session.child_proc(), seconds), seconds, cap, budget_left)
+        sent.extensions = Extensions(WaitCredit(session.child_proc(), seconds, start=use), seconds, cap, budget_left)
         if session.channel is not None:  # None: the child is gone, and this call's failure is known
             session.channel.output_mark = session.output.total  # the flood limit is per call
 
@@ -239,12 +247,16 @@ class CallStream:
 
     def _keep(self, frames: list) -> None:
         seen = time.monotonic()
-        self._frames.extend((header, buffers, seen) for header, buffers in frames)
+        proc = self.session.child_proc() if frames else None
+        use = processor_use(proc) if proc else None
+        if use is not None:
+            self._reading = (proc, use)
+        self._frames.extend((header, buffers, seen, use) for header, buffers in frames)
 
     def _sort(self) -> None:
         """Note the head call's import, keep its reply; the frames after its reply wait for the next head."""
         while self._frames and self._arrived is None:
-            header, buffers, seen = self._frames.popleft()
+            header, buffers, seen, use = self._frames.popleft()
             head = self._flight[0] if self._flight else None
             if head is None or header.get("id") != head.id:
                 continue  # a reply to a call dropped or let go, or a frame no honest worker sends
@@ -254,7 +266,8 @@ class CallStream:
                 self._arrived = (header, buffers, seen)
                 following = self._current()
                 if following is not None:  # the worker went on to it as soon as it sent this reply
-                    self._start(following, max(seen, following.sent_at))
+                    later = seen >= following.sent_at
+                    self._start(following, max(seen, following.sent_at), use if later else following.before)
 
     def _settle(self) -> Answer | None:
         """Wait for the head call's reply and judge what the sandbox saw of it; None when it must be sent again."""
@@ -349,4 +362,6 @@ class CallStream:
         failure = self.session.failure(head.call.function, stop, seconds, budget_left < seconds)
         if head.first is not None and isinstance(failure, CallTimedOut):
             return grace.slow_again(head.call.function, head.first, failure)
+        if failure.how is Stopped.TIMEOUT:
+            failure.idle = head.extensions.idle()
         return failure

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from autograder.sandbox.processes import read_proc
 
 MAX_FACTOR = 5.0  # a call runs at most this many times its limit, however loaded the machine
+IDLE_SHARE = 0.5  # a call stopped having used less than this share of its limit in processor time was idle
 MIN_CREDIT = 0.005  # seconds: below this, the wait is noise, and the call is stopped at its limit
 TICK = os.sysconf("SC_CLK_TCK")
 MACHINE = "/proc/stat"
@@ -75,14 +76,17 @@ class WaitCredit:
     proc: the /proc directory of the child running the call, read from outside the sandbox (None: no
     credit, e.g. where the kernel keeps no scheduler statistics). seconds: the call's limit. machine and
     processors: where the machine's steal time is read, and over how many processors it is summed.
+    start: the process's use when the call began, if read then (default: now).
     """
 
-    def __init__(self, proc: str | None, seconds: float, machine: str = MACHINE, processors: int | None = None):
+    def __init__(self, proc: str | None, seconds: float, machine: str = MACHINE, processors: int | None = None,
+                 start: ProcessorUse | None = None):
         self._proc, self._machine = proc, machine
         self._seconds = seconds
         self._processors = processors or os.cpu_count() or 1  # what /proc/stat's steal is summed over
-        self._start = processor_use(proc, machine) if proc else None
+        self._start = (start or processor_use(proc, machine)) if proc else None
         self._given = 0.0
+        self._used = 0.0  # its processor time by the last deadline (its own thread's, and its other threads')
 
     def more(self) -> float:
         """Seconds to extend the deadline by now: the wait not yet given back, within the caps; 0 for none."""
@@ -90,10 +94,12 @@ class WaitCredit:
             return 0.0
         now = processor_use(self._proc, self._machine)
         if now is None:
+            self._used = self._seconds  # gone: nothing more is known of it, and it is not taken for idle
             return 0.0
         own = now.ran - self._start.ran
         others = now.all_threads - now.ran  # every other thread's time, since the child began
-        if own + max(others, 0.0) >= self._seconds:
+        self._used = own + max(others, 0.0)
+        if self._used >= self._seconds:
             return 0.0  # it had its limit's worth of processor time: the wait was its own doing or beside the point
         waited = now.waited - self._start.waited + own * self._stolen_share(now)
         credit = min(waited - self._given, (MAX_FACTOR - 1) * self._seconds - self._given)
@@ -101,6 +107,12 @@ class WaitCredit:
             return 0.0
         self._given += credit
         return credit
+
+    def idle(self) -> bool:
+        """Whether the call, by its last deadline, had used less than IDLE_SHARE of its limit in processor
+        time: it slept, or was held up by what the kernel counts as no wait for a processor (False where
+        unknown). A call computing all along falls a little short of its limit (it began before it ran)."""
+        return self._start is not None and self._used < IDLE_SHARE * self._seconds
 
     def _stolen_share(self, now: ProcessorUse) -> float:
         """Per second the call ran, the seconds it lost to steal: a share f of the machine's time stolen
@@ -131,3 +143,7 @@ class Extensions:
         until = min(self._cap, self._budget_left)  # the grace: the call may run until `cap` after it began
         self.graced = importing and until > max(elapsed, self._seconds)
         return until - elapsed if self.graced else 0.0
+
+    def idle(self) -> bool:
+        """Whether the call ran out of time without using its limit of processor time (WaitCredit.idle)."""
+        return self._waits.idle()

@@ -1,0 +1,50 @@
+"""Which timeouts are run again before they count: those of calls that ran out of time without computing.
+
+A call stopped at its limit without having used its limit's processor time
+(CallTimedOut.idle, from the kernel's account read outside the sandbox) was
+neither computing nor waiting for a processor, which sandbox.waiting gives
+back. It slept, or something held it up: a disk the other job keeps busy, a
+stall of the machine. The first is the submission's, the second is not, and
+one run cannot tell them apart; a run in a fresh worker can, since a hold-up
+seldom strikes the same call twice. So such checks are graded again (with
+the checks their timeout kept from running), and the second run is the grade.
+A function that really sleeps sleeps again and costs its limit twice; one
+that loops used the processor, and its timeout counts at once.
+"""
+from __future__ import annotations
+
+from autograder.grading.explain import Judged
+from autograder.grading.statuses import TIMEOUT
+from autograder.grading.suite import SuiteCheck
+from autograder.sandbox.replies import CallTimedOut, Stopped
+
+
+def to_run_again(judged: list[Judged]) -> list[SuiteCheck]:
+    """The checks to grade again, in suite order: each stopped at an idle timeout, and each not run because
+    a function of such a check had timed out (Grader._not_run); none if no timeout was idle."""
+    idle = [one.entry for one in judged if _idle_timeout(one)]
+    functions = {name for entry in idle for name in entry.check.functions}
+    skipped = [one.entry for one in judged if one.tried is None and one.result.status == TIMEOUT
+               and functions & set(one.entry.check.functions)]
+    chosen = {entry.name for entry in idle + skipped}
+    return [one.entry for one in judged if one.entry.name in chosen]
+
+
+def merged(first: list[Judged], again: list[Judged]) -> list[Judged]:
+    """The first run's verdicts, with those graded again replaced by the second run's."""
+    second = {one.entry.name: one for one in again}
+    return [second.get(one.entry.name, one) for one in first]
+
+
+def note(entries: list[SuiteCheck]) -> str:
+    """What the student's feedback says about the second run."""
+    names = ", ".join(entry.name for entry in entries[:3])
+    if len(entries) > 3:
+        names += f" and {len(entries) - 3} more checks"
+    return (f"{names}: a call ran out of time without using the processor (it slept or waited, or the machine "
+            "held it up), so these checks were graded again in a fresh worker, and that run is your grade")
+
+
+def _idle_timeout(one: Judged) -> bool:
+    stopped = one.tried.stopped if one.tried is not None else None
+    return isinstance(stopped, CallTimedOut) and stopped.how is Stopped.TIMEOUT and stopped.idle

@@ -1,0 +1,118 @@
+"""A timeout counts only when the call used its limit (grading.confirm), through the real sandbox.
+
+A call held up by the machine (here: stopped from outside, as a stall of the
+machine stops it) uses no processor time and waits for none; it is graded
+again in a fresh worker, and that run is the grade. A function that sleeps
+is graded again too, and still times out; one that loops is not graded again.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from autograder.grading.grader import Grader
+from autograder.grading.statuses import PASSED, TIMEOUT
+from autograder.grading.submission import read_submission
+from autograder.sandbox.processes import parent_map
+
+from conftest import SUBMISSIONS, compose
+
+# softmax's first call in each child stops its own process; the test's Thaw resumes it from outside.
+HELD_UP = '''
+import os as _os, signal as _signal
+_held = []
+_plain_softmax = softmax
+
+
+def softmax(S):
+    if not _held:
+        _held.append(True)
+        _os.kill(_os.getpid(), _signal.SIGSTOP)
+    return _plain_softmax(S)
+'''
+
+
+class Thaw(threading.Thread):
+    """Resumes the sandbox's stopped processes: the first after `hold` seconds, the later ones at once."""
+
+    def __init__(self, zygote: int, hold: float):
+        super().__init__(daemon=True)
+        self.zygote, self.hold, self.resumed = zygote, hold, 0
+        self.first: tuple[int, float] | None = None  # the first process held up, and when it is let go
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            for pid in _descendants(self.zygote):
+                if _state(pid) != "T":
+                    continue
+                if self.first is None:
+                    self.first = (pid, time.monotonic() + self.hold)
+                if pid != self.first[0] or time.monotonic() >= self.first[1]:
+                    self._resume(pid)
+            time.sleep(0.001)
+
+    def _resume(self, pid: int) -> None:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass  # the grader stopped it for good at its deadline meanwhile
+        self.resumed += 1
+
+
+def _descendants(root: int) -> list[int]:
+    parents = parent_map()
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+@pytest.mark.slow  # a sandbox and a thread watching it for one test: make test runs it
+def test_a_call_held_up_from_outside_costs_nothing(course, suite, sandbox, reference, tmp_path):
+    path = tmp_path / "s0001.py"
+    path.write_text(compose(tmp_path, "plain").read_text() + HELD_UP)
+    grader = Grader(course, suite, sandbox, reference)
+    sandbox.start()
+    thaw = Thaw(sandbox.zygote_pid(), hold=0.6)  # longer than softmax's limit, far shorter than its budget
+    thaw.start()
+    try:
+        result = grader.grade(read_submission(path, "s0001"))
+    finally:
+        thaw.done.set()
+        thaw.join()
+    assert thaw.resumed >= 2  # held up once, then resumed at once in every later child
+    assert all(test.status == PASSED for test in result.tests), [(t.name, t.message) for t in result.tests
+                                                                   if t.status != PASSED]
+    assert any("graded again in a fresh worker" in note and "softmax." in note for note in result.notes)
+
+
+def test_a_function_that_sleeps_is_graded_again_and_still_times_out(course, suite, sandbox, reference, tmp_path):
+    path = compose(tmp_path, "s0002", SUBMISSIONS / "attacks" / "sleep_in_function.py")
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path, "s0002"))
+    timed_out = {test.name for test in result.tests if test.status == TIMEOUT}
+    assert "context.lecture_example" in timed_out
+    assert all(test.status == PASSED for test in result.tests if "context" not in test.name and
+               not test.name.startswith("attention")), [t.name for t in result.tests if t.status != PASSED]
+    assert any("graded again" in note and "context.lecture_example" in note for note in result.notes)
+
+
+def test_a_function_that_loops_is_not_graded_again(course, suite, sandbox, reference, tmp_path):
+    path = compose(tmp_path, "s0003", SUBMISSIONS / "attacks" / "infinite_loop_in_function.py")
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path, "s0003"))
+    assert any(test.status == TIMEOUT for test in result.tests)
+    assert not any("graded again" in note for note in result.notes), result.notes
