@@ -17,13 +17,19 @@ import time
 
 import pytest
 
+from autograder.authoring.protocol import Call
 from autograder.grading import calibration, suite_cache
 from autograder.grading.boundary import GradingProcess
 from autograder.grading.course import load_course
 from autograder.grading.grader import Grader
 from autograder.grading.station import Setup, launch_sandbox, protections_for, refuse_secrets, warm_grader
 from autograder.grading.store import Store
+from autograder.grading.submission import read_submission
 from autograder.grading.suite import load_suite
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.protections import probe
+from autograder.sandbox.session import Session
+from autograder.sandbox.zygote import Sandbox
 
 from conftest import FIXTURES, run_cli
 
@@ -211,3 +217,22 @@ def test_grade_with_a_fresh_database_writes_reads_and_survives_the_cache(tiny, t
                      env=env)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "1 submissions" in second.stderr and json.loads(entry.read_text())["suite_version"] == suite.version
+
+
+@pytest.mark.slow  # a sandbox of its own, started cold: make test runs it
+def test_the_sandboxs_own_start_is_not_the_first_submissions_time(suite, tmp_path):
+    """The first session of a sandbox still starting waits for its zygote (PyTorch's import, the warm-up):
+    with a budget shorter than that wait, the submission must still load and answer."""
+    path = tmp_path / "attention.py"
+    path.write_text("def score(Q, K, scale=None):\n    return 7\n")
+    cold = Sandbox(probe("auto"), suite.assignment.preload, warmup=suite.assignment.warmup)
+    try:
+        cold.launch()  # as `grade` does while the suite loads; the first spawn waits for it
+        started = time.monotonic()
+        with Session(cold, read_submission(path).worker_spec("attention"), Limits(), budget=0.5) as session:
+            load = session.open()
+            assert time.monotonic() - started > 0.5  # the zygote's start alone outlasted the budget
+            assert not load.failure, load.failure
+            assert session.call(Call("score", (1, 2))).value == 7
+    finally:
+        cold.close()

@@ -17,6 +17,7 @@ own account of any of these is never the evidence.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -77,7 +78,9 @@ class Session:
         self.killed_processes = 0
         self.notes: list[str] = []
         self.budget = budget or limits.submission_seconds  # seconds for everything the submission does
-        self.deadline = time.monotonic() + self.budget
+        # From its first child on: the sandbox's own start (a zygote importing PyTorch on a busy machine)
+        # is not the submission's. Later restarts of the zygote are: a submission can cause them.
+        self.deadline = math.inf
         self.grace = OneTimeGrace(limits.one_time_seconds)
         # Where the current child's calls find their arrays; mapped in the child, so counted in its memory.
         self.region = SharedRegion(min(REGION_BYTES, max(1 << 16, (limits.memory_mib << 20) // REGION_SHARE)))
@@ -175,6 +178,8 @@ class Session:
                 sock, out, self._pid = self.sandbox.spawn(self._child_limits())
             except (OSError, SandboxError) as error:
                 return LoadReport(frozenset(), failure=f"the worker could not start ({error})")
+            if self.deadline == math.inf:
+                self.deadline = time.monotonic() + self.budget
             self.region.close()  # each child gets a region of its own; the last one's arrays were read by now
             self.channel = Channel(sock, out, self.output, self.limits.max_output_mib << 20, self._death)
             self.channel.parser.limit_for = lambda header: self.reply_limits.get(header.get("id"), EVENT_LIMIT)
@@ -187,7 +192,9 @@ class Session:
                 self.stop_child()
                 timed_out = stop.how is Stopped.TIMEOUT
                 if unit is None:
-                    cause = f"it was not ready within {seconds:g} s" if timed_out else stop.cause
+                    waited = (f"it was not ready within {seconds:g} s" if seconds > 0 else
+                              f"the submission's {self.budget:g} s budget was used up before it was ready")
+                    cause = waited if timed_out else stop.cause
                     return LoadReport(frozenset(), failure=f"the worker stopped before running any code ({cause})")
                 reason = f"did not finish within {seconds:g} s and was stopped" if timed_out else stop.says
                 self._skip[unit[0]] = (unit[1], reason)
