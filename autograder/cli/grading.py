@@ -34,7 +34,7 @@ from autograder.grading.suite import load_public_suite, load_suite, secret_place
 from autograder.grading.suite_cache import cache_folder
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.replay import format_replay
-from autograder.outputs.terminal import format_results
+from autograder.outputs.terminal import FULL_TABLES, format_results, format_summary, summary_row
 from autograder.text import safe
 
 INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
@@ -184,10 +184,20 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing:
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
     if plan.todo:
         progress.status(doing)
-    graded = []
+    few = len(plan.todo) + len(plan.skipped) <= FULL_TABLES  # shown whole; for more, one line each is kept
+    shown: list = []  # the results (few), or their summary rows: a class of thousands is not held whole
+    not_graded: list[str] = []  # each hand-in that could not be graded, with the reason
+    failed = 0
+
+    def keep(result, graded: bool) -> None:
+        nonlocal failed
+        shown.append(result if few else summary_row(result))
+        if result.problem and not result.internal_error:
+            not_graded.append(f"not graded: {result.student}: {result.problem}")
+        failed += graded and bool(result.internal_error)
 
     def on_result(result):
-        graded.append(result)
+        keep(result, graded=True)
         progress.update(result)
         if args.json:
             print(json.dumps(result.to_json()), flush=True)
@@ -196,17 +206,15 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing:
         run(plan.todo, on_result, progress.note)
     progress.finish()
     stored = {result.student: result for result in store.results(assignment)} if plan.skipped else {}
-    skipped = [stored[item.student] for item in plan.skipped]
-    if args.json:
-        for result in skipped:
-            print(json.dumps(result.to_json()), flush=True)
-    else:
-        print(safe(format_results(graded + skipped)))
+    for item in plan.skipped:
+        keep(stored[item.student], graded=False)
+        if args.json:
+            print(json.dumps(stored[item.student].to_json()), flush=True)
+    if not args.json:
+        print(safe(format_results(shown) if few else format_summary(shown)))
     # Listed last: each hand-in that could not be graded, named for its student, with the reason.
-    for result in graded + skipped:
-        if result.problem and not result.internal_error:
-            print(safe(f"not graded: {result.student}: {result.problem}", 2000), file=sys.stderr)
-    failed = sum(bool(result.internal_error) for result in graded)
+    for line in not_graded:
+        print(safe(line, 2000), file=sys.stderr)
     if failed:
         # The last line, and the exit status, tell a script that some submissions still need grading.
         print(f"results are in {store.path}; {failed} submissions hit an internal error in the grader (not in their "

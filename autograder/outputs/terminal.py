@@ -5,22 +5,44 @@ control character a student put into a message as an escape.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from autograder.grading.results import FLAG_MEANINGS, CheckResult, SubmissionResult, flags
+
+FULL_TABLES = 3  # up to this many submissions are shown whole; more get one summary line each
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """What a class summary shows of one result: kept instead of the result while a class of thousands grades."""
+
+    student: str
+    score: float
+    max_score: float
+    flags: tuple[str, ...]
+
+
+def summary_row(result: SubmissionResult) -> SummaryRow:
+    return SummaryRow(result.student, result.score, result.max_score, tuple(table_flags(result)))
 
 
 def format_results(results: list[SubmissionResult]) -> str:
-    """Per-function tables for a few submissions; a class summary for many."""
-    if len(results) <= 3:
+    """Per-function tables for a few submissions (FULL_TABLES); a class summary for many."""
+    if len(results) <= FULL_TABLES:
         return "\n".join(format_result(r) for r in results)
-    results = sorted(results, key=lambda r: r.student)
+    return format_summary([summary_row(result) for result in results])
+
+
+def format_summary(rows: list[SummaryRow]) -> str:
+    """A class summary: one line per student, in order, the mean, and what each flag shown means."""
+    rows = sorted(rows, key=lambda row: row.student)
     lines = [f"{'student':<20}{'points':>14}  flags"]
     shown: set[str] = set()
-    for result in results:
-        found = table_flags(result)
-        shown.update(_meaning_key(flag) for flag in found)
-        lines.append(f"{result.student:<20}{f'{result.score:g} / {result.max_score:g}':>14}  {', '.join(found)}")
-    mean = sum(r.score for r in results) / len(results)
-    lines.append(f"{len(results)} submissions, mean {mean:.1f} / {results[0].max_score:g}")
+    for row in rows:
+        shown.update(_meaning_key(flag) for flag in row.flags)
+        lines.append(f"{row.student:<20}{f'{row.score:g} / {row.max_score:g}':>14}  {', '.join(row.flags)}")
+    mean = sum(row.score for row in rows) / len(rows)
+    lines.append(f"{len(rows)} submissions, mean {mean:.1f} / {rows[0].max_score:g}")
     return "\n".join(lines + flag_legend(shown))
 
 
