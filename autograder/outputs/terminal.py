@@ -23,6 +23,7 @@ class SummaryRow:
 
 
 def summary_row(result: SubmissionResult) -> SummaryRow:
+    """The line a class summary shows for `result`."""
     return SummaryRow(result.student, result.score, result.max_score, tuple(table_flags(result)))
 
 
