@@ -206,10 +206,10 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing:
         run(plan.todo, on_result, progress.note)
     progress.finish()
     stored = {result.student: result for result in store.results(assignment)} if plan.skipped else {}
-    for item in plan.skipped:
-        keep(stored[item.student], graded=False)
+    for result in (stored[item.student] for item in plan.skipped):
+        keep(result, graded=False)
         if args.json:
-            print(json.dumps(stored[item.student].to_json()), flush=True)
+            print(json.dumps(result.to_json()), flush=True)
     if not args.json:
         print(safe(format_results(shown) if few else format_summary(shown)))
     # Listed last: each hand-in that could not be graded, named for its student, with the reason.
