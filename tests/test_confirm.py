@@ -14,10 +14,12 @@ import time
 
 import pytest
 
+from autograder.grading import confirm
 from autograder.grading.grader import Grader
 from autograder.grading.statuses import PASSED, TIMEOUT
 from autograder.grading.submission import read_submission
 from autograder.sandbox.processes import parent_map
+from autograder.sandbox.session import LoadReport
 
 from conftest import SUBMISSIONS, compose
 
@@ -116,3 +118,17 @@ def test_a_function_that_loops_is_not_graded_again(course, suite, sandbox, refer
     result = Grader(course, suite, sandbox, reference).grade(read_submission(path, "s0003"))
     assert any(test.status == TIMEOUT for test in result.tests)
     assert not any("graded again" in note for note in result.notes), result.notes
+
+
+def test_a_second_run_loaded_otherwise_decides_nothing_and_says_why(suite):
+    entries = list(suite.checks[:5])
+    first = LoadReport(frozenset({"softmax", "context"}))
+    again = [object()]  # the second run's verdicts, passed through untouched when they count
+    kept, note = confirm.decided(entries, first, LoadReport(frozenset({"softmax", "context"})), again)
+    assert kept is again and note.endswith("that run is your grade") and "and 2 more checks" in note
+    for second, why in [(LoadReport(frozenset(), failure="the worker could not start (no memory)"),
+                         "could not load your file (the worker could not start (no memory))"),
+                        (LoadReport(frozenset({"softmax"})), "did not define the same functions")]:
+        kept, note = confirm.decided(entries, first, second, again)
+        assert kept == [] and why in note and "the first run's verdicts stand" in note
+        assert "that run is your grade" not in note

@@ -15,6 +15,15 @@ of a second rather than a fixed several seconds. The reference's times are
 cached per suite version and machine in the results store, and in the
 user's cache folder (grading.suite_cache), so that a fresh store on the same
 machine does not time them again.
+
+Processor time is not immune to a busy machine: two processors that share a
+core (hyperthreads, most virtual machines' vCPUs) each run slower while the
+other computes, by 2-3x on the development machine. Times measured while the
+rest of the machine kept more than QUIET_SHARE of a processor busy (read
+from /proc/stat, minus this process's own time) grade the store they were
+measured for, whose class must keep one set of limits, but are not cached for
+other stores: one busy moment would otherwise loosen every later class's
+limits on this machine.
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ import math
 import os
 import platform
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,9 +45,14 @@ from autograder.grading.course import Course
 from autograder.grading.store import Store
 from autograder.grading.suite import Suite, SuiteCheck
 from autograder.sandbox.inprocess import InProcessSession
+from autograder.sandbox.processes import read_proc
 
 CACHE_KIND = "reference-times"  # the reference's times in the cache folder (grading.suite_cache)
 ROUNDS = 5  # the best of several runs: caches and page faults only ever make a run slower
+QUIET_SHARE = 0.25  # of one processor: the most the rest of the machine may use while timing, for the cache
+WATCH_SECONDS = 0.5  # the shortest time that share is judged over: /proc/stat counts in 10 ms ticks
+MACHINE = "/proc/stat"
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,38 @@ class ReferenceTime:
 
     seconds: float
     calls: int
+
+
+@dataclass(frozen=True)
+class MachineReading:
+    """Seconds so far that the machine's processors ran anything (summed over them), and this process ran."""
+
+    busy: float
+    own: float
+    at: float  # time.monotonic() when read
+
+
+def machine_reading(machine: str = MACHINE, own: str = "/proc/self/stat") -> MachineReading | None:
+    """What the kernel counts: `machine`'s "cpu" line (user, nice, system, irq and softirq ticks; idle,
+    iowait and steal are time nothing of this machine ran) and `own`'s user and system ticks (all threads).
+    None where either cannot be read."""
+    try:
+        figures = [int(x) for x in read_proc(machine).split(b"\n", 1)[0].split()[1:8]]
+        fields = read_proc(own).rsplit(b")", 1)[1].split()
+        mine = int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = figures
+    return MachineReading((user + nice + system + irq + softirq) / TICK, mine / TICK, time.monotonic())
+
+
+def others_busy(before: MachineReading | None, after: MachineReading | None) -> float:
+    """How many processors, on average, the rest of the machine kept busy between two readings; infinite
+    when unknown (no readings, or too short a time between them to tell)."""
+    if before is None or after is None or after.at - before.at < WATCH_SECONDS / 2:
+        return math.inf
+    others = (after.busy - before.busy) - (after.own - before.own)
+    return max(0.0, others) / (after.at - before.at)
 
 
 @dataclass(frozen=True)
@@ -113,23 +160,43 @@ def _time_each_check(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
     return times
 
 
-def cached_reference_times(course: Course, suite: Suite, store: Store,
-                           quiet: Callable[[], None] | None = None) -> dict[str, ReferenceTime]:
+def cached_reference_times(course: Course, suite: Suite, store: Store, quiet: Callable[[], None] | None = None,
+                           machine_stat: str = MACHINE) -> dict[str, ReferenceTime]:
     """The reference's times for this suite on this machine: from the store, else from the user's cache
-    folder, else measured now (after `quiet()`, which waits for the machine to settle); kept in both.
+    folder, else measured now (after `quiet()`, which waits for the grader's own sandboxes to settle).
+
+    The store keeps the times its results are graded with. The cache folder gets times measured now only
+    if the rest of the machine (`machine_stat`: /proc/stat) was quiet meanwhile (QUIET_SHARE).
     """
     here = machine()
     stored = store.reference_times(suite.version, here)
     kept = stored if _covers(suite, stored) else _from_cache(suite.version, here)
-    if not _covers(suite, kept) and quiet is not None:
-        quiet()
-    times, measured = stored_or_timed(course, suite, kept)
+    measured_quietly = False
+    if _covers(suite, kept):
+        times = _as_times(kept)
+    else:
+        if quiet is not None:
+            quiet()
+        times, busy = timed_watching(course, suite, machine_stat)
+        measured_quietly = busy <= QUIET_SHARE
     plain = {name: (t.seconds, t.calls) for name, t in times.items()}
-    if plain != stored:  # the store keeps the times its results were graded with
+    if plain != stored:
         store.save_reference_times(suite.version, here, plain)
-    if measured:
+    if measured_quietly:
         suite_cache.write_entry(CACHE_KIND, suite.version, here, {name: list(t) for name, t in plain.items()})
     return times
+
+
+def timed_watching(course: Course, suite: Suite, machine_stat: str = MACHINE) -> tuple[dict[str, ReferenceTime],
+                                                                                        float]:
+    """`time_reference`, and how many processors the rest of the machine kept busy meanwhile (`others_busy`),
+    watched for at least WATCH_SECONDS: a suite timed faster waits out the rest, so a tick or two of some
+    other process's work is not read as a busy machine."""
+    before = machine_reading(machine_stat)
+    times = time_reference(course, suite)
+    if before is not None:
+        time.sleep(max(0.0, before.at + WATCH_SECONDS - time.monotonic()))
+    return times, others_busy(before, machine_reading(machine_stat))
 
 
 def _from_cache(version: str, here: str) -> dict[str, tuple[float, int]]:
@@ -155,8 +222,12 @@ def stored_or_timed(course: Course, suite: Suite, stored: dict[str, tuple[float,
     """The reference's times: `stored` (check -> (seconds, calls), as the store keeps them for this machine)
     when it covers every check, else measured here and now; and whether they were measured."""
     if _covers(suite, stored):
-        return {name: ReferenceTime(seconds, calls) for name, (seconds, calls) in stored.items()}, False
+        return _as_times(stored), False
     return time_reference(course, suite), True
+
+
+def _as_times(kept: dict[str, tuple[float, int]]) -> dict[str, ReferenceTime]:
+    return {name: ReferenceTime(seconds, calls) for name, (seconds, calls) in kept.items()}
 
 
 def call_limits(suite: Suite, reference: dict[str, ReferenceTime] | None) -> dict[str, CallLimit]:

@@ -9,7 +9,10 @@ one run cannot tell them apart; a run in a fresh worker can, since a hold-up
 seldom strikes the same call twice. So such checks are graded again (with
 the checks their timeout kept from running), and the second run is the grade.
 A function that really sleeps sleeps again and costs its limit twice; one
-that loops used the processor, and its timeout counts at once.
+that loops used the processor, and its timeout counts at once. A second run
+whose worker did not load the file as the first did (it could not start, or
+the file defined other functions) decides nothing: the first run's verdicts
+stand, and the feedback says why.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from autograder.grading.explain import Judged
 from autograder.grading.statuses import TIMEOUT
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox.replies import CallTimedOut, Stopped
+from autograder.sandbox.session import LoadReport
 
 
 def to_run_again(judged: list[Judged]) -> list[SuiteCheck]:
@@ -36,13 +40,28 @@ def merged(first: list[Judged], again: list[Judged]) -> list[Judged]:
     return [second.get(one.entry.name, one) for one in first]
 
 
-def note(entries: list[SuiteCheck]) -> str:
-    """What the student's feedback says about the second run."""
+def decided(entries: list[SuiteCheck], first: LoadReport, second: LoadReport,
+            again: list[Judged]) -> tuple[list[Judged], str]:
+    """What the second run (`again`, loaded as `second`) decides of `entries`, and the note that says so.
+
+    first: how the graded run loaded. A second run loaded otherwise decides nothing: ([], why).
+    """
+    why = ""
+    if second.failure:
+        why = f"the fresh worker could not load your file ({second.failure})"
+    elif second.functions != first.functions:
+        why = "your file did not define the same functions the second time it was loaded"
+    held = ("a call ran out of time without using the processor (it slept or waited, or the machine held it "
+            "up), so these checks were to be graded again in a fresh worker")
+    if why:
+        return [], (f"{_names(entries)}: {held}, but {why}; the first run's verdicts stand. If you think the "
+                    "machine held your code up, ask for a regrade")
+    return again, f"{_names(entries)}: {held}, and that run is your grade"
+
+
+def _names(entries: list[SuiteCheck]) -> str:
     names = ", ".join(entry.name for entry in entries[:3])
-    if len(entries) > 3:
-        names += f" and {len(entries) - 3} more checks"
-    return (f"{names}: a call ran out of time without using the processor (it slept or waited, or the machine "
-            "held it up), so these checks were graded again in a fresh worker, and that run is your grade")
+    return names + (f" and {len(entries) - 3} more checks" if len(entries) > 3 else "")
 
 
 def _idle_timeout(one: Judged) -> bool:

@@ -104,9 +104,9 @@ class Grader:
             notes += session.notes
             again = confirm.to_run_again(judged)
             if again:  # after the graded session has closed: one submission's processes at a time
-                judged, killed_again = self._run_again(spec, seed, judged, again)
+                judged, killed_again, note = self._run_again(spec, seed, load, judged, again)
                 killed += killed_again
-                notes.append(confirm.note(again))
+                notes.append(note)
             if load.failure:  # the worker's failure, not the file's
                 tests = self._all(f"your file could not be loaded: {load.failure}", UNGRADED)
             elif problem:
@@ -128,14 +128,15 @@ class Grader:
     def _session(self, spec: dict) -> Session:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
 
-    def _run_again(self, spec: dict, seed: int, judged: list[Judged],
-                   again: list[SuiteCheck]) -> tuple[list[Judged], int]:
-        """`judged` with the checks in `again` graded once more in a fresh session (grading.confirm), and
-        how many processes that session stopped."""
+    def _run_again(self, spec: dict, seed: int, first: LoadReport, judged: list[Judged],
+                   again: list[SuiteCheck]) -> tuple[list[Judged], int, str]:
+        """`judged` with the checks in `again` graded once more in a fresh session (grading.confirm), how
+        many processes that session stopped, and the note for the student."""
         with self._session(spec) as session:
             load = session.open()
             rerun = [] if load.failure else self.judge_checks(session, load, seed, again)
-        return confirm.merged(judged, rerun), session.killed_processes
+        rerun, note = confirm.decided(again, first, load, rerun)
+        return confirm.merged(judged, rerun), session.killed_processes, note
 
     def replay(self, submission: Submission, check_name: str) -> Replayed:
         """Run one check for one student again as graded: in a fresh session, after the same calls of
