@@ -69,9 +69,9 @@ def quiet_machine(tmp_path):
     return str(path)
 
 
-def _times(course, suite, db, machine_stat) -> dict:
+def _times(course, suite, db, machine_stat, say=None) -> dict:
     with Store(db) as store:
-        found = calibration.cached_reference_times(course, suite, store, machine_stat=machine_stat)
+        found = calibration.cached_reference_times(course, suite, store, machine_stat=machine_stat, say=say)
         assert store.reference_times(suite.version, calibration.machine()) == {
             name: (t.seconds, t.calls) for name, t in found.items()}  # the store keeps what was used
     return {name: (t.seconds, t.calls) for name, t in found.items()}
@@ -95,11 +95,13 @@ def test_a_fresh_store_takes_the_times_this_machine_cached_for_this_suite_versio
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     assert stat.S_IMODE(_entry(cache).stat().st_mode) == 0o600
     _mark(suite)
-    assert _times(course, suite, tmp_path / "second.db", quiet_machine) == {entry.name: MARKED
-                                                                            for entry in suite.checks}
+    said: list[str] = []
+    assert _times(course, suite, tmp_path / "second.db", quiet_machine, said.append) == {
+        entry.name: MARKED for entry in suite.checks}
     # Another suite version (a changed check, reference or grader) never reads this version's entry.
     changed = dataclasses.replace(suite, version="0123456789abcdef")
-    again = _times(course, changed, tmp_path / "third.db", quiet_machine)
+    again = _times(course, changed, tmp_path / "third.db", quiet_machine, said.append)
+    assert said == []  # a quiet machine: nothing to tell the TA
     assert set(again) == set(measured) and MARKED not in again.values()
     assert len(list(cache.glob(f"{calibration.CACHE_KIND}-*.json"))) == 2
 
@@ -169,15 +171,18 @@ def test_times_measured_on_a_busy_machine_grade_their_store_but_are_not_cached(t
     every later store on this machine. Busy here is real: a loop on every processor, read from /proc/stat."""
     course, suite = tiny
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    said: list[str] = []
     try:
         time.sleep(0.2)  # running before the first reading
-        measured = _times(course, suite, tmp_path / "busy.db", calibration.MACHINE)
+        measured = _times(course, suite, tmp_path / "busy.db", calibration.MACHINE, said.append)
     finally:
         for loop in loops:
             loop.kill()
             loop.wait()
     assert set(measured) == {entry.name for entry in suite.checks}  # and the store keeps them (`_times`)
     assert not list(cache.glob(f"{calibration.CACHE_KIND}-*.json"))
+    (note,) = said
+    assert "timed on a busy machine (other processes kept" in note and "grade into a fresh --db" in note
 
 
 def test_the_rest_of_the_machine_is_read_from_the_kernels_counts(tmp_path):

@@ -129,7 +129,7 @@ def _grade(args) -> int:
             # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
             with Store(db) as store:
                 def run(todo, on_result, say):
-                    grade_batch(course, suite, protections, todo, store, jobs, on_result, launched, classwide)
+                    grade_batch(course, suite, protections, todo, store, jobs, on_result, launched, classwide, say)
                 return _grade_found(args, suite, found, store, run,
                                     f"timing the reference and starting {min(jobs, len(found))} sandboxes")
         finally:

@@ -55,7 +55,7 @@ def plan_version(found: list[Found], store: Store, assignment: str, version: str
 
 def grade_batch(course: Course, suite: Suite, protections: Protections, todo: list[Found], store: Store,
                 jobs: int, on_result: Callable[[SubmissionResult], None], launched: Sequence[Sandbox] = (),
-                classwide: Grader | None = None) -> None:
+                classwide: Grader | None = None, say: Callable[[str], None] | None = None) -> None:
     """Grade `todo` with `jobs` processes, saving and reporting each result as it arrives.
 
     Every submission gets a result, whatever happens while grading it: a
@@ -65,7 +65,8 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
     job grades in a process of its own, never in this one.
     launched: sandboxes launched ahead for the first jobs (station.launch_sandbox), one per slot, which
     their processes take over; the caller closes them all at the end. classwide: a Grader warmed here
-    (station.warm_grader) whose class-wide state every job's Graders share.
+    (station.warm_grader) whose class-wide state every job's Graders share. say: prints a note for the TA
+    (the reference timed on a busy machine).
     """
     if not todo:
         return
@@ -74,7 +75,7 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
         for sandbox in launched:
             sandbox.settle()
     # Timed here, before the jobs start: they would only slow the reference down.
-    reference = cached_reference_times(course, suite, store, quiet) if suite.reference is not None else None
+    reference = cached_reference_times(course, suite, store, quiet, say=say) if suite.reference is not None else None
     waiting = [(item, []) for item in reversed(todo)]  # (submission, how the processes grading it ended)
     running = [GradingProcess(Setup(course, suite, protections, reference, slot, classwide=classwide),
                               launched[slot] if slot < len(launched) else None)

@@ -161,12 +161,14 @@ def _time_each_check(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
 
 
 def cached_reference_times(course: Course, suite: Suite, store: Store, quiet: Callable[[], None] | None = None,
-                           machine_stat: str = MACHINE) -> dict[str, ReferenceTime]:
+                           machine_stat: str = MACHINE, say: Callable[[str], None] | None = None
+                           ) -> dict[str, ReferenceTime]:
     """The reference's times for this suite on this machine: from the store, else from the user's cache
     folder, else measured now (after `quiet()`, which waits for the grader's own sandboxes to settle).
 
     The store keeps the times its results are graded with. The cache folder gets times measured now only
-    if the rest of the machine (`machine_stat`: /proc/stat) was quiet meanwhile (QUIET_SHARE).
+    if the rest of the machine (`machine_stat`: /proc/stat) was quiet meanwhile (QUIET_SHARE); otherwise
+    `say` gets a note for the TA.
     """
     here = machine()
     stored = store.reference_times(suite.version, here)
@@ -179,12 +181,23 @@ def cached_reference_times(course: Course, suite: Suite, store: Store, quiet: Ca
             quiet()
         times, busy = timed_watching(course, suite, machine_stat)
         measured_quietly = busy <= QUIET_SHARE
+        if not measured_quietly and say is not None:
+            say(busy_note(busy))
     plain = {name: (t.seconds, t.calls) for name, t in times.items()}
     if plain != stored:
         store.save_reference_times(suite.version, here, plain)
     if measured_quietly:
         suite_cache.write_entry(CACHE_KIND, suite.version, here, {name: list(t) for name, t in plain.items()})
     return times
+
+
+def busy_note(busy: float) -> str:
+    """What the TA is told when the reference was timed beside `busy` processors' worth of other work."""
+    how = "the rest of the machine could not be read" if math.isinf(busy) else (
+        f"other processes kept {busy:.1f} processors busy")
+    return (f"note: the reference was timed on a busy machine ({how}), so this database's time limits may be "
+            "looser than on a quiet one; they are kept for this database only. For the usual limits, grade into "
+            "a fresh --db while the machine is quiet")
 
 
 def timed_watching(course: Course, suite: Suite, machine_stat: str = MACHINE) -> tuple[dict[str, ReferenceTime],

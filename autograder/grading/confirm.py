@@ -51,12 +51,12 @@ def decided(entries: list[SuiteCheck], first: LoadReport, second: LoadReport,
         why = f"the fresh worker could not load your file ({second.failure})"
     elif second.functions != first.functions:
         why = "your file did not define the same functions the second time it was loaded"
-    held = ("a call ran out of time without using the processor (it slept or waited, or the machine held it "
-            "up), so these checks were to be graded again in a fresh worker")
+    held = (f"{_names(entries)}: a call ran out of time without using the processor (it slept or waited, or the "
+            "machine held it up), so these checks")
     if why:
-        return [], (f"{_names(entries)}: {held}, but {why}; the first run's verdicts stand. If you think the "
-                    "machine held your code up, ask for a regrade")
-    return again, f"{_names(entries)}: {held}, and that run is your grade"
+        return [], (f"{held} were to be graded again in a fresh worker, but {why}; the first run's verdicts stand. "
+                    "If you think the machine held your code up, ask for a regrade")
+    return again, f"{held} were graded again in a fresh worker, and that run is your grade"
 
 
 def _names(entries: list[SuiteCheck]) -> str:

@@ -142,8 +142,8 @@ def _reference_passes(course: Course, suite: Suite, sandbox: Sandbox, alongside:
     failed = [test for test in result.tests if test.status != "passed"]
     if not failed and not result.problem:
         return "", len(passed)
-    first = failed[0] if failed else None
-    what = f"{first.name} {first.status}: {first.message}" if first else result.problem
+    # A file that did not load fails every check "not run": the reason it did not load is the finding.
+    what = result.problem or f"{failed[0].name} {failed[0].status}: {failed[0].message}"
     problem = (f"the reference solution ({path}) passed {len(passed)} of {len(result.tests)} checks in this "
                f"sandbox; {what}")
     last = _last_line(result.printed)
