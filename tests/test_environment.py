@@ -168,15 +168,17 @@ def test_check_and_doctor_in_a_released_folder_name_the_missing_preload(tmp_path
 
 @pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_a_reference_that_fails_in_the_sandbox_is_refused_with_its_check(tmp_path):
-    """1 MiB above the preload is too little for the largest checks, and now and then for loading the file at
-    all: the probe names the check (or the load) that failed and what to raise."""
+    """1 MiB above the preload is too little for the largest checks, and now and then for loading the file or
+    even for the probe's own first call (where the heap grows in 2 MiB steps): whichever fails, the probe
+    names it and what to raise."""
     course = _course_with(tmp_path, memory_mib=1)
     db = tmp_path / "g.db"
     done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db)
     assert done.returncode == 2, done.stderr
     assert re.search(r"the reference solution \(.*reference.py\) passed \d+ of 38 checks in this sandbox; "
-                     r"(\w+\.\w+ \w+|not loaded): ", done.stderr), done.stderr
-    assert "raise `memory_mib` in course.yaml (now 1 MiB on top of the" in done.stderr, done.stderr
+                     r"(\w+\.\w+ \w+|not loaded): |a worker child .*could not .*(Cannot allocate memory|MemoryError)",
+                     done.stderr), done.stderr
+    assert "raise `memory_mib` in course.yaml (now 1 MiB" in done.stderr, done.stderr
     assert _stored(db) == 0
 
 

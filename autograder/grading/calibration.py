@@ -193,11 +193,10 @@ def cached_reference_times(course: Course, suite: Suite, store: Store, quiet: Ca
 
 def busy_note(busy: float) -> str:
     """What the TA is told when the reference was timed beside `busy` processors' worth of other work."""
-    how = "the rest of the machine could not be read" if math.isinf(busy) else (
-        f"other processes kept {busy:.1f} processors busy")
-    return (f"note: the reference was timed on a busy machine ({how}), so this database's time limits may be "
-            "looser than on a quiet one; they are kept for this database only. For the usual limits, grade into "
-            "a fresh --db while the machine is quiet")
+    how = ("the reference was timed without a reading of the rest of the machine (/proc/stat)" if math.isinf(busy)
+           else f"the reference was timed on a busy machine (other processes kept {busy:.1f} processors busy)")
+    return (f"note: {how}, so this database's time limits may be looser than on a quiet one; they are kept for "
+            "this database only. For the usual limits, grade into a fresh --db while the machine is quiet")
 
 
 def timed_watching(course: Course, suite: Suite, machine_stat: str = MACHINE) -> tuple[dict[str, ReferenceTime],
