@@ -186,10 +186,12 @@ def test_times_measured_on_a_busy_machine_grade_their_store_but_are_not_cached(t
 
 
 def test_the_rest_of_the_machine_is_read_from_the_kernels_counts(tmp_path):
-    machine, own = tmp_path / "stat", tmp_path / "self-stat"
+    machine, own = tmp_path / "stat", tmp_path / "self"
     machine.write_text("cpu  1000 50 200 9000 40 3 7 300 0 0\ncpu0 500 25 100 4500 20 1 3 150 0 0\n")
+    own.mkdir()
     # /proc/<pid>/stat: the command may hold spaces and parentheses; utime and stime follow its ")".
-    own.write_text("4242 (a (b) c) R 1 4242 4242 0 -1 4194560 100 0 0 0 120 30 0 0 20 0 1 0 5 0 0\n")
+    (own / "stat").write_text("4242 (a (b) c) R 1 4242 4242 0 -1 4194560 100 0 0 0 120 30 0 0 20 0 1 0 5 0 0\n")
+    (own / "schedstat").write_text("1500000000 20000000 42\n")
     reading = calibration.machine_reading(str(machine), str(own))
     tick = calibration.TICK
     assert (reading.busy, reading.own) == ((1000 + 50 + 200 + 3 + 7) / tick, 150 / tick)  # no idle, iowait, steal

@@ -46,13 +46,12 @@ from autograder.grading.store import Store
 from autograder.grading.suite import Suite, SuiteCheck
 from autograder.sandbox.inprocess import InProcessSession
 from autograder.sandbox.processes import read_proc
+from autograder.sandbox.waiting import MACHINE, TICK, processor_use
 
 CACHE_KIND = "reference-times"  # the reference's times in the cache folder (grading.suite_cache)
 ROUNDS = 5  # the best of several runs: caches and page faults only ever make a run slower
 QUIET_SHARE = 0.25  # of one processor: the most the rest of the machine may use while timing, for the cache
 WATCH_SECONDS = 0.5  # the shortest time that share is judged over: /proc/stat counts in 10 ms ticks
-MACHINE = "/proc/stat"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -72,18 +71,19 @@ class MachineReading:
     at: float  # time.monotonic() when read
 
 
-def machine_reading(machine: str = MACHINE, own: str = "/proc/self/stat") -> MachineReading | None:
+def machine_reading(machine: str = MACHINE, own: str = "/proc/self") -> MachineReading | None:
     """What the kernel counts: `machine`'s "cpu" line (user, nice, system, irq and softirq ticks; idle,
-    iowait and steal are time nothing of this machine ran) and `own`'s user and system ticks (all threads).
-    None where either cannot be read."""
+    iowait and steal are time nothing of this machine ran) and the processor time of the process whose
+    /proc directory is `own` (all its threads, sandbox.waiting.processor_use). None where either cannot be read."""
+    mine = processor_use(own, machine)
     try:
         figures = [int(x) for x in read_proc(machine).split(b"\n", 1)[0].split()[1:8]]
-        fields = read_proc(own).rsplit(b")", 1)[1].split()
-        mine = int(fields[11]) + int(fields[12])
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError):
+        return None
+    if mine is None or len(figures) < 7:
         return None
     user, nice, system, _idle, _iowait, irq, softirq = figures
-    return MachineReading((user + nice + system + irq + softirq) / TICK, mine / TICK, time.monotonic())
+    return MachineReading((user + nice + system + irq + softirq) / TICK, mine.all_threads, mine.at)
 
 
 def others_busy(before: MachineReading | None, after: MachineReading | None) -> float:
