@@ -84,6 +84,25 @@ def test_no_child_can_read_code_graded_before_it(job, tmp_path):
     assert snooper.score == 100  # it found nothing, so its context is the honest one
 
 
+def _real_uid(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("Uid:"))
+
+
+def test_two_graders_on_one_machine_never_share_a_worker_uid(suite, public_python):
+    """Two commands each number their jobs from 0; under one uid the fallback's students could signal each
+    other's processes and each zygote's clean-up of /tmp would remove the other's files."""
+    if os.geteuid() != 0:
+        pytest.skip("worker uids are only used when the grader runs as root")
+    protections = probe("fallback", python=public_python)
+    with Sandbox(protections, ()) as first, Sandbox(protections, ()) as second:
+        assert first.uid != second.uid
+        assert _real_uid(first.zygote_pid()) == first.uid and _real_uid(second.zygote_pid()) == second.uid
+        taken = first.uid
+    with Sandbox(protections, ()) as third:  # a closed sandbox frees its uid
+        assert third.uid == taken
+
+
 def test_squatting_the_scratch_space_stops_no_later_submission(job, tmp_path):
     for name in ("squat_tmp", "nest_tmp"):
         squatter = job.grade(read_submission(attack(tmp_path, name)))

@@ -3,7 +3,7 @@
 The driver (the machine running the command) finds the submissions, keeps the
 results store and sends each submission's bytes to the cluster as a task
 (`driver`); each Dask worker keeps a grader warm, with the course private to
-it and a sandbox per thread (`warm`, `slots`); `connect` reaches a running
+it and a sandbox per thread (`warm`); `connect` reaches a running
 scheduler or starts a local cluster. Dask is an extra: this module imports
 none of it, and only the command line imports the rest, when `--cluster` is given.
 """

@@ -10,7 +10,7 @@ machine's sandbox (bubblewrap where it starts, else the fallback) and refuses
 to grade where student code could read a secret. Then it loads the suite,
 refusing a different suite version, and times the reference here. Then each
 worker thread gets a grading process (grading.boundary) with its own sandbox,
-under a worker uid no other grader on this machine holds (cluster.slots),
+under a worker uid no other sandbox on this machine holds (sandbox.uids),
 kept for every task; no grading runs in the worker process itself, so a
 submission that kills its grading process costs a fresh process, not the
 worker.
@@ -34,7 +34,6 @@ from distributed import WorkerPlugin, get_worker
 
 import autograder
 from autograder.cluster import installed_version
-from autograder.cluster.slots import claim_slot
 from autograder.grading.batch import grade_one, lost_result
 from autograder.grading.boundary import RETRIES, GradingProcess, Lost, one_thread, tried
 from autograder.grading.calibration import ReferenceTime, machine, stored_or_timed
@@ -140,7 +139,7 @@ class WarmGrader(WorkerPlugin):
                 warm.done.set()
 
     def close(self) -> None:
-        """Stop every idle sandbox (a busy one stops when its task ends), free their slots, remove the course."""
+        """Stop every idle sandbox (a busy one stops when its task ends), remove the course."""
         with self._lock:
             self._stop.set()
             idle = []
@@ -175,35 +174,27 @@ class WarmGrader(WorkerPlugin):
         self._loaded.set()  # sandboxes waiting for the suite stop instead
 
     def _keep(self, unpacked: _Unpacked) -> None:
-        """Keep one grading process for this worker thread, under a worker uid of its own, for the whole run;
-        start another when one dies. Forked from this thread, which outlives each: a grading process dies
-        with the thread that started it."""
-        try:
-            slot = claim_slot()
-        except (SandboxError, OSError) as error:
-            self._fail(f"worker {self.address} could not claim a worker uid: {error}")
-            return
-        try:
-            self._loaded.wait()
-            prepared = self._prepared
-            while not self._failure and not self._stop.is_set():
-                setup = Setup(unpacked.course, prepared.suite, unpacked.protections, prepared.reference, slot.number)
-                warm = _Warm(GradingProcess(setup))
-                try:
-                    warm.process.ready()
-                except SandboxError as error:  # its sandbox did not start, or could not grade the reference
-                    warm.process.end()
-                    self._fail(f"worker {self.address} cannot grade here: {error}")
-                    return
-                with self._lock:
-                    ended = self._stop.is_set()
-                    if not ended:
-                        self._idle.put(warm)
-                if not ended:
-                    warm.done.wait()
+        """Keep one grading process for this worker thread for the whole run; start another when one dies.
+        Forked from this thread, which outlives each: a grading process dies with the thread that started it.
+        Its sandbox leases a worker uid no other sandbox on this machine holds (sandbox.uids)."""
+        self._loaded.wait()
+        prepared = self._prepared
+        while not self._failure and not self._stop.is_set():
+            warm = _Warm(GradingProcess(Setup(unpacked.course, prepared.suite, unpacked.protections,
+                                              prepared.reference)))
+            try:
+                warm.process.ready()
+            except SandboxError as error:  # its sandbox did not start, or could not grade the reference
                 warm.process.end()
-        finally:
-            slot.release()
+                self._fail(f"worker {self.address} cannot grade here: {error}")
+                return
+            with self._lock:
+                ended = self._stop.is_set()
+                if not ended:
+                    self._idle.put(warm)
+            if not ended:
+                warm.done.wait()
+            warm.process.end()
 
     def _unpack_and_probe(self) -> _Unpacked:
         orders = self.orders

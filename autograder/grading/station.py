@@ -54,7 +54,7 @@ class Setup:
 
     protections: what `protect` found (secrets already refused).
     reference: the reference's timings (calibration), None for plain limits.
-    slot: the job's index, which picks the worker uid when the grader is root.
+    slot: the job's index, where the lease of its worker uid starts when the grader is root (sandbox.uids).
     command: what is grading, for the message of an environment that cannot (grading.probe).
     classwide: a Grader warmed in the command before the fork (`warm_grader`), whose class-wide cases and
         cached reference answers the process's Graders share; None: each process builds its own.

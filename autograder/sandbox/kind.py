@@ -103,11 +103,16 @@ class Kind:
 def worker_environment(home: str) -> dict[str, str]:
     """The zygote's whole environment, in every kind (children then clear it to PATH, HOME and TMPDIR).
 
-    One thread per library: the jobs already fill the cores. glibc's malloc on transparent huge pages:
-    the zygote's ~150 MB of heap (most of it PyTorch's) then takes ~70 page-table entries instead of
-    ~37,000, and copying those was most of the cost of forking each submission's child (about 5 ms
-    less per submission, bench/submission_profile.py). Older glibc ignores the setting.
+    One thread per library: the jobs already fill the cores. Python's objects on glibc's malloc
+    (PYTHONMALLOC), and glibc's malloc on transparent huge pages: the zygote's ~180 MB (PyTorch's and
+    Python's own) then lies in one heap of mostly 2 MiB pages. Each fork copies, and each child's exit
+    frees, one page-table entry per huge page instead of 512; on Python's own allocator its objects sat in
+    ~75 MB of 4 KiB arenas that no tunable reaches. bench/submission_profile.py: a session's open and close
+    cost the sandbox about 5 ms less, a whole submission about 6 ms. Older glibc ignores the setting. The
+    zygote's interpreter reads these PYTHON variables (it runs with -s -P, not -I): this environment is
+    the whole of it, so nothing else can set one.
     """
     return {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": home, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONMALLOC": "malloc",
+            "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from autograder.sandbox import processes, wire
 from autograder.sandbox.boot import BOOT, worker_sources
-from autograder.sandbox.kind import WORKER_UID_BASE
 from autograder.sandbox.protections import WORKER_PYTHON, MissingProtections, Protections, SandboxError
 from autograder.sandbox.scratch import WIPE_SECONDS, wipe
+from autograder.sandbox.uids import UidLease, lease_uid
 from autograder.text import safe
 
 START_SECONDS = 120.0
@@ -58,7 +58,7 @@ class Sandbox:
     preload: modules the zygote imports once (e.g. ("numpy", "torch")).
     warmup: Python statements the zygote runs once after the preload, before
         any submission (course.yaml `warmup`): what those libraries load lazily.
-    slot: the job's index, which picks the worker uid when the grader is root.
+    slot: the job's index: where the lease of its worker uid starts when the grader is root (sandbox.uids).
     fresh: start a new zygote for every submission (the slow baseline the
         zygote is measured against).
     """
@@ -68,7 +68,8 @@ class Sandbox:
         self.protections = protections
         self.preload = tuple(preload)
         self.warmup = tuple(warmup)
-        self.uid = WORKER_UID_BASE + slot if protections.separate_user else None
+        self.slot, self.uid = slot, None  # uid: the worker uid, leased at launch when the grader is root
+        self._lease: UidLease | None = None
         self.tmp_mib = tmp_mib
         self.fresh = fresh
         self._process: subprocess.Popen | None = None
@@ -97,6 +98,8 @@ class Sandbox:
         if self._process is not None:
             return
         kind = self.protections.kind
+        self._lease = self._lease or (lease_uid(self.slot) if self.protections.separate_user else None)
+        self.uid = self._lease.uid if self._lease else None
         if os.geteuid() == 0 and self.uid is None:  # whatever the kind: student code never runs as root
             raise SandboxError(
                 f"the {kind.label} sandbox would run student code as root: no other user can run the workers' Python "
@@ -107,7 +110,8 @@ class Sandbox:
         self._log = tempfile.TemporaryFile()
         launch = kind.launch(self.uid, self.tmp_mib, self.protections.python)
         self._scratch = launch.host_folder
-        command = launch.command + [self.protections.python.path, "-I", "-c", BOOT]
+        # -s -P, as -I but reading launch.env (all of the zygote's environment): its PYTHONMALLOC counts.
+        command = launch.command + [self.protections.python.path, "-s", "-P", "-c", BOOT]
         config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "warmup": list(self.warmup),
                   "scratch": launch.scratch, "sweep": launch.sweep, "as_init": self._in_namespace}
         self._process = subprocess.Popen(
@@ -144,6 +148,7 @@ class Sandbox:
             if end is not None:
                 end.close()
         self._control = self._log = None
+        self._release_uid()  # the new owner holds the lock's descriptor too, as long as it lives
         # The pid is the new owner's to kill: once the zygote has gone it may name another process.
         self._zygote_pid = 0
 
@@ -188,6 +193,7 @@ class Sandbox:
             self._scratch.cleanup()
         if self._log is not None:
             self._log.close()
+        self._release_uid()
         self._process = self._control = self._scratch = self._log = None
         self._zygote_pid = 0
         self._started = False
@@ -335,6 +341,11 @@ class Sandbox:
         return processes.live_descendants(self._zygote_pid)
 
     # -------------------------------------------------------------- internals
+
+    def _release_uid(self) -> None:
+        if self._lease is not None:
+            self._lease, lease = None, self._lease
+            lease.release()
 
     @property
     def _in_namespace(self) -> bool:
