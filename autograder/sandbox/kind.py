@@ -108,9 +108,11 @@ def worker_environment(home: str) -> dict[str, str]:
     Python's own) then lies in one heap of mostly 2 MiB pages. Each fork copies, and each child's exit
     frees, one page-table entry per huge page instead of 512; on Python's own allocator its objects sat in
     ~75 MB of 4 KiB arenas that no tunable reaches. bench/submission_profile.py: a session's open and close
-    cost the sandbox about 5 ms less, a whole submission about 6 ms. Older glibc ignores the setting. The
-    zygote's interpreter reads these PYTHON variables (it runs with -s -P, not -I): this environment is
-    the whole of it, so nothing else can set one.
+    cost the sandbox about 5 ms less, a whole submission about 6 ms; a batch of 80 took 0.98x the time. The
+    price is the zygote's start (PyTorch's import on glibc's malloc): about 4 % longer, which one hand-in
+    waits for (0.2 s of 4.6), and a batch of fewer than about 50 does not win it back. Older glibc ignores the
+    setting. The zygote's interpreter reads these PYTHON variables (it runs with -s -P, not -I): this
+    environment is the whole of it, so nothing else can set one.
     """
     return {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": home, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",

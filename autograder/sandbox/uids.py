@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +22,9 @@ from autograder.sandbox.kind import WORKER_UID_BASE
 from autograder.sandbox.protections import SandboxError
 
 SLOTS = 1000  # uids 61000 to 61999
+# One folder for every command on the machine, whatever its TMPDIR: two commands that looked in two
+# folders would each find every uid free.
+LOCKS = Path("/tmp")
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class UidLease:
 
 def lease_uid(slot: int, folder: Path | None = None) -> UidLease:
     """The worker uid of `slot` if no other sandbox holds it, else the next free one, locked until released."""
-    folder = _private_folder(folder or Path(tempfile.gettempdir()) / f"autograder-uids-{os.geteuid()}")
+    folder = _private_folder(folder or LOCKS / f"autograder-uids-{os.geteuid()}")
     for number in [*range(slot, SLOTS), *range(0, min(slot, SLOTS))]:
         lock = os.open(folder / f"{number}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
