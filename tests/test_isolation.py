@@ -21,7 +21,8 @@ import pytest
 
 from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
-from autograder.sandbox.protections import probe
+from autograder.sandbox.protections import SandboxError, probe
+from autograder.sandbox.uids import lease_uid
 from autograder.sandbox.zygote import Sandbox
 
 from conftest import FIXTURES, PLAIN, SUBMISSIONS, bwrap_works, compose, run_cli
@@ -101,6 +102,15 @@ def test_two_graders_on_one_machine_never_share_a_worker_uid(suite, public_pytho
         taken = first.uid
     with Sandbox(protections, ()) as third:  # a closed sandbox frees its uid
         assert third.uid == taken
+
+
+def test_a_uid_that_cannot_be_locked_is_refused_with_what_to_do(tmp_path):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    with pytest.raises(SandboxError, match="could not lock a worker uid"):
+        lease_uid(0, blocked / "locks")
+    with pytest.raises(SandboxError, match="not a folder private to this user"):
+        lease_uid(0, blocked)
 
 
 def test_squatting_the_scratch_space_stops_no_later_submission(job, tmp_path):

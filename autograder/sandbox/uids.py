@@ -38,7 +38,15 @@ class UidLease:
 
 def lease_uid(slot: int, folder: Path | None = None) -> UidLease:
     """The worker uid of `slot` if no other sandbox holds it, else the next free one, locked until released."""
-    folder = _private_folder(folder or LOCKS / f"autograder-uids-{os.geteuid()}")
+    folder = folder or LOCKS / f"autograder-uids-{os.geteuid()}"
+    try:
+        return _lease(slot, _private_folder(folder))
+    except OSError as error:
+        raise SandboxError(f"could not lock a worker uid in {folder} ({error}); student code runs only under a uid "
+                           f"no other sandbox holds. Make {folder.parent} writable for this user") from None
+
+
+def _lease(slot: int, folder: Path) -> UidLease:
     for number in [*range(slot, SLOTS), *range(0, min(slot, SLOTS))]:
         lock = os.open(folder / f"{number}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
