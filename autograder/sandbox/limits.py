@@ -21,7 +21,7 @@ class Limits:
 
     call_seconds: float = 5.0
     call_floor_seconds: float = 0.1
-    call_factor: float = 50.0
+    call_factor: float = 30.0
     one_time_seconds: float = 5.0
     load_seconds: float = 10.0
     submission_seconds: float = 60.0

@@ -82,7 +82,7 @@ def reply_limit(call: Call) -> int:
 
 def past_limit(function: str, seconds: float) -> CallTimedOut:
     """The failure of a call stopped at its own time limit of `seconds`."""
-    return CallTimedOut(f"{function} did not return within {seconds:g} s and was stopped")
+    return CallTimedOut(f"{function} did not return within {seconds:.3g} s and was stopped")
 
 
 def too_large(error: wire.FrameTooLarge) -> str:
