@@ -21,12 +21,19 @@ from autograder.sandbox.protections import probe
 from autograder.sandbox.zygote import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
+CACHE_FOLDER = pytest.StashKey[str]()
 
 
 def pytest_configure(config):
     """The reference-timing cache (grading.suite_cache) of this test run's own, not the user's ~/.cache: every
     command a test starts inherits it, and no run reuses what an earlier one left."""
-    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="autograder-test-cache-")
+    config.stash[CACHE_FOLDER] = os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="autograder-test-cache-")
+
+
+def pytest_unconfigure(config):
+    """Remove this run's cache folder (one per test process: a full run would leave hundreds in /tmp)."""
+    if CACHE_FOLDER in config.stash:
+        shutil.rmtree(config.stash[CACHE_FOLDER], ignore_errors=True)
 FIXTURES = ROOT / "tests" / "fixtures"
 SUBMISSIONS = FIXTURES / "submissions"
 PLAIN = SUBMISSIONS / "correct" / "plain.py"
