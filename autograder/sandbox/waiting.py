@@ -83,7 +83,7 @@ class WaitCredit:
                  start: ProcessorUse | None = None):
         self._proc, self._machine = proc, machine
         self._seconds = seconds
-        self._processors = processors or os.cpu_count() or 1  # what /proc/stat's steal is summed over
+        self._processors = processors  # what /proc/stat's steal is summed over; counted at a deadline, if one comes
         self._start = (start or processor_use(proc, machine)) if proc else None
         self._given = 0.0
         self._used = 0.0  # its processor time by the last deadline (its own thread's, and its other threads')
@@ -120,7 +120,8 @@ class WaitCredit:
         elapsed = now.at - self._start.at
         if elapsed <= 0:
             return 0.0
-        share = min(max((now.stolen - self._start.stolen) / (elapsed * self._processors), 0.0), MAX_STOLEN)
+        processors = self._processors or os.cpu_count() or 1  # not per call: it reads /sys, and most calls end in time
+        share = min(max((now.stolen - self._start.stolen) / (elapsed * processors), 0.0), MAX_STOLEN)
         return share / (1 - share)
 
 
