@@ -34,6 +34,8 @@ def pytest_unconfigure(config):
     """Remove this run's cache folder (one per test process: a full run would leave hundreds in /tmp)."""
     if CACHE_FOLDER in config.stash:
         shutil.rmtree(config.stash[CACHE_FOLDER], ignore_errors=True)
+
+
 FIXTURES = ROOT / "tests" / "fixtures"
 SUBMISSIONS = FIXTURES / "submissions"
 PLAIN = SUBMISSIONS / "correct" / "plain.py"
