@@ -24,6 +24,11 @@ from conftest import ROOT, repository_env, run_cli
 
 pytest.importorskip("distributed", reason="grading on a cluster needs the [dask] extra (make test installs it)")
 
+from dask import config as dask_settings  # noqa: E402 - the fixture `dask` takes the module's name
+from distributed import Client, LocalCluster  # noqa: E402
+
+from autograder.cluster.connect import scheduler_identity  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "bench"))
 from dask_processes import DaskProcesses  # noqa: E402
 from make_class import write_class  # noqa: E402
@@ -353,6 +358,15 @@ def test_a_worker_that_cannot_grade_takes_no_task_and_the_others_grade_the_class
     assert not [r for r in results.values() if r["internal_error"]]
     assert re.search(r"worker tcp://127\.0\.0\.1:\d+ cannot grade here: .*torch.*; it takes no more tasks, and "
                      r"the other workers grade on", done.stderr), done.stderr
+
+
+def test_the_scheduler_is_asked_for_its_workers_not_the_clients_copy():
+    # The client's own refresh, here every 2 ms, asks for no worker: Client.scheduler_info's copy then lists none.
+    with dask_settings.set({"distributed.client.scheduler-info-interval": "2ms"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        listed = [len(scheduler_identity(client)["workers"]) for _ in range(300)]
+    assert listed == [2] * 300
 
 
 def test_when_no_worker_can_import_the_preload_the_run_stops_with_the_reason(tmp_path, dask):

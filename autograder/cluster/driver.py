@@ -33,6 +33,7 @@ from distributed import Client, Future, wait
 from distributed.scheduler import KilledWorker
 
 from autograder.cluster import ClusterError, installed_version
+from autograder.cluster.connect import scheduler_identity
 from autograder.cluster.retries import Retries, Run
 from autograder.cluster.warm import Orders, WarmGrader, grade_task
 from autograder.grading.batch import deliver
@@ -168,9 +169,13 @@ class _Run:
         self.runs[future] = Run(len(self.timeouts.get(item.student, ())) + 1, time.monotonic(), warm)
 
     def _usable(self) -> list[str]:
-        """The workers that have not refused; a ClusterError with every reason when none is left."""
-        usable = [address for address in self._workers() if address not in self.refused]
-        if self.refused and not usable:
+        """The workers that have not refused; a ClusterError with every reason when every worker left has refused.
+
+        With no worker at all, it is [] and no error: `_look` waits for one to join, as it does for any run.
+        """
+        workers = self._workers()
+        usable = [address for address in workers if address not in self.refused]
+        if workers and not usable:
             reasons = "; ".join(self.refused.values())
             raise ClusterError(f"no Dask worker of {self.cluster.address} can grade: {reasons} (this machine, the "
                                f"driver, runs autograder {installed_version()}). Results stored so far are kept: "
@@ -254,11 +259,7 @@ class _Run:
         if now - self.checked < POLL_SECONDS:
             return
         self.checked = now
-        try:
-            info = self.cluster.client.scheduler_info(n_workers=0)
-        except OSError as error:
-            raise ClusterError(f"lost the Dask scheduler at {self.cluster.address} ({error}). Results stored so far "
-                               "are kept: check the scheduler, then run the same command again") from None
+        info = self._identity(n_workers=0)
         self.threads = max(1, info.get("total_threads", 1))
         if info.get("n_workers"):
             self.alone_since = None
@@ -271,13 +272,16 @@ class _Run:
                                f"{self.cluster.wait_seconds:g} s. Results stored so far are kept: start workers (or "
                                "scale the cluster), then run the same command again to grade the rest")
 
+    def _identity(self, n_workers: int) -> dict:
+        try:
+            return scheduler_identity(self.cluster.client, n_workers)
+        except OSError as error:
+            raise ClusterError(f"lost the Dask scheduler at {self.cluster.address} ({error}). Results stored so far "
+                               "are kept: check the scheduler, then run the same command again") from None
 
     def _workers(self) -> list[str]:
         """The workers' addresses, as the scheduler lists them now (and their machines, for `retries`)."""
-        try:
-            workers = self.cluster.client.scheduler_info(n_workers=-1)["workers"]
-        except (OSError, KeyError):
-            return []
+        workers = self._identity(n_workers=-1).get("workers", {})
         self.retries.warmth.saw({address: str(info.get("host", "")) for address, info in workers.items()},
                                 time.monotonic())
         return list(workers)
