@@ -18,7 +18,7 @@ from autograder.grading.store import Store
 from autograder.outputs.progress import Progress
 from autograder.sandbox import processes
 
-from conftest import PLAIN, ROOT, SUBMISSIONS, compose, run_cli
+from conftest import PLAIN, ROOT, SUBMISSIONS, compose, repository_env, run_cli
 
 sys.path.insert(0, str(ROOT / "bench"))
 from make_class import notebook_from_code, write_class  # noqa: E402
@@ -149,6 +149,41 @@ def test_kill_9_mid_batch_loses_nothing_and_the_rerun_finishes(tmp_path):
     with Store(db) as store:
         now = {r.student: (r.graded_at, r.score, r.sha256) for r in store.results("w07_attention")}
     assert {student: now[student] for student in graded_first} == kept  # what was committed stayed as it was
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_stopped_or_killed_grade_leaves_no_extracted_hand_ins_behind(tmp_path, how):
+    write_class(tmp_path / "class", 14, "flat", attacks=(), broken=0)
+    bundle = tmp_path / "class.zip"
+    with zipfile.ZipFile(bundle, "w") as archive:
+        for path in sorted((tmp_path / "class").iterdir()):
+            archive.write(path, path.name)
+    scratch, db = tmp_path / "tmp", tmp_path / "g.db"
+    scratch.mkdir()
+    grader = subprocess.Popen([sys.executable, "-m", "autograder", "grade", "w07_attention", str(bundle), "--db",
+                               str(db), "--jobs", "2"], cwd=ROOT, env=repository_env(TMPDIR=str(scratch)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and _committed(db) < 2:
+        time.sleep(0.05)
+    assert [p.name for p in scratch.glob("autograder-zip-*")], "the zip was not extracted into TMPDIR"
+    grader.send_signal(getattr(signal, how))
+    _, stderr = grader.communicate(timeout=120)
+    stopped = _committed(db)
+    assert 2 <= stopped < 14, "the batch was not stopped mid-way"
+    left = list(scratch.glob("autograder-zip-*"))
+    if how == "SIGTERM":  # unwound as Ctrl-C is: every folder and process it made goes
+        assert grader.returncode == 128 + signal.SIGTERM, stderr
+        assert "stopped by SIGTERM; results already stored are kept" in stderr and "Traceback" not in stderr
+        assert left == []
+    else:  # kill -9 leaves its folder, hand-ins and all: the next command removes it
+        assert len(left) == 1
+    time.sleep(1)
+    assert not processes.descendants(grader.pid), "grader processes outlived the command"
+    done = run_cli("grade", "w07_attention", bundle, "--db", db, "--jobs", "2", env={"TMPDIR": str(scratch)})
+    assert done.returncode == 0, done.stderr
+    assert f"{stopped} submissions already graded" in done.stderr and _committed(db) == 14
+    assert list(scratch.glob("autograder-zip-*")) == []
 
 
 def test_rerun_skips_unchanged_and_regrades_changed_files_and_suites(tmp_path):

@@ -11,8 +11,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 from autograder.cli import assignments, cluster, course, gradescope, grading, outputs, similarity
 from autograder.cluster import ClusterError
@@ -25,10 +28,40 @@ from autograder.outputs import ExportError
 from autograder.text import safe
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (`kill`, a closed terminal, a batch job's time limit), unwound as Ctrl-C is.
+
+    Python's default for them ends the process on the spot: no `finally` runs, so the sandboxes' and the
+    extracted zips' folders (students' hand-ins among them) stayed behind. A KeyboardInterrupt, not an
+    Exception, so that no `except Exception` in the grader takes it for one submission's fault.
+    """
+
+
+def _stop(number: int, frame) -> None:
+    for other in (signal.SIGTERM, signal.SIGHUP):  # a second one must not cut the clean-up short
+        signal.signal(other, signal.SIG_IGN)
+    raise Stopped(signal.Signals(number).name)
+
+
+@contextlib.contextmanager
+def _stopped_by_signals():
+    """SIGTERM and SIGHUP raise Stopped while the command runs; the caller's own handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = {number: signal.signal(number, _stop) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return args.run(args)
+        with _stopped_by_signals():
+            return args.run(args)
     except (CourseError, SandboxError, LayoutError, StoreError, ReleaseError, ExportError, ClusterError) as error:
         print(f"autograder: {safe(error)}", file=sys.stderr)
         return 2
@@ -40,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"autograder: {safe(error.strerror or error)} ({safe(error.filename or 'no file name')}); check that "
               "path and its permissions, then run again", file=sys.stderr)
         return 2
+    except Stopped as stopped:
+        print(f"autograder: stopped by {stopped}; results already stored are kept: run the same command again to "
+              "finish", file=sys.stderr)
+        return 128 + signal.Signals[str(stopped)].value
     except KeyboardInterrupt:
         print("autograder: interrupted; results already stored are kept", file=sys.stderr)
         return 130

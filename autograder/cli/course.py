@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cli.workdir import command_workdir
 from autograder.grading.attempts import counted_results
 from autograder.grading.batch import default_db, grade_batch
 from autograder.grading.course import CourseError, find_course, load_course
@@ -179,10 +179,10 @@ def _regrade(args) -> int:
     if not db.is_file():
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
     suite = load_suite(course, args.assignment)
-    with Store(db) as store, tempfile.TemporaryDirectory(prefix="autograder-regrade-") as workdir:
+    with Store(db) as store, command_workdir("regrade") as workdir:
         before = _chosen(attempts(store.history(settings.name, args.students)), args.students)
-        class_files = _class_files(args.paths, settings, Path(workdir) / "found")
-        todo, lost = hand_ins(store, before, Path(workdir) / "handins", settings.module, class_files)
+        class_files = _class_files(args.paths, settings, workdir / "found")
+        todo, lost = hand_ins(store, before, workdir / "handins", settings.module, class_files)
         for line in lost:
             print(safe(f"autograder: not regraded: {line}", 2000), file=sys.stderr)
         protections = protect(args.sandbox, suite.secret_paths(course) + [db] + [item.found.path for item in todo],

@@ -5,11 +5,11 @@ import dataclasses
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from autograder.cli import options
 from autograder.cli.course import hold_changed_suite
+from autograder.cli.workdir import command_workdir
 from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_batch, plan_version
 from autograder.grading.boundary import Lost, grade_apart
@@ -98,8 +98,8 @@ def _grade(args) -> int:
                            "Pass one of the two")
     course = load_course(args.course or find_course())
     assignment = course.assignment(args.assignment)
-    with tempfile.TemporaryDirectory(prefix="autograder-zip-") as workdir:
-        found = find_submissions(args.paths, assignment.name, assignment.module, Path(workdir))
+    with command_workdir("zip") as workdir:
+        found = find_submissions(args.paths, assignment.name, assignment.module, workdir)
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written

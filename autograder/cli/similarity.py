@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cli.workdir import command_workdir
 from autograder.grading.course import find_course, load_course
 
 
@@ -40,9 +40,9 @@ def _similarity(args) -> int:
         print(f"autograder: {stub} does not exist: the similarity report takes the functions to compare from the "
               f"assignment's stub; check assignments.{args.assignment}.source in {course.path}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="similarity-") as workdir:
+    with command_workdir("similarity") as workdir:
         if args.paths:
-            submissions, notes = from_paths(args.paths, args.assignment, settings.module, Path(workdir))
+            submissions, notes = from_paths(args.paths, args.assignment, settings.module, workdir)
         else:
             submissions, notes = from_store(args.db or options.db_path(args), args.assignment)
         comparison = compare_class(args.assignment, submissions, stub, settings.source_dir, notes, args.jobs)
