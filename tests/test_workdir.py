@@ -1,9 +1,10 @@
-"""The commands' temporary folders: what a killed command left is removed, and nothing else is."""
+"""The commands' temporary folders and the signals that stop them: what a killed command left is removed, and nothing else is."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from autograder.cli.workdir import _host, command_workdir, remove_leftovers
 
@@ -40,3 +41,19 @@ def test_a_commands_folder_is_named_for_it_and_gone_when_it_ends(tmp_path, monke
         assert folder.parent == tmp_path and folder.name.startswith(f"autograder-zip-{_host()}-{os.getpid()}-")
         assert folder.stat().st_mode & 0o777 == 0o700
     assert not folder.exists()
+
+
+def test_a_command_started_with_nohup_goes_on_after_a_hangup(tmp_path):
+    script = ("import os, signal, sys\n"
+              "from autograder.cli import _stopped_by_signals\n"
+              "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"  # what nohup does before it starts the command
+              "with _stopped_by_signals():\n"
+              "    os.kill(os.getpid(), signal.SIGHUP)\n"
+              "    try:\n"
+              "        os.kill(os.getpid(), signal.SIGTERM)\n"
+              "    except KeyboardInterrupt as stopped:\n"
+              "        print(type(stopped).__name__, stopped)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Stopped SIGTERM"

@@ -45,11 +45,16 @@ def _stop(number: int, frame) -> None:
 
 @contextlib.contextmanager
 def _stopped_by_signals():
-    """SIGTERM and SIGHUP raise Stopped while the command runs; the caller's own handlers come back after."""
+    """SIGTERM and SIGHUP raise Stopped while the command runs; the caller's own handlers come back after.
+
+    One the command was started with ignored stays ignored: `nohup autograder grade …` goes on after its
+    terminal closes.
+    """
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield
         return
-    previous = {number: signal.signal(number, _stop) for number in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {number: signal.signal(number, _stop) for number in (signal.SIGTERM, signal.SIGHUP)
+                if signal.getsignal(number) is not signal.SIG_IGN}
     try:
         yield
     finally:
