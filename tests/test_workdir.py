@@ -1,4 +1,7 @@
-"""The commands' temporary folders and the signals that stop them: what a killed command left is removed, and nothing else is."""
+"""The commands' temporary folders and the signals that stop them.
+
+What a killed command left is removed, and nothing else is.
+"""
 from __future__ import annotations
 
 import os
