@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -162,12 +163,13 @@ def test_a_stopped_or_killed_grade_leaves_no_extracted_hand_ins_behind(tmp_path,
     scratch.mkdir()
     grader = subprocess.Popen([sys.executable, "-m", "autograder", "grade", "w07_attention", str(bundle), "--db",
                                str(db), "--jobs", "2"], cwd=ROOT, env=repository_env(TMPDIR=str(scratch)),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and _committed(db) < 2:
         time.sleep(0.05)
     assert [p.name for p in scratch.glob("autograder-zip-*")], "the zip was not extracted into TMPDIR"
-    grader.send_signal(getattr(signal, how))
+    # SIGTERM to the whole process group, as Slurm's scancel, systemd and a closed terminal (SIGHUP) send theirs.
+    (os.killpg if how == "SIGTERM" else os.kill)(grader.pid, getattr(signal, how))
     _, stderr = grader.communicate(timeout=120)
     stopped = _committed(db)
     assert 2 <= stopped < 14, "the batch was not stopped mid-way"
@@ -176,6 +178,8 @@ def test_a_stopped_or_killed_grade_leaves_no_extracted_hand_ins_behind(tmp_path,
         assert grader.returncode == 128 + signal.SIGTERM, stderr
         assert "stopped by SIGTERM; results already stored are kept" in stderr and "Traceback" not in stderr
         assert left == []
+        with Store(db) as store:  # no student was in a grading process that the signal ended first
+            assert not [r.student for r in store.results("w07_attention") if r.internal_error or r.problem]
     else:  # kill -9 leaves its folder, hand-ins and all: the next command removes it
         assert len(left) == 1
     time.sleep(1)

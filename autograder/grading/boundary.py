@@ -223,7 +223,10 @@ def _how_it_ended(exitcode: int | None, slot: int) -> str:
 def _serve(setup: Setup, connection, sandbox: Sandbox | None) -> None:
     """The grading process: its own station, running what it is sent until it is sent None."""
     _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command decides what Ctrl-C means
+    # The command decides what Ctrl-C, `kill` and a closed terminal mean. Sent to the whole process group (by a
+    # terminal, Slurm, systemd), they must not also reach a grading process through the handler it was forked with.
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_IGN)
     one_thread()
     try:
         # Before its first piece of work: an environment that cannot grade the reference grades no one.
