@@ -221,11 +221,29 @@ def test_shrink_walks_down_to_a_local_minimum():
     assert shrunk.runs == len(runs) <= 20
 
 
+def test_a_failure_that_shows_at_the_least_sizes_is_shrunk_in_one_run():
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    runs = []
+    shrunk = shrink(start, input_size(_Run(start, True).calls), lambda d: runs.append(d) or _Run(d, True),
+                    ShrinkBudget(10.0))
+    assert shrunk.sizes == Sizes.of(batch=(), nq=1, nk=1, dk=1, dv=1) == start.smallest()
+    assert runs == [start.smallest()] and shrunk.runs == 1
+
+
+def test_shrink_runs_no_sizes_twice():
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    runs = []
+    shrink(start, input_size(_Run(start, True).calls),
+           lambda d: runs.append(d) or _Run(d, d["nk"] >= 2 and d["dk"] >= 3), ShrinkBudget(10.0), max_runs=100)
+    assert len(runs) == len(set(runs))
+
+
 def test_shrink_is_bounded_by_runs_and_by_time():
     start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
     size = input_size(_Run(start, True).calls)
+    fails = lambda d: d["nk"] >= 2 and d["dk"] >= 3  # noqa: E731 - takes more than three runs to walk down
     runs = []
-    shrunk = shrink(start, size, lambda d: runs.append(d) or _Run(d, True), ShrinkBudget(10.0), max_runs=3)
+    shrunk = shrink(start, size, lambda d: runs.append(d) or _Run(d, fails(d)), ShrinkBudget(10.0), max_runs=3)
     assert len(runs) == 3 and shrunk.runs == 3
     runs.clear()
     assert shrink(start, size, lambda d: runs.append(d) or _Run(d, True), ShrinkBudget(0.0)) is None

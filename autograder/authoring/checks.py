@@ -84,6 +84,17 @@ class Sizes:
     def as_dict(self) -> dict:
         return {name: list(value) if isinstance(value, tuple) else value for name, value in self.named}
 
+    def smallest(self) -> Sizes:
+        """Every size at its least: no batch axes, every count 1."""
+        return Sizes(tuple((name, () if isinstance(value, tuple) else 1) for name, value in self.named))
+
+    def jumps(self) -> list[Sizes]:
+        """The largest steps down, tried before `smaller()` when shrinking: everything at its least, then one
+        size at a time. Most bugs already show at the least sizes, and then one run is enough."""
+        least = self.smallest()
+        each = [self._with(name, least[name]) for name, value in self.named if value != least[name]]
+        return ([least] if len(each) > 1 else []) + each
+
     def smaller(self) -> list[Sizes]:
         """One-step reductions, most aggressive first, for shrinking a failing input."""
         options = []

@@ -335,7 +335,7 @@ class Grader:
         if entry.name not in self._follows:
             planner = ReferenceAnswers(self._reference.namespace())
             sizes = entry.check.sizes
-            smallest = Sizes(tuple((name, () if isinstance(value, tuple) else 1) for name, value in sizes.named))
+            smallest = sizes.smallest()
             full, least = (input_size([(call, None) for call in plan_check(entry, self._trial(
                 entry, planner.call, seed, at))]) for at in (sizes, smallest))
             self._follows[entry.name] = least < full

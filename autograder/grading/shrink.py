@@ -1,9 +1,11 @@
 """Shrinking a failing randomized check to the smallest input sizes that still fail.
 
-Greedy, as property-based testing's shrinkers are: try the one-step
-reductions of `Sizes.smaller()` in order (most aggressive first), move to the
-first one that still fails, and start over from there; stop when no
-reduction fails, after `MAX_RUNS` re-runs, or when the submission's
+Greedy, as property-based testing's shrinkers are: try the big jumps of
+`Sizes.jumps()` (everything at its least, then one size at a time), then the
+one-step reductions of `Sizes.smaller()` in order (most aggressive first);
+move to the first one that still fails, and start over from there, never
+running the same sizes twice; stop when no reduction fails, after `MAX_RUNS`
+re-runs, or when the submission's
 shrinking time is spent (`ShrinkBudget`: a share of the graded run's own
 time, so a failing file costs little more than a right one). The caller re-runs the check with a fresh Trial
 (same seed) in a fresh child of the submission, started after the graded
@@ -66,12 +68,16 @@ def shrink(sizes: Sizes, size: int, rerun: Callable[[Sizes], Any], budget: Shrin
         `.status` ("failed" when it still fails) and `.calls` ((Call, Reply) pairs).
     """
     best, best_attempt, best_size, runs = sizes, None, size, 0
+    tried = {sizes}  # the same sizes give the same inputs: a second run would only repeat the first
     improved = True
     while improved:
         improved = False
-        for candidate in best.smaller():
+        for candidate in (*best.jumps(), *best.smaller()):
+            if candidate in tried:
+                continue
             if runs >= max_runs or budget.left() <= 0:
                 return _found(best, best_attempt, best_size, size, runs)
+            tried.add(candidate)
             started = time.monotonic()
             attempt = rerun(candidate)
             budget.spent += time.monotonic() - started
