@@ -3,13 +3,20 @@ afresh would: the results a check asks its trial to reuse, and the reference's, 
 from __future__ import annotations
 
 import copy
+import math
 import types
 
 import numpy as np
 
-from autograder.authoring.checks import Trial, check_rng
-from autograder.grading.plan import _same
-from autograder.grading.reference_cache import CachedReference, _copied, _fingerprint
+from autograder.authoring.checks import Check, CheckFailed, Tolerance, Trial, check_rng
+from autograder.authoring.compare import expect_close
+from autograder.authoring.protocol import Raised, Reply, TensorData
+from autograder.grading.plan import Plan, ReferenceAnswers, Sent, _same, identical, plan_check
+from autograder.grading.reference_cache import CachedReference, _fingerprint, copied
+from autograder.grading.suite import SuiteCheck
+from autograder.sandbox.replies import CallTimedOut
+
+TOLERANCE = {"float32": Tolerance(2e-3, 1e-5), "float64": Tolerance(1e-6, 1e-9)}
 
 
 def _trial(remember=None) -> Trial:
@@ -41,17 +48,17 @@ def test_a_check_computes_what_it_asks_its_trial_to_reuse_once_per_input_and_get
 def test_kept_results_come_back_as_deepcopy_would_give_them():
     fortran = np.asfortranarray(np.arange(12.0).reshape(3, 4))
     for value in (fortran, (fortran, [fortran[:, 1:], None, 3.5]), {"a": fortran}, np.float32(2.0)):
-        mine, theirs = _copied(value), copy.deepcopy(value)
+        mine, theirs = copied(value), copy.deepcopy(value)
         assert _fingerprint(mine) == _fingerprint(theirs) and type(mine) is type(theirs)
         for a, b in zip(_arrays(mine), _arrays(theirs), strict=True):
             assert a.strides == b.strides and a.dtype == b.dtype and a.flags.writeable
-    copied = _copied((fortran,))
-    copied[0][0, 0] = 99
+    kept = copied((fortran,))
+    kept[0][0, 0] = 99
     assert fortran[0, 0] == 0  # a copy, not a view
     objects = np.empty(2, dtype=object)
     objects[:] = [[1], [2]]
-    copied = _copied(objects)
-    assert copied.tolist() == [[1], [2]] and copied[0] is not objects[0]  # deep-copied, as deepcopy does
+    kept = copied(objects)
+    assert kept.tolist() == [[1], [2]] and kept[0] is not objects[0]  # deep-copied, as deepcopy does
 
 
 def _arrays(value) -> list:
@@ -82,3 +89,61 @@ def test_a_planned_call_matches_equal_arrays_whatever_their_bytes():
     assert not _same(zeros, zeros.reshape(3, 1)) and not _same(zeros, list(zeros))
     boxes = np.array([1, [2]], dtype=object)
     assert _same(boxes, np.array([1, [2]], dtype=object))  # objects compared by value, not by address
+
+
+# ------------------------------------------------------------------ judging from the plan
+
+
+def _doubling(t):
+    """double(x) is 2x; then the check writes over what it was given, as a check may."""
+    x = t.rng.normal(size=4)
+    got = t.returned("double", x)
+    expect_close(got, 2 * x, t.tol(x.dtype), "double(x)")
+    got[:] = 0
+
+
+def _planned(run=_doubling) -> tuple[Plan, np.ndarray]:
+    """The check planned against a reference that doubles, and the input it drew."""
+    entry = SuiteCheck(Check("double.x", run), "hidden", 1.0, None)
+    x = check_rng(7, "double.x").normal(size=4)
+    plan = plan_check(entry, Trial("double.x", check_rng(7, "double.x"), None, None, TOLERANCE),
+                      ReferenceAnswers({"double": lambda value: value * 2}))
+    return plan, x
+
+
+def test_replies_the_reference_gave_bit_for_bit_pass_as_planned_and_no_others_do():
+    plan, x = _planned()
+    assert plan.passed and len(plan.calls) == len(plan.answers) == 1
+    assert plan.answered_alike(Sent([Reply(value=2 * x)]))
+    # The check wrote zeros over the reply it got: the plan kept the answer as it came, not those zeros.
+    assert not plan.answered_alike(Sent([Reply(value=np.zeros(4))]))
+    near = 2 * x
+    near[0] = np.nextafter(near[0], np.inf)
+    for other in (near, (2 * x).astype(np.float32), [*(2 * x)], 2 * x[:3]):
+        assert not plan.answered_alike(Sent([Reply(value=other)]))
+    assert not plan.answered_alike(Sent([Reply(value=2 * x, inputs=(x,))]))  # another field of the reply
+    assert not plan.answered_alike(Sent([CallTimedOut("double took too long")]))
+    assert not plan.answered_alike(Sent([]))
+
+
+def test_a_check_that_fails_against_the_reference_is_always_judged():
+    def wrong_check(t):
+        t.returned("double", t.rng.normal(size=4))
+        raise CheckFailed("the suite's own mistake")
+    plan, x = _planned(wrong_check)
+    assert not plan.passed and not plan.answered_alike(Sent([Reply(value=2 * x)]))
+
+
+def test_identical_means_the_same_bits():
+    assert identical(0.0, 0.0) and not identical(0.0, -0.0) and identical(math.nan, math.nan)
+    assert not identical(np.array([0.0]), np.array([-0.0]))  # equal, but np.signbit tells them apart
+    assert identical(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]))
+    assert not identical(np.arange(3), np.arange(3.0)) and not identical(np.ones((2, 1)), np.ones((1, 2)))
+    assert not identical((1, 2), [1, 2]) and not identical(1, 1.0) and not identical(True, 1)
+    assert not identical({"a": 1, "b": 2}, {"b": 2, "a": 1})  # a check may read a dict's order
+    tensor = TensorData(np.ones(2), True, "MulBackward0")
+    assert identical(tensor, TensorData(np.ones(2), True, "MulBackward0"))
+    assert not identical(tensor, TensorData(np.ones(2), False, None))
+    assert identical(Reply(raised=Raised("ValueError", "no")), Reply(raised=Raised("ValueError", "no")))
+    assert not identical(Reply(raised=Raised("ValueError", "no")), Reply(raised=Raised("ValueError", "no!")))
+    assert not identical(np.array([1.0]), np.float64(1.0)) and not identical(np.float64(1.0), np.float64(1.0))

@@ -15,7 +15,6 @@ import time
 import traceback
 
 from autograder.authoring.checks import Sizes, Trial, check_rng, student_seed
-from autograder.authoring.protocol import Call
 from autograder.grading import calibration, confirm, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
@@ -23,7 +22,7 @@ from autograder.grading.diagnosis import diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
 from autograder.grading.explain import FreshChild, Judged, with_explanation
 from autograder.grading.grader_faults import blame_environment, internal_error_result, now, sandbox_fields
-from autograder.grading.plan import ReferenceAnswers, Sent, by_check, plan_check, recorded, run_live, timed_out
+from autograder.grading.plan import Plan, ReferenceAnswers, Sent, by_check, plan_check, recorded, run_live, timed_out
 from autograder.grading.reference_cache import CachedReference
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
@@ -58,7 +57,7 @@ class Grader:
         # Planning and judging run each check on the same inputs: the second run reuses the first's results.
         self._reference = shares_with._reference if shares_with else (
             CachedReference(suite.reference) if suite.reference is not None else None)
-        self._class_plans: dict[str, list[Call]] = {}  # see _plan
+        self._class_plans: dict[str, Plan] = {}  # see _plan
         self._follows: dict[str, bool] = {}  # see _follows_sizes
 
     def grade(self, submission: Submission) -> SubmissionResult:
@@ -175,7 +174,7 @@ class Grader:
         return [self._judge(entry, load, seed, sent.get(entry.name)) for entry in entries]
 
     def _send_all(self, session, load: LoadReport, seed: int, entries) -> dict:
-        """check name -> (its planned calls, what they brought back), or the message of a check not run.
+        """check name -> (its Plan, what its calls brought back), or the message of a check not run.
 
         Nothing here looks at an answer. The planned calls go as one stream,
         planned as they are sent; a call that gives no reply ends the stream
@@ -196,7 +195,7 @@ class Grader:
                     self._record(entry, *run_live(entry, self._trial(entry, None, seed, entry.check.sizes), session),
                                  sent, hung)
             return sent
-        plans: dict[str, list[Call]] = {}  # planned once, however many streams the calls take
+        plans: dict[str, Plan] = {}  # planned once, however many streams the calls take
         while todo:
             order: list = []
             checks = by_check(order, session.stream(self._planned_calls(todo, order, planner, seed, plans, hung, sent)))
@@ -215,7 +214,7 @@ class Grader:
             if entry.name not in plans:
                 plans[entry.name] = self._plan(entry, planner, seed)
             order.append((entry, plans[entry.name]))
-            yield from plans[entry.name]
+            yield from plans[entry.name].calls
 
     def _not_run(self, entry: SuiteCheck, hung: dict, sent: dict) -> bool:
         """Whether a function of the check timed out on work as large (timings wobble, so only work well
@@ -227,28 +226,31 @@ class Grader:
             sent[entry.name] = f"not run: {hung[stuck][1]}"
         return stuck is not None
 
-    def _record(self, entry: SuiteCheck, planned: list[Call], replies: Sent, sent: dict, hung: dict) -> None:
+    def _record(self, entry: SuiteCheck, planned: Plan, replies: Sent, sent: dict, hung: dict) -> None:
         sent[entry.name] = (planned, replies)
         timeout = timed_out(replies)
         if timeout is not None:
-            function = planned[len(replies.replies) - 1].function
+            function = planned.calls[len(replies.replies) - 1].function
             hung[function] = (self.time_limits[entry.name].reference or 0.0, self._too_slow(entry, timeout))
 
-    def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> list[Call]:
+    def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> Plan:
         """The check's calls with the reference answering them; kept for the class when the check drew
         nothing from its student's generator (fixed cases, the class-wide T = 512 ones): then no
         student's calls can differ."""
         if entry.name in self._class_plans:
             return self._class_plans[entry.name]
-        trial = self._trial(entry, planner.call, seed, entry.check.sizes)
+        trial = self._trial(entry, None, seed, entry.check.sizes)
         untouched = trial.rng.bit_generator.state
-        planned = plan_check(entry, trial)
+        planned = plan_check(entry, trial, planner)
         if trial.rng.bit_generator.state == untouched:
             self._class_plans[entry.name] = planned
         return planned
 
-    def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[list, Sent] | str | None) -> Judged:
-        """One check's verdict from the replies its planned calls brought back."""
+    def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[Plan, Sent] | str | None) -> Judged:
+        """One check's verdict from the replies its planned calls brought back.
+
+        Replies that are, bit for bit, the reference's answers pass as the check passed on those
+        (plan.Plan.answered_alike): running it again would repeat the planning run exactly."""
         missing = _missing(entry, load)
         if missing:
             return Judged(entry, self._result(entry, FAILED, f"your file does not define {missing}(); keep the "
@@ -256,7 +258,11 @@ class Grader:
         if isinstance(sent, str):
             return Judged(entry, self._result(entry, TIMEOUT, sent))
         planned, replies = sent
-        tried = attempt(entry, self._trial(entry, recorded(entry.name, planned, replies), seed, entry.check.sizes))
+        if planned.answered_alike(replies):
+            tried = Attempt(PASSED, calls=list(zip(planned.calls, replies.replies)), sizes=entry.check.sizes)
+        else:
+            tried = attempt(entry, self._trial(entry, recorded(entry.name, planned.calls, replies), seed,
+                                               entry.check.sizes))
         stopped = tried.stopped
         message = self._too_slow(entry, stopped) if stopped is not None and stopped.how.timed_out else tried.message
         return Judged(entry, self._result(entry, tried.status, message, tried.hint, replies.seconds,
@@ -337,7 +343,7 @@ class Grader:
             sizes = entry.check.sizes
             smallest = sizes.smallest()
             full, least = (input_size([(call, None) for call in plan_check(entry, self._trial(
-                entry, planner.call, seed, at))]) for at in (sizes, smallest))
+                entry, None, seed, at), planner).calls]) for at in (sizes, smallest))
             self._follows[entry.name] = least < full
         return self._follows[entry.name]
 

@@ -17,10 +17,14 @@ grading has three steps, and only the third looks at the answers:
 3. `judge`: run the check again on the recorded replies. A check that stops
    at its first failure uses a prefix of its plan. A check that asks for a
    call outside its plan has a fault of its own (`UnplannedCall`): its calls
-   must depend on its inputs alone.
+   must depend on its inputs alone. A check whose every reply is, bit for
+   bit, what the reference answered in step 1 would run the same code on the
+   same data: it passes as it did there, without running again
+   (`Plan.answered_alike`).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +33,7 @@ import numpy as np
 
 from autograder.authoring.checks import Trial
 from autograder.authoring.protocol import Call, Reply
+from autograder.grading.reference_cache import copied
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox import values, worker
 from autograder.sandbox.replies import CallFailed, read_reply, request_frame
@@ -77,30 +82,60 @@ class ReferenceAnswers:
         return read_reply(reply, out, call, inputs)
 
 
-def plan_check(entry: SuiteCheck, trial: Trial) -> list[Call]:
-    """The calls `entry` makes when the reference answers them; `trial` calls the reference.
+@dataclass(frozen=True)
+class Plan:
+    """A check's calls, fixed before any answer is judged, and what the reference answered them.
+
+    answers: the reference's reply to each call, copied as it came (the
+        check may change what it was given); empty where nothing planned.
+    passed: the check passed on those answers.
+    """
+
+    calls: list
+    answers: tuple = ()
+    passed: bool = False
+
+    def answered_alike(self, sent: Sent) -> bool:
+        """Whether `sent` brought back, bit for bit, every answer the check passed on against the reference.
+
+        Judging would then run the same code on the same inputs and replies, and pass it again.
+        """
+        return (self.passed and sent.stopped is None and len(sent.replies) == len(self.answers) == len(self.calls)
+                and all(identical(got, answer) for got, answer in zip(sent.replies, self.answers)))
+
+
+def plan_check(entry: SuiteCheck, trial: Trial, reference: ReferenceAnswers) -> Plan:
+    """The calls `entry` makes when `reference` answers them, with its answers; `trial` is the check's.
 
     Whatever the check does against the reference ends planning; a check
     that fails against the reference has a fault that judging reports.
     """
+    answers = []
+
+    def answer(call: Call) -> Reply:
+        reply = reference.call(call)
+        answers.append(dataclasses.replace(reply, value=copied(reply.value), inputs=copied(reply.inputs),
+                                           grads=copied(reply.grads)))
+        return reply
+    trial.call_function = answer
     try:
         entry.check.run(trial)
     except Exception:  # noqa: BLE001 - judging runs the check again and reports what it does
-        pass
-    return [call for call, _ in trial.calls]
+        return Plan([call for call, _ in trial.calls], tuple(answers))
+    return Plan([call for call, _ in trial.calls], tuple(answers), passed=True)
 
 
-def by_check(order: list[tuple[SuiteCheck, list[Call]]], answers: list) -> list[tuple[SuiteCheck, list[Call], Sent]]:
+def by_check(order: list[tuple[SuiteCheck, Plan]], answers: list) -> list[tuple[SuiteCheck, Plan, Sent]]:
     """A stream's answers (sandbox.stream.Answer), check by check in the order `order` sent their calls.
 
     Ends with the check whose call gave no reply, if one did: the calls sent after it were never answered.
     """
     checks, position = [], 0
     for entry, planned in order:
-        mine = answers[position:position + len(planned)]
+        mine = answers[position:position + len(planned.calls)]
         position += len(mine)
         sent = Sent([answer.reply for answer in mine], sum(answer.seconds for answer in mine))
-        if sent.stopped is None and len(mine) < len(planned):
+        if sent.stopped is None and len(mine) < len(planned.calls):
             break  # sent, but the stream ended before it: it goes again
         checks.append((entry, planned, sent))
         if sent.stopped is not None:
@@ -142,6 +177,36 @@ def same_call(a: Call, b: Call) -> bool:
             and sorted(a.kwargs) == sorted(b.kwargs) and all(_same(a.kwargs[k], b.kwargs[k]) for k in a.kwargs))
 
 
+def identical(a, b) -> bool:
+    """The same value to the bit: types, dtypes, shapes and every byte, so -0.0 is not 0.0 here (as it is not
+    to np.signbit); what a worker's reply can hold (sandbox.values.decode, authoring.protocol.Reply)."""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is np.ndarray:
+        return a.dtype == b.dtype and a.shape == b.shape and not a.dtype.hasobject and _same_bits(a, b)
+    if kind is tuple or kind is list:
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))
+    if kind is dict:  # in order: a check may read a dict's order
+        return list(a) == list(b) and all(identical(a[key], b[key]) for key in a)
+    if kind is float:
+        return a.hex() == b.hex()
+    if dataclasses.is_dataclass(a):  # Reply, Raised, TensorData, Opaque
+        return all(identical(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    return kind in (bool, int, str, type(None)) and a == b
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two arrays of one dtype and shape hold the same bytes (compared in place, as integers of their size)."""
+    unsigned = _UNSIGNED.get(a.dtype.itemsize)
+    if unsigned is None:  # complex128, longdouble: no integer of their size
+        return a.tobytes() == b.tobytes()
+    return bool(np.array_equal(a.view(unsigned), b.view(unsigned)))
+
+
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         # The same bytes are equal values (NaN included); array_equal decides the rest (-0.0 is 0.0).
@@ -153,11 +218,11 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and (a == b or (a != a and b != b))  # NaN equals NaN here
 
 
-def run_live(entry: SuiteCheck, trial: Trial, session) -> tuple[list[Call], Sent]:
+def run_live(entry: SuiteCheck, trial: Trial, session) -> tuple[Plan, Sent]:
     """Plan and send at once, for a suite with no reference to plan with (a student's own public checks).
 
     trial: its `call_function` is replaced by one that calls `session` and
-    records; returns the calls made and what they brought back.
+    records; returns the calls made (with no answers to judge them by) and what they brought back.
     """
     calls, sent = [], Sent()
     started = time.monotonic()
@@ -172,6 +237,9 @@ def run_live(entry: SuiteCheck, trial: Trial, session) -> tuple[list[Call], Sent
         sent.replies.append(reply)
         return reply
     trial.call_function = call
-    plan_check(entry, trial)
+    try:
+        entry.check.run(trial)
+    except Exception:  # noqa: BLE001 - judging runs the check again and reports what it does
+        pass
     sent.seconds = time.monotonic() - started
-    return calls, sent
+    return Plan(calls), sent

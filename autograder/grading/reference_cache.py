@@ -75,11 +75,11 @@ class CachedReference:
             if key in self._kept:
                 self._kept.move_to_end(key)
                 self.hits += 1
-                return _copied(self._kept[key][0])
+                return copied(self._kept[key][0])
             self.misses += 1
             value = function(*args, **kwargs)
             self._keep(key, value)
-            return _copied(value)
+            return copied(value)
         return call
 
     def _keep(self, key, value) -> None:
@@ -116,14 +116,14 @@ def _fingerprint(value):
 _PLAIN = frozenset((bool, int, float, str))
 
 
-def _copied(value):
+def copied(value):
     """copy.deepcopy(value), quicker for what a reference returns: arrays (their layout kept) and tuples
     or lists of them."""
     kind = type(value)
     if kind is np.ndarray and not value.dtype.hasobject:
         return value.copy(order="K")  # what ndarray.__deepcopy__ makes
     if kind is tuple or kind is list:
-        return kind([_copied(item) for item in value])
+        return kind([copied(item) for item in value])
     if value is None or kind in _PLAIN:
         return value
     return copy.deepcopy(value)
