@@ -11,8 +11,10 @@ is met:
    whole command and once the suite is loaded (the command's own "graded N
    submissions in S s"), and the peak memory (PSS) of the grader's process tree;
 2. for each, the rate when 5 % of the students are slow instead (endless
-   loops and sleeps from attacks/, and whole submissions whose every function
-   loops in Python over every entry, from slow/), as a share of the plain rate;
+   loops and sleeps from attacks/, whole submissions whose every function
+   loops in Python over every entry, from slow/, and a right file whose own
+   first call costs half a second, make_class.COSTLY), as a share of the
+   plain rate;
 3. one hand-in (correct/plain.py) in a fresh database with --jobs 1, against
    the import floor `python -c "import numpy, torch"` timed in the same run;
    then the same file again with --force (the reference's times cached);
@@ -180,7 +182,7 @@ def class_section(args, work: Path, name: str, buggy_percent: int, to_notebook) 
 
 def _slow_students(roster: list) -> str:
     """'10 slow (5 %): 3 infinite_loop_in_function, ...' for the slow and hanging students of `roster`."""
-    slow = Counter(fixture for _, kind, fixture in roster if kind in ("slow", "hanging"))
+    slow = Counter(fixture for _, kind, fixture in roster if kind in ("slow", "hanging", "costly"))
     share = sum(slow.values()) / len(roster)
     kinds = ", ".join(f"{n} {fixture}" for fixture, n in sorted(slow.items()))
     return f"{sum(slow.values())} slow ({_percent(share)}: {kinds})"

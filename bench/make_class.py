@@ -7,9 +7,9 @@ correct/plain.py); --buggy-percent sets that share of the honest students
 (70 for a class before its deadline, 0 or 100 for a class of one kind).
 A few may attack the grader (--attacks), hand in a broken notebook
 (--broken), or be slow (--slow-percent: a call that never returns, from
-attacks/, or every function a Python loop over every entry, from slow/,
-in turn). Deterministic: the same arguments give the same students, and the
-defaults the same students as before these options existed.
+attacks/, every function a Python loop over every entry, from slow/, or a
+right file whose own code costs half a second, from correct/, in turn).
+Deterministic: the same arguments give the same students.
 
     python bench/make_class.py OUT --students 12 [--layout nbgrader|flat] [--attacks name,name]
         [--buggy-percent 15] [--slow-percent 0]
@@ -37,8 +37,13 @@ QUICK_ATTACKS = ("patch_allclose", "lying_subclass", "object_array", "import_ref
 # Python over every entry (slow/): right, and stopped only by the scale checks.
 HANGING = ("infinite_loop_in_function", "sleep_in_function")
 LOOPING = ("loops_python_lists", "loops_numpy_indexing")
-SLOW_MIX = (("hanging", HANGING[0]), ("slow", LOOPING[0]), ("hanging", HANGING[1]), ("slow", LOOPING[1]))
+# Right files whose own code costs far more than grading an ordinary one (first_call_import builds a table for
+# 0.5 s of processor time on its first call, issue 21's one-time cost): slow students, not among the correct.
+COSTLY = ("first_call_import",)
+SLOW_MIX = (("hanging", HANGING[0]), ("slow", LOOPING[0]), ("costly", COSTLY[0]), ("hanging", HANGING[1]),
+            ("slow", LOOPING[1]))
 FOLDERS = {"buggy": "buggy", "attack": "attacks", "hanging": "attacks", "slow": "slow"}  # kind -> its fixtures
+WHOLE = ("correct", "costly")  # kinds whose file from correct/ is the whole submission
 BROKEN = {
     "not_json": b'{"cells": [ {"cell_type": "code", "source": "def score(',
     "empty": b"",
@@ -73,9 +78,9 @@ class Mix:
 def plan(students: int, attacks: tuple[str, ...], broken: int, mix: Mix = Mix()) -> list[tuple[str, str, str]]:
     """(student id, kind, fixture name) for every student, shuffled the same way for the same arguments.
 
-    kind: correct, buggy, attack, broken, hanging or slow.
+    kind: correct, buggy, attack, broken, hanging, slow or costly.
     """
-    correct = sorted(p.stem for p in (SUBMISSIONS / "correct").glob("*.py"))
+    correct = sorted(p.stem for p in (SUBMISSIONS / "correct").glob("*.py") if p.stem not in COSTLY)
     buggy = sorted(p.stem for p in (SUBMISSIONS / "buggy").glob("*.py"))
     rows = [("attack", name) for name in attacks] + [("broken", name) for name in list(BROKEN)[:broken]]
     rows += [SLOW_MIX[i % len(SLOW_MIX)] for i in range(students * mix.slow_percent // 100)]
@@ -89,7 +94,7 @@ def plan(students: int, attacks: tuple[str, ...], broken: int, mix: Mix = Mix())
 
 def code_for(kind: str, name: str) -> str:
     """A student's code: a correct variant, or plain.py with the fixture appended, as the tests compose them."""
-    if kind == "correct":
+    if kind in WHOLE:
         return (SUBMISSIONS / "correct" / f"{name}.py").read_text()
     plain = (SUBMISSIONS / "correct" / "plain.py").read_text()
     return plain + "\n\n" + (SUBMISSIONS / FOLDERS[kind] / f"{name}.py").read_text()

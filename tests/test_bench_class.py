@@ -18,7 +18,7 @@ import torch
 from conftest import REFERENCE, ROOT, SUBMISSIONS
 
 sys.path.insert(0, str(ROOT / "bench"))
-from make_class import LOOPING, SLOW_MIX, Mix, code_for, plan, write_class  # noqa: E402
+from make_class import COSTLY, LOOPING, SLOW_MIX, Mix, code_for, plan, write_class  # noqa: E402
 
 FUNCTIONS = ("score", "additive_score", "causal_mask", "padding_mask", "apply_mask", "softmax", "context",
              "attention", "attention_torch")
@@ -41,18 +41,26 @@ def test_the_buggy_share_is_of_the_honest_students_and_at_least_one_unless_zero(
     assert kinds["buggy"] == buggy and kinds["correct"] == 50 - buggy
 
 
-def test_slow_students_replace_honest_ones_and_mix_hangs_with_python_loops():
+def test_slow_students_replace_honest_ones_and_mix_hangs_python_loops_and_costly_right_files():
     rows = plan(200, (), 0, Mix(buggy_percent=70, slow_percent=5))
-    assert _kinds(rows) == {"hanging": 5, "slow": 5, "buggy": 133, "correct": 57}  # 70 % of the 190 honest
-    slow = Counter(fixture for _, kind, fixture in rows if kind in ("hanging", "slow"))
-    assert slow == {"infinite_loop_in_function": 3, "loops_python_lists": 3, "sleep_in_function": 2,
-                    "loops_numpy_indexing": 2}
+    assert _kinds(rows) == {"hanging": 4, "slow": 4, "costly": 2, "buggy": 133, "correct": 57}  # 70 % of 190
+    slow = Counter(fixture for _, kind, fixture in rows if kind in ("hanging", "slow", "costly"))
+    assert slow == {"infinite_loop_in_function": 2, "loops_python_lists": 2, "first_call_import": 2,
+                    "sleep_in_function": 2, "loops_numpy_indexing": 2}
     assert rows == plan(200, (), 0, Mix(buggy_percent=70, slow_percent=5))  # deterministic
+
+
+def test_a_right_file_that_costs_half_a_second_is_a_slow_student_never_a_correct_one():
+    for percent in (0, 15, 70):
+        assert not [row for row in plan(300, (), 0, Mix(percent)) if row[2] in COSTLY]
+    assert code_for("costly", COSTLY[0]) == (SUBMISSIONS / "correct" / f"{COSTLY[0]}.py").read_text()
 
 
 def test_every_slow_student_is_a_fixture_appended_to_plain_and_the_loops_define_all_nine_functions():
     plain = (SUBMISSIONS / "correct" / "plain.py").read_text()
     for kind, name in SLOW_MIX:
+        if kind == "costly":
+            continue  # a whole right file (the test above)
         code = code_for(kind, name)
         assert code.startswith(plain) and code.endswith((SUBMISSIONS / ("attacks" if kind == "hanging" else kind)
                                                          / f"{name}.py").read_text())
@@ -103,7 +111,7 @@ def test_the_command_writes_the_mix_it_is_given_and_refuses_a_share_over_100(tmp
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     roster = json.loads((tmp_path / "class" / "roster.json").read_text())
-    assert Counter(row["kind"] for row in roster) == {"hanging": 2, "slow": 2, "buggy": 8, "correct": 8}
+    assert Counter(row["kind"] for row in roster) == {"hanging": 2, "slow": 1, "costly": 1, "buggy": 8, "correct": 8}
     assert len(list((tmp_path / "class").glob("s*.*"))) == 20
     refused = subprocess.run([*command[:-1], "101"], capture_output=True, text=True, cwd=ROOT)
     assert refused.returncode == 2 and "--slow-percent is a percentage" in refused.stderr
