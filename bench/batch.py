@@ -181,7 +181,7 @@ def class_section(args, work: Path, name: str, buggy_percent: int, to_notebook) 
 
 
 def _slow_students(roster: list) -> str:
-    """'10 slow (5 %): 3 infinite_loop_in_function, ...' for the slow and hanging students of `roster`."""
+    """'10 slow (5 %): 2 first_call_import, ...' for the slow students of `roster` (hanging, looping, costly)."""
     slow = Counter(fixture for _, kind, fixture in roster if kind in ("slow", "hanging", "costly"))
     share = sum(slow.values()) / len(roster)
     kinds = ", ".join(f"{n} {fixture}" for fixture, n in sorted(slow.items()))
