@@ -6,6 +6,7 @@ the engine and the shrinker also get small tests of their own rules.
 from __future__ import annotations
 
 import json
+import time
 import types
 
 import numpy as np
@@ -16,7 +17,8 @@ from autograder.authoring.misconceptions import Catalogue, Misconception
 from autograder.authoring.protocol import Call, Raised, Reply
 from autograder.grading.attempt import attempt
 from autograder.grading.diagnosis import diagnose, diagnose_timeout
-from autograder.grading.shrink import ShrinkBudget, input_size, shrink
+from autograder.grading.explain import FreshChild
+from autograder.grading.shrink import MAX_SUBMISSION_SECONDS, ShrinkBudget, input_size, shrink
 from autograder.grading.submission import read_submission
 from autograder.sandbox.session import Session
 
@@ -274,6 +276,24 @@ def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade
                                                  session.call, suite.assignment.tolerance, sizes=sizes))
         assert run(smallest).status == "failed"
         assert [run(d).status for d in smallest.smaller()] == ["passed"] * len(smallest.smaller())
+
+
+def test_a_slow_start_of_the_fresh_child_leaves_the_example_as_small(grader, tmp_path, sandbox, suite, course):
+    # On a loaded machine the fresh child can take longer to start than the whole shrinking budget; the start
+    # is not a re-run, so the same file must still get its smallest example.
+    submission = read_submission(_buggy(tmp_path, "score_missing_scale"))
+    spec = submission.worker_spec(suite.assignment.module)
+    seed = student_seed(course.seed_salt, suite.assignment.name, submission.student)
+    with Session(sandbox, spec, suite.assignment.limits) as session:
+        judged = grader.judge_checks(session, session.open(), seed)
+
+    def slow_start():
+        time.sleep(2 * MAX_SUBMISSION_SECONDS)
+        return Session(sandbox, spec, suite.assignment.limits)
+    with FreshChild(slow_start) as fresh:
+        tests = grader.explain(judged, seed, fresh, graded_seconds=2.0)
+    check = next(t for t in tests if t.name == "score.matches_reference")
+    assert json.loads(check.example)["sizes"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
 
 
 def test_timing_checks_are_not_shrunk(grade_once, tmp_path):

@@ -50,15 +50,18 @@ class FreshChild:
         self._failure = ""
         self.killed_processes = 0
 
-    def call(self, call):
-        if self._failure:
-            raise WorkerDied(self._failure)
-        if self._session is None:
+    def open(self) -> None:
+        """Start and load the child now, if not yet: its start is a fixed cost, not part of any re-run."""
+        if self._session is None and not self._failure:
             self._session = self._start()
             load = self._session.open()
             if load.failure:
                 self._failure = f"the file could not be loaded again for its example: {load.failure}"
-                raise WorkerDied(self._failure)
+
+    def call(self, call):
+        self.open()
+        if self._failure:
+            raise WorkerDied(self._failure)
         return self._session.call(call)
 
     def close(self) -> None:

@@ -327,6 +327,9 @@ class Grader:
             return None
         if not self._follows_sizes(entry, seed):
             return None
+        # Started outside the budget: on a loaded machine the start alone could spend it, and the same
+        # file would get a coarser example than on a quiet one.
+        fresh.open()
         return shrink(entry.check.sizes, input_size(first.calls),
                       lambda sizes: attempt(entry, self._trial(entry, fresh.call, seed, sizes)), budget)
 
