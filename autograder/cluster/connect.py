@@ -96,16 +96,32 @@ def connect(address: Address, wait_seconds: float, say: Callable[[str], None],
             credentials: Credentials = Credentials()) -> Iterator[Client]:
     """A client of the cluster at `address` with at least one worker; a local cluster is stopped on exit."""
     with contextlib.ExitStack() as stack:
-        if address.local_workers:
-            cluster = _start_local(address.local_workers)
-            stack.callback(cluster.close, timeout=CLOSE_SECONDS)
-            client = Client(cluster, set_as_default=False)
-            client.register_plugin(DriverOwnsInterrupts(), name=DriverOwnsInterrupts.name)
-        else:
-            client = _reach(address.scheduler, credentials.security())
-        stack.callback(client.close, timeout=CLOSE_SECONDS)
-        _wait_for_a_worker(client, address, wait_seconds, say)
-        yield client
+        try:
+            if address.local_workers:
+                cluster = _start_local(address.local_workers)
+                stack.callback(cluster.close, timeout=CLOSE_SECONDS)
+                client = Client(cluster, set_as_default=False)
+                client.register_plugin(DriverOwnsInterrupts(), name=DriverOwnsInterrupts.name)
+            else:
+                client = _reach(address.scheduler, credentials.security())
+            stack.callback(client.close, timeout=CLOSE_SECONDS)
+            _wait_for_a_worker(client, address, wait_seconds, say)
+            yield client
+        finally:
+            with _logs_off():
+                stack.close()
+
+
+@contextlib.contextmanager
+def _logs_off() -> Iterator[None]:
+    """No log records while Dask closes: by then every result is stored and the command's last line printed,
+    and a race of its own teardown ("CommClosedError: ConnectionPool closing.") would print a traceback after
+    that line, which scripts read for the outcome."""
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 class DriverOwnsInterrupts(WorkerPlugin):
@@ -118,6 +134,9 @@ class DriverOwnsInterrupts(WorkerPlugin):
     def setup(self, worker) -> None:
         if threading.current_thread() is threading.main_thread():  # signal handlers belong to the main thread
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def teardown(self, worker) -> None:
+        logging.disable(logging.CRITICAL)  # the worker is closing: its teardown's races are no one's concern
 
 
 def _start_local(workers: int) -> LocalCluster:
