@@ -103,18 +103,17 @@ class Kind:
 def worker_environment(home: str) -> dict[str, str]:
     """The zygote's whole environment, in every kind (children then clear it to PATH, HOME and TMPDIR).
 
-    One thread per library: the jobs already fill the cores. Python's objects on glibc's malloc
-    (PYTHONMALLOC), and glibc's malloc on transparent huge pages: the zygote's ~180 MB (PyTorch's and
-    Python's own) then lies in one heap of mostly 2 MiB pages. Each fork copies, and each child's exit
-    frees, one page-table entry per huge page instead of 512; on Python's own allocator its objects sat in
-    ~75 MB of 4 KiB arenas that no tunable reaches. bench/submission_profile.py: a session's open and close
-    cost the sandbox about 5 ms less, a whole submission about 6 ms; a batch of 80 took 0.98x the time. The
-    price is the zygote's start (PyTorch's import on glibc's malloc): about 4 % longer, which one hand-in
-    waits for (0.2 s of 4.6), and a batch of fewer than about 50 does not win it back. Older glibc ignores the
-    setting. The zygote's interpreter reads these PYTHON variables (it runs with -s -P, not -I): this
-    environment is the whole of it, so nothing else can set one.
+    One thread per library: the jobs already fill the cores. glibc's malloc on transparent huge pages:
+    PyTorch's own allocations then lie in 2 MiB pages, so each fork copies, and each child's exit frees,
+    one page-table entry per huge page instead of 512. Python's objects stay on Python's allocator: moving
+    them to glibc's (PYTHONMALLOC=malloc) once made a session about 5 ms cheaper, but PyTorch's import on
+    glibc's malloc takes 0.45 s longer (a zygote's start, bubblewrap, six runs in turn: 2.06 s against
+    1.60 s), which one hand-in waits for, and by now whole classes gain nothing from it either (--jobs 2,
+    paired runs: 0.997x the wall time for 200 students, 0.99x for 800). Older glibc ignores the setting.
+    The zygote's interpreter reads these PYTHON variables (it runs with -s -P, not -I): this environment is
+    the whole of it, so nothing else can set one.
     """
     return {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": home, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONMALLOC": "malloc",
+            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
             "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}

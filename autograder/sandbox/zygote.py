@@ -110,7 +110,7 @@ class Sandbox:
         self._log = tempfile.TemporaryFile()
         launch = kind.launch(self.uid, self.tmp_mib, self.protections.python)
         self._scratch = launch.host_folder
-        # -s -P, as -I but reading launch.env (all of the zygote's environment): its PYTHONMALLOC counts.
+        # -s -P, as -I but reading launch.env (all of the zygote's environment): its PYTHON variables count.
         command = launch.command + [self.protections.python.path, "-s", "-P", "-c", BOOT]
         config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "warmup": list(self.warmup),
                   "scratch": launch.scratch, "sweep": launch.sweep, "as_init": self._in_namespace}
