@@ -87,11 +87,35 @@ def _full_account_passes(got, expected, tol, terms) -> bool:
     from autograder.authoring.compare import _explain_difference
     magnitude = None if terms is None else terms.reshape(-1)
     try:
-        _explain_difference(got.reshape(-1).astype(np.float64), expected.reshape(-1), tol, magnitude, "f(x)",
-                            expected, got)
+        _explain_difference(got.reshape(-1), expected.reshape(-1), tol, magnitude, "f(x)", expected, got)
     except CheckFailed:
         return False
     return True
+
+
+def _full_account(got, expected, tol, terms, block) -> str:
+    from autograder.authoring.compare import _explain_difference
+    try:
+        _explain_difference(got.reshape(-1), expected.reshape(-1), tol, None if terms is None else terms.reshape(-1),
+                            "f(x)", expected, got, block)
+    except CheckFailed as failed:
+        return str(failed)
+    return ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(ENTRIES, min_size=1, max_size=40), float32=st.booleans(), with_terms=st.booleans(),
+       block=st.sampled_from([1, 2, 3, 7]), ties=st.booleans())
+def test_the_full_account_says_the_same_whatever_its_blocks(values, float32, with_terms, block, ties):
+    # Counted over every block, the first non-finite entry and the first of equal largest differences named.
+    expected = np.array([e for e, _ in values], dtype=np.float64)
+    got = np.where(np.isfinite(expected), expected, 0.0) + np.array([o for _, o in values]) * 1e-3
+    if ties:
+        got = np.where(np.isfinite(expected), expected + 1.0, got)
+    got = got.astype(np.float32 if float32 else np.float64)
+    terms = np.abs(np.where(np.isfinite(expected), expected, 0.0))[::-1] * 10 if with_terms else None
+    tol = Tolerance(rtol=1e-4, atol=1e-6)
+    assert _full_account(got, expected, tol, terms, block) == _full_account(got, expected, tol, terms, 1 << 15)
 
 
 @settings(max_examples=300, deadline=None)
