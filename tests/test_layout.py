@@ -203,8 +203,8 @@ def test_the_suite_version_covers_the_code_that_grades():
     from autograder.grading.suite import _grading_code
     covered = {str(p.relative_to(PACKAGE)) for p in _grading_code()}
     for verdict in ("grading/grader.py", "sandbox/session.py", "sandbox/worker.py", "sandbox/wire.py",
-                    "sandbox/replies.py", "authoring/compare.py", "authoring/checks.py", "grading/diagnosis.py",
-                    "grading/shrink.py", "grading/examples.py", "text.py"):
+                    "sandbox/replies.py", "authoring/compare.py", "authoring/plain_values.py", "authoring/checks.py",
+                    "grading/diagnosis.py", "grading/shrink.py", "grading/examples.py", "text.py"):
         assert verdict in covered, verdict
 
 

@@ -24,7 +24,6 @@ from autograder.authoring.compare import (
     as_array,
     as_tensor,
     expect_close,
-    expect_equal,
     expect_equal_mask,
     expect_exact_zeros,
     expect_gradients,
@@ -34,6 +33,7 @@ from autograder.authoring.compare import (
 )
 from autograder.authoring.inputs import mask_rows, normal
 from autograder.authoring.misconceptions import Catalogue, Misconception, Observed
+from autograder.authoring.plain_values import expect_equal
 from autograder.authoring.protocol import Opaque, Reply, TensorData
 
 __all__ = [

@@ -5,7 +5,7 @@ Runs in the grader only, on values already rebuilt from plain bytes by
 an array, then shape, dtype, finiteness, values — and the first problem found
 becomes the message, phrased so a student knows what to change. Plain values
 (str, int, bool, None, floats, and lists, tuples and dicts of them, arrays
-inside) are compared by `expect_equal`, whose message names where they differ.
+inside) are compared by `plain_values.expect_equal`, which uses these for the arrays and floats inside.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
                           f"of shape {expected_shape}; return np.asarray(...) of it, or compute with NumPy")
     if isinstance(got, dict):
         raise CheckFailed(f"{what} is a dict of {len(got)} items, not a NumPy array of shape {expected_shape}")
-    raise CheckFailed(f"{what} is a single {type(got).__name__} ({_shown(got)}), not an array of shape "
+    raise CheckFailed(f"{what} is a single {type(got).__name__} ({shown(got)}), not an array of shape "
                       f"{expected_shape}")
 
 
@@ -148,7 +148,7 @@ def _explain_difference(flat, exp64, tol, magnitude, what, expected, got, block:
     block, as `_all_within`: a wrong answer of T = 512 cost 5 ms in whole-array temporaries.
     """
     def index(i):  # a position in the flattened values -> an index into the arrays
-        return _index(np.unravel_index(i, expected.shape))
+        return as_index(np.unravel_index(i, expected.shape))
 
     _expect_same_nonfinite(flat, exp64, what, expected, got, index, block)
     peak = max((float(np.abs(part[np.isfinite(part)]).max(initial=0.0)) for part in _blocks(exp64, block)),
@@ -241,7 +241,7 @@ def expect_equal_mask(got, expected: np.ndarray, what: str) -> np.ndarray:
                           "booleans directly", expected, got)
     wrong = got != expected
     if wrong.any():
-        where = _index(next(zip(*np.nonzero(wrong))))
+        where = as_index(next(zip(*np.nonzero(wrong))))
         raise CheckFailed(f"{what} is wrong at {int(wrong.sum())} of {wrong.size} positions, e.g. index "
                           f"{where}: got {bool(got[where])}, expected {bool(expected[where])}", expected, got)
     return got
@@ -251,7 +251,7 @@ def expect_exact_zeros(got: np.ndarray, zero: np.ndarray, what: str, why: str) -
     """Every position where `zero` is True must hold exactly 0; `why` says so in the assignment's words."""
     leaks = zero & (got != 0)
     if leaks.any():
-        where = _index(next(zip(*np.nonzero(leaks))))
+        where = as_index(next(zip(*np.nonzero(leaks))))
         raise CheckFailed(f"{what}: {int(leaks.sum())} positions that must be exactly 0 are not, e.g. index "
                           f"{where} has {got[where]:.3g}; {why}", got=got)
 
@@ -261,7 +261,7 @@ def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: s
     sums = got.astype(np.float64).sum(axis=-1)
     bad = np.abs(sums - 1.0) > tol.atol * 10 + tol.rtol
     if bad.any():
-        where = _index(next(zip(*np.nonzero(bad))))
+        where = as_index(next(zip(*np.nonzero(bad))))
         raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} rows do not sum to 1, e.g. row {where} "
                           f"sums to {sums[where]:.6g}; normalize over the last axis"
                           + (f" ({advice})" if advice else ""), got=got)
@@ -287,135 +287,15 @@ def _expect_same_nonfinite(flat, exp64, what, expected, got, index, block: int =
                               f"(got {np.float64(flat[first])}, expected {exp64[first]})", expected, got)
 
 
-def _index(position) -> tuple:
+def as_index(position) -> tuple:
+    """A position (NumPy's integers) as a tuple of Python ints, as a message shows it."""
     return tuple(int(i) for i in position)
 
-
-# ---------------------------------------------------------------- plain values
 
 SHOWN = 60  # characters of a value shown in a message
 
 
-def expect_equal(got, expected, what: str, tol: Tolerance | None = None) -> None:
-    """The returned plain value equals the trusted `expected`, all the way down; CheckFailed names where not.
-
-    str, int, bool and None must be equal, and of the same type (True is not 1, 3.0 is not 3); lists and
-    tuples item by item, with the same type and length; dicts key by key, with the same keys. Floats match
-    within `tol` (exactly, NaN matching NaN, when `tol` is None); arrays inside are compared as
-    `expect_close` (float), `expect_equal_mask` (bool) or exactly (integers). A NumPy scalar the function
-    returned counts as the Python number it holds. The message says where the first difference is, as in
-    "stats(x) differs at key 'mean': got 2.5, expected 3".
-    """
-    _expect_equal(got, expected, what, tol, ())
-
-
-def _expect_equal(got, expected, what: str, tol: Tolerance | None, path: tuple[str, ...]) -> None:
-    where = f" at {', '.join(path)}" if path else ""
-    if isinstance(expected, np.ndarray):
-        _expect_array(got, expected, f"{what}{where}", tol)
-        return
-    got, expected = _scalar(got), _scalar(expected)
-    if isinstance(expected, float) and type(got) is int:
-        got = float(got)  # an int is an exact real number
-    if _kind(got) != _kind(expected):
-        raise CheckFailed(f"{what}{where} is {_described(got)}; expected {_described(expected)}")
-    if isinstance(expected, (list, tuple)):
-        if len(got) != len(expected):
-            raise CheckFailed(f"{what}{where} has {len(got)} items; expected {len(expected)}")
-        for index, (item, want) in enumerate(zip(got, expected)):
-            _expect_equal(item, want, what, tol, (*path, f"index {index}"))
-    elif isinstance(expected, dict):
-        _expect_same_keys(got, expected, f"{what}{where}")
-        for key, want in expected.items():
-            _expect_equal(got[key], want, what, tol, (*path, f"key {_shown(key)}"))
-    elif isinstance(expected, float):
-        _expect_float(got, expected, f"{what}{where}", tol)
-    elif got != expected:
-        raise CheckFailed(f"{what}{where}: got {_shown(got)}, expected {_shown(expected)}"
-                          + _first_difference(got, expected))
-
-
-def _scalar(value):
-    """A NumPy scalar (a 0-d array, as one travels) as the Python value it holds; anything else as it is."""
-    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
-        return value.item()
-    return value
-
-
-def _expect_array(got, expected: np.ndarray, what: str, tol: Tolerance | None) -> None:
-    """An array inside a plain value: floats within `tol` (when given), masks as masks, the rest exactly."""
-    if expected.dtype.kind == "f" and tol is not None:
-        expect_close(got, expected, tol, what)
-        return
-    if expected.dtype.kind == "b":
-        expect_equal_mask(got, expected, what)
-        return
-    got = as_array(got, what, expected.shape)
-    expect_shape(got, expected.shape, what)
-    if got.dtype.kind not in "biufc":
-        raise CheckFailed(f"{what} has dtype {got.dtype}; expected {expected.dtype}", expected, got)
-    same = ((got == expected) | (np.isnan(got) & np.isnan(expected))).reshape(-1)
-    if not same.all():
-        index = _index(np.unravel_index(int(np.argmin(same)), expected.shape))
-        raise CheckFailed(f"{what} is wrong at {int((~same).sum())} of {same.size} positions, e.g. index {index}: "
-                          f"got {got[index].item()!r}, expected {expected[index].item()!r}", expected, got)
-
-
-def _expect_same_keys(got: dict, expected: dict, what: str) -> None:
-    missing = [key for key in expected if key not in got]
-    if missing:
-        raise CheckFailed(f"{what} has no key {_shown(missing[0])}" + (f" (nor {len(missing) - 1} other keys)"
-                                                                        if len(missing) > 1 else ""))
-    extra = [key for key in got if key not in expected]
-    if extra:
-        raise CheckFailed(f"{what} has a key {_shown(extra[0])} that it should not have"
-                          + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
-
-
-def _expect_float(got: float, expected: float, what: str, tol: Tolerance | None) -> None:
-    if np.isnan(expected) or np.isnan(got) or np.isinf(expected) or np.isinf(got) or tol is None:
-        if got == expected or (np.isnan(got) and np.isnan(expected)):
-            return
-        raise CheckFailed(f"{what}: got {got!r}, expected {expected!r}")
-    error, allowed = abs(got - expected), float(allowed_error(np.array([expected]), tol)[0])
-    if error > allowed:
-        shown_got, shown_expected = distinct_digits(got, expected)
-        raise CheckFailed(f"{what}: got {shown_got}, expected {shown_expected} (differs by {error:.1e}, allowed "
-                          f"{allowed:.1e})")
-
-
-def _kind(value) -> str:
-    """What a plain value is, in words: values of one kind are compared, values of two kinds differ."""
-    if value is None:
-        return "None"
-    if isinstance(value, TensorData):
-        return "a torch tensor"
-    if isinstance(value, Opaque):
-        return f"a {value.type_name} object"
-    if isinstance(value, np.ndarray):
-        return f"a NumPy array of shape {value.shape}"
-    name = type(value).__name__
-    if isinstance(value, (list, tuple, dict)) or type(value) in (bool, int, float, str):
-        return f"an {name}" if name[0] in "aeiou" else f"a {name}"
-    return f"a {name}"
-
-
-def _described(value) -> str:
-    """Its kind and, where that does not say it all, the value: "an int (3)", "None", "a numpy.ufunc object"."""
-    if value is None or isinstance(value, (Opaque, TensorData, np.ndarray)):
-        return _kind(value) + (f" ({_shown(value.detail)})" if isinstance(value, Opaque) and value.detail else "")
-    return f"{_kind(value)} ({_shown(value)})"
-
-
-def _shown(value) -> str:
+def shown(value) -> str:
+    """repr(value), cut to SHOWN characters."""
     text = repr(value)
     return text if len(text) <= SHOWN else text[:SHOWN - 3] + "..."
-
-
-def _first_difference(got, expected) -> str:
-    """For two strings: where they first differ, which a long string's shown start may not reach."""
-    if not (isinstance(got, str) and isinstance(expected, str)):
-        return ""
-    first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
-    return f"; they first differ at character {first} (got {_shown(got[first:first + 20])}, expected " \
-           f"{_shown(expected[first:first + 20])})"
