@@ -11,6 +11,8 @@ import types
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder.authoring.checks import Sizes, Tolerance, Trial, check_rng, student_seed
 from autograder.authoring.misconceptions import Catalogue, Misconception
@@ -230,6 +232,35 @@ def test_a_failure_that_shows_at_the_least_sizes_is_shrunk_in_one_run():
                     ShrinkBudget(10.0))
     assert shrunk.sizes == Sizes.of(batch=(), nq=1, nk=1, dk=1, dv=1) == start.smallest()
     assert runs == [start.smallest()] and shrunk.runs == 1
+
+
+def test_a_size_the_failure_needs_is_kept_while_the_others_jump_to_their_least():
+    # Most bugs need one size above its least (two keys to mix up, dk = 2 for a missing 1/√dk). Once lowering
+    # that size alone made the failure go away, the other sizes go to their least together, and that size
+    # is not lowered alone again from each new start: six runs where walking every size in turn took nine.
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    runs = []
+    shrunk = shrink(start, input_size(_Run(start, True).calls),
+                    lambda d: runs.append(d) or _Run(d, d["nk"] >= 2), ShrinkBudget(10.0))
+    assert shrunk.sizes == Sizes.of(batch=(), nq=1, nk=2, dk=1, dv=1)
+    assert [d for d in runs if d["nk"] == 1 and d != start.smallest()] == [Sizes.of(batch=(), nq=1, nk=1, dk=4, dv=3)]
+    assert len(runs) <= 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(axes=st.integers(0, 2), nq=st.integers(1, 5), nk=st.integers(1, 7), dk=st.integers(1, 4),
+       dv=st.integers(1, 3))
+def test_shrink_finds_the_least_failing_sizes_of_a_failure_that_needs_each_size_at_least_so_big(axes, nq, nk, dk,
+                                                                                               dv):
+    # A failure that shows whenever every size is at least its threshold has one smallest input: the thresholds.
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    needs = {"nq": nq, "nk": nk, "dk": dk, "dv": dv}
+    fails = lambda d: len(d["batch"]) >= axes and all(d[name] >= least for name, least in needs.items())  # noqa: E731
+    runs = []
+    shrunk = shrink(start, input_size(_Run(start, True).calls), lambda d: runs.append(d) or _Run(d, fails(d)),
+                    ShrinkBudget(10.0), max_runs=100)
+    assert shrunk.sizes == Sizes.of(batch=(1,) * axes, **needs)
+    assert len(runs) == len(set(runs))
 
 
 def test_shrink_runs_no_sizes_twice():

@@ -88,12 +88,21 @@ class Sizes:
         """Every size at its least: no batch axes, every count 1."""
         return Sizes(tuple((name, () if isinstance(value, tuple) else 1) for name, value in self.named))
 
-    def jumps(self) -> list[Sizes]:
+    def jumps(self, needed: frozenset[str] = frozenset()) -> list[Sizes]:
         """The largest steps down, tried before `smaller()` when shrinking: everything at its least, then one
-        size at a time. Most bugs already show at the least sizes, and then one run is enough."""
+        size at a time. Most bugs already show at the least sizes, and then one run is enough.
+
+        needed: sizes without which the failure went away (at their least, the run passed). They keep their
+        value in the first jump and are not lowered alone again; each count among them jumps to 2 instead,
+        the least value that still has it, since a bug that needs two keys mostly shows with two.
+        """
         least = self.smallest()
-        each = [self._with(name, least[name]) for name, value in self.named if value != least[name]]
-        return ([least] if len(each) > 1 else []) + each
+        floor = Sizes(tuple((name, value if name in needed else least[name]) for name, value in self.named))
+        each = [self._with(name, least[name]) for name, value in self.named
+                if value != least[name] and name not in needed]
+        twos = [self._with(name, 2) for name, value in self.named
+                if name in needed and isinstance(value, int) and value > 2]
+        return ([floor] if len(each) > 1 else []) + each + twos
 
     def smaller(self) -> list[Sizes]:
         """One-step reductions, most aggressive first, for shrinking a failing input."""
