@@ -9,7 +9,9 @@ is met:
 1. for a mostly correct class (15 % of the students with one bug, as today)
    and a mostly buggy one (70 %, as before a deadline): the rate, for the
    whole command and once the suite is loaded (the command's own "graded N
-   submissions in S s"), and the peak memory (PSS) of the grader's process tree;
+   submissions in S s"), the peak memory (PSS) of the grader's process tree, and where its
+   processor time went, per submission (measure.ProcessorTime: the grading processes, the
+   submissions' own processes and their share in the kernel, the zygotes' forks, the command);
 2. for each, the rate when 5 % of the students are slow instead (endless
    loops and sleeps from attacks/, whole submissions whose every function
    loops in Python over every entry, from slow/, and a right file whose own
@@ -168,6 +170,7 @@ def class_section(args, work: Path, name: str, buggy_percent: int, to_notebook) 
     print(f"  plain, sandboxed:       {_pair(plain_rates)}   peak memory {plain.peak_pss_mib:.0f} MiB (PSS, all grader "
           f"processes)   {target(_both(plain_rates), 25, text='25/s')}; "
           f"{target((plain.peak_pss_mib,), 1536, at_most=True, text='1536 MiB')}")
+    print(f"  {_processor_split(plain.processor, count, plain.seconds)}")
     share = slow_rates / plain_rates
     print(f"  {_slow_students(slow_roster)}, sandboxed: {_pair(slow_rates)}   = {_percent(share.whole)} / "
           f"{_percent(share.loaded)} of the plain rate   {target(_both(share), 0.8, text='80 %')}")
@@ -178,6 +181,17 @@ def class_section(args, work: Path, name: str, buggy_percent: int, to_notebook) 
     print(f"  rerun of the unchanged class: {rerun.seconds:.2f} s = {_percent(again)} of grading it "
           f"({plain.seconds:.2f} s, whole commands)   {target((again,), 0.2, at_most=True, text='20 %')}")
     return plain_rates
+
+
+def _processor_split(split, count: int, seconds: float) -> str:
+    """Where the plain class's processor time went (measure.ProcessorTime), per submission."""
+    per = lambda value: f"{1000 * value / count:.1f}"  # noqa: E731
+    kernel = split.submissions_kernel / split.submissions if split.submissions else 0.0
+    return (f"processor time per submission: grading processes {per(split.grading)} ms, submissions' processes "
+            f"{per(split.submissions)} ms ({_percent(kernel)} in the kernel), zygotes "
+            f"{per(split.zygotes - split.zygotes_start)} ms after their start (forks, cleaning), the command "
+            f"{per(split.command)} ms; start of the zygotes {split.zygotes_start:.1f} s; in all {split.total:.1f} s "
+            f"of processor time in {seconds:.1f} s ({split.total / seconds:.2f} processors busy)")
 
 
 def _slow_students(roster: list) -> str:
