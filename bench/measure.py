@@ -33,8 +33,8 @@ class ProcessorTime:
     reaps them (cutime, cstime), so none is missed however short it lived; submissions_kernel: of which in
     the kernel (page faults, the exit's teardown). zygotes_start: of the zygotes' own, what they had used
     when their first child was seen (the preload's import); the rest is mostly forking. other: bubblewrap
-    and anything else. A process other
-    than a submission's loses what it used after the last reading, at most a quarter second.
+    and anything else. A process other than a submission's loses what it used after the last reading, at
+    most a quarter second.
     """
 
     command: float = 0.0
