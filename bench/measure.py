@@ -91,7 +91,7 @@ class _ProcessorReadings:
     def read(self) -> None:
         parents = processes.parent_map()
         command_line = _command_line(self.root)
-        for pid in [self.root, *processes.descendants(self.root)]:  # parents before children
+        for pid in [self.root, *processes.descendants(self.root, parents)]:  # parents before children
             parent = parents.get(pid)
             if self.parts.get(parent) in ("zygotes", "submission"):
                 self.parts[pid] = "submission"  # charged to its zygote when reaped

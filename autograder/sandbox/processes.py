@@ -40,10 +40,13 @@ def parent_map() -> dict[int, int]:
     return parents
 
 
-def descendants(root: int) -> list[int]:
-    """Every live descendant of `root` (not `root` itself), parents before children."""
+def descendants(root: int, parents: dict[int, int] | None = None) -> list[int]:
+    """Every live descendant of `root` (not `root` itself), parents before children.
+
+    parents: a `parent_map()` the caller has just read and uses too; None reads one.
+    """
     children: dict[int, list[int]] = {}
-    for pid, parent in parent_map().items():
+    for pid, parent in (parent_map() if parents is None else parents).items():
         children.setdefault(parent, []).append(pid)
     found, frontier = [], [root]
     while frontier:
