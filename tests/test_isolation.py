@@ -73,6 +73,7 @@ def test_no_child_can_read_or_write_the_zygotes_memory(job, tmp_path):
     note = poisoner.problem
     assert note.startswith("not loaded") and "poison_zygote" in note and "proc-mem: denied" in note, note
     assert re.search(r"process_vm_readv: -\d+", note) and re.search(r"ptrace: -\d+", note), note
+    assert "signal: denied (PermissionError)" in note, note  # the zygote's seccomp filter, loaded by the child
     after = job.grade(read_submission(honest(tmp_path, "after")))
     assert after.score == 100, [(t.name, t.message) for t in after.tests if t.status != "passed"]
 

@@ -79,22 +79,33 @@ def program(parent: int, machine: str | None = None) -> list[tuple[int, int, int
     return code + [(_RET, 0, 0, RET_ALLOW)]
 
 
-def install(parent: int) -> None:
-    """Load the filter into this process (and everything it starts); raises OSError if the kernel refuses."""
-    load(program(parent))
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class Filter:
+    """A BPF program (as `program` gives one), ready to load into the process that calls `load`.
+
+    The zygote builds its children's filter once, before any submission exists: building it (the
+    program, its ctypes structure, libc's handle) costs a freshly forked child about 0.9 ms, mostly
+    in copying the pages it touches; loading a built one, about 0.3 ms.
+    """
+
+    def __init__(self, code: list[tuple[int, int, int, int]]):
+        self._buffer = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in code))
+        self._program = _Program(len(code), ctypes.addressof(self._buffer))
+        self._libc = ctypes.CDLL(None, use_errno=True)
+
+    def load(self) -> None:
+        """Load the filter into this process and everything it starts; raises OSError if the kernel refuses."""
+        calls = ((PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
+                 (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(self._program), 0, 0))
+        for args in calls:
+            if self._libc.prctl(*(ctypes.c_ulong(a) for a in args)) != 0:
+                number = ctypes.get_errno()
+                raise OSError(number, f"prctl({args[0]}) failed: {errno.errorcode.get(number, number)}")
 
 
 def load(code: list[tuple[int, int, int, int]]) -> None:
     """Load a BPF program (as `program` gives one) into this process and everything it starts."""
-    filters = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in code))
-
-    class _Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    prog = _Program(len(code), ctypes.addressof(filters))
-    calls = ((PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0))
-    for args in calls:
-        if libc.prctl(*(ctypes.c_ulong(a) for a in args)) != 0:
-            number = ctypes.get_errno()
-            raise OSError(number, f"prctl({args[0]}) failed: {errno.errorcode.get(number, number)}")
+    Filter(code).load()

@@ -81,6 +81,7 @@ def zygote_main(config: dict) -> None:
     # Listed once here: a child that walked sys.modules (~2,000 entries with torch) would write to every
     # name's reference count, and so copy every page that holds one.
     own_modules = tuple(name for name in sys.modules if name == "autograder" or name.startswith("autograder."))
+    child_filter = seccomp.Filter(seccomp.program(os.getpid())) if seccomp.supported() else None
     gc.collect()
     gc.freeze()  # keeps the children from touching (and copying) the zygote's pages
     wire.send(control, {"event": "ready", "pid": os.getpid(), "warmup_error": warmup_error})
@@ -92,7 +93,8 @@ def zygote_main(config: dict) -> None:
         header, _ = frame
         op = header.get("op")
         if op == "spawn" and len(fds) == 2:
-            wire.send(control, {"event": "spawned", "pid": _spawn(header, fds, config["scratch"], own_modules)})
+            wire.send(control, {"event": "spawned",
+                                "pid": _spawn(header, fds, config["scratch"], own_modules, child_filter)})
         elif op == "clean":
             if config["as_init"]:
                 # PID 1 of the sandbox's namespace: kill(-1) reaches exactly the submission's processes.
@@ -121,13 +123,12 @@ def _warm_up(statements: list) -> str:
     return ""
 
 
-def _spawn(header: dict, fds: list, scratch: str, own_modules: tuple) -> int:
+def _spawn(header: dict, fds: list, scratch: str, own_modules: tuple, child_filter: seccomp.Filter | None) -> int:
     """Fork the child for one submission; it gets the grader's socket and output pipe, nothing else."""
     child_sock, output = fds
-    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _child_main(header.get("limits", {}), child_sock, output, scratch, parent, own_modules)
+        _child_main(header.get("limits", {}), child_sock, output, scratch, own_modules, child_filter)
     os.close(child_sock)
     os.close(output)
     return pid
@@ -171,9 +172,12 @@ def _reap_all() -> dict[str, list]:
 
 # ---------------------------------------------------------------- child
 
-def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent: int,
-                own_modules: tuple) -> None:
-    """Run one submission: contain it, receive it, load it, answer calls. Never returns."""
+def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, own_modules: tuple,
+                child_filter: seccomp.Filter | None) -> None:
+    """Run one submission: contain it, receive it, load it, answer calls. Never returns.
+
+    child_filter: the seccomp filter that keeps it from the zygote, built by the zygote (None where this
+    machine has none)."""
     try:
         os.setsid()
         why = prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -189,8 +193,8 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, parent
         os.environ.clear()
         os.environ.update(HOME=workdir, TMPDIR=workdir, PATH="/usr/bin:/bin")
         _set_limits(limits)
-        if seccomp.supported():
-            seccomp.install(parent)
+        if child_filter is not None:
+            child_filter.load()
         sock = socket.socket(fileno=sock_fd)
         for name in own_modules:
             sys.modules.pop(name, None)  # the worker keeps its references; `import autograder` must find nothing
