@@ -71,8 +71,9 @@ def pss_kib(pid: int) -> int:
     return 0
 
 
-def tree_pss_mib(root: int) -> float:
-    return sum(pss_kib(pid) for pid in [root, *processes.descendants(root)]) / 1024
+def tree_pss_mib(tree: list[int]) -> float:
+    """PSS of the processes in `tree` (a root and its descendants, as `_ProcessorReadings.read` walked them), in MiB."""
+    return sum(pss_kib(pid) for pid in tree) / 1024
 
 
 class _ProcessorReadings:
@@ -88,17 +89,19 @@ class _ProcessorReadings:
         self.ticks: dict[int, tuple[int, int, int, int]] = {}  # utime, stime, cutime, cstime
         self.started: dict[int, int] = {}  # zygote -> its utime + stime when its first child was seen
 
-    def read(self) -> None:
+    def read(self) -> list[int]:
+        """Read every process of the tree once; returns the tree, root first (the memory sample's too)."""
         parents = processes.parent_map()
         command_line = _command_line(self.root)
-        for pid in [self.root, *processes.descendants(self.root, parents)]:  # parents before children
+        tree = [self.root, *processes.descendants(self.root, parents)]
+        for pid in tree:  # parents before children
             parent = parents.get(pid)
             if self.parts.get(parent) in ("zygotes", "submission"):
                 self.parts[pid] = "submission"  # charged to its zygote when reaped
                 if self.parts[parent] == "zygotes" and parent in self.ticks and parent not in self.started:
                     self.started[parent] = sum(self.ticks[parent][:2])
                 continue
-            line = _command_line(pid)
+            line = command_line if pid == self.root else _command_line(pid)
             if pid == self.root or not line:  # no command line: a zombie, which keeps the part it had
                 self.parts.setdefault(pid, "command" if pid == self.root else "other")
             else:
@@ -108,6 +111,7 @@ class _ProcessorReadings:
                 self.ticks[pid] = tuple(int(x) for x in fields[11:15])
             except (OSError, ValueError, IndexError):
                 continue
+        return tree
 
     def split(self) -> ProcessorTime:
         split = ProcessorTime()
@@ -152,9 +156,9 @@ def run_measured(command: list[str], cwd=None, env=None) -> Run:
     def sample():
         count = 0
         while not done.is_set():
-            readings.read()
+            tree = readings.read()
             if count % 2 == 0:
-                peak[0] = max(peak[0], tree_pss_mib(process.pid))
+                peak[0] = max(peak[0], tree_pss_mib(tree))
             count += 1
             done.wait(SAMPLE_SECONDS)
 
