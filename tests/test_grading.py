@@ -86,7 +86,8 @@ def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# Week 7"),
         nbformat.v4.new_code_cell("%matplotlib inline\n!pip install nothing\n" + imports),
-        nbformat.v4.new_code_cell("def score" + rest),
+        # Jupyter's display() before the definitions in the same cell: they must still be defined.
+        nbformat.v4.new_code_cell("display('shown first')\ndef score" + rest),
         nbformat.v4.new_code_cell("%%time\nprint(softmax(np.zeros((1, 2))))"),
         nbformat.v4.new_code_cell("%%bash\necho not python"),
         nbformat.v4.new_code_cell("undefined_name + 1"),
@@ -99,6 +100,7 @@ def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
     assert any("cell 5 raised NameError" in note for note in result.notes)
     assert not any("a demo cell ran" in note for note in result.notes)  # cells tagged demo are not run
     assert "[0.5 0.5]" in result.printed
+    assert "'shown first'" in result.printed
 
 
 @pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it

@@ -47,6 +47,8 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     """
     module = types.ModuleType(spec["module"])
     module.__file__ = spec["filename"]
+    given = notebook_names() if spec["kind"] != "py" else {}
+    vars(module).update(given)
     sys.modules[spec["module"]] = module
     problems = []
     skip = set(spec["skip"])
@@ -68,9 +70,19 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     exit_if_forked_copy(me)
     sys.stdout.flush()
     functions = sorted(name for name, value in vars(module).items()
-                       if callable(value) and not name.startswith("__"))[:500]
+                       if callable(value) and not name.startswith("__") and given.get(name) is not value)[:500]
     wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50]})
     return module.__dict__
+
+
+def notebook_names() -> dict:
+    """What Jupyter gives every notebook without an import: `display`, here printing each object as
+    IPython shows a plain one. Without it, a cell that shows a value before it defines a function
+    would stop at the display and the function would be missing, which Jupyter never did."""
+    def display(*objects, **options):
+        for shown in objects:
+            print(repr(shown))
+    return {"display": display}
 
 
 def exit_if_forked_copy(me: int) -> None:
