@@ -103,6 +103,41 @@ def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
     assert "'shown first'" in result.printed
 
 
+def _functions_of(code: str) -> dict[str, str]:
+    """The top-level defs of `code`, by name, each with its text."""
+    parts = code.split("\n\n\ndef ")
+    return {part.split("(", 1)[0]: "def " + part for part in parts[1:]}
+
+
+def test_a_function_written_but_never_defined_is_found_where_it_stopped(grade, tmp_path):
+    imports, _ = PLAIN.read_text().split("\n\n\ndef score", 1)
+    defs = _functions_of(PLAIN.read_text())
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(imports + "\n\n" + "\n\n".join(
+        defs[name] for name in ("score", "additive_score", "causal_mask", "padding_mask", "apply_mask"))),
+        # a library the grader does not have, imported above the definition in the same cell
+        nbformat.v4.new_code_cell("import seaborn_is_not_here as sns\n\n" + defs["softmax"]),
+        # a syntax error below the definition: nothing in the cell runs
+        nbformat.v4.new_code_cell(defs["context"] + "\nbroken = (\n"),
+        # defined inside another block
+        nbformat.v4.new_code_cell("if False:\n    " + defs["attention"].replace("\n", "\n    ")),
+        # under a name close to the stub's
+        nbformat.v4.new_code_cell(defs["attention_torch"].replace("def attention_torch", "def attention_torh")),
+    ])
+    path = tmp_path / "stopped.ipynb"
+    nbformat.write(notebook, path)
+    result = grade(path)
+    messages = {t.function: t.message for t in result.tests if t.status != "passed"}
+    assert set(messages) == {"softmax", "context", "attention", "attention_torch"}
+    assert messages["softmax"].startswith("softmax() is in cell 2 at line 3, but that cell raised "
+                                          "ModuleNotFoundError at line 1: No module named 'seaborn_is_not_here' "
+                                          "before reaching it (the grader has no such module")
+    assert messages["context"].startswith("context() is in cell 3 at line 1, but that cell has a syntax error")
+    assert messages["attention"].startswith("attention() is defined only inside another block (cell 4, line 2)")
+    assert messages["attention_torch"] == ("your file does not define attention_torch(), only attention_torh(); "
+                                           "keep the function names of the stub")
+    assert all("Restart & Run All" in messages[f] for f in ("softmax", "context"))
+
+
 @pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_json_lines_follow_the_gradescope_shape(tmp_path):
     buggy = compose(tmp_path, "bob", SUBMISSIONS / "buggy" / "causal_hides_diagonal.py")

@@ -96,9 +96,11 @@ class Grader:
             spec = submission.worker_spec(assignment.module)
             with self._session(spec) as session:
                 load = session.open()
-                problem = load.failure or loading.not_loaded(submission, load, self._graded_functions())
+                graded = self._graded_functions()
+                problem = load.failure or loading.not_loaded(submission, load, graded)
                 notes += loading.load_notes(load, loaded=not problem)
-                judged = [] if problem else self.judge_checks(session, load, seed)
+                judged = [] if problem else self.judge_checks(
+                    session, load, seed, undefined=loading.undefined_messages(submission, load, graded))
             output, killed = session.output.text(), session.killed_processes
             notes += session.notes
             again = confirm.to_run_again(judged)
@@ -167,11 +169,15 @@ class Grader:
         judged = self.judge_checks(session, load, seed, entries)
         return self.explain(judged, seed) if explain else [j.result for j in judged]
 
-    def judge_checks(self, session, load: LoadReport, seed: int, entries=None) -> list[Judged]:
-        """Send every check's planned calls to `session`, then judge each check from its replies."""
+    def judge_checks(self, session, load: LoadReport, seed: int, entries=None,
+                     undefined: dict[str, str] | None = None) -> list[Judged]:
+        """Send every check's planned calls to `session`, then judge each check from its replies.
+
+        undefined: the message for each function the file does not define (loading.undefined_messages);
+        without it, the stub's plain one."""
         entries = list(self.suite.checks if entries is None else entries)
         sent = self._send_all(session, load, seed, entries)
-        return [self._judge(entry, load, seed, sent.get(entry.name)) for entry in entries]
+        return [self._judge(entry, load, seed, sent.get(entry.name), undefined or {}) for entry in entries]
 
     def _send_all(self, session, load: LoadReport, seed: int, entries) -> dict:
         """check name -> (its Plan, what its calls brought back), or the message of a check not run.
@@ -246,15 +252,16 @@ class Grader:
             self._class_plans[entry.name] = planned
         return planned
 
-    def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[Plan, Sent] | str | None) -> Judged:
+    def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[Plan, Sent] | str | None,
+               undefined: dict[str, str] | None = None) -> Judged:
         """One check's verdict from the replies its planned calls brought back.
 
         Replies that are, bit for bit, the reference's answers pass as the check passed on those
         (plan.Plan.answered_alike): running it again would repeat the planning run exactly."""
         missing = _missing(entry, load)
         if missing:
-            return Judged(entry, self._result(entry, FAILED, f"your file does not define {missing}(); keep the "
-                                                             "function names of the stub"))
+            message = (undefined or {}).get(missing) or loading.not_defined(missing)
+            return Judged(entry, self._result(entry, FAILED, message))
         if isinstance(sent, str):
             return Judged(entry, self._result(entry, TIMEOUT, sent))
         planned, replies = sent

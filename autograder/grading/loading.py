@@ -16,12 +16,17 @@ cell is what the student needs to read first.
 """
 from __future__ import annotations
 
+import ast
+import difflib
+import re
+
 from autograder.grading.results import NOT_LOADED
 from autograder.grading.submission import Submission
 from autograder.sandbox.session import LoadReport
 from autograder.text import safe
 
 NOT_RUN = "not run: the file did not load (see the top of this feedback)"
+RESTART = "run the notebook from the top (Kernel → Restart & Run All) and hand it in again"
 
 
 def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> str:
@@ -84,3 +89,88 @@ def _what_it_did(unit: str, raised) -> str:
         return "called sys.exit()"
     # A statement's own line is its label; a line deeper in (a function it called, a cell's line) is shown.
     return f"raised {raised.describe(line=f'line {raised.line}' != unit)}"
+
+
+def undefined_messages(submission: Submission, load: LoadReport, graded: set[str]) -> dict[str, str]:
+    """For each graded function the loaded file does not define, the message its checks fail with.
+
+    The student's own question is "but I wrote it": so the message says where the file's definition
+    is when it has one that did not run (a cell that stopped before it, a def inside another block),
+    or the close name the file used instead. The file's sources are the grader's own copy; which
+    cells raised is the worker's word, used here only for words.
+    """
+    return {function: _undefined(function, submission, load, graded) for function in sorted(graded - load.functions)}
+
+
+def _undefined(function: str, submission: Submission, load: LoadReport, graded: set[str]) -> str:
+    units = [("your file", submission.source)] if submission.kind == "py" else [
+        (cell.label, cell.source) for cell in submission.cells]
+    found = [(where, *_definition(source, function)) for where, source in units]
+    for where, line, top_level in found:
+        why = _why_not_run(where, line, load) if line is not None and top_level else ""
+        if why:
+            return f"{function}() is in {where} at line {line}, but {why}"
+    for where, line, top_level in found:
+        if line is not None and not top_level:
+            return (f"{function}() is defined only inside another block ({where}, line {line}), so it cannot be "
+                    f"called as {function}(); write its def at the start of a line, outside any if, class or function")
+    # Another graded function is never a misspelling (attention_torch is not attention).
+    close = difflib.get_close_matches(function, sorted(load.functions - graded), n=1, cutoff=0.75)
+    return not_defined(function, f", only {close[0]}()" if close else "")
+
+
+def not_defined(function: str, instead: str = "") -> str:
+    """The message of a check whose function the file does not define (instead: what it defines in its place)."""
+    return f"your file does not define {function}(){instead}; keep the function names of the stub"
+
+
+def _definition(source: str, function: str) -> tuple[int | None, bool]:
+    """Where `source` defines `function`: its line and whether at the top level; (None, False) if nowhere."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _definition_by_text(source, function)
+    for node in tree.body:
+        if _defines(node, function):
+            return node.lineno, True
+    nested = next((node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and node.name == function), None)
+    return (nested.lineno, False) if nested else (None, False)
+
+
+def _defines(node: ast.stmt, function: str) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == function
+    if isinstance(node, ast.Assign):
+        return any(isinstance(target, ast.Name) and target.id == function for target in node.targets)
+    if isinstance(node, ast.ImportFrom):
+        return any((alias.asname or alias.name) == function for alias in node.names)
+    return False
+
+
+def _definition_by_text(source: str, function: str) -> tuple[int | None, bool]:
+    """A def of `function` in source that does not parse: the syntax error may be anywhere in it."""
+    pattern = re.compile(rf"^(\s*)(?:async\s+)?def\s+{re.escape(function)}\s*\(")
+    for number, text in enumerate(source.splitlines(), 1):
+        match = pattern.match(text)
+        if match:
+            return number, not match.group(1)
+    return None, False
+
+
+def _why_not_run(where: str, line: int, load: LoadReport) -> str:
+    """Why the definition at `line` of the unit `where` never ran, with what to do; "" if the load says nothing."""
+    for unit, raised in load.problems:
+        if unit != where:
+            continue
+        if raised.type == "SyntaxError":
+            return f"that cell has a syntax error ({raised.describe()}), so nothing in it ran. Fix it, then {RESTART}"
+        if raised.line is None or raised.line < line:
+            module = (" (the grader has no such module: import only what the assignment uses)"
+                      if raised.type == "ModuleNotFoundError" else "")
+            return (f"that cell {_what_it_did(unit, raised)} before reaching it{module}. Fix that line or give the "
+                    f"function a cell of its own, then {RESTART}")
+    for unit, reason in load.stopped:
+        if unit == where:
+            return f"that cell {reason} while loading and was skipped. Fix it, then {RESTART}"
+    return ""
