@@ -16,7 +16,6 @@ cell is what the student needs to read first.
 """
 from __future__ import annotations
 
-import ast
 import difflib
 import re
 
@@ -125,37 +124,17 @@ def not_defined(function: str, instead: str = "") -> str:
 
 
 def _definition(source: str, function: str) -> tuple[int | None, bool]:
-    """Where `source` defines `function`: its line and whether at the top level; (None, False) if nowhere."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _definition_by_text(source, function)
-    for node in tree.body:
-        if _defines(node, function):
-            return node.lineno, True
-    nested = next((node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   and node.name == function), None)
-    return (nested.lineno, False) if nested else (None, False)
+    """Where `source` defines `function`: its line and whether at the top level; (None, False) if nowhere.
 
-
-def _defines(node: ast.stmt, function: str) -> bool:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name == function
-    if isinstance(node, ast.Assign):
-        return any(isinstance(target, ast.Name) and target.id == function for target in node.targets)
-    if isinstance(node, ast.ImportFrom):
-        return any((alias.asname or alias.name) == function for alias in node.names)
-    return False
-
-
-def _definition_by_text(source: str, function: str) -> tuple[int | None, bool]:
-    """A def of `function` in source that does not parse: the syntax error may be anywhere in it."""
-    pattern = re.compile(rf"^(\s*)(?:async\s+)?def\s+{re.escape(function)}\s*\(")
-    for number, text in enumerate(source.splitlines(), 1):
-        match = pattern.match(text)
-        if match:
-            return number, not match.group(1)
-    return None, False
+    Read as text, not parsed: the source is the student's, and parsing it here, in the grader, could
+    take seconds a megabyte; a cell with a syntax error anywhere is read the same way.
+    """
+    name = re.escape(function)
+    top = re.search(rf"^(?:(?:async[ \t]+)?def[ \t]+{name}[ \t]*\(|{name}[ \t]*=[^=])", source, re.MULTILINE)
+    found = top or re.search(rf"^[ \t]+(?:async[ \t]+)?def[ \t]+{name}[ \t]*\(", source, re.MULTILINE)
+    if found is None:
+        return None, False
+    return source.count("\n", 0, found.start()) + 1, top is not None
 
 
 def _why_not_run(where: str, line: int, load: LoadReport) -> str:
