@@ -15,6 +15,11 @@ import re
 import nbformat
 import pytest
 
+from autograder.authoring.protocol import Call
+from autograder.grading.submission import read_submission
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.session import Session
+
 from conftest import PLAIN, SUBMISSIONS, compose, run_cli
 
 pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
@@ -131,3 +136,18 @@ def test_grade_says_what_it_does_before_the_first_result(graded):
     where = [next(i for i, line in enumerate(lines) if line.startswith(step)) for step in steps]
     assert where == sorted(where) and where[0] == 0, lines[:8]
 
+
+
+def test_two_hanging_cells_are_skipped_and_the_rest_still_loads_and_runs(sandbox, suite, tmp_path):
+    """Each hanging cell spoils a load, and the budget holds one load and the calls: the spoiled loads are
+    given back, so a notebook with two endless demo cells still loads its functions and they still run."""
+    path = tmp_path / "two_hangs.ipynb"
+    _notebook(path, "def double(x):\n    return 2 * x", "while True:\n    pass", "import time\ntime.sleep(60)")
+    limits = Limits(load_seconds=0.5, call_seconds=0.5)
+    spec = read_submission(path).worker_spec(suite.assignment.module)
+    with Session(sandbox, spec, limits, budget=0.8) as session:  # under two loads' worth
+        report = session.open()
+        assert not report.failure, report.failure
+        assert [unit for unit, _ in report.stopped] == ["cell 2", "cell 3"]
+        assert "double" in report.functions
+        assert session.call(Call("double", (3,))).value == 6

@@ -174,6 +174,7 @@ class Session:
 
     def _start_child(self) -> LoadReport:
         for _ in range(MAX_LOAD_ATTEMPTS):
+            attempt_started = time.monotonic()
             try:
                 sock, out, self._pid = self.sandbox.spawn(self._child_limits())
             except (OSError, SandboxError) as error:
@@ -198,6 +199,9 @@ class Session:
                     return LoadReport(frozenset(), failure=f"the worker stopped before running any code ({cause})")
                 reason = f"did not finish within {seconds:g} s and was stopped" if timed_out else stop.says
                 self._skip[unit[0]] = (unit[1], reason)
+                # The budget holds one load and every call: each load a skipped unit spoiled is given back, or
+                # a notebook's second hanging demo cell would leave no time to load the rest or call anything.
+                self.deadline += time.monotonic() - attempt_started
                 if self.spec["kind"] == "py":
                     # A module stops at its first failing statement, as `import` would: nothing to retry.
                     return LoadReport(frozenset(), stopped=self._stopped())
