@@ -113,7 +113,7 @@ def _undefined(function: str, submission: Submission, load: LoadReport, graded: 
         if line is not None and not top_level:
             return (f"{function}() is defined only inside another block ({where}, line {line}), so it cannot be "
                     f"called as {function}(); write its def at the start of a line, outside any if, class or function")
-    # Another graded function is never a misspelling (attention_torch is not attention).
+    # Another graded function is never a misspelling (a `forward_torch` is not a missing `forward`).
     close = difflib.get_close_matches(function, sorted(load.functions - graded), n=1, cutoff=0.75)
     return not_defined(function, f", only {close[0]}()" if close else "")
 
