@@ -103,6 +103,21 @@ def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
     assert "'shown first'" in result.printed
 
 
+def test_a_notebook_of_nbformat_3_is_graded(grade, tmp_path):
+    """IPython 2's format: cells in worksheets, a code cell's text under "input"."""
+    from nbformat.v3 import new_code_cell, new_notebook, new_text_cell, new_worksheet
+    from nbformat.v3.nbjson import writes
+    imports, rest = PLAIN.read_text().split("\n\n\ndef score", 1)
+    notebook = new_notebook(worksheets=[new_worksheet(cells=[
+        new_text_cell("markdown", source="# Week 7"), new_code_cell(input=imports),
+        new_code_cell(input="def score" + rest)])])
+    path = tmp_path / "old_format.ipynb"
+    path.write_text(writes(notebook))
+    assert '"worksheets"' in path.read_text() and '"input"' in path.read_text()
+    result = grade(path)
+    assert (result.score, result.problem, result.notes) == (100, "", ())
+
+
 def _functions_of(code: str) -> dict[str, str]:
     """The top-level defs of `code`, by name, each with its text."""
     parts = code.split("\n\n\ndef ")

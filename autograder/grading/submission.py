@@ -115,6 +115,7 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
     except (RecursionError, MemoryError, ValueError):
         return (), (f"{name} is not a valid notebook: its JSON is nested too deeply or too large to be one. "
                     "Open your notebook in Jupyter, save it again and resubmit"), ""
+    raw = _as_version_4(raw)
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         return (), (f"{name} is JSON but not a Jupyter notebook (it has no list of cells); submit the .ipynb you "
                     "worked in"), ""
@@ -149,6 +150,17 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
         return (), f"{name} has no code cells with code in them; write your functions in code cells and resubmit", \
             "; ".join(notes)
     return tuple(cells), "", "; ".join(notes)
+
+
+def _as_version_4(raw):
+    """A notebook of nbformat 3 (IPython 1 and 2) in version 4's layout, as far as grading reads it: its
+    worksheets' cells in one list, a code cell's text under "source" (version 3 called it "input")."""
+    if not isinstance(raw, dict) or raw.get("nbformat") != 3 or not isinstance(raw.get("worksheets"), list):
+        return raw
+    cells = [cell for sheet in raw["worksheets"] if isinstance(sheet, dict) and isinstance(sheet.get("cells"), list)
+             for cell in sheet["cells"] if isinstance(cell, dict)]
+    return dict(raw, cells=[dict(cell, source=cell.get("input", "")) if cell.get("cell_type") == "code" else cell
+                            for cell in cells])
 
 
 def _json_problem(message: str) -> str:
