@@ -118,6 +118,22 @@ def test_a_notebook_of_nbformat_3_is_graded(grade, tmp_path):
     assert (result.score, result.problem, result.notes) == (100, "", ())
 
 
+def test_files_are_read_as_python_and_jupyter_read_them(grade, tmp_path):
+    """A Windows editor's byte-order mark and line ends, and a coding line (PEP 263): `python file.py`
+    runs each, so each loads; the latin-1 file's own top-level assert checks its text was decoded as such."""
+    code = PLAIN.read_text()
+    bom = tmp_path / "windows.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + code.replace("\n", "\r\n").encode())
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\n" + code.encode() + b'\nassert "caf\xe9" == "caf\\u00e9"\n')
+    notebook = tmp_path / "notepad.ipynb"
+    notebook.write_bytes(b"\xef\xbb\xbf" + nbformat.writes(nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(code)])).encode())
+    for path in (bom, latin, notebook):
+        result = grade(path)
+        assert (result.score, result.problem) == (100, ""), path.name
+
+
 def _functions_of(code: str) -> dict[str, str]:
     """The top-level defs of `code`, by name, each with its text."""
     parts = code.split("\n\n\ndef ")

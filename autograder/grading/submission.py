@@ -7,9 +7,11 @@ becomes a Submission with a `problem` that the student's feedback shows.
 """
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
+import tokenize
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,11 +85,22 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
     problem = _basic_problem(data, size, shown)
     if problem:
         return Submission(student, path, kind, digest, problem=problem)
-    text = data.decode("utf-8", errors="replace")
     if kind == "py":
-        return Submission(student, path, kind, digest, source=text)
-    cells, problem, note = _notebook_cells(text, shown)
+        return Submission(student, path, kind, digest, source=_module_text(data))
+    # JSON is UTF-8; a byte-order mark (Notepad's) is dropped as Jupyter's own reader would not choke on it.
+    cells, problem, note = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"), shown)
     return Submission(student, path, kind, digest, cells=cells, problem=problem, note=note)
+
+
+def _module_text(data: bytes) -> str:
+    """A .py file's text as Python reads a module: a byte-order mark or a coding line (PEP 263) names its
+    encoding, UTF-8 otherwise. Decoded as plain UTF-8, a Windows editor's mark became a syntax error
+    at line 1 that `python file.py` never shows."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding, errors="replace")
+    except (SyntaxError, LookupError):  # a coding line naming no codec: the worker's compile says so
+        return data.decode("utf-8", errors="replace")
 
 
 def _basic_problem(data: bytes, size: int, name: str) -> str:
