@@ -6,6 +6,10 @@ import json
 import nbformat
 import pytest
 
+from autograder.grading.loading import undefined_messages
+from autograder.grading.submission import read_submission
+from autograder.sandbox.session import LoadReport
+
 from conftest import PARTS_OF_ATTENTION, PLAIN, REFERENCE, STUB, SUBMISSIONS, compose, manifest, run_cli
 
 BUGGY = manifest("buggy")
@@ -167,6 +171,18 @@ def test_a_function_written_but_never_defined_is_found_where_it_stopped(grade, t
     assert messages["attention_torch"] == ("your file does not define attention_torch(), only attention_torh(); "
                                            "keep the function names of the stub")
     assert all("Restart & Run All" in messages[f] for f in ("softmax", "context"))
+
+
+def test_a_function_in_a_cell_that_hung_is_found_there(tmp_path):
+    """The session's report of a cell stopped while loading (what Session.open returns after skipping it)."""
+    path = tmp_path / "hung.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import numpy as np"),
+                                                   nbformat.v4.new_code_cell("def softmax(S):\n    return S\n\n"
+                                                                             "while True:\n    pass")]), path)
+    load = LoadReport(frozenset(), stopped=(("cell 2", "did not finish within 10 s and was stopped"),))
+    message = undefined_messages(read_submission(path), load, {"softmax"})["softmax"]
+    assert message.startswith("softmax() is in cell 2 at line 1, but that cell did not finish within 10 s and was "
+                              "stopped while loading, so the whole cell was skipped")
 
 
 @pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it

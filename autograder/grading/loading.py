@@ -151,5 +151,6 @@ def _why_not_run(where: str, line: int, load: LoadReport) -> str:
                     f"function a cell of its own, then {RESTART}")
     for unit, reason in load.stopped:
         if unit == where:
-            return f"that cell {reason} while loading and was skipped. Fix it, then {RESTART}"
+            return (f"that cell {reason} while loading, so the whole cell was skipped. Give the function a cell "
+                    f"of its own, away from the slow code, then {RESTART}")
     return ""
