@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder.authoring.checks import CheckFailed, Tolerance, Trial, check_rng
+from autograder.authoring.checks import CheckFailed, StudentError, Tolerance, Trial, check_rng, raise_for
 from autograder.authoring.compare import expect_close
+from autograder.authoring.protocol import Raised, Reply
 from autograder.grading.attempt import attempt
 from autograder.grading.submission import read_submission
 from autograder.sandbox.session import Session
 
-from conftest import SUBMISSIONS, compose, manifest
+from conftest import PLAIN, SUBMISSIONS, compose, manifest
 
 RAISING = manifest("raising")
 FLOAT64 = Tolerance(rtol=1e-6, atol=1e-9)
@@ -116,3 +117,18 @@ def test_an_error_path_check_makes_the_same_calls_whatever_the_answers(sandbox, 
     calls = [calls for calls, _ in sequences]
     assert calls[0] == calls[1] == calls[2] and len(calls[0]) == 2
     assert np.isfinite(calls[0][0][1][1]).any() and not np.isfinite(calls[0][1][1][1]).any()  # valid one first
+
+
+def test_a_call_that_does_not_fit_the_parameters_says_to_keep_the_stubs(grade, tmp_path):
+    """A renamed parameter: the checks that pass it by name fail with the hint; a TypeError from deeper
+    inside a function is the function's own and gets none."""
+    renamed = tmp_path / "renamed.py"
+    renamed.write_text(PLAIN.read_text().replace("def score(Q, K, scale=None):",
+                                                 "def score(Q, K, s=None):\n    scale = s"))
+    result = grade(renamed)
+    failed = {t.name: t.message for t in result.tests if t.status != "passed"}
+    assert failed and all(name.startswith("score.") for name in failed)
+    assert all(message.endswith("keep the stub's parameters, their names and order") for message in failed.values())
+    with pytest.raises(StudentError) as raised:
+        raise_for("score", Reply(raised=Raised("TypeError", "helper() missing 1 required positional argument: 'x'")))
+    assert "stub" not in str(raised.value)
