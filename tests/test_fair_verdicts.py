@@ -130,5 +130,6 @@ def test_a_call_that_does_not_fit_the_parameters_says_to_keep_the_stubs(grade, t
     assert failed and all(name.startswith("score.") for name in failed)
     assert all(message.endswith("keep the stub's parameters, their names and order") for message in failed.values())
     with pytest.raises(StudentError) as raised:
-        raise_for("score", Reply(raised=Raised("TypeError", "helper() missing 1 required positional argument: 'x'")))
+        raise_for("score", Reply(raised=Raised("TypeError", "helper() missing 1 required positional argument: 'x'",
+                                               line=12)))
     assert "stub" not in str(raised.value)
