@@ -137,7 +137,6 @@ def test_grade_says_what_it_does_before_the_first_result(graded):
     assert where == sorted(where) and where[0] == 0, lines[:8]
 
 
-
 def test_two_hanging_cells_are_skipped_and_the_rest_still_loads_and_runs(sandbox, suite, tmp_path):
     """Each hanging cell spoils a load, and the budget holds one load and the calls: the spoiled loads are
     given back, so a notebook with two endless demo cells still loads its functions and they still run."""
