@@ -233,9 +233,9 @@ def raise_for(function: str, reply: Reply):
 
 
 def _signature_hint(raised) -> str:
-    """What to do when the call itself did not fit the function's parameters: a TypeError raised before
-    any line of the student's file ran (one from deeper in the function has that line)."""
-    if raised.type != "TypeError" or raised.line is not None:
+    """What to do when the call itself did not fit the function's parameters (`Raised.unfit`); a TypeError
+    from inside the function, or from a wrapper such as a cache refusing an array, gets nothing."""
+    if not raised.unfit:
         return ""
     return "; the checks call it as the stub defines it, so keep the stub's parameters, their names and order"
 

@@ -66,11 +66,16 @@ class Call:
 
 @dataclass(frozen=True)
 class Raised:
-    """An exception raised by student code: its type, message and line."""
+    """An exception raised by student code: its type, message and line.
+
+    unfit: the call's arguments did not bind to the function's own parameters (a renamed or missing one),
+    so it raised before running. The worker's word, used only to say what to do.
+    """
 
     type: str
     message: str
     line: int | None = None
+    unfit: bool = False
 
     def describe(self, line: bool = True) -> str:
         where = f" at line {self.line}" if self.line and line else ""

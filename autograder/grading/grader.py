@@ -177,7 +177,7 @@ class Grader:
         without it, the stub's plain one."""
         entries = list(self.suite.checks if entries is None else entries)
         sent = self._send_all(session, load, seed, entries)
-        return [self._judge(entry, load, seed, sent.get(entry.name), undefined or {}) for entry in entries]
+        return [self._judge(entry, load, seed, sent.get(entry.name), undefined) for entry in entries]
 
     def _send_all(self, session, load: LoadReport, seed: int, entries) -> dict:
         """check name -> (its Plan, what its calls brought back), or the message of a check not run.

@@ -152,7 +152,7 @@ def _raised(tree) -> Raised:
         return Raised("Exception", "(no details)")
     line = tree.get("line")
     return Raised(safe(tree.get("type"), 80), safe(tree.get("message", ""), wire.MAX_TEXT),
-                  line if type(line) is int else None)
+                  line if type(line) is int else None, tree.get("unfit") is True)
 
 
 def size_text(n: int) -> str:

@@ -323,6 +323,18 @@ def _mapping(mappings: list, number) -> memoryview | None:
     return mappings[number] if type(number) is int and 0 <= number < len(mappings) else None
 
 
+def _fits(function, args: list, kwargs: dict) -> bool:
+    """Whether the arguments bind to `function`'s parameters; True where its signature cannot be read."""
+    import inspect  # only after a TypeError: most sessions never need it
+    try:
+        inspect.signature(function).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    except Exception:  # noqa: BLE001 - no signature to read (a builtin), or one the student's code broke
+        return True
+    return True
+
+
 def _call(request: dict, buffers: list, namespace: dict):
     """Run one call on arrays decoded from `buffers`, in place: the caller reads them back afterwards."""
     args = [values.decode(tree, buffers) for tree in request["args"]]
@@ -332,10 +344,13 @@ def _call(request: dict, buffers: list, namespace: dict):
         kwargs = {name: _to_tensor(a, False) for name, a in kwargs.items()}
     reply = {"event": "reply", "id": request["id"]}
     out = []
+    function = namespace[request["function"]]
     try:
-        result = namespace[request["function"]](*args, **kwargs)
+        result = function(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - report every failure, including SystemExit
         reply["raised"] = loader.describe(error, namespace.get("__file__"))
+        if isinstance(error, TypeError) and not _fits(function, args, kwargs):
+            reply["raised"]["unfit"] = True
         return reply, out
     try:
         reply["value"] = values.encode(result, out)
