@@ -4,11 +4,14 @@ The reference's timings come from the user's cache folder for a fresh store,
 and only when that entry is this suite version's, this machine's, whole and
 private, and go there only when measured on a quiet machine; the sandbox
 launched while the suite loads is the one its grading process grades with,
-and it ends with that process however that ends.
+and it ends with that process however that ends. What the command loads for
+good (PyTorch, the suite) is loaded without garbage collections and left out
+of later ones (grading.collector); a student's process still collects.
 """
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import shutil
@@ -21,8 +24,8 @@ import time
 import pytest
 
 from autograder.authoring.protocol import Call
-from autograder.grading import calibration, suite_cache
-from autograder.grading.boundary import GradingProcess
+from autograder.grading import calibration, collector, suite_cache
+from autograder.grading.boundary import GradingProcess, grade_submission
 from autograder.grading.course import load_course
 from autograder.grading.grader import Grader
 from autograder.grading.station import Setup, launch_sandbox, protections_for, refuse_secrets, warm_grader
@@ -34,7 +37,7 @@ from autograder.sandbox.protections import probe
 from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, ROOT, run_cli
 
 MARKED = (0.125, 3)  # what no measurement of the tiny reference gives: proof an entry was read back
 
@@ -296,3 +299,49 @@ def test_the_sandboxs_own_start_is_not_the_first_submissions_time(suite, tmp_pat
             assert session.call(Call("score", (1, 2))).value == 7
     finally:
         cold.close()
+
+
+# Loads the course's suite (PyTorch with it) in a fresh interpreter; prints what the collector did meanwhile.
+LOADING = """
+import gc, json, sys
+from autograder.grading.course import load_course
+from autograder.grading.suite import load_suite
+course = load_course(sys.argv[1])
+collected = []
+gc.callbacks.append(lambda phase, info: phase == "stop" and collected.append(info["generation"]))
+load_suite(course, "w07_attention")
+gc.callbacks.clear()
+print(json.dumps({"collected": collected, "enabled": gc.isenabled(), "frozen": gc.get_freeze_count(),
+                  "tracked": len(gc.get_objects()), "torch": "torch" in sys.modules}))
+"""
+
+
+def test_the_suite_and_its_libraries_load_without_collections_and_are_left_out_of_later_ones():
+    """Issue 24: a full collection walks PyTorch's objects (0.2 s a time) and frees nothing; the command
+    loading the suite ran three."""
+    shown = json.loads(subprocess.run([sys.executable, "-c", LOADING, str(ROOT / "course.yaml")],
+                                      capture_output=True, text=True, timeout=120, check=True).stdout)
+    assert (shown["collected"], shown["enabled"], shown["torch"]) == ([], True, True)
+    assert shown["frozen"] > 100_000 > shown["tracked"]  # PyTorch's objects are frozen; what comes after is not
+
+
+def _collector(grader) -> tuple:
+    """Runs in the grading process: how its garbage collector stands."""
+    return gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()[0]
+
+
+@pytest.mark.slow  # a grading process and a sandbox of their own: make test runs it
+def test_a_grading_process_collects_only_what_it_makes_and_a_students_process_still_collects(tiny, tmp_path):
+    course, suite = tiny
+    setup = Setup(course, suite, protections_for("auto"))
+    process = GradingProcess(setup)
+    try:
+        enabled, frozen, young = process.run(_collector)
+    finally:
+        process.end()
+    assert enabled and frozen > 0 and young == collector.YOUNG_OBJECTS
+    path = tmp_path / "tiny.py"  # a student's file that needs its process's collector on
+    path.write_text("import gc\n\nif not gc.isenabled():\n    raise RuntimeError('no garbage collection')\n\n\n"
+                    "def double(x):\n    return 2 * x\n")
+    result = grade_submission(setup, read_submission(path, "s1"))
+    assert (result.problem, result.score, result.max_score) == ("", 2, 2), result

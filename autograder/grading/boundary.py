@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from autograder.grading import collector
 from autograder.grading.grader import Grader
 from autograder.grading.grader_faults import internal_error_result, sandbox_fields
 from autograder.grading.probe import EnvironmentRefused
@@ -228,12 +229,14 @@ def _serve(setup: Setup, connection, sandbox: Sandbox | None) -> None:
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, signal.SIG_IGN)
     one_thread()
+    collector.for_grading()  # first: a collection must not walk (and so copy) what the command loaded
     try:
         # Before its first piece of work: an environment that cannot grade the reference grades no one.
         station = start_station(setup, sandbox)
     except SandboxError as error:
         connection.send(("refused" if isinstance(error, EnvironmentRefused) else "fatal", str(error)))
         return
+    collector.for_grading()  # and what the station built for good
     connection.send(("ready", None))
     with station as grader:
         while True:

@@ -24,6 +24,7 @@ from types import ModuleType
 
 from autograder.authoring.checks import Check
 from autograder.authoring.misconceptions import Catalogue
+from autograder.grading import collector
 from autograder.grading.course import Assignment, Course, CourseError
 from autograder.grading.manifest import MANIFEST_FILE, read_manifest
 
@@ -92,7 +93,15 @@ class Suite:
 
 
 def load_suite(course: Course, name: str) -> Suite:
-    """Load the public and hidden checks and the reference of assignment `name`."""
+    """Load the public and hidden checks and the reference of assignment `name`.
+
+    They, and the libraries they import (PyTorch), live as long as the command: the garbage collector skips
+    them from then on (grading.collector)."""
+    with collector.loading_for_good():
+        return _load_suite(course, name)
+
+
+def _load_suite(course: Course, name: str) -> Suite:
     assignment = course.assignment(name)
     public_path = assignment.source_dir / PUBLIC_FILE
     if not public_path.is_file():
