@@ -1,10 +1,5 @@
 # The two quick-start commands: `make demo` and `make test` (see README.md).
-# The interpreter .venv is built from: the system's Python where it is 3.11 or newer, else the first python3 on
-# PATH. Debian builds its Python with profile-guided and link-time optimisation, libpython inside the program;
-# pyenv's default build, first on PATH on the course machines, has neither and grades a class about 8 % slower
-# (README, Performance).
-PYTHON ?= $(shell /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
-                  && echo /usr/bin/python3 || echo python3)
+PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 JOBS ?= 2
