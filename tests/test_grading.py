@@ -107,6 +107,21 @@ def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
     assert "'shown first'" in result.printed
 
 
+def test_long_output_keeps_its_beginning_and_its_end(grade, course, tmp_path):
+    """What a process prints last (a traceback's error line) says why it failed: output beyond the limit
+    loses its middle, not its end, and what is kept stays within the limit."""
+    filler = "".join(f"filler line {n:05d} of what a training loop prints\n" for n in range(3000))
+    path = tmp_path / "talkative.py"
+    path.write_text(PLAIN.read_text() + "\n\nprint('FIRST LINE')\nprint(" + repr(filler) + ", end='')\n"
+                    "print('LAST LINE')\n")
+    result = grade(path)
+    assert result.score == 100
+    limit = course.assignment("w07_attention").limits.output_kib * 1024
+    assert result.printed.startswith("FIRST LINE") and result.printed.endswith("LAST LINE\n")
+    assert "more output not kept]" in result.printed and len(result.printed.encode()) < limit + 100
+    assert "filler line 02999" in result.printed and "filler line 01500" not in result.printed
+
+
 def test_a_notebook_of_nbformat_3_is_graded(grade, tmp_path):
     """IPython 2's format: cells in worksheets, a code cell's text under "input"."""
     from nbformat.v3 import new_code_cell, new_notebook, new_text_cell, new_worksheet

@@ -45,9 +45,14 @@ def _on_one_cpu():
 
 @contextmanager
 def _processes(*programs: str):
-    """Python processes running `programs`, all on the one processor, each past its interpreter's start."""
+    """Python processes running `programs`, all on the one processor, each past its interpreter's start.
+
+    Each in a session of its own, as a sandbox's child is: where the kernel groups a session's processes
+    (sched_autogroup), a session shares its weight over every processor it runs on, so spinners in pytest's
+    session, which runs other tests on the other processor, took less of this one than they should."""
     started = [subprocess.Popen([sys.executable, "-c", "print('ready', flush=True)\n" + program],
-                                stdout=subprocess.PIPE, preexec_fn=_on_one_cpu) for program in programs]
+                                stdout=subprocess.PIPE, preexec_fn=_on_one_cpu, start_new_session=True)
+               for program in programs]
     try:
         for process in started:
             assert process.stdout.readline() == b"ready\n"

@@ -162,26 +162,41 @@ def size_text(n: int) -> str:
     return f"{n} bytes"
 
 
+TAIL_SHARE = 4  # a quarter of what is kept is the end of the output: where a crash's traceback and error are
+
+
 @dataclass
 class CapturedOutput:
-    """The first `limit` bytes of what the student's code printed, and a count of the rest."""
+    """What the student's code printed, at most `limit` bytes of it: the beginning, and the end, and a count
+    of what lies between. The end is kept because a process that fails prints why last (a traceback's final
+    line); the first `limit` bytes alone would lose it behind any long output before."""
 
     limit: int
-    data: bytearray = field(default_factory=bytearray)
+    data: bytearray = field(default_factory=bytearray)  # the beginning
+    tail: bytearray = field(default_factory=bytearray)  # the latest bytes after the beginning
     total: int = 0
 
     def add(self, chunk: bytes) -> None:
-        room = self.limit - len(self.data)
+        self.total += len(chunk)
+        keep = self.limit // TAIL_SHARE
+        room = self.limit - keep - len(self.data)
         if room > 0:
             self.data += chunk[:room]
-        self.total += len(chunk)
+            chunk = chunk[room:]
+        if chunk and keep:
+            self.tail += chunk[-keep:]
+            del self.tail[:-keep]
 
     def text(self) -> str:
+        tail = bytes(self.tail)
+        cut = self.total - len(self.data) - len(tail)
+        if cut > 0 and b"\n" in tail:  # begin the end at a line's start
+            tail = tail[tail.index(b"\n") + 1:]
+            cut = self.total - len(self.data) - len(tail)
         text = safe(self.data.decode(errors="replace"))
-        cut = self.total - len(self.data)
         if cut > 0:
-            text += f"\n[... {size_text(cut)} more output not kept]"
-        return text
+            text += f"\n[... {size_text(cut)} more output not kept]\n"
+        return text + safe(tail.decode(errors="replace"))
 
 
 # How a signal that ended a worker child usually came about, in the student's words.
