@@ -172,16 +172,16 @@ class CapturedOutput:
     line); the first `limit` bytes alone would lose it behind any long output before."""
 
     limit: int
-    data: bytearray = field(default_factory=bytearray)  # the beginning
+    head: bytearray = field(default_factory=bytearray)  # the beginning
     tail: bytearray = field(default_factory=bytearray)  # the latest bytes after the beginning
     total: int = 0
 
     def add(self, chunk: bytes) -> None:
         self.total += len(chunk)
         keep = self.limit // TAIL_SHARE
-        room = self.limit - keep - len(self.data)
+        room = self.limit - keep - len(self.head)
         if room > 0:
-            self.data += chunk[:room]
+            self.head += chunk[:room]
             chunk = chunk[room:]
         if chunk and keep:
             self.tail += chunk[-keep:]
@@ -189,11 +189,11 @@ class CapturedOutput:
 
     def text(self) -> str:
         tail = bytes(self.tail)
-        cut = self.total - len(self.data) - len(tail)
+        cut = self.total - len(self.head) - len(tail)
         if cut > 0 and b"\n" in tail:  # begin the end at a line's start
             tail = tail[tail.index(b"\n") + 1:]
-            cut = self.total - len(self.data) - len(tail)
-        text = safe(self.data.decode(errors="replace"))
+            cut = self.total - len(self.head) - len(tail)
+        text = safe(self.head.decode(errors="replace"))
         if cut > 0:
             text += f"\n[... {size_text(cut)} more output not kept]\n"
         return text + safe(tail.decode(errors="replace"))
