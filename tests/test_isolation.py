@@ -22,7 +22,7 @@ import pytest
 from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
 from autograder.sandbox.protections import SandboxError, probe
-from autograder.sandbox.uids import lease_uid
+from autograder.sandbox.uids import SLOTS, lease_uid
 from autograder.sandbox.zygote import Sandbox
 
 from conftest import FIXTURES, PLAIN, SUBMISSIONS, bwrap_works, compose, run_cli
@@ -97,11 +97,14 @@ def test_two_graders_on_one_machine_never_share_a_worker_uid(suite, public_pytho
     if os.geteuid() != 0:
         pytest.skip("worker uids are only used when the grader runs as root")
     protections = probe("fallback", python=public_python)
-    with Sandbox(protections, ()) as first, Sandbox(protections, ()) as second:
+    # A slot far above the jobs' (0, 1, ...): the other test processes' sandboxes, leasing from slot 0 up at the
+    # same time, never reach it, so which uid is free here depends on these three sandboxes alone.
+    slot = SLOTS - 10
+    with Sandbox(protections, (), slot=slot) as first, Sandbox(protections, (), slot=slot) as second:
         assert first.uid != second.uid
         assert _real_uid(first.zygote_pid()) == first.uid and _real_uid(second.zygote_pid()) == second.uid
         taken = first.uid
-    with Sandbox(protections, ()) as third:  # a closed sandbox frees its uid
+    with Sandbox(protections, (), slot=slot) as third:  # a closed sandbox frees its uid
         assert third.uid == taken
 
 
