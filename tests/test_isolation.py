@@ -264,10 +264,15 @@ def test_the_fallback_refuses_to_run_where_workers_could_read_the_solutions(tmp_
     assert not (tmp_path / "g.db").exists()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="workers get their own uid only when the grader is root")
 def test_the_fallback_never_runs_student_code_as_root(tmp_path):
-    if os.geteuid() != 0 or probe("fallback").separate_user:
-        pytest.skip("needs a root grader whose own Python no other user can run")
-    done = run_cli("grade", "w07_attention", PLAIN, "--sandbox", "fallback", "--db", tmp_path / "g.db")
+    # The workers' Python behind a folder only root may enter, as pyenv's under /root: no worker uid can run it.
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "python").symlink_to(sys.executable)
+    env = {"AUTOGRADER_WORKER_PYTHON": str(private / "python")}
+    assert not probe("fallback", python=env["AUTOGRADER_WORKER_PYTHON"]).separate_user
+    done = run_cli("grade", "w07_attention", PLAIN, "--sandbox", "fallback", "--db", tmp_path / "g.db", env=env)
     assert done.returncode == 2, done.stdout
     assert "would run student code as root" in done.stderr and "AUTOGRADER_WORKER_PYTHON" in done.stderr
 
