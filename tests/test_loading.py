@@ -79,6 +79,17 @@ def test_the_terminal_table_flags_each_and_explains_the_flag(graded):
         assert f"{student}: 0/100 (not loaded: {reason}" in done.stderr, student
 
 
+def test_a_module_the_grader_lacks_is_named_as_such_not_as_a_bug_to_reproduce(graded):
+    # `python importer.py` on the student's own machine, which has the module, would show no error.
+    done, _ = graded
+    line = next(line for line in done.stderr.splitlines() if line.startswith("[") and "importer: 0/100" in line)
+    assert "No module named 'no_such_module' (the grader has no such module" in line
+    assert "Remove that import, or move it into the function that needs it" in line
+    assert "Run `python importer.py`" not in line
+    frank = next(line for line in done.stderr.splitlines() if line.startswith("[") and "frank: 0/100" in line)
+    assert "Run `python frank.py` to see the error" in frank and "no such module" not in frank
+
+
 def test_grades_csv_has_the_flag_and_the_reason_first(graded):
     _, out = graded
     rows = {row["student"]: row for row in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}

@@ -26,6 +26,7 @@ from autograder.text import safe
 
 NOT_RUN = "not run: the file did not load (see the top of this feedback)"
 RESTART = "run the notebook from the top (Kernel → Restart & Run All) and hand it in again"
+NO_SUCH_MODULE = " (the grader has no such module: import only what the assignment uses)"
 
 
 def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> str:
@@ -39,8 +40,12 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
     name = safe(submission.path.name, 100)
     if submission.kind == "py":
         ran = "nothing in it ran" if unparsed else "Python stops a file at its first error"
-        return (f"{NOT_LOADED}: {name}, {first}; {ran}, so no function could be graded. Run `python {name}` to "
-                "see the error, fix it and hand the file in again (top-level code should only import and define)")
+        # The student's own `python file.py` shows no error for a module their machine has and the grader lacks.
+        todo = ("Remove that import, or move it into the function that needs it so that the others can be "
+                "graded, and hand the file in again" if _missing_module(load) else
+                f"Run `python {name}` to see the error, fix it and hand the file in again (top-level code should "
+                "only import and define)")
+        return f"{NOT_LOADED}: {name}, {first}; {ran}, so no function could be graded. {todo}"
     if graded & load.functions:
         return ""
     return (f"{NOT_LOADED}: {name}, {first}, and no cell defined any of the graded functions "
@@ -52,7 +57,7 @@ def load_notes(load: LoadReport, loaded: bool) -> list[str]:
     """The notes a loaded notebook's feedback shows about its cells (a .py that loaded has none to show)."""
     if not loaded:
         return []  # the reason is the result's problem, shown first
-    notes = [f"{unit} {_what_it_did(unit, raised)}; the rest of the notebook still ran"
+    notes = [f"{unit} {_what_it_did(unit, raised)}{_module_hint(raised)}; the rest of the notebook still ran"
              for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
               for unit, reason in load.stopped]
@@ -80,7 +85,16 @@ def _first_failure(load: LoadReport) -> tuple[str, bool]:
     if where == "the file":  # the worker's label for a .py file that does not parse
         line = f"line {raised.line}" if raised.line else "the file"
         return f"{line}: {raised.describe(line=False)}", True
-    return f"{where} {_what_it_did(where, raised)} while loading", False
+    return f"{where} {_what_it_did(where, raised)}{_module_hint(raised)} while loading", False
+
+
+def _missing_module(load: LoadReport) -> bool:
+    """Whether the load's first failure is an import of a module the grader does not have."""
+    return not load.stopped and bool(load.problems) and load.problems[0][1].type == "ModuleNotFoundError"
+
+
+def _module_hint(raised) -> str:
+    return NO_SUCH_MODULE if raised.type == "ModuleNotFoundError" else ""
 
 
 def _what_it_did(unit: str, raised) -> str:
@@ -145,10 +159,8 @@ def _why_not_run(where: str, line: int, load: LoadReport) -> str:
         if raised.type == "SyntaxError":
             return f"that cell has a syntax error ({raised.describe()}), so nothing in it ran. Fix it, then {RESTART}"
         if raised.line is None or raised.line < line:
-            module = (" (the grader has no such module: import only what the assignment uses)"
-                      if raised.type == "ModuleNotFoundError" else "")
-            return (f"that cell {_what_it_did(unit, raised)} before reaching it{module}. Fix that line or give the "
-                    f"function a cell of its own, then {RESTART}")
+            return (f"that cell {_what_it_did(unit, raised)} before reaching it{_module_hint(raised)}. Fix that line "
+                    f"or give the function a cell of its own, then {RESTART}")
     for unit, reason in load.stopped:
         if unit == where:
             return (f"that cell {reason} while loading, so the whole cell was skipped. Give the function a cell "
