@@ -59,6 +59,8 @@ def graded(tmp_path_factory):
     _notebook(root / "cellfail.ipynb", IMPORTS, FUNCTIONS.replace("def softmax(S):", "def softmax(S:"))
     # A failing demo cell does not stop a notebook whose functions are defined: it is graded, and told.
     _notebook(root / "demofail.ipynb", IMPORTS, FUNCTIONS, "print(undefined_name)")
+    # A Colab habit: the failing cell's note says the grader lacks the module, not just that it raised.
+    _notebook(root / "colab.ipynb", "from google.colab import drive", IMPORTS, FUNCTIONS)
     db, out = root / "grades.db", root / "report"
     done = run_cli("grade", "w07_attention", root, "--db", db, "--jobs", "1")
     assert done.returncode == 0, done.stderr
@@ -124,6 +126,11 @@ def test_feedback_opens_with_the_reason_and_says_not_run_once(graded):
         assert "left running" not in text  # an exiting file left nothing running
     demo = (out / "feedback" / "demofail.md").read_text()
     assert "cell 3 raised NameError" in demo and "the rest of the notebook still ran" in demo
+    assert "no such module" not in demo
+    colab = (out / "feedback" / "colab.md").read_text()
+    assert "**Total: 100 / 100 points.**" in colab
+    assert ("cell 1 raised ModuleNotFoundError at line 1: No module named 'google' (the grader has no such "
+            "module: import only what the assignment uses); the rest of the notebook still ran") in colab
 
 
 def test_an_exiting_worker_is_not_counted_as_processes_left(grade, tmp_path):
@@ -142,8 +149,8 @@ def test_grade_says_what_it_does_before_the_first_result(graded):
     """A sign of life: what `grade` is doing, in order, before the progress lines (plain lines: not a terminal)."""
     done, _ = graded
     lines = done.stderr.splitlines()
-    steps = ["autograder grade: starting", "8 submissions of w07_attention found", "loading the suite",
-             "checking the sandbox", "timing the reference and starting 1 sandboxes", "[1/8] "]
+    steps = ["autograder grade: starting", "9 submissions of w07_attention found", "loading the suite",
+             "checking the sandbox", "timing the reference and starting 1 sandboxes", "[1/9] "]
     where = [next(i for i, line in enumerate(lines) if line.startswith(step)) for step in steps]
     assert where == sorted(where) and where[0] == 0, lines[:8]
 

@@ -34,7 +34,7 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
 
     graded: the functions the suite's checks call.
     """
-    first, unparsed = _first_failure(load)
+    first, unparsed, missing_module = _first_failure(load)
     if not first:
         return ""
     name = safe(submission.path.name, 100)
@@ -42,7 +42,7 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
         ran = "nothing in it ran" if unparsed else "Python stops a file at its first error"
         # The student's own `python file.py` shows no error for a module their machine has and the grader lacks.
         todo = ("Remove that import, or move it into the function that needs it so that the others can be "
-                "graded, and hand the file in again" if _missing_module(load) else
+                "graded, and hand the file in again" if missing_module else
                 f"Run `python {name}` to see the error, fix it and hand the file in again (top-level code should "
                 "only import and define)")
         return f"{NOT_LOADED}: {name}, {first}; {ran}, so no function could be graded. {todo}"
@@ -68,9 +68,9 @@ def load_notes(load: LoadReport, loaded: bool) -> list[str]:
     return notes
 
 
-def _first_failure(load: LoadReport) -> tuple[str, bool]:
+def _first_failure(load: LoadReport) -> tuple[str, bool, bool]:
     """The first unit that failed, in words ("line 5 raised ...", "cell 2 stopped ..."; "" if none did),
-    and whether it is a .py file that did not parse.
+    whether it is a .py file that did not parse, and whether it failed importing a module the grader lacks.
 
     A unit that stopped the worker comes first: the worker died there before
     it could reach (and report) anything later. A .py file's syntax error is
@@ -78,19 +78,15 @@ def _first_failure(load: LoadReport) -> tuple[str, bool]:
     """
     if load.stopped:
         where, reason = load.stopped[0]
-        return f"{where} {reason} while loading", False
+        return f"{where} {reason} while loading", False, False
     if not load.problems:
-        return "", False
+        return "", False, False
     where, raised = load.problems[0]
     if where == "the file":  # the worker's label for a .py file that does not parse
         line = f"line {raised.line}" if raised.line else "the file"
-        return f"{line}: {raised.describe(line=False)}", True
-    return f"{where} {_what_it_did(where, raised)}{_module_hint(raised)} while loading", False
-
-
-def _missing_module(load: LoadReport) -> bool:
-    """Whether the load's first failure is an import of a module the grader does not have."""
-    return not load.stopped and bool(load.problems) and load.problems[0][1].type == "ModuleNotFoundError"
+        return f"{line}: {raised.describe(line=False)}", True, False
+    return (f"{where} {_what_it_did(where, raised)}{_module_hint(raised)} while loading", False,
+            raised.type == "ModuleNotFoundError")
 
 
 def _module_hint(raised) -> str:
