@@ -15,6 +15,8 @@ PR_SET_DUMPABLE = 4  # 0: no process of the same uid may read our memory or ptra
 PR_SET_CHILD_SUBREAPER = 36  # orphans of our descendants become our children, not init's
 NAMES = {PR_SET_PDEATHSIG: "PR_SET_PDEATHSIG", PR_SET_DUMPABLE: "PR_SET_DUMPABLE",
          PR_SET_CHILD_SUBREAPER: "PR_SET_CHILD_SUBREAPER"}
+MADV_COLLAPSE = 25  # Linux 6.1: back a range with huge pages now, whatever the system's THP mode
+HUGE_PAGE = 2 << 20
 
 
 def prctl(option: int, value: int) -> str:
@@ -29,3 +31,33 @@ def prctl(option: int, value: int) -> str:
 def set_controls(controls: list[tuple[int, int]]) -> dict[str, str]:
     """Set each (option, value); returns {name: why} for those that could not be set, {} when all were."""
     return {NAMES.get(option, str(option)): why for option, value in controls if (why := prctl(option, value))}
+
+
+def collapse_anonymous_memory() -> int:
+    """Move this process's anonymous memory onto 2 MiB pages where the kernel can; how many bytes it moved.
+
+    For the zygote, once loaded: each fork copies one page-table entry per 4 KiB page of anonymous memory
+    that the parent has (and the child's exit frees them), but one per 2 MiB page. Python's object arenas,
+    ~60 MiB after PyTorch's import, lie on 4 KiB pages (glibc's heap is on huge pages already,
+    kind.worker_environment). A huge page the zygote writes to while a child shares it is split again:
+    two thirds of what moves, within its first sessions. What stays makes a session's open and close about
+    3 ms cheaper (README, Performance). Mappings with a name (files, [heap], [stack]) are left as
+    they are, and only whole 2 MiB steps move. Best effort: 0 on a kernel before 6.1, where the system's
+    THP mode is "never", or where memory is short.
+    """
+    try:
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return 0
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    with open("/proc/self/maps") as lines:
+        ranges = [line.split() for line in lines]
+    moved = 0
+    for fields in ranges:
+        if len(fields) != 5 or fields[1] != "rw-p":
+            continue
+        start, end = (int(address, 16) for address in fields[0].split("-"))
+        start, end = -(-start // HUGE_PAGE) * HUGE_PAGE, end // HUGE_PAGE * HUGE_PAGE
+        if end - start >= HUGE_PAGE and madvise(start, end - start, MADV_COLLAPSE) == 0:
+            moved += end - start
+    return moved

@@ -40,8 +40,7 @@ import traceback
 
 import numpy as np
 
-from autograder.sandbox import loader, region, seccomp, values, wire
-from autograder.sandbox.kernel import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, set_controls
+from autograder.sandbox import kernel, loader, region, seccomp, values, wire
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
 CONTROL_LIMIT = 1 << 20  # bytes of buffers in one message from the grader to the zygote
@@ -61,12 +60,12 @@ def zygote_main(config: dict) -> None:
     """
     control = socket.socket(fileno=config["control_fd"])
     # Not dumpable: no process of our uid can open /proc/<pid>/mem or ptrace us. Children inherit it.
-    controls = [(PR_SET_PDEATHSIG, signal.SIGKILL), (PR_SET_DUMPABLE, 0)]
+    controls = [(kernel.PR_SET_PDEATHSIG, signal.SIGKILL), (kernel.PR_SET_DUMPABLE, 0)]
     if not config["as_init"]:
         # Orphans of a submission (double-forked daemons) must stay our
         # descendants so the grader can find and kill them.
-        controls.append((PR_SET_CHILD_SUBREAPER, 1))
-    missing = set_controls(controls)
+        controls.append((kernel.PR_SET_CHILD_SUBREAPER, 1))
+    missing = kernel.set_controls(controls)
     if missing:
         # Each stands for a protection every submission is promised, so none may run here: the grader
         # refuses this sandbox and says what to do (protections.MissingProtections). Told before the preload,
@@ -87,6 +86,7 @@ def zygote_main(config: dict) -> None:
     child_filter = seccomp.Filter(seccomp.program(os.getpid())) if seccomp.supported() else None
     gc.freeze()  # keeps the children from touching (and copying) the zygote's pages
     gc.enable()
+    kernel.collapse_anonymous_memory()  # the zygote's memory from now on is what every fork copies the page tables of
     wire.send(control, {"event": "ready", "pid": os.getpid(), "warmup_error": warmup_error})
     inbox = _Inbox(control, CONTROL_LIMIT)
     while True:
@@ -183,7 +183,7 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, own_mo
     machine has none)."""
     try:
         os.setsid()
-        why = prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        why = kernel.prctl(kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
         if why:  # the zygote set it at its start, so this is unexpected: the child could outlive the zygote
             raise OSError(f"PR_SET_PDEATHSIG could not be set in the submission's process ({why}); it was not run. "
                           "Run `autograder doctor` to see which protections this machine lacks.")
