@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,9 @@ THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 def _collapse_possible() -> bool:
     """MADV_COLLAPSE came with Linux 6.1, and does nothing where transparent huge pages are off."""
-    major, minor = (int(part) for part in platform.release().split(".")[:2])
-    return (major, minor) >= (6, 1) and THP.exists() and "[never]" not in THP.read_text()
+    version = re.match(r"(\d+)\.(\d+)", platform.release())
+    return (version is not None and (int(version[1]), int(version[2])) >= (6, 1) and THP.exists()
+            and "[never]" not in THP.read_text())
 
 
 pytestmark = pytest.mark.skipif(not _collapse_possible(), reason="this kernel cannot collapse memory into huge pages")
@@ -62,7 +64,7 @@ def test_memory_mapped_on_small_pages_is_moved_onto_huge_ones():
 def test_the_zygote_forks_from_memory_on_huge_pages(suite):
     """Without the collapse, only glibc's heap is on huge pages: about half of a new zygote's anonymous memory.
 
-    A zygote of its own: the zygote splits a few huge pages as it writes beside its children."""
+    A zygote of its own: a zygote splits huge pages again as it writes beside its children."""
     with Sandbox(probe("auto"), suite.assignment.preload, warmup=suite.assignment.warmup) as sandbox:
         sandbox.start()
         rollup = Path(f"/proc/{sandbox.zygote_pid()}/smaps_rollup").read_text()

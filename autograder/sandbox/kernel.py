@@ -41,9 +41,9 @@ def collapse_anonymous_memory() -> int:
     ~60 MiB after PyTorch's import, lie on 4 KiB pages (glibc's heap is on huge pages already,
     kind.worker_environment). A huge page the zygote writes to while a child shares it is split again:
     two thirds of what moves, within its first sessions. What stays makes a session's open and close about
-    3 ms cheaper (README, Performance). Mappings with a name (files, [heap], [stack]) are left as
-    they are, and only whole 2 MiB steps move. Best effort: 0 on a kernel before 6.1, where the system's
-    THP mode is "never", or where memory is short.
+    3 ms cheaper; the move itself costs the zygote's start about 160 ms (README, Performance). Mappings
+    with a name (files, [heap], [stack]) are left as they are, and only whole 2 MiB steps move. Best
+    effort: 0 on a kernel before 6.1, where the system's THP mode is "never", or where memory is short.
     """
     try:
         madvise = ctypes.CDLL(None, use_errno=True).madvise
