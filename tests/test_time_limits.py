@@ -34,12 +34,14 @@ def test_every_check_is_timed_and_the_limits_follow_the_rule(suite, reference):
     for name, limit in calibration.call_limits(suite, reference).items():
         assert limit.reference == reference[name].seconds
         assert limit.seconds == max(limits.call_floor_seconds, limits.call_factor * reference[name].seconds)
-    # The scale checks are the work the reference takes longest over: attention's is the longest, and
-    # score's outlasts the typical check many times over. (Not a strict ranking: on a loaded VM a 1 ms
-    # check's best of five runs has come out at 2.5 ms, near score's 3 ms.)
+    # The scale checks are the work the reference takes longest over, by far: here 1.5 and 4.4 ms against
+    # a typical check's 0.03 ms. No ranking between them or against the next checks (0.3 ms) is asked: on a
+    # loaded VM a best of five has come out several times its quiet value, and CI saw attention's at 2.5 ms
+    # below another check's 2.7 ms.
     seconds = sorted(t.seconds for t in reference.values())
-    assert reference["attention.long_sequence"].seconds == seconds[-1]
-    assert reference["score.long_sequence"].seconds > 5 * seconds[len(seconds) // 2]
+    typical = seconds[len(seconds) // 2]
+    assert reference["attention.long_sequence"].seconds > 10 * typical
+    assert reference["score.long_sequence"].seconds > 10 * typical
 
 
 def test_a_limit_pinned_in_course_yaml_wins_and_without_a_reference_the_default_holds(suite, reference):

@@ -290,7 +290,9 @@ class CallStream:
                     more = head.extensions.more(head.importing, head.started)
                     if more <= 0:
                         raise NoReply(Stopped.TIMEOUT)
-                    deadline += more
+                    # From now, not from the deadline passed: a grader that came to it late would
+                    # otherwise end the grace that much before its cap.
+                    deadline = time.monotonic() + more
         except NoReply as stop:
             session.stop_child()
             return Answer(self._failure(head, stop, seconds, budget_left), time.monotonic() - head.started)
