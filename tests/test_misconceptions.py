@@ -19,9 +19,10 @@ from autograder.authoring.misconceptions import Catalogue, Misconception
 from autograder.authoring.protocol import Call, Raised, Reply
 from autograder.grading.attempt import attempt
 from autograder.grading.diagnosis import diagnose, diagnose_timeout
-from autograder.grading.explain import FreshChild
+from autograder.grading.explain import FreshChild, GradedChild
 from autograder.grading.shrink import MAX_SUBMISSION_SECONDS, ShrinkBudget, input_size, shrink
 from autograder.grading.submission import read_submission
+from autograder.sandbox.replies import CallFailed
 from autograder.sandbox.session import Session
 
 from conftest import REFERENCE, SUBMISSIONS, compose, manifest, run_cli
@@ -310,8 +311,9 @@ def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade
 
 
 def test_a_slow_start_of_the_fresh_child_leaves_the_example_as_small(grader, tmp_path, sandbox, suite, course):
-    # On a loaded machine the fresh child can take longer to start than the whole shrinking budget; the start
-    # is not a re-run, so the same file must still get its smallest example.
+    # A fresh child takes the re-runs after a run again (grading.confirm). On a loaded machine it can take
+    # longer to start than the whole shrinking budget; the start is not a re-run, so the same file must
+    # still get its smallest example.
     submission = read_submission(_buggy(tmp_path, "score_missing_scale"))
     spec = submission.worker_spec(suite.assignment.module)
     seed = student_seed(course.seed_salt, suite.assignment.name, submission.student)
@@ -325,6 +327,41 @@ def test_a_slow_start_of_the_fresh_child_leaves_the_example_as_small(grader, tmp
         tests = grader.explain(judged, seed, fresh, graded_seconds=2.0)
     check = next(t for t in tests if t.name == "score.matches_reference")
     assert json.loads(check.example)["sizes"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
+
+
+def test_a_failing_file_is_shrunk_in_its_graded_child_without_a_second_start(grader, sandbox, tmp_path,
+                                                                              monkeypatch):
+    # Every graded call is answered before the first re-run, so the graded child itself takes the re-runs:
+    # a failing file costs no second fork and load (README, Performance).
+    started = []
+    spawn = sandbox.spawn
+    monkeypatch.setattr(sandbox, "spawn", lambda limits: started.append(limits) or spawn(limits))
+    result = grader.grade(read_submission(_buggy(tmp_path, "score_missing_scale")))
+    check = next(t for t in result.tests if t.name == "score.matches_reference")
+    assert json.loads(check.example)["sizes"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
+    assert len(started) == 1
+
+
+def test_the_re_runs_in_the_graded_child_have_a_budget_of_their_own(grader, tmp_path, sandbox, suite, course):
+    # The graded calls may have used up the submission's budget; the example must not depend on that.
+    submission = read_submission(_buggy(tmp_path, "score_missing_scale"))
+    seed = student_seed(course.seed_salt, suite.assignment.name, submission.student)
+    with Session(sandbox, submission.worker_spec(suite.assignment.module), suite.assignment.limits) as session:
+        judged = grader.judge_checks(session, session.open(), seed)
+        session.deadline = time.monotonic()  # as if the graded calls had taken the whole budget
+        child, failed = GradedChild(session), []
+
+        def call(request):
+            try:
+                return child.call(request)
+            except CallFailed as failure:
+                failed.append(f"{request.function}: {failure}")
+                raise
+        tests = grader.explain(judged, seed, types.SimpleNamespace(open=child.open, call=call), graded_seconds=2.0)
+    assert failed == []  # every re-run was answered
+    shrunk = {t.name: json.loads(t.example)["sizes"] for t in tests if t.example and "shrunk_from" in t.example}
+    assert shrunk["score.matches_reference"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
+    assert "attention.matches_reference" in shrunk
 
 
 def test_timing_checks_are_not_shrunk(grade_once, tmp_path):

@@ -83,9 +83,10 @@ def test_noticing_a_rerun_earns_nothing(grade_once, tmp_path):
     tricky = grade_once(_file(tmp_path, "tricky", "order/wrong_softmax.py", "order/notice_reruns.py"))
     assert plain_wrong.score < plain_wrong.max_score
     assert _points(tricky) == _points(plain_wrong)
-    # Shrinking runs in a fresh child after the points are fixed, where noticing could change an example at
-    # most. Its first re-run is at the least sizes, which this trick (it knows its input by the first three
-    # values) does not take for a re-run of a smaller input: the example is the plain file's.
+    # Shrinking runs after the points are fixed, in the graded child, where noticing could change an example
+    # at most. This trick knows an input by its first three values; the re-runs' smaller inputs begin with
+    # other values (the seeded draws fill other shapes), so it takes none of them for a re-run: the example
+    # is the plain file's.
     def shrunk(result):
         return {t.name: json.loads(t.example)["sizes"] for t in result.tests
                 if t.function == "softmax" and "shrunk_from" in t.example}

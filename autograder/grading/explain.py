@@ -1,10 +1,11 @@
 """What a failing check's feedback adds once its points are fixed: the misconception, the smallest failing input.
 
-Runs after a submission's graded session has closed (autograder.grading.plan
+Runs once every graded call of a submission has been answered (autograder.grading.plan
 says why). The diagnosis looks only at the graded calls. Shrinking needs new
-calls that depend on the verdicts, so it makes them in a fresh child
-(`FreshChild`), started only for a submission that has something to shrink:
-whatever that child answers can change an example, never a point.
+calls that depend on the verdicts, so they are sent only then: to the graded
+child itself while it is still open (`GradedChild`), else to a new child
+(`FreshChild`), started only for a submission that has something to shrink.
+Either way, whatever that child answers can change an example, never a point.
 """
 from __future__ import annotations
 
@@ -35,6 +36,30 @@ class Judged:
         """A wrong answer or a raise that a reply shows; a stopped call left nothing to explain."""
         tried = self.tried
         return tried is not None and tried.status in ("failed", "error") and not tried.stopped
+
+
+class GradedChild:
+    """The graded child, for the calls that depend on verdicts once every graded call has been answered.
+
+    session: the graded Session, still open. Sparing a failing submission a second fork and load is most
+    of what a failing hand-in costs beyond a right one (README, Performance). The child may notice the
+    re-runs (it saw the same seeded inputs at full size) and answer them differently: that changes its
+    own example at most, as noticing among the re-runs always could.
+    """
+
+    def __init__(self, session):
+        self._session = session
+        self._begun = False
+
+    def open(self) -> None:
+        """The re-runs begin: they get a budget of their own, as a new child's session would."""
+        if not self._begun:
+            self._session.begin_feedback()
+            self._begun = True
+
+    def call(self, call):
+        self.open()
+        return self._session.call(call)
 
 
 class FreshChild:

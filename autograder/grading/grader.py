@@ -4,7 +4,7 @@ The Grader lives in the trusted process with the suite (reference and hidden
 checks) and a Sandbox; only calls and their plain-data replies cross over.
 The calls a submission's session sees are fixed before any answer is judged
 (autograder.grading.plan); feedback that needs more calls (shrinking) runs
-afterwards in a fresh child (autograder.grading.explain). One broken
+once every graded call is answered (autograder.grading.explain). One broken
 function costs only the checks that call it: a missing function fails its
 own checks, a hang or crash restarts the worker for the next one.
 """
@@ -20,7 +20,7 @@ from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
-from autograder.grading.explain import FreshChild, Judged, with_explanation
+from autograder.grading.explain import FreshChild, GradedChild, Judged, with_explanation
 from autograder.grading.grader_faults import blame_environment, internal_error_result, now, sandbox_fields
 from autograder.grading.plan import Plan, ReferenceAnswers, Sent, by_check, plan_check, recorded, run_live, timed_out
 from autograder.grading.reference_cache import CachedReference
@@ -101,9 +101,13 @@ class Grader:
                 notes += loading.load_notes(load, loaded=not problem)
                 judged = [] if problem else self.judge_checks(
                     session, load, seed, undefined=loading.undefined_messages(submission, load, graded))
-            output, killed = session.output.text(), session.killed_processes
-            notes += session.notes
-            again = confirm.to_run_again(judged)
+                # What the graded calls printed and met; the feedback's re-runs below add only processes killed.
+                output, notes = session.output.text(), notes + session.notes
+                again = confirm.to_run_again(judged)
+                if not problem and not again:
+                    # Every point is fixed: calls that depend on verdicts may go to this child now.
+                    tests = self.explain(judged, seed, GradedChild(session), time.monotonic() - started)
+            killed = session.killed_processes
             if again:  # after the graded session has closed: one submission's processes at a time
                 judged, killed_again, note = self._run_again(spec, seed, load, judged, again)
                 killed += killed_again
@@ -113,7 +117,7 @@ class Grader:
             elif problem:
                 did_not_load = True
                 tests = self._all(loading.NOT_RUN, FAILED)
-            else:
+            elif again:
                 # Every point is fixed and the graded child is gone: calls that depend on verdicts get a new one.
                 with FreshChild(lambda: self._session(spec)) as fresh:
                     tests = self.explain(judged, seed, fresh, graded_seconds=time.monotonic() - started)
@@ -275,14 +279,14 @@ class Grader:
         return Judged(entry, self._result(entry, tried.status, message, tried.hint, replies.seconds,
                                           stopped=stopped.how.value if stopped is not None else ""), tried)
 
-    def explain(self, judged: list[Judged], seed: int, fresh: FreshChild | None = None,
+    def explain(self, judged: list[Judged], seed: int, child: GradedChild | FreshChild | None = None,
                 graded_seconds: float = 0.0) -> list[CheckResult]:
-        """The results, each failure with its misconception and, given `fresh`, its smallest failing input.
+        """The results, each failure with its misconception and, given `child`, its smallest failing input.
 
-        Points are already fixed: nothing here changes a status or a score. graded_seconds: how long the
-        graded run took, which bounds the shrinking (shrink.ShrinkBudget). Only the first shrinkable failure
-        of each function is shrunk: the later ones of a function usually share its cause, and the budget
-        goes further on the other functions.
+        child: where the shrinking's re-runs go (grading.explain). Points are already fixed: nothing here
+        changes a status or a score. graded_seconds: how long the graded run took, which bounds the
+        shrinking (shrink.ShrinkBudget). Only the first shrinkable failure of each function is shrunk: the
+        later ones of a function usually share its cause, and the budget goes further on the other functions.
         """
         budget = ShrinkBudget.for_submission(self.budget, graded_seconds)
         shrunk_functions: set[str] = set()
@@ -299,8 +303,8 @@ class Grader:
             idea = diagnose(self.suite.misconceptions, one.tried.calls, self.suite.reference,
                             self.suite.assignment.tolerance)
             shrunk = None
-            if fresh is not None and one.entry.function not in shrunk_functions:
-                shrunk = self._shrink(one.entry, fresh, seed, one.tried, budget)
+            if child is not None and one.entry.function not in shrunk_functions:
+                shrunk = self._shrink(one.entry, child, seed, one.tried, budget)
                 if shrunk is not None:
                     shrunk_functions.add(one.entry.function)
             example = example_json(one.entry.visibility, shrunk.attempt if shrunk else one.tried,
@@ -322,9 +326,9 @@ class Grader:
                      class_seed=self._class_seed,
                      remember=self._reference.remembered if self._reference is not None else None)
 
-    def _shrink(self, entry: SuiteCheck, fresh: FreshChild, seed: int, first: Attempt,
+    def _shrink(self, entry: SuiteCheck, child: GradedChild | FreshChild, seed: int, first: Attempt,
                 budget: ShrinkBudget) -> Shrunk | None:
-        """The smallest sizes at which a failed randomized check still fails, re-run in the fresh child.
+        """The smallest sizes at which a failed randomized check still fails, re-run in `child`.
 
         Not for errors (a raise is already small), nor for checks with their
         own time limit in course.yaml: those time a fixed large case.
@@ -334,11 +338,11 @@ class Grader:
             return None
         if not self._follows_sizes(entry, seed):
             return None
-        # Started outside the budget: on a loaded machine the start alone could spend it, and the same
-        # file would get a coarser example than on a quiet one.
-        fresh.open()
+        # Opened outside the budget: on a loaded machine a new child's start alone could spend it, and the
+        # same file would get a coarser example than on a quiet one.
+        child.open()
         return shrink(entry.check.sizes, input_size(first.calls),
-                      lambda sizes: attempt(entry, self._trial(entry, fresh.call, seed, sizes)), budget)
+                      lambda sizes: attempt(entry, self._trial(entry, child.call, seed, sizes)), budget)
 
     def _follows_sizes(self, entry: SuiteCheck, seed: int) -> bool:
         """Whether the check's inputs shrink with its sizes, planned with the reference once per check.

@@ -12,10 +12,10 @@ example within the budget). Stop when no reduction fails, after `MAX_RUNS`
 re-runs, or when the submission's shrinking time is spent (`ShrinkBudget`:
 a share of the graded run's own time, so a failing file costs little more
 than a right one). The caller re-runs the check with a fresh Trial (same
-seed) in a fresh child of the submission, started after the graded session
-closed (autograder.grading.explain), so the smaller failure is one the
-student's code really produced and no re-run can change a point. The child
-is started before the budget's clock runs: its start is a fixed cost that a
+seed) in a child of the submission once every graded call has been answered
+(autograder.grading.explain), so the smaller failure is one the student's
+code really produced and no re-run can change a point. A new child is
+started before the budget's clock runs: its start is a fixed cost that a
 loaded machine stretches, and counting it would make the example depend on
 the machine's load rather than on the file.
 """
@@ -47,8 +47,9 @@ class ShrinkBudget:
     def for_submission(cls, submission_seconds: float, graded_seconds: float) -> ShrinkBudget:
         """The budget of a submission whose time limit is `submission_seconds` and whose graded run took
         `graded_seconds`: shrinking is feedback, and must not make grading a failing file much slower than
-        grading a right one, which takes about as long as that graded run. The fresh child's start is not
-        counted (see the module's docstring); both shares are of times measured under the same load."""
+        grading a right one, which takes about as long as that graded run. A new child's start, where one
+        is needed, is not counted (see the module's docstring); both shares are of times measured under the
+        same load."""
         return cls(min(MAX_SUBMISSION_SECONDS, SUBMISSION_SHARE * submission_seconds, GRADED_SHARE * graded_seconds))
 
     def left(self) -> float:

@@ -115,6 +115,12 @@ class Session:
             raise answer.reply
         return answer.reply
 
+    def begin_feedback(self) -> None:
+        """Every graded call has been answered: the calls from now on re-run checks for feedback only
+        (grading.explain), with a budget of their own, so an example does not depend on how much of the
+        budget the graded calls used."""
+        self.deadline = time.monotonic() + self.budget
+
     def close(self) -> None:
         """Stop the child and everything it left running; keep what it printed."""
         self.stop_child()
