@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -168,3 +171,24 @@ def test_two_hanging_cells_are_skipped_and_the_rest_still_loads_and_runs(sandbox
         assert [unit for unit, _ in report.stopped] == ["cell 2", "cell 3"]
         assert "double" in report.functions
         assert session.call(Call("double", (3,))).value == 6
+
+
+def test_a_notebook_off_the_format_is_read_with_a_note_and_no_unused_format_checker(tmp_path):
+    # jsonschema imports every format checker that is installed, 1.3 s of them with Jupyter's packages,
+    # and nbformat uses none (grading.submission): a fresh process reads a notebook without them, and the
+    # validation still notes what is off the format.
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLAIN.read_text())])
+    notebook.metadata["kernelspec"] = {"name": 3}  # the format wants a name and a display name, as text
+    path = tmp_path / "off_format.ipynb"
+    path.write_text(json.dumps(notebook))
+    checkers = ("rfc3987_syntax", "rfc3986_validator", "isoduration", "webcolors", "jsonpointer", "uri_template")
+    script = ("import importlib.util, sys; from pathlib import Path; "
+              f"print([m for m in {checkers!r} if importlib.util.find_spec(m) is None]); "
+              "from autograder.grading.submission import read_submission; "
+              f"s = read_submission(Path({str(path)!r}), 's1'); print(s.problem or s.note); "
+              f"print([m for m in {checkers!r} if sys.modules.get(m) is not None])")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    missing, note, loaded = out.splitlines()
+    assert missing == "[]"  # installed, so the test can tell
+    assert note.startswith("off_format.ipynb does not fully follow the notebook format (") and "graded anyway" in note
+    assert loaded == "[]"
