@@ -181,7 +181,8 @@ def test_a_notebook_off_the_format_is_read_with_a_note_and_no_unused_format_chec
     notebook.metadata["kernelspec"] = {"name": 3}  # the format wants a name and a display name, as text
     path = tmp_path / "off_format.ipynb"
     path.write_text(json.dumps(notebook))
-    checkers = ("rfc3987_syntax", "rfc3986_validator", "isoduration", "webcolors", "jsonpointer", "uri_template")
+    checkers = ("rfc3987_syntax", "rfc3986_validator", "rfc3339_validator", "isoduration", "fqdn", "webcolors",
+                "jsonpointer", "uri_template")
     script = ("import importlib.util, sys; from pathlib import Path; "
               f"print([m for m in {checkers!r} if importlib.util.find_spec(m) is None]); "
               "from autograder.grading.submission import read_submission; "
