@@ -62,6 +62,13 @@ def hangs(x):
     while True:
         pass
 
+_NUMPY_RANDOM_AT_LOAD = "numpy.random" in sys.modules  # NumPy 2 imports it on first use
+
+
+def numpy_random_at_load(x):
+    return np.array(_NUMPY_RANDOM_AT_LOAD)
+
+
 def first_broadcast(x):
     started = time.perf_counter()
     torch.broadcast_shapes((2, 1), (1, 3))
@@ -98,7 +105,9 @@ def test_the_warm_up_loads_what_a_first_call_would(sandbox, cold_sandbox, tmp_pa
         assert not warm.open().failure and not cold.open().failure
         warm_first = float(warm.call(Call("first_broadcast", (X,))).value)
         cold_first = float(cold.call(Call("first_broadcast", (X,))).value)
+        random_loaded = [bool(s.call(Call("numpy_random_at_load", (X,))).value) for s in (warm, cold)]
     assert warm_first < 0.02 < 0.1 < cold_first  # sympy, imported in the zygote or on the first call
+    assert random_loaded == [True, False]  # numpy.random, drawn from in the warm-up
 
 
 def test_a_warm_up_that_fails_stops_grading_and_names_its_statement(suite):
