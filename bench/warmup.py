@@ -29,6 +29,7 @@ FIRST_CALLS = {
     "torch.broadcast_shapes": "torch.broadcast_shapes((2, 1), (1, 3))",
     "torch.einsum": "torch.einsum('bij,bkj->bik', torch.ones(2, 3, 4), torch.ones(2, 3, 4))",
     "Tensor.masked_fill": "torch.ones(3, 3).masked_fill(torch.eye(3, dtype=torch.bool), float('-inf'))",
+    "np.random.default_rng": "np.random.default_rng(0).standard_normal(2)",  # NumPy 2 imports numpy.random here
 }
 SOURCE = "import time\nimport numpy as np\nimport torch\n" + "".join(
     f"\ndef call_{n}(x):\n    started = time.perf_counter()\n    {code}\n"
