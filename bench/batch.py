@@ -28,13 +28,18 @@ is met:
 6. for each class of 1., a rerun of the unchanged class (no --force) as a
    share of the time grading it took;
 7. with --nbgrader-sample K > 0: K of the mostly correct notebooks with
-   nbgrader's own `autograde` (which runs student code unsandboxed in its kernel).
+   nbgrader's own `autograde` (which runs student code unsandboxed in its kernel);
+8. a class that plots: the mostly buggy class with `import matplotlib.pyplot
+   as plt` above the code of 3 students in 5, graded as usual (the sandboxes
+   import what the class imports, grading.class_imports) and with
+   `preload_class_imports: false`, each as a share of the plain class's rate.
 
     python bench/batch.py [--students 200] [--jobs 2] [--slow-percent 5] [--nbgrader-sample 0] [--keep DIR]
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import shutil
@@ -46,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import yaml
 
 from autograder.grading import calibration
 from autograder.grading.course import load_course
@@ -120,10 +126,10 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def grade(course: Path, jobs: int, db: Path, force: bool = True) -> Run:
+def grade(course: Path, jobs: int, db: Path, force: bool = True, options: tuple[str, ...] = ()) -> Run:
     """`autograder grade` of the class in `course`, measured; exits with its output if it fails."""
     done = run_measured([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(course), "--jobs", str(jobs),
-                         "--db", str(db), *(["--force"] if force else [])], cwd=ROOT)
+                         "--db", str(db), *(["--force"] if force else []), *options], cwd=ROOT)
     if done.returncode != 0:
         sys.exit(f"autograder grade {course} failed (rerun it by hand to see why):\n{done.stderr[-3000:]}")
     return done
@@ -143,6 +149,7 @@ def run(args, work: Path) -> None:
           "limits, sandbox as `autograder doctor` shows")
     print("rates in submissions/s: the whole command (start-up included) / once the suite is loaded")
     plain = {name: class_section(args, work, name, buggy_percent, to_notebook) for name, buggy_percent in CLASSES}
+    plotting_section(args, work, to_notebook, plain[CLASSES[1][0]])
     import_floor_section(work)
     failing_section(args, work, to_notebook)
     if args.nbgrader_sample:
@@ -212,6 +219,35 @@ def inprocess_rates(submitted: Path, jobs: int) -> Rates:
         sys.exit(f"the in-process run failed:\n{done.stderr[-3000:]}")
     count, loaded_seconds = done.stdout.split()
     return Rates(int(count) / done.seconds, int(count) / float(loaded_seconds))
+
+
+def plotting_section(args, work: Path, to_notebook, plain: Rates) -> None:
+    """Item 8: the mostly buggy class, 3 students in 5 importing matplotlib.pyplot, with and without the
+    class's imports preloaded."""
+    students = itertools.count()
+
+    def plotting(code: str):
+        return to_notebook(("import matplotlib.pyplot as plt\n" if next(students) % 5 < 3 else "") + code)
+    folder = work / "plotting"
+    write_class(folder / "class", args.students, "nbgrader", (), 0, plotting, Mix(CLASSES[1][1]))
+    print("\na class that plots: the mostly buggy class, 3 students in 5 with `import matplotlib.pyplot as plt` "
+          "above their code; share of the plain class's rate (whole command / once loaded)")
+    for what, options in (("the class's imports preloaded (the default)", ()),
+                          ("preload_class_imports: false", ("--course", str(_course_without_class_imports(folder))))):
+        share = rates(grade(folder / "class", args.jobs, folder / f"{len(options)}.db", options=options),
+                      args.students) / plain
+        print(f"  {what}: {_percent(share.whole)} / {_percent(share.loaded)}")
+
+
+def _course_without_class_imports(folder: Path) -> Path:
+    """A course.yaml in `folder` that is the course's, with preload_class_imports off and its paths absolute."""
+    course = yaml.safe_load((ROOT / "course.yaml").read_text())
+    entry = course["assignments"][ASSIGNMENT]
+    entry["preload_class_imports"] = False
+    entry["source"], entry["solution"] = (str(ROOT / part / ASSIGNMENT) for part in ("assignments", "solutions"))
+    path = folder / "course.yaml"
+    path.write_text(yaml.safe_dump(course))
+    return path
 
 
 def import_floor_section(work: Path) -> None:

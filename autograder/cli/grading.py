@@ -14,6 +14,7 @@ from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_batch, plan_version
 from autograder.grading.boundary import Lost, grade_apart
 from autograder.grading.calibration import cached_reference_times
+from autograder.grading.class_imports import class_imports
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import LayoutError, find_submissions
 from autograder.grading.grader import Grader
@@ -113,8 +114,11 @@ def _grade(args) -> int:
             return _grade_on_cluster(args, course, found, db)
         jobs = args.jobs or os.cpu_count() or 1
         protections = protections_for(args.sandbox, log=sys.stderr)
+        imports = class_imports(found, min(jobs, to_grade), assignment)
+        if imports.modules:
+            starting(imports.describe())
         # The zygotes import the preload (PyTorch: seconds) while this process imports the same for the suite.
-        launched = [launch_sandbox(protections, assignment, slot)
+        launched = [launch_sandbox(protections, assignment, slot, imports.modules)
                     for slot in range(min(jobs, to_grade))]
         try:
             starting("loading the suite (reference, checks, libraries)" +
@@ -129,7 +133,8 @@ def _grade(args) -> int:
             # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
             with Store(db) as store:
                 def run(todo, on_result, say):
-                    grade_batch(course, suite, protections, todo, store, jobs, on_result, launched, classwide, say)
+                    grade_batch(course, suite, protections, todo, store, jobs, on_result, launched, classwide, say,
+                                imports.modules)
                 return _grade_found(args, suite, found, store, run,
                                     f"timing the reference and starting {min(jobs, len(found))} sandboxes")
         finally:
@@ -148,7 +153,7 @@ def _to_grade(found, db: Path, course, assignment: str, force: bool) -> int:
 def _grade_on_cluster(args, course, found, db: Path) -> int:
     """`grade --cluster`: the store and the progress here, the grading on the cluster's workers."""
     try:
-        from autograder.cluster.connect import Credentials, connect, parse_address
+        from autograder.cluster.connect import Credentials, connect, parse_address, scheduler_identity
         from autograder.cluster.driver import Cluster, warm_graders
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in ("dask", "distributed"):
@@ -161,7 +166,13 @@ def _grade_on_cluster(args, course, found, db: Path) -> int:
     credentials = Credentials(args.tls_ca_file, args.tls_cert, args.tls_key)
     with connect(address, args.cluster_wait, lambda text: print(text, file=sys.stderr), credentials) as client:
         cluster = Cluster(client, str(address), args.sandbox, args.cluster_wait)
-        with Store(db) as store, warm_graders(cluster, course, args.assignment, store, secrets) as graders:
+        # The sandboxes are the workers' threads, as many as have joined so far.
+        threads = sum(worker["nthreads"] for worker in scheduler_identity(client)["workers"].values())
+        imports = class_imports(found, max(threads, 1), course.assignment(args.assignment))
+        if imports.modules:
+            starting(imports.describe())
+        with Store(db) as store, warm_graders(cluster, course, args.assignment, store, secrets,
+                                              imports.modules) as graders:
             suite = load_suite(course, args.assignment)  # while the workers warm up
 
             def run(todo, on_result, say):

@@ -64,19 +64,20 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def warm_graders(cluster: Cluster, course: Course, assignment: str, store: Store, secrets: list[Path]
-                 ) -> Iterator[_Run]:
+def warm_graders(cluster: Cluster, course: Course, assignment: str, store: Store, secrets: list[Path],
+                 class_imports: tuple[str, ...] = ()) -> Iterator[_Run]:
     """This run's graders on the cluster's workers, warming up from now on; taken off the workers at the end.
 
     Started before the driver loads the suite itself, so the workers' start-up
     (unpack, load, time the reference, start the sandboxes) overlaps the driver's.
     secrets: this machine's paths no student code may read; a worker refuses to
-    grade if its sandbox could read any that its own file system shows.
+    grade if its sandbox could read any that its own file system shows. class_imports: what the class
+    imports besides the preload (grading.class_imports), which every worker's sandboxes import too.
     """
     version = suite_version(course, assignment)
     orders = Orders(assignment=assignment, suite_version=version, files=tuple(grading_files(course, assignment)),
                     sandbox=cluster.sandbox, secrets=tuple(map(str, secrets)),
-                    reference_times=store.reference_times_by_machine(version))
+                    reference_times=store.reference_times_by_machine(version), class_imports=class_imports)
     run = _Run(cluster, f"autograder-{uuid.uuid4().hex[:12]}", store)
     try:
         cluster.client.register_plugin(WarmGrader(run.plugin, orders), name=run.plugin)

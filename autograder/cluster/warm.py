@@ -61,6 +61,7 @@ class Orders:
     secrets: tuple[str, ...]  # the driver's paths no student code may read (a shared file system shows them)
     # machine -> check -> (seconds, calls): the driver's stored reference timings of this suite, by machine.
     reference_times: dict
+    class_imports: tuple[str, ...] = ()  # what the class imports besides the preload (grading.class_imports)
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ class WarmGrader(WorkerPlugin):
         prepared = self._prepared
         while not self._failure and not self._stop.is_set():
             warm = _Warm(GradingProcess(Setup(unpacked.course, prepared.suite, unpacked.protections,
-                                              prepared.reference)))
+                                              prepared.reference, class_imports=self.orders.class_imports)))
             try:
                 warm.process.ready()
             except SandboxError as error:  # its sandbox did not start, or could not grade the reference

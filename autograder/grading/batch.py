@@ -55,7 +55,8 @@ def plan_version(found: list[Found], store: Store, assignment: str, version: str
 
 def grade_batch(course: Course, suite: Suite, protections: Protections, todo: list[Found], store: Store,
                 jobs: int, on_result: Callable[[SubmissionResult], None], launched: Sequence[Sandbox] = (),
-                classwide: Grader | None = None, say: Callable[[str], None] | None = None) -> None:
+                classwide: Grader | None = None, say: Callable[[str], None] | None = None,
+                class_imports: Sequence[str] = ()) -> None:
     """Grade `todo` with `jobs` processes, saving and reporting each result as it arrives.
 
     Every submission gets a result, whatever happens while grading it: a
@@ -66,7 +67,8 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
     launched: sandboxes launched ahead for the first jobs (station.launch_sandbox), one per slot, which
     their processes take over; the caller closes them all at the end. classwide: a Grader warmed here
     (station.warm_grader) whose class-wide state every job's Graders share. say: prints a note for the TA
-    (the reference timed on a busy machine).
+    (the reference timed on a busy machine). class_imports: what the class imports besides the preload
+    (grading.class_imports), for the sandboxes of processes started here.
     """
     if not todo:
         return
@@ -77,7 +79,8 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
     # Timed here, before the jobs start: they would only slow the reference down.
     reference = cached_reference_times(course, suite, store, quiet, say=say) if suite.reference is not None else None
     waiting = [(item, []) for item in reversed(todo)]  # (submission, how the processes grading it ended)
-    running = [GradingProcess(Setup(course, suite, protections, reference, slot, classwide=classwide),
+    running = [GradingProcess(Setup(course, suite, protections, reference, slot, classwide=classwide,
+                                    class_imports=tuple(class_imports)),
                               launched[slot] if slot < len(launched) else None)
                for slot in range(max(1, min(jobs, len(todo))))]
     held: dict[int, tuple[Found, list[str]]] = {}  # job slot -> what it grades

@@ -50,6 +50,8 @@ class Assignment:
     # Python statements each worker runs once after the preload, before any submission: what the preloaded
     # libraries would otherwise load on a first call (an import inside a function), which no student pays then.
     warmup: tuple[str, ...] = ()
+    # `grade` also preloads the modules the class's hand-ins import (grading.class_imports); false: only `preload`.
+    preload_class_imports: bool = True
     # Which of several hand-ins counts, how many may, and what an LMS export writes for none (grading.attempts).
     submissions: SubmissionPolicy = field(default_factory=SubmissionPolicy)
 
@@ -117,8 +119,8 @@ def load_course(path: Path) -> Course:
 class _Reader:
     """Validating accessors that name the offending key in every error."""
 
-    ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "warmup", "limits", "tolerance",
-                       "checks", "written", "due", "late", "extensions", "submissions"}
+    ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "preload_class_imports", "warmup", "limits",
+                       "tolerance", "checks", "written", "due", "late", "extensions", "submissions"}
     LATE_KEYS = {"penalty_per_day", "grace_minutes", "max_days_late"}
 
     def __init__(self, path: Path):
@@ -190,6 +192,9 @@ class _Reader:
         preload = entry.get("preload", ["numpy"])
         if not isinstance(preload, list) or not all(isinstance(m, str) for m in preload):
             self.fail(_join(key, "preload"), "expected a list of module names")
+        class_imports = entry.get("preload_class_imports", True)
+        if not isinstance(class_imports, bool):
+            self.fail(_join(key, "preload_class_imports"), f"expected true or false, got {class_imports!r}")
         root = self.path.parent
         return Assignment(
             name=name,
@@ -198,6 +203,7 @@ class _Reader:
             source_dir=root / self.text(entry.get("source", f"assignments/{name}"), _join(key, "source")),
             solution_dir=root / self.text(entry.get("solution", f"solutions/{name}"), _join(key, "solution")),
             preload=tuple(preload),
+            preload_class_imports=class_imports,
             limits=self.limits(entry.get("limits", {}), _join(key, "limits"), base_limits),
             tolerance=tolerance,
             checks=self.checks(entry["checks"], _join(key, "checks")),

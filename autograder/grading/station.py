@@ -58,6 +58,7 @@ class Setup:
     command: what is grading, for the message of an environment that cannot (grading.probe).
     classwide: a Grader warmed in the command before the fork (`warm_grader`), whose class-wide cases and
         cached reference answers the process's Graders share; None: each process builds its own.
+    class_imports: what the class imports besides the preload (grading.class_imports), for its sandbox.
     """
 
     course: Course
@@ -67,6 +68,7 @@ class Setup:
     slot: int = 0
     command: str = "grading"
     classwide: Grader | None = None
+    class_imports: tuple[str, ...] = ()
 
 
 @dataclass
@@ -127,7 +129,8 @@ def refuse_secrets(protections: Protections, secrets: Sequence[Path], launched: 
     refuse_readable(protections, list(secrets), box)
 
 
-def launch_sandbox(protections: Protections, assignment: Assignment, slot: int = 0) -> Sandbox:
+def launch_sandbox(protections: Protections, assignment: Assignment, slot: int = 0,
+                   class_imports: Sequence[str] = ()) -> Sandbox:
     """The sandbox for job `slot`, its zygote launched but not waited for (it imports the preload meanwhile).
 
     Launched before any secret is refused, which is safe: the zygote runs the
@@ -135,7 +138,7 @@ def launch_sandbox(protections: Protections, assignment: Assignment, slot: int =
     a submission (`start_station`, after `refuse_readable`). Close it in
     this process whatever happens: after `Sandbox.hand_over`, that reaps it.
     """
-    sandbox = _sandbox(protections, assignment, slot)
+    sandbox = _sandbox(protections, assignment, slot, class_imports)
     sandbox.launch()
     return sandbox
 
@@ -148,7 +151,7 @@ def start_station(setup: Setup, sandbox: Sandbox | None = None) -> Station:
     cannot grade the reference, or SandboxError when the sandbox fails otherwise; nothing is left
     running then.
     """
-    sandbox = sandbox or _sandbox(setup.protections, setup.suite.assignment, setup.slot)
+    sandbox = sandbox or _sandbox(setup.protections, setup.suite.assignment, setup.slot, setup.class_imports)
     try:
         grader = Grader(setup.course, setup.suite, sandbox, setup.reference, shares_with=setup.classwide)
         # The probe's Grader shares the class-wide cases with this one, so they are built once per process.
@@ -195,5 +198,6 @@ def environment_report(course: Course, suite: Suite, protections: Protections) -
         sandbox.close()
 
 
-def _sandbox(protections: Protections, assignment: Assignment, slot: int = 0) -> Sandbox:
-    return Sandbox(protections, assignment.preload, slot=slot, warmup=assignment.warmup)
+def _sandbox(protections: Protections, assignment: Assignment, slot: int = 0,
+             class_imports: Sequence[str] = ()) -> Sandbox:
+    return Sandbox(protections, assignment.preload, slot=slot, warmup=assignment.warmup, class_imports=class_imports)

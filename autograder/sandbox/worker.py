@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import _thread
 import gc
-import importlib
 import os
 import resource
 import signal
@@ -40,7 +39,7 @@ import traceback
 
 import numpy as np
 
-from autograder.sandbox import kernel, loader, region, seccomp, values, wire
+from autograder.sandbox import kernel, libraries, loader, region, seccomp, values, wire
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
 CONTROL_LIMIT = 1 << 20  # bytes of buffers in one message from the grader to the zygote
@@ -54,7 +53,8 @@ MAX_FDS = 4  # file descriptors one message may carry
 def zygote_main(config: dict) -> None:
     """Serve spawn, clean and probe requests on the control socket until it closes.
 
-    config: {"control_fd", "preload": [module names], "warmup": [statements run after the preload],
+    config: {"control_fd", "preload": [module names], "class_imports": [modules imported if they can be
+    (sandbox.libraries)], "warmup": [statements run after the preload],
     "scratch": dir whose contents are wiped between submissions, "sweep": world-writable dirs (the
     fallback's /tmp) from which everything our uid owns is wiped too, "as_init": bool}.
     """
@@ -75,11 +75,11 @@ def zygote_main(config: dict) -> None:
     # What the preload and the warm-up make lives as long as the zygote: a collection meanwhile walks all of it
     # (PyTorch: 0.2 s a time) and frees nothing. Frozen below, once loaded.
     gc.disable()
-    for name in config["preload"]:
-        importlib.import_module(name)
+    libraries.import_preload(config["preload"])
+    libraries.import_if_possible(config.get("class_imports", []))
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
-    warmup_error = _warm_up(config.get("warmup", []))
+    warmup_error = libraries.warm_up(config.get("warmup", []))
     # Listed once here: a child that walked sys.modules (~2,000 entries with torch) would write to every
     # name's reference count, and so copy every page that holds one.
     own_modules = tuple(name for name in sys.modules if name == "autograder" or name.startswith("autograder."))
@@ -111,19 +111,6 @@ def zygote_main(config: dict) -> None:
             wire.send(control, {"event": "probed", "readable": readable(header.get("paths", []))[:20]})
         for fd in fds if op != "spawn" else ():
             os.close(fd)
-
-
-def _warm_up(statements: list) -> str:
-    """Run the assignment's warm-up (course.yaml `warmup`) before any submission exists; "" or what failed.
-
-    What the libraries load on a first call is then in every child. Its namespace (constants) is dropped."""
-    namespace: dict = {}
-    for number, statement in enumerate(statements):
-        try:
-            exec(compile(statement, f"warmup[{number}]", "exec"), namespace)
-        except BaseException as error:  # noqa: BLE001 - reported to the grader, which says what to fix
-            return f"warmup[{number}] ({statement[:200]!r}) raised {type(error).__name__}: {str(error)[:300]}"
-    return ""
 
 
 def _spawn(header: dict, fds: list, scratch: str, own_modules: tuple, child_filter: seccomp.Filter | None) -> int:

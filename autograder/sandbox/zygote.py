@@ -58,16 +58,15 @@ class Sandbox:
     preload: modules the zygote imports once (e.g. ("numpy", "torch")).
     warmup: Python statements the zygote runs once after the preload, before
         any submission (course.yaml `warmup`): what those libraries load lazily.
+    class_imports: modules it imports too, each if it can (grading.class_imports).
     slot: the job's index: where the lease of its worker uid starts when the grader is root (sandbox.uids).
-    fresh: start a new zygote for every submission (the slow baseline the
-        zygote is measured against).
+    fresh: start a new zygote for every submission (the slow baseline the zygote is measured against).
     """
 
     def __init__(self, protections: Protections, preload=("numpy",), slot: int = 0,
-                 tmp_mib: int = 256, fresh: bool = False, warmup=()):
+                 tmp_mib: int = 256, fresh: bool = False, warmup=(), class_imports=()):
         self.protections = protections
-        self.preload = tuple(preload)
-        self.warmup = tuple(warmup)
+        self.preload, self.class_imports, self.warmup = tuple(preload), tuple(class_imports), tuple(warmup)
         self.slot, self.uid = slot, None  # uid: the worker uid, leased at launch when the grader is root
         self._lease: UidLease | None = None
         self.tmp_mib = tmp_mib
@@ -113,7 +112,8 @@ class Sandbox:
         # -s -P, as -I but reading launch.env (all of the zygote's environment): its PYTHON variables count.
         command = launch.command + [self.protections.python.path, "-s", "-P", "-c", BOOT]
         config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "warmup": list(self.warmup),
-                  "scratch": launch.scratch, "sweep": launch.sweep, "as_init": self._in_namespace}
+                  "class_imports": list(self.class_imports), "scratch": launch.scratch, "sweep": launch.sweep,
+                  "as_init": self._in_namespace}
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log,
             env=launch.env, cwd=launch.cwd, start_new_session=True, pass_fds=(theirs.fileno(),), **launch.user)

@@ -1,0 +1,136 @@
+"""Which libraries a class's hand-ins import, so that the sandboxes import them once instead of once per student.
+
+course.yaml's `preload` is what the instructor knows every hand-in needs.
+Students import more: matplotlib to plot their weights, IPython to display
+them. A library the zygote lacks is imported again in every child, and
+`import matplotlib.pyplot` alone costs about half a second, more than
+grading the rest of the file. So `grade` reads the import statements of a
+sample of the class before its sandboxes start, and each zygote also imports
+the modules that more hand-ins import than there are zygotes to import them in.
+
+What a hand-in names can only make a zygote try to import a module that is
+installed for the workers (an import that fails is skipped there, and the
+student's own import fails as before); it never runs the hand-in's code, and
+no one student can add a module: it takes two hand-ins or more. Nothing here
+changes a grade, only where an import's time is spent.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from autograder.grading.course import Assignment
+from autograder.grading.discover import Found
+from autograder.grading.handin import read_bytes
+
+SAMPLE = 100  # hand-ins read: enough to see what a class imports, few enough for a class of thousands
+MOST = 12  # modules added at most: a zygote's start grows with each
+SCANNED_BYTES = 4 << 20  # of each hand-in: a notebook's images come after its code often enough
+# Never imported for a class, besides the standard library (cheap, and mostly imported by the preload
+# already) and any `__main__` (a program, not a library): the grader's own package, of which the worker
+# has its own copy of what it needs.
+NEVER = {"autograder"}
+
+# An import statement, the rest of its line; `_starts_line` says whether it begins one.
+_STATEMENT = re.compile(r'(import|from)[ \t]+([^\n"\\;#]+)')
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+@dataclass(frozen=True)
+class ClassImports:
+    """Modules to import in each zygote besides the assignment's preload.
+
+    modules: most imported first. imported_by: for each, how many of the `sampled` hand-ins import it.
+    """
+
+    modules: tuple[str, ...] = ()
+    imported_by: tuple[int, ...] = ()
+    sampled: int = 0
+
+    def describe(self) -> str:
+        """One line for the TA: what each sandbox imports for the class, and why."""
+        counts = ", ".join(f"{module} ({count} of {self.sampled} hand-ins read)"
+                           for module, count in zip(self.modules, self.imported_by))
+        return (f"preloading what the hand-ins import too: {counts}. Each sandbox imports it once, not each "
+                "hand-in (README: Sandbox, One-time costs); `preload_class_imports: false` in course.yaml turns it off")
+
+
+def class_imports(found: Sequence[Found], sandboxes: int, assignment: Assignment) -> ClassImports:
+    """The modules more of `found` import than there are `sandboxes`, read from a sample of at most SAMPLE.
+
+    A module pays for its import in the zygotes when more hand-ins import it than there are zygotes to
+    import it in; counts in the sample stand for the class in proportion. The assignment's preload, its
+    own module, the standard library and `NEVER` are left out; so is everything when the assignment
+    says `preload_class_imports: false`. A hand-in that cannot be read counts as importing nothing:
+    it is graded, and reported, as before.
+    """
+    if not assignment.preload_class_imports:
+        return ClassImports()
+    readable = [item for item in found if not item.problem]
+    sample = _spread(readable, SAMPLE)
+    counts: Counter = Counter()
+    for item in sample:
+        counts.update(imported_names(_text(item)))
+    left_out = {*assignment.preload, assignment.module, *NEVER, *sys.stdlib_module_names}
+    # In whole numbers: count of len(sample) stands for count * len(readable) / len(sample) of the class.
+    chosen = [(module, count) for module, count in counts.most_common()
+              if count >= 2 and count * len(readable) > sandboxes * len(sample)
+              and module.split(".")[0] not in left_out and module not in left_out
+              and not any(part.startswith("__") for part in module.split("."))]
+    # A package whose module is chosen is imported with it (matplotlib with matplotlib.pyplot).
+    chosen = [(module, count) for module, count in chosen
+              if not any(other.startswith(module + ".") for other, _ in chosen)][:MOST]
+    return ClassImports(tuple(m for m, _ in chosen), tuple(c for _, c in chosen), len(sample))
+
+
+def imported_names(text: str) -> set[str]:
+    """The modules the import statements in `text` (a .py file or a notebook's JSON) may name.
+
+    `import a.b as c, d` names a.b and d; `from a import b, c` names a, and a.b and a.c, which may be
+    modules (`from matplotlib import pyplot`): the zygote finds out, and skips what is not. Relative
+    imports name nothing.
+    """
+    names: set[str] = set()
+    for found in _STATEMENT.finditer(text):
+        if not _starts_line(text, found.start()):
+            continue
+        kind, rest = found.groups()
+        if kind == "import":
+            names.update(_first_words(rest))
+            continue
+        base, _, imported = rest.partition(" import ")
+        base = base.strip()
+        if not _DOTTED.fullmatch(base):
+            continue
+        names.add(base)
+        names.update(f"{base}.{name}" for name in _first_words(imported.strip(" \t()")) if "." not in name)
+    return names
+
+
+def _starts_line(text: str, at: int) -> bool:
+    """Whether only blanks stand between `at` and the start of its line: of the text, of a .py file's
+    line, or of a line in a notebook's JSON, which starts after a quote or after an escaped newline."""
+    while at > 0 and text[at - 1] in " \t":
+        at -= 1
+    return at == 0 or text.endswith(("\n", '"', "\\n"), 0, at)
+
+
+def _first_words(listed: str) -> list[str]:
+    """The dotted names in `a.b as c, d` (each part's first word), those that are names."""
+    words = (part.split()[0] for part in listed.split(",") if part.split())
+    return [word for word in words if _DOTTED.fullmatch(word)]
+
+
+def _text(item: Found) -> str:
+    content = read_bytes(item.path, item.root)
+    return content.data[:SCANNED_BYTES].decode("utf-8", errors="replace") if not content.error else ""
+
+
+def _spread(items: list, most: int) -> list:
+    """At most `most` of `items`, evenly spread over them (a class sorted by id has no order in its imports)."""
+    if len(items) <= most:
+        return items
+    return [items[index * len(items) // most] for index in range(most)]

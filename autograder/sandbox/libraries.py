@@ -1,0 +1,67 @@
+"""What a zygote imports and runs before its first submission, so that no child pays for it.
+
+Runs in the zygote (sandbox.worker), before any submission exists: the
+assignment's preload, which must import; the modules the class's hand-ins
+import (grading.class_imports), each tried within a time limit and skipped
+when it fails, since a hand-in named it; then the assignment's warm-up.
+"""
+from __future__ import annotations
+
+import importlib
+import signal
+
+EACH_IMPORT_SECONDS = 20.0  # one of the class's imports; the longest library imports take a few seconds
+
+
+def import_preload(names: list) -> None:
+    """Import the assignment's preload; a failure ends the zygote's start, and the grader says why."""
+    for name in names:
+        importlib.import_module(name)
+
+
+def import_if_possible(names: list, seconds: float = EACH_IMPORT_SECONDS) -> list[str]:
+    """Import each of `names` that imports within `seconds`; the names that did not, which are skipped.
+
+    A hand-in named them, so an import may fail, hang or exit: none of that stops the zygote, and a
+    child then imports the module itself (or fails to) as it would have without this.
+    """
+    skipped = []
+    previous = signal.getsignal(signal.SIGALRM)
+    try:
+        for name in names:
+            try:
+                _import_within(name, seconds)
+            except BaseException:  # noqa: BLE001 - whatever the import does, the zygote goes on
+                skipped.append(name)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return skipped
+
+
+def warm_up(statements: list) -> str:
+    """Run the assignment's warm-up (course.yaml `warmup`); "" or what failed.
+
+    What the libraries load on a first call is then in every child. Its namespace (constants) is dropped."""
+    namespace: dict = {}
+    for number, statement in enumerate(statements):
+        try:
+            exec(compile(statement, f"warmup[{number}]", "exec"), namespace)
+        except BaseException as error:  # noqa: BLE001 - reported to the grader, which says what to fix
+            return f"warmup[{number}] ({statement[:200]!r}) raised {type(error).__name__}: {str(error)[:300]}"
+    return ""
+
+
+def _import_within(name: str, seconds: float) -> None:
+    signal.signal(signal.SIGALRM, _too_long)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        importlib.import_module(name)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        # An alarm that came as the import ended is handled here, inside the caller's try (signal.signal
+        # runs pending handlers first); from then on one is ignored. None can escape the caller.
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+
+
+def _too_long(*_) -> None:
+    raise TimeoutError("the import took too long")

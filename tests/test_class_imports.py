@@ -1,0 +1,134 @@
+"""Issue 24: a library the class imports is imported once per sandbox, not once per hand-in.
+
+`grade` reads the import statements of a sample of the class (grading.class_imports) and each zygote
+imports, where it can, the modules more hand-ins import than there are zygotes (sandbox.libraries).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from autograder.grading.class_imports import SAMPLE, class_imports, imported_names
+from autograder.grading.course import load_course
+from autograder.grading.discover import find_submissions
+from autograder.grading.store import Store
+
+from conftest import PLAIN, ROOT, private_course, run_cli
+
+ASSIGNMENT = "w07_attention"
+
+
+def _class(folder: Path, headers: list[str]) -> list:
+    """A flat folder of .py hand-ins, each plain.py below its header; what `grade` finds there."""
+    folder.mkdir()
+    for number, header in enumerate(headers):
+        (folder / f"s{number:03d}.py").write_text(header + "\n" + PLAIN.read_text())
+    return find_submissions([folder], ASSIGNMENT, "attention", folder)
+
+
+def _assignment(**changes):
+    assignment = load_course(ROOT / "course.yaml").assignment(ASSIGNMENT)
+    return dataclasses.replace(assignment, **changes)
+
+
+def test_a_notebook_and_a_file_name_the_modules_they_import(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("from the lecture: attention is selective retrieval"),
+        nbformat.v4.new_code_cell("import numpy as np, matplotlib.pyplot as plt\nx = 1; import not_at_line_start"),
+        nbformat.v4.new_code_cell("def f():\n    from IPython.display import (display,\n        HTML)\n"
+                                  "from . import relative\nfrom scipy import special as sp"),
+    ])
+    path = tmp_path / "attention.ipynb"
+    nbformat.write(notebook, path)
+    found = imported_names(path.read_text())
+    assert {"numpy", "matplotlib.pyplot", "IPython.display", "IPython.display.display", "scipy",
+            "scipy.special"} <= found
+    assert not {name for name in found if "relative" in name or "not_at_line_start" in name or "lecture" in name}
+    assert imported_names("import a.b as c, d\n  from e import *\n") == {"a.b", "d", "e"}
+
+
+def test_a_module_is_preloaded_when_more_hand_ins_import_it_than_there_are_sandboxes(tmp_path):
+    found = _class(tmp_path / "class", [
+        "import matplotlib.pyplot as plt",
+        "from matplotlib import pyplot",
+        "import matplotlib.pyplot\nimport only_one_student_imports_this",
+        "import math\nimport numpy\nfrom autograder.nbgrader.inkernel import check_function",
+    ])
+    assignment = _assignment()
+    two = class_imports(found, 2, assignment)
+    # Three hand-ins against two zygotes: the package comes with its module; the standard library, the
+    # preload, the grader's own package and what one hand-in names are left out.
+    assert two.modules == ("matplotlib.pyplot",) and two.imported_by == (3,) and two.sampled == 4
+    assert "matplotlib.pyplot (3 of 4 hand-ins read)" in two.describe()
+    assert class_imports(found, 3, assignment).modules == ()  # three hand-ins, three zygotes: no gain
+    assert class_imports(found, 1, _assignment(preload_class_imports=False)).modules == ()
+
+
+def test_the_sample_stands_for_the_class_in_proportion(tmp_path):
+    size = 2 * SAMPLE + 50
+    importers = set(random.Random(0).sample(range(size), size // 5))  # 50 of 250, in no order
+    found = _class(tmp_path / "class", ["import widely_used" if n in importers else "" for n in range(size)])
+    assignment = _assignment()
+    sampled = class_imports(found, 2, assignment)
+    assert sampled.sampled == SAMPLE and sampled.modules == ("widely_used",)
+    seen = sampled.imported_by[0]  # of 100 read; about 20
+    assert 10 <= seen <= 30
+    # Those stand for seen * 250 / 100 hand-ins of the class: worth it for fewer zygotes than that.
+    most = math.ceil(seen * size / SAMPLE) - 1
+    assert class_imports(found, most, assignment).modules == ("widely_used",)
+    assert class_imports(found, most + 1, assignment).modules == ()
+
+
+def test_an_import_that_fails_hangs_or_exits_is_skipped_and_the_next_one_still_imports(tmp_path):
+    modules = {"hangs": "while True:\n    pass\n", "sleeps": "import time\ntime.sleep(60)\n",
+               "exits": "raise SystemExit(3)\n", "raises": "1 / 0\n", "fine": "VALUE = 1\n"}
+    for name, source in modules.items():
+        (tmp_path / f"{name}.py").write_text(source)
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        from autograder.sandbox.libraries import import_if_possible
+        skipped = import_if_possible(["hangs", "sleeps", "exits", "raises", "no_such_module", "fine"], seconds=0.3)
+        print(skipped, "fine" in sys.modules, "hangs" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("]")[0] == "['hangs', 'sleeps', 'exits', 'raises', 'no_such_module'"
+    assert done.stdout.split("]")[1].split() == ["True", "False"]
+
+
+LOCAL_CLUSTER = pytest.param(("--cluster", "local:1"), True, marks=pytest.mark.slow, id="cluster")
+
+
+@pytest.mark.parametrize(("where", "preload_class_imports"), [(("--jobs", "1"), True), (("--jobs", "1"), False),
+                                                               LOCAL_CLUSTER])
+def test_grade_imports_what_the_class_imports_in_the_sandbox_before_any_hand_in(tmp_path, where,
+                                                                              preload_class_imports):
+    if "--cluster" in where:
+        pytest.importorskip("distributed", reason="grading on a cluster needs the [dask] extra")
+    course_file = private_course(tmp_path)
+    config = yaml.safe_load(course_file.read_text())
+    config["assignments"][ASSIGNMENT]["preload_class_imports"] = preload_class_imports
+    course_file.write_text(yaml.safe_dump(config))
+    header = ('import sys\nprint("loaded before my import:", "matplotlib.pyplot" in sys.modules)\n'
+              'import matplotlib.pyplot')
+    _class(tmp_path / "class", [header] * 3)
+    db = tmp_path / "grades.db"
+    done = run_cli("grade", ASSIGNMENT, tmp_path / "class", "--db", db, *where, "--course", course_file)
+    assert done.returncode == 0, done.stderr
+    assert ("matplotlib.pyplot (3 of 3 hand-ins read)" in done.stderr) is preload_class_imports
+    with Store(db) as store:
+        results = store.results(ASSIGNMENT)
+    assert len(results) == 3 and {result.score for result in results} == {100.0}
+    # The first line: matplotlib's own import may print a warning after it.
+    assert {result.printed.splitlines()[0] for result in results} == {
+        f"loaded before my import: {preload_class_imports}"}
