@@ -58,15 +58,15 @@ def test_a_notebook_and_a_file_name_the_modules_they_import(tmp_path):
 
 def test_a_module_is_preloaded_when_more_hand_ins_import_it_than_there_are_sandboxes(tmp_path):
     found = _class(tmp_path / "class", [
-        "import matplotlib.pyplot as plt",
-        "from matplotlib import pyplot",
-        "import matplotlib.pyplot\nimport only_one_student_imports_this",
+        "import matplotlib.pyplot as plt\nimport helper_they_write_themselves",
+        "from matplotlib import pyplot\nimport helper_they_write_themselves",
+        "import matplotlib.pyplot\nimport nbformat\nimport helper_they_write_themselves",
         "import math\nimport numpy\nfrom autograder.nbgrader.inkernel import check_function",
     ])
     assignment = _assignment()
     two = class_imports(found, 2, assignment)
     # Three hand-ins against two zygotes: the package comes with its module; the standard library, the
-    # preload, the grader's own package and what one hand-in names are left out.
+    # preload, the grader's own package, what one hand-in names and what is not installed are left out.
     assert two.modules == ("matplotlib.pyplot",) and two.imported_by == (3,) and two.sampled == 4
     assert "matplotlib.pyplot (3 of 4 hand-ins read)" in two.describe()
     assert class_imports(found, 3, assignment).modules == ()  # three hand-ins, three zygotes: no gain
@@ -76,15 +76,15 @@ def test_a_module_is_preloaded_when_more_hand_ins_import_it_than_there_are_sandb
 def test_the_sample_stands_for_the_class_in_proportion(tmp_path):
     size = 2 * SAMPLE + 50
     importers = set(random.Random(0).sample(range(size), size // 5))  # 50 of 250, in no order
-    found = _class(tmp_path / "class", ["import widely_used" if n in importers else "" for n in range(size)])
+    found = _class(tmp_path / "class", ["import yaml" if n in importers else "" for n in range(size)])
     assignment = _assignment()
     sampled = class_imports(found, 2, assignment)
-    assert sampled.sampled == SAMPLE and sampled.modules == ("widely_used",)
+    assert sampled.sampled == SAMPLE and sampled.modules == ("yaml",)
     seen = sampled.imported_by[0]  # of 100 read; about 20
     assert 10 <= seen <= 30
     # Those stand for seen * 250 / 100 hand-ins of the class: worth it for fewer zygotes than that.
     most = math.ceil(seen * size / SAMPLE) - 1
-    assert class_imports(found, most, assignment).modules == ("widely_used",)
+    assert class_imports(found, most, assignment).modules == ("yaml",)
     assert class_imports(found, most + 1, assignment).modules == ()
 
 

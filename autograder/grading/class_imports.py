@@ -16,6 +16,7 @@ changes a grade, only where an import's time is spent.
 """
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from collections import Counter
@@ -63,8 +64,8 @@ def class_imports(found: Sequence[Found], sandboxes: int, assignment: Assignment
 
     A module pays for its import in the zygotes when more hand-ins import it than there are zygotes to
     import it in; counts in the sample stand for the class in proportion. The assignment's preload, its
-    own module, the standard library and `NEVER` are left out; so is everything when the assignment
-    says `preload_class_imports: false`. A hand-in that cannot be read counts as importing nothing:
+    own module, the standard library, `NEVER` and what is not installed are left out; so is everything
+    when the assignment says `preload_class_imports: false`. A hand-in that cannot be read counts as importing nothing:
     it is graded, and reported, as before.
     """
     if not assignment.preload_class_imports:
@@ -79,7 +80,7 @@ def class_imports(found: Sequence[Found], sandboxes: int, assignment: Assignment
     chosen = [(module, count) for module, count in counts.most_common()
               if count >= 2 and count * len(readable) > sandboxes * len(sample)
               and module.split(".")[0] not in left_out and module not in left_out
-              and not any(part.startswith("__") for part in module.split("."))]
+              and not any(part.startswith("__") for part in module.split(".")) and _installed(module)]
     # A package whose module is chosen is imported with it (matplotlib with matplotlib.pyplot).
     chosen = [(module, count) for module, count in chosen
               if not any(other.startswith(module + ".") for other, _ in chosen)][:MOST]
@@ -122,6 +123,15 @@ def _first_words(listed: str) -> list[str]:
     """The dotted names in `a.b as c, d` (each part's first word), those that are names."""
     words = (part.split()[0] for part in listed.split(",") if part.split())
     return [word for word in words if _DOTTED.fullmatch(word)]
+
+
+def _installed(module: str) -> bool:
+    """Whether the module's top package is installed here, where the workers' Python usually is too: a
+    helper a hand-in writes itself is not, and is not worth a zygote's try. Found, not imported."""
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _text(item: Found) -> str:
