@@ -18,7 +18,7 @@ from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import probe
 from autograder.sandbox.replies import CallTimedOut
 from autograder.sandbox.session import Session
-from autograder.sandbox.waiting import MAX_FACTOR, TICK, WaitCredit, processor_use
+from autograder.sandbox.waiting import MAX_FACTOR, TICK, ProcFiles, WaitCredit, processor_use
 from autograder.sandbox.zygote import Sandbox
 
 X = np.zeros(2)
@@ -77,6 +77,35 @@ def test_the_kernel_keeps_what_the_credit_reads():
     assert processor_use("/proc/0-no-such-process") is None
 
 
+def test_files_kept_open_read_what_fresh_ones_read_until_their_process_is_gone():
+    """A session reads its child's files after every call through one ProcFiles: opened once, then read
+    again; once the process is gone they say so, even if its pid names another process by then."""
+    files = ProcFiles()
+    try:
+        with _processes(SPIN) as (process,):
+            proc = f"/proc/{process.pid}"
+            first = processor_use(proc, files=files)
+            opened = len(os.listdir("/proc/self/fd"))
+            time.sleep(0.2)
+            kept, fresh = processor_use(proc, files=files), processor_use(proc)
+            assert len(os.listdir("/proc/self/fd")) == opened  # read again, not opened again
+            assert kept.ran > first.ran + 0.05 and abs(kept.ran - fresh.ran) < 0.05
+        assert processor_use(proc, files=files) is None  # killed and reaped
+    finally:
+        files.close()
+
+
+def test_the_steal_time_read_through_kept_files_follows_the_machine(tmp_path):
+    proc, machine = tmp_path / "proc", tmp_path / "stat"
+    _kernel_says(proc, machine, ran=0.0, stolen=1.0)
+    files = ProcFiles(str(machine))
+    assert files.stolen() == 1.0
+    _kernel_says(proc, machine, ran=0.0, stolen=2.0)
+    time.sleep(2 / TICK)  # the figure changes once a tick: read again after one
+    assert files.stolen() == 2.0 and processor_use(str(proc), files=files).stolen == 2.0
+    files.close()
+
+
 def test_a_call_crowded_out_by_other_processes_is_given_its_wait_back():
     given = _credit_after(SPIN, seconds=2.0, hogs=2)
     assert 0.2 < given <= 0.6  # of 0.6 s, it had about a third
@@ -111,17 +140,21 @@ def _kernel_says(proc, machine, ran: float, stolen: float) -> None:
     machine.write_text(f"cpu  100 0 100 1000 0 0 0 {round(stolen * TICK)} 0 0\ncpu0 ...\n")
 
 
-def test_a_call_is_given_the_share_of_its_running_time_the_host_stole(tmp_path):
+@pytest.mark.parametrize("kept_open", [False, True])
+def test_a_call_is_given_the_share_of_its_running_time_the_host_stole(tmp_path, kept_open):
     """On a virtual machine the host may stop the processors themselves: that is no wait the scheduler sees,
-    and no processor time of the call's either."""
+    and no processor time of the call's either. kept_open: read as a session reads, through ProcFiles."""
     proc, machine = tmp_path / "proc", tmp_path / "stat"
     _kernel_says(proc, machine, ran=0.0, stolen=0.0)
-    busy = WaitCredit(str(proc), 1.0, machine=str(machine), processors=2)
+    files = ProcFiles(str(machine)) if kept_open else None
+    busy = WaitCredit(str(proc), 1.0, machine=str(machine), processors=2, files=files)
     started = time.monotonic()
     time.sleep(0.2)
     # 40 % of both processors' time was stolen meanwhile, and the call ran 0.12 s: it lost 0.12 × 0.4 / 0.6.
     _kernel_says(proc, machine, ran=0.12, stolen=0.4 * 2 * (time.monotonic() - started))
     assert 0.06 < busy.more() < 0.09
+    if files is not None:
+        files.close()
 
 
 def test_a_sleeping_call_loses_nothing_to_steal(tmp_path):

@@ -41,6 +41,7 @@ from autograder.sandbox.replies import (
     past_limit,
 )
 from autograder.sandbox.stream import Answer, CallStream
+from autograder.sandbox.waiting import ProcFiles
 from autograder.sandbox.zygote import Sandbox
 from autograder.text import safe
 
@@ -87,6 +88,7 @@ class Session:
         self.channel: Channel | None = None
         self.batch = 0  # the worker drops the calls of a batch queued behind one that imported (sandbox.stream)
         self.reply_limits: dict[int, int] = {}  # call id -> the bytes its reply may hold
+        self.proc_files = ProcFiles()  # the child's processor use, read after every call (sandbox.waiting)
         self._skip: dict[int, tuple[str, str]] = {}  # unit index -> (its label, why it was stopped)
         self._pid = 0
         self._next_id = 0
@@ -125,6 +127,7 @@ class Session:
         """Stop the child and everything it left running; keep what it printed."""
         self.stop_child()
         self.region.close()
+        self.proc_files.close()
 
     def __enter__(self):
         return self

@@ -215,7 +215,8 @@ class CallStream:
         sent.started, sent.deadline = when, when + min(seconds, budget_left)
         sent.last_read = when + min(MAX_FACTOR * seconds, budget_left)
         cap = session.grace.cap(seconds) if sent.grace else seconds
-        sent.extensions = Extensions(WaitCredit(session.child_proc(), seconds, start=use), seconds, cap, budget_left)
+        sent.extensions = Extensions(WaitCredit(session.child_proc(), seconds, start=use, files=session.proc_files),
+                                     seconds, cap, budget_left)
         if session.channel is not None:  # None: the child is gone, and this call's failure is known
             session.channel.output_mark = session.output.total  # the flood limit is per call
 
@@ -248,7 +249,7 @@ class CallStream:
     def _keep(self, frames: list) -> None:
         seen = time.monotonic()
         proc = self.session.child_proc() if frames else None
-        use = processor_use(proc) if proc else None
+        use = processor_use(proc, files=self.session.proc_files) if proc else None
         if use is not None:
             self._reading = (proc, use)
         self._frames.extend((header, buffers, seen, use) for header, buffers in frames)

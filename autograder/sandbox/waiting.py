@@ -21,6 +21,7 @@ process as a whole has used its limit in processor time, and it never exceeds
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -47,27 +48,94 @@ class ProcessorUse:
     at: float  # when this was read (time.monotonic)
 
 
-def processor_use(proc: str, machine: str = MACHINE) -> ProcessorUse | None:
+def processor_use(proc: str, machine: str = MACHINE, files: ProcFiles | None = None) -> ProcessorUse | None:
     """What the kernel says of the process whose /proc directory is `proc`; None if it is gone or unreadable.
 
     schedstat (main thread, nanoseconds): time on a processor, time waiting on a run queue, time slices.
     stat fields 14 and 15 (the whole thread group, clock ticks): user and system time. `machine`'s first
     line (/proc/stat's "cpu", clock ticks): its eighth figure is the steal time (0 where there is none).
+    files: where the same process is read again and again (a session's calls): its files kept open, and
+    `files.machine` read instead of `machine`.
     """
+    read = files.read if files is not None else (lambda directory, name: read_proc(f"{directory}/{name}"))
     try:
-        ran, waited = (int(x) for x in read_proc(f"{proc}/schedstat").split()[:2])
-        fields = read_proc(f"{proc}/stat").rsplit(b")", 1)[1].split()
+        ran, waited = (int(x) for x in read(proc, "schedstat").split()[:2])
+        fields = read(proc, "stat").rsplit(b")", 1)[1].split()
         everything = (int(fields[11]) + int(fields[12])) / TICK
     except (OSError, ValueError, IndexError):
         return None
-    return ProcessorUse(ran / 1e9, everything, waited / 1e9, _stolen(machine), time.monotonic())
+    stolen = files.stolen() if files is not None else _stolen(machine)
+    return ProcessorUse(ran / 1e9, everything, waited / 1e9, stolen, time.monotonic())
 
 
 def _stolen(machine: str) -> float:
     try:
-        return int(read_proc(machine).split(b"\n", 1)[0].split()[8]) / TICK
-    except (OSError, ValueError, IndexError):
-        return 0.0  # no steal figure: a machine of its own, or a kernel that keeps none
+        return _steal_in(read_proc(machine))
+    except OSError:
+        return 0.0
+
+
+def _steal_in(machine_stat: bytes) -> float:
+    """The steal time in /proc/stat's text, seconds; 0.0 where it has none (a machine of its own, or a
+    kernel that keeps none)."""
+    try:
+        return int(machine_stat.split(b"\n", 1)[0].split()[8]) / TICK
+    except (ValueError, IndexError):
+        return 0.0
+
+
+class ProcFiles:
+    """The /proc files of one process, and the machine's /proc/stat, kept open and read again from their start.
+
+    Opening a file under a sandbox's /proc costs several times reading it (the path crosses into the
+    sandbox's namespace), and a session reads its child's after every call. A file kept open names its
+    process for good: once that process is gone it fails to read, even if its pid is given to another.
+    The steal time changes once a clock tick, so /proc/stat is read at most once a tick. Close it when done.
+    """
+
+    def __init__(self, machine: str = MACHINE):
+        self.machine = machine
+        self._directory: str | None = None
+        self._fds: dict[str, int] = {}  # file name in `_directory` -> its descriptor
+        self._machine_fd: int | None = None
+        self._stolen = (0.0, -math.inf)  # (seconds, when read)
+
+    def read(self, directory: str, name: str) -> bytes:
+        """The contents of `directory`/`name`; OSError if it cannot be read. Another directory than the last
+        one's closes that one's files first (one process at a time: a session's current child)."""
+        if directory != self._directory:
+            self._close_process()
+            self._directory = directory
+        fd = self._fds.get(name)
+        if fd is None:
+            fd = self._fds[name] = os.open(f"{directory}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+        return os.pread(fd, 4096, 0)
+
+    def stolen(self) -> float:
+        """The machine's steal time so far, seconds, as of at most a clock tick ago."""
+        value, when = self._stolen
+        now = time.monotonic()
+        if now - when >= 1 / TICK:
+            try:
+                if self._machine_fd is None:
+                    self._machine_fd = os.open(self.machine, os.O_RDONLY | os.O_CLOEXEC)
+                value = _steal_in(os.pread(self._machine_fd, 4096, 0))
+            except OSError:
+                value = 0.0
+            self._stolen = (value, now)
+        return value
+
+    def close(self) -> None:
+        self._close_process()
+        if self._machine_fd is not None:
+            os.close(self._machine_fd)
+            self._machine_fd = None
+
+    def _close_process(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+        self._directory = None
 
 
 class WaitCredit:
@@ -80,11 +148,11 @@ class WaitCredit:
     """
 
     def __init__(self, proc: str | None, seconds: float, machine: str = MACHINE, processors: int | None = None,
-                 start: ProcessorUse | None = None):
-        self._proc, self._machine = proc, machine
+                 start: ProcessorUse | None = None, files: ProcFiles | None = None):
+        self._proc, self._machine, self._files = proc, machine, files
         self._seconds = seconds
         self._processors = processors  # what /proc/stat's steal is summed over; counted at a deadline, if one comes
-        self._start = (start or processor_use(proc, machine)) if proc else None
+        self._start = (start or processor_use(proc, machine, files)) if proc else None
         self._given = 0.0
         self._used = 0.0  # its processor time by the last deadline (its own thread's, and its other threads')
 
@@ -92,7 +160,7 @@ class WaitCredit:
         """Seconds to extend the deadline by now: the wait not yet given back, within the caps; 0 for none."""
         if self._start is None:
             return 0.0
-        now = processor_use(self._proc, self._machine)
+        now = processor_use(self._proc, self._machine, self._files)
         if now is None:
             self._used = self._seconds  # gone: nothing more is known of it, and it is not taken for idle
             return 0.0
