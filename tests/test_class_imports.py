@@ -17,14 +17,20 @@ import nbformat
 import pytest
 import yaml
 
+from autograder.grading.batch import grade_batch
 from autograder.grading.class_imports import SAMPLE, class_imports, imported_names
 from autograder.grading.course import load_course
 from autograder.grading.discover import find_submissions
+from autograder.grading.station import protections_for
 from autograder.grading.store import Store
+from autograder.grading.suite import load_suite
 
 from conftest import PLAIN, ROOT, private_course, run_cli
 
 ASSIGNMENT = "w07_attention"
+# Top-level code that says whether the sandbox had imported matplotlib.pyplot before the file's own import.
+PRELOADED_HEADER = ('import sys\nprint("loaded before my import:", "matplotlib.pyplot" in sys.modules)\n'
+                    'import matplotlib.pyplot')
 
 
 def _class(folder: Path, headers: list[str]) -> list:
@@ -119,9 +125,7 @@ def test_grade_imports_what_the_class_imports_in_the_sandbox_before_any_hand_in(
     config = yaml.safe_load(course_file.read_text())
     config["assignments"][ASSIGNMENT]["preload_class_imports"] = preload_class_imports
     course_file.write_text(yaml.safe_dump(config))
-    header = ('import sys\nprint("loaded before my import:", "matplotlib.pyplot" in sys.modules)\n'
-              'import matplotlib.pyplot')
-    _class(tmp_path / "class", [header] * 3)
+    _class(tmp_path / "class", [PRELOADED_HEADER] * 3)
     db = tmp_path / "grades.db"
     done = run_cli("grade", ASSIGNMENT, tmp_path / "class", "--db", db, *where, "--course", course_file)
     assert done.returncode == 0, done.stderr
@@ -132,3 +136,26 @@ def test_grade_imports_what_the_class_imports_in_the_sandbox_before_any_hand_in(
     # The first line: matplotlib's own import may print a warning after it.
     assert {result.printed.splitlines()[0] for result in results} == {
         f"loaded before my import: {preload_class_imports}"}
+
+
+def test_grading_processes_started_without_a_launched_sandbox_import_the_class_imports_too(tmp_path):
+    """As `regrade` grades, and as a grading process that died is replaced: from Setup.class_imports."""
+    course = load_course(ROOT / "course.yaml")
+    suite = load_suite(course, ASSIGNMENT)
+    found = _class(tmp_path / "class", [PRELOADED_HEADER] * 2)
+    results = []
+    with Store(tmp_path / "grades.db") as store:
+        grade_batch(course, suite, protections_for("auto"), found, store, 1, results.append,
+                    class_imports=("matplotlib.pyplot",))
+    assert [result.printed.splitlines()[0] for result in results] == ["loaded before my import: True"] * 2
+
+
+def test_regrade_preloads_what_the_stored_hand_ins_import(tmp_path):
+    course_file = private_course(tmp_path)
+    _class(tmp_path / "class", [PRELOADED_HEADER] * 3)
+    db = tmp_path / "grades.db"
+    assert run_cli("grade", ASSIGNMENT, tmp_path / "class", "--db", db, "--jobs", "1",
+                   "--course", course_file).returncode == 0
+    done = run_cli("regrade", ASSIGNMENT, "--db", db, "--jobs", "1", "--preview", "--course", course_file)
+    assert done.returncode == 0, done.stderr
+    assert "matplotlib.pyplot (3 of 3 hand-ins read)" in done.stderr

@@ -14,6 +14,7 @@ from autograder.cli import options
 from autograder.cli.workdir import command_workdir
 from autograder.grading.attempts import counted_results
 from autograder.grading.batch import default_db, grade_batch
+from autograder.grading.class_imports import class_imports
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
@@ -189,9 +190,13 @@ def _regrade(args) -> int:
                               sys.stderr)
         starting(f"regrading {len(todo)} hand-ins of {len(before)} students of {settings.name} under suite "
                  f"{suite.version}" + (" (preview: nothing is stored)" if args.preview else ""))
+        found, jobs = [item.found for item in todo], args.jobs or os.cpu_count() or 1
+        imports = class_imports(found, min(jobs, len(found)), settings)
+        if imports.modules:
+            starting(imports.describe())
         collector, progress = Collector(store), Progress(len(todo))
-        grade_batch(course, suite, protections, [item.found for item in todo], collector,
-                    args.jobs or os.cpu_count() or 1, progress.update)
+        grade_batch(course, suite, protections, found, collector, jobs, progress.update,
+                    class_imports=imports.modules)
         progress.finish()
         after, failed = regraded(before, todo, collector.results)
         for line in failed:
