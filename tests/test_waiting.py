@@ -79,7 +79,7 @@ def test_the_kernel_keeps_what_the_credit_reads():
 
 def test_files_kept_open_read_what_fresh_ones_read_until_their_process_is_gone():
     """A session reads its child's files after every call through one ProcFiles: opened once, then read
-    again; once the process is gone they say so, even if its pid names another process by then."""
+    again; once the process is gone (and its pid free), reading says so."""
     files = ProcFiles()
     try:
         with _processes(SPIN) as (process,):

@@ -12,7 +12,9 @@ What a hand-in names can only make a zygote try to import a module that is
 installed for the workers (an import that fails is skipped there, and the
 student's own import fails as before); it never runs the hand-in's code, and
 no one student can add a module: it takes two hand-ins or more. Nothing here
-changes a grade, only where an import's time is spent.
+changes a grade, only where an import's time is spent, unless a library
+changes NumPy's or PyTorch's settings as it is imported (README: Sandbox,
+One-time costs; `preload_class_imports: false` turns this off).
 """
 from __future__ import annotations
 
@@ -65,8 +67,8 @@ def class_imports(found: Sequence[Found], sandboxes: int, assignment: Assignment
     A module pays for its import in the zygotes when more hand-ins import it than there are zygotes to
     import it in; counts in the sample stand for the class in proportion. The assignment's preload, its
     own module, the standard library, `NEVER` and what is not installed are left out; so is everything
-    when the assignment says `preload_class_imports: false`. A hand-in that cannot be read counts as importing nothing:
-    it is graded, and reported, as before.
+    when the assignment says `preload_class_imports: false`. A hand-in that cannot be read counts as
+    importing nothing: it is graded, and reported, as before.
     """
     if not assignment.preload_class_imports:
         return ClassImports()

@@ -88,9 +88,10 @@ class ProcFiles:
     """The /proc files of one process, and the machine's /proc/stat, kept open and read again from their start.
 
     Opening a file under a sandbox's /proc costs several times reading it (the path crosses into the
-    sandbox's namespace), and a session reads its child's after every call. A file kept open names its
-    process for good: once that process is gone it fails to read, even if its pid is given to another.
-    The steal time changes once a clock tick, so /proc/stat is read at most once a tick. Close it when done.
+    sandbox's namespace), and a session reads its child's after every call. A file kept open names the
+    process it was opened for; once that one is gone, its path is opened again, and names whatever
+    process has that pid now (for a session, its current child) or nothing. The steal time changes once
+    a clock tick, so /proc/stat is read at most once a tick. Close it when done.
     """
 
     def __init__(self, machine: str = MACHINE):
@@ -107,8 +108,12 @@ class ProcFiles:
             self._close_process()
             self._directory = directory
         fd = self._fds.get(name)
-        if fd is None:
-            fd = self._fds[name] = os.open(f"{directory}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+        if fd is not None:
+            try:
+                return os.pread(fd, 4096, 0)
+            except OSError:  # its process is gone
+                os.close(self._fds.pop(name))
+        fd = self._fds[name] = os.open(f"{directory}/{name}", os.O_RDONLY | os.O_CLOEXEC)
         return os.pread(fd, 4096, 0)
 
     def stolen(self) -> float:
