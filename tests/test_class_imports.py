@@ -94,6 +94,16 @@ def test_the_sample_stands_for_the_class_in_proportion(tmp_path):
     assert class_imports(found, most + 1, assignment).modules == ()
 
 
+def test_the_sample_sees_a_class_whose_ids_alternate(tmp_path):
+    """Every other hand-in imports it (two sections, say): a sample at a fixed stride (every other one,
+    for twice SAMPLE) would miss them all."""
+    size = 2 * SAMPLE
+    found = _class(tmp_path / "class", ["import yaml" if n % 2 else "" for n in range(size)])
+    sampled = class_imports(found, 2, _assignment())
+    assert sampled.modules == ("yaml",) and 30 <= sampled.imported_by[0] <= 70
+    assert class_imports(found, 2, _assignment()) == sampled  # the same class, the same sample
+
+
 def test_an_import_that_fails_hangs_or_exits_is_skipped_and_the_next_one_still_imports(tmp_path):
     modules = {"hangs": "while True:\n    pass\n", "sleeps": "import time\ntime.sleep(60)\n",
                "exits": "raise SystemExit(3)\n", "raises": "1 / 0\n", "fine": "VALUE = 1\n"}

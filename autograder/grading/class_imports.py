@@ -19,6 +19,7 @@ One-time costs; `preload_class_imports: false` turns this off).
 from __future__ import annotations
 
 import importlib.util
+import random
 import re
 import sys
 from collections import Counter
@@ -142,7 +143,8 @@ def _text(item: Found) -> str:
 
 
 def _spread(items: list, most: int) -> list:
-    """At most `most` of `items`, evenly spread over them (a class sorted by id has no order in its imports)."""
+    """At most `most` of `items`, drawn at random but the same for the same class (a fixed stride would see
+    only every other hand-in of a class whose ids alternate, say, between two sections)."""
     if len(items) <= most:
         return items
-    return [items[index * len(items) // most] for index in range(most)]
+    return [items[index] for index in sorted(random.Random(len(items)).sample(range(len(items)), most))]
