@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import random
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from autograder.grading.discover import find_submissions
 from autograder.grading.station import protections_for
 from autograder.grading.store import Store
 from autograder.grading.suite import load_suite
+from autograder.sandbox.protections import probe
+from autograder.sandbox.zygote import Sandbox
 
 from conftest import PLAIN, ROOT, private_course, run_cli
 
@@ -174,3 +177,24 @@ def test_regrade_preloads_what_the_stored_hand_ins_import(tmp_path):
     done = run_cli("regrade", ASSIGNMENT, "--db", db, "--jobs", "1", "--preview", "--course", course_file)
     assert done.returncode == 0, done.stderr
     assert "matplotlib.pyplot (3 of 3 hand-ins read)" in done.stderr
+
+
+def test_a_class_import_that_starts_a_thread_is_dropped_and_the_zygote_started_again(public_python):
+    """A fork keeps only the forking thread, and any lock another thread held stays held in the child:
+    a zygote whose class imports started one is started again without them. The module that starts a
+    thread is installed in a Python of the test's own (conftest.public_python)."""
+    site_packages = next(Path(public_python).parent.parent.glob("lib/python*/site-packages"))
+    module = site_packages / "starts_a_thread_when_imported.py"
+    module.write_text("import threading, time\n"
+                      "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
+    assignment = _assignment()
+    try:
+        with Sandbox(probe("auto", python=public_python), assignment.preload, warmup=assignment.warmup,
+                     class_imports=("matplotlib.pyplot", "starts_a_thread_when_imported")) as sandbox:
+            assert sandbox.class_imports == ()
+            assert len(os.listdir(f"/proc/{sandbox.zygote_pid()}/task")) == 1
+        with Sandbox(probe("auto", python=public_python), assignment.preload, warmup=assignment.warmup,
+                     class_imports=("matplotlib.pyplot",)) as sandbox:
+            assert sandbox.class_imports == ("matplotlib.pyplot",)  # a library that starts none is kept
+    finally:
+        module.unlink()

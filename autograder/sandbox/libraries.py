@@ -8,7 +8,9 @@ when it fails, since a hand-in named it; then the assignment's warm-up.
 from __future__ import annotations
 
 import importlib
+import os
 import signal
+import threading
 import time
 
 EACH_IMPORT_SECONDS = 20.0  # one of the class's imports; the longest library imports take a few seconds
@@ -46,6 +48,14 @@ def import_if_possible(names: list, seconds: float = EACH_IMPORT_SECONDS,
     finally:
         signal.signal(signal.SIGALRM, previous)
     return skipped
+
+
+def thread_count() -> int:
+    """This process's threads, as the kernel counts them (native ones too)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 def warm_up(statements: list) -> str:

@@ -76,7 +76,10 @@ def zygote_main(config: dict) -> None:
     # (PyTorch: 0.2 s a time) and frees nothing. Frozen below, once loaded.
     gc.disable()
     libraries.import_preload(config["preload"])
+    threads = libraries.thread_count()
     libraries.import_if_possible(config.get("class_imports", []))
+    # A thread that one of them started would be missing from every child, and any lock it held, held for good.
+    threaded = libraries.thread_count() > threads
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
     warmup_error = libraries.warm_up(config.get("warmup", []))
@@ -87,7 +90,7 @@ def zygote_main(config: dict) -> None:
     gc.freeze()  # keeps the children from touching (and copying) the zygote's pages
     gc.enable()
     kernel.collapse_anonymous_memory()  # the zygote's memory from now on is what every fork copies the page tables of
-    wire.send(control, {"event": "ready", "pid": os.getpid(), "warmup_error": warmup_error})
+    wire.send(control, {"event": "ready", "pid": os.getpid(), "warmup_error": warmup_error, "threaded": threaded})
     inbox = _Inbox(control, CONTROL_LIMIT)
     while True:
         frame, fds = inbox.next()

@@ -8,9 +8,8 @@ solutions/, the results database, other submissions or home directories. In
 the fallback the zygote is a plain process with resource limits, an empty
 environment and a temporary working directory, and every result says so.
 
-The grader keeps its end of every channel: a control socket to the zygote
-and, per submission, a socket and an output pipe whose far ends it hands to
-the zygote over SCM_RIGHTS.
+The grader keeps its end of every channel: a control socket to the zygote and, per submission,
+a socket and an output pipe whose far ends it hands to the zygote over SCM_RIGHTS.
 """
 from __future__ import annotations
 
@@ -37,12 +36,9 @@ START_SECONDS = 120.0
 
 @dataclass(frozen=True)
 class Cleaned:
-    """What cleaning up after a submission took.
-
-    killed: processes that had to be killed; exits: how each reaped child
-    ended (pid -> ["exit", code] or ["signal", name]); restarted: why the
-    sandbox was restarted (scratch files that could not be removed), or "".
-    """
+    """What cleaning up after a submission took: `killed`, processes that had to be killed; `exits`, how each
+    reaped child ended (pid -> ["exit", code] or ["signal", name]); `restarted`, why the sandbox was restarted
+    (scratch files that could not be removed), or ""."""
 
     killed: int = 0
     exits: dict = field(default_factory=dict)
@@ -58,7 +54,7 @@ class Sandbox:
     preload: modules the zygote imports once (e.g. ("numpy", "torch")).
     warmup: Python statements the zygote runs once after the preload, before
         any submission (course.yaml `warmup`): what those libraries load lazily.
-    class_imports: modules it imports too, each if it can (grading.class_imports).
+    class_imports: modules it imports too, each if it can (grading.class_imports); dropped if one starts a thread.
     slot: the job's index: where the lease of its worker uid starts when the grader is root (sandbox.uids).
     fresh: start a new zygote for every submission (the slow baseline the zygote is measured against).
     """
@@ -165,6 +161,10 @@ class Sandbox:
             raise SandboxError(f"the assignment's warm-up failed in the worker: {safe(ready['warmup_error'], 600)}. "
                                "Fix or remove that statement under the assignment's `warmup` in course.yaml, "
                                "then run again. Nothing was graded.")
+        if ready.get("threaded") and self.class_imports:  # forked, a child would lack the thread (worker.py)
+            self.close()
+            self.class_imports = ()
+            return self.start()
         self._zygote_pid = self._find_zygote()
         self._started = True
 
