@@ -40,7 +40,8 @@ NEVER = {"autograder"}
 
 # An import statement, the rest of its line; `_starts_line` says whether it begins one.
 _STATEMENT = re.compile(r'(import|from)[ \t]+([^\n"\\;#]+)')
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
+MAX_NAME = 100  # characters of a module's dotted name: what a hand-in names is shown to the TA
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def imported_names(text: str) -> set[str]:
 
     `import a.b as c, d` names a.b and d; `from a import b, c` names a, and a.b and a.c, which may be
     modules (`from matplotlib import pyplot`): the zygote finds out, and skips what is not. Relative
-    imports name nothing.
+    imports name nothing, and neither do names that are not ASCII or longer than MAX_NAME.
     """
     names: set[str] = set()
     for found in _STATEMENT.finditer(text):
@@ -111,7 +112,7 @@ def imported_names(text: str) -> set[str]:
             continue
         names.add(base)
         names.update(f"{base}.{name}" for name in _first_words(imported.strip(" \t()")) if "." not in name)
-    return names
+    return {name for name in names if len(name) <= MAX_NAME}
 
 
 def _starts_line(text: str, at: int) -> bool:
