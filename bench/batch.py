@@ -30,9 +30,10 @@ is met:
 7. with --nbgrader-sample K > 0: K of the mostly correct notebooks with
    nbgrader's own `autograde` (which runs student code unsandboxed in its kernel);
 8. a class that plots: the mostly buggy class with `import matplotlib.pyplot
-   as plt` above the code of 3 students in 5, graded as usual (the sandboxes
-   import what the class imports, grading.class_imports) and with
-   `preload_class_imports: false`, each as a share of the plain class's rate.
+   as plt` above the code of 3 students in 5, then of 1 in 20, graded as
+   usual (the sandboxes import what the class imports, grading.class_imports)
+   and with `preload_class_imports: false`, each as a share of the plain
+   class's rate.
 
     python bench/batch.py [--students 200] [--jobs 2] [--slow-percent 5] [--nbgrader-sample 0] [--keep DIR]
 """
@@ -70,6 +71,7 @@ PLAIN = ROOT / "tests" / "fixtures" / "submissions" / "correct" / "plain.py"
 FUNCTIONS = ("score", "additive_score", "causal_mask", "padding_mask", "apply_mask", "softmax", "context",
              "attention", "attention_torch")
 CLASSES = (("mostly correct", 15), ("mostly buggy", 70))  # (name, % of the honest students with one bug)
+PLOTTING = ((3, 5), (1, 20))  # item 8: (students, of how many) who import matplotlib.pyplot
 IMPORT_ROUNDS = 3  # the import floor is the median of these, so one slow start does not set it
 
 
@@ -222,21 +224,30 @@ def inprocess_rates(submitted: Path, jobs: int) -> Rates:
 
 
 def plotting_section(args, work: Path, to_notebook, plain: Rates) -> None:
-    """Item 8: the mostly buggy class, 3 students in 5 importing matplotlib.pyplot, with and without the
-    class's imports preloaded."""
+    """Item 8: the mostly buggy class with 3 students in 5, then 1 in 20, importing matplotlib.pyplot, each
+    with and without the class's imports preloaded."""
+    course_off = ("--course", str(_course_without_class_imports(work)))
+    for plotting, of in PLOTTING:
+        folder = work / f"plotting_{plotting}_of_{of}"
+        write_class(folder / "class", args.students, "nbgrader", (), 0, _plotting(to_notebook, plotting, of),
+                    Mix(CLASSES[1][1]))
+        print(f"\na class that plots: the mostly buggy class, {plotting} student{'s' * (plotting > 1)} in {of} with "
+              "`import matplotlib.pyplot as plt` above their code; share of the plain class's rate (whole command "
+              "/ once loaded)")
+        for what, options in (("the class's imports preloaded (the default)", ()),
+                              ("preload_class_imports: false", course_off)):
+            share = rates(grade(folder / "class", args.jobs, folder / f"{len(options)}.db", options=options),
+                          args.students) / plain
+            print(f"  {what}: {_percent(share.whole)} / {_percent(share.loaded)}")
+
+
+def _plotting(to_notebook, plotting: int, of: int):
+    """`to_notebook`, with matplotlib imported above the code of `plotting` students in every `of`."""
     students = itertools.count()
 
-    def plotting(code: str):
-        return to_notebook(("import matplotlib.pyplot as plt\n" if next(students) % 5 < 3 else "") + code)
-    folder = work / "plotting"
-    write_class(folder / "class", args.students, "nbgrader", (), 0, plotting, Mix(CLASSES[1][1]))
-    print("\na class that plots: the mostly buggy class, 3 students in 5 with `import matplotlib.pyplot as plt` "
-          "above their code; share of the plain class's rate (whole command / once loaded)")
-    for what, options in (("the class's imports preloaded (the default)", ()),
-                          ("preload_class_imports: false", ("--course", str(_course_without_class_imports(folder))))):
-        share = rates(grade(folder / "class", args.jobs, folder / f"{len(options)}.db", options=options),
-                      args.students) / plain
-        print(f"  {what}: {_percent(share.whole)} / {_percent(share.loaded)}")
+    def notebook(code: str):
+        return to_notebook(("import matplotlib.pyplot as plt\n" if next(students) % of < plotting else "") + code)
+    return notebook
 
 
 def _course_without_class_imports(folder: Path) -> Path:
