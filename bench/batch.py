@@ -33,8 +33,8 @@ is met:
 8. a class that plots: the mostly buggy class with `import matplotlib.pyplot
    as plt` above the code of 3 students in 5, then of 1 in 20, graded as
    usual (the sandboxes import what the class imports, grading.class_imports)
-   and with `preload_class_imports: false`, each as a share of the plain
-   class's rate.
+   and with `preload_class_imports: false`, each as a share of the rate of
+   the plain class graded just before it.
 
     python bench/batch.py [--students 200] [--jobs 2] [--rounds 3] [--slow-percent 5] [--nbgrader-sample 0]
                            [--keep DIR]
@@ -156,7 +156,7 @@ def run(args, work: Path) -> None:
           "limits, sandbox as `autograder doctor` shows")
     print("rates in submissions/s: the whole command (start-up included) / once the suite is loaded")
     plain = {name: class_section(args, work, name, buggy_percent, to_notebook) for name, buggy_percent in CLASSES}
-    plotting_section(args, work, to_notebook, plain[CLASSES[1][0]])
+    plotting_section(args, work, to_notebook, work / CLASSES[1][0].replace(" ", "_") / "plain")
     import_floor_section(work)
     failing_section(args, work, to_notebook)
     if args.nbgrader_sample:
@@ -249,19 +249,21 @@ def inprocess_rates(submitted: Path, jobs: int) -> Rates:
     return Rates(int(count) / done.seconds, int(count) / float(loaded_seconds))
 
 
-def plotting_section(args, work: Path, to_notebook, plain: Rates) -> None:
+def plotting_section(args, work: Path, to_notebook, plain_class: Path) -> None:
     """Item 8: the mostly buggy class with 3 students in 5, then 1 in 20, importing matplotlib.pyplot, each
-    with and without the class's imports preloaded."""
+    with and without the class's imports preloaded; each run against the plain class (`plain_class`) graded
+    just before it, since the host's speed drifts within minutes (see `paired`)."""
     course_off = ("--course", str(_course_without_class_imports(work)))
     for plotting, of in PLOTTING:
         folder = work / f"plotting_{plotting}_of_{of}"
         write_class(folder / "class", args.students, "nbgrader", (), 0, _plotting(to_notebook, plotting, of),
                     Mix(CLASSES[1][1]))
         print(f"\na class that plots: the mostly buggy class, {plotting} student{'s' * (plotting > 1)} in {of} with "
-              "`import matplotlib.pyplot as plt` above their code; share of the plain class's rate (whole command "
-              "/ once loaded)")
+              "`import matplotlib.pyplot as plt` above their code; share of the plain class's rate, graded just "
+              "before (whole command / once loaded)")
         for what, options in (("the class's imports preloaded (the default)", ()),
                               ("preload_class_imports: false", course_off)):
+            plain = rates(grade(plain_class, args.jobs, folder / f"plain-{len(options)}.db"), args.students)
             share = rates(grade(folder / "class", args.jobs, folder / f"{len(options)}.db", options=options),
                           args.students) / plain
             print(f"  {what}: {_percent(share.whole)} / {_percent(share.loaded)}")
