@@ -188,6 +188,31 @@ def test_a_function_written_but_never_defined_is_found_where_it_stopped(grade, t
     assert all("Restart & Run All" in messages[f] for f in ("softmax", "context"))
 
 
+def test_an_exception_raised_in_a_helper_names_its_cell_line_and_function(grade, tmp_path):
+    """attention fails in the softmax it calls, two cells away: the place names softmax's cell and softmax, not
+    a bare line number the student would look for in attention's cell. An import the grader lacks says so."""
+    imports, _ = PLAIN.read_text().split("\n\n\ndef score", 1)
+    defs = _functions_of(PLAIN.read_text())
+    broken_softmax = "def softmax(S):\n    from scipy_is_not_here import softmax as sp\n    return sp(S, axis=-1)\n"
+    cells = [imports, *(defs[name] for name in ("score", "additive_score", "causal_mask", "padding_mask",
+                                                  "apply_mask")), broken_softmax,
+             *(defs[name] for name in ("context", "attention", "attention_torch"))]
+    path = tmp_path / "helper.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    result = grade(path)
+    by_name = {t.name: t.message for t in result.tests}
+    hint = "No module named 'scipy_is_not_here' (the grader has no such module"
+    assert by_name["softmax.lecture_example"].startswith(
+        f"softmax raised ModuleNotFoundError at cell 7, line 2: {hint}")
+    assert by_name["attention.lecture_example"].startswith(
+        f"attention raised ModuleNotFoundError at cell 7, line 2, in softmax: {hint}")
+    as_py = tmp_path / "helper.py"
+    as_py.write_text("\n\n".join(cells))
+    message = next(t.message for t in grade(as_py).tests if t.name == "attention.lecture_example")
+    line = "\n\n".join(cells).splitlines().index("    from scipy_is_not_here import softmax as sp") + 1
+    assert message.startswith(f"attention raised ModuleNotFoundError at line {line}, in softmax: {hint}")
+
+
 def test_a_function_in_a_cell_that_hung_is_found_there(tmp_path):
     """The session's report of a cell stopped while loading (what Session.open returns after skipping it)."""
     path = tmp_path / "hung.ipynb"

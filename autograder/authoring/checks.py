@@ -229,7 +229,8 @@ def raise_for(function: str, reply: Reply):
         raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError)")
     if raised.type == "SystemExit":
         raise StudentError(f"{function} called sys.exit() or exit(); a function should return its result")
-    raise StudentError(f"{function} raised {raised.describe()}{_signature_hint(raised)}")
+    raise StudentError(f"{function} raised {raised.describe(called=function)}{_signature_hint(raised)}"
+                       f"{module_hint(raised)}")
 
 
 def _signature_hint(raised) -> str:
@@ -238,6 +239,13 @@ def _signature_hint(raised) -> str:
     if not raised.unfit:
         return ""
     return "; the checks call it as the stub defines it, so keep the stub's parameters, their names and order"
+
+
+def module_hint(raised) -> str:
+    """What to do about an import that failed in the sandbox, whose Python has only what the course installed."""
+    if raised.type != "ModuleNotFoundError":
+        return ""
+    return " (the grader has no such module: import only what the assignment uses)"
 
 
 @dataclass(frozen=True)
@@ -270,13 +278,14 @@ def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, 
         raise CheckFailed(f"{what} returned instead of raising {exception}; {advice}",
                           got=faulty.value if isinstance(faulty.value, np.ndarray) else None)
     if faulty.raised.type != exception:
-        raise CheckFailed(f"{what} raised {faulty.raised.describe()}; expected {exception}")
+        raise CheckFailed(f"{what} raised {faulty.raised.describe(called=function)}; expected {exception}")
     return ordinary.value
 
 
 def _raises_on_ordinary_input(function: str, raised, also_raised, exception: str, what: str, advice: str) -> str:
     """The message for a function that raised on the valid neighbour of an error case (see expect_error_path)."""
-    message = f"{function} raises on ordinary input: {what} raised {raised.describe()}"
+    message = (f"{function} raises on ordinary input: {what} raised {raised.describe(called=function)}"
+               f"{module_hint(raised)}")
     if raised.type != exception:
         return f"{message}; fix that first: this check needs the right values there before it can judge the error case"
     if also_raised is None:  # raises where it should return, returns where it should raise

@@ -66,21 +66,31 @@ class Call:
 
 @dataclass(frozen=True)
 class Raised:
-    """An exception raised by student code: its type, message and line.
+    """An exception raised by student code: its type, message and where in the student's file.
 
+    line: the line of the student's file (of `cell`, in a notebook) where it was raised.
+    cell: the notebook cell that line is in ("cell 3"); "" in a .py file.
+    within: the student's function that line is in; "" at top level.
     unfit: the call's arguments did not bind to the function's own parameters (a renamed or missing one),
-    so it raised before running. The worker's word, used only to say what to do.
+    so it raised before running. The worker's word, like the rest, used only to say what to do.
     """
 
     type: str
     message: str
     line: int | None = None
     unfit: bool = False
+    cell: str = ""
+    within: str = ""
 
-    def describe(self, line: bool = True) -> str:
-        where = f" at line {self.line}" if self.line and line else ""
+    def describe(self, line: bool = True, called: str = "", unit: str = "") -> str:
+        """"ValueError at cell 7, line 3, in helper: message". called: the function the call named, which
+        goes without saying; unit: the unit being loaded (a cell), likewise. line=False leaves out the place."""
         message = f": {self.message}" if self.message else ""
-        return f"{self.type}{where}{message}"
+        if not (line and self.line):
+            return f"{self.type}{message}"
+        cell = f"{self.cell}, " if self.cell and self.cell != unit else ""
+        within = f", in {self.within}" if self.within and self.within != called else ""
+        return f"{self.type} at {cell}line {self.line}{within}{message}"
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ def _call_json(call, reply, ref) -> dict:
     if call.as_tensors:
         described["as_tensors"] = True
     if reply.raised is not None:
-        described["raised"] = clip(reply.raised.describe(), MAX_MESSAGE)
+        described["raised"] = clip(reply.raised.describe(called=call.function), MAX_MESSAGE)
     else:
         described["returned"] = value_json(reply.value)
     return described

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from autograder.authoring.checks import module_hint
 from autograder.grading.results import NOT_LOADED
 from autograder.grading.submission import Submission
 from autograder.sandbox.session import LoadReport
@@ -26,7 +27,6 @@ from autograder.text import safe
 
 NOT_RUN = "not run: the file did not load (see the top of this feedback)"
 RESTART = "run the notebook from the top (Kernel → Restart & Run All) and hand it in again"
-NO_SUCH_MODULE = " (the grader has no such module: import only what the assignment uses)"
 
 
 def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> str:
@@ -57,7 +57,7 @@ def load_notes(load: LoadReport, loaded: bool) -> list[str]:
     """The notes a loaded notebook's feedback shows about its cells (a .py that loaded has none to show)."""
     if not loaded:
         return []  # the reason is the result's problem, shown first
-    notes = [f"{unit} {_what_it_did(unit, raised)}{_module_hint(raised)}; the rest of the notebook still ran"
+    notes = [f"{unit} {_what_it_did(unit, raised)}{module_hint(raised)}; the rest of the notebook still ran"
              for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
               for unit, reason in load.stopped]
@@ -85,19 +85,15 @@ def _first_failure(load: LoadReport) -> tuple[str, bool, bool]:
     if where == "the file":  # the worker's label for a .py file that does not parse
         line = f"line {raised.line}" if raised.line else "the file"
         return f"{line}: {raised.describe(line=False)}", True, False
-    return (f"{where} {_what_it_did(where, raised)}{_module_hint(raised)} while loading", False,
+    return (f"{where} {_what_it_did(where, raised)}{module_hint(raised)} while loading", False,
             raised.type == "ModuleNotFoundError")
-
-
-def _module_hint(raised) -> str:
-    return NO_SUCH_MODULE if raised.type == "ModuleNotFoundError" else ""
 
 
 def _what_it_did(unit: str, raised) -> str:
     if raised.type == "SystemExit":
         return "called sys.exit()"
     # A statement's own line is its label; a line deeper in (a function it called, a cell's line) is shown.
-    return f"raised {raised.describe(line=f'line {raised.line}' != unit)}"
+    return f"raised {raised.describe(line=f'line {raised.line}' != unit, unit=unit)}"
 
 
 def undefined_messages(submission: Submission, load: LoadReport, graded: set[str]) -> dict[str, str]:
@@ -154,8 +150,8 @@ def _why_not_run(where: str, line: int, load: LoadReport) -> str:
             continue
         if raised.type == "SyntaxError":
             return f"that cell has a syntax error ({raised.describe()}), so nothing in it ran. Fix it, then {RESTART}"
-        if raised.line is None or raised.line < line:
-            return (f"that cell {_what_it_did(unit, raised)} before reaching it{_module_hint(raised)}. Fix that line "
+        if raised.line is None or raised.cell not in ("", unit) or raised.line < line:  # or in another cell's code
+            return (f"that cell {_what_it_did(unit, raised)} before reaching it{module_hint(raised)}. Fix that line "
                     f"or give the function a cell of its own, then {RESTART}")
     for unit, reason in load.stopped:
         if unit == where:

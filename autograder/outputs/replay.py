@@ -93,7 +93,7 @@ def _call_lines(number: int, call: Call, reply: Reply, cap: int | None) -> list[
         lines.append(f"  {name} =")
         lines += _capped(_indented(_show(value), 4), cap)
     if reply.raised is not None:
-        lines.append(f"  raised {reply.raised.describe()}")
+        lines.append(f"  raised {reply.raised.describe(called=call.function)}")
     else:
         lines.append("  returned:")
         lines += _capped(_indented(_show(reply.value), 4), cap)

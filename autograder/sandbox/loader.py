@@ -92,16 +92,32 @@ def exit_if_forked_copy(me: int) -> None:
 
 
 def describe(error: BaseException, filename) -> dict:
-    """Exception type, message and the student's line where it was raised."""
+    """Exception type, message and where in the student's file it was raised: the line, the notebook cell it
+    is a line of ("" in a .py file) and the function it is in ("" at top level).
+
+    The deepest frame of the student's own file is the place: for a function that fails in a helper it calls,
+    a line of the helper, perhaps in another cell, which a bare line number would send the student looking
+    for in the wrong place."""
     try:
         # A SyntaxError's str() repeats the file name and line, which are reported on their own.
         message = str(error.msg if isinstance(error, SyntaxError) else error)[:wire.MAX_TEXT]
     except BaseException:  # noqa: BLE001 - a hostile __str__
         message = "(the exception's message could not be read)"
     line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None
+    code = None
     trace = error.__traceback__
     while trace is not None:
         if trace.tb_frame.f_code.co_filename.startswith(str(filename)):
-            line = trace.tb_lineno
+            line, code = trace.tb_lineno, trace.tb_frame.f_code
         trace = trace.tb_next
-    return {"type": type(error).__name__[:80], "message": message, "line": line}
+    described = {"type": type(error).__name__[:80], "message": message, "line": line}
+    if code is not None:
+        described["cell"] = _cell_of(code.co_filename, str(filename))
+        described["in"] = "" if code.co_name == "<module>" else code.co_name[:80]
+    return described
+
+
+def _cell_of(code_filename: str, filename: str) -> str:
+    """The unit label a cell was compiled under (`units`: "name (cell 3)" gives "cell 3"); "" for a .py file."""
+    label = code_filename[len(filename):].strip()
+    return label[1:-1] if label.startswith("(") and label.endswith(")") else ""

@@ -152,7 +152,8 @@ def _raised(tree) -> Raised:
         return Raised("Exception", "(no details)")
     line = tree.get("line")
     return Raised(safe(tree.get("type"), 80), safe(tree.get("message", ""), wire.MAX_TEXT),
-                  line if type(line) is int else None, tree.get("unfit") is True)
+                  line if type(line) is int else None, tree.get("unfit") is True,
+                  cell=safe(tree.get("cell", ""), 40), within=safe(tree.get("in", ""), 80))
 
 
 def size_text(n: int) -> str:

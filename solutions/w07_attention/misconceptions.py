@@ -42,6 +42,13 @@ def _score_transposed(seen):
     return (K @ np.swapaxes(Q, -1, -2)) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
 
 
+def _score_all_axes_transposed(seen):
+    """Q @ K.T: K.T reverses every axis of a batched K, so this raises (or mixes batch axes) where the
+    reference gives scores; for one sequence it is the right answer and shows nothing."""
+    Q, K = np.asarray(seen.args["Q"]), np.asarray(seen.args["K"])
+    return (Q @ K.T) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
+
+
 def _fill_zero(S, allowed):
     S = np.asarray(S)
     return np.where(np.broadcast_to(allowed, S.shape), S, 0.0)
@@ -241,6 +248,12 @@ MISCONCEPTIONS = (
         "Scores are Q Kᵀ: rows are queries and columns are keys, so S has shape (Nq, Nk), not K Qᵀ's "
         "(Nk, Nq) — slide 13.",
         ("score", "attention"), wrong=_part(_score_transposed, score=_score_transposed)),
+    Misconception(
+        "score_transposes_batch_axes",
+        "Inputs may carry batch or head axes, (..., Nk, dk): K.T reverses every axis of K, not just the last "
+        "two, so Q @ K.T breaks (or mixes the batch axes) once there is a batch; transpose only the last two "
+        "axes, np.swapaxes(K, -1, -2) — slide 13.",
+        ("score", "attention"), wrong=_part(_score_all_axes_transposed, score=_score_all_axes_transposed)),
     Misconception(
         "mask_fills_zero",
         "A hidden key needs the score −∞, not 0: a zero score still gets positive weight after softmax "
