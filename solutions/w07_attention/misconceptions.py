@@ -49,6 +49,12 @@ def _score_all_axes_transposed(seen):
     return (Q @ K.T) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
 
 
+def _score_einsum_for_matrices(seen):
+    """einsum subscripts without "...": batched inputs raise einsum's ValueError; one sequence is right."""
+    Q, K = np.asarray(seen.args["Q"]), np.asarray(seen.args["K"])
+    return np.einsum("id,jd->ij", Q, K) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
+
+
 def _fill_zero(S, allowed):
     S = np.asarray(S)
     return np.where(np.broadcast_to(allowed, S.shape), S, 0.0)
@@ -254,6 +260,12 @@ MISCONCEPTIONS = (
         "two, so Q @ K.T breaks (or mixes the batch axes) once there is a batch; transpose only the last two "
         "axes, np.swapaxes(K, -1, -2) — slide 13.",
         ("score", "attention"), wrong=_part(_score_all_axes_transposed, score=_score_all_axes_transposed)),
+    Misconception(
+        "score_einsum_without_ellipsis",
+        "Inputs may carry batch or head axes, (..., Nq, dk): einsum subscripts written for matrices "
+        "('id,jd->ij') have no letter for them; let '...' stand for the leading axes, "
+        "np.einsum('...id,...jd->...ij', Q, K) — slide 13.",
+        ("score", "attention"), wrong=_part(_score_einsum_for_matrices, score=_score_einsum_for_matrices)),
     Misconception(
         "mask_fills_zero",
         "A hidden key needs the score −∞, not 0: a zero score still gets positive weight after softmax "
