@@ -101,7 +101,7 @@ def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):
     nbformat.write(notebook, path)
     result = grade(path)
     assert result.score == 100
-    assert any("cell 5 raised NameError" in note for note in result.notes)
+    assert any("code cell 5 raised NameError" in note for note in result.notes)
     assert not any("a demo cell ran" in note for note in result.notes)  # cells tagged demo are not run
     assert "[0.5 0.5]" in result.printed
     assert "'shown first'" in result.printed
@@ -178,11 +178,11 @@ def test_a_function_written_but_never_defined_is_found_where_it_stopped(grade, t
     result = grade(path)
     messages = {t.function: t.message for t in result.tests if t.status != "passed"}
     assert set(messages) == {"softmax", "context", "attention", "attention_torch"}
-    assert messages["softmax"].startswith("softmax() is in cell 2 at line 3, but that cell raised "
+    assert messages["softmax"].startswith("softmax() is in code cell 2 at line 3, but that cell raised "
                                           "ModuleNotFoundError at line 1: No module named 'seaborn_is_not_here' "
                                           "before reaching it (the grader has no such module")
-    assert messages["context"].startswith("context() is in cell 3 at line 1, but that cell has a syntax error")
-    assert messages["attention"].startswith("attention() is defined only inside another block (cell 4, line 2)")
+    assert messages["context"].startswith("context() is in code cell 3 at line 1, but that cell has a syntax error")
+    assert messages["attention"].startswith("attention() is defined only inside another block (code cell 4, line 2)")
     assert messages["attention_torch"] == ("your file does not define attention_torch(), only attention_torh(); "
                                            "keep the function names of the stub")
     assert all("Restart & Run All" in messages[f] for f in ("softmax", "context"))
@@ -203,9 +203,9 @@ def test_an_exception_raised_in_a_helper_names_its_cell_line_and_function(grade,
     by_name = {t.name: t.message for t in result.tests}
     hint = "No module named 'scipy_is_not_here' (the grader has no such module"
     assert by_name["softmax.lecture_example"].startswith(
-        f"softmax raised ModuleNotFoundError at cell 7, line 2: {hint}")
+        f"softmax raised ModuleNotFoundError at code cell 7, line 2: {hint}")
     assert by_name["attention.lecture_example"].startswith(
-        f"attention raised ModuleNotFoundError at cell 7, line 2, in softmax: {hint}")
+        f"attention raised ModuleNotFoundError at code cell 7, line 2, in softmax: {hint}")
     as_py = tmp_path / "helper.py"
     as_py.write_text("\n\n".join(cells))
     message = next(t.message for t in grade(as_py).tests if t.name == "attention.lecture_example")
@@ -219,9 +219,9 @@ def test_a_function_in_a_cell_that_hung_is_found_there(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import numpy as np"),
                                                    nbformat.v4.new_code_cell("def softmax(S):\n    return S\n\n"
                                                                              "while True:\n    pass")]), path)
-    load = LoadReport(frozenset(), stopped=(("cell 2", "did not finish within 10 s and was stopped"),))
+    load = LoadReport(frozenset(), stopped=(("code cell 2", "did not finish within 10 s and was stopped"),))
     message = undefined_messages(read_submission(path), load, {"softmax"})["softmax"]
-    assert message.startswith("softmax() is in cell 2 at line 1, but that cell did not finish within 10 s and was "
+    assert message.startswith("softmax() is in code cell 2 at line 1, but that cell did not finish within 10 s and was "
                               "stopped while loading, so the whole cell was skipped")
 
 

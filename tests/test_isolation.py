@@ -214,7 +214,7 @@ def test_damaged_notebooks_are_read_without_stopping_the_batch(tmp_path):
     assert "not a valid notebook" in results["nested_notebook"]["problem"]
     odd = results["odd_cells"]
     assert odd["score"] == 100 and not odd["problem"]
-    assert any("cell 1" in note and "not text" in note for note in odd["notes"]), odd["notes"]
+    assert any("code cell 1" in note and "not text" in note for note in odd["notes"]), odd["notes"]
     assert results["zed"]["score"] == 100
 
 

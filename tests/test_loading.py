@@ -38,7 +38,7 @@ NOT_LOADED = {
     "exiter": "exiter.py, line 5 stopped the worker process (it exited with status 0)",
     "quitter": "quitter.py, line 4 called sys.exit()",
     "broken": "broken.ipynb is not a valid notebook: its JSON is broken at line 1, column",
-    "cellfail": "cellfail.ipynb, cell 2 raised SyntaxError",
+    "cellfail": "cellfail.ipynb, code cell 2 raised SyntaxError",
 }
 
 
@@ -128,11 +128,11 @@ def test_feedback_opens_with_the_reason_and_says_not_run_once(graded):
         assert "does not define" not in text and "Checks to revisit" not in text
         assert "left running" not in text  # an exiting file left nothing running
     demo = (out / "feedback" / "demofail.md").read_text()
-    assert "cell 3 raised NameError" in demo and "the rest of the notebook still ran" in demo
+    assert "code cell 3 raised NameError" in demo and "the rest of the notebook still ran" in demo
     assert "no such module" not in demo
     colab = (out / "feedback" / "colab.md").read_text()
     assert "**Total: 100 / 100 points.**" in colab
-    assert ("cell 1 raised ModuleNotFoundError at line 1: No module named 'google' (the grader has no such "
+    assert ("code cell 1 raised ModuleNotFoundError at line 1: No module named 'google' (the grader has no such "
             "module: import only what the assignment uses); the rest of the notebook still ran") in colab
 
 
@@ -168,7 +168,7 @@ def test_two_hanging_cells_are_skipped_and_the_rest_still_loads_and_runs(sandbox
     with Session(sandbox, spec, limits, budget=0.8) as session:  # under two loads' worth
         report = session.open()
         assert not report.failure, report.failure
-        assert [unit for unit, _ in report.stopped] == ["cell 2", "cell 3"]
+        assert [unit for unit, _ in report.stopped] == ["code cell 2", "code cell 3"]
         assert "double" in report.functions
         assert session.call(Call("double", (3,))).value == 6
 

@@ -69,7 +69,7 @@ class Raised:
     """An exception raised by student code: its type, message and where in the student's file.
 
     line: the line of the student's file (of `cell`, in a notebook) where it was raised.
-    cell: the notebook cell that line is in ("cell 3"); "" in a .py file.
+    cell: the notebook cell that line is in ("code cell 3"); "" in a .py file.
     within: the student's function that line is in; "" at top level.
     unfit: the call's arguments did not bind to the function's own parameters (a renamed or missing one),
     so it raised before running. The worker's word, like the rest, used only to say what to do.
@@ -83,7 +83,7 @@ class Raised:
     within: str = ""
 
     def describe(self, line: bool = True, called: str = "", unit: str = "") -> str:
-        """"ValueError at cell 7, line 3, in helper: message". called: the function the call named, which
+        """"ValueError at code cell 7, line 3, in helper: message". called: the function the call named, which
         goes without saying; unit: the unit being loaded (a cell), likewise. line=False leaves out the place."""
         message = f": {self.message}" if self.message else ""
         if not (line and self.line):

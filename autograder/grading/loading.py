@@ -69,7 +69,7 @@ def load_notes(load: LoadReport, loaded: bool) -> list[str]:
 
 
 def _first_failure(load: LoadReport) -> tuple[str, bool, bool]:
-    """The first unit that failed, in words ("line 5 raised ...", "cell 2 stopped ..."; "" if none did),
+    """The first unit that failed, in words ("line 5 raised ...", "code cell 2 stopped ..."; "" if none did),
     whether it is a .py file that did not parse, and whether it failed importing a module the grader lacks.
 
     A unit that stopped the worker comes first: the worker died there before

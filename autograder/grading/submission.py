@@ -41,7 +41,9 @@ _PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
 
 @dataclass(frozen=True)
 class Cell:
-    label: str  # "cell 3": what the student sees in their notebook, counting code cells from 1
+    # "code cell 3": counting code cells from 1, and saying so, since a student counting every cell from the
+    # top (markdown too) would look in the wrong one; Jupyter numbers none of them.
+    label: str
     source: str
 
 
@@ -158,9 +160,9 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
             continue  # test cells and the instructor's illustrations are not the student's work
         source = _source_text(cell.get("source", ""))
         if source is None:
-            skipped.append(f"cell {number}")
+            skipped.append(f"code cell {number}")
             continue
-        cells.append(Cell(f"cell {number}", _strip_magics(valid_utf8(source))))
+        cells.append(Cell(f"code cell {number}", _strip_magics(valid_utf8(source))))
     if skipped:
         notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "
                      "open the notebook in Jupyter and save it again")

@@ -118,6 +118,7 @@ def describe(error: BaseException, filename) -> dict:
 
 
 def _cell_of(code_filename: str, filename: str) -> str:
-    """The unit label a cell was compiled under (`units`: "name (cell 3)" gives "cell 3"); "" for a .py file."""
+    """The unit label a cell was compiled under (`units`: "name (code cell 3)" gives "code cell 3"); "" for a
+    .py file."""
     label = code_filename[len(filename):].strip()
     return label[1:-1] if label.startswith("(") and label.endswith(")") else ""
