@@ -43,8 +43,9 @@ VISIBLE_KEY_ADVICE = ("raise ValueError only when a query has no visible key; on
 # reference (README: "Time limits"). Not one head: the reference would then take ~1.3 ms, 50 × that is under
 # the 0.1 s floor, and the floor would let an element-by-element loop (~0.12 s) come within 25 % of passing.
 LONG = Sizes.of(batch=(2,), nq=512, nk=512, dk=64, dv=64)
-VECTORIZE = ("compute the whole T × T grid with array operations (Q @ K.T, a softmax over the last axis) instead of "
-             "Python loops over queries and keys (slide 24)")
+# The inputs have batch axes, so the advice transposes only K's last two (K.T would reverse them all).
+VECTORIZE = ("compute the whole T × T grid with array operations (Q @ np.swapaxes(K, -1, -2), a softmax over the "
+             "last axis) instead of Python loops over queries and keys (slide 24)")
 
 
 def _qkv(t, dtype=np.float64):
