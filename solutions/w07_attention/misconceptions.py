@@ -42,6 +42,15 @@ def _score_transposed(seen):
     return (K @ np.swapaxes(Q, -1, -2)) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
 
 
+def _score_dk_from_axis_1(seen):
+    """The default scale from Q.shape[1]: dk for a matrix (where this is the right answer), another axis with
+    batch axes in front; nothing to show where the call gave its own scale."""
+    Q, K = np.asarray(seen.args["Q"]), np.asarray(seen.args["K"])
+    if seen.args.get("scale") is not None or Q.ndim < 3:
+        return None
+    return (Q @ np.swapaxes(K, -1, -2)) / math.sqrt(Q.shape[1])
+
+
 def _score_all_axes_transposed(seen):
     """Q @ K.T: K.T reverses every axis of a batched K, so this raises (or mixes batch axes) where the
     reference gives scores; for one sequence it is the right answer and shows nothing."""
@@ -105,6 +114,8 @@ def _attention_with(seen, score=None, apply_mask=None, softmax=None, context=Non
     """attention(Q, K, V, allowed, scale) with some parts replaced by wrong versions: (C, A)."""
     ref, args = seen.ref, seen.args
     S = score(seen) if score else ref.score(args["Q"], args["K"], args["scale"])
+    if S is None:
+        return None  # the wrong score does not apply to this call
     if args["allowed"] is not None:
         S = (apply_mask or ref.apply_mask)(S, args["allowed"])
     A = (softmax or ref.softmax)(S)
@@ -254,6 +265,12 @@ MISCONCEPTIONS = (
         "Scores are Q Kᵀ: rows are queries and columns are keys, so S has shape (Nq, Nk), not K Qᵀ's "
         "(Nk, Nq) — slide 13.",
         ("score", "attention"), wrong=_part(_score_transposed, score=_score_transposed)),
+    Misconception(
+        "score_dk_from_wrong_axis",
+        "dk is the width of each query and key, the last axis: Q.shape[-1]. With batch or head axes in front, "
+        "Q.shape[1] is another axis (the queries, or the heads), so the default scale 1/√dk comes out wrong "
+        "— slides 10 and 13.",
+        ("score", "attention"), wrong=_part(_score_dk_from_axis_1, score=_score_dk_from_axis_1)),
     Misconception(
         "score_transposes_batch_axes",
         "Inputs may carry batch or head axes, (..., Nk, dk): K.T reverses every axis of K, not just the last "
