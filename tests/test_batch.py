@@ -93,6 +93,7 @@ BROKEN = {
     "not_json": (b'{"cells": [', "is not a valid notebook: its JSON is broken"),
     "empty": (b"", "is empty"),
     "binary": (bytes(range(256)) * 8, "is a binary file"),
+    "utf16": ('{"cells": []}'.encode("utf-16"), "is saved as UTF-16 text, which neither Python nor Jupyter reads"),
     "not_a_notebook": (b'{"hello": "world"}', "is JSON but not a Jupyter notebook"),
     "no_code": (nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("hi")])).encode(),
                 "has no code cells with code in them"),

@@ -115,6 +115,9 @@ def _basic_problem(data: bytes, size: int, name: str) -> str:
         return f"{name} is {size / 1e6:.0f} MB, over the {MAX_BYTES >> 20} MB limit; clear the outputs and resubmit"
     if not data.strip():
         return f"{name} is empty; submit the file with your code in it"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # Windows Notepad's "Unicode": a NUL byte in every ASCII character
+        return (f"{name} is saved as UTF-16 text, which neither Python nor Jupyter reads; save it again as UTF-8 "
+                "(in Notepad: Save As, Encoding UTF-8) and hand it in again")
     if b"\x00" in data[:8192]:
         return f"{name} is a binary file, not Python code or a notebook; submit the .py or .ipynb file itself"
     return ""
