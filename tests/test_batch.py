@@ -89,6 +89,26 @@ def test_nbgrader_submitted_tree_and_zips(tmp_path):
     assert not (tmp_path.parent / "escape.py").exists()
 
 
+def test_a_hand_in_folder_without_a_notebook_is_listed_with_what_it_holds(tmp_path):
+    """nbgrader collected a folder for the student (a PDF, work in a subfolder, only the timestamp): they handed
+    in, so they get a result that says why nothing was graded, instead of vanishing from the class."""
+    submitted = tmp_path / "course" / "submitted"
+    for student in ("ann", "bea", "cy"):
+        (submitted / student / "w07_attention").mkdir(parents=True)
+        (submitted / student / "w07_attention" / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    shutil.copy(PLAIN, submitted / "ann" / "w07_attention" / "attention.py")
+    (submitted / "bea" / "w07_attention" / "attention.pdf").write_bytes(b"%PDF-1.4")
+    (submitted / "bea" / "w07_attention" / "work").mkdir()
+    _notebook(submitted / "bea" / "w07_attention" / "work" / "attention.ipynb", PLAIN.read_text())
+    results, _ = _grade(tmp_path / "course", db=tmp_path / "g.db")
+    assert sorted(results) == ["ann", "bea", "cy"] and results["ann"]["score"] == 100
+    assert results["bea"]["problem"].endswith("nothing to grade: this hand-in holds only attention.pdf, work/, with "
+                                              "no .py or .ipynb file in it. Hand in your notebook itself "
+                                              "(attention.ipynb, as saved by Jupyter) or your .py file")
+    assert "nothing to grade: this hand-in is empty" in results["cy"]["problem"]
+    assert results["bea"]["score"] == results["cy"]["score"] == 0
+
+
 BROKEN = {
     "not_json": (b'{"cells": [', "is not a valid notebook: its JSON is broken"),
     "empty": (b"", "is empty"),

@@ -69,7 +69,7 @@ def find_submissions(paths: list[Path], assignment: str, module: str, workdir: P
         found += _find(Path(path), assignment, module, workdir, refused)
     # One file named twice (grade hw a.py a.py) is one hand-in, not two that collide.
     found = list({os.path.abspath(item.path): item for item in found}.values())
-    found = [dataclasses.replace(item, problem=refused.get(item.path, "")) for item in found]
+    found = [dataclasses.replace(item, problem=refused.get(item.path, item.problem)) for item in found]
     return sorted((_timed(item) for item in settle_ids(found)), key=lambda item: canonical(item.student))
 
 
@@ -137,13 +137,24 @@ def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
         if os.path.islink(student_dir) or os.path.islink(folder):
             found.append(_linked(folder, f"{module}.ipynb", student_dir.name, submitted))
         elif folder.is_dir():
-            picked = _pick(folder, module, student_dir.name)
-            if picked:
-                at, source, note = submission_time(folder, picked.path)
-                note = "; ".join(n for n in (picked.note, note) if n)
-                found.append(dataclasses.replace(picked, note=note, submitted_at=at, submitted_at_source=source,
-                                                 root=submitted))
+            picked = _pick(folder, module, student_dir.name) or _nothing_to_grade(folder, module, student_dir.name)
+            at, source, note = submission_time(folder, picked.path)
+            note = "; ".join(n for n in (picked.note, note) if n)
+            found.append(dataclasses.replace(picked, note=note, submitted_at=at, submitted_at_source=source,
+                                             root=submitted))
     return found
+
+
+def _nothing_to_grade(folder: Path, module: str, student: str) -> Found:
+    """A student's hand-in folder with no .py or .ipynb in it (a PDF, a renamed file, a subfolder): the student
+    handed in for this assignment, so they are listed with why nothing was graded, not left out without a word."""
+    entries = [p for p in _visible(folder) if p.name != "timestamp.txt"]
+    held = ", ".join(safe(p.name, 60) + ("/" if p.is_dir() else "") for p in entries[:5]) + \
+        (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
+    holds = f"holds only {held}" if entries else "is empty"
+    return Found(student, folder / f"{module}.ipynb",
+                 problem=f"nothing to grade: this hand-in {holds}, with no .py or .ipynb file in it. Hand in your "
+                         f"notebook itself ({module}.ipynb, as saved by Jupyter) or your .py file")
 
 
 def _flat(folder: Path, module: str) -> list[Found]:
