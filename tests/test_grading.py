@@ -213,6 +213,18 @@ def test_an_exception_raised_in_a_helper_names_its_cell_line_and_function(grade,
     assert message.startswith(f"attention raised ModuleNotFoundError at line {line}, in softmax: {hint}")
 
 
+def test_an_operation_the_sandbox_refuses_says_so(grade, tmp_path):
+    """multiprocessing works on the student's machine and not in the sandbox: the message says that the sandbox
+    refused it, not only "Permission denied"."""
+    path = tmp_path / "pool.py"
+    path.write_text(PLAIN.read_text() + "\n\nimport multiprocessing\n\n\ndef context(A, V):\n"
+                    "    with multiprocessing.Pool(2) as pool:\n        return pool.apply(np.matmul, (A, V))\n")
+    message = next(t.message for t in grade(path).tests if t.name == "context.lecture_example")
+    assert message.startswith("context raised PermissionError at line "), message
+    assert message.endswith("(the sandbox refused it: graded code has no network, no multiprocessing and no writing "
+                            "outside its working folder; do the work in the function itself)")
+
+
 def test_a_function_in_a_cell_that_hung_is_found_there(tmp_path):
     """The session's report of a cell stopped while loading (what Session.open returns after skipping it)."""
     path = tmp_path / "hung.ipynb"

@@ -230,7 +230,7 @@ def raise_for(function: str, reply: Reply):
     if raised.type == "SystemExit":
         raise StudentError(f"{function} called sys.exit() or exit(); a function should return its result")
     raise StudentError(f"{function} raised {raised.describe(called=function)}{_signature_hint(raised)}"
-                       f"{module_hint(raised)}")
+                       f"{environment_hint(raised)}")
 
 
 def _signature_hint(raised) -> str:
@@ -241,11 +241,15 @@ def _signature_hint(raised) -> str:
     return "; the checks call it as the stub defines it, so keep the stub's parameters, their names and order"
 
 
-def module_hint(raised) -> str:
-    """What to do about an import that failed in the sandbox, whose Python has only what the course installed."""
-    if raised.type != "ModuleNotFoundError":
-        return ""
-    return " (the grader has no such module: import only what the assignment uses)"
+def environment_hint(raised) -> str:
+    """What to do about an exception that comes from where graded code runs, not from the code itself, and that
+    the student's own machine never shows: a module the sandbox's Python lacks, an operation the sandbox refuses."""
+    if raised.type == "ModuleNotFoundError":
+        return " (the grader has no such module: import only what the assignment uses)"
+    if raised.type == "PermissionError":
+        return (" (the sandbox refused it: graded code has no network, no multiprocessing and no writing outside "
+                "its working folder; do the work in the function itself)")
+    return ""
 
 
 @dataclass(frozen=True)
@@ -285,7 +289,7 @@ def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, 
 def _raises_on_ordinary_input(function: str, raised, also_raised, exception: str, what: str, advice: str) -> str:
     """The message for a function that raised on the valid neighbour of an error case (see expect_error_path)."""
     message = (f"{function} raises on ordinary input: {what} raised {raised.describe(called=function)}"
-               f"{module_hint(raised)}")
+               f"{environment_hint(raised)}")
     if raised.type != exception:
         return f"{message}; fix that first: this check needs the right values there before it can judge the error case"
     if also_raised is None:  # raises where it should return, returns where it should raise

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from autograder.authoring.checks import module_hint
+from autograder.authoring.checks import environment_hint
 from autograder.grading.results import NOT_LOADED
 from autograder.grading.submission import Submission
 from autograder.sandbox.session import LoadReport
@@ -57,7 +57,7 @@ def load_notes(load: LoadReport, loaded: bool) -> list[str]:
     """The notes a loaded notebook's feedback shows about its cells (a .py that loaded has none to show)."""
     if not loaded:
         return []  # the reason is the result's problem, shown first
-    notes = [f"{unit} {_what_it_did(unit, raised)}{module_hint(raised)}; the rest of the notebook still ran"
+    notes = [f"{unit} {_what_it_did(unit, raised)}{environment_hint(raised)}; the rest of the notebook still ran"
              for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
               for unit, reason in load.stopped]
@@ -85,7 +85,7 @@ def _first_failure(load: LoadReport) -> tuple[str, bool, bool]:
     if where == "the file":  # the worker's label for a .py file that does not parse
         line = f"line {raised.line}" if raised.line else "the file"
         return f"{line}: {raised.describe(line=False)}", True, False
-    return (f"{where} {_what_it_did(where, raised)}{module_hint(raised)} while loading", False,
+    return (f"{where} {_what_it_did(where, raised)}{environment_hint(raised)} while loading", False,
             raised.type == "ModuleNotFoundError")
 
 
@@ -151,8 +151,8 @@ def _why_not_run(where: str, line: int, load: LoadReport) -> str:
         if raised.type == "SyntaxError":
             return f"that cell has a syntax error ({raised.describe()}), so nothing in it ran. Fix it, then {RESTART}"
         if raised.line is None or raised.cell not in ("", unit) or raised.line < line:  # or in another cell's code
-            return (f"that cell {_what_it_did(unit, raised)} before reaching it{module_hint(raised)}. Fix that line "
-                    f"or give the function a cell of its own, then {RESTART}")
+            return (f"that cell {_what_it_did(unit, raised)} before reaching it{environment_hint(raised)}. Fix that "
+                    f"line or give the function a cell of its own, then {RESTART}")
     for unit, reason in load.stopped:
         if unit == where:
             return (f"that cell {reason} while loading, so the whole cell was skipped. Give the function a cell "
