@@ -225,6 +225,20 @@ def test_an_operation_the_sandbox_refuses_says_so(grade, tmp_path):
                             "outside its working folder; do the work in the function itself)")
 
 
+def test_a_download_at_the_top_of_a_file_says_the_grader_has_no_network(grade, tmp_path):
+    """The student's own `python file.py` downloads fine; the problem must not send them there to find the error."""
+    path = tmp_path / "download.py"
+    path.write_text(PLAIN.read_text() + "\n\nimport urllib.request\n\n"
+                    "data = urllib.request.urlopen('http://example.com', timeout=5).read()\n")
+    result = grade(path)
+    assert result.did_not_load and result.score == 0
+    assert "raised URLError" in result.problem and "(graded code runs without a network: download nothing" in \
+        result.problem
+    assert result.problem.endswith("Your own `python` may not show this error: remove that line from the file's "
+                                   "top level (top-level code should only import and define) and hand the file in "
+                                   "again")
+
+
 def test_a_function_in_a_cell_that_hung_is_found_there(tmp_path):
     """The session's report of a cell stopped while loading (what Session.open returns after skipping it)."""
     path = tmp_path / "hung.ipynb"

@@ -249,7 +249,14 @@ def environment_hint(raised) -> str:
     if raised.type == "PermissionError":
         return (" (the sandbox refused it: graded code has no network, no multiprocessing and no writing outside "
                 "its working folder; do the work in the function itself)")
+    if raised.type in _NO_NETWORK or (raised.type == "OSError" and "Network is unreachable" in raised.message):
+        return " (graded code runs without a network: download nothing, and read only what the function is given)"
     return ""
+
+
+# What Python raises for a connection or a name lookup on a machine without a network (urllib, socket, requests).
+_NO_NETWORK = ("URLError", "gaierror", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+               "ConnectionAbortedError", "NewConnectionError", "MaxRetryError")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import difflib
 import re
 
 from autograder.authoring.checks import environment_hint
+from autograder.authoring.protocol import Raised
 from autograder.grading.results import NOT_LOADED
 from autograder.grading.submission import Submission
 from autograder.sandbox.session import LoadReport
@@ -34,17 +35,23 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
 
     graded: the functions the suite's checks call.
     """
-    first, unparsed, missing_module = _first_failure(load)
+    first, unparsed, raised = _first_failure(load)
     if not first:
         return ""
     name = safe(submission.path.name, 100)
     if submission.kind == "py":
         ran = "nothing in it ran" if unparsed else "Python stops a file at its first error"
-        # The student's own `python file.py` shows no error for a module their machine has and the grader lacks.
-        todo = ("Remove that import, or move it into the function that needs it so that the others can be "
-                "graded, and hand the file in again" if missing_module else
-                f"Run `python {name}` to see the error, fix it and hand the file in again (top-level code should "
-                "only import and define)")
+        # The student's own `python file.py` shows no error for a module their machine has and the grader lacks,
+        # nor for a download or another operation only the sandbox refuses.
+        if raised is not None and raised.type == "ModuleNotFoundError":
+            todo = ("Remove that import, or move it into the function that needs it so that the others can be "
+                    "graded, and hand the file in again")
+        elif raised is not None and environment_hint(raised):
+            todo = ("Your own `python` may not show this error: remove that line from the file's top level "
+                    "(top-level code should only import and define) and hand the file in again")
+        else:
+            todo = (f"Run `python {name}` to see the error, fix it and hand the file in again (top-level code "
+                    "should only import and define)")
         return f"{NOT_LOADED}: {name}, {first}; {ran}, so no function could be graded. {todo}"
     if graded & load.functions:
         return ""
@@ -68,9 +75,9 @@ def load_notes(load: LoadReport, loaded: bool) -> list[str]:
     return notes
 
 
-def _first_failure(load: LoadReport) -> tuple[str, bool, bool]:
+def _first_failure(load: LoadReport) -> tuple[str, bool, Raised | None]:
     """The first unit that failed, in words ("line 5 raised ...", "code cell 2 stopped ..."; "" if none did),
-    whether it is a .py file that did not parse, and whether it failed importing a module the grader lacks.
+    whether it is a .py file that did not parse, and what it raised (None where it raised nothing).
 
     A unit that stopped the worker comes first: the worker died there before
     it could reach (and report) anything later. A .py file's syntax error is
@@ -78,15 +85,14 @@ def _first_failure(load: LoadReport) -> tuple[str, bool, bool]:
     """
     if load.stopped:
         where, reason = load.stopped[0]
-        return f"{where} {reason} while loading", False, False
+        return f"{where} {reason} while loading", False, None
     if not load.problems:
-        return "", False, False
+        return "", False, None
     where, raised = load.problems[0]
     if where == "the file":  # the worker's label for a .py file that does not parse
         line = f"line {raised.line}" if raised.line else "the file"
-        return f"{line}: {raised.describe(line=False)}", True, False
-    return (f"{where} {_what_it_did(where, raised)}{environment_hint(raised)} while loading", False,
-            raised.type == "ModuleNotFoundError")
+        return f"{line}: {raised.describe(line=False)}", True, raised
+    return f"{where} {_what_it_did(where, raised)}{environment_hint(raised)} while loading", False, raised
 
 
 def _what_it_did(unit: str, raised) -> str:
