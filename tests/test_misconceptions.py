@@ -25,7 +25,7 @@ from autograder.grading.submission import read_submission
 from autograder.sandbox.replies import CallFailed
 from autograder.sandbox.session import Session
 
-from conftest import REFERENCE, SUBMISSIONS, compose, manifest, run_cli
+from conftest import PLAIN, REFERENCE, SUBMISSIONS, compose, manifest, run_cli
 from degenerate import write_degenerate
 
 BUGGY = manifest("buggy")
@@ -51,6 +51,18 @@ def test_each_bug_is_diagnosed_as_its_own_misconception(grade_once, tmp_path, bu
     assert any(t.function == BUGGY[bug]["function"] for t in named), "diagnosed only in other functions' checks"
     sentences = {t.explanation for t in named}
     assert len(sentences) == 1 and "slide" in sentences.pop()
+
+
+def test_a_part_of_attention_wrong_in_attention_torch_is_named_there_too(grade, tmp_path):
+    """torch.softmax over dim=-2 is the NumPy softmax's idea, in attention_torch's own checks."""
+    path = tmp_path / "torch_over_queries.py"
+    code = PLAIN.read_text()
+    assert code.count("torch.softmax(S, dim=-1)") == 1
+    path.write_text(code.replace("torch.softmax(S, dim=-1)", "torch.softmax(S, dim=-2)"))
+    result = grade(path)
+    failed = [t for t in result.tests if t.status != "passed"]
+    assert failed and all(t.function == "attention_torch" for t in failed)
+    assert {t.misconception for t in failed} == {"softmax_over_queries"}, [(t.name, t.misconception) for t in failed]
 
 
 def test_catalogue_covers_every_buggy_fixture_and_ids_are_unique(suite):

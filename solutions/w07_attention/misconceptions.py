@@ -124,9 +124,10 @@ def _attention_with(seen, score=None, apply_mask=None, softmax=None, context=Non
 
 def _part(wrong_part, **pipeline_part):
     """A wrong answer for calls of the function itself (`wrong_part`) and for attention built on it
-    (attention with `pipeline_part`, e.g. score=..., in place of the reference's part)."""
+    (attention with `pipeline_part`, e.g. score=..., in place of the reference's part; attention_torch too,
+    where the idea lists it, as its calls take attention's arguments and the answers compare as arrays)."""
     def wrong(seen):
-        if seen.function == "attention":
+        if seen.function in ("attention", "attention_torch"):
             return _attention_with(seen, **pipeline_part)
         return wrong_part(seen)
     return wrong
@@ -314,8 +315,9 @@ MISCONCEPTIONS = (
         wrong=_wrong_softmax(_softmax_uniform_dead_rows)),
     Misconception(
         "softmax_over_queries",
-        "Softmax normalizes over the keys of each query (the last axis), not over the queries — slide 11.",
-        _SOFTMAX,
+        "Softmax normalizes over the keys of each query (the last axis, dim=-1 in torch), not over the queries "
+        "— slide 11.",
+        (*_SOFTMAX, "attention_torch"),
         wrong=_wrong_softmax(_softmax_over_queries)),
     Misconception(
         "softmax_no_max_subtraction",
