@@ -243,7 +243,7 @@ def _signature_hint(raised) -> str:
 
 def environment_hint(raised) -> str:
     """What to do about an exception that comes from where graded code runs, not from the code itself, and that
-    the student's own machine never shows: a module the sandbox's Python lacks, an operation the sandbox refuses."""
+    the student's own machine would not show: a module the sandbox's Python lacks, an operation it refuses."""
     if raised.type == "ModuleNotFoundError":
         return " (the grader has no such module: import only what the assignment uses)"
     if raised.type == "PermissionError":
