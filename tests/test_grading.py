@@ -237,6 +237,11 @@ def test_a_download_at_the_top_of_a_file_says_the_grader_has_no_network(grade, t
     assert result.problem.endswith("Your own `python` may not show this error: remove that line from the file's "
                                    "top level (top-level code should only import and define) and hand the file in "
                                    "again")
+    # Likewise a data file of the student's, which the sandbox's empty folder does not have.
+    path.write_text(PLAIN.read_text() + "\n\nW = np.load('weights.npy')\n")
+    problem = grade(path).problem
+    assert "raised FileNotFoundError" in problem and "(graded code runs in an empty folder with your file alone" in \
+        problem and "Your own `python` may not show this error" in problem
 
 
 def test_a_function_in_a_cell_that_hung_is_found_there(tmp_path):

@@ -133,7 +133,8 @@ def test_feedback_opens_with_the_reason_and_says_not_run_once(graded):
     colab = (out / "feedback" / "colab.md").read_text()
     assert "**Total: 100 / 100 points.**" in colab
     assert ("code cell 1 raised ModuleNotFoundError at line 1: No module named 'google' (the grader has no such "
-            "module: import only what the assignment uses); the rest of the notebook still ran") in colab
+            "module: import only what the assignment uses, and keep your code in one file); the rest of the notebook "
+            "still ran") in colab
 
 
 def test_an_exiting_worker_is_not_counted_as_processes_left(grade, tmp_path):

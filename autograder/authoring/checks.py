@@ -245,12 +245,15 @@ def environment_hint(raised) -> str:
     """What to do about an exception that comes from where graded code runs, not from the code itself, and that
     the student's own machine would not show: a module the sandbox's Python lacks, an operation it refuses."""
     if raised.type == "ModuleNotFoundError":
-        return " (the grader has no such module: import only what the assignment uses)"
+        return " (the grader has no such module: import only what the assignment uses, and keep your code in one file)"
     if raised.type == "PermissionError":
         return (" (the sandbox refused it: graded code has no network, no multiprocessing and no writing outside "
                 "its working folder; do the work in the function itself)")
     if raised.type in _NO_NETWORK or (raised.type == "OSError" and "Network is unreachable" in raised.message):
         return " (graded code runs without a network: download nothing, and read only what the function is given)"
+    if raised.type == "FileNotFoundError":
+        return (" (graded code runs in an empty folder with your file alone: no data or other files of yours are "
+                "there, so compute from what the function is given)")
     return ""
 
 
