@@ -65,6 +65,19 @@ def test_a_part_of_attention_wrong_in_attention_torch_is_named_there_too(grade, 
     assert {t.misconception for t in failed} == {"softmax_over_queries"}, [(t.name, t.misconception) for t in failed]
 
 
+@pytest.mark.parametrize("fill", ["-1e9", "np.finfo(np.float64).min", "-10000.0"])
+def test_a_finite_fill_for_hidden_keys_is_named_in_apply_mask(grade, tmp_path, fill):
+    """Hugging Face's finfo.min, BERT's -10000: each student's own number, so recognised rather than recomputed.
+    attention's all-masked check keeps the softmax idea, whose sentence names this cause too."""
+    path = tmp_path / "finite_fill.py"
+    path.write_text(PLAIN.read_text() + f"\n\ndef apply_mask(S, allowed):\n    return np.where(allowed, S, {fill})\n")
+    result = grade(path)
+    named = {t.name: t.misconception for t in result.tests if t.status != "passed"}
+    assert {name for name in named if name.startswith("apply_mask.")} and all(
+        idea == "mask_fills_finite_negative" for name, idea in named.items() if name.startswith("apply_mask.")), named
+    assert named.get("attention.all_masked_raises") == "all_masked_uniform", named
+
+
 def test_catalogue_covers_every_buggy_fixture_and_ids_are_unique(suite):
     ids = [m.id for m in suite.misconceptions.misconceptions]
     assert len(ids) == len(set(ids))

@@ -178,6 +178,19 @@ def _constant_mask(seen) -> bool:
     return got.shape == right.shape and constant(got) and not constant(right)
 
 
+def _fills_finite_negative(seen) -> bool:
+    """apply_mask put one finite number far below every score (-1e9, -1e4, the dtype's minimum) where −∞ belongs.
+    Its fill cannot be computed as a wrong answer, since each student picks their own, so it is recognised."""
+    got, S = seen.value, np.asarray(seen.args["S"])
+    if not isinstance(got, np.ndarray) or got.shape != S.shape or got.dtype.kind != "f":
+        return False
+    hidden = ~np.broadcast_to(np.asarray(seen.args["allowed"], dtype=bool), S.shape)
+    fills = np.unique(got[hidden])
+    finite = S[np.isfinite(S)]
+    return (fills.size == 1 and bool(np.isfinite(fills[0])) and fills[0] <= -100
+            and (finite.size == 0 or fills[0] < finite.min()))
+
+
 def _changed_input(name):
     def shows(seen):
         after = seen.args_after
@@ -292,6 +305,12 @@ MISCONCEPTIONS = (
         wrong=_part(lambda seen: _fill_zero(seen.args["S"], seen.args["allowed"]),
                     apply_mask=_fill_zero)),
     Misconception(
+        "mask_fills_finite_negative",
+        "A hidden key needs the score −∞, not a large negative number such as −1e9: its weight is 0 only while "
+        "another key of the row is visible, and a row whose every key is hidden then gets even weights instead "
+        "of the ValueError softmax owes it — slides 20 and 22.",
+        ("apply_mask",), shows=_fills_finite_negative),
+    Misconception(
         "apply_mask_modifies_input",
         "apply_mask returns a masked copy of the scores; writing −∞ into the caller's array destroys "
         "scores the caller still needs — slide 20.",
@@ -310,7 +329,8 @@ MISCONCEPTIONS = (
     Misconception(
         "all_masked_uniform",
         "A row with every key masked has no valid normalization; raise ValueError instead of spreading "
-        "its weight evenly over keys that are all hidden — slide 22.",
+        "its weight evenly over keys that are all hidden (in attention, a mask filled with a large finite "
+        "number instead of −∞ gives such a row even weights too) — slide 22.",
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_uniform_dead_rows)),
     Misconception(
