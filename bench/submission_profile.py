@@ -4,7 +4,9 @@ All measured in this run, in one process, on one thread (as a grading job
 computes), with the same submission (tests/fixtures/submissions/correct/
 plain.py) and the full suite with calibrated limits, and a failing one
 (plain.py with tests/fixtures/submissions/buggy/score_missing_scale.py
-appended), which costs the grader its shrinking and diagnosis as well:
+appended), which costs the grader its shrinking and diagnosis as well, and
+the released stub, whose every function raises NotImplementedError: what a
+submission costs when its code does nothing (one child, one load, every call):
 
 - in-process: the suite against the file's functions run in this process
   (bench/inprocess.py's peer, one Grader kept across submissions);
@@ -44,6 +46,7 @@ from autograder.sandbox.zygote import Sandbox
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN = ROOT / "tests/fixtures/submissions/correct/plain.py"
 FAILING = ROOT / "tests/fixtures/submissions/buggy/score_missing_scale.py"  # fails its score and attention checks
+STUB = ROOT / "assignments/w07_attention/attention.py"  # what students are given: every function raises
 TICK = os.sysconf("SC_CLK_TCK")
 ROUND_TRIPS = 50  # tiny calls per session, to tell one call's cost from the session's
 
@@ -120,6 +123,9 @@ def main() -> None:
         failing = _failing_submission()
         grader.grade(failing)
         failed = measure(lambda: grader.grade(failing), args.count, zygote)
+        stub = read_submission(STUB)
+        grader.grade(stub)
+        stubbed = measure(lambda: grader.grade(stub), args.count, zygote)
 
         def session_making(calls: int):
             with Session(sandbox, spec, suite.assignment.limits) as session:
@@ -139,6 +145,8 @@ def main() -> None:
           f"(children's page faults: {sandboxed.child_faults:.0f})")
     print(f"a failing submission ({FAILING.name}): {failed.wall_ms:6.1f} wall; processor: grader "
           f"{failed.grader_cpu_ms:.1f}, sandbox {failed.sandbox_cpu_ms:.1f}")
+    print(f"the released stub (every function raises): {stubbed.wall_ms:6.1f} wall; processor: grader "
+          f"{stubbed.grader_cpu_ms:.1f}, sandbox {stubbed.sandbox_cpu_ms:.1f}")
     print(f"  a session's open + close (fork, load this file, kill, wipe): {lifecycle.wall_ms:5.1f} wall; processor: "
           f"grader {lifecycle.grader_cpu_ms:.1f}, sandbox {lifecycle.sandbox_cpu_ms:.1f} "
           f"(children's page faults {lifecycle.child_faults:.0f})")
