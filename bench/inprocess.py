@@ -44,7 +44,7 @@ def grade_all(loaded: tuple, paths: list[tuple[str, Path]], graded) -> None:
         for source in submission.worker_spec(suite.assignment.module)["sources"]:
             exec(compile(source, str(path), "exec"), namespace)
         defined = frozenset(name for name, value in namespace.items() if callable(value))
-        seed = student_seed(course.seed_salt, ASSIGNMENT, student)
+        seed = student_seed(course.seed_salt, ASSIGNMENT, student, suite.assignment.input_sets)
         grader.run_checks(InProcessSession(namespace, suite.assignment.limits), LoadReport(defined), seed)
     graded.put(len(paths))
 

@@ -11,7 +11,7 @@ from autograder.authoring.checks import CheckFailed, Tolerance
 from autograder.authoring.compare import expect_close
 from autograder.authoring.protocol import Call
 from autograder.grading.course import CourseError, load_course
-from autograder.grading.suite import load_suite
+from autograder.grading.suite import load_suite, suite_version
 from autograder.sandbox import values
 from autograder.sandbox.replies import read_reply, request_frame
 
@@ -67,6 +67,24 @@ def test_unknown_key_is_named(tmp_path):
     path = _course_copy(tmp_path, COURSE_TEXT.replace("    call_seconds: 5", "    call_secs: 5"))
     with pytest.raises(CourseError, match=r"defaults\.limits\.call_secs: unknown key"):
         load_course(path)
+
+
+@pytest.mark.parametrize("value", ["0", "2.5", "true", "many"])
+def test_input_sets_must_be_a_whole_number_of_sets(tmp_path, value):
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("    input_sets: 16", f"    input_sets: {value}"))
+    with pytest.raises(CourseError, match=r"w07_attention\.input_sets: expected a whole number of input sets"):
+        load_course(path)
+
+
+def test_input_sets_are_read_and_change_the_suite_version(tmp_path, course):
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("    input_sets: 16", "    input_sets: 200"))
+    changed = load_course(path)
+    assert changed.assignment("w07_attention").input_sets == 200
+    assert course.assignment("w07_attention").input_sets == 16
+    assert suite_version(changed, "w07_attention") != suite_version(course, "w07_attention")
+    (tmp_path / "same").mkdir()
+    same = load_course(_course_copy(tmp_path / "same", COURSE_TEXT))  # a copy alone changes no version
+    assert suite_version(same, "w07_attention") == suite_version(course, "w07_attention")
 
 
 def test_check_without_points_is_named(tmp_path):

@@ -42,7 +42,7 @@ def graded(grader, path):
     """
     submission = read_submission(path)
     assignment = grader.suite.assignment
-    seed = student_seed(grader.course.seed_salt, assignment.name, submission.student)
+    seed = student_seed(grader.course.seed_salt, assignment.name, submission.student, assignment.input_sets)
     with Session(grader.sandbox, submission.worker_spec(assignment.module), assignment.limits) as session:
         load = session.open()
         assert not load.failure and not load.problems and not load.stopped, (load.failure, load.problems)

@@ -11,7 +11,7 @@ import numpy as np
 from autograder.authoring.checks import Check, CheckFailed, Tolerance, Trial, check_rng
 from autograder.authoring.compare import expect_close
 from autograder.authoring.protocol import Raised, Reply, TensorData
-from autograder.grading.plan import Plan, ReferenceAnswers, Sent, _same, identical, plan_check
+from autograder.grading.plan import MAX_KEPT_SETS, KeptPlans, Plan, ReferenceAnswers, Sent, _same, identical, plan_check
 from autograder.grading.reference_cache import CachedReference, _fingerprint, copied
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox.replies import CallTimedOut
@@ -147,3 +147,26 @@ def test_identical_means_the_same_bits():
     assert identical(Reply(raised=Raised("ValueError", "no")), Reply(raised=Raised("ValueError", "no")))
     assert not identical(Reply(raised=Raised("ValueError", "no")), Reply(raised=Raised("ValueError", "no!")))
     assert not identical(np.array([1.0]), np.float64(1.0)) and not identical(np.float64(1.0), np.float64(1.0))
+
+
+def test_plans_are_kept_per_seed_for_the_latest_sets_and_per_check_when_nothing_was_drawn():
+    fixed = lambda t: t.returned("double", np.arange(3.0))  # noqa: E731 - draws nothing: the same for every seed
+    entries = {run: SuiteCheck(Check(f"double.{run.__name__}", run), "hidden", 1.0, None)
+               for run in (_doubling, fixed)}
+    reference = ReferenceAnswers({"double": lambda value: value * 2})
+    kept, made = KeptPlans(), []
+
+    def plan(run, seed):
+        trial = lambda: made.append((run, seed)) or Trial("double.x", check_rng(seed, "double.x"), None, None,  # noqa: E731
+                                                           TOLERANCE)
+        return kept.plan(entries[run], seed, trial, reference)
+
+    first = plan(_doubling, 0)
+    assert plan(_doubling, 0) is first and plan(_doubling, 1) is not first and len(made) == 2
+    for seed in range(2, MAX_KEPT_SETS + 1):  # MAX_KEPT_SETS + 1 seeds in all: seed 0, the least recent, goes
+        plan(_doubling, seed)
+    plan(_doubling, 1)
+    assert len(made) == MAX_KEPT_SETS + 1  # seed 1 was kept
+    assert plan(_doubling, 0) is not first and len(made) == MAX_KEPT_SETS + 2  # planned again
+    once = plan(fixed, 5)
+    assert all(plan(fixed, seed) is once for seed in range(100)) and made[-1] == (fixed, 5)

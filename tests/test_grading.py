@@ -1,12 +1,18 @@
 """Issue 2: the reference, the stub, correct variants and one-bug variants, graded end to end."""
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections import Counter
 
 import nbformat
 import pytest
 
+from autograder.authoring.checks import class_seed, student_seed
+from autograder.grading import plan as plan_module
+from autograder.grading.grader import Grader
 from autograder.grading.loading import undefined_messages
+from autograder.grading.plan import plan_check
 from autograder.grading.submission import read_submission
 from autograder.sandbox.session import LoadReport
 
@@ -75,13 +81,48 @@ def test_same_submission_graded_twice_gives_the_same_result(grade, tmp_path):
            [(t.name, t.status, t.score, t.message) for t in second.tests]
 
 
-def test_seeds_differ_between_students_and_change_the_inputs(grade, tmp_path):
+def _failures(result) -> dict:
+    return {t.name: t.message for t in result.tests if t.visibility == "hidden" and t.status != "passed"}
+
+
+def test_seeds_differ_between_input_sets_and_change_the_inputs(grade, tmp_path):
     path = compose(tmp_path, "seeded", SUBMISSIONS / "buggy" / "softmax_over_queries.py")
-    alice, bob = grade(path, "alice"), grade(path, "bob")
+    alice, bob = grade(path, "alice"), grade(path, "bob")  # sets 14 and 10 of course.yaml's 16
     assert alice.seed != bob.seed
-    messages = lambda r: {t.name: t.message for t in r.tests if t.visibility == "hidden" and t.status != "passed"}
-    assert messages(alice).keys() == messages(bob).keys()
-    assert messages(alice) != messages(bob)  # same bug, different random inputs
+    assert _failures(alice).keys() == _failures(bob).keys()
+    assert _failures(alice) != _failures(bob)  # same bug, different random inputs
+
+
+def test_students_of_one_input_set_get_its_inputs_planned_once(course, suite, sandbox, tmp_path, monkeypatch):
+    """bob and ivan share set 10 of course.yaml's 16: the same calls, so the same bug gets the same messages,
+    and the reference plans the set's checks for the first of them only."""
+    planned = []
+    monkeypatch.setattr(plan_module, "plan_check", lambda *args: planned.append(args[0].name) or plan_check(*args))
+    grader = Grader(course, suite, sandbox)
+    path = compose(tmp_path, "seeded", SUBMISSIONS / "buggy" / "softmax_over_queries.py")
+    bob = grader.grade(read_submission(path, "bob"))
+    first = len(planned)
+    ivan = grader.grade(read_submission(path, "ivan"))
+    assert bob.seed == ivan.seed and _failures(bob) and _failures(bob) == _failures(ivan)
+    assert first >= len(suite.checks) // 2 and len(planned) == first  # every check planned for bob, none for ivan
+    alice = grader.grade(read_submission(path, "alice"))
+    assert alice.seed != bob.seed and len(planned) > first  # another set is planned anew
+
+
+def test_input_sets_spread_a_class_evenly_and_depend_on_the_salt():
+    seeds = Counter(student_seed("salt", "hw", f"s{i:04d}", 16) for i in range(1600))
+    assert len(seeds) == 16 and min(seeds.values()) > 60  # 100 a set on average
+    assert class_seed("salt", "hw") not in seeds  # the class-wide cases draw from a stream of their own
+    assert not seeds.keys() & {student_seed("another salt", "hw", f"s{i:04d}", 16) for i in range(1600)}
+    assert len({student_seed("salt", "hw", f"s{i:04d}", 100_000) for i in range(1600)}) > 1580
+
+
+def test_input_sets_one_gives_every_student_the_same_inputs(course, suite, sandbox, tmp_path):
+    one = dataclasses.replace(suite, assignment=dataclasses.replace(suite.assignment, input_sets=1))
+    grader = Grader(course, one, sandbox)
+    path = compose(tmp_path, "seeded", SUBMISSIONS / "buggy" / "softmax_over_queries.py")
+    alice, bob = (grader.grade(read_submission(path, name)) for name in ("alice", "bob"))
+    assert alice.seed == bob.seed and _failures(alice) == _failures(bob)
 
 
 def test_notebook_with_magics_and_shell_lines_is_graded(grade, tmp_path):

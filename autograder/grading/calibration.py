@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from threadpoolctl import threadpool_limits
 
-from autograder.authoring.checks import Trial, check_rng, student_seed
+from autograder.authoring.checks import Trial, check_rng, class_seed
 from autograder.grading import suite_cache
 from autograder.grading.attempt import SuiteFault, attempt
 from autograder.grading.course import Course
@@ -142,7 +142,7 @@ def one_thread_here():
 
 def _time_each_check(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
     namespace = vars(suite.reference)
-    seed = student_seed(course.seed_salt, suite.assignment.name, "")
+    seed = class_seed(course.seed_salt, suite.assignment.name)
     shared: dict = {}
     times = {}
     for entry in suite.checks:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from autograder.authoring.checks import Tolerance
+from autograder.authoring.checks import INPUT_SETS, Tolerance
 from autograder.grading.attempts import MISSING, POLICIES, SubmissionPolicy
 from autograder.grading.late import EXAMPLE_TIME, LateRule, TimeError, parse_due
 from autograder.sandbox.limits import Limits
@@ -54,6 +54,8 @@ class Assignment:
     preload_class_imports: bool = True
     # Which of several hand-ins counts, how many may, and what an LMS export writes for none (grading.attempts).
     submissions: SubmissionPolicy = field(default_factory=SubmissionPolicy)
+    # How many sets of randomized inputs the class shares (authoring.checks.student_seed).
+    input_sets: int = INPUT_SETS
 
     @property
     def max_score(self) -> float:
@@ -120,7 +122,7 @@ class _Reader:
     """Validating accessors that name the offending key in every error."""
 
     ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "preload_class_imports", "warmup", "limits",
-                       "tolerance", "checks", "written", "due", "late", "extensions", "submissions"}
+                       "tolerance", "checks", "written", "due", "late", "extensions", "submissions", "input_sets"}
     LATE_KEYS = {"penalty_per_day", "grace_minutes", "max_days_late"}
 
     def __init__(self, path: Path):
@@ -211,7 +213,14 @@ class _Reader:
             late=self.late_rule(entry, key),
             submissions=self.submissions(entry.get("submissions", {}), _join(key, "submissions"),
                                          base_policy or SubmissionPolicy()),
-            warmup=self.warmup(entry.get("warmup", []), _join(key, "warmup")))
+            warmup=self.warmup(entry.get("warmup", []), _join(key, "warmup")),
+            input_sets=self.input_sets(entry.get("input_sets", INPUT_SETS), _join(key, "input_sets")))
+
+    def input_sets(self, value, key: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.fail(key, f"expected a whole number of input sets, at least 1 (more sets than students give nearly "
+                           f"every student inputs of their own); got {value!r}")
+        return value
 
     def warmup(self, value, key: str) -> tuple[str, ...]:
         """Statements of Python, each compiled here so that a typo is an error naming its line, not a worker fault."""

@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 
-from autograder.authoring.checks import Sizes, Trial, check_rng, student_seed
+from autograder.authoring.checks import Sizes, Trial, check_rng, class_seed, student_seed
 from autograder.grading import calibration, confirm, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
@@ -22,7 +22,17 @@ from autograder.grading.diagnosis import diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
 from autograder.grading.explain import FreshChild, GradedChild, Judged, with_explanation
 from autograder.grading.grader_faults import blame_environment, internal_error_result, now, sandbox_fields
-from autograder.grading.plan import Plan, ReferenceAnswers, Sent, by_check, plan_check, recorded, run_live, timed_out
+from autograder.grading.plan import (
+    KeptPlans,
+    Plan,
+    ReferenceAnswers,
+    Sent,
+    by_check,
+    plan_check,
+    recorded,
+    run_live,
+    timed_out,
+)
 from autograder.grading.reference_cache import CachedReference
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
@@ -53,11 +63,11 @@ class Grader:
         self.time_limits = calibration.call_limits(suite, reference)  # check name -> its CallLimit
         self.budget = calibration.budget(suite, reference, self.time_limits)
         self._shared: dict = shares_with._shared if shares_with else {}  # class-wide cases, see Trial.shared
-        self._class_seed = student_seed(course.seed_salt, suite.assignment.name, "")
+        self._class_seed = class_seed(course.seed_salt, suite.assignment.name)
         # Planning and judging run each check on the same inputs: the second run reuses the first's results.
         self._reference = shares_with._reference if shares_with else (
             CachedReference(suite.reference) if suite.reference is not None else None)
-        self._class_plans: dict[str, Plan] = {}  # see _plan
+        self._plans = KeptPlans()  # see _plan
         self._follows: dict[str, bool] = {}  # see _follows_sizes
 
     def grade(self, submission: Submission) -> SubmissionResult:
@@ -84,7 +94,7 @@ class Grader:
 
     def _grade(self, submission: Submission, started: float) -> SubmissionResult:
         assignment = self.suite.assignment
-        seed = student_seed(self.course.seed_salt, assignment.name, submission.student)
+        seed = self._seed(submission.student)
         notes = [submission.note] if submission.note else []
         output, killed, judged = "", 0, []
         # A file that cannot be read does not load either: one flag, the reason first (grading.loading).
@@ -130,6 +140,11 @@ class Grader:
             notes=tuple(notes), printed=output, killed_processes=killed,
             seconds=time.monotonic() - started, graded_at=now()), self.suite, judged)
 
+    def _seed(self, student: str) -> int:
+        """The seed of `student`'s randomized inputs: their input set's (authoring.checks.student_seed)."""
+        assignment = self.suite.assignment
+        return student_seed(self.course.seed_salt, assignment.name, student, assignment.input_sets)
+
     def _session(self, spec: dict) -> Session:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
 
@@ -147,7 +162,7 @@ class Grader:
         """Run one check for one student again as graded: in a fresh session, after the same calls of
         every check before it, so code whose answers depend on what ran before sees what it saw then."""
         entry = self.suite.check(check_name)
-        seed = student_seed(self.course.seed_salt, self.suite.assignment.name, submission.student)
+        seed = self._seed(submission.student)
         if submission.problem:
             return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
         prefix = self.suite.checks[:self.suite.checks.index(entry) + 1]
@@ -205,26 +220,24 @@ class Grader:
                     self._record(entry, *run_live(entry, self._trial(entry, None, seed, entry.check.sizes), session),
                                  sent, hung)
             return sent
-        plans: dict[str, Plan] = {}  # planned once, however many streams the calls take
-        while todo:
+        while todo:  # each check planned once (KeptPlans), however many streams its calls take
             order: list = []
-            checks = by_check(order, session.stream(self._planned_calls(todo, order, planner, seed, plans, hung, sent)))
+            checks = by_check(order, session.stream(self._planned_calls(todo, order, planner, seed, hung, sent)))
             for entry, planned, replies in checks:
                 self._record(entry, planned, replies, sent, hung)
             stopped = bool(checks) and checks[-1][2].stopped is not None
             todo = todo[todo.index(checks[-1][0]) + 1:] if stopped else []
         return sent
 
-    def _planned_calls(self, todo: list, order: list, planner, seed: int, plans: dict, hung: dict, sent: dict):
+    def _planned_calls(self, todo: list, order: list, planner, seed: int, hung: dict, sent: dict):
         """The calls of the checks in `todo`, planned as they are asked for; each check goes into `order` as its
         calls start, and a check not run into `sent`."""
         for entry in todo:
             if self._not_run(entry, hung, sent):
                 continue
-            if entry.name not in plans:
-                plans[entry.name] = self._plan(entry, planner, seed)
-            order.append((entry, plans[entry.name]))
-            yield from plans[entry.name].calls
+            planned = self._plan(entry, planner, seed)
+            order.append((entry, planned))
+            yield from planned.calls
 
     def _not_run(self, entry: SuiteCheck, hung: dict, sent: dict) -> bool:
         """Whether a function of the check timed out on work as large (timings wobble, so only work well
@@ -244,17 +257,8 @@ class Grader:
             hung[function] = (self.time_limits[entry.name].reference or 0.0, self._too_slow(entry, timeout))
 
     def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> Plan:
-        """The check's calls with the reference answering them; kept for the class when the check drew
-        nothing from its student's generator (fixed cases, the class-wide T = 512 ones): then no
-        student's calls can differ."""
-        if entry.name in self._class_plans:
-            return self._class_plans[entry.name]
-        trial = self._trial(entry, None, seed, entry.check.sizes)
-        untouched = trial.rng.bit_generator.state
-        planned = plan_check(entry, trial, planner)
-        if trial.rng.bit_generator.state == untouched:
-            self._class_plans[entry.name] = planned
-        return planned
+        """The check's calls with the reference answering them, planned once per input set (plan.KeptPlans)."""
+        return self._plans.plan(entry, seed, lambda: self._trial(entry, None, seed, entry.check.sizes), planner)
 
     def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[Plan, Sent] | str | None,
                undefined: dict[str, str] | None = None) -> Judged:

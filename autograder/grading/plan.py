@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,10 @@ from autograder.grading.reference_cache import copied
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox import values, worker
 from autograder.sandbox.replies import CallFailed, read_reply, request_frame
+
+# Input sets whose plans a Grader keeps: all of course.yaml's default 16; a course that gives every student a set
+# of their own plans each student's calls once anyway, and keeps only the latest sets' plans.
+MAX_KEPT_SETS = 64
 
 
 class UnplannedCall(Exception):
@@ -102,6 +107,46 @@ class Plan:
         """
         return (self.passed and sent.stopped is None and len(sent.replies) == len(self.answers) == len(self.calls)
                 and all(identical(got, answer) for got, answer in zip(sent.replies, self.answers)))
+
+
+@dataclass
+class KeptPlans:
+    """Plans kept across students, since a plan follows from the seed and the suite alone.
+
+    For the class, a check that drew nothing from its student's generator (fixed cases, the class-wide
+    T = 512 ones): no student's calls can differ. For its seed, any other: every student of one input set
+    gets the same (authoring.checks.student_seed), so the reference answers each set's calls once.
+    """
+
+    by_check: dict[str, Plan] = field(default_factory=dict)
+    by_seed: OrderedDict[int, dict[str, Plan]] = field(default_factory=OrderedDict)  # the latest used last
+
+    def plan(self, entry: SuiteCheck, seed: int, trial: Callable[[], Trial], reference: ReferenceAnswers) -> Plan:
+        """`entry`'s plan for `seed`: the one kept, else planned with a fresh `trial()` (`plan_check`) and kept."""
+        planned = self._get(entry.name, seed)
+        if planned is None:
+            fresh = trial()
+            untouched = fresh.rng.bit_generator.state
+            planned = plan_check(entry, fresh, reference)
+            self._keep(entry.name, seed, planned, drew=fresh.rng.bit_generator.state != untouched)
+        return planned
+
+    def _get(self, name: str, seed: int) -> Plan | None:
+        if name in self.by_check:
+            return self.by_check[name]
+        if seed in self.by_seed:
+            self.by_seed.move_to_end(seed)
+            return self.by_seed[seed].get(name)
+        return None
+
+    def _keep(self, name: str, seed: int, plan: Plan, drew: bool) -> None:
+        if not drew:
+            self.by_check[name] = plan
+            return
+        self.by_seed.setdefault(seed, {})[name] = plan
+        self.by_seed.move_to_end(seed)
+        if len(self.by_seed) > MAX_KEPT_SETS:
+            self.by_seed.popitem(last=False)
 
 
 def plan_check(entry: SuiteCheck, trial: Trial, reference: ReferenceAnswers) -> Plan:

@@ -175,7 +175,7 @@ def warm_grader(course: Course, suite: Suite, enough: Callable[[], bool] = lambd
     if suite.reference is None:
         return None
     grader = Grader(course, suite, None)
-    seed = student_seed(course.seed_salt, suite.assignment.name, PROBE_STUDENT)
+    seed = student_seed(course.seed_salt, suite.assignment.name, PROBE_STUDENT, suite.assignment.input_sets)
     session = InProcessSession(vars(suite.reference), suite.assignment.limits)
     loaded = LoadReport(frozenset(suite.functions))
     try:

@@ -85,7 +85,7 @@ def run_checks(course: Course, suite: Suite, function: str, namespace: dict, stu
         importlib.import_module(module)  # as the sandbox's zygote does; torch calls need it loaded
     session = InProcessSession(namespace, suite.assignment.limits)
     defined = frozenset(name for name, value in namespace.items() if callable(value) and not name.startswith("__"))
-    seed = student_seed(course.seed_salt, suite.assignment.name, student)
+    seed = student_seed(course.seed_salt, suite.assignment.name, student, suite.assignment.input_sets)
     try:
         with contextlib.redirect_stderr(CapturedText(session.output)):  # a check's own warnings, too
             results = Grader(course, suite, sandbox=None).run_checks(session, LoadReport(functions=defined), seed,

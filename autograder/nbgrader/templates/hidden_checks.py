@@ -1,7 +1,8 @@
-"""Hidden checks of @NAME@: compared with the reference on each student's own random inputs.
+"""Hidden checks of @NAME@: compared with the reference on the random inputs of each student's input set.
 
 Never released. `t.sizes` holds the check's named sizes, which the feedback
-shrinks to the smallest that still fail; `t.rng` is seeded per student.
+shrinks to the smallest that still fail; `t.rng` is seeded by the student's input set
+(course.yaml `input_sets`).
 """
 import numpy as np
 
