@@ -7,6 +7,7 @@ import math
 import types
 
 import numpy as np
+import pytest
 
 from autograder.authoring.checks import Check, CheckFailed, Tolerance, Trial, check_rng
 from autograder.authoring.compare import expect_close
@@ -162,6 +163,10 @@ def test_plans_are_kept_per_seed_for_the_latest_sets_and_per_check_when_nothing_
         return kept.plan(entries[run], seed, trial, reference)
 
     first = plan(_doubling, 0)
+    with pytest.raises(ValueError, match="read-only"):  # shared by the set's students from now on
+        first.calls[0].args[0][0] = 0.0
+    with pytest.raises(ValueError, match="read-only"):
+        first.answers[0].value[0] = 0.0
     assert plan(_doubling, 0) is first and plan(_doubling, 1) is not first and len(made) == 2
     for seed in range(2, MAX_KEPT_SETS + 1):  # MAX_KEPT_SETS + 1 seeds in all: seed 0, the least recent, goes
         plan(_doubling, seed)

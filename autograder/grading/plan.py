@@ -140,6 +140,11 @@ class KeptPlans:
         return None
 
     def _keep(self, name: str, seed: int, plan: Plan, drew: bool) -> None:
+        # Shared by every student of the set from now on: a write into one of its arrays while grading one
+        # student would change what the next is sent or judged against, so any such write raises instead.
+        for call in plan.calls:
+            _read_only((call.args, call.kwargs, call.backward))
+        _read_only(plan.answers)
         if not drew:
             self.by_check[name] = plan
             return
@@ -147,6 +152,19 @@ class KeptPlans:
         self.by_seed.move_to_end(seed)
         if len(self.by_seed) > MAX_KEPT_SETS:
             self.by_seed.popitem(last=False)
+
+
+def _read_only(value) -> None:
+    """Every array in `value` (nested in tuples, lists, dicts and dataclasses such as Reply) made read-only."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _read_only(item)
+    elif isinstance(value, dict):
+        _read_only(list(value.values()))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        _read_only([getattr(value, f.name) for f in dataclasses.fields(value)])
 
 
 def plan_check(entry: SuiteCheck, trial: Trial, reference: ReferenceAnswers) -> Plan:
