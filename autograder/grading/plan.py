@@ -111,7 +111,8 @@ class Plan:
 
 @dataclass
 class KeptPlans:
-    """Plans kept across students, since a plan follows from the seed and the suite alone.
+    """Plans kept across students, since a plan follows from the seed and the suite alone (and from its Grader's
+    time limits, which its calls carry: so a KeptPlans belongs to one Grader, and is never shared with another).
 
     For the class, a check that drew nothing from its student's generator (fixed cases, the class-wide
     T = 512 ones): no student's calls can differ. For its seed, any other: every student of one input set
