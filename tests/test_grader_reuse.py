@@ -15,7 +15,7 @@ from autograder.authoring.protocol import Raised, Reply, TensorData
 from autograder.grading.plan import MAX_KEPT_SETS, KeptPlans, Plan, ReferenceAnswers, Sent, _same, identical, plan_check
 from autograder.grading.reference_cache import CachedReference, _fingerprint, copied
 from autograder.grading.suite import SuiteCheck
-from autograder.sandbox.replies import CallTimedOut
+from autograder.sandbox.replies import CallTimedOut, request_frame
 
 TOLERANCE = {"float32": Tolerance(2e-3, 1e-5), "float64": Tolerance(1e-6, 1e-9)}
 
@@ -163,6 +163,9 @@ def test_plans_are_kept_per_seed_for_the_latest_sets_and_per_check_when_nothing_
         return kept.plan(entries[run], seed, trial, reference)
 
     first = plan(_doubling, 0)
+    # Encoded once for the wire, as a fresh encoding would be: the set's students are sent these.
+    assert first.to_send() is first.requests and [r.call for r in first.requests] == list(first.calls)
+    assert first.requests[0].frame(3)[0] == request_frame(first.calls[0], 3)[0] and "id" not in first.requests[0].header
     with pytest.raises(ValueError, match="read-only"):  # shared by the set's students from now on
         first.calls[0].args[0][0] = 0.0
     with pytest.raises(ValueError, match="read-only"):

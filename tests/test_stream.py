@@ -8,6 +8,7 @@ before the first reply, where sending one at a time leaves none.
 """
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -16,7 +17,7 @@ import pytest
 from autograder.authoring.protocol import Call
 from autograder.grading.submission import read_submission
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.replies import CallTimedOut
+from autograder.sandbox.replies import CallTimedOut, encode_call
 from autograder.sandbox.session import Session
 
 SOURCE = '''
@@ -110,6 +111,16 @@ def test_calls_queued_behind_an_import_run_once_after_it(session):
     # The worker dropped the two calls behind the import and the grader sent them again: each ran once.
     assert values == [[1.0, 1.0], [0.6666666666666666, 7.0], [2.0, 2.0], [3.0, 3.0]]
     assert np.isclose(values[1][0], 2 / 3)
+
+
+def test_a_call_encoded_once_is_sent_again_and_again_as_itself(session):
+    # A kept plan's calls are encoded once and sent to every student of a set (grading.plan.KeptPlans),
+    # here three times in one stream, two of them sent again after the import dropped them.
+    counted = encode_call(Call("counted", (5,)))
+    header = copy.deepcopy(counted.header)
+    answers = session.stream([counted, encode_call(Call("imports", (7,))), counted, counted])
+    assert [answer.reply.value.tolist() for answer in answers] == [[5.0, 1.0], [2 / 3, 7.0], [5.0, 2.0], [5.0, 3.0]]
+    assert counted.header == header and "id" not in counted.header  # no sending wrote into it
 
 
 def test_a_large_reply_is_read_whole_while_the_grader_is_busy_planning(session):

@@ -237,7 +237,7 @@ class Grader:
                 continue
             planned = self._plan(entry, planner, seed)
             order.append((entry, planned))
-            yield from planned.calls
+            yield from planned.to_send()
 
     def _not_run(self, entry: SuiteCheck, hung: dict, sent: dict) -> bool:
         """Whether a function of the check timed out on work as large (timings wobble, so only work well

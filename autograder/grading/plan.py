@@ -37,7 +37,7 @@ from autograder.authoring.protocol import Call, Reply
 from autograder.grading.reference_cache import copied
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox import values, worker
-from autograder.sandbox.replies import CallFailed, read_reply, request_frame
+from autograder.sandbox.replies import CallFailed, encode_call, read_reply, request_frame
 
 # Input sets whose plans a Grader keeps: all of course.yaml's default 16; a course that gives every student a set
 # of their own plans each student's calls once anyway, and keeps only the latest sets' plans.
@@ -94,11 +94,18 @@ class Plan:
     answers: the reference's reply to each call, copied as it came (the
         check may change what it was given); empty where nothing planned.
     passed: the check passed on those answers.
+    requests: the calls encoded for the wire, once kept (KeptPlans), so that
+        the students of a set are sent them without encoding them again.
     """
 
     calls: list
     answers: tuple = ()
     passed: bool = False
+    requests: tuple = ()
+
+    def to_send(self) -> list | tuple:
+        """The calls as a session streams them: encoded already where this plan is kept."""
+        return self.requests or self.calls
 
     def answered_alike(self, sent: Sent) -> bool:
         """Whether `sent` brought back, bit for bit, every answer the check passed on against the reference.
@@ -128,8 +135,8 @@ class KeptPlans:
         if planned is None:
             fresh = trial()
             untouched = fresh.rng.bit_generator.state
-            planned = plan_check(entry, fresh, reference)
-            self._keep(entry.name, seed, planned, drew=fresh.rng.bit_generator.state != untouched)
+            planned = self._keep(entry.name, seed, plan_check(entry, fresh, reference),
+                                 drew=fresh.rng.bit_generator.state != untouched)
         return planned
 
     def _get(self, name: str, seed: int) -> Plan | None:
@@ -140,19 +147,22 @@ class KeptPlans:
             return self.by_seed[seed].get(name)
         return None
 
-    def _keep(self, name: str, seed: int, plan: Plan, drew: bool) -> None:
+    def _keep(self, name: str, seed: int, plan: Plan, drew: bool) -> Plan:
+        """`plan`, read-only and with its requests encoded, as kept."""
         # Shared by every student of the set from now on: a write into one of its arrays while grading one
         # student would change what the next is sent or judged against, so any such write raises instead.
         for call in plan.calls:
             _read_only((call.args, call.kwargs, call.backward))
         _read_only(plan.answers)
+        plan = dataclasses.replace(plan, requests=tuple(encode_call(call) for call in plan.calls))
         if not drew:
             self.by_check[name] = plan
-            return
+            return plan
         self.by_seed.setdefault(seed, {})[name] = plan
         self.by_seed.move_to_end(seed)
         if len(self.by_seed) > MAX_KEPT_SETS:
             self.by_seed.popitem(last=False)
+        return plan
 
 
 def _read_only(value) -> None:

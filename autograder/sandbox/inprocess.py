@@ -3,7 +3,7 @@
 For nbgrader's test cells, which run in the student's own kernel
 (autograder.nbgrader.inkernel), and for timing the reference on a check's
 calls (autograder.grading.calibration). Each Call is encoded by
-`replies.request_frame` and framed by `wire.pack`, answered by
+`replies.encode_call` and framed by `wire.pack`, answered by
 `worker._call` against the namespace, and the reply framed back and decoded
 by `replies.read_reply`: arguments are fresh copies, replies plain data, and
 every comparison and message is the one a sandboxed call gives. A per-call
@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import values, wire, worker
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.replies import ReplyRejected, past_limit, read_reply, reply_limit, request_frame, too_large
+from autograder.sandbox.replies import (
+    ReplyRejected,
+    Request,
+    encode_call,
+    past_limit,
+    read_reply,
+    reply_limit,
+    too_large,
+)
 from autograder.sandbox.session import CapturedOutput
 from autograder.sandbox.stream import Answer, answer_in_turn
 
@@ -109,14 +117,17 @@ class InProcessSession:
         if self.output is None:
             self.output = CapturedOutput(self.limits.output_kib * 1024)
 
-    def stream(self, calls: Iterable[Call]) -> list[Answer]:
+    def stream(self, calls: Iterable[Call | Request]) -> list[Answer]:
         """Each call's Answer, in turn, up to the first that gives no reply, as `Session.stream` gives them."""
         return answer_in_turn(self, calls)
 
-    def call(self, call: Call) -> Reply:
-        """Run one call; raises CallTimedOut past its limit, as `Session.call` does."""
+    def call(self, call: Call | Request) -> Reply:
+        """Run one call (a Request: one encoded already); raises CallTimedOut past its limit, as `Session.call`
+        does."""
+        request = call if isinstance(call, Request) else encode_call(call)
+        call = request.call
         self.calls += 1
-        header, buffers = _through_wire(*request_frame(call, self.calls), limit=WORKER_FRAME_LIMIT)
+        header, buffers = _through_wire(*request.frame(self.calls), limit=WORKER_FRAME_LIMIT)
         seconds = call.seconds or self.limits.call_seconds
         alarm = _Alarm(seconds)
         try:

@@ -1,9 +1,10 @@
 """One call's messages, as the grader writes and reads them.
 
 `request_frame` turns a Call into the wire header and buffers a worker
-answers; `read_reply` decodes the answer and refuses what cannot be
-trusted: gradients that are not one per
-argument and of its shape, anything the wire decoder rejects. The
+answers (`encode_call` encodes it once, as a Request, for many sendings);
+`read_reply` decodes the answer and refuses what cannot be trusted:
+gradients that are not one per argument and of its shape, anything the
+wire decoder rejects. The
 `CallFailed` family is how a call that produced no usable reply ends, and
 `Stopped`, which each carries, is the one word for how it ended;
 `CapturedOutput` keeps what the calls printed.
@@ -91,15 +92,38 @@ def too_large(error: wire.FrameTooLarge) -> str:
             f"(limit {size_text(error.limit)}); it was not read")
 
 
-def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
-    """The wire header and buffers asking a worker to make `call`."""
+@dataclass(frozen=True)
+class Request:
+    """A call encoded for the wire once, to be sent any number of times.
+
+    A kept plan's calls go to every student of an input set (grading.plan.KeptPlans), so they are
+    encoded when kept, not again at each sending. header: the wire header without the call's id;
+    buffers: views of the call's arrays (read-only in a kept plan, so the encoding cannot go stale).
+    """
+
+    call: Call
+    header: dict
+    buffers: list
+
+    def frame(self, call_id: int) -> tuple[dict, list]:
+        """The header (a copy, with `call_id`) and buffers of one sending."""
+        return dict(self.header, id=call_id), self.buffers
+
+
+def encode_call(call: Call) -> Request:
+    """`call` as the wire header and buffers a worker answers."""
     buffers: list = []
-    header = {"op": "call", "id": call_id, "function": call.function,
+    header = {"op": "call", "function": call.function,
               "args": [values.encode(a, buffers) for a in call.args],
               "kwargs": {k: values.encode(v, buffers) for k, v in call.kwargs.items()},
               "as_tensors": call.as_tensors, "return_inputs": call.return_inputs,
               "backward": None if call.backward is None else [values.encode(g, buffers) for g in call.backward]}
-    return header, buffers
+    return Request(call, header, buffers)
+
+
+def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
+    """The wire header and buffers asking a worker to make `call`."""
+    return encode_call(call).frame(call_id)
 
 
 def read_reply(header: dict, buffers: list, call: Call, inputs: tuple | None = None) -> Reply:

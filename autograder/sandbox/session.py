@@ -34,6 +34,7 @@ from autograder.sandbox.replies import (
     CallTimedOut,
     CapturedOutput,
     ReplyRejected,
+    Request,
     Stopped,
     WorkerDied,
     _raised,
@@ -101,13 +102,14 @@ class Session:
         """Load the submission; units that hang or kill the worker are skipped."""
         return self._start_child()
 
-    def stream(self, calls: Iterable[Call]) -> list[Answer]:
-        """Send `calls` (pulled as they can go) and read the replies as they come; each call's Answer, up to
-        and including the first that gave no usable reply, which ends the child (sandbox.stream)."""
+    def stream(self, calls: Iterable[Call | Request]) -> list[Answer]:
+        """Send `calls` (pulled as they can go; a Request is a call encoded already) and read the replies as
+        they come; each call's Answer, up to and including the first that gave no usable reply, which ends
+        the child (sandbox.stream)."""
         return CallStream(self, calls).run()
 
-    def call(self, call: Call) -> Reply:
-        """Run one call in the worker. Raises CallFailed when there is no reply.
+    def call(self, call: Call | Request) -> Reply:
+        """Run one call (a Request: one encoded already) in the worker. Raises CallFailed when there is no reply.
 
         A call still importing a module at its limit may run on up to the one-time grace's cap; it is
         then run again, warm, and that second run, timed against the limit, is the reply (sandbox.grace).

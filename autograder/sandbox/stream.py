@@ -40,11 +40,12 @@ from autograder.sandbox.replies import (
     CallFailed,
     CallTimedOut,
     ReplyRejected,
+    Request,
     Stopped,
     WorkerDied,
+    encode_call,
     read_reply,
     reply_limit,
-    request_frame,
 )
 from autograder.sandbox.waiting import MAX_FACTOR, Extensions, ProcessorUse, WaitCredit, processor_use
 
@@ -61,7 +62,7 @@ class Answer:
         return isinstance(self.reply, CallFailed)
 
 
-def answer_in_turn(session, calls: Iterable[Call]) -> list[Answer]:
+def answer_in_turn(session, calls: Iterable[Call | Request]) -> list[Answer]:
     """`calls` made one at a time through `session.call`, up to the first that gives no reply."""
     answers = []
     for call in calls:
@@ -78,7 +79,7 @@ def answer_in_turn(session, calls: Iterable[Call]) -> list[Answer]:
 class _InFlight:
     """A call sent to the current child and not yet answered."""
 
-    call: Call
+    request: Request
     id: int
     args: list  # the header's trees of its positional arguments, to read them back
     layout: list  # where its buffers are in the region
@@ -92,12 +93,16 @@ class _InFlight:
     extensions: Extensions | None = None
     importing: bool = False
 
+    @property
+    def call(self) -> Call:
+        return self.request.call
+
 
 @dataclass
 class _Resend:
     """A call to send (again): a call pulled from the caller, or one in flight when its child was let go."""
 
-    call: Call
+    request: Request
     grace: bool = True
     first: float | None = None
 
@@ -106,12 +111,13 @@ class _Resend:
 class CallStream:
     """Sends `calls` to `session` and reads their replies, up to the first call without a usable reply.
 
-    session: a sandbox.session.Session (its child, region, channel, clock and grace). lockstep: one call
-    in flight at a time, as after a process was found running.
+    session: a sandbox.session.Session (its child, region, channel, clock and grace). calls: each a Call,
+    or a Request, which is a call encoded already. lockstep: one call in flight at a time, as after a
+    process was found running.
     """
 
     session: object
-    calls: Iterable[Call]
+    calls: Iterable[Call | Request]
     lockstep: bool = False
     _source: Iterator[Call] = field(init=False)
     _queue: deque = field(default_factory=deque)  # _Resend, before anything new is pulled
@@ -166,14 +172,16 @@ class CallStream:
             return None
         call = next(self._source, None)
         self._exhausted = call is None
-        return None if call is None else _Resend(call)
+        if call is None:
+            return None
+        return _Resend(call if isinstance(call, Request) else encode_call(call))
 
     def _send(self, item: _Resend) -> bool:
         """Put the call's arrays in shared memory and send it; False when there is no room until replies come."""
         session = self.session
         region = session.region
         call_id = session.next_id()
-        request, buffers = request_frame(item.call, call_id)
+        request, buffers = item.request.frame(call_id)
         if not region.fits(buffers):
             if self._flight:
                 return False
@@ -184,10 +192,10 @@ class CallStream:
         region.unsent = False
         now = time.monotonic()
         proc, use = self._reading
-        sent = _InFlight(item.call, call_id, request["args"], layout, now, item.grace, item.first,
+        sent = _InFlight(item.request, call_id, request["args"], layout, now, item.grace, item.first,
                          before=use if proc == session.child_proc() else None)
         self._flight.append(sent)
-        self._limits[call_id] = reply_limit(item.call)
+        self._limits[call_id] = reply_limit(item.request.call)
         if self._current() is sent:
             self._start(sent, now)
         session.channel.send(wire.pack(request, []), fds)
@@ -335,9 +343,9 @@ class CallStream:
     def _after_import(self, head: _InFlight, took: float) -> None:
         """The worker dropped the calls of the head's batch behind it: send them again, after the head's warm
         run again if it ran past its limit on the grace."""
-        again = [_Resend(sent.call, sent.grace, sent.first) for sent in self._flight]
+        again = [_Resend(sent.request, sent.grace, sent.first) for sent in self._flight]
         if head.extensions.graced:
-            again.insert(0, _Resend(head.call, grace=False, first=took))
+            again.insert(0, _Resend(head.request, grace=False, first=took))
         self._flight.clear()
         self._limits.clear()
         self._frames.clear()  # an honest worker sent nothing after the head's reply
@@ -347,8 +355,8 @@ class CallStream:
 
     def _let_go(self, head: _InFlight) -> None:
         """Stop the child and send the calls in flight again, the head first, one at a time in a fresh child."""
-        again = [_Resend(head.call, head.grace, head.first)]
-        again += [_Resend(sent.call, sent.grace, sent.first) for sent in self._flight]
+        again = [_Resend(head.request, head.grace, head.first)]
+        again += [_Resend(sent.request, sent.grace, sent.first) for sent in self._flight]
         self._flight.clear()
         self._frames.clear()
         self._ended = None  # that child's end, if it came, is not a call's
