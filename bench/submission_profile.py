@@ -15,7 +15,9 @@ submission costs when its code does nothing (one child, one load, every call):
   /proc, so nothing inside the sandbox reports it), with the children's
   page faults;
 - the sandbox's fixed parts: a session's open and close around an empty
-  file (fork, load, kill, wipe), and one round trip of a tiny call.
+  file (fork, load, kill, wipe), one round trip of a tiny call, and one
+  call of a stream, encoded at each sending and encoded once (as a kept
+  plan's calls are sent to each student of an input set).
 
     python bench/submission_profile.py [--count 60] [--sandbox auto|bwrap|fallback]
 """
@@ -29,6 +31,7 @@ import time
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
@@ -40,6 +43,7 @@ from autograder.grading.submission import read_submission
 from autograder.grading.suite import load_suite
 from autograder.sandbox.inprocess import InProcessSession
 from autograder.sandbox.protections import probe
+from autograder.sandbox.replies import encode_call
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -93,6 +97,25 @@ def _failing_submission():
     return read_submission(path)
 
 
+def _score_calls() -> dict[str, list]:
+    """ROUND_TRIPS calls of score on two small arrays, as a Call encoded at each sending and as a Request
+    encoded once, which is how a kept plan sends its calls to each student of an input set."""
+    pair = (np.ones((4, 8)), np.ones((6, 8)))
+    once = encode_call(Call("score", pair))
+    return {"encoded at each sending": [Call("score", pair)] * ROUND_TRIPS, "encoded once": [once] * ROUND_TRIPS}
+
+
+def streaming(sandbox: Sandbox, spec: dict, suite, calls: list) -> None:
+    """One session that streams `calls`, as a submission's planned calls go."""
+    with Session(sandbox, spec, suite.assignment.limits) as session:
+        session.open()
+        session.stream(calls)
+
+
+def _per_call(with_calls: Cost, lifecycle: Cost) -> Cost:
+    return Cost(*((a - b) / ROUND_TRIPS for a, b in zip(astuple(with_calls), astuple(lifecycle))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=60)
@@ -135,6 +158,9 @@ def main() -> None:
         lifecycle = measure(lambda: session_making(0), args.count, zygote)
         with_calls = measure(lambda: session_making(ROUND_TRIPS), args.count, zygote)
         round_trip = Cost(*((a - b) / ROUND_TRIPS for a, b in zip(astuple(with_calls), astuple(lifecycle))))
+        streamed = {name: _per_call(measure(lambda calls=calls: streaming(sandbox, spec, suite, calls), args.count,
+                                            zygote), lifecycle)
+                    for name, calls in _score_calls().items()}
 
     calls = sum(max(1, t.calls) for t in reference.values())
     print(f"one correct submission ({PLAIN.name}, {len(suite.checks)} checks, about {calls} calls), "
@@ -152,6 +178,9 @@ def main() -> None:
           f"(children's page faults {lifecycle.child_faults:.0f})")
     print(f"  one round trip of a tiny call: {round_trip.wall_ms:5.2f} wall; processor: grader "
           f"{round_trip.grader_cpu_ms:.2f}, sandbox {round_trip.sandbox_cpu_ms:.2f}")
+    for name, cost in streamed.items():
+        print(f"  one streamed call of score on two small arrays, {name}: {cost.wall_ms:5.3f} wall; processor: "
+              f"grader {cost.grader_cpu_ms:.3f}, sandbox {cost.sandbox_cpu_ms:.3f}")
 
 
 if __name__ == "__main__":
