@@ -119,7 +119,7 @@ class CallStream:
     session: object
     calls: Iterable[Call | Request]
     lockstep: bool = False
-    _source: Iterator[Call] = field(init=False)
+    _source: Iterator[Call | Request] = field(init=False)
     _queue: deque = field(default_factory=deque)  # _Resend, before anything new is pulled
     _flight: deque = field(default_factory=deque)  # _InFlight, in the order sent
     _exhausted: bool = False
@@ -181,24 +181,24 @@ class CallStream:
         session = self.session
         region = session.region
         call_id = session.next_id()
-        request, buffers = item.request.frame(call_id)
+        header, buffers = item.request.frame(call_id)
         if not region.fits(buffers):
             if self._flight:
                 return False
             region.reuse()
-        request["shared"] = layout = region.place(buffers)
-        request["region"], request["batch"] = region.number, session.batch
+        header["shared"] = layout = region.place(buffers)
+        header["region"], header["batch"] = region.number, session.batch
         fds = [region.fd] if region.unsent else []
         region.unsent = False
         now = time.monotonic()
         proc, use = self._reading
-        sent = _InFlight(item.request, call_id, request["args"], layout, now, item.grace, item.first,
+        sent = _InFlight(item.request, call_id, header["args"], layout, now, item.grace, item.first,
                          before=use if proc == session.child_proc() else None)
         self._flight.append(sent)
         self._limits[call_id] = reply_limit(item.request.call)
         if self._current() is sent:
             self._start(sent, now)
-        session.channel.send(wire.pack(request, []), fds)
+        session.channel.send(wire.pack(header, []), fds)
         return True
 
     def _current(self) -> _InFlight | None:
