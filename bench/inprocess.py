@@ -17,7 +17,6 @@ from pathlib import Path
 import torch
 from threadpoolctl import threadpool_limits
 
-from autograder.authoring.checks import student_seed
 from autograder.grading.calibration import time_reference
 from autograder.grading.course import load_course
 from autograder.grading.discover import find_submissions
@@ -44,7 +43,7 @@ def grade_all(loaded: tuple, paths: list[tuple[str, Path]], graded) -> None:
         for source in submission.worker_spec(suite.assignment.module)["sources"]:
             exec(compile(source, str(path), "exec"), namespace)
         defined = frozenset(name for name, value in namespace.items() if callable(value))
-        seed = student_seed(course.seed_salt, ASSIGNMENT, student, suite.assignment.input_sets)
+        seed = suite.assignment.seed_for(course.seed_salt, student)
         grader.run_checks(InProcessSession(namespace, suite.assignment.limits), LoadReport(defined), seed)
     graded.put(len(paths))
 

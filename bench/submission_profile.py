@@ -105,7 +105,7 @@ def _score_calls() -> dict[str, list]:
     return {"encoded at each sending": [Call("score", pair)] * ROUND_TRIPS, "encoded once": [once] * ROUND_TRIPS}
 
 
-def streaming(sandbox: Sandbox, spec: dict, suite, calls: list) -> None:
+def _streaming(sandbox: Sandbox, spec: dict, suite, calls: list) -> None:
     """One session that streams `calls`, as a submission's planned calls go."""
     with Session(sandbox, spec, suite.assignment.limits) as session:
         session.open()
@@ -158,7 +158,7 @@ def main() -> None:
         lifecycle = measure(lambda: session_making(0), args.count, zygote)
         with_calls = measure(lambda: session_making(ROUND_TRIPS), args.count, zygote)
         round_trip = Cost(*((a - b) / ROUND_TRIPS for a, b in zip(astuple(with_calls), astuple(lifecycle))))
-        streamed = {name: _per_call(measure(lambda calls=calls: streaming(sandbox, spec, suite, calls), args.count,
+        streamed = {name: _per_call(measure(lambda calls=calls: _streaming(sandbox, spec, suite, calls), args.count,
                                             zygote), lifecycle)
                     for name, calls in _score_calls().items()}
 

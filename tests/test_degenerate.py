@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.authoring.checks import student_seed
 from autograder.grading.submission import read_submission
 from autograder.sandbox.session import Session
 
@@ -42,7 +41,7 @@ def graded(grader, path):
     """
     submission = read_submission(path)
     assignment = grader.suite.assignment
-    seed = student_seed(grader.course.seed_salt, assignment.name, submission.student, assignment.input_sets)
+    seed = assignment.seed_for(grader.course.seed_salt, submission.student)
     with Session(grader.sandbox, submission.worker_spec(assignment.module), assignment.limits) as session:
         load = session.open()
         assert not load.failure and not load.problems and not load.stopped, (load.failure, load.problems)

@@ -164,7 +164,8 @@ def test_plans_are_kept_per_seed_for_the_latest_sets_and_per_check_when_nothing_
 
     first = plan(_doubling, 0)
     # Encoded once for the wire, as a fresh encoding would be: the set's students are sent these.
-    assert first.to_send() is first.requests and [r.call for r in first.requests] == list(first.calls)
+    assert first.to_send() is first.requests
+    assert all(request.call is call for request, call in zip(first.requests, first.calls, strict=True))
     assert first.requests[0].frame(3)[0] == request_frame(first.calls[0], 3)[0] and "id" not in first.requests[0].header
     with pytest.raises(ValueError, match="read-only"):  # shared by the set's students from now on
         first.calls[0].args[0][0] = 0.0

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.authoring.checks import Sizes, Tolerance, Trial, check_rng, student_seed
+from autograder.authoring.checks import Sizes, Tolerance, Trial, check_rng
 from autograder.authoring.misconceptions import Catalogue, Misconception
 from autograder.authoring.protocol import Call, Raised, Reply
 from autograder.grading.attempt import attempt
@@ -99,7 +99,7 @@ def test_correct_implementations_get_no_misconception(grade_once, path):
 def test_no_misconception_matches_any_call_of_a_correct_implementation(sandbox, suite, course, path):
     """Diagnose every call of every check, passed or not: a correct answer must never look like a wrong idea."""
     submission = read_submission(path)
-    seed = student_seed(course.seed_salt, suite.assignment.name, submission.student, suite.assignment.input_sets)
+    seed = suite.assignment.seed_for(course.seed_salt, submission.student)
     shared: dict = {}
     diagnosed = 0
     with Session(sandbox, submission.worker_spec(suite.assignment.module), suite.assignment.limits) as session:
@@ -341,7 +341,7 @@ def test_a_slow_start_of_the_fresh_child_leaves_the_example_as_small(grader, tmp
     # still get its smallest example.
     submission = read_submission(_buggy(tmp_path, "score_missing_scale"))
     spec = submission.worker_spec(suite.assignment.module)
-    seed = student_seed(course.seed_salt, suite.assignment.name, submission.student, suite.assignment.input_sets)
+    seed = suite.assignment.seed_for(course.seed_salt, submission.student)
     with Session(sandbox, spec, suite.assignment.limits) as session:
         judged = grader.judge_checks(session, session.open(), seed)
 
@@ -370,7 +370,7 @@ def test_a_failing_file_is_shrunk_in_its_graded_child_without_a_second_start(gra
 def test_the_re_runs_in_the_graded_child_have_a_budget_of_their_own(grader, tmp_path, sandbox, suite, course):
     # The graded calls may have used up the submission's budget; the example must not depend on that.
     submission = read_submission(_buggy(tmp_path, "score_missing_scale"))
-    seed = student_seed(course.seed_salt, suite.assignment.name, submission.student, suite.assignment.input_sets)
+    seed = suite.assignment.seed_for(course.seed_salt, submission.student)
     with Session(sandbox, submission.worker_spec(suite.assignment.module), suite.assignment.limits) as session:
         judged = grader.judge_checks(session, session.open(), seed)
         session.deadline = time.monotonic()  # as if the graded calls had taken the whole budget

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from autograder.authoring.checks import INPUT_SETS, Tolerance
+from autograder.authoring.checks import INPUT_SETS, Tolerance, student_seed
 from autograder.grading.attempts import MISSING, POLICIES, SubmissionPolicy
 from autograder.grading.late import EXAMPLE_TIME, LateRule, TimeError, parse_due
 from autograder.sandbox.limits import Limits
@@ -60,6 +60,10 @@ class Assignment:
     @property
     def max_score(self) -> float:
         return sum(c.points for c in self.checks.values())
+
+    def seed_for(self, salt: str, student: str) -> int:
+        """The seed of `student`'s randomized inputs: their input set's (authoring.checks.student_seed)."""
+        return student_seed(salt, self.name, student, self.input_sets)
 
 
 @dataclass(frozen=True)

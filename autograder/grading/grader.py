@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 
-from autograder.authoring.checks import Sizes, Trial, check_rng, class_seed, student_seed
+from autograder.authoring.checks import Sizes, Trial, check_rng, class_seed
 from autograder.grading import calibration, confirm, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
@@ -94,7 +94,7 @@ class Grader:
 
     def _grade(self, submission: Submission, started: float) -> SubmissionResult:
         assignment = self.suite.assignment
-        seed = self._seed(submission.student)
+        seed = assignment.seed_for(self.course.seed_salt, submission.student)
         notes = [submission.note] if submission.note else []
         output, killed, judged = "", 0, []
         # A file that cannot be read does not load either: one flag, the reason first (grading.loading).
@@ -140,11 +140,6 @@ class Grader:
             notes=tuple(notes), printed=output, killed_processes=killed,
             seconds=time.monotonic() - started, graded_at=now()), self.suite, judged)
 
-    def _seed(self, student: str) -> int:
-        """The seed of `student`'s randomized inputs: their input set's (authoring.checks.student_seed)."""
-        assignment = self.suite.assignment
-        return student_seed(self.course.seed_salt, assignment.name, student, assignment.input_sets)
-
     def _session(self, spec: dict) -> Session:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
 
@@ -162,7 +157,7 @@ class Grader:
         """Run one check for one student again as graded: in a fresh session, after the same calls of
         every check before it, so code whose answers depend on what ran before sees what it saw then."""
         entry = self.suite.check(check_name)
-        seed = self._seed(submission.student)
+        seed = self.suite.assignment.seed_for(self.course.seed_salt, submission.student)
         if submission.problem:
             return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
         prefix = self.suite.checks[:self.suite.checks.index(entry) + 1]

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from autograder.authoring.checks import student_seed
 from autograder.grading.calibration import one_thread_here
 from autograder.grading.course import Assignment, Course
 from autograder.grading.grader import Grader
@@ -175,7 +174,7 @@ def warm_grader(course: Course, suite: Suite, enough: Callable[[], bool] = lambd
     if suite.reference is None:
         return None
     grader = Grader(course, suite, None)
-    seed = student_seed(course.seed_salt, suite.assignment.name, PROBE_STUDENT, suite.assignment.input_sets)
+    seed = suite.assignment.seed_for(course.seed_salt, PROBE_STUDENT)
     session = InProcessSession(vars(suite.reference), suite.assignment.limits)
     loaded = LoadReport(frozenset(suite.functions))
     try:

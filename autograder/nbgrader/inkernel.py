@@ -30,7 +30,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.authoring.checks import student_seed
 from autograder.grading.attempt import SuiteFault
 from autograder.grading.course import Course, CourseError, find_course, load_course
 from autograder.grading.grader import Grader
@@ -85,7 +84,7 @@ def run_checks(course: Course, suite: Suite, function: str, namespace: dict, stu
         importlib.import_module(module)  # as the sandbox's zygote does; torch calls need it loaded
     session = InProcessSession(namespace, suite.assignment.limits)
     defined = frozenset(name for name, value in namespace.items() if callable(value) and not name.startswith("__"))
-    seed = student_seed(course.seed_salt, suite.assignment.name, student, suite.assignment.input_sets)
+    seed = suite.assignment.seed_for(course.seed_salt, student)
     try:
         with contextlib.redirect_stderr(CapturedText(session.output)):  # a check's own warnings, too
             results = Grader(course, suite, sandbox=None).run_checks(session, LoadReport(functions=defined), seed,
