@@ -92,7 +92,12 @@ class Rates:
 def target(figures: tuple[float, ...], bound: float, at_most: bool = False, text: str = "") -> str:
     """'target >= 0.8: met' for `figures` (whole command, once loaded; or one figure) against `bound`."""
     met = [f <= bound if at_most else f >= bound for f in figures]
-    verdict = "met" if all(met) else "NOT met" if not any(met) else "met once loaded, NOT for the whole command"
+    if all(met) or not any(met):
+        verdict = "met" if all(met) else "NOT met"
+    elif met[0]:
+        verdict = "met for the whole command, NOT once loaded"
+    else:
+        verdict = "met once loaded, NOT for the whole command"
     return f"target {'<=' if at_most else '>='} {text or f'{bound:g}'}: {verdict}"
 
 

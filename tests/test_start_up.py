@@ -25,6 +25,7 @@ import pytest
 
 from autograder.authoring.protocol import Call
 from autograder.grading import calibration, collector, suite_cache
+from autograder.grading.batch import processors_for
 from autograder.grading.boundary import GradingProcess, grade_submission
 from autograder.grading.course import load_course
 from autograder.grading.grader import Grader
@@ -244,6 +245,42 @@ def test_the_grading_process_grades_with_the_sandbox_launched_for_it_and_it_ends
         assert _gone(zygote)
     finally:
         launched.close()
+
+
+def _placed(grader) -> list[set[int]]:
+    """Runs in the grading process: the processors it, its zygote, and a zygote its sandbox starts again may use."""
+    sandbox = grader.sandbox
+    placed = [os.sched_getaffinity(0), os.sched_getaffinity(sandbox.zygote_pid())]
+    sandbox.close()  # as after scratch files that could not be removed
+    sandbox.start()
+    return [*placed, os.sched_getaffinity(sandbox.zygote_pid())]
+
+
+def test_each_sandbox_keeps_to_a_processor_of_its_own_only_when_there_is_one_for_each():
+    usable = sorted(os.sched_getaffinity(0))
+    assert processors_for(len(usable)) == usable
+    assert processors_for(len(usable) + 1) == [None] * (len(usable) + 1)
+    if len(usable) > 1:
+        assert processors_for(len(usable) - 1) == [None] * (len(usable) - 1)
+
+
+@pytest.mark.slow  # a sandbox and a grading process of its own for each: make test runs it
+@pytest.mark.parametrize("handed_over", [True, False])
+def test_a_sandbox_given_a_processor_keeps_its_zygotes_to_it_and_the_grading_process_stays_free(tiny, handed_over):
+    course, suite = tiny
+    protections = protections_for("auto")
+    everywhere = os.sched_getaffinity(0)
+    processor = max(everywhere)
+    launched = launch_sandbox(protections, suite.assignment) if handed_over else None
+    try:
+        process = GradingProcess(Setup(course, suite, protections, processor=processor), launched)
+        try:
+            assert process.run(_placed) == [everywhere, {processor}, {processor}]
+        finally:
+            process.end()
+    finally:
+        if launched is not None:
+            launched.close()
 
 
 def test_the_command_builds_the_class_wide_cases_while_its_sandboxes_start(course, suite, tiny):

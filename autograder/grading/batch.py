@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing.connection
+import os
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -79,10 +80,12 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
     # Timed here, before the jobs start: they would only slow the reference down.
     reference = cached_reference_times(course, suite, store, quiet, say=say) if suite.reference is not None else None
     waiting = [(item, []) for item in reversed(todo)]  # (submission, how the processes grading it ended)
+    slots = max(1, min(jobs, len(todo)))
+    processors = processors_for(slots)
     running = [GradingProcess(Setup(course, suite, protections, reference, slot, classwide=classwide,
-                                    class_imports=tuple(class_imports)),
+                                    class_imports=tuple(class_imports), processor=processors[slot]),
                               launched[slot] if slot < len(launched) else None)
-               for slot in range(max(1, min(jobs, len(todo))))]
+               for slot in range(slots)]
     held: dict[int, tuple[Found, list[str]]] = {}  # job slot -> what it grades
     try:
         for job in running:  # every job's environment probe passes before any submission is sent: none is stored
@@ -112,6 +115,23 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
     finally:
         for job in running:
             job.end()
+
+
+def processors_for(jobs: int) -> list[int | None]:
+    """The processor each of `jobs` grading jobs keeps its sandbox on: one each where this process may use
+    exactly as many processors as there are jobs, else None for all (wherever the kernel puts them).
+
+    Every child a zygote forks copies the same pages of it and runs the same code; on one processor, a
+    sandbox's children find them in that processor's cache instead of wherever the other sandbox left
+    its own. Measured with two jobs on two processors, whole commands in turn: 2–3 % faster, for
+    plain classes and one with slow students (README, Performance). Only the sandboxes keep to a processor:
+    the grading processes and the command go wherever one is free, so a processor whose child sleeps
+    still does their work. With fewer jobs than processors, a job's child has a processor to itself
+    anyway; with more, a processor holding two sandboxes could not hand one to an idle one. A child's
+    time waiting for its processor is given back to its call (sandbox.waiting).
+    """
+    usable = sorted(os.sched_getaffinity(0))
+    return list(usable) if jobs == len(usable) else [None] * jobs
 
 
 def _give(job: GradingProcess, slot: int, waiting: list, held: dict) -> None:

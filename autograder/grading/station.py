@@ -58,6 +58,8 @@ class Setup:
     classwide: a Grader warmed in the command before the fork (`warm_grader`), whose class-wide cases and
         cached reference answers the process's Graders share; None: each process builds its own.
     class_imports: what the class imports besides the preload (grading.class_imports), for its sandbox.
+    processor: the one processor the sandbox's zygote and its children keep to (grading.batch.processors_for);
+        None: wherever the kernel puts them.
     """
 
     course: Course
@@ -68,6 +70,7 @@ class Setup:
     command: str = "grading"
     classwide: Grader | None = None
     class_imports: tuple[str, ...] = ()
+    processor: int | None = None
 
 
 @dataclass
@@ -155,6 +158,8 @@ def start_station(setup: Setup, sandbox: Sandbox | None = None) -> Station:
         grader = Grader(setup.course, setup.suite, sandbox, setup.reference, shares_with=setup.classwide)
         # The probe's Grader shares the class-wide cases with this one, so they are built once per process.
         require_environment(setup.course, setup.suite, sandbox, setup.command, alongside=grader)
+        if setup.processor is not None:
+            sandbox.keep_to(setup.processor)
         return Station(grader)
     except BaseException:
         sandbox.close()

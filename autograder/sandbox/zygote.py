@@ -74,6 +74,7 @@ class Sandbox:
         self._scratch: tempfile.TemporaryDirectory | None = None
         self._log = None
         self._started = False  # the zygote said it is ready (launched is `_process is not None`)
+        self.processor: int | None = None  # the one processor its zygotes keep to (keep_to), None: any
 
     # -------------------------------------------------------------- lifecycle
 
@@ -148,6 +149,22 @@ class Sandbox:
         # The pid is the new owner's to kill: once the zygote has gone it may name another process.
         self._zygote_pid = 0
 
+    def keep_to(self, processor: int) -> None:
+        """Run the zygote, and so every child it forks, on `processor` alone from now on (grading.batch, why),
+        and each zygote this sandbox starts again after it.
+
+        A placement, not a protection: a child may move itself, and where the kernel will not let this
+        process place the zygote, it stays where it was.
+        """
+        self.processor = processor
+        if self._started:
+            self._place()
+
+    def _place(self) -> None:
+        if self.processor is not None:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(self._zygote_pid, {self.processor})
+
     def _finish_start(self) -> None:
         try:
             ready = self._expect("ready", START_SECONDS)
@@ -167,6 +184,7 @@ class Sandbox:
             return self.start()
         self._zygote_pid = self._find_zygote()
         self._started = True
+        self._place()
 
     def _failed_start(self, error: Exception):
         message = self._startup_log()
