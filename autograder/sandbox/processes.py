@@ -10,6 +10,18 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    """What cleaning up after a submission took (sandbox.zygote.Sandbox.clean): `killed`, processes that had
+    to be killed; `exits`, how each reaped child ended (pid -> ["exit", code] or ["signal", name]);
+    `restarted`, why the sandbox was restarted (scratch files that could not be removed), or ""."""
+
+    killed: int = 0
+    exits: dict = field(default_factory=dict)
+    restarted: str = ""
 
 
 def read_proc(path: str) -> bytes:
@@ -38,6 +50,17 @@ def parent_map() -> dict[int, int]:
         fields = stat[stat.rfind(b")") + 2:].split()
         parents[int(entry)] = int(fields[1])
     return parents
+
+
+def only_child(parent: int, seconds: float) -> int | None:
+    """The pid of `parent`'s one child, waited for up to `seconds`; None if it has none, or several, by then."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        children = [pid for pid, its_parent in parent_map().items() if its_parent == parent]
+        if len(children) == 1:
+            return children[0]
+        time.sleep(0.01)
+    return None
 
 
 def descendants(root: int, parents: dict[int, int] | None = None) -> list[int]:

@@ -22,7 +22,6 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.sandbox import processes, wire
@@ -33,18 +32,6 @@ from autograder.sandbox.uids import UidLease, lease_uid
 from autograder.text import safe
 
 START_SECONDS = 120.0
-
-@dataclass(frozen=True)
-class Cleaned:
-    """What cleaning up after a submission took: `killed`, processes that had to be killed; `exits`, how each
-    reaped child ended (pid -> ["exit", code] or ["signal", name]); `restarted`, why the sandbox was restarted
-    (scratch files that could not be removed), or ""."""
-
-    killed: int = 0
-    exits: dict = field(default_factory=dict)
-    restarted: str = ""
-
-
 REPLY_BUFFER = 8 << 20  # bytes asked for the child's sending buffer; the kernel caps it (net.core.wmem_max)
 
 
@@ -150,18 +137,14 @@ class Sandbox:
         self._zygote_pid = 0
 
     def keep_to(self, processor: int) -> None:
-        """Run the zygote, and so every child it forks, on `processor` alone from now on (grading.batch, why),
-        and each zygote this sandbox starts again after it.
-
-        A placement, not a protection: a child may move itself, and where the kernel will not let this
-        process place the zygote, it stays where it was.
-        """
+        """Keep the zygote, and so every child it forks, on `processor` from now on, a zygote started again
+        too (grading.batch says why). A placement, not a protection: a child may move itself, and where
+        the kernel will not let this process place the zygote, nothing moves."""
         self.processor = processor
-        if self._started:
-            self._place()
+        self._place()
 
     def _place(self) -> None:
-        if self.processor is not None:
+        if self.processor is not None and self._started:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(self._zygote_pid, {self.processor})
 
@@ -270,7 +253,7 @@ class Sandbox:
         keep = self._host_pid(child)
         return processes.kill_descendants(self._zygote_pid, keep={keep} if keep else set())
 
-    def clean(self, child: int = 0) -> Cleaned:
+    def clean(self, child: int = 0) -> processes.Cleaned:
         """Kill every process the last submission left, reap them, wipe the scratch space.
 
         child: the submission's own child (its pid as the zygote knows it),
@@ -282,7 +265,7 @@ class Sandbox:
         next submission starts in a new one; `restarted` says so.
         """
         if self._process is None:
-            return Cleaned()
+            return processes.Cleaned()
         if self._in_namespace and self._zygote_pid:
             # Everything but the zygote (PID 1 of the namespace, which kills the rest) and the child.
             inside = processes.live_pids(f"/proc/{self._zygote_pid}/root/proc")
@@ -305,7 +288,7 @@ class Sandbox:
             self.close()
         if self.fresh:
             self.close()
-        return Cleaned(killed, exits, restarted)
+        return processes.Cleaned(killed, exits, restarted)
 
     def _ask_zygote_to_clean(self) -> dict:
         try:
@@ -401,13 +384,10 @@ class Sandbox:
         starts a wrapper (bwrap) that forks the zygote."""
         if not self._in_namespace:
             return self._process.pid
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            children = [pid for pid, parent in processes.parent_map().items() if parent == self._process.pid]
-            if len(children) == 1:
-                return children[0]
-            time.sleep(0.01)
-        raise SandboxError("could not find the worker process inside bubblewrap")
+        child = processes.only_child(self._process.pid, 10.0)
+        if child is None:
+            raise SandboxError("could not find the worker process inside bubblewrap")
+        return child
 
     def _startup_log(self) -> str:
         if self._log is None:
