@@ -6,7 +6,8 @@ private, and go there only when measured on a quiet machine; the sandbox
 launched while the suite loads is the one its grading process grades with,
 and it ends with that process however that ends. What the command loads for
 good (PyTorch, the suite) is loaded without garbage collections and left out
-of later ones (grading.collector); a student's process still collects.
+of later ones (grading.collector); a student's process still collects. Where there is a processor for
+each job, each job's sandbox keeps to one, and its grading process stays free to run anywhere.
 """
 from __future__ import annotations
 

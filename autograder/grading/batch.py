@@ -131,7 +131,7 @@ def processors_for(jobs: int) -> list[int | None]:
     time waiting for its processor is given back to its call (sandbox.waiting).
     """
     usable = sorted(os.sched_getaffinity(0))
-    return list(usable) if jobs == len(usable) else [None] * jobs
+    return usable if jobs == len(usable) else [None] * jobs
 
 
 def _give(job: GradingProcess, slot: int, waiting: list, held: dict) -> None:
