@@ -113,6 +113,7 @@ def _streaming(sandbox: Sandbox, spec: dict, suite, calls: list) -> None:
 
 
 def _per_call(with_calls: Cost, lifecycle: Cost) -> Cost:
+    """One call's cost: sessions making ROUND_TRIPS calls less the same sessions making none, per call."""
     return Cost(*((a - b) / ROUND_TRIPS for a, b in zip(astuple(with_calls), astuple(lifecycle))))
 
 
@@ -157,7 +158,7 @@ def main() -> None:
                     session.call(Call("causal_mask", (4,)))
         lifecycle = measure(lambda: session_making(0), args.count, zygote)
         with_calls = measure(lambda: session_making(ROUND_TRIPS), args.count, zygote)
-        round_trip = Cost(*((a - b) / ROUND_TRIPS for a, b in zip(astuple(with_calls), astuple(lifecycle))))
+        round_trip = _per_call(with_calls, lifecycle)
         streamed = {name: _per_call(measure(lambda calls=calls: _streaming(sandbox, spec, suite, calls), args.count,
                                             zygote), lifecycle)
                     for name, calls in _score_calls().items()}
