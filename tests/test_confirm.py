@@ -2,8 +2,9 @@
 
 A call held up by the machine (here: stopped from outside, as a stall of the
 machine stops it) uses no processor time and waits for none; it is graded
-again in a fresh worker, and that run is the grade. A function that sleeps
-is graded again too, and still times out; one that loops is not graded again.
+again in a fresh worker, and that run is the grade. A function asleep in
+time.sleep at its deadline, or one that loops, is not graded again; one idle
+some other way (waiting on a thread of its own) is, and still times out.
 """
 from __future__ import annotations
 
@@ -103,13 +104,36 @@ def test_a_call_held_up_from_outside_costs_nothing(course, suite, sandbox, refer
     assert any("graded again in a fresh worker" in note and "softmax." in note for note in result.notes)
 
 
-def test_a_function_that_sleeps_is_graded_again_and_still_times_out(course, suite, sandbox, reference, tmp_path):
+def test_a_function_asleep_in_time_sleep_is_charged_at_once(course, suite, sandbox, reference, tmp_path):
     path = compose(tmp_path, "s0002", SUBMISSIONS / "attacks" / "sleep_in_function.py")
     result = Grader(course, suite, sandbox, reference).grade(read_submission(path, "s0002"))
-    timed_out = {test.name for test in result.tests if test.status == TIMEOUT}
+    timed_out = {test.name: test for test in result.tests if test.status == TIMEOUT}
     assert "context.lecture_example" in timed_out
+    assert "it was asleep (time.sleep) when it was stopped" in timed_out["context.lecture_example"].message
     assert all(test.status == PASSED for test in result.tests if "context" not in test.name and
                not test.name.startswith("attention")), [t.name for t in result.tests if t.status != PASSED]
+    assert not any("graded again" in note for note in result.notes), result.notes
+
+
+# context waits for a thread of its own that sleeps: idle, but not asleep in a timer itself.
+SLEEPS_IN_A_THREAD = '''
+import threading as _threading, time as _time
+
+
+def context(A, V):
+    helper = _threading.Thread(target=_time.sleep, args=(1000,), daemon=True)
+    helper.start()
+    helper.join()
+'''
+
+
+def test_a_function_idle_otherwise_is_graded_again_and_still_times_out(course, suite, sandbox, reference, tmp_path):
+    path = tmp_path / "s0004.py"
+    path.write_text(compose(tmp_path, "plain").read_text() + SLEEPS_IN_A_THREAD)
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path, "s0004"))
+    timed_out = {test.name: test for test in result.tests if test.status == TIMEOUT}
+    assert "context.lecture_example" in timed_out
+    assert "asleep" not in timed_out["context.lecture_example"].message
     assert any("graded again" in note and "context.lecture_example" in note for note in result.notes)
 
 

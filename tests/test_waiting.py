@@ -4,6 +4,7 @@ nothing."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -126,6 +127,32 @@ def test_a_call_crowded_out_by_other_processes_is_given_its_wait_back():
 
 def test_a_sleeping_call_waits_for_no_processor_and_earns_nothing():
     assert _credit_after("import time; time.sleep(60)", seconds=2.0, hogs=2) == 0.0
+
+
+def _idle_and_asleep(program: str, stop: bool = False) -> tuple[bool, bool]:
+    """WaitCredit's idle() and asleep() for a process running `program` past a 0.1 s limit (stop: SIGSTOP it
+    first, as a stall of the machine holds a call up)."""
+    with _processes(program) as (process,):
+        credit = WaitCredit(f"/proc/{process.pid}", 0.1)
+        if stop:
+            process.send_signal(signal.SIGSTOP)
+        time.sleep(0.15)
+        credit.more()
+        return credit.idle(), credit.asleep()
+
+
+def test_a_call_in_time_sleep_is_asleep_of_its_own_asking():
+    assert _idle_and_asleep("import time; time.sleep(60)") == (True, True)
+
+
+@pytest.mark.parametrize("program, stop", [
+    ("import os; reading, _ = os.pipe(); os.read(reading, 1)", False),  # waits for input, not in a timer
+    ("import threading, time; helper = threading.Thread(target=time.sleep, args=(60,)); helper.start(); "
+     "helper.join()", False),  # its main thread waits for a thread: not its only one
+    ("import time; time.sleep(60)", True),  # stopped from outside: held up, whatever it was doing
+])
+def test_other_idle_calls_are_not_taken_for_asleep(program, stop):
+    assert _idle_and_asleep(program, stop) == (True, False)
 
 
 def test_a_call_that_had_its_limit_of_processor_time_earns_nothing():

@@ -4,12 +4,15 @@ A call stopped at its limit without having used its limit's processor time
 (CallTimedOut.idle, from the kernel's account read outside the sandbox) was
 neither computing nor waiting for a processor, which sandbox.waiting gives
 back. It slept, or something held it up: a disk the other job keeps busy, a
-stall of the machine. The first is the submission's, the second is not, and
-one run cannot tell them apart; a run in a fresh worker can, since a hold-up
-seldom strikes the same call twice. So such checks are graded again (with
-the checks their timeout kept from running), and the second run is the grade.
-A function that really sleeps sleeps again and costs its limit twice; one
-that loops used the processor, and its timeout counts at once. A second run
+stall of the machine. The first is the submission's, the second is not. Where
+the kernel shows the call asleep in `time.sleep` at its deadline
+(CallTimedOut.asleep), the wait was its own, and its timeout counts at once.
+Otherwise one run cannot tell them apart; a run in a fresh worker can, since
+a hold-up seldom strikes the same call twice. So such checks are graded again
+(with the checks their timeout kept from running), and the second run is the
+grade. A function that sleeps some other way (waiting on a thread of its own,
+say) sleeps again and costs its limit twice; one that loops used the
+processor, and its timeout counts at once. A second run
 whose worker did not load the file as the first did (it could not start, or
 the file defined other functions) decides nothing: the first run's verdicts
 stand, and the feedback says why.
@@ -66,4 +69,4 @@ def _names(entries: list[SuiteCheck]) -> str:
 
 def _idle_timeout(one: Judged) -> bool:
     stopped = one.tried.stopped if one.tried is not None else None
-    return isinstance(stopped, CallTimedOut) and stopped.how is Stopped.TIMEOUT and stopped.idle
+    return isinstance(stopped, CallTimedOut) and stopped.how is Stopped.TIMEOUT and stopped.idle and not stopped.asleep

@@ -39,7 +39,7 @@ from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
-from autograder.sandbox.replies import CallFailed, Stopped
+from autograder.sandbox.replies import CallFailed, CallTimedOut, Stopped
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -370,6 +370,8 @@ class Grader:
         if limit.reference and timeout.how is Stopped.TIMEOUT:
             ratio = limit.seconds / max(limit.reference, 1e-9)
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
+        if isinstance(timeout, CallTimedOut) and timeout.asleep:
+            message += "; it was asleep (time.sleep) when it was stopped"
         return message + (f"; {entry.check.slow_hint}" if entry.check.slow_hint else "")
 
     def _result(self, entry: SuiteCheck, status: str, message: str, hint: str = "", seconds: float = 0.0,

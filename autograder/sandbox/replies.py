@@ -59,11 +59,13 @@ class CallTimedOut(CallFailed):
     """The clock stopped the call: how is Stopped.TIMEOUT, or Stopped.BUDGET when the submission's time ran out.
 
     idle: stopped at its own limit without having used that much processor time, by the kernel's account
-    read from outside the sandbox (sandbox.waiting): it slept, or something held it up.
+    read from outside the sandbox (sandbox.waiting): it slept, or something held it up. asleep: idle, and
+    asleep in `time.sleep` at its deadline, so the wait was the submission's own (WaitCredit.asleep).
     """
 
     how = Stopped.TIMEOUT
     idle = False
+    asleep = False
 
 
 class WorkerDied(CallFailed):

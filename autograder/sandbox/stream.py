@@ -374,5 +374,5 @@ class CallStream:
         if head.first is not None and isinstance(failure, CallTimedOut):
             return grace.slow_again(head.call.function, head.first, failure)
         if failure.how is Stopped.TIMEOUT:
-            failure.idle = head.extensions.idle()
+            failure.idle, failure.asleep = head.extensions.idle(), head.extensions.asleep()
         return failure

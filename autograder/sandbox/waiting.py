@@ -13,6 +13,13 @@ the call is given the share of its own running time that the machine lost
 meanwhile. A function that sleeps or loops on a quiet machine waits for
 nothing and is stopped at its limit, as before.
 
+A call stopped without having used its limit in processor time was idle
+(grading.confirm runs it again), unless the kernel shows the child asleep in a
+sleep of its own asking at that deadline: its only thread sleeping
+interruptibly in nanosleep (`time.sleep`). Being held up looks otherwise: a
+disk wait is an uninterruptible sleep, a stopped machine or process is running
+or stopped, not asleep in a timer.
+
 Nothing here is the submission's own account: the kernel keeps these figures,
 and they are read from outside the sandbox. What a submission can do is crowd
 its own thread out with threads of its own; so the credit stops once the
@@ -34,6 +41,8 @@ MIN_CREDIT = 0.005  # seconds: below this, the wait is noise, and the call is st
 TICK = os.sysconf("SC_CLK_TCK")
 MACHINE = "/proc/stat"
 MAX_STOLEN = 0.9  # the largest share of the machine's time counted as stolen (the credit grows without bound near 1)
+# The kernel's wait channel (/proc/<pid>/wchan) of a thread in time.sleep: hrtimer_nanosleep, do_nanosleep.
+SLEEP_CHANNEL = b"nanosleep"
 
 
 @dataclass(frozen=True)
@@ -46,13 +55,15 @@ class ProcessorUse:
     waited: float
     stolen: float  # the whole machine's steal time so far, summed over its processors
     at: float  # when this was read (time.monotonic)
+    resting: bool = False  # its only thread was sleeping interruptibly (state S), waiting for something it asked for
 
 
 def processor_use(proc: str, machine: str = MACHINE, files: ProcFiles | None = None) -> ProcessorUse | None:
     """What the kernel says of the process whose /proc directory is `proc`; None if it is gone or unreadable.
 
     schedstat (main thread, nanoseconds): time on a processor, time waiting on a run queue, time slices.
-    stat fields 14 and 15 (the whole thread group, clock ticks): user and system time. `machine`'s first
+    stat fields 14 and 15 (the whole thread group, clock ticks): user and system time; fields 3 and 20: the
+    main thread's state and the number of threads. `machine`'s first
     line (/proc/stat's "cpu", clock ticks): its eighth figure is the steal time (0 where there is none).
     files: where the same process is read again and again (a session's calls): its files kept open, and
     `files.machine` read instead of `machine`.
@@ -62,10 +73,11 @@ def processor_use(proc: str, machine: str = MACHINE, files: ProcFiles | None = N
         ran, waited = (int(x) for x in read(proc, "schedstat").split()[:2])
         fields = read(proc, "stat").rsplit(b")", 1)[1].split()
         everything = (int(fields[11]) + int(fields[12])) / TICK
+        resting = fields[0] == b"S" and fields[17] == b"1"
     except (OSError, ValueError, IndexError):
         return None
     stolen = files.stolen() if files is not None else _stolen(machine)
-    return ProcessorUse(ran / 1e9, everything, waited / 1e9, stolen, time.monotonic())
+    return ProcessorUse(ran / 1e9, everything, waited / 1e9, stolen, time.monotonic(), resting)
 
 
 def _stolen(machine: str) -> float:
@@ -160,6 +172,7 @@ class WaitCredit:
         self._start = (start or processor_use(proc, machine, files)) if proc else None
         self._given = 0.0
         self._used = 0.0  # its processor time by the last deadline (its own thread's, and its other threads')
+        self._asleep = False  # at the last deadline, asleep in a sleep of its own asking
 
     def more(self) -> float:
         """Seconds to extend the deadline by now: the wait not yet given back, within the caps; 0 for none."""
@@ -168,10 +181,12 @@ class WaitCredit:
         now = processor_use(self._proc, self._machine, self._files)
         if now is None:
             self._used = self._seconds  # gone: nothing more is known of it, and it is not taken for idle
+            self._asleep = False
             return 0.0
         own = now.ran - self._start.ran
         others = now.all_threads - now.ran  # every other thread's time, since the child began
         self._used = own + max(others, 0.0)
+        self._asleep = now.resting and self.idle() and self._in_sleep()
         if self._used >= self._seconds:
             return 0.0  # it had its limit's worth of processor time: the wait was its own doing or beside the point
         waited = now.waited - self._start.waited + own * self._stolen_share(now)
@@ -186,6 +201,19 @@ class WaitCredit:
         time: it slept, or was held up by what the kernel counts as no wait for a processor (False where
         unknown). A call computing all along falls a little short of its limit (it began before it ran)."""
         return self._start is not None and self._used < IDLE_SHARE * self._seconds
+
+    def asleep(self) -> bool:
+        """Whether, at its last deadline, the idle call's child was asleep in `time.sleep` (or nanosleep by
+        another name), its only thread: the wait was its own, not the machine's. False where unknown (the
+        wait channel is hidden where the grader may not trace the child)."""
+        return self._asleep
+
+    def _in_sleep(self) -> bool:
+        try:
+            channel = self._files.read(self._proc, "wchan") if self._files else read_proc(f"{self._proc}/wchan")
+        except OSError:
+            return False
+        return SLEEP_CHANNEL in channel
 
     def _stolen_share(self, now: ProcessorUse) -> float:
         """Per second the call ran, the seconds it lost to steal: a share f of the machine's time stolen
@@ -221,3 +249,7 @@ class Extensions:
     def idle(self) -> bool:
         """Whether the call ran out of time without using its limit of processor time (WaitCredit.idle)."""
         return self._waits.idle()
+
+    def asleep(self) -> bool:
+        """Whether the idle call was asleep in a sleep of its own asking (WaitCredit.asleep)."""
+        return self._waits.asleep()
