@@ -371,7 +371,7 @@ class Grader:
             ratio = limit.seconds / max(limit.reference, 1e-9)
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
         if isinstance(timeout, CallTimedOut) and timeout.asleep:
-            message += "; it was asleep (time.sleep) when it was stopped"
+            message += "; it was asleep (time.sleep) when it was stopped: take the sleep out of your code"
         return message + (f"; {entry.check.slow_hint}" if entry.check.slow_hint else "")
 
     def _result(self, entry: SuiteCheck, status: str, message: str, hint: str = "", seconds: float = 0.0,
