@@ -118,6 +118,22 @@ def namespace_pid(pid: int) -> int | None:
     return None
 
 
+def alone(zygote_children: bytes, child: int, child_stat: bytes, child_children: bytes) -> bool:
+    """Whether a PID namespace holds nothing but its PID 1 (a sandbox's zygote) and that one's child `child`,
+    from three /proc files read from outside: PID 1's `task/1/children`, and the child's `stat` and
+    `task/<child>/children`.
+
+    Every process of a PID namespace descends from its PID 1, and an orphan is handed to PID 1 (or to a
+    subreaper among its ancestors). So nothing else runs when PID 1's one child is `child` and `child` has no
+    child of its own and one thread: a process forked by another thread is listed under that thread, and
+    under the main thread once that thread has gone. Three small reads where `live_count` lists the whole
+    /proc; a zombie, a second thread or anything unexpected only makes the answer False (count them all).
+    """
+    fields = child_stat[child_stat.rfind(b")") + 2:].split()
+    return (zygote_children.split() == [str(child).encode()] and len(fields) > 17 and fields[17] == b"1"
+            and not child_children.split())
+
+
 def live_descendants(root: int) -> int:
     """How many descendants of `root` are running (zombies excluded)."""
     return sum(not _is_zombie(pid) for pid in descendants(root))

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from autograder.authoring.protocol import Call, Reply
-from autograder.sandbox import wire
+from autograder.sandbox import processes, wire
 from autograder.sandbox.channel import Channel, NoReply
 from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
@@ -90,6 +90,7 @@ class Session:
         self.batch = 0  # the worker drops the calls of a batch queued behind one that imported (sandbox.stream)
         self.reply_limits: dict[int, int] = {}  # call id -> the bytes its reply may hold
         self.proc_files = ProcFiles()  # the child's processor use, read after every call (sandbox.waiting)
+        self._zygote_files = ProcFiles()  # the zygote's children, read after every call (extra_processes)
         self._skip: dict[int, tuple[str, str]] = {}  # unit index -> (its label, why it was stopped)
         self._pid = 0
         self._next_id = 0
@@ -130,6 +131,7 @@ class Session:
         self.stop_child()
         self.region.close()
         self.proc_files.close()
+        self._zygote_files.close()
 
     def __enter__(self):
         return self
@@ -156,6 +158,27 @@ class Session:
     def child_proc(self) -> str | None:
         """The current child's /proc directory, read from outside the sandbox."""
         return self.sandbox.child_proc(self._pid)
+
+    def extra_processes(self) -> int:
+        """How many processes the submission runs besides its child, counted from outside the sandbox: asked
+        after every call. Where the sandbox's PID namespace shows the child alone (processes.alone, three
+        reads of files kept open), that is the answer; else every process there is counted."""
+        if self._alone():
+            return 0
+        return self.sandbox.submission_processes() - 1
+
+    def _alone(self) -> bool:
+        if not self._pid or not self.sandbox.protections.kind.isolation.pid_namespace:
+            return False
+        zygote, child = self.sandbox.child_proc(1), self.sandbox.child_proc(self._pid)  # PID 1: the zygote
+        if zygote is None or child is None:
+            return False
+        try:
+            return processes.alone(self._zygote_files.read(zygote, "task/1/children"), self._pid,
+                                   self.proc_files.read(child, "stat"),
+                                   self.proc_files.read(child, f"task/{self._pid}/children"))
+        except OSError:
+            return False
 
     def failure(self, function: str, stop: NoReply, seconds: float, over_budget: bool) -> CallFailed:
         """The failure of a call that gave no reply: how it stopped, and the student-facing explanation."""

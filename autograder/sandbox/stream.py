@@ -316,7 +316,7 @@ class CallStream:
         took = seen - head.started
         self._flight.popleft()
         self._limits.pop(head.id, None)
-        extra = session.sandbox.submission_processes() - 1  # counted from outside the sandbox
+        extra = session.extra_processes()  # counted from outside the sandbox
         if extra > 0 and self._flight and not self.lockstep:
             self._let_go(head)  # the call after it may have started them: count again, one call at a time
             return None
