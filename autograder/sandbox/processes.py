@@ -12,6 +12,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+STATE, PARENT, THREADS = 0, 1, 17  # where stat_fields puts the state (stat field 3), parent (4), threads (20)
+
 
 @dataclass(frozen=True)
 class Cleaned:
@@ -36,6 +38,14 @@ def read_proc(path: str) -> bytes:
         os.close(fd)
 
 
+def stat_fields(stat: bytes) -> list[bytes]:
+    """The fields of a /proc/<pid>/stat text after the command name, the state first (STATE, PARENT, THREADS).
+
+    The command name may hold spaces and parentheses, so the fields start after the last ')'.
+    """
+    return stat[stat.rfind(b")") + 2:].split()
+
+
 def parent_map() -> dict[int, int]:
     """pid -> parent pid for every process visible in /proc."""
     parents = {}
@@ -46,9 +56,7 @@ def parent_map() -> dict[int, int]:
             stat = read_proc(f"/proc/{entry}/stat")
         except OSError:
             continue
-        # The command name may contain spaces and parentheses; fields follow the last ')'.
-        fields = stat[stat.rfind(b")") + 2:].split()
-        parents[int(entry)] = int(fields[1])
+        parents[int(entry)] = int(stat_fields(stat)[PARENT])
     return parents
 
 
@@ -129,8 +137,8 @@ def alone(zygote_children: bytes, child: int, child_stat: bytes, child_children:
     under the main thread once that thread has gone. Three small reads where `live_count` lists the whole
     /proc; a zombie, a second thread or anything unexpected only makes the answer False (count them all).
     """
-    fields = child_stat[child_stat.rfind(b")") + 2:].split()
-    return (zygote_children.split() == [str(child).encode()] and len(fields) > 17 and fields[17] == b"1"
+    fields = stat_fields(child_stat)
+    return (zygote_children.split() == [str(child).encode()] and len(fields) > THREADS and fields[THREADS] == b"1"
             and not child_children.split())
 
 
@@ -169,4 +177,5 @@ def _is_zombie(pid, proc: str = "/proc") -> bool:
         stat = read_proc(f"{proc}/{pid}/stat")
     except OSError:
         return True
-    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] in (b"Z", b"X")
+    fields = stat_fields(stat)
+    return bool(fields) and fields[STATE] in (b"Z", b"X")

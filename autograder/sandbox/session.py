@@ -168,7 +168,7 @@ class Session:
         return self.sandbox.submission_processes() - 1
 
     def _alone(self) -> bool:
-        if not self._pid or not self.sandbox.protections.kind.isolation.pid_namespace:
+        if not self._pid or not self.sandbox.in_namespace:
             return False
         zygote, child = self.sandbox.child_proc(1), self.sandbox.child_proc(self._pid)  # PID 1: the zygote
         if zygote is None or child is None:

@@ -33,7 +33,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from autograder.sandbox.processes import read_proc
+from autograder.sandbox.processes import STATE, THREADS, read_proc, stat_fields
 
 MAX_FACTOR = 5.0  # a call runs at most this many times its limit, however loaded the machine
 IDLE_SHARE = 0.5  # a call stopped having used less than this share of its limit in processor time was idle
@@ -71,9 +71,9 @@ def processor_use(proc: str, machine: str = MACHINE, files: ProcFiles | None = N
     read = files.read if files is not None else (lambda directory, name: read_proc(f"{directory}/{name}"))
     try:
         ran, waited = (int(x) for x in read(proc, "schedstat").split()[:2])
-        fields = read(proc, "stat").rsplit(b")", 1)[1].split()
+        fields = stat_fields(read(proc, "stat"))
         everything = (int(fields[11]) + int(fields[12])) / TICK
-        resting = fields[0] == b"S" and fields[17] == b"1"
+        resting = fields[STATE] == b"S" and fields[THREADS] == b"1"
     except (OSError, ValueError, IndexError):
         return None
     stolen = files.stolen() if files is not None else _stolen(machine)

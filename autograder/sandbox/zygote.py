@@ -97,7 +97,7 @@ class Sandbox:
         command = launch.command + [self.protections.python.path, "-s", "-P", "-c", BOOT]
         config = {"control_fd": theirs.fileno(), "preload": list(self.preload), "warmup": list(self.warmup),
                   "class_imports": list(self.class_imports), "scratch": launch.scratch, "sweep": launch.sweep,
-                  "as_init": self._in_namespace}
+                  "as_init": self.in_namespace}
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log,
             env=launch.env, cwd=launch.cwd, start_new_session=True, pass_fds=(theirs.fileno(),), **launch.user)
@@ -266,7 +266,7 @@ class Sandbox:
         """
         if self._process is None:
             return processes.Cleaned()
-        if self._in_namespace and self._zygote_pid:
+        if self.in_namespace and self._zygote_pid:
             # Everything but the zygote (PID 1 of the namespace, which kills the rest) and the child.
             inside = processes.live_pids(f"/proc/{self._zygote_pid}/root/proc")
             killed = sum(pid not in (1, child) for pid in inside)
@@ -317,7 +317,7 @@ class Sandbox:
         submission does inside can change the answer; cheap enough to ask
         after every call. known_alive: see processes.live_count.
         """
-        if not self._in_namespace or not self._zygote_pid:
+        if not self.in_namespace or not self._zygote_pid:
             return None
         return processes.live_count(f"/proc/{self._zygote_pid}/root/proc", known_alive)
 
@@ -325,7 +325,7 @@ class Sandbox:
         """The /proc directory, read from outside, of the zygote's child `pid` (as the zygote knows it)."""
         if not self._zygote_pid or not pid:
             return None
-        return f"/proc/{self._zygote_pid}/root/proc/{pid}" if self._in_namespace else f"/proc/{pid}"
+        return f"/proc/{self._zygote_pid}/root/proc/{pid}" if self.in_namespace else f"/proc/{pid}"
 
     def zygote_pid(self) -> int:
         """The zygote's pid as this process sees it (0 before start), for measuring it from /proc."""
@@ -349,13 +349,13 @@ class Sandbox:
             lease.release()
 
     @property
-    def _in_namespace(self) -> bool:
+    def in_namespace(self) -> bool:
         """Whether the zygote is PID 1 of a PID namespace of its own (its kind's `isolation.pid_namespace`)."""
         return self.protections.kind.isolation.pid_namespace
 
     def _host_pid(self, pid: int) -> int | None:
         """The pid, as this process sees it, of the zygote's child `pid` (a pid in the sandbox's namespace)."""
-        if not self._in_namespace:
+        if not self.in_namespace:
             return pid
         for host in processes.descendants(self._zygote_pid):
             if processes.namespace_pid(host) == pid:
@@ -382,7 +382,7 @@ class Sandbox:
 
         A process cannot enter a new PID namespace itself, only its children can: a kind that gives one
         starts a wrapper (bwrap) that forks the zygote."""
-        if not self._in_namespace:
+        if not self.in_namespace:
             return self._process.pid
         child = processes.only_child(self._process.pid, 10.0)
         if child is None:
