@@ -56,6 +56,14 @@ def hangs(x):
         pass
 
 
+def spins(seconds):
+    """Computes for `seconds` of processor time, then returns them."""
+    began = time.process_time()
+    while time.process_time() - began < seconds:
+        pass
+    return np.array([seconds])
+
+
 def large(x):
     """4 MB, through a sending buffer made small first, so the worker sends it in many writes."""
     import socket
@@ -169,3 +177,25 @@ def test_a_large_reply_begun_when_the_grader_comes_late_is_read_whole(session):
     answers = session.stream(planned())
     assert [answer.failed for answer in answers] == [False, False], answers[0].reply
     assert answers[0].reply.value.shape == (1 << 19,)
+
+
+def test_a_slow_call_is_timed_from_when_the_worker_began_it_however_late_the_grader_reads(session):
+    """The grader plans for 1 s after sending a 0.5 s computation with a 0.2 s limit: by the time it reads the
+    replies, the worker finished both calls long ago. Timed from when the grader read the first reply, the
+    second took no time at all; by the kernel's stamps of the worker's marks it took 0.5 s, and that is
+    what counts. A quick call read just as late keeps its reply."""
+    def planned():
+        yield Call("counted", (1,))
+        yield Call("spins", (0.5,), seconds=0.2)
+        time.sleep(1.0)
+    answers = session.stream(planned())
+    assert [answer.failed for answer in answers] == [False, True], answers[-1].reply
+    assert isinstance(answers[1].reply, CallTimedOut) and not answers[1].reply.idle
+
+    def quick():
+        yield Call("counted", (2,), seconds=0.2)
+        yield Call("spins", (0.01,), seconds=0.2)
+        time.sleep(1.0)
+    answers = session.stream(quick())
+    assert [answer.failed for answer in answers] == [False, False], answers[-1].reply
+    assert answers[1].seconds < 0.2

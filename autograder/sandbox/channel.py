@@ -3,15 +3,19 @@
 A `Channel` writes the grader's frames (a stream of calls queues several),
 reads the child's frames and what it prints, and says how the child went
 wrong when it did (`NoReply`): it closed its end, printed more than a call
-may, or sent something too large or malformed. It decides nothing else: what
-a frame means, and when a call is late, are the caller's (sandbox.session,
-sandbox.stream).
+may, or sent something too large or malformed. It also reads when the child
+marked each call's end (`Channel.stamps`), as the kernel stamped it. It
+decides nothing else: what a frame means, and when a call is late, are the
+caller's (sandbox.session, sandbox.stream).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import socket
+import struct
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -33,17 +37,46 @@ def died(cause: str, ended: tuple | None = None) -> NoReply:
     return NoReply(Stopped.CRASHED, f"stopped the worker process ({cause})", cause, ended)
 
 
+# Linux's numbers (asm-generic), where Python's socket module has no name for them: the receive time of each
+# datagram, as a struct timespec of the real-time clock.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+TIMESPEC = struct.Struct("@qq")
+MAX_STAMPS = 4096  # records read at one time: more than an honest child sends between two replies read
+REPLY_BUFFER = 8 << 20  # bytes asked for the child's sending buffer; the kernel caps it (net.core.wmem_max)
+
+
+def call_pair() -> tuple[socket.socket, socket.socket]:
+    """The socket pair for a child's submission, calls and replies: the grader's end and the child's."""
+    ours, theirs = socket.socketpair()
+    # Room for a whole answer (at T = 512 a few MB) in one write where the kernel allows it:
+    # each time a full buffer waits for the grader to read costs a turn on a busy machine.
+    theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, REPLY_BUFFER)
+    return ours, theirs
+
+
+def stamp_pair() -> tuple[socket.socket, socket.socket]:
+    """A datagram socket pair for a child's stamps (wire.STAMP): the grader's end, on which the kernel stamps
+    each record it receives with its send time, and the child's. Where the kernel will not stamp, records
+    come unstamped and are left out (the grader then goes by its own clock)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with contextlib.suppress(OSError):
+        ours.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    ours.setblocking(False)
+    return ours, theirs
+
+
 class Channel:
     """One child's socket (frames both ways) and output pipe, watched by one selector for the child's life.
 
     output: where what the child prints is kept; max_output: bytes a call may print before it is stopped,
     counted from `output_mark`. death: called when the child closes its socket; kills what is left
-    of it and says how it ended (see replies.child_end).
+    of it and says how it ended (see replies.child_end). stamps: the grader's end of the child's
+    stamp_pair (None: none).
     """
 
     def __init__(self, sock: socket.socket, out: int, output: CapturedOutput, max_output: int,
-                 death: Callable[[], tuple | None]):
-        self.sock, self.out, self.output = sock, out, output
+                 death: Callable[[], tuple | None], stamps: socket.socket | None = None):
+        self.sock, self.out, self.output, self._stamps = sock, out, output, stamps
         self.parser = wire.FrameParser(0)
         self.output_mark = output.total
         self._max_output, self._death = max_output, death
@@ -83,6 +116,24 @@ class Channel:
             self._error = error  # after the replies that came before it, which are the calls' own
         return frames
 
+    def stamps(self) -> list[tuple[int, int, float]]:
+        """The records the child sent since last asked: (call id, wire moment, when the kernel stamped it,
+        as time.monotonic()), in the order sent. Untrusted: the child's code may send any records."""
+        if self._stamps is None:
+            return []
+        found = []
+        for _ in range(MAX_STAMPS):
+            try:
+                data, ancillary, flags, _ = self._stamps.recvmsg(wire.STAMP.size, socket.CMSG_SPACE(TIMESPEC.size))
+            except OSError:  # none waiting (BlockingIOError), or the child is gone: its replies say how
+                break
+            if not data:  # its end is closed (or an empty record: what is left waits for the next time)
+                break
+            when = _stamped(ancillary)
+            if len(data) == wire.STAMP.size and not flags & socket.MSG_TRUNC and when is not None:
+                found.append((*wire.STAMP.unpack(data), when))
+        return found
+
     def drain_output(self) -> None:
         """Keep what the child has printed so far, without waiting for more."""
         if self.out is None:
@@ -98,6 +149,8 @@ class Channel:
         """Close both ends, keeping what the child printed before."""
         self._selector.close()
         self.sock.close()
+        if self._stamps is not None:
+            self._stamps.close()
         self.drain_output()
         if self.out is not None:
             os.close(self.out)
@@ -150,3 +203,12 @@ class Channel:
             self._selector.unregister(self.out)
             os.close(self.out)
             self.out = None
+
+
+def _stamped(ancillary: list) -> float | None:
+    """The kernel's send time of a record received with `ancillary` data, on time.monotonic()'s clock."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) == TIMESPEC.size:
+            seconds, nanoseconds = TIMESPEC.unpack(data)
+            return seconds + nanoseconds / 1e9 - (time.time() - time.monotonic())
+    return None

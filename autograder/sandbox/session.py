@@ -210,13 +210,13 @@ class Session:
         for _ in range(MAX_LOAD_ATTEMPTS):
             attempt_started = time.monotonic()
             try:
-                sock, out, self._pid = self.sandbox.spawn(self._child_limits())
+                sock, out, stamps, self._pid = self.sandbox.spawn(self._child_limits())
             except (OSError, SandboxError) as error:
                 return LoadReport(frozenset(), failure=f"the worker could not start ({error})")
             if self.deadline == math.inf:
                 self.deadline = time.monotonic() + self.budget
             self.region.close()  # each child gets a region of its own; the last one's arrays were read by now
-            self.channel = Channel(sock, out, self.output, self.limits.max_output_mib << 20, self._death)
+            self.channel = Channel(sock, out, self.output, self.limits.max_output_mib << 20, self._death, stamps)
             self.channel.parser.limit_for = lambda header: self.reply_limits.get(header.get("id"), EVENT_LIMIT)
             self._unit = None
             seconds = min(self.limits.load_seconds, self.deadline - time.monotonic())

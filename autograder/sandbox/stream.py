@@ -6,12 +6,14 @@ the next call: it sends them as it plans them, and the worker answers them in
 order, back to back. What the grader establishes about each call stays its
 own, call by call:
 
-- time: a call's clock starts when the grader sees the reply before it (or
-  when it sent the call, if later), and its deadline is extended only by the
-  time it waited for a processor (sandbox.waiting). A reply begun is the
-  function's return: it is read whole, deadline or not, for as long as a call
-  may run at most (waiting.MAX_FACTOR times its limit), since a worker whose
-  reply is larger than its socket holds waits for the grader to read it;
+- time: a call's clock starts when the worker is done with the call before
+  it (or when the grader sent it, if later) and stops when its function
+  returns, as the kernel saw those moments (sandbox.call_clock), however late
+  the grader reads the replies. Its deadline is extended only by the time it
+  waited for a processor (sandbox.waiting). A reply begun is read whole,
+  deadline or not, for as long as a call may run at most (waiting.MAX_FACTOR
+  times its limit), since a worker whose reply is larger than its socket holds
+  waits for the grader to read it;
 - arguments after the call are read from the grader's shared memory, where
   each call in flight has arrays of its own (sandbox.region);
 - processes left running are counted from outside after each reply. The
@@ -28,6 +30,7 @@ next (work as large as a call that timed out is not sent again).
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import values, wire
+from autograder.sandbox.call_clock import Frame, Marks, begun, read_by
 from autograder.sandbox.channel import NoReply, died
 from autograder.sandbox.replies import (
     CallFailed,
@@ -124,9 +128,10 @@ class CallStream:
     _flight: deque = field(default_factory=deque)  # _InFlight, in the order sent
     _exhausted: bool = False
     _paused: bool = False  # a call in flight began importing: its batch's later calls are dropped by the worker
-    _frames: deque = field(default_factory=deque)  # (header, buffers, when seen, ProcessorUse then), not looked at
-    _arrived: tuple | None = None  # the head call's reply: (header, buffers, when seen)
+    _frames: deque = field(default_factory=deque)  # call_clock.Frame, not looked at
+    _arrived: tuple | None = None  # the head call's reply: (header, buffers, call_clock.Ended)
     _reading: tuple = (None, None)  # the latest (child's /proc directory, ProcessorUse) read, see _keep
+    _marks: Marks = field(default_factory=Marks)  # the worker's marks of when calls ended
     _ended: NoReply | None = None  # how the child went wrong, for the first call whose reply had not come
 
     def __post_init__(self):
@@ -162,7 +167,7 @@ class CallStream:
             if not self._send(item):
                 self._queue.appendleft(item)
                 return None
-            self._take(0.0)  # replies already there: the next call's clock starts when its predecessor's came
+            self._take(0.0)  # replies already there, and when each next call began
         return None
 
     def _next(self) -> _Resend | None:
@@ -190,15 +195,21 @@ class CallStream:
         header["region"], header["batch"] = region.number, session.batch
         fds = [region.fd] if region.unsent else []
         region.unsent = False
-        now = time.monotonic()
         proc, use = self._reading
-        sent = _InFlight(item.request, call_id, header["args"], layout, now, item.grace, item.first,
+        sent = _InFlight(item.request, call_id, header["args"], layout, 0.0, item.grace, item.first,
                          before=use if proc == session.child_proc() else None)
         self._flight.append(sent)
         self._limits[call_id] = reply_limit(item.request.call)
-        if self._current() is sent:
-            self._start(sent, now)
-        session.channel.send(wire.pack(header, []), fds)
+        waiting = self._current() is sent  # the worker has nothing else to do: it begins once this arrives
+        start = processor_use(session.child_proc(), files=session.proc_files) if waiting else None
+        if start is not None:
+            self._reading = (session.child_proc(), start)
+        frame = wire.pack(header, [])
+        sent.sent_at = time.monotonic()
+        session.channel.send(frame, fds)
+        if waiting:
+            reading = functools.partial(processor_use, session.child_proc(), files=session.proc_files)
+            self._start(sent, begun(sent.sent_at, start, reading), start)
         return True
 
     def _current(self) -> _InFlight | None:
@@ -214,9 +225,7 @@ class CallStream:
     def _start(self, sent: _InFlight, when: float, use: ProcessorUse | None = None) -> None:
         """The call is at the head of the worker's queue from `when`: its clock and its wait credit begin.
 
-        use: the child's processor use read at `when`, or as late before it as was read (None: read now).
-        A reply may be looked at well after it was read: a reading taken then would miss the processor
-        time the next call had meanwhile, and take a call that computed all along for idle (grading.confirm)."""
+        use: the child's processor use read by `when` (None: read now; see call_clock.read_by)."""
         session = self.session
         seconds = sent.call.seconds or session.limits.call_seconds
         budget_left = session.deadline - when
@@ -255,28 +264,33 @@ class CallStream:
         self._sort()
 
     def _keep(self, frames: list) -> None:
+        if not frames:
+            return
         seen = time.monotonic()
-        proc = self.session.child_proc() if frames else None
+        proc = self.session.child_proc()
+        prior = self._reading[1] if self._reading[0] == proc else None
         use = processor_use(proc, files=self.session.proc_files) if proc else None
         if use is not None:
             self._reading = (proc, use)
-        self._frames.extend((header, buffers, seen, use) for header, buffers in frames)
+        self._marks.note(self.session.channel.stamps(), self._limits.__contains__)
+        self._frames.extend(Frame(header, buffers, seen, use, prior) for header, buffers in frames)
 
     def _sort(self) -> None:
         """Note the head call's import, keep its reply; the frames after its reply wait for the next head."""
         while self._frames and self._arrived is None:
-            header, buffers, seen, use = self._frames.popleft()
-            head = self._flight[0] if self._flight else None
+            frame = self._frames.popleft()
+            header, head = frame.header, self._flight[0] if self._flight else None
             if head is None or header.get("id") != head.id:
                 continue  # a reply to a call dropped or let go, or a frame no honest worker sends
             if header.get("event") == "importing":
                 head.importing = self._paused = True
             elif header.get("event") == "reply":
-                self._arrived = (header, buffers, seen)
+                ended = self._marks.ended(head.id, frame.seen, head.started)
+                self._arrived = (header, frame.buffers, ended)
                 following = self._current()
-                if following is not None:  # the worker went on to it as soon as it sent this reply
-                    later = seen >= following.sent_at
-                    self._start(following, max(seen, following.sent_at), use if later else following.before)
+                if following is not None:  # the worker went on to it as soon as it was done with this one
+                    start = max(ended.done, following.sent_at)
+                    self._start(following, start, read_by(start, (frame.prior, following.before), frame.use))
 
     def _settle(self) -> Answer | None:
         """Wait for the head call's reply and judge what the sandbox saw of it; None when it must be sent again."""
@@ -287,33 +301,38 @@ class CallStream:
         deadline = head.deadline
         try:
             while True:
-                # Looked at before the deadline is judged: a reply already here when a busy grader comes to it
-                # late is not a timeout.
                 if self._arrived is None and self._ended is None:
                     self._take(max(deadline - time.monotonic(), 0.0))
+                # A reply is judged by when its function returned, however late the grader came to it; one
+                # not marked is taken as in time (the grader cannot tell).
                 if self._arrived is not None:
-                    break
-                if self._ended is not None:
+                    at = self._arrived[2].returned
+                    if at <= deadline or not self._arrived[2].marked:
+                        break
+                elif self._ended is not None:
                     raise self._ended
-                if deadline - time.monotonic() <= 0:
-                    more = head.extensions.more(head.importing, head.started)
-                    if more <= 0:
-                        raise NoReply(Stopped.TIMEOUT)
-                    # From now, not from the deadline passed: a grader that came to it late would
-                    # otherwise end the grace that much before its cap.
-                    deadline = time.monotonic() + more
+                else:
+                    at = time.monotonic()
+                    if at < deadline:
+                        continue
+                    self._take(0.0)  # what came while the grader was held up before it read the clock
+                    if self._arrived is not None or self._ended is not None:
+                        continue
+                deadline = head.extensions.extended(deadline, at, head.importing, head.started)
+                if deadline is None:
+                    raise NoReply(Stopped.TIMEOUT)
         except NoReply as stop:
             session.stop_child()
             return Answer(self._failure(head, stop, seconds, budget_left), time.monotonic() - head.started)
-        header, buffers, seen = self._arrived
+        header, buffers, ended = self._arrived
         self._arrived = None
         if session.channel is not None:
             session.channel.drain_output()
-        return self._replied(head, header, buffers, seen)
+        return self._replied(head, header, buffers, ended.returned)
 
-    def _replied(self, head: _InFlight, header: dict, buffers: list, seen: float) -> Answer | None:
+    def _replied(self, head: _InFlight, header: dict, buffers: list, returned: float) -> Answer | None:
         session = self.session
-        took = seen - head.started
+        took = returned - head.started
         self._flight.popleft()
         self._limits.pop(head.id, None)
         extra = session.extra_processes()  # counted from outside the sandbox
@@ -349,6 +368,7 @@ class CallStream:
         self._flight.clear()
         self._limits.clear()
         self._frames.clear()  # an honest worker sent nothing after the head's reply
+        self._marks.clear()
         self._queue.extendleft(reversed(again))
         self.session.batch += 1
         self._paused = False
@@ -359,6 +379,7 @@ class CallStream:
         again += [_Resend(sent.request, sent.grace, sent.first) for sent in self._flight]
         self._flight.clear()
         self._frames.clear()
+        self._marks.clear()
         self._ended = None  # that child's end, if it came, is not a call's
         self.session.stop_child()
         self._queue.extendleft(reversed(again))

@@ -236,15 +236,21 @@ class Extensions:
         self._waits, self._seconds, self._cap, self._budget_left = waits, seconds, cap, budget_left
         self.graced = False
 
-    def more(self, importing: bool, started: float) -> float:
-        """Seconds more from now (0: stop the call); started: when the call began (time.monotonic)."""
-        elapsed = time.monotonic() - started
-        waited = min(self._waits.more(), self._budget_left - elapsed)
-        if waited > 0 or self.graced:
-            return max(waited, 0.0)
+    def extended(self, deadline: float, at: float, importing: bool, started: float) -> float | None:
+        """The call's next deadline, now that `at` (now, or when its function returned) is past `deadline`;
+        None: the call is out of time. Times are time.monotonic(); started: when the call began.
+
+        Later by the wait credit, counted from the deadline passed and not from when the grader came to it:
+        a grader held up itself gives the call nothing."""
+        credit = self._waits.more()
+        later = min(deadline + credit, started + self._budget_left)
+        if credit > 0 and later > deadline:
+            return later
+        if self.graced:
+            return None
         until = min(self._cap, self._budget_left)  # the grace: the call may run until `cap` after it began
-        self.graced = importing and until > max(elapsed, self._seconds)
-        return until - elapsed if self.graced else 0.0
+        self.graced = importing and until > max(at - started, self._seconds)
+        return started + until if self.graced else None
 
     def idle(self) -> bool:
         """Whether the call ran out of time without using its limit of processor time (WaitCredit.idle)."""

@@ -98,7 +98,7 @@ def zygote_main(config: dict) -> None:
             os._exit(0)
         header, _ = frame
         op = header.get("op")
-        if op == "spawn" and len(fds) == 2:
+        if op == "spawn" and len(fds) == 3:
             wire.send(control, {"event": "spawned",
                                 "pid": _spawn(header, fds, config["scratch"], own_modules, child_filter)})
         elif op == "clean":
@@ -117,13 +117,14 @@ def zygote_main(config: dict) -> None:
 
 
 def _spawn(header: dict, fds: list, scratch: str, own_modules: tuple, child_filter: seccomp.Filter | None) -> int:
-    """Fork the child for one submission; it gets the grader's socket and output pipe, nothing else."""
-    child_sock, output = fds
+    """Fork the child for one submission; it gets the grader's sockets (calls, stamps) and output pipe, nothing
+    else."""
+    child_sock, output, stamps = fds
     pid = os.fork()
     if pid == 0:
-        _child_main(header.get("limits", {}), child_sock, output, scratch, own_modules, child_filter)
-    os.close(child_sock)
-    os.close(output)
+        _child_main(header.get("limits", {}), (child_sock, stamps), output, scratch, own_modules, child_filter)
+    for fd in fds:
+        os.close(fd)
     return pid
 
 
@@ -165,12 +166,13 @@ def _reap_all() -> dict[str, list]:
 
 # ---------------------------------------------------------------- child
 
-def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, own_modules: tuple,
+def _child_main(limits: dict, sockets: tuple[int, int], output_fd: int, scratch: str, own_modules: tuple,
                 child_filter: seccomp.Filter | None) -> None:
     """Run one submission: contain it, receive it, load it, answer calls. Never returns.
 
-    child_filter: the seccomp filter that keeps it from the zygote, built by the zygote (None where this
-    machine has none)."""
+    sockets: its socket for the submission and calls, and the one it marks when each call ended on
+    (wire.STAMP). child_filter: the seccomp filter that keeps it from the zygote, built by the zygote
+    (None where this machine has none)."""
     try:
         os.setsid()
         why = kernel.prctl(kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -180,7 +182,7 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, own_mo
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
         _redirect_output(output_fd)
-        _close_inherited(sock_fd)
+        _close_inherited(sockets)
         workdir = fresh_directory(scratch)
         os.chdir(workdir)
         os.environ.clear()
@@ -188,14 +190,14 @@ def _child_main(limits: dict, sock_fd: int, output_fd: int, scratch: str, own_mo
         _set_limits(limits)
         if child_filter is not None:
             child_filter.load()
-        sock = socket.socket(fileno=sock_fd)
+        sock, stamps = (socket.socket(fileno=fd) for fd in sockets)
         for name in own_modules:
             sys.modules.pop(name, None)  # the worker keeps its references; `import autograder` must find nothing
         inbox = _Inbox(sock, SOURCE_LIMIT)
         (spec, sources), _ = inbox.next()
         inbox.parser.limit = CALL_LIMIT
         namespace = loader.load(spec, [bytes(s).decode("utf-8", "replace") for s in sources], sock)
-        _serve(inbox, namespace)
+        _serve(inbox, stamps, namespace)
     except BaseException:  # noqa: BLE001 - the child must never fall back into the zygote loop
         # Shown to the grader as the child's output: a worker fault, not the student's.
         traceback.print_exc()
@@ -214,8 +216,8 @@ def _redirect_output(output_fd: int) -> None:
     sys.stderr = open(2, "w", buffering=1, errors="replace", closefd=False)
 
 
-def _close_inherited(sock_fd: int) -> None:
-    """Close every descriptor but stdio and the child's own socket, before any student code runs.
+def _close_inherited(keep: tuple[int, ...]) -> None:
+    """Close every descriptor but stdio and the child's own sockets (`keep`), before any student code runs.
 
     A fork inherits all of the zygote's: its control socket above all, on
     which a submission could forge the zygote's answers to the grader (how
@@ -223,8 +225,11 @@ def _close_inherited(sock_fd: int) -> None:
     grader's requests.
     """
     highest = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    os.closerange(3, sock_fd)
-    os.closerange(sock_fd + 1, highest if highest != resource.RLIM_INFINITY else 1 << 20)
+    start = 3
+    for fd in sorted(keep):
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, highest if highest != resource.RLIM_INFINITY else 1 << 20)
 
 
 def _set_limits(limits: dict) -> None:
@@ -276,7 +281,7 @@ class _ImportWatch:
             wire.send(self.sock, {"event": "importing", "id": call_id})
 
 
-def _serve(inbox: _Inbox, namespace: dict) -> None:
+def _serve(inbox: _Inbox, stamps: socket.socket, namespace: dict) -> None:
     """Answer calls in the order they come, each with a reply, until the grader closes the socket.
 
     The grader may send many calls before the first reply (a stream). A call
@@ -308,7 +313,7 @@ def _serve(inbox: _Inbox, namespace: dict) -> None:
         watch.call_id = None
         loader.exit_if_forked_copy(me)
         sys.stdout.flush()
-        wire.send(inbox.sock, reply, reply_buffers)
+        wire.send_reply(inbox.sock, stamps, header.get("id"), reply, reply_buffers)
 
 
 def _mapping(mappings: list, number) -> memoryview | None:

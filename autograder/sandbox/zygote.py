@@ -9,7 +9,7 @@ the fallback the zygote is a plain process with resource limits, an empty
 environment and a temporary working directory, and every result says so.
 
 The grader keeps its end of every channel: a control socket to the zygote and, per submission,
-a socket and an output pipe whose far ends it hands to the zygote over SCM_RIGHTS.
+two sockets and an output pipe whose far ends it hands to the zygote over SCM_RIGHTS.
 """
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ from pathlib import Path
 
 from autograder.sandbox import processes, wire
 from autograder.sandbox.boot import BOOT, worker_sources
+from autograder.sandbox.channel import call_pair, stamp_pair
 from autograder.sandbox.protections import WORKER_PYTHON, MissingProtections, Protections, SandboxError
 from autograder.sandbox.scratch import WIPE_SECONDS, wipe
 from autograder.sandbox.uids import UidLease, lease_uid
 from autograder.text import safe
 
 START_SECONDS = 120.0
-REPLY_BUFFER = 8 << 20  # bytes asked for the child's sending buffer; the kernel caps it (net.core.wmem_max)
 
 
 class Sandbox:
@@ -208,36 +208,36 @@ class Sandbox:
 
     # -------------------------------------------------------------- per submission
 
-    def spawn(self, limits: dict) -> tuple[socket.socket, int, int]:
+    def spawn(self, limits: dict) -> tuple[socket.socket, int, socket.socket, int]:
         """Fork a fresh child for one submission, under `limits` (see worker._set_limits).
 
         Returns the grader's ends — a socket for the submission and its calls,
-        and the read end of the child's stdout/stderr pipe — and the child's
-        pid as the zygote knows it. The submission itself goes over that
-        socket, never through the zygote.
+        the read end of the child's stdout/stderr pipe, and the socket the
+        child marks the end of each call on (channel.stamp_pair) — and the
+        child's pid as the zygote knows it. The submission itself goes over
+        the first socket, never through the zygote.
         """
         for attempt in (1, 2):
             self.start()
-            ours, theirs = socket.socketpair()
-            # Room for a whole answer (at T = 512 a few MB) in one write where the kernel allows it:
-            # each time a full buffer waits for the grader to read costs a turn on a busy machine.
-            theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, REPLY_BUFFER)
+            (ours, theirs), (stamps, their_stamps) = call_pair(), stamp_pair()
             out_read, out_write = os.pipe()
             try:
                 frame = wire.pack({"op": "spawn", "limits": limits}, [])
-                socket.send_fds(self._control, [b"".join(frame)], [theirs.fileno(), out_write])
+                socket.send_fds(self._control, [b"".join(frame)], [theirs.fileno(), out_write, their_stamps.fileno()])
                 spawned = self._expect("spawned", 30.0)
                 if type(spawned.get("pid")) is not int:
                     raise SandboxError("the worker gave no pid for the new child")
-                return ours, out_read, spawned["pid"]
+                return ours, out_read, stamps, spawned["pid"]
             except (OSError, SandboxError):
-                ours.close()
+                for end in (ours, stamps):
+                    end.close()
                 os.close(out_read)
                 self.close()  # the zygote died (perhaps killed by a submission): start afresh
                 if attempt == 2:
                     raise
             finally:
-                theirs.close()
+                for end in (theirs, their_stamps):
+                    end.close()
                 os.close(out_write)
         raise AssertionError("unreachable")
 
