@@ -45,7 +45,7 @@ def test_the_kernel_stamps_each_record_when_it_was_sent_not_when_it_was_read():
 
 def test_a_workers_marks_are_bounded_by_what_the_grader_saw():
     marks = Marks()
-    in_flight = {3, 4}.__contains__
+    in_flight = {3, 4}
     marks.note([(3, wire.RETURNED, 10.2), (3, wire.SENT, 10.3), (3, wire.RETURNED, 10.25), (9, wire.RETURNED, 1.0)],
                in_flight)
     assert marks.ended(3, seen=11.0, started=10.0) == Ended(10.2, 10.3, True)  # the earliest of each, as marked

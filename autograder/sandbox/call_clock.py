@@ -9,21 +9,24 @@ limit. So the moments are taken from what the kernel recorded:
   (wire.STAMP): its function returned, and (for a reply too large to write at
   once) its reply is written whole. The kernel stamps each record with the
   time it was sent (channel.Channel.stamps);
-- a call sent to a worker with nothing else to do begins when it is sent,
-  unless the grader was held up around sending it: then no earlier than the
-  worker's processor time since says (`begun`);
+- a call sent to a worker with nothing else to do begins when it is sent;
+  if the grader was held up around the send, the call is charged only the
+  processor time the worker had since (`begun`). One sent behind others
+  begins when the worker is done with the one before, or when it was sent if
+  later: a hold-up there is charged to it, and at worst makes a call idle at
+  its limit, which is graded again (grading.confirm);
 - a call's wait credit (sandbox.waiting) counts from the child's processor
   use read at or before it began (`read_by`).
 
 The marks are the worker's own, so they are bounded by what the grader saw
 itself: a call ends no later than its reply was read, and the next begins no
 later either. A worker that forges or drops its marks gets at most what a
-grader reading late would have given it, and an honest one is timed exactly.
+grader reading late would have given it; an honest one is timed as it ran.
 """
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
 from autograder.sandbox import wire
@@ -59,10 +62,10 @@ class Marks:
 
     _kept: dict = field(default_factory=dict)
 
-    def note(self, stamps: list[tuple[int, int, float]], in_flight: Callable[[int], bool]) -> None:
-        """Keep `stamps` (Channel.stamps) of the calls `in_flight` says are; any other record is dropped."""
+    def note(self, stamps: list[tuple[int, int, float]], in_flight: Container[int]) -> None:
+        """Keep `stamps` (Channel.stamps) of the calls `in_flight` (their ids); any other record is dropped."""
         for call_id, moment, when in stamps:
-            if in_flight(call_id):
+            if call_id in in_flight:
                 self._kept[call_id, moment] = min(when, self._kept.get((call_id, moment), when))
 
     def ended(self, call_id: int, seen: float, started: float) -> Ended:

@@ -272,7 +272,7 @@ class CallStream:
         use = processor_use(proc, files=self.session.proc_files) if proc else None
         if use is not None:
             self._reading = (proc, use)
-        self._marks.note(self.session.channel.stamps(), self._limits.__contains__)
+        self._marks.note(self.session.channel.stamps(), self._limits)  # the calls in flight
         self._frames.extend(Frame(header, buffers, seen, use, prior) for header, buffers in frames)
 
     def _sort(self) -> None:
