@@ -87,10 +87,10 @@ class _InFlight:
     id: int
     args: list  # the header's trees of its positional arguments, to read them back
     layout: list  # where its buffers are in the region
-    sent_at: float
+    sent_at: float  # when its frame was handed to the socket (set by _send, just before)
     grace: bool  # it may run on past its limit while importing (sandbox.grace)
     first: float | None  # a warm run again: how long the first, importing, run took
-    started: float = 0.0  # when it could begin: sent, and the reply before it seen
+    started: float = 0.0  # when it could begin: sent, and the worker done with the call before it (call_clock)
     deadline: float = 0.0  # when it is stopped, unless the extensions say otherwise
     last_read: float = 0.0  # until when a reply it has begun is read, deadline or not
     before: ProcessorUse | None = None  # the child's latest processor use read before it was sent
