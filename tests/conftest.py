@@ -57,6 +57,13 @@ def compose(directory: Path, name: str, snippet: Path | None = None, suffix: str
     return path
 
 
+def module_spec(directory: Path, source: str) -> dict:
+    """The worker's spec of an attention.py holding `source`, written in `directory`."""
+    path = directory / "attention.py"
+    path.write_text(source)
+    return read_submission(path).worker_spec("attention")
+
+
 @pytest.fixture(scope="session")
 def course():
     return load_course(ROOT / "course.yaml")

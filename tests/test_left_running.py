@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from autograder.authoring.protocol import Call
-from autograder.grading.submission import read_submission
 from autograder.sandbox import processes
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.replies import WorkerDied
 from autograder.sandbox.session import Session
+
+from conftest import module_spec
 
 X = np.zeros(2)
 FUNCTIONS = '''
@@ -68,9 +69,7 @@ def thread_forks_and_ends(x):
 
 @pytest.fixture
 def spec(tmp_path):
-    path = tmp_path / "attention.py"
-    path.write_text(FUNCTIONS)
-    return read_submission(path).worker_spec("attention")
+    return module_spec(tmp_path, FUNCTIONS)
 
 
 def _alone(sandbox, child: int) -> bool:

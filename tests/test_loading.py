@@ -194,3 +194,39 @@ def test_a_notebook_off_the_format_is_read_with_a_note_and_no_unused_format_chec
     assert missing == "[]"  # installed, so the test can tell
     assert note.startswith("off_format.ipynb does not fully follow the notebook format (") and "graded anyway" in note
     assert loaded == "[]"
+
+
+def _version_4(change):
+    notebook = json.loads(json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
+                                                                     nbformat.v4.new_code_cell("y = 2")])))
+    change(notebook)
+    return json.dumps(notebook)
+
+
+OFF_FORMAT = {
+    "as written": _version_4(lambda nb: None),
+    "a kernelspec name that is a number": _version_4(lambda nb: nb["metadata"].update(kernelspec={"name": 3})),
+    "no minor version": _version_4(lambda nb: nb.pop("nbformat_minor")),
+    "a key the format does not know": _version_4(lambda nb: nb.update(extra=1)),
+    "a cell's outputs that are not a list": _version_4(lambda nb: nb["cells"][0].update(outputs=3)),
+    "two cells with one id": _version_4(lambda nb: nb["cells"][1].update(id=nb["cells"][0]["id"])),
+    "a cell without an id": _version_4(lambda nb: nb["cells"][0].pop("id")),
+    "version 3": nbformat.v3.nbjson.writes(nbformat.v3.new_notebook(worksheets=[nbformat.v3.new_worksheet(
+        cells=[nbformat.v3.new_code_cell("x = 1")])])),
+}
+
+
+@pytest.mark.parametrize("text", OFF_FORMAT.values(), ids=OFF_FORMAT.keys())
+def test_a_notebook_is_noted_off_the_format_exactly_when_nbformat_finds_it_so(tmp_path, text):
+    # A version-4 file is validated as parsed, not read a second time by nbformat (grading.submission).
+    path = tmp_path / "handin.ipynb"
+    path.write_text(text)
+    submission = read_submission(path, "s1")
+    found: dict = {}
+    try:
+        nbformat.reads(text, as_version=4, capture_validation_error=found)
+    except Exception as error:  # noqa: BLE001 - nbformat's own reader fails on some damaged files
+        found["ValidationError"] = error
+    assert not submission.problem
+    assert [cell.source for cell in submission.cells] == ["x = 1", "y = 2"][:len(submission.cells)]
+    assert ("does not fully follow the notebook format" in submission.note) == bool(found), submission.note

@@ -22,7 +22,7 @@ from autograder.sandbox.replies import CallTimedOut
 from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
 
-from conftest import ROOT, SUBMISSIONS, compose
+from conftest import ROOT, SUBMISSIONS, compose, module_spec
 
 CORRECT = SUBMISSIONS / "correct"
 STUDENTS = ("s0001", "s0002", "s0003")
@@ -79,9 +79,7 @@ X = np.zeros(2)
 
 
 def _spec(tmp_path: Path) -> dict:
-    path = tmp_path / "attention.py"
-    path.write_text(_SLOW_MODULES)
-    return read_submission(path).worker_spec("attention")
+    return module_spec(tmp_path, _SLOW_MODULES)
 
 
 def _timed(session: Session, function: str):

@@ -30,7 +30,7 @@ from autograder.grading.station import (
     worker_check,
 )
 from autograder.grading.store import Store, stored_results
-from autograder.grading.submission import read_submission
+from autograder.grading.submission import prepare_notebook_reader, read_submission
 from autograder.grading.suite import load_public_suite, load_suite, secret_places, suite_version
 from autograder.grading.suite_cache import cache_folder
 from autograder.outputs.progress import Progress, starting
@@ -124,6 +124,8 @@ def _grade(args) -> int:
             starting("loading the suite (reference, checks, libraries)" +
                      (f" while {len(launched)} sandboxes start" if launched else ""))
             suite = load_suite(course, args.assignment)
+            if any(item.path.suffix == ".ipynb" for item in found):
+                prepare_notebook_reader()  # once here, not in each grading process forked from this one
             # Also while they start: what every grading process would otherwise build first, for its probe.
             classwide = warm_grader(course, suite, lambda: launched[0].settle(0)) if launched else None
             starting("checking the sandbox")

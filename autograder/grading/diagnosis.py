@@ -107,12 +107,13 @@ def _first_match(catalogue: Catalogue, seen: Observed, right: _Answer | None, to
             continue
         if idea.shows is not None and _safely(idea.shows, seen):
             return idea
-        if idea.wrong is None or student_is_right:
-            continue
+        compare_raised = seen.function == idea.functions[0]
+        if idea.wrong is None or student_is_right or (student.raised is not None and not compare_raised):
+            continue  # an exception matches no other function's idea: only the wrong answer's cost is spared
         wrong = _attempt(idea.wrong, seen)
         if wrong is None or (right is not None and _same(wrong, right, tol, compare_raised=True)):
             continue  # the idea gives the right answer here, so the call cannot show it
-        if _same(student, wrong, tol, compare_raised=seen.function == idea.functions[0]):
+        if _same(student, wrong, tol, compare_raised):
             return idea
     return None
 

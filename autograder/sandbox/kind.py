@@ -109,11 +109,16 @@ def worker_environment(home: str) -> dict[str, str]:
     them to glibc's (PYTHONMALLOC=malloc) once made a session about 5 ms cheaper, but PyTorch's import on
     glibc's malloc takes 0.45 s longer (a zygote's start, bubblewrap, six runs in turn: 2.06 s against
     1.60 s), which one hand-in waits for, and by now whole classes gain nothing from it either (--jobs 2,
-    paired runs: 0.997x the wall time for 200 students, 0.99x for 800). Older glibc ignores the setting.
+    paired runs: 0.997x the wall time for 200 students, 0.99x for 800). Blocks of up to 32 MiB come from the
+    heap, which keeps up to 64 MiB free at its top, not from a mapping of their own each: a child then reuses
+    the memory of one call's arrays for the next instead of faulting in and zeroing fresh pages each time
+    (a correct file's child: about 30 % fewer page faults; a class, whole commands in turn: 0.98x the
+    wall time). Older glibc ignores these settings.
     The zygote's interpreter reads these PYTHON variables (it runs with -s -P, not -I): this environment is
     the whole of it, so nothing else can set one.
     """
     return {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": home, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
-            "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+            "GLIBC_TUNABLES": f"glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold={32 << 20}:"
+                              f"glibc.malloc.trim_threshold={64 << 20}"}
