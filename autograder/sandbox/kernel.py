@@ -36,14 +36,15 @@ def set_controls(controls: list[tuple[int, int]]) -> dict[str, str]:
 def collapse_anonymous_memory() -> int:
     """Move this process's anonymous memory onto 2 MiB pages where the kernel can; how many bytes it moved.
 
-    For the zygote, once loaded: each fork copies one page-table entry per 4 KiB page of anonymous memory
-    that the parent has (and the child's exit frees them), but one per 2 MiB page. Python's object arenas,
-    ~60 MiB after PyTorch's import, lie on 4 KiB pages (glibc's heap is on huge pages already,
-    kind.worker_environment). A huge page the zygote writes to while a child shares it is split again:
-    two thirds of what moves, within its first sessions. What stays makes a session's open and close about
-    3 ms cheaper; the move itself costs the zygote's start about 160 ms (README, Performance). Mappings
-    with a name (files, [heap], [stack]) are left as they are, and only whole 2 MiB steps move. Best
-    effort: 0 on a kernel before 6.1, where the system's THP mode is "never", or where memory is short.
+    For the zygote, once it has served worker.COLLAPSE_AFTER sessions: each fork copies one page-table
+    entry per 4 KiB page of anonymous memory that the parent has (and the child's exit frees them), but one
+    per 2 MiB page. Python's object arenas, ~60 MiB after PyTorch's import, lie on 4 KiB pages (glibc's heap
+    is on huge pages already, kind.worker_environment). A huge page the zygote writes to while a child
+    shares it is split again: two thirds of what moves, within its first sessions. What stays made a
+    session's open and close about 3 ms cheaper in 2026-12-04's measurements, 0.5 ms in later ones; the
+    move itself costs about 0.17 s (README, Performance). Mappings with a name (files, [heap], [stack]) are
+    left as they are, and only whole 2 MiB steps move. Best effort: 0 on a kernel before 6.1, where the
+    system's THP mode is "never", or where memory is short.
     """
     try:
         madvise = ctypes.CDLL(None, use_errno=True).madvise
