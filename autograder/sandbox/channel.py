@@ -83,6 +83,7 @@ class Channel:
         self._queue: deque = deque()  # [views, fds] of frames not yet written whole, in order
         self._error: NoReply | None = None  # how the child went wrong, found after frames that were returned
         sock.setblocking(False)
+        os.set_blocking(out, False)  # once: the output is drained after every reply (drain_output)
         self._selector = selectors.DefaultSelector()
         self._selector.register(sock, selectors.EVENT_READ)
         self._selector.register(out, selectors.EVENT_READ)
@@ -138,7 +139,6 @@ class Channel:
         """Keep what the child has printed so far, without waiting for more."""
         if self.out is None:
             return
-        os.set_blocking(self.out, False)
         try:
             while chunk := os.read(self.out, 1 << 16):
                 self.output.add(chunk)
