@@ -14,8 +14,9 @@ import dataclasses
 import multiprocessing.connection
 import os
 import traceback
+from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.boundary import RETRIES, GradingProcess, Lost, tried
@@ -79,8 +80,8 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
             sandbox.settle()
     # Timed here, before the jobs start: they would only slow the reference down.
     reference = cached_reference_times(course, suite, store, quiet, say=say) if suite.reference is not None else None
-    waiting = [(item, []) for item in reversed(todo)]  # (submission, how the processes grading it ended)
     slots = max(1, min(jobs, len(todo)))
+    waiting = Lanes.of(todo, slots, lambda item: suite.assignment.seed_for(course.seed_salt, item.student))
     processors = processors_for(slots)
     running = [GradingProcess(Setup(course, suite, protections, reference, slot, classwide=classwide,
                                     class_imports=tuple(class_imports), processor=processors[slot]),
@@ -104,7 +105,7 @@ def grade_batch(course: Course, suite: Suite, protections: Protections, todo: li
                         running[slot].end()
                         running[slot] = GradingProcess(running[slot].setup)
                     if outcome.died and len(causes) <= RETRIES:
-                        waiting.append((item, causes))  # next, in the fresh process or another
+                        waiting.again.append((item, causes))  # next, in the fresh process or another
                         _give(running[slot], slot, waiting, held)
                     else:
                         _give(running[slot], slot, waiting, held)
@@ -134,10 +135,49 @@ def processors_for(jobs: int) -> list[int | None]:
     return usable if jobs == len(usable) else [None] * jobs
 
 
-def _give(job: GradingProcess, slot: int, waiting: list, held: dict) -> None:
-    if waiting:
-        held[slot] = waiting.pop()
-        job.give(grade_one, held[slot][0])
+@dataclass
+class Lanes:
+    """The submissions waiting for a job: one lane of whole input sets per job, and work to try again.
+
+    Every student of an input set is sent the same calls, which a job plans once (grading.plan.KeptPlans:
+    about 12 ms of its processor a set), so a set that two jobs grade is planned twice. Each lane holds
+    whole sets, about as many students in each; a job takes from the front of its own, and once that is
+    empty, from the back of the longest, furthest from where that lane's job is. Work whose process died
+    goes first, to whichever job is free next.
+    lanes: (submission, how the processes grading it ended) per job slot. again: the same, tried again.
+    """
+
+    lanes: list[deque]
+    again: deque = field(default_factory=deque)
+
+    @classmethod
+    def of(cls, todo: list[Found], slots: int, input_set: Callable[[Found], int]) -> Lanes:
+        """`todo` in `slots` lanes by `input_set` (a student's seed); one job's lane keeps `todo`'s order."""
+        if slots == 1:
+            return cls([deque((item, []) for item in todo)])
+        sets: dict[int, list] = {}
+        for item in todo:
+            sets.setdefault(input_set(item), []).append((item, []))
+        lanes = [deque() for _ in range(slots)]
+        for students in sorted(sets.values(), key=len, reverse=True):
+            min(lanes, key=len).extend(students)
+        return cls(lanes)
+
+    def take(self, slot: int) -> tuple[Found, list[str]] | None:
+        """The next work for job `slot`, or None when nothing waits."""
+        if self.again:
+            return self.again.popleft()
+        if self.lanes[slot]:
+            return self.lanes[slot].popleft()
+        longest = max(self.lanes, key=len)
+        return longest.pop() if longest else None
+
+
+def _give(job: GradingProcess, slot: int, waiting: Lanes, held: dict) -> None:
+    work = waiting.take(slot)
+    if work is not None:
+        held[slot] = work
+        job.give(grade_one, work[0])
 
 
 def grade_one(grader: Grader, item: Found, content: FileBytes | None = None) -> SubmissionResult:
