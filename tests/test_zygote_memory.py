@@ -1,7 +1,8 @@
 """Issue 24: the zygote's memory lies on huge pages, so that each fork copies few page-table entries.
 
 A fork copies one entry per 4 KiB page of the parent's anonymous memory and one per 2 MiB huge page;
-the zygote forks once or twice a submission. Measured in the README (Performance, sixteenth pass).
+the zygote forks once or twice a submission. Measured in the README (Performance, sixteenth and
+twenty-sixth passes).
 """
 from __future__ import annotations
 
@@ -78,4 +79,6 @@ def test_the_zygote_moves_its_memory_onto_huge_pages_once_it_has_served_many_ses
             sandbox.clean(pid)
             sandbox.readable([])  # answered once the zygote is done with what it does after a clean
             shares.append(_huge_share(rollup.read_text()))
-    assert shares[-2] < 0.75 <= shares[-1], shares[::50]
+    assert shares[-1] >= 0.75, shares[::50]
+    if "[madvise]" in THP.read_text():  # else the kernel may move some of it on its own meanwhile
+        assert shares[-2] < 0.75, shares[::50]

@@ -109,7 +109,7 @@ def _first_match(catalogue: Catalogue, seen: Observed, right: _Answer | None, to
             return idea
         compare_raised = seen.function == idea.functions[0]
         if idea.wrong is None or student_is_right or (student.raised is not None and not compare_raised):
-            continue  # an exception matches no other function's idea: only the wrong answer's cost is spared
+            continue  # an exception matches an idea only on the idea's first function (`_same`): no need to compute
         wrong = _attempt(idea.wrong, seen)
         if wrong is None or (right is not None and _same(wrong, right, tol, compare_raised=True)):
             continue  # the idea gives the right answer here, so the call cannot show it

@@ -110,10 +110,10 @@ def worker_environment(home: str) -> dict[str, str]:
     glibc's malloc takes 0.45 s longer (a zygote's start, bubblewrap, six runs in turn: 2.06 s against
     1.60 s), which one hand-in waits for, and by now whole classes gain nothing from it either (--jobs 2,
     paired runs: 0.997x the wall time for 200 students, 0.99x for 800). Blocks of up to 32 MiB come from the
-    heap, which keeps up to 64 MiB free at its top, not from a mapping of their own each: a child then reuses
-    the memory of one call's arrays for the next instead of faulting in and zeroing fresh pages each time
-    (a correct file's child: about 30 % fewer page faults; a class, whole commands in turn: 0.98x the
-    wall time). Older glibc ignores these settings.
+    heap, which keeps up to 64 MiB free at its top: left to itself, glibc maps each large block on its own
+    until one has been freed, so a child faulted in and zeroed fresh pages for the first two arrays of
+    each size (a correct file's child: about 30 % fewer page faults; a class, whole commands in turn:
+    0.98x the wall time). Older glibc ignores these settings.
     The zygote's interpreter reads these PYTHON variables (it runs with -s -P, not -I): this environment is
     the whole of it, so nothing else can set one.
     """
