@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 
+import nbformat
 import pytest
 
 from autograder.authoring.protocol import Call
@@ -318,6 +319,19 @@ def test_grade_with_a_fresh_database_reads_and_survives_the_cache(tiny, tmp_path
             assert times and MARKED not in times
         entry.write_text("{")  # cut short, as a full disk might leave it
     assert entry.read_text() == "{" or json.loads(entry.read_text())["suite_version"] == suite.version
+
+
+@pytest.mark.slow  # a whole command in a subprocess: make test runs it
+def test_a_notebook_class_with_no_sandbox_launched_ahead_is_graded(tiny, tmp_path):
+    """--jobs below 1 launches no sandbox ahead (the grading process starts its own): the notebook reader,
+    prepared only while launched sandboxes start, must not look for one."""
+    course, _ = tiny
+    folder = tmp_path / "class"
+    folder.mkdir()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def double(x):\n    return 2 * x")])
+    (folder / "s1.ipynb").write_text(nbformat.writes(notebook))
+    graded = run_cli("grade", "tiny", folder, "--jobs", "-1", "--db", tmp_path / "g.db", "--course", course.path)
+    assert graded.returncode == 0 and "1 submissions" in graded.stderr, graded.stderr[-2000:]
 
 
 @pytest.mark.slow  # a sandbox of its own, started cold: make test runs it

@@ -124,7 +124,7 @@ def _grade(args) -> int:
             starting("loading the suite (reference, checks, libraries)" +
                      (f" while {len(launched)} sandboxes start" if launched else ""))
             suite = load_suite(course, args.assignment)
-            if any(item.path.suffix == ".ipynb" for item in found) and not launched[0].settle(0):
+            if launched and not launched[0].settle(0) and any(item.path.suffix == ".ipynb" for item in found):
                 prepare_notebook_reader()  # while they start: else each grading process forked from here pays it
             # Also while they start: what every grading process would otherwise build first, for its probe.
             classwide = warm_grader(course, suite, lambda: launched[0].settle(0)) if launched else None
