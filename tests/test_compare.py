@@ -145,3 +145,32 @@ def test_the_fast_comparison_agrees_with_the_full_account(values, float32, with_
         passed = False
     assert passed == full
 
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.tuples(st.floats(-1e3, 1e3), st.floats(-3, 3)), min_size=1, max_size=40),
+       float32=st.booleans(), with_terms=st.booleans(), block=st.sampled_from([1, 3, 64]), ties=st.booleans())
+def test_finite_values_are_accounted_for_as_with_the_masks_for_non_finite_ones(values, float32, with_terms, block,
+                                                                              ties):
+    # Where nothing is NaN or infinite, the account skips the masks that leave such entries out: the same
+    # count, the same first of the largest differences, the same allowance.
+    from autograder.authoring import compare
+    expected = np.array([e for e, _ in values])
+    got = expected + np.array([o for _, o in values]) * 1e-3
+    if ties:
+        got = expected + 1.0
+    got = got.astype(np.float32 if float32 else np.float64)
+    terms = np.abs(expected[::-1]) * 10 if with_terms else None
+    tol = Tolerance(rtol=1e-4, atol=1e-6)
+    assert compare._all_finite(expected) and compare._all_finite(got)
+    assert (compare._finite_differences(got, expected, tol, terms, block)
+            == compare._differences(got, expected, tol, terms, block))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_one_non_finite_entry_is_seen_among_finite_ones(bad):
+    from autograder.authoring import compare
+    values = np.linspace(-5.0, 5.0, 101)
+    values[37] = bad
+    assert not compare._all_finite(values) and not compare._all_finite(values.astype(np.float32))
+    assert compare._all_finite(np.linspace(-5.0, 5.0, 101))

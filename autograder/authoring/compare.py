@@ -145,20 +145,61 @@ def _explain_difference(flat, exp64, tol, magnitude, what, expected, got, block:
 
     flat, exp64, magnitude: flat, of one length (flat in got's dtype, compared as float64). Non-finite
     values first (they must match exactly), then the finite entries against their allowed error. Block by
-    block, as `_all_within`: a wrong answer of T = 512 cost 5 ms in whole-array temporaries.
+    block, as `_all_within`: a wrong answer of T = 512 cost 5 ms in whole-array temporaries. Where both
+    are finite throughout (most wrong answers), no masks for non-finite entries are needed: a wrong
+    score at T = 512 took 6.6 ms with them, 4.0 ms without.
     """
     def index(i):  # a position in the flattened values -> an index into the arrays
         return as_index(np.unravel_index(i, expected.shape))
 
-    _expect_same_nonfinite(flat, exp64, what, expected, got, index, block)
+    if _all_finite(exp64) and _all_finite(flat):
+        count, worst, worst_error, worst_allowed = _finite_differences(flat, exp64, tol, magnitude, block)
+    else:
+        _expect_same_nonfinite(flat, exp64, what, expected, got, index, block)
+        count, worst, worst_error, worst_allowed = _differences(flat, exp64, tol, magnitude, block)
+    if count:
+        shown_got, shown_expected = distinct_digits(np.float64(flat[worst]), exp64[worst])
+        raise CheckFailed(
+            f"{what} differs from the expected values at {count} of {exp64.size} positions; the largest difference "
+            f"is at index {index(worst)}: got {shown_got}, expected {shown_expected} (differs by "
+            f"{worst_error:.1e}, allowed {worst_allowed:.1e})", expected, got)
+
+
+def _finite_differences(flat, exp64, tol, magnitude, block: int) -> tuple[int, int, float, float]:
+    """(entries over their allowed error, the first of the largest, its error, its allowance), for finite
+    values, block by block in buffers allocated once (fresh temporaries of T = 512 were page faults)."""
+    peak = max(float(exp64.max()), -float(exp64.min()))
+    room = min(block, exp64.size)
+    error, allowed, bad, ranked = np.empty(room), np.empty(room), np.empty(room, dtype=bool), np.empty(room)
+    count, worst, worst_error, worst_allowed = 0, -1, -1.0, 0.0
+    for start in range(0, exp64.size, block):
+        part = slice(start, start + block)
+        size = exp64[part].size
+        np.abs(np.subtract(flat[part], exp64[part], out=error[:size]), out=error[:size])
+        limit = _allowed(np.abs(exp64[part], out=allowed[:size]), peak, tol,
+                         None if magnitude is None else magnitude[part])
+        over = np.greater(error[:size], limit, out=bad[:size])
+        if over.any():
+            count += int(np.count_nonzero(over))
+            ranked[:size] = -1.0
+            np.copyto(ranked[:size], error[:size], where=over)
+            here = int(np.argmax(ranked[:size]))
+            if error[here] > worst_error:  # the first of equal largest differences, as one argmax would
+                worst, worst_error, worst_allowed = start + here, float(error[here]), float(limit[here])
+    return count, worst, worst_error, worst_allowed
+
+
+def _differences(flat, exp64, tol, magnitude, block: int) -> tuple[int, int, float, float]:
+    """_finite_differences where either side has non-finite entries (which `_expect_same_nonfinite` found
+    to match): those are left out."""
     peak = max((float(np.abs(part[np.isfinite(part)]).max(initial=0.0)) for part in _blocks(exp64, block)),
                default=0.0)
     count, worst, worst_error, worst_allowed = 0, -1, -1.0, 0.0
     for start in range(0, exp64.size, block):
         part = slice(start, start + block)
-        finite = np.isfinite(exp64[part])
-        exp_finite = np.where(finite, exp64[part], 0.0)
-        error = np.where(finite, np.abs(flat[part].astype(np.float64, copy=False) - exp_finite), 0.0)
+        kept = np.isfinite(exp64[part])
+        exp_finite = np.where(kept, exp64[part], 0.0)
+        error = np.where(kept, np.abs(flat[part].astype(np.float64, copy=False) - exp_finite), 0.0)
         allowed = _allowed(np.abs(exp_finite), peak, tol, None if magnitude is None else magnitude[part])
         bad = error > allowed
         if bad.any():
@@ -166,12 +207,12 @@ def _explain_difference(flat, exp64, tol, magnitude, what, expected, got, block:
             here = int(np.argmax(np.where(bad, error, -1.0)))
             if error[here] > worst_error:  # the first of equal largest differences, as one argmax would
                 worst, worst_error, worst_allowed = start + here, float(error[here]), float(allowed[here])
-    if count:
-        shown_got, shown_expected = distinct_digits(np.float64(flat[worst]), exp64[worst])
-        raise CheckFailed(
-            f"{what} differs from the expected values at {count} of {exp64.size} positions; the largest difference "
-            f"is at index {index(worst)}: got {shown_got}, expected {shown_expected} (differs by "
-            f"{worst_error:.1e}, allowed {worst_allowed:.1e})", expected, got)
+    return count, worst, worst_error, worst_allowed
+
+
+def _all_finite(values: np.ndarray) -> bool:
+    """Whether every entry is finite: NaN carries through min and max, and an infinity shows in one of them."""
+    return bool(np.isfinite(values.min(initial=0.0)) and np.isfinite(values.max(initial=0.0)))
 
 
 def _blocks(values: np.ndarray, block: int):
