@@ -289,6 +289,56 @@ def test_shrink_finds_the_least_failing_sizes_of_a_failure_that_needs_each_size_
     assert len(runs) == len(set(runs))
 
 
+def test_sizes_follow_another_checks_smallest_failure_where_both_name_a_size():
+    mine = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    assert mine.following(Sizes.of(nq=1, nk=2)) == Sizes.of(batch=(), nq=1, nk=2, dk=1, dv=1)
+    # never larger than here, and a batch keeps as many axes as both have
+    assert mine.following(Sizes.of(batch=(1, 3), nq=1, nk=9, dk=2)) == Sizes.of(batch=(1, 3), nq=1, nk=7, dk=2,
+                                                                                  dv=1)
+    assert mine.following(Sizes.of(batch=(3,), dv=2)) == Sizes.of(batch=(2,), nq=1, nk=1, dk=1, dv=2)
+    assert mine.following(Sizes.of(batch=2, nk=(2,))) == mine.smallest()  # not a size of the same kind
+
+
+def test_a_guess_that_fails_is_the_smallest_failure_in_two_runs():
+    # score's smallest failure, tried for the attention built on it: everything at its least passes, the
+    # guess fails, and nothing below it does (six runs without the guess, see above).
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    runs = []
+    shrunk = shrink(start, input_size(_Run(start, True).calls), lambda d: runs.append(d) or _Run(d, d["nk"] >= 2),
+                    ShrinkBudget(10.0), guesses=[Sizes.of(batch=(), nq=1, nk=2, dk=1)])
+    assert shrunk.sizes == Sizes.of(batch=(), nq=1, nk=2, dk=1, dv=1)
+    assert runs == [start.smallest(), shrunk.sizes]
+
+
+def test_a_guess_that_passes_costs_at_most_its_run():
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    fails = lambda d: d["nk"] >= 2 and d["dk"] >= 2  # noqa: E731 - a wrong score, in the attention built on it
+    guess = Sizes.of(batch=(), nq=1, nk=1, dk=2)  # where the score itself failed: one key hides the scale
+    plain, guided = [], []
+    size = input_size(_Run(start, True).calls)
+    alone = shrink(start, size, lambda d: plain.append(d) or _Run(d, fails(d)), ShrinkBudget(10.0), max_runs=100)
+    helped = shrink(start, size, lambda d: guided.append(d) or _Run(d, fails(d)), ShrinkBudget(10.0), max_runs=100,
+                    guesses=[guess])
+    assert helped.sizes == alone.sizes == Sizes.of(batch=(), nq=1, nk=2, dk=2, dv=1)
+    # The same walk, with the guess tried early (here the walk reaches those sizes later, and then skips them)
+    tried_early = start.following(guess)
+    assert guided == [plain[0], tried_early, *(d for d in plain[1:] if d != tried_early)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(nq=st.integers(1, 5), nk=st.integers(1, 7), dk=st.integers(1, 4), guesses=st.lists(
+    st.builds(lambda nq, nk, dk, axes: Sizes.of(batch=(1,) * axes, nq=nq, nk=nk, dk=dk), st.integers(1, 6),
+              st.integers(1, 8), st.integers(1, 5), st.integers(0, 3)), max_size=3))
+def test_guesses_never_keep_shrink_from_the_least_failing_sizes(nq, nk, dk, guesses):
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    fails = lambda d: d["nq"] >= nq and d["nk"] >= nk and d["dk"] >= dk  # noqa: E731
+    runs = []
+    shrunk = shrink(start, input_size(_Run(start, True).calls), lambda d: runs.append(d) or _Run(d, fails(d)),
+                    ShrinkBudget(10.0), max_runs=100, guesses=guesses)
+    assert shrunk.sizes == Sizes.of(batch=(), nq=nq, nk=nk, dk=dk, dv=1)
+    assert len(runs) == len(set(runs))
+
+
 def test_shrink_runs_no_sizes_twice():
     start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
     runs = []
@@ -387,6 +437,34 @@ def test_the_re_runs_in_the_graded_child_have_a_budget_of_their_own(grader, tmp_
     shrunk = {t.name: json.loads(t.example)["sizes"] for t in tests if t.example and "shrunk_from" in t.example}
     assert shrunk["score.matches_reference"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
     assert "attention.matches_reference" in shrunk
+
+
+def test_a_file_is_shrunk_in_fewer_runs_when_each_function_starts_from_the_sizes_before_it(grader, tmp_path,
+                                                                                            sandbox, suite, course):
+    # Zeros for the hidden scores fail apply_mask, attention and attention_torch at the same least sizes:
+    # explained together, each function after the first is tried there first. Explained one check at a time
+    # (nothing found before), the same failures take more re-runs to reach examples no smaller.
+    submission = read_submission(_buggy(tmp_path, "mask_fills_zero"))
+    spec = submission.worker_spec(suite.assignment.module)
+    seed = suite.assignment.seed_for(course.seed_salt, submission.student)
+    with Session(sandbox, spec, suite.assignment.limits) as session:
+        judged = grader.judge_checks(session, session.open(), seed)
+
+    def explained(groups):
+        calls, tests = [], []
+        for group in groups:
+            with FreshChild(lambda: Session(sandbox, spec, suite.assignment.limits)) as fresh:
+                child = types.SimpleNamespace(open=fresh.open, call=lambda request: calls.append(request)
+                                              or fresh.call(request))
+                tests += grader.explain(group, seed, child, graded_seconds=60.0)
+        return calls, {t.name: json.loads(t.example)["sizes"] for t in tests if "shrunk_from" in t.example}
+    together, shrunk_together = explained([judged])
+    apart, shrunk_apart = explained([[one] for one in judged if one.entry.name in shrunk_together])
+    assert len(shrunk_together) >= 3 and shrunk_together.keys() == shrunk_apart.keys()
+    for name, sizes in shrunk_together.items():
+        assert sum(np.prod(v or [1]) for v in sizes.values()) <= sum(np.prod(v or [1]) for v in
+                                                                      shrunk_apart[name].values()), name
+    assert len(together) < len(apart)
 
 
 def test_timing_checks_are_not_shrunk(grade_once, tmp_path):

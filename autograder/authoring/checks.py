@@ -116,8 +116,23 @@ class Sizes:
                 options += [self._with(name, max(1, value // 2)), self._with(name, value - 1)]
         return options
 
+    def following(self, other: Sizes) -> Sizes:
+        """These sizes where `other` names them too, at its value there if no larger (a batch at its axes, as
+        many as both have), and every other size at its least. Another check's smallest failure, tried early
+        when shrinking: a function that calls a wrong one mostly fails at the sizes where that one does."""
+        theirs, least = dict(other.named), self.smallest()
+        return Sizes(tuple((name, _no_larger(theirs[name], value) if name in theirs else least[name])
+                           for name, value in self.named))
+
     def _with(self, name: str, value) -> Sizes:
         return Sizes(tuple((key, value if key == name else old) for key, old in self.named))
+
+
+def _no_larger(theirs, mine):
+    """`theirs` where it is a size of the same kind as `mine`, no larger than `mine`; else `mine`'s least."""
+    if isinstance(mine, tuple):
+        return tuple(min(t, m) for t, m in zip(theirs, mine)) if isinstance(theirs, tuple) else ()
+    return min(theirs, mine) if isinstance(theirs, int) and theirs >= 1 else 1
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 
 from autograder.authoring.checks import Sizes, Trial, check_rng, class_seed
 from autograder.grading import calibration, confirm, loading
@@ -286,9 +287,12 @@ class Grader:
         changes a status or a score. graded_seconds: how long the graded run took, which bounds the
         shrinking (shrink.ShrinkBudget). Only the first shrinkable failure of each function is shrunk: the
         later ones of a function usually share its cause, and the budget goes further on the other functions.
+        Each is first tried at the sizes the ones before it shrank to (latest first): a function that calls
+        a wrong one mostly fails at the same sizes.
         """
         budget = ShrinkBudget.for_submission(self.budget, graded_seconds)
         shrunk_functions: set[str] = set()
+        smallest: list[Sizes] = []  # the smallest failing sizes found so far, latest first
         results = []
         for one in judged:
             if one.result.status == TIMEOUT:
@@ -303,9 +307,10 @@ class Grader:
                             self.suite.assignment.tolerance)
             shrunk = None
             if child is not None and one.entry.function not in shrunk_functions:
-                shrunk = self._shrink(one.entry, child, seed, one.tried, budget)
+                shrunk = self._shrink(one.entry, child, seed, one.tried, budget, smallest)
                 if shrunk is not None:
                     shrunk_functions.add(one.entry.function)
+                    smallest.insert(0, shrunk.sizes)
             example = example_json(one.entry.visibility, shrunk.attempt if shrunk else one.tried,
                                    self.suite.reference, shrunk_from=one.tried.sizes if shrunk else None)
             results.append(with_explanation(one.result, idea, example))
@@ -326,7 +331,7 @@ class Grader:
                      remember=self._reference.remembered if self._reference is not None else None)
 
     def _shrink(self, entry: SuiteCheck, child: GradedChild | FreshChild, seed: int, first: Attempt,
-                budget: ShrinkBudget) -> Shrunk | None:
+                budget: ShrinkBudget, guesses: Sequence[Sizes] = ()) -> Shrunk | None:
         """The smallest sizes at which a failed randomized check still fails, re-run in `child`.
 
         Not for errors (a raise is already small), nor for checks with their
@@ -341,7 +346,8 @@ class Grader:
         # same file would get a coarser example than on a quiet one.
         child.open()
         return shrink(entry.check.sizes, input_size(first.calls),
-                      lambda sizes: attempt(entry, self._trial(entry, child.call, seed, sizes)), budget)
+                      lambda sizes: attempt(entry, self._trial(entry, child.call, seed, sizes)), budget,
+                      guesses=guesses)
 
     def _follows_sizes(self, entry: SuiteCheck, seed: int) -> bool:
         """Whether the check's inputs shrink with its sizes, planned with the reference once per check.

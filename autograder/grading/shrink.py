@@ -8,8 +8,10 @@ running the same sizes twice. A size that, lowered alone to its least, made
 the failure go away is needed: the jumps keep it from then on, so the other
 sizes fall to their least together and it is not lowered alone again from
 each new start (a quarter fewer re-runs, so more checks get their smallest
-example within the budget). Stop when no reduction fails, after `MAX_RUNS`
-re-runs, or when the submission's shrinking time is spent (`ShrinkBudget`:
+example within the budget). Right after everything at its least, the sizes
+the file's earlier functions shrank to are tried: a function built on a
+wrong one mostly fails where that one did. Stop when no reduction fails,
+after `MAX_RUNS` re-runs, or when the submission's shrinking time is spent (`ShrinkBudget`:
 a share of the graded run's own time, so a failing file costs little more
 than a right one). The caller re-runs the check with a fresh Trial (same
 seed) in a child of the submission once every graded call has been answered
@@ -22,7 +24,7 @@ the machine's load rather than on the file.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +68,7 @@ class Shrunk:
 
 
 def shrink(sizes: Sizes, size: int, rerun: Callable[[Sizes], Any], budget: ShrinkBudget,
-           max_runs: int = MAX_RUNS) -> Shrunk | None:
+           max_runs: int = MAX_RUNS, guesses: Sequence[Sizes] = ()) -> Shrunk | None:
     """Walk `sizes` down while the check keeps failing; None if nothing smaller fails.
 
     size: `input_size` of the original failing run. A reduction is taken
@@ -75,6 +77,9 @@ def shrink(sizes: Sizes, size: int, rerun: Callable[[Sizes], Any], budget: Shrin
         reported as "shrunk".
     rerun(sizes): runs the check at those sizes; returns an attempt with
         `.status` ("failed" when it still fails) and `.calls` ((Call, Reply) pairs).
+    guesses: other checks' smallest failures in the same file, tried (as `Sizes.following` maps them)
+        right after everything at its least. One that fails is walked down from like any smaller failure;
+        one that passes costs its run.
     """
     best, best_attempt, best_size, runs = sizes, None, size, 0
     tried = {sizes}  # the same sizes give the same inputs: a second run would only repeat the first
@@ -82,7 +87,7 @@ def shrink(sizes: Sizes, size: int, rerun: Callable[[Sizes], Any], budget: Shrin
     again = True
     while again:  # after a smaller failure, or a size found needed: the jumps from there are new
         again = False
-        for candidate in (*best.jumps(frozenset(needed)), *best.smaller()):
+        for candidate in _candidates(best, needed, [sizes.following(g) for g in guesses] if best == sizes else []):
             if candidate in tried:
                 continue
             if runs >= max_runs or budget.left() <= 0:
@@ -102,6 +107,14 @@ def shrink(sizes: Sizes, size: int, rerun: Callable[[Sizes], Any], budget: Shrin
                 again = True
                 break
     return _found(best, best_attempt, best_size, size, runs)
+
+
+def _candidates(best: Sizes, needed: set[str], guesses: list[Sizes]) -> list[Sizes]:
+    """What to try from `best`, in order: its jumps (everything at its least first), then `guesses`, then
+    its one-step reductions."""
+    jumps = best.jumps(frozenset(needed))
+    at = 1 if jumps and jumps[0] == best.smallest() else 0
+    return [*jumps[:at], *guesses, *jumps[at:], *best.smaller()]
 
 
 def _lowered_alone(best: Sizes, candidate: Sizes) -> list[str]:
