@@ -70,6 +70,22 @@ def test_flat_folder_of_files_and_student_folders(flat_class, tmp_path):
     assert results["cat"]["score"] < 100
 
 
+def test_a_flat_folders_folder_without_a_hand_in_is_named_not_graded(tmp_path):
+    # In a flat folder a folder may be anything (notes, last term's output), so it is not a student with a
+    # result; but one that is a student's, with a PDF in it, must not go unnoticed.
+    shutil.copy(PLAIN, tmp_path / "ann.py")
+    (tmp_path / "dan").mkdir()
+    (tmp_path / "dan" / "attention.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "eve").mkdir()
+    results, done = _grade(tmp_path, db=tmp_path / "g.db")
+    assert sorted(results) == ["ann"]
+    assert ("not graded: 2 folders with no .py or .ipynb in them: dan/, eve/. If one is a student's, their hand-in "
+            "is missing or saved as something else: put their attention.ipynb or attention.py in it and grade "
+            "again") in done.stderr
+    _, alone = _grade(tmp_path / "ann.py", db=tmp_path / "g.db")
+    assert "not graded" not in alone.stderr
+
+
 def test_nbgrader_submitted_tree_and_zips(tmp_path):
     roster = write_class(tmp_path / "course", 6, "nbgrader", attacks=(), broken=0)
     students = sorted(student for student, _, _ in roster)

@@ -100,11 +100,14 @@ def _grade(args) -> int:
     course = load_course(args.course or find_course())
     assignment = course.assignment(args.assignment)
     with command_workdir("zip") as workdir:
-        found = find_submissions(args.paths, assignment.name, assignment.module, workdir)
+        skipped: list[Path] = []
+        found = find_submissions(args.paths, assignment.name, assignment.module, workdir, skipped)
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         starting(f"{len(found)} submissions of {assignment.name} found")
+        if skipped:
+            starting(_skipped_folders(skipped, assignment.module))
         to_grade = _to_grade(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
         if to_grade == 0:
             # A rerun with every hand-in current: nothing to load, launch or connect to.
@@ -142,6 +145,17 @@ def _grade(args) -> int:
         finally:
             for sandbox in launched:
                 sandbox.close()
+
+
+def _skipped_folders(skipped: list[Path], module: str) -> str:
+    """What `grade` says of a flat class folder's folders that hold no hand-in (grading.discover)."""
+    names = ", ".join(safe(folder.name, 60) + "/" for folder in skipped[:5])
+    more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+    several = len(skipped) > 1
+    return (f"not graded: {len(skipped)} folder{'s' if several else ''} with no .py or .ipynb in "
+            f"{'them' if several else 'it'}: {names}{more}. If {'one' if several else 'it'} is a student's, their "
+            f"hand-in is missing or saved as something else: put their {module}.ipynb or {module}.py in it and "
+            "grade again")
 
 
 def _to_grade(found, db: Path, course, assignment: str, force: bool) -> int:

@@ -55,18 +55,22 @@ class Found:
     root: Path | None = None  # the layout's top: no link below it is followed when the file is read (grading.handin)
 
 
-def find_submissions(paths: list[Path], assignment: str, module: str, workdir: Path) -> list[Found]:
+def find_submissions(paths: list[Path], assignment: str, module: str, workdir: Path,
+                     skipped: list[Path] | None = None) -> list[Found]:
     """Every submission under `paths`, one per student (sorted by student).
 
     workdir: where zips are extracted; the caller owns and removes it. A
     submission a zip could not give safely, or whose id cannot be one
     (grading.ids), is found with its `problem`; so are both of two that
     give one id.
+    skipped: gets the folders of a flat layout that hold no .py or .ipynb. They are not graded (a flat
+    folder may hold other folders than students'), but the caller names them, so that a student who
+    handed in the wrong file is not missed without a word.
     """
     found: list[Found] = []
     refused: dict[Path, str] = {}
     for path in paths:
-        found += _find(Path(path), assignment, module, workdir, refused)
+        found += _find(Path(path), assignment, module, workdir, refused, skipped if skipped is not None else [])
     # One file named twice (grade hw a.py a.py) is one hand-in, not two that collide.
     found = list({os.path.abspath(item.path): item for item in found}.values())
     found = [dataclasses.replace(item, problem=refused.get(item.path, item.problem)) for item in found]
@@ -107,12 +111,12 @@ def _timed(item: Found) -> Found:
     return dataclasses.replace(item, submitted_at=file_time(item.path), submitted_at_source=FILE_TIME)
 
 
-def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict) -> list[Found]:
+def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict, skipped: list) -> list[Found]:
     if not os.path.lexists(path):
         raise LayoutError(f"{safe(path)} does not exist; pass student files, a folder of them, an nbgrader "
                           "course folder or a zip")
     if path.is_file() and path.suffix == ".zip":
-        return _find(_extract(path, workdir, refused), assignment, module, workdir, refused)
+        return _find(_extract(path, workdir, refused), assignment, module, workdir, refused, skipped)
     if not path.is_dir() or path.suffix in SUFFIXES:
         if path.suffix not in SUFFIXES:
             raise LayoutError(f"{path} is not a .py, .ipynb or .zip file")
@@ -120,7 +124,9 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
     submitted = path if path.name == "submitted" else path / "submitted"
     if submitted.is_dir():
         return _nbgrader(submitted, assignment, module)
-    flat = [dataclasses.replace(item, root=path) for item in _flat(path, module)]
+    empty: list[Path] = []
+    flat = [dataclasses.replace(item, root=path) for item in _flat(path, module, empty)]
+    skipped += empty if flat else []
     if not flat:
         inner = [p for p in path.iterdir() if p.is_dir() and p.name not in IGNORED and (p / "submitted").is_dir()]
         if len(inner) == 1:  # a zip of a course folder extracts to one top-level folder
@@ -157,7 +163,8 @@ def _nothing_to_grade(folder: Path, module: str, student: str) -> Found:
                          f"notebook itself ({module}.ipynb, as saved by Jupyter) or your .py file")
 
 
-def _flat(folder: Path, module: str) -> list[Found]:
+def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
+    """The hand-ins of a flat folder; `empty` gets its folders that hold none."""
     found = []
     stems: dict[str, list[Path]] = {}
     for path in (p for p in _visible(folder) if p.suffix in SUFFIXES):  # a link, a FIFO, a folder named x.py too
@@ -169,6 +176,8 @@ def _flat(folder: Path, module: str) -> list[Found]:
             else _pick(directory, module, directory.name)
         if picked:
             found.append(picked)
+        else:
+            empty.append(directory)
     return found
 
 
