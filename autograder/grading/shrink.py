@@ -9,11 +9,11 @@ the failure go away is needed: the jumps keep it from then on, so the other
 sizes fall to their least together and it is not lowered alone again from
 each new start (a quarter fewer re-runs, so more checks get their smallest
 example within the budget). Right after everything at its least, the sizes
-the file's earlier functions shrank to are tried: a function built on a
-wrong one mostly fails where that one did. Stop when no reduction fails,
-after `MAX_RUNS` re-runs, or when the submission's shrinking time is spent (`ShrinkBudget`:
-a share of the graded run's own time, so a failing file costs little more
-than a right one). The caller re-runs the check with a fresh Trial (same
+the file's earlier functions shrank to are tried: a function that calls a
+wrong one mostly fails where that one does. Stop when no reduction fails,
+after `MAX_RUNS` re-runs, or when the submission's shrinking time is spent
+(`ShrinkBudget`: a share of the graded run's own time, so a failing file
+costs little more than a right one). The caller re-runs the check with a fresh Trial (same
 seed) in a child of the submission once every graded call has been answered
 (autograder.grading.explain), so the smaller failure is one the student's
 code really produced and no re-run can change a point. A new child is
