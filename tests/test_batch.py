@@ -15,6 +15,7 @@ import zipfile
 import nbformat
 import pytest
 
+from autograder.grading.discover import find_submissions
 from autograder.grading.store import Store
 from autograder.outputs.progress import Progress
 from autograder.sandbox import processes
@@ -103,6 +104,33 @@ def test_nbgrader_submitted_tree_and_zips(tmp_path):
     results, _ = _grade(flat_zip, db=tmp_path / "flat.db")
     assert sorted(results) == ["dee"] and results["dee"]["score"] == 100
     assert not (tmp_path.parent / "escape.py").exists()
+
+
+def _zipped(tmp_path, members: dict) -> tuple[list[str], list[str]]:
+    """The students found in a zip of `members` (name -> text), and the folders named as holding no hand-in."""
+    tmp_path.mkdir()
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for name, text in members.items():
+            bundle.writestr(name, text)
+    skipped: list = []
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    found = find_submissions([archive], "w07_attention", "attention", workdir, skipped)
+    return [item.student for item in found], [folder.name for folder in skipped]
+
+
+def test_a_flat_class_zipped_with_its_folder_is_that_folders_class(tmp_path):
+    # `zip -r class.zip class/` puts every hand-in under one folder; that folder is not a student.
+    code = PLAIN.read_text()
+    members = {"class/ann.py": code, "class/ben.ipynb": "{}", "class/cat/attention.ipynb": "{}",
+               "class/dan/attention.pdf": "%PDF", "__MACOSX/class/._ann.py": "x"}
+    assert _zipped(tmp_path / "a", members) == (["ann", "ben", "cat"], ["dan"])
+    # One student's folder holds the module's own file: it stays that student's, as in a flat folder.
+    assert _zipped(tmp_path / "b", {"ann/attention.ipynb": "{}", "ann/draft.py": code, "ann/notes.txt": "hi"}) \
+        == (["ann"], [])
+    assert _zipped(tmp_path / "c", {"ann/attention.py": code, "ben/attention.py": code}) == (["ann", "ben"], [])
+    assert _zipped(tmp_path / "d", {"ann.py": code, "ben.py": code}) == (["ann", "ben"], [])
 
 
 def test_a_hand_in_folder_without_a_notebook_is_listed_with_what_it_holds(tmp_path):

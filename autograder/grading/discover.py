@@ -4,7 +4,8 @@ Layouts understood, for an assignment whose module (course.yaml) is `hw`:
 - files given directly: the student id is the file's stem;
 - a flat folder of `<student>.py` / `<student>.ipynb`, or `<student>/` folders holding one;
 - an nbgrader course (or its `submitted/` folder): `submitted/<student>/<assignment>/hw.ipynb`;
-- a .zip of any of these, extracted safely to a temporary folder.
+- a .zip of any of these, extracted safely to a temporary folder, the class's own folder included
+  (`class/ann.py`: the students are ann and the rest, not "class").
 
 Each submission carries when it was handed in (grading.late): nbgrader's
 timestamp.txt in its submitted/ folder, else the file's modification time
@@ -116,7 +117,8 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
         raise LayoutError(f"{safe(path)} does not exist; pass student files, a folder of them, an nbgrader "
                           "course folder or a zip")
     if path.is_file() and path.suffix == ".zip":
-        return _find(_extract(path, workdir, refused), assignment, module, workdir, refused, skipped)
+        return _find(_zipped_class(_extract(path, workdir, refused), module), assignment, module, workdir, refused,
+                     skipped)
     if not path.is_dir() or path.suffix in SUFFIXES:
         if path.suffix not in SUFFIXES:
             raise LayoutError(f"{path} is not a .py, .ipynb or .zip file")
@@ -134,6 +136,24 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
         raise LayoutError(f"{path} holds no .py or .ipynb submissions, no <student>/ folders with one, and "
                           "no nbgrader submitted/ tree")
     return flat
+
+
+def _zipped_class(root: Path, module: str) -> Path:
+    """Where the class begins in an extracted zip: its one top-level folder, when a flat class was zipped with
+    its folder (`zip -r class.zip class/`: `class/ann.py`, `class/ben/hw.ipynb`); else the top.
+
+    A lone folder that holds the module's own file (`ann/hw.ipynb`) is one student's, as in a flat
+    folder; an nbgrader course zipped with its folder is found by its submitted/ tree (`_find`).
+    """
+    entries = _visible(root)
+    if len(entries) != 1 or os.path.islink(entries[0]) or not entries[0].is_dir():
+        return root
+    folder = entries[0]
+    handins = [p for p in _visible(folder) if p.suffix in SUFFIXES]
+    if folder.name == "submitted" or (folder / "submitted").is_dir() or any(p.stem == module for p in handins):
+        return root
+    students = [p for p in _folders(folder) if _shown_entry(p) and p.suffix not in SUFFIXES]
+    return folder if students or handins else root
 
 
 def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
