@@ -147,13 +147,15 @@ def _explain_difference(flat, exp64, tol, magnitude, what, expected, got, block:
     values first (they must match exactly), then the finite entries against their allowed error. Block by
     block, as `_all_within`: a wrong answer of T = 512 cost 5 ms in whole-array temporaries. Where both
     are finite throughout (most wrong answers), no masks for non-finite entries are needed: a wrong
-    score at T = 512 took 6.6 ms with them, 4.0 ms without.
+    score at T = 512 took 4.7 ms with them, 2.8 ms without (timed in one run).
     """
     def index(i):  # a position in the flattened values -> an index into the arrays
         return as_index(np.unravel_index(i, expected.shape))
 
-    if _all_finite(exp64) and _all_finite(flat):
-        count, worst, worst_error, worst_allowed = _finite_differences(flat, exp64, tol, magnitude, block)
+    # max |expected|, without a temporary: NaN carries through, and an infinity shows
+    peak = max(float(exp64.max(initial=-np.inf)), -float(exp64.min(initial=np.inf)))
+    if np.isfinite(peak) and _all_finite(flat):
+        count, worst, worst_error, worst_allowed = _finite_differences(flat, exp64, tol, magnitude, peak, block)
     else:
         _expect_same_nonfinite(flat, exp64, what, expected, got, index, block)
         count, worst, worst_error, worst_allowed = _differences(flat, exp64, tol, magnitude, block)
@@ -165,10 +167,10 @@ def _explain_difference(flat, exp64, tol, magnitude, what, expected, got, block:
             f"{worst_error:.1e}, allowed {worst_allowed:.1e})", expected, got)
 
 
-def _finite_differences(flat, exp64, tol, magnitude, block: int) -> tuple[int, int, float, float]:
+def _finite_differences(flat, exp64, tol, magnitude, peak: float, block: int) -> tuple[int, int, float, float]:
     """(entries over their allowed error, the first of the largest, its error, its allowance), for finite
-    values, block by block in buffers allocated once (fresh temporaries of T = 512 were page faults)."""
-    peak = max(float(exp64.max()), -float(exp64.min()))
+    values whose largest magnitude in `exp64` is `peak`, block by block in buffers allocated once (fresh
+    temporaries of T = 512 were page faults)."""
     room = min(block, exp64.size)
     error, allowed, bad, ranked = np.empty(room), np.empty(room), np.empty(room, dtype=bool), np.empty(room)
     count, worst, worst_error, worst_allowed = 0, -1, -1.0, 0.0
