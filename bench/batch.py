@@ -59,7 +59,7 @@ import yaml
 
 from autograder.grading import calibration
 from autograder.grading.course import load_course
-from autograder.grading.shrink import GRADED_SHARE, MAX_SUBMISSION_SECONDS, SUBMISSION_SHARE, ShrinkBudget
+from autograder.grading.shrink import MAX_SUBMISSION_SECONDS, SUBMISSION_SHARE, ShrinkBudget
 from autograder.grading.store import Store
 from autograder.grading.suite import load_suite
 from autograder.nbgrader.release import nbgrader_env
@@ -329,22 +329,22 @@ def failing_section(args, work: Path, to_notebook) -> None:
     print(f"  failing / correct: {ratios[0]:.2f} / {ratios[1]:.2f} (per submission), {ratios[2]:.2f} (in the job)   "
           f"{target(ratios[:2], 1.5, at_most=True)}")
     correct_run = per["correct"][2]
-    budget, shrinking = shrinking_budget(work / "failing.db", correct_run)
-    print(f"  shrinking budget per failing submission: {1000 * shrinking:.0f} ms (grading.shrink.ShrinkBudget: "
-          f"{GRADED_SHARE:.0%} of a graded run of {1000 * correct_run:.0f} ms, at most {MAX_SUBMISSION_SECONDS} s "
-          f"and {SUBMISSION_SHARE:.0%} of the submission's {budget:.1f} s budget); diagnosis and shrinking measured: "
+    budget, shrinking = shrinking_budget(work / "failing.db")
+    print(f"  shrinking budget per failing submission: {shrinking.runs} re-runs, or {1000 * shrinking.seconds:.0f} ms "
+          f"if those take longer (grading.shrink.ShrinkBudget: at most {MAX_SUBMISSION_SECONDS} s and "
+          f"{SUBMISSION_SHARE:.0%} of the submission's {budget:.1f} s budget), against a graded run of "
+          f"{1000 * correct_run:.0f} ms; diagnosis and shrinking measured: "
           f"{1000 * (per['failing'][2] - correct_run):.0f} ms more per failing submission in its job")
 
 
-def shrinking_budget(db: Path, graded_seconds: float) -> tuple[float, float]:
-    """(a submission's time budget, what shrinking may spend after a graded run of `graded_seconds`), from the
-    reference times `db` cached."""
+def shrinking_budget(db: Path) -> tuple[float, ShrinkBudget]:
+    """(a submission's time budget, what shrinking may spend of it), from the reference times `db` cached."""
     course = load_course(ROOT / "course.yaml")
     suite = load_suite(course, ASSIGNMENT)
     with Store(db) as store:
         reference = calibration.cached_reference_times(course, suite, store)
     budget = calibration.budget(suite, reference, calibration.call_limits(suite, reference))
-    return budget, ShrinkBudget.for_submission(budget, graded_seconds).seconds
+    return budget, ShrinkBudget.for_submission(budget)
 
 
 def nbgrader_section(args, work: Path, ours: Rates) -> None:

@@ -240,6 +240,11 @@ class _Run:
         self.calls = [(Call("f", (np.zeros((*sizes["batch"], sizes["nq"], sizes["nk"], sizes["dk"])),)), Reply())]
 
 
+def _ample() -> ShrinkBudget:
+    """A budget no shrink of at most 100 re-runs spends: for the walk's own rules."""
+    return ShrinkBudget(10.0, runs=100)
+
+
 def test_shrink_walks_down_to_a_local_minimum():
     start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
     fails = lambda d: d["nk"] >= 2 and d["dk"] >= 3  # noqa: E731
@@ -284,7 +289,7 @@ def test_shrink_finds_the_least_failing_sizes_of_a_failure_that_needs_each_size_
     fails = lambda d: len(d["batch"]) >= axes and all(d[name] >= least for name, least in needs.items())  # noqa: E731
     runs = []
     shrunk = shrink(start, input_size(_Run(start, True).calls), lambda d: runs.append(d) or _Run(d, fails(d)),
-                    ShrinkBudget(10.0), max_runs=100)
+                    _ample(), max_runs=100)
     assert shrunk.sizes == Sizes.of(batch=(1,) * axes, **needs)
     assert len(runs) == len(set(runs))
 
@@ -316,8 +321,8 @@ def test_a_guess_that_passes_costs_at_most_its_run():
     guess = Sizes.of(batch=(), nq=1, nk=1, dk=2)  # where the score itself failed: one key hides the scale
     plain, guided = [], []
     size = input_size(_Run(start, True).calls)
-    alone = shrink(start, size, lambda d: plain.append(d) or _Run(d, fails(d)), ShrinkBudget(10.0), max_runs=100)
-    helped = shrink(start, size, lambda d: guided.append(d) or _Run(d, fails(d)), ShrinkBudget(10.0), max_runs=100,
+    alone = shrink(start, size, lambda d: plain.append(d) or _Run(d, fails(d)), _ample(), max_runs=100)
+    helped = shrink(start, size, lambda d: guided.append(d) or _Run(d, fails(d)), _ample(), max_runs=100,
                     guesses=[guess])
     assert helped.sizes == alone.sizes == Sizes.of(batch=(), nq=1, nk=2, dk=2, dv=1)
     # The same walk, with the guess tried early (here the walk reaches those sizes later, and then skips them)
@@ -334,7 +339,7 @@ def test_guesses_never_keep_shrink_from_the_least_failing_sizes(nq, nk, dk, gues
     fails = lambda d: d["nq"] >= nq and d["nk"] >= nk and d["dk"] >= dk  # noqa: E731
     runs = []
     shrunk = shrink(start, input_size(_Run(start, True).calls), lambda d: runs.append(d) or _Run(d, fails(d)),
-                    ShrinkBudget(10.0), max_runs=100, guesses=guesses)
+                    _ample(), max_runs=100, guesses=guesses)
     assert shrunk.sizes == Sizes.of(batch=(), nq=nq, nk=nk, dk=dk, dv=1)
     assert len(runs) == len(set(runs))
 
@@ -343,7 +348,7 @@ def test_shrink_runs_no_sizes_twice():
     start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
     runs = []
     shrink(start, input_size(_Run(start, True).calls),
-           lambda d: runs.append(d) or _Run(d, d["nk"] >= 2 and d["dk"] >= 3), ShrinkBudget(10.0), max_runs=100)
+           lambda d: runs.append(d) or _Run(d, d["nk"] >= 2 and d["dk"] >= 3), _ample(), max_runs=100)
     assert len(runs) == len(set(runs))
 
 
@@ -357,6 +362,37 @@ def test_shrink_is_bounded_by_runs_and_by_time():
     runs.clear()
     assert shrink(start, size, lambda d: runs.append(d) or _Run(d, True), ShrinkBudget(0.0)) is None
     assert runs == []
+
+
+def test_a_submission_s_checks_share_its_count_of_re_runs():
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    size = input_size(_Run(start, True).calls)
+    fails = lambda d: d["nk"] >= 2 and d["dk"] >= 3  # noqa: E731 - takes more than three runs to walk down
+    budget, runs = ShrinkBudget(10.0, runs=5), []
+    first = shrink(start, size, lambda d: runs.append(d) or _Run(d, fails(d)), budget)
+    assert first.runs == 5 == len(runs) and budget.exhausted()
+    assert shrink(start, size, lambda d: runs.append(d) or _Run(d, True), budget) is None and len(runs) == 5
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.floats(0.0, 0.003), min_size=1, max_size=8))
+def test_where_shrinking_stops_does_not_depend_on_how_long_the_re_runs_take(delays):
+    # The same failures, re-run slower or faster (as on a loaded machine or a quiet one), stop at the same
+    # sizes after the same re-runs: the count decides, while the time cap is not reached.
+    start = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+    size = input_size(_Run(start, True).calls)
+    fails = lambda d: d["nk"] >= 2 and d["dk"] >= 3  # noqa: E731
+
+    def shrunk_with(delay_of):
+        budget, ran = ShrinkBudget(10.0, runs=7), []
+
+        def rerun(d):
+            time.sleep(delay_of(len(ran)))
+            ran.append(d)
+            return _Run(d, fails(d))
+        found = shrink(start, size, rerun, budget)
+        return (found.sizes, found.runs) if found else None, ran
+    assert shrunk_with(lambda i: delays[i % len(delays)]) == shrunk_with(lambda i: 0.0)
 
 
 def test_shrink_reports_nothing_when_the_inputs_do_not_depend_on_the_sizes():
@@ -385,21 +421,27 @@ def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade
         assert [run(d).status for d in smallest.smaller()] == ["passed"] * len(smallest.smaller())
 
 
+def _judged(grader, sandbox, suite, course, path):
+    """(the worker's spec, the student's seed, the checks judged) of the file at `path`, graded in a session of
+    its own: what explaining it in another child needs."""
+    submission = read_submission(path)
+    spec = submission.worker_spec(suite.assignment.module)
+    seed = suite.assignment.seed_for(course.seed_salt, submission.student)
+    with Session(sandbox, spec, suite.assignment.limits) as session:
+        return spec, seed, grader.judge_checks(session, session.open(), seed)
+
+
 def test_a_slow_start_of_the_fresh_child_leaves_the_example_as_small(grader, tmp_path, sandbox, suite, course):
     # A fresh child takes the re-runs after a run again (grading.confirm). On a loaded machine it can take
     # longer to start than the whole shrinking budget; the start is not a re-run, so the same file must
     # still get its smallest example.
-    submission = read_submission(_buggy(tmp_path, "score_missing_scale"))
-    spec = submission.worker_spec(suite.assignment.module)
-    seed = suite.assignment.seed_for(course.seed_salt, submission.student)
-    with Session(sandbox, spec, suite.assignment.limits) as session:
-        judged = grader.judge_checks(session, session.open(), seed)
+    spec, seed, judged = _judged(grader, sandbox, suite, course, _buggy(tmp_path, "score_missing_scale"))
 
     def slow_start():
         time.sleep(2 * MAX_SUBMISSION_SECONDS)
         return Session(sandbox, spec, suite.assignment.limits)
     with FreshChild(slow_start) as fresh:
-        tests = grader.explain(judged, seed, fresh, graded_seconds=2.0)
+        tests = grader.explain(judged, seed, fresh)
     check = next(t for t in tests if t.name == "score.matches_reference")
     assert json.loads(check.example)["sizes"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
 
@@ -432,11 +474,29 @@ def test_the_re_runs_in_the_graded_child_have_a_budget_of_their_own(grader, tmp_
             except CallFailed as failure:
                 failed.append(f"{request.function}: {failure}")
                 raise
-        tests = grader.explain(judged, seed, types.SimpleNamespace(open=child.open, call=call), graded_seconds=2.0)
+        tests = grader.explain(judged, seed, types.SimpleNamespace(open=child.open, call=call))
     assert failed == []  # every re-run was answered
     shrunk = {t.name: json.loads(t.example)["sizes"] for t in tests if t.example and "shrunk_from" in t.example}
     assert shrunk["score.matches_reference"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
     assert "attention.matches_reference" in shrunk
+
+
+def test_a_file_gets_the_same_examples_when_its_re_runs_are_slower(grader, tmp_path, sandbox, suite, course):
+    # score_missing_scale needs the most re-runs of the buggy files. Made 4 ms slower each, as a loaded
+    # machine makes them, they still reach the same examples: the count of re-runs decides where shrinking
+    # stops, not the clock (a cap of half the graded run's time stopped them at different points).
+    spec, seed, judged = _judged(grader, sandbox, suite, course, _buggy(tmp_path, "score_missing_scale"))
+
+    def examples(delay):
+        calls = []
+        with FreshChild(lambda: Session(sandbox, spec, suite.assignment.limits)) as fresh:
+            child = types.SimpleNamespace(open=fresh.open, call=lambda request: calls.append(time.sleep(delay))
+                                          or fresh.call(request))
+            tests = grader.explain(judged, seed, child)
+        return {t.name: json.loads(t.example)["sizes"] for t in tests if "shrunk_from" in t.example}, len(calls)
+    quick, calls = examples(0.0)
+    assert len(quick) >= 2 and calls >= 10
+    assert examples(0.004) == (quick, calls)
 
 
 def test_a_file_is_shrunk_in_fewer_runs_when_each_function_starts_from_the_sizes_before_it(grader, tmp_path,
@@ -444,11 +504,7 @@ def test_a_file_is_shrunk_in_fewer_runs_when_each_function_starts_from_the_sizes
     # Zeros for the hidden scores fail apply_mask, attention and attention_torch at the same least sizes:
     # explained together, each function after the first is tried there first. Explained one check at a time
     # (nothing found before), the same failures take more re-runs to reach examples no smaller.
-    submission = read_submission(_buggy(tmp_path, "mask_fills_zero"))
-    spec = submission.worker_spec(suite.assignment.module)
-    seed = suite.assignment.seed_for(course.seed_salt, submission.student)
-    with Session(sandbox, spec, suite.assignment.limits) as session:
-        judged = grader.judge_checks(session, session.open(), seed)
+    spec, seed, judged = _judged(grader, sandbox, suite, course, _buggy(tmp_path, "mask_fills_zero"))
 
     def explained(groups):
         calls, tests = [], []
@@ -456,7 +512,7 @@ def test_a_file_is_shrunk_in_fewer_runs_when_each_function_starts_from_the_sizes
             with FreshChild(lambda: Session(sandbox, spec, suite.assignment.limits)) as fresh:
                 child = types.SimpleNamespace(open=fresh.open, call=lambda request: calls.append(request)
                                               or fresh.call(request))
-                tests += grader.explain(group, seed, child, graded_seconds=60.0)
+                tests += grader.explain(group, seed, child)
         return calls, {t.name: json.loads(t.example)["sizes"] for t in tests if "shrunk_from" in t.example}
     together, shrunk_together = explained([judged])
     apart, shrunk_apart = explained([[one] for one in judged if one.entry.name in shrunk_together])

@@ -117,7 +117,7 @@ class Grader:
                 again = confirm.to_run_again(judged)
                 if not problem and not again:
                     # Every point is fixed: calls that depend on verdicts may go to this child now.
-                    tests = self.explain(judged, seed, GradedChild(session), time.monotonic() - started)
+                    tests = self.explain(judged, seed, GradedChild(session))
             killed = session.killed_processes
             if again:  # after the graded session has closed: one submission's processes at a time
                 judged, killed_again, note = self._run_again(spec, seed, load, judged, again)
@@ -131,7 +131,7 @@ class Grader:
             elif again:
                 # Every point is fixed and the graded child is gone: calls that depend on verdicts get a new one.
                 with FreshChild(lambda: self._session(spec)) as fresh:
-                    tests = self.explain(judged, seed, fresh, graded_seconds=time.monotonic() - started)
+                    tests = self.explain(judged, seed, fresh)
                 killed += fresh.killed_processes
         return blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
@@ -279,18 +279,18 @@ class Grader:
         return Judged(entry, self._result(entry, tried.status, message, tried.hint, replies.seconds,
                                           stopped=stopped.how.value if stopped is not None else ""), tried)
 
-    def explain(self, judged: list[Judged], seed: int, child: GradedChild | FreshChild | None = None,
-                graded_seconds: float = 0.0) -> list[CheckResult]:
+    def explain(self, judged: list[Judged], seed: int,
+                child: GradedChild | FreshChild | None = None) -> list[CheckResult]:
         """The results, each failure with its misconception and, given `child`, its smallest failing input.
 
         child: where the shrinking's re-runs go (grading.explain). Points are already fixed: nothing here
-        changes a status or a score. graded_seconds: how long the graded run took, which bounds the
-        shrinking (shrink.ShrinkBudget). Only the first shrinkable failure of each function is shrunk: the
-        later ones of a function usually share its cause, and the budget goes further on the other functions.
+        changes a status or a score. The re-runs share one budget (shrink.ShrinkBudget). Only the first
+        shrinkable failure of each function is shrunk: the later ones of a function usually share its cause,
+        and the budget goes further on the other functions.
         Each is first tried at the sizes the ones before it shrank to (latest first): a function that calls
         a wrong one mostly fails at the same sizes.
         """
-        budget = ShrinkBudget.for_submission(self.budget, graded_seconds)
+        budget = ShrinkBudget.for_submission(self.budget)
         shrunk_functions: set[str] = set()
         smallest: list[Sizes] = []  # the smallest failing sizes found so far, latest first
         results = []

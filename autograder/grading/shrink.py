@@ -11,10 +11,13 @@ each new start (a quarter fewer re-runs, so more checks get their smallest
 example within the budget). Right after everything at its least, the sizes
 the file's earlier functions shrank to are tried: a function that calls a
 wrong one mostly fails where that one does. Stop when no reduction fails,
-after `MAX_RUNS` re-runs, or when the submission's shrinking time is spent
-(`ShrinkBudget`: a share of the graded run's own time, so a failing file
-costs little more than a right one). The caller re-runs the check with a fresh Trial (same
-seed) in a child of the submission once every graded call has been answered
+after `MAX_RUNS` re-runs of the check, or when the submission's `ShrinkBudget`
+is spent: a number of re-runs, which decides where shrinking stops, so the
+same file gets the same examples at every grading whatever the machine's
+load; and a cap of wall-clock time for code that is slow at every size. A
+failing file costs little more than a right one. The
+caller re-runs the check with a fresh Trial (same seed) in a child of the
+submission once every graded call has been answered
 (autograder.grading.explain), so the smaller failure is one the student's
 code really produced and no re-run can change a point. A new child is
 started before the budget's clock runs: its start is a fixed cost that a
@@ -33,29 +36,43 @@ import numpy as np
 from autograder.authoring.checks import Sizes
 
 MAX_RUNS = 20  # re-runs per check: enough to walk (2, 3) × 5 × 7 × 4 × 3 down to ones
-SUBMISSION_SHARE = 0.1  # of a submission's time budget that shrinking may use, all checks together
-MAX_SUBMISSION_SECONDS = 0.25  # a re-run takes a few ms: room for some 80 of them
-GRADED_SHARE = 0.5  # of the graded run's wall time (loading and every check): so a failing file costs at most ~1.5x
+# Re-runs per submission, all checks together. The most a week-7 file needed, with no limit at all, was 18
+# (a class of 200 mostly failing files): about 25 ms on a quiet machine, half a graded run.
+MAX_SUBMISSION_RUNS = 24
+# The time cap, for code slow at every size, which no count of re-runs bounds. Not a share of the graded run:
+# a graded run whose calls were planned for an earlier student of its input set is cheaper than its re-runs,
+# so such a cap stopped the same file at different points in different batches.
+SUBMISSION_SHARE = 0.1  # of a submission's time budget
+MAX_SUBMISSION_SECONDS = 0.25  # room for some 80 re-runs of a few ms, three times the count's
 
 
 @dataclass
 class ShrinkBudget:
-    """Wall-clock seconds one submission may spend shrinking, all its checks together."""
+    """What one submission may spend shrinking, all its checks together: re-runs, and wall-clock seconds.
+
+    The re-runs decide: the same file stops at the same point whatever the machine's load. The seconds
+    only cap code that is slow at every size.
+    """
 
     seconds: float
+    runs: int = MAX_SUBMISSION_RUNS
     spent: float = 0.0
+    ran: int = 0
 
     @classmethod
-    def for_submission(cls, submission_seconds: float, graded_seconds: float) -> ShrinkBudget:
-        """The budget of a submission whose time limit is `submission_seconds` and whose graded run took
-        `graded_seconds`: shrinking is feedback, and must not make grading a failing file much slower than
-        grading a right one, which takes about as long as that graded run. A new child's start, where one
-        is needed, is not counted (see the module's docstring); both shares are of times measured under the
-        same load."""
-        return cls(min(MAX_SUBMISSION_SECONDS, SUBMISSION_SHARE * submission_seconds, GRADED_SHARE * graded_seconds))
+    def for_submission(cls, submission_seconds: float) -> ShrinkBudget:
+        """The budget of a submission whose time limit is `submission_seconds`. Shrinking is feedback: its
+        re-runs cost less than a graded run, so a failing file costs little more than a right one.
+        A new child's start, where one is needed, is not counted (see the module's docstring)."""
+        return cls(min(MAX_SUBMISSION_SECONDS, SUBMISSION_SHARE * submission_seconds))
 
-    def left(self) -> float:
-        return self.seconds - self.spent
+    def exhausted(self) -> bool:
+        return self.ran >= self.runs or self.spent >= self.seconds
+
+    def charge(self, seconds: float) -> None:
+        """One re-run, which took `seconds`."""
+        self.ran += 1
+        self.spent += seconds
 
 
 @dataclass(frozen=True)
@@ -90,12 +107,12 @@ def shrink(sizes: Sizes, size: int, rerun: Callable[[Sizes], Any], budget: Shrin
         for candidate in _candidates(best, needed, [sizes.following(g) for g in guesses] if best == sizes else []):
             if candidate in tried:
                 continue
-            if runs >= max_runs or budget.left() <= 0:
+            if runs >= max_runs or budget.exhausted():
                 return _found(best, best_attempt, best_size, size, runs)
             tried.add(candidate)
             started = time.monotonic()
             attempt = rerun(candidate)
-            budget.spent += time.monotonic() - started
+            budget.charge(time.monotonic() - started)
             runs += 1
             candidate_size = input_size(attempt.calls)
             if attempt.status == "failed" and candidate_size <= best_size:
