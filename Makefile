@@ -1,7 +1,7 @@
 # The two quick-start commands: `make demo` and `make test` (see README.md).
 # The interpreter that builds .venv: Debian's own Python 3.11 where there is one, else the first python3 on PATH.
 # Debian builds it with profile-guided and link-time optimisation, which pyenv's default build lacks: graded
-# classes take about 4 % less time on it (README, Performance). 3.11, the version of the course machines' local
+# classes take about 4 % less time on it (docs/performance.md). 3.11, the version of the course machines' local
 # CPU wheel of torch==2.13.0 (another version would download a CUDA build). `make PYTHON=...` picks another.
 PYTHON ?= $(or $(wildcard /usr/bin/python3.11),python3)
 VENV := .venv

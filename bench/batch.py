@@ -206,7 +206,7 @@ def paired(args, folder: Path, count: int) -> tuple[Run, Rates, Rates, Rates]:
     Returns the plain run whose whole-command rate is the median (with the highest peak memory of them all),
     the median plain rates, the median slow rates, and the median of each pair's slow / plain. In turn and
     paired because the host's speed drifts within minutes: a share taken from runs a minute apart measures
-    the drift as much as the slow students (README, Performance, eighteenth pass)."""
+    the drift as much as the slow students (docs/performance.md, eighteenth pass)."""
     plain_runs, slow_runs = [], []
     for round_ in range(args.rounds):  # each in a fresh database, as a class is first graded: the reference timed
         plain_runs.append(grade(folder / "plain", args.jobs, folder / f"plain-{round_}.db"))

@@ -23,7 +23,8 @@ from autograder.sandbox.waiting import ProcFiles, processor_use
 from autograder.sandbox.zygote import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
-READINGS_PER_SUBMISSION = 69  # counted over the mostly buggy class of bench/batch.py (README, eighteenth pass)
+# Counted over the mostly buggy class of bench/batch.py (docs/performance.md, eighteenth pass).
+READINGS_PER_SUBMISSION = 69
 
 
 def microseconds(read, readings: int) -> float:

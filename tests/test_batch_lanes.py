@@ -2,8 +2,8 @@
 
 Every student of an input set is sent the calls planned for the set, and each grading process plans a set
 the first time it grades one of its students (grading.plan.KeptPlans). grading.batch.Lanes gives each job
-whole sets; a job whose own are done takes from the back of the longest lane. Measured in the README
-(Performance, twenty-sixth pass).
+whole sets; a job whose own are done takes from the back of the longest lane. Measured in
+docs/performance.md (the twenty-sixth pass).
 """
 from __future__ import annotations
 

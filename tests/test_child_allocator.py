@@ -3,7 +3,7 @@
 The zygote's glibc takes blocks of up to 32 MiB from its heap (sandbox.kind.worker_environment). Left
 to itself, glibc maps each large block on its own until one has been freed, so a child faulted in and
 zeroed fresh pages for the first two arrays of each size: the second array of 4 or 16 MiB faulted
-170-500 times again, and none now (README, Performance, twenty-sixth pass).
+170-500 times again, and none now (docs/performance.md, twenty-sixth pass).
 """
 from __future__ import annotations
 

@@ -449,7 +449,7 @@ def test_a_slow_start_of_the_fresh_child_leaves_the_example_as_small(grader, tmp
 def test_a_failing_file_is_shrunk_in_its_graded_child_without_a_second_start(grader, sandbox, tmp_path,
                                                                               monkeypatch):
     # Every graded call is answered before the first re-run, so the graded child itself takes the re-runs:
-    # a failing file costs no second fork and load (README, Performance).
+    # a failing file costs no second fork and load (docs/performance.md).
     started = []
     spawn = sandbox.spawn
     monkeypatch.setattr(sandbox, "spawn", lambda limits: started.append(limits) or spawn(limits))

@@ -1,7 +1,7 @@
 """Issue 24: the zygote's memory lies on huge pages, so that each fork copies few page-table entries.
 
 A fork copies one entry per 4 KiB page of the parent's anonymous memory and one per 2 MiB huge page;
-the zygote forks once or twice a submission. Measured in the README (Performance, sixteenth and
+the zygote forks once or twice a submission. Measured in docs/performance.md (the sixteenth and
 twenty-sixth passes).
 """
 from __future__ import annotations

@@ -125,7 +125,7 @@ def processors_for(jobs: int) -> list[int | None]:
     Every child a zygote forks copies the same pages of it and runs the same code; on one processor, a
     sandbox's children find them in that processor's cache instead of wherever the other sandbox left
     its own. Measured with two jobs on two processors, whole commands in turn: 2–3 % faster, for
-    plain classes and one with slow students (README, Performance). Only the sandboxes keep to a processor:
+    plain classes and one with slow students (docs/performance.md). Only the sandboxes keep to a processor:
     the grading processes and the command go wherever one is free, so a processor whose child sleeps
     still does their work. With fewer jobs than processors, a job's child has a processor to itself
     anyway; with more, a processor holding two sandboxes could not hand one to an idle one. A child's

@@ -42,7 +42,7 @@ class GradedChild:
     """The graded child, for the calls that depend on verdicts once every graded call has been answered.
 
     session: the graded Session, still open. A failing submission is spared a second fork and load: in a
-    mostly buggy class, its sandbox's processor time went from 42 to 36 ms (README, Performance). The
+    mostly buggy class, its sandbox's processor time went from 42 to 36 ms (docs/performance.md). The
     child may notice the re-runs (it saw the same seeded inputs at full size) and answer them
     differently: that changes its own example at most, as noticing among the re-runs always could.
     """

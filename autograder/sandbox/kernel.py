@@ -42,7 +42,7 @@ def collapse_anonymous_memory() -> int:
     is on huge pages already, kind.worker_environment). A huge page the zygote writes to while a child
     shares it is split again: two thirds of what moves, within its first sessions. What stays made a
     session's open and close about 3 ms cheaper in 2026-12-04's measurements, 0.5 ms in later ones; the
-    move itself costs about 0.17 s (README, Performance). Mappings with a name (files, [heap], [stack]) are
+    move itself costs about 0.17 s (docs/performance.md). Mappings with a name (files, [heap], [stack]) are
     left as they are, and only whole 2 MiB steps move. Best effort: 0 on a kernel before 6.1, where the
     system's THP mode is "never", or where memory is short.
     """
