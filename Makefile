@@ -49,6 +49,7 @@ bench: install
 	$(BIN)/python bench/sandbox_overhead.py
 	$(BIN)/python bench/submission_profile.py
 	$(BIN)/python bench/batch.py
+	$(BIN)/python bench/slow_students.py
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/one_handin.py
 
