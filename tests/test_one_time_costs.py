@@ -1,8 +1,9 @@
 """Issue 21: a one-time cost (a library's lazy import on a first call) is not slowness.
 
 The zygote runs the assignment's warm-up (course.yaml `warmup`) before any submission, and a call
-still importing at its limit may run on up to `one_time_seconds`, then is timed again warm
-(Session.call). A hang still costs only its own checks. Everything runs in the real sandbox.
+still importing at its limit is stopped and timed again warm in a fresh child, once a warm-up run on
+other inputs (up to `one_time_seconds`) has paid the cost (sandbox.grace). A hang still costs only its
+own checks, and saying "importing" buys a slow function nothing. Everything runs in the real sandbox.
 """
 from __future__ import annotations
 
@@ -69,6 +70,29 @@ def numpy_random_at_load(x):
     return np.array(_NUMPY_RANDOM_AT_LOAD)
 
 
+_answers = {}
+
+
+def says_it_imports_and_keeps_its_answers(x):
+    # The worker's word is the student's: a failed import of a module that does not exist says "importing".
+    key = x.tobytes()
+    kept = f"/tmp/answer-{hash(key)}.npy"
+    if key in _answers:
+        return _answers[key]
+    if os.path.exists(kept):
+        return np.load(kept)
+    try:
+        import no_such_module_anywhere  # noqa: F401
+    except ImportError:
+        pass
+    until = time.process_time() + 0.6
+    while time.process_time() < until:
+        pass
+    _answers[key] = x + 1
+    np.save(kept, x + 1)
+    return x + 1
+
+
 def first_broadcast(x):
     started = time.perf_counter()
     torch.broadcast_shapes((2, 1), (1, 3))
@@ -126,23 +150,26 @@ def test_an_import_past_the_limit_is_timed_again_warm_and_a_restart_is_not_charg
     with Session(cold_sandbox, _spec(tmp_path), LIMITS) as session:
         assert not session.open().failure
         reply, seconds = _timed(session, "imports_once")
-        assert reply.value.tolist() == [1.0, 1.0] and 0.6 < seconds < 1.5
+        assert reply.value.tolist() == [1.0, 1.0] and 0.6 < seconds < 2.5  # stopped at 0.3 s, then 0.6 s warming up
         # A hang that imports nothing is stopped at its limit, as before, and restarts the child.
         timeout, seconds = _timed(session, "hangs")
         assert isinstance(timeout, CallTimedOut) and seconds < 1.0
         assert str(timeout) == "hangs did not return within 0.3 s and was stopped"
         # The new child pays the import again; the submission is not charged for it again.
         reply, seconds = _timed(session, "imports_once")
-        assert reply.value.tolist() == [1.0, 1.0] and 0.6 < seconds < 1.5
+        assert reply.value.tolist() == [1.0, 1.0] and 0.6 < seconds < 2.5
 
 
 def test_a_call_that_hangs_after_importing_uses_up_the_grace(cold_sandbox, tmp_path):
     with Session(cold_sandbox, _spec(tmp_path), LIMITS) as session:
         assert not session.open().failure
         timeout, seconds = _timed(session, "imports_then_hangs")
-        assert isinstance(timeout, CallTimedOut) and 1.5 <= seconds < 2.5
-        assert "still importing modules at its limit, so it was given up to 1.5 s" in str(timeout)
-        assert "did not return within its limit of 0.3 s" in str(timeout)
+        assert isinstance(timeout, CallTimedOut) and 1.5 <= seconds < 5.0  # its limit, then the warm-up's 1.5 s
+        assert str(timeout).startswith("imports_then_hangs did not return within its limit of 0.3 s. It was still "
+                                       "importing modules then (a one-time cost), so a fresh process ran it on "
+                                       "other inputs first, with up to 1.5 s")
+        assert str(timeout).endswith("gave no reply either: imports_then_hangs did not return within 1.5 s and was "
+                                     "stopped")
         # Once used up, no call is given more time: an import past the limit now costs the call.
         timeout, seconds = _timed(session, "imports_once")
         assert isinstance(timeout, CallTimedOut) and seconds < 1.0
@@ -154,10 +181,24 @@ def test_a_call_slow_again_when_warm_is_slow_and_the_message_says_it_was_run_twi
         assert not session.open().failure
         timeout, _ = _timed(session, "imports_and_is_always_slow")
         assert isinstance(timeout, CallTimedOut)
-        message = str(timeout)
-        assert message.startswith("imports_and_is_always_slow's first call took 1.")  # 0.6 s import + 0.5 s sleep
-        assert "while it imported modules (a one-time cost), so it was run again; imports_and_is_always_slow did " \
-               "not return within 0.3 s and was stopped" in message
+        assert str(timeout) == ("imports_and_is_always_slow was still importing modules at its limit (a one-time "
+                                "cost), so it was run again in a fresh process once that cost was paid; "
+                                "imports_and_is_always_slow did not return within 0.3 s and was stopped")
+
+
+def test_saying_importing_buys_a_slow_function_nothing_however_it_keeps_its_answers(cold_sandbox, tmp_path):
+    """A function that says it imports, works for 0.6 s, and keeps its answer in memory and in /tmp: the run that
+    is timed is in a fresh child, after a warm-up on inputs it could not know, so it is as slow again. Each try
+    costs the student time, and the grace goes with the first."""
+    with Session(cold_sandbox, _spec(tmp_path), LIMITS) as session:
+        assert not session.open().failure
+        timeout, _ = _timed(session, "says_it_imports_and_keeps_its_answers")
+        assert isinstance(timeout, CallTimedOut)
+        assert str(timeout).startswith("says_it_imports_and_keeps_its_answers was still importing modules at its "
+                                       "limit (a one-time cost), so it was run again in a fresh process")
+        assert not session.grace.available
+        timeout, seconds = _timed(session, "says_it_imports_and_keeps_its_answers")
+        assert isinstance(timeout, CallTimedOut) and seconds < 1.0  # no grace left: stopped at its limit
 
 
 # ------------------------------------------------------------------ graded with calibrated limits
@@ -226,3 +267,34 @@ def test_a_score_looping_in_python_is_named_on_its_scale_check_only(course, suit
     assert check.status == "timeout" and "did not return within" in check.message
     assert "vectorize" in check.explanation and "instead of Python loops" in check.explanation
     assert check.explanation.endswith("slide 24.")
+
+
+_SAYS_IT_IMPORTS = '''
+import hashlib
+_slow_score, _answers = score, {}
+
+
+def score(Q, K, scale=None):
+    """The Python loop of score_grid_loop.py, saying "importing" (a module that does not exist) on every new call
+    and keeping every answer, so that a run again of the same call would be answered at once."""
+    key = (hashlib.sha256(np.ascontiguousarray(Q).tobytes() + np.ascontiguousarray(K).tobytes()).hexdigest(),
+           repr(scale))
+    if key not in _answers:
+        try:
+            import no_such_module_anywhere  # noqa: F401
+        except ImportError:
+            pass
+        _answers[key] = _slow_score(Q, K, scale)
+    return _answers[key].copy()
+'''
+
+
+def test_a_python_loop_that_says_it_imports_still_times_out_at_scale(course, suite, sandbox, reference, tmp_path):
+    """score_grid_loop.py with the trick above loses the same scale checks as without it, and only those."""
+    path = compose(tmp_path, "s0007", SUBMISSIONS / "slow" / "score_grid_loop.py")
+    path.write_text(path.read_text() + "\n\n" + _SAYS_IT_IMPORTS)
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path))
+    lost = {t.name: t for t in result.tests if t.status != "passed"}
+    assert set(lost) == {"score.long_sequence", "attention.long_sequence"}, _lost(result)
+    assert all(t.status == "timeout" for t in lost.values())
+    assert "run again in a fresh process once that cost was paid" in lost["score.long_sequence"].message

@@ -1,43 +1,73 @@
-"""The one-time grace: a call still importing a module at its limit is not slow yet.
+"""The one-time grace: a call still importing at its limit is run again, warm, in a fresh process.
 
 A library's lazy import on a first call (sympy, under `torch.broadcast_shapes`) can take longer
-than a small call's whole limit, in every fresh child. `Session.call` lets such a call run on up to
-`Limits.one_time_seconds` and then runs it again, warm, timing that second run against the limit.
-This module holds the rule's state and its messages; the session holds the clock.
+than a small call's whole limit, in every fresh child. A call still importing at its limit is
+stopped there, and a fresh child runs the same function first on other inputs of the same shapes,
+with up to `Limits.one_time_seconds`, to pay that cost; then the call itself, timed against its
+limit, is the reply.
+
+Only the worker says a call is importing, and the worker is the student's process, so the rule
+gives nothing to a call that merely says so. The run that is timed happens in a process that has
+never seen its inputs: the child that ran it first is gone, the scratch space is wiped with it
+(Session.stop_child), and the warm-up's inputs are drawn here, unpredictably, so no answer can be
+kept from the first run or worked out in the warm-up. A function that computes its answer slowly
+is as slow the second time. This module holds the rule's state, its warm-up and its messages; the
+stream holds the clock.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from autograder.sandbox.replies import CallTimedOut
+import numpy as np
+
+from autograder.sandbox.replies import CallFailed, CallTimedOut, Request, Stopped, encode_call
 
 
 @dataclass
 class OneTimeGrace:
-    """Whether a submission may still have a call run past its limit for a one-time cost, and for how long.
+    """Whether a submission may still have a call that was importing at its limit run again, warm.
 
-    seconds: the cap (Limits.one_time_seconds). The grace is the submission's, not its child's: a
-    restarted child is forgiven the same cost again, while a call given the grace that does not prove
-    its cost one-time (not done by the cap, or too slow when run again warm) ends it, so a hang that
-    imports costs one extension at most, and one that imports nothing none.
+    seconds: how long the warm-up may take (Limits.one_time_seconds). The grace is the submission's,
+    not its child's: every fresh child pays a lazy import again and is forgiven it again, while a call
+    that does not prove its cost one-time (its warm-up not done within `seconds`, or the call too slow
+    once warm) ends it, so a hang that imports costs one warm-up at most.
     """
 
     seconds: float
     available: bool = True
 
-    def cap(self, limit: float) -> float:
-        """How long a call whose limit is `limit` may run if it is still importing at that limit."""
-        return max(limit, self.seconds) if self.available else limit
+    def warm_up(self, request: Request) -> Request:
+        """The call that pays `request`'s one-time cost in a fresh child: its function on other inputs.
 
-    def not_done(self, function: str, cap: float, limit: float) -> CallTimedOut:
-        """The grace is over: the call was importing at its limit and had not returned by `cap` either."""
-        self.available = False
-        return CallTimedOut(f"{function} was still importing modules at its limit, so it was given up to {cap:g} s "
-                            "for that one-time cost, and had not returned by then either; it was stopped: it did "
-                            f"not return within its limit of {limit:g} s")
+        Every floating-point array (arguments, keyword arguments, upstream gradients) is drawn afresh
+        with the same shape and dtype; sizes, masks and flags stay as they were, so the call takes the
+        same path. Its limit is the grace's; its reply is never looked at."""
+        rng = np.random.default_rng()  # seeded from the OS: the student cannot predict these inputs
+        call = request.call
+        call = dataclasses.replace(
+            call, args=tuple(_redrawn(a, rng) for a in call.args),
+            kwargs={name: _redrawn(a, rng) for name, a in call.kwargs.items()},
+            backward=None if call.backward is None else tuple(_redrawn(g, rng) for g in call.backward),
+            return_inputs=False, seconds=self.seconds)
+        return encode_call(call)
 
-    def slow_again(self, function: str, first: float, slow: CallTimedOut) -> CallTimedOut:
-        """The grace is over: the call finished within the cap but timed out when run again warm (`slow`)."""
+    def warm_up_failed(self, function: str, limit: float, failure: CallFailed) -> CallTimedOut:
+        """The grace is over: the call was importing at its limit, and its warm-up gave no reply (`failure`)."""
         self.available = False
-        return CallTimedOut(f"{function}'s first call took {first:.2g} s, over its limit, while it imported modules "
-                            f"(a one-time cost), so it was run again; {slow}", slow.how)
+        return CallTimedOut(f"{function} did not return within its limit of {limit:g} s. It was still importing "
+                            "modules then (a one-time cost), so a fresh process ran it on other inputs first, with up "
+                            f"to {self.seconds:g} s, to pay that cost; that run gave no reply either: {failure}",
+                            Stopped.TIMEOUT)
+
+    def slow_again(self, function: str, slow: CallTimedOut) -> CallTimedOut:
+        """The grace is over: the call was importing at its limit, and timed out again once warm (`slow`)."""
+        self.available = False
+        return CallTimedOut(f"{function} was still importing modules at its limit (a one-time cost), so it was run "
+                            f"again in a fresh process once that cost was paid; {slow}", slow.how)
+
+
+def _redrawn(value, rng: np.random.Generator):
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        return rng.standard_normal(value.shape).astype(value.dtype)
+    return value

@@ -28,6 +28,7 @@ from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import values, wire, worker
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.replies import (
+    CallFailed,
     ReplyRejected,
     Request,
     encode_call,
@@ -37,7 +38,7 @@ from autograder.sandbox.replies import (
     too_large,
 )
 from autograder.sandbox.session import CapturedOutput
-from autograder.sandbox.stream import Answer, answer_in_turn
+from autograder.sandbox.stream import Answer
 
 WORKER_FRAME_LIMIT = 1 << 30  # what worker._serve accepts from the grader
 
@@ -119,7 +120,15 @@ class InProcessSession:
 
     def stream(self, calls: Iterable[Call | Request]) -> list[Answer]:
         """Each call's Answer, in turn, up to the first that gives no reply, as `Session.stream` gives them."""
-        return answer_in_turn(self, calls)
+        answers = []
+        for call in calls:
+            started = time.monotonic()
+            try:
+                answers.append(Answer(self.call(call), time.monotonic() - started))
+            except CallFailed as failure:
+                answers.append(Answer(failure, time.monotonic() - started))
+                break
+        return answers
 
     def call(self, call: Call | Request) -> Reply:
         """Run one call (a Request: one encoded already); raises CallTimedOut past its limit, as `Session.call`

@@ -13,10 +13,10 @@ class Limits:
     × the reference's time on that check's calls). call_seconds is the limit
     where there is no reference to time (public checks on a student's
     machine), and submission_seconds the budget there; with a reference, the
-    budget follows from the calibrated limits. one_time_seconds: how long a
-    call that is still importing at its limit (a one-time cost, such as a
-    library's lazy import on a first call) may run before it is timed again
-    warm (sandbox.session.Session.call).
+    budget follows from the calibrated limits. one_time_seconds: how long the
+    warm-up of a call that was still importing at its limit (a one-time cost,
+    such as a library's lazy import on a first call) may take before the call
+    is timed again warm (sandbox.grace).
     """
 
     call_seconds: float = 5.0

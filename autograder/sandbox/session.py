@@ -7,7 +7,8 @@ own socket, and then sends it calls: many at once as a stream (`stream`, sandbox
 decodes replies with `values.decode`, which trusts nothing. When a call hangs or the child dies, the
 whole process tree is killed and the next call gets a fresh child (which loads the submission again),
 so one bad function costs only the checks that call it. Every submission also has a total time
-budget. A call still importing a module at its limit (a one-time cost) is timed again warm (sandbox.grace).
+budget. A call still importing a module at its limit (a one-time cost) is timed again warm, in a fresh child
+(sandbox.grace).
 
 What the grader believes about a call it establishes itself: the arguments
 after the call are read from shared memory the grader owns, the gradients
@@ -87,7 +88,6 @@ class Session:
         # Where the current child's calls find their arrays; mapped in the child, so counted in its memory.
         self.region = SharedRegion(min(REGION_BYTES, max(1 << 16, (limits.memory_mib << 20) // REGION_SHARE)))
         self.channel: Channel | None = None
-        self.batch = 0  # the worker drops the calls of a batch queued behind one that imported (sandbox.stream)
         self.reply_limits: dict[int, int] = {}  # call id -> the bytes its reply may hold
         self.proc_files = ProcFiles()  # the child's processor use, read after every call (sandbox.waiting)
         self._zygote_files = ProcFiles()  # the zygote's children, read after every call (extra_processes)
@@ -112,8 +112,8 @@ class Session:
     def call(self, call: Call | Request) -> Reply:
         """Run one call (a Request: one encoded already) in the worker. Raises CallFailed when there is no reply.
 
-        A call still importing a module at its limit may run on up to the one-time grace's cap; it is
-        then run again, warm, and that second run, timed against the limit, is the reply (sandbox.grace).
+        A call still importing a module at its limit is stopped and run again in a fresh child, after a
+        warm-up run on other inputs; that second run, timed against the limit, is the reply (sandbox.grace).
         """
         answer = CallStream(self, [call]).run()[0]
         if answer.failed:

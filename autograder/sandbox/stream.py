@@ -20,9 +20,9 @@ own, call by call:
   worker is already running the next call by then, so a process found then
   could be that call's: the calls from the one that found it are sent
   again, one at a time, in a fresh child, where the count is exact;
-- a call that began importing a module ends its batch in the worker, which
-  drops the calls behind it unrun; the grader may run that call again, warm
-  (sandbox.grace), and sends the others again after it.
+- a call still importing a module at its limit ends its child; a fresh one
+  runs its function on other inputs first, to pay that one-time cost, and
+  then the call again, timed against its limit (sandbox.grace).
 
 The first call without a usable reply ends the stream and its child: the
 calls sent after it are never answered, and the caller decides what to send
@@ -66,19 +66,6 @@ class Answer:
         return isinstance(self.reply, CallFailed)
 
 
-def answer_in_turn(session, calls: Iterable[Call | Request]) -> list[Answer]:
-    """`calls` made one at a time through `session.call`, up to the first that gives no reply."""
-    answers = []
-    for call in calls:
-        started = time.monotonic()
-        try:
-            answers.append(Answer(session.call(call), time.monotonic() - started))
-        except CallFailed as failure:
-            answers.append(Answer(failure, time.monotonic() - started))
-            break
-    return answers
-
-
 @dataclass
 class _InFlight:
     """A call sent to the current child and not yet answered."""
@@ -88,8 +75,9 @@ class _InFlight:
     args: list  # the header's trees of its positional arguments, to read them back
     layout: list  # where its buffers are in the region
     sent_at: float  # when its frame was handed to the socket (set by _send, just before)
-    grace: bool  # it may run on past its limit while importing (sandbox.grace)
-    first: float | None  # a warm run again: how long the first, importing, run took
+    grace: bool  # it may be run again warm if it is still importing at its limit (sandbox.grace)
+    warm_up: bool  # it pays the next call's one-time cost; its reply is not an answer
+    again: bool  # the warm run again of a call that was importing at its limit
     started: float = 0.0  # when it could begin: sent, and the worker done with the call before it (call_clock)
     deadline: float = 0.0  # when it is stopped, unless the extensions say otherwise
     last_read: float = 0.0  # until when a reply it has begun is read, deadline or not
@@ -108,7 +96,12 @@ class _Resend:
 
     request: Request
     grace: bool = True
-    first: float | None = None
+    warm_up: bool = False
+    again: bool = False
+
+    @classmethod
+    def of(cls, sent: _InFlight) -> _Resend:
+        return cls(sent.request, sent.grace, sent.warm_up, sent.again)
 
 
 @dataclass
@@ -127,7 +120,6 @@ class CallStream:
     _queue: deque = field(default_factory=deque)  # _Resend, before anything new is pulled
     _flight: deque = field(default_factory=deque)  # _InFlight, in the order sent
     _exhausted: bool = False
-    _paused: bool = False  # a call in flight began importing: its batch's later calls are dropped by the worker
     _frames: deque = field(default_factory=deque)  # call_clock.Frame, not looked at
     _arrived: tuple | None = None  # the head call's reply: (header, buffers, call_clock.Ended)
     _reading: tuple = (None, None)  # the latest (child's /proc directory, ProcessorUse) read, see _keep
@@ -156,7 +148,7 @@ class CallStream:
 
     def _fill(self) -> Answer | None:
         """Send what may go now; the failure of a call whose child could not be started, if that happened."""
-        while not self._paused and self._ended is None and not (self.lockstep and self._flight) and not self._late():
+        while self._ended is None and not (self.lockstep and self._flight) and not self._late():
             item = self._next()
             if item is None:
                 return None
@@ -192,11 +184,11 @@ class CallStream:
                 return False
             region.reuse()
         header["shared"] = layout = region.place(buffers)
-        header["region"], header["batch"] = region.number, session.batch
+        header["region"] = region.number
         fds = [region.fd] if region.unsent else []
         region.unsent = False
         proc, use = self._reading
-        sent = _InFlight(item.request, call_id, header["args"], layout, 0.0, item.grace, item.first,
+        sent = _InFlight(item.request, call_id, header["args"], layout, 0.0, item.grace, item.warm_up, item.again,
                          before=use if proc == session.child_proc() else None)
         self._flight.append(sent)
         self._limits[call_id] = reply_limit(item.request.call)
@@ -227,13 +219,12 @@ class CallStream:
 
         use: the child's processor use read by `when` (None: read now; see call_clock.read_by)."""
         session = self.session
-        seconds = sent.call.seconds or session.limits.call_seconds
+        seconds = self._seconds(sent.call)
         budget_left = session.deadline - when
         sent.started, sent.deadline = when, when + min(seconds, budget_left)
         sent.last_read = when + min(MAX_FACTOR * seconds, budget_left)
-        cap = session.grace.cap(seconds) if sent.grace else seconds
         sent.extensions = Extensions(WaitCredit(session.child_proc(), seconds, start=use, files=session.proc_files),
-                                     seconds, cap, budget_left)
+                                     budget_left)
         if session.channel is not None:  # None: the child is gone, and this call's failure is known
             session.channel.output_mark = session.output.total  # the flood limit is per call
 
@@ -242,6 +233,9 @@ class CallStream:
     @property
     def _limits(self) -> dict:
         return self.session.reply_limits
+
+    def _seconds(self, call: Call) -> float:
+        return call.seconds or self.session.limits.call_seconds
 
     def _take(self, seconds: float) -> None:
         """Read what the child sends within `seconds`, then look at it in order until the head call's reply.
@@ -283,7 +277,7 @@ class CallStream:
             if head is None or header.get("id") != head.id:
                 continue  # a reply to a call dropped or let go, or a frame no honest worker sends
             if header.get("event") == "importing":
-                head.importing = self._paused = True
+                head.importing = True
             elif header.get("event") == "reply":
                 ended = self._marks.ended(head.id, frame.seen, head.started)
                 self._arrived = (header, frame.buffers, ended)
@@ -296,7 +290,7 @@ class CallStream:
         """Wait for the head call's reply and judge what the sandbox saw of it; None when it must be sent again."""
         session = self.session
         head = self._flight[0]
-        seconds = head.call.seconds or session.limits.call_seconds
+        seconds = self._seconds(head.call)
         budget_left = session.deadline - head.started
         deadline = head.deadline
         try:
@@ -318,12 +312,19 @@ class CallStream:
                     self._take(0.0)  # what came while the grader was held up before it read the clock
                     if self._arrived is not None or self._ended is not None:
                         continue
-                deadline = head.extensions.extended(deadline, at, head.importing, head.started)
+                deadline = head.extensions.extended(deadline, head.started)
                 if deadline is None:
                     raise NoReply(Stopped.TIMEOUT)
         except NoReply as stop:
             session.stop_child()
-            return Answer(self._failure(head, stop, seconds, budget_left), time.monotonic() - head.started)
+            self._flight.popleft()
+            took = time.monotonic() - head.started
+            if stop.how is Stopped.TIMEOUT and budget_left > seconds and head.importing and head.grace \
+                    and session.grace.available:
+                self._send_again([_Resend(session.grace.warm_up(head.request), grace=False, warm_up=True),
+                                  _Resend(head.request, grace=False, again=True)])
+                return None
+            return self._failed(head, self._failure(head, stop, seconds, budget_left), took)
         header, buffers, ended = self._arrived
         self._arrived = None
         if session.channel is not None:
@@ -341,13 +342,11 @@ class CallStream:
             return None
         if extra > 0:
             session.stop_child()
-            return Answer(WorkerDied(f"{head.call.function} left {extra} processes running after it returned; a "
-                                     "function must not start processes. They were stopped"), took)
-        if head.importing:
-            self._after_import(head, took)
-            if head.extensions.graced:  # it ran past its limit on the grace: the warm run again is what counts
-                return None
+            left = f"left {extra} processes running after it returned; a function must not start processes"
+            return self._failed(head, WorkerDied(f"{head.call.function} {left}. They were stopped"), took)
         self._sort()  # the next reply may have come with this one
+        if head.warm_up:
+            return None
         inputs = None
         if head.call.return_inputs:  # read back from the grader's own memory, whatever the worker says
             inputs = tuple(values.decode(tree, session.region.read(head.layout)) for tree in head.args)
@@ -359,41 +358,35 @@ class CallStream:
             session.stop_child()  # the calls after it went on in the worker; the next ones get a fresh child
             return Answer(rejected, took)
 
-    def _after_import(self, head: _InFlight, took: float) -> None:
-        """The worker dropped the calls of the head's batch behind it: send them again, after the head's warm
-        run again if it ran past its limit on the grace."""
-        again = [_Resend(sent.request, sent.grace, sent.first) for sent in self._flight]
-        if head.extensions.graced:
-            again.insert(0, _Resend(head.request, grace=False, first=took))
-        self._flight.clear()
-        self._limits.clear()
-        self._frames.clear()  # an honest worker sent nothing after the head's reply
-        self._marks.clear()
-        self._queue.extendleft(reversed(again))
-        self.session.batch += 1
-        self._paused = False
+    def _failed(self, head: _InFlight, failure: CallFailed, took: float) -> Answer:
+        """`head`'s failure as the last answer; a warm-up's is that of the call it warms up, which comes next."""
+        if head.warm_up:
+            call = (self._flight or self._queue)[0].request.call
+            failure = self.session.grace.warm_up_failed(call.function, self._seconds(call), failure)
+        return Answer(failure, took)
 
     def _let_go(self, head: _InFlight) -> None:
         """Stop the child and send the calls in flight again, the head first, one at a time in a fresh child."""
-        again = [_Resend(head.request, head.grace, head.first)]
-        again += [_Resend(sent.request, sent.grace, sent.first) for sent in self._flight]
+        self.session.stop_child()
+        self._send_again([_Resend.of(head)])
+        self.lockstep = True
+
+    def _send_again(self, first: list[_Resend]) -> None:
+        """The child is gone: send `first`, then the calls still in flight, again in a fresh one."""
+        again = first + [_Resend.of(sent) for sent in self._flight]
         self._flight.clear()
+        self._limits.clear()
         self._frames.clear()
         self._marks.clear()
+        self._arrived = None
         self._ended = None  # that child's end, if it came, is not a call's
-        self.session.stop_child()
         self._queue.extendleft(reversed(again))
-        self.lockstep = True
 
     def _failure(self, head: _InFlight, stop: NoReply, seconds: float, budget_left: float) -> CallFailed:
         """The failure of the head call, which gave no reply, with the one-time grace's rules applied."""
-        grace = self.session.grace
-        if head.extensions.graced and stop.how is Stopped.TIMEOUT:
-            return grace.not_done(head.call.function, min(grace.cap(seconds), budget_left), seconds)
-        grace.available &= not head.extensions.graced  # given the grace, it did not prove the cost one-time
         failure = self.session.failure(head.call.function, stop, seconds, budget_left < seconds)
-        if head.first is not None and isinstance(failure, CallTimedOut):
-            return grace.slow_again(head.call.function, head.first, failure)
+        if head.again and isinstance(failure, CallTimedOut):
+            return self.session.grace.slow_again(head.call.function, failure)
         if failure.how is Stopped.TIMEOUT:
             failure.idle, failure.asleep = head.extensions.idle(), head.extensions.asleep()
         return failure

@@ -228,29 +228,20 @@ class WaitCredit:
 
 class Extensions:
     """How far a call's deadline moves each time it is reached: by the time the call waited for a processor
-    (`WaitCredit`), then, once, for a call still importing a module, up to the one-time grace's `cap`
-    (sandbox.grace); `graced` says whether that happened. budget_left: the submission's seconds left when
-    the call began, which no extension passes."""
+    (`WaitCredit`). budget_left: the submission's seconds left when the call began, which no extension passes."""
 
-    def __init__(self, waits: WaitCredit, seconds: float, cap: float, budget_left: float):
-        self._waits, self._seconds, self._cap, self._budget_left = waits, seconds, cap, budget_left
-        self.graced = False
+    def __init__(self, waits: WaitCredit, budget_left: float):
+        self._waits, self._budget_left = waits, budget_left
 
-    def extended(self, deadline: float, at: float, importing: bool, started: float) -> float | None:
-        """The call's next deadline, now that `at` (now, or when its function returned) is past `deadline`;
+    def extended(self, deadline: float, started: float) -> float | None:
+        """The call's next deadline, now that `deadline` is passed (by now, or by when its function returned);
         None: the call is out of time. Times are time.monotonic(); started: when the call began.
 
         Later by the wait credit, counted from the deadline passed and not from when the grader came to it:
         a grader held up itself gives the call nothing."""
         credit = self._waits.more()
         later = min(deadline + credit, started + self._budget_left)
-        if credit > 0 and later > deadline:
-            return later
-        if self.graced:
-            return None
-        until = min(self._cap, self._budget_left)  # the grace: the call may run until `cap` after it began
-        self.graced = importing and until > max(at - started, self._seconds)
-        return started + until if self.graced else None
+        return later if credit > 0 and later > deadline else None
 
     def idle(self) -> bool:
         """Whether the call ran out of time without using its limit of processor time (WaitCredit.idle)."""

@@ -271,7 +271,8 @@ class _ImportWatch:
     """Tells the grader, once per call, that the call has begun importing a module: a one-time cost.
 
     First on sys.meta_path, it is asked only for modules not imported yet, and finds nothing itself.
-    The grader may then let the call run past its limit (sandbox.grace): a wait, never a verdict.
+    If the call is still importing at its limit, the grader runs it again warm, in a fresh child
+    (sandbox.grace): another run, never a verdict.
     """
 
     def __init__(self, sock: socket.socket):
@@ -289,32 +290,25 @@ class _ImportWatch:
 def _serve(inbox: _Inbox, stamps: socket.socket, namespace: dict) -> None:
     """Answer calls in the order they come, each with a reply, until the grader closes the socket.
 
-    The grader may send many calls before the first reply (a stream). A call
-    that began importing a module ends its batch here: the calls queued behind
-    it in the same batch are dropped, unrun, because the grader may want that
-    call run again, warm, before them (sandbox.grace); it sends them again in a
-    new batch. Each new region of shared memory comes as a descriptor; a call
-    names the region its arrays are in by number, so a descriptor read together
-    with earlier calls' bytes is never taken for theirs.
+    The grader may send many calls before the first reply (a stream). Each new
+    region of shared memory comes as a descriptor; a call names the region its
+    arrays are in by number, so a descriptor read together with earlier calls'
+    bytes is never taken for theirs.
     """
     watch = _ImportWatch(inbox.sock)
     sys.meta_path.insert(0, watch)  # after loading: imports at the top of the file are no call's
     me = os.getpid()
     mappings = []  # of the grader's shared memory regions, in the order they were sent (map_region closes each)
-    dropping = None  # the batch whose queued calls are dropped
     while True:
         frame, fds = inbox.next()
         if frame is None:
             return
         header, buffers = frame
         mappings += [region.map_region(fd) for fd in fds]
-        if dropping is not None and header.get("batch") == dropping:
-            continue
         if header.get("shared") is not None:
             buffers = region.shared_buffers(_mapping(mappings, header.get("region")), header["shared"])
         watch.call_id = header.get("id")
         reply, reply_buffers = _call(header, buffers, namespace)
-        dropping = header.get("batch") if watch.call_id is None else None  # None: the watch fired
         watch.call_id = None
         loader.exit_if_forked_copy(me)
         sys.stdout.flush()
