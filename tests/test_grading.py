@@ -54,6 +54,14 @@ def test_correct_variants_get_full_marks(grade_once, path):
     assert [(t.name, t.message) for t in result.tests if t.status != "passed"] == []
 
 
+@pytest.mark.parametrize("student", ["s0001", "s0002", "s0003", "s0004", "s0005", "s0006", "s0007", "s0008"])
+def test_an_answer_computed_in_float32_is_held_to_float32s_tolerance_under_every_seed(grade_once, student):
+    """float64 inputs, float32 answers: float64's tolerance would pass or fail them by where each student's random
+    values happen to round (85 to 98 points for the same file under nine ids, before Tolerance.coarser)."""
+    result = grade_once(SUBMISSIONS / "correct" / "float32_throughout.py", student)
+    assert [(t.name, t.message) for t in result.tests if t.status != "passed"] == []
+
+
 def _may_fail(check_functions: tuple, bug_in: str) -> bool:
     """A check may lose points if it calls the buggy function, or attention built on it."""
     affected = {bug_in} | ({"attention"} if bug_in in PARTS_OF_ATTENTION else set())

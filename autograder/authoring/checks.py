@@ -36,10 +36,15 @@ class Tolerance:
 
     For a sum or a matrix product (C = A V) the relative part is rtol * Σⱼ |aᵢⱼ| |vⱼₖ|, the magnitude of
     the terms summed, instead of |expected| (compare.expect_close's `terms`).
+
+    coarser: the tolerance of a lower precision (float64's has float32's), for an answer computed in it: a
+    float32 result of float64 inputs is rounded to float32, so float64's tolerance would pass or fail it by
+    where its values happen to round, that is, by the student's random inputs.
     """
 
     rtol: float
     atol: float
+    coarser: Tolerance | None = None
 
 
 class CheckFailed(Exception):

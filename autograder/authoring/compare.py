@@ -90,6 +90,7 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
                           "(an integer result has lost the fractions)", expected, got)
     if got.dtype.kind != "f":
         raise CheckFailed(f"{what} has dtype {got.dtype}; expected floating-point numbers", expected, got)
+    tol = _for_precision(tol, got.dtype, expected.dtype)
     flat = got.reshape(-1)
     exp64 = expected.reshape(-1).astype(np.float64, copy=False)  # the reference is float64 already: no copy
     magnitude = None if terms is None else np.asarray(terms, dtype=np.float64)
@@ -102,6 +103,12 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
 
 
 BLOCK = 1 << 15  # entries compared at a time (256 KiB of float64): see _all_within
+
+
+def _for_precision(tol: Tolerance, got: np.dtype, expected: np.dtype) -> Tolerance:
+    """`tol`, or its coarser tolerance for an answer computed in a lower precision than `expected`'s: held to
+    that precision's tolerance every time, not by where its values happen to round (Tolerance.coarser)."""
+    return tol.coarser if tol.coarser is not None and got.itemsize < expected.itemsize else tol
 
 
 def _all_within(got: np.ndarray, exp64: np.ndarray, tol: Tolerance, magnitude: np.ndarray | None,
@@ -302,6 +309,8 @@ def expect_exact_zeros(got: np.ndarray, zero: np.ndarray, what: str, why: str) -
 def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: str = "") -> None:
     """Every row (along the last axis) sums to 1; `advice` adds the assignment's own words."""
     sums = got.astype(np.float64).sum(axis=-1)
+    if got.dtype.kind == "f":
+        tol = _for_precision(tol, got.dtype, sums.dtype)
     bad = np.abs(sums - 1.0) > tol.atol * 10 + tol.rtol
     if bad.any():
         where = as_index(next(zip(*np.nonzero(bad))))

@@ -173,6 +173,8 @@ class _Reader:
             entry = self.mapping(entry, _join(key, dtype), required={"rtol", "atol"})
             result[dtype] = Tolerance(self.number(entry["rtol"], _join(key, dtype, "rtol")),
                                       self.number(entry["atol"], _join(key, dtype, "atol")))
+        if "float32" in result and "float64" in result:
+            result["float64"] = replace(result["float64"], coarser=result["float32"])
         return result
 
     def submissions(self, value, key: str, base: SubmissionPolicy) -> SubmissionPolicy:
@@ -307,7 +309,8 @@ def assignment_entry(assignment: Assignment, checks: list[str], folder: str = ".
     """
     return {"title": assignment.title, "module": assignment.module, "source": folder, "solution": folder,
             "preload": list(assignment.preload), "limits": asdict(assignment.limits),
-            "tolerance": {dtype: asdict(tol) for dtype, tol in sorted(assignment.tolerance.items())},
+            "tolerance": {dtype: {"rtol": tol.rtol, "atol": tol.atol}  # `coarser` follows from these on reading
+                          for dtype, tol in sorted(assignment.tolerance.items())},
             "checks": {name: _check_entry(assignment.checks[name]) for name in checks}}
 
 
