@@ -94,7 +94,8 @@ def all_pairs_by_loops(comparison) -> dict[tuple[str, str], float]:
             for b in range(a + 1, len(students)):
                 shared = sum(idx.weights[h] for h in idx.hashes[a] & idx.hashes[b])
                 if shared > 0:
-                    score = shared / max((totals[a] + totals[b]) / 2, index.FLOOR)
+                    score = shared / min(max((totals[a] + totals[b]) / 2, index.FLOOR),
+                                         max(min(totals[a], totals[b]), index.CONTAINED_FLOOR))
                     key = (students[a], students[b])
                     best[key] = max(best.get(key, 0.0), score)
     return best

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import csv
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -185,10 +186,12 @@ def test_bad_hand_ins_are_noted_and_the_class_is_still_compared(tmp_path):
     done = run_similarity(str(folder), "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "out" / "index.html").read_text()
-    assert "broken: the file has a syntax error; not compared: none of the assignment&#39;s functions" in page
-    assert "empty: not compared: empty.py is empty" in page
-    assert "deep: the file has a syntax error; not compared" in page
-    assert "half: 1 cell(s) could not be parsed (a syntax error) and were left out" in page
+    # for the instructor: where the error is, that nothing was parsed, and no advice meant for the student
+    assert "broken: not compared: a syntax error at line 1 (" in page
+    assert "nothing of the file could be parsed" in page and "none of the assignment" not in page
+    assert "empty: not compared: empty.py is empty</li>" in page and "submit" not in page
+    assert "deep: not compared: a syntax error at line 2 (too many nested parentheses)" in page
+    assert "half: left out, as they could not be parsed: code cell 1 (line 1: invalid syntax)" in page
     rows = list(csv.DictReader((tmp_path / "out" / "pairs.csv").read_text().splitlines()))
     assert ("d06_mix_two", "half") in {(r["student_a"], r["student_b"]) for r in rows}
 
@@ -250,5 +253,68 @@ def test_the_stub_left_as_it_is_matches_nothing():
                    *(read_submission(p) for p in sorted(CLASS.iterdir()) if p.stem != "d01_renamed")]
     comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
     assert not [p for p in comparison.pairs if {"untouched", "also_untouched"} & {p.a, p.b}]
+    assert "untouched: the unchanged stub (every function as released); paired with no one" in comparison.notes
     assert [f.function for p in comparison.pairs if (p.a, p.b) == ("i01_einsum", "one") for f in p.functions] == [
         "softmax"]
+
+
+def _class_with(extra: dict[str, str]) -> list:
+    """The benchmark's class and `extra` (student -> code)."""
+    return [*(read_submission(p) for p in sorted(CLASS.iterdir())), *(_submission(s, t) for s, t in extra.items())]
+
+
+def test_a_ring_of_six_identical_copies_is_reported():
+    """Six students with one copy (more than a tenth of the class): code no one else has, held by exactly them."""
+    original = (CLASS / "i05_broadcast_sum.py").read_text()
+    copies = {f"ring{n}": original.replace("scale", f"factor{n}") for n in range(1, 6)}
+    comparison = compare_class("w07_attention", _class_with(copies), STUB, SOURCE_DIR, jobs=1)
+    ring = {"i05_broadcast_sum", *copies}
+    inside = [p for p in comparison.pairs if {p.a, p.b} <= ring]
+    assert len(inside) == 15 and min(p.score for p in inside) >= 0.9, [(p.a, p.b, p.score) for p in inside]
+    outside = [p.score for p in comparison.pairs if p.a.startswith("i") and p.b.startswith("i")]
+    assert max(outside) < 0.5
+
+
+def test_padding_a_copy_hides_nothing():
+    """A long literal list first in every function (once cut at 20,000 tokens, all that was compared), or
+    hundreds of junk statements that dilute the copy, or megabytes of comments: the copy is still found."""
+    original = (CLASS / "i09_copyto.py").read_text()
+    prefix = "    assert len([" + ", ".join(["0"] * 21_000) + "]) > 0\n"
+    junk = "".join(f"    assert ({n} * {n + 1} - {n % 7}) << {n % 5} is not None\n" for n in range(300))
+    padded = {name: re.sub(r"(def \w+\(.*\):\n)", lambda m, pad=pad: m.group(1) + pad, original)
+              for name, pad in (("long_list", prefix), ("junk", junk))}
+    padded["comments"] = original + "\n".join("# " + "lorem ipsum dolor sit amet " * 3 for _ in range(26_000))
+    assert len(padded["comments"]) > 2_000_000
+    comparison = compare_class("w07_attention", _class_with(padded), STUB, SOURCE_DIR, jobs=1)
+    scores = {(p.a, p.b): p.score for p in comparison.pairs}
+    for name in padded:
+        assert scores.get(tuple(sorted((name, "i09_copyto")))) == 1.0, name
+    assert not comparison.notes
+
+
+def test_einsum_subscripts_are_kept_whatever_their_letters():
+    def tokens(subscripts: str) -> list[str]:
+        code = f"import numpy as np\ndef f(A, B):\n    return np.einsum({subscripts!r}, A, B)\n"
+        return [t.text for t in functions_of(parse_pieces([code])[1], ["f"])["f"].tokens]
+
+    assert tokens("bqd,bkd->bqk") == tokens("ijk, ilk -> ijl")
+    assert tokens("bqd,bkd->bqk") != tokens("ij,jk->ik")
+
+
+@pytest.mark.slow  # whole commands in subprocesses
+def test_the_command_refuses_bad_options_and_leaves_no_stale_pages(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for option, value, said in (("--top", "-3", "argument --top: pass a whole number of 1 or more"),
+                                ("--threshold", "5", "argument --threshold: pass a pair score from 0 to 1"),
+                                ("--out", str(afile), "is a file; --out must be a folder")):
+        done = run_similarity(str(CLASS), "--out", str(tmp_path / "out"), option, value)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+    out = tmp_path / "out"
+    assert run_similarity(str(CLASS), "--out", str(out), "--top", "30").returncode == 0
+    (out / "pairs" / "notes.txt").write_text("the TA's own file")
+    assert run_similarity(str(CLASS), "--out", str(out), "--top", "3").returncode == 0
+    assert sorted(p.name for p in (out / "pairs").iterdir()) == ["0001.html", "0002.html", "0003.html", "notes.txt"]
+    again = run_similarity(str(CLASS), "--out", str(out), "--top", "30")
+    assert again.returncode == 0
+    assert "none at 0.50 or more; closest: " in (out / "index.html").read_text()  # no blank column for low pairs

@@ -1,6 +1,7 @@
 """The `similarity` command: a code-similarity report for one assignment's class, for instructors."""
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -17,14 +18,44 @@ def add_commands(commands) -> None:
                          help="hand-ins as `grade` takes them (files, a folder, an nbgrader course, a zip); "
                               "none: the files of the results stored in --db")
     options.results_db(command)
-    command.add_argument("--out", type=Path, required=True, help="folder for pairs.csv, index.html and pairs/")
-    command.add_argument("--top", type=int, default=50, help="pairs given a side-by-side page (default: %(default)s)")
-    command.add_argument("--threshold", type=float, default=0.6,
+    command.add_argument("--out", type=_folder, required=True, help="folder for pairs.csv, index.html and pairs/")
+    command.add_argument("--top", type=_top, default=50, help="pairs given a side-by-side page (default: %(default)s)")
+    command.add_argument("--threshold", type=_threshold, default=0.6,
                          help="pair score from which students are grouped (default: %(default)s)")
     command.add_argument("--jobs", type=int, default=0, help="processes reading the hand-ins (default: number "
                                                              "of cores)")
     options.course(command)
     command.set_defaults(run=_similarity)
+
+
+def _top(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"pass a whole number of 1 or more (how many of the best pairs get a "
+                                         f"side-by-side page), not {text!r}")
+    return value
+
+
+def _threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"pass a pair score from 0 to 1 (0.6 groups students whose code is "
+                                         f"mostly shared), not {text!r}")
+    return value
+
+
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file; --out must be a folder (it receives pairs.csv, "
+                                         "index.html and pairs/)")
+    return path
 
 
 def _similarity(args) -> int:

@@ -9,13 +9,16 @@ contract): moving code into a helper does not hide it.
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.submission import Submission
 from autograder.similarity.normalise import Token, function_tokens, imported_names
 
-MAX_CODE_CHARS = 2_000_000  # larger than any hand-written answer; parsing more would stall the report
+MAX_CODE_CHARS = 2_000_000  # of code, comments and docstrings left out: more than any hand-written answer
 
 
 @dataclass(frozen=True)
@@ -51,16 +54,20 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
     """The contract's functions in one student's submission (a problem becomes a note, never an error)."""
     path = str(submission.path)
     if submission.problem:
-        return StudentCode(submission.student, path, "", {}, f"not compared: {submission.problem}")
+        return StudentCode(submission.student, path, "", {}, f"not compared: {for_instructor(submission.problem)}")
     pieces = [submission.source] if submission.kind == "py" else [cell.source for cell in submission.cells]
-    if sum(len(piece) for piece in pieces) > MAX_CODE_CHARS:
-        return StudentCode(submission.student, path, "", {}, f"not compared: the code is over {MAX_CODE_CHARS:,} "
-                                                             "characters, too large to be a hand-written answer")
-    text, tree, skipped = parse_pieces(pieces)
+    if sum(len(piece) for piece in pieces) > MAX_CODE_CHARS and sum(map(code_chars, pieces)) > MAX_CODE_CHARS:
+        return StudentCode(submission.student, path, "", {}, f"not compared: over {MAX_CODE_CHARS:,} characters "
+                                                             "of code (comments and docstrings aside), too large "
+                                                             "to be a hand-written answer")
+    text, tree, failed = parse_pieces(pieces)
     notes = []
-    if skipped:
-        notes.append("the file has a syntax error" if submission.kind == "py" else
-                     f"{skipped} cell(s) could not be parsed (a syntax error) and were left out")
+    if failed and submission.kind == "py":
+        notes.append(f"not compared: a syntax error at line {failed[0][1]} ({failed[0][2]}); nothing of the file "
+                     "could be parsed")
+    elif failed:
+        cells = [f"{submission.cells[number - 1].label} (line {line}: {message})" for number, line, message in failed]
+        notes.append(f"left out, as they could not be parsed: {'; '.join(cells)}")
     try:
         functions = functions_of(tree, contract)
     except (RecursionError, MemoryError):
@@ -68,24 +75,55 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
     missing = [name for name in contract if name not in functions]
     if missing and len(missing) < len(contract):
         notes.append(f"defines no {', '.join(missing)}")
-    elif missing:
+    elif missing and not (failed and submission.kind == "py"):
         notes.append("not compared: none of the assignment's functions is defined")
     return StudentCode(submission.student, path, text, functions, "; ".join(notes))
 
 
-def parse_pieces(pieces: list[str]) -> tuple[str, ast.Module, int]:
-    """(the pieces joined, one module of those that parse, how many did not); line numbers match the text."""
-    kept, body, skipped, offset = [], [], 0, 0
-    for piece in pieces:
+def for_instructor(problem: str) -> str:
+    """A hand-in's problem as `grade` tells the student, without what it asks the student to do (resubmit, …):
+    the report's reader is the instructor."""
+    parts = re.split(r"(?<=[;.]) ", problem)
+    kept = [p for p in parts if not re.match(r"(re)?submit|clear the|write your|open (it|your)", p, re.IGNORECASE)]
+    return " ".join(kept or parts).rstrip(";. ")
+
+
+def parse_pieces(pieces: list[str]) -> tuple[str, ast.Module, list[tuple[int, int, str]]]:
+    """(the pieces joined, one module of those that parse, (piece number, line, error) of each that did not).
+
+    Line numbers in the module match the joined text; an error's line is the piece's own (from 1).
+    """
+    kept, body, failed, offset = [], [], [], 0
+    for number, piece in enumerate(pieces, start=1):
         try:  # blank lines first give the piece's lines their numbers in the joined text, at no cost
             tree = ast.parse("\n" * offset + piece)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            skipped += 1
+        except SyntaxError as error:
+            failed.append((number, max((error.lineno or offset + 1) - offset, 1), error.msg))
+            continue
+        except (ValueError, RecursionError, MemoryError) as error:  # a null byte; nesting too deep for the parser
+            failed.append((number, 1, "too deeply nested" if not isinstance(error, ValueError) else str(error)))
             continue
         body.extend(tree.body)
         kept.append(piece)
         offset += piece.count("\n") + 1
-    return "\n".join(kept), ast.Module(body=body, type_ignores=[]), skipped
+    return "\n".join(kept), ast.Module(body=body, type_ignores=[]), failed
+
+
+def code_chars(piece: str) -> int:
+    """The characters of `piece` that are not comments or docstrings: a file padded with comments is not large."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(piece).readline))
+    except (tokenize.TokenError, SyntaxError):  # it will not parse either; its size is then what it costs
+        return len(piece)
+    skipped = 0
+    previous = tokenize.NEWLINE
+    for token in tokens:
+        if token.type == tokenize.COMMENT or (token.type == tokenize.STRING and previous in (
+                tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)):
+            skipped += len(token.string)
+        if token.type not in (tokenize.COMMENT, tokenize.NL):
+            previous = token.type
+    return len(piece) - skipped
 
 
 def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCode]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from autograder.grading.submission import Submission
 from autograder.similarity.code import StudentCode, contract_functions, released_tokens, student_code
 from autograder.similarity.fingerprint import Fingerprint, fingerprints
-from autograder.similarity.index import FunctionIndex, Pair, build_index, score_pairs
+from autograder.similarity.index import FunctionIndex, Pair, build_indexes, score_pairs
 
 PARALLEL_FROM = 64  # students; below this, starting processes costs more than it saves
 CHUNK = 32
@@ -49,8 +49,12 @@ def compare_class(assignment: str, submissions: list[Submission], stub: Path, so
     analysed = [(c, p) for c, p in analysed if c.functions]
     codes = [c for c, _ in analysed]
     prints = {f: [p.get(f, []) for _, p in analysed] for f in contract}
-    indexes = {f: build_index(f, prints[f], released) for f in contract}
+    indexes = build_indexes(contract, prints, released)
     students = [c.student for c in codes]
+    for number, student in enumerate(students):
+        # nothing but what was released: such hand-ins weigh nothing, so they pair with no one; say why
+        if all(p.hash in released for f in contract for p in prints[f][number]):
+            notes.append(f"{student}: the unchanged stub (every function as released); paired with no one")
     pairs = score_pairs(students, list(indexes.values()))
     return Comparison(assignment, contract, students, codes, prints, indexes, pairs, notes)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from autograder.grading.discover import find_submissions
 from autograder.grading.store import stored_results
 from autograder.grading.submission import Submission, read_submission
+from autograder.similarity.code import for_instructor
 from autograder.text import safe
 
 
@@ -19,7 +20,7 @@ def from_paths(paths: list[Path], assignment: str, module: str, workdir: Path) -
     submissions, notes = [], []
     for found in find_submissions(paths, assignment, module, workdir):
         if found.problem:
-            notes.append(f"{safe(found.student)}: not compared: {found.problem}")
+            notes.append(f"{safe(found.student)}: not compared: {for_instructor(found.problem)}")
             continue
         submissions.append(read_submission(found.path, found.student))
     return submissions, notes

@@ -8,6 +8,14 @@ more than COMMON_SHARE of the class: what many write alike is no evidence.
 Only students who share a fingerprint are ever paired, so the work grows
 with the shared fingerprints, not with the square of the class.
 
+Except for a group: when GROUP_BLOCK or more such common fingerprints are
+held by exactly the same students and by no one else, those students share
+a block of code (a solution posted online, copied by many) and independent
+work does not explain it: students who write an idiom alike are each a
+different set of students for each idiom, and an idiom is a few
+fingerprints. A group's block keeps the weight of code just under
+COMMON_SHARE, so however large the group, its members pair with each other.
+
 A function's score for a pair is the weight they share over the mean
 weight of their two versions (a weighted Dice coefficient), the mean never
 taken below FLOOR, so that a two-line function in common cannot score like
@@ -26,6 +34,8 @@ from autograder.similarity.fingerprint import Fingerprint
 COMMON_SHARE = 0.1  # a fingerprint in more than this share of the class (and more than MIN_COMMON students) ...
 MIN_COMMON = 4  # ... is a common idiom, weight 0
 FLOOR = 8.0  # the least weight a version is counted as having: about eight distinctive fingerprints
+GROUP_BLOCK = 40  # common fingerprints held by exactly the same students: about eight lines of code
+CONTAINED_FLOOR = 16.0  # the least weight of a version found whole inside a longer one (see score_pairs)
 MATCHING = 0.5  # a function scoring this or more is listed among the pair's matching functions
 
 
@@ -58,17 +68,35 @@ class FunctionIndex:
         return sum(self.weights[h] for h in self.hashes[student])
 
 
-def build_index(function: str, prints: list[list[Fingerprint]], released: set[int]) -> FunctionIndex:
-    """The index of one function: `prints[i]` is student i's fingerprints of it ([] if absent)."""
-    hashes = [frozenset(p.hash for p in student) for student in prints]
-    postings: dict[int, int] = {}
-    for student in hashes:
-        for h in student:
-            postings[h] = postings.get(h, 0) + 1
-    n = len(hashes)
+def build_indexes(functions: list[str], prints: dict[str, list[list[Fingerprint]]],
+                  released: set[int]) -> dict[str, FunctionIndex]:
+    """Each function's index: `prints[f][i]` is student i's fingerprints of function f ([] if absent)."""
+    hashes = {f: [frozenset(p.hash for p in student) for student in prints[f]] for f in functions}
+    n = len(next(iter(hashes.values()), []))
     common = max(MIN_COMMON, COMMON_SHARE * n)
-    weights = {h: 0.0 if h in released or df > common else idf(df, n) for h, df in postings.items()}
-    return FunctionIndex(function, weights, hashes)
+    holders: dict[str, dict[int, list[int]]] = {}
+    blocks: dict[tuple[int, ...], int] = {}  # students -> common fingerprints held by exactly them, any function
+    for f in functions:
+        holders[f] = {}
+        for student, held in enumerate(hashes[f]):
+            for h in held:
+                holders[f].setdefault(h, []).append(student)
+        for h, students in holders[f].items():
+            if len(students) > common and h not in released:
+                blocks[tuple(students)] = blocks.get(tuple(students), 0) + 1
+    groups = {students for students, size in blocks.items() if size >= GROUP_BLOCK}
+    indexes = {}
+    for f in functions:
+        weights = {}
+        for h, students in holders[f].items():
+            if h in released:
+                weights[h] = 0.0
+            elif len(students) <= common:
+                weights[h] = idf(len(students), n)
+            else:
+                weights[h] = idf(common, n) if tuple(students) in groups else 0.0
+        indexes[f] = FunctionIndex(f, weights, hashes[f])
+    return indexes
 
 
 def idf(df: int, n: int) -> float:
@@ -109,7 +137,9 @@ def score_pairs(students: list[str], indexes: list[FunctionIndex]) -> list[Pair]
         total = np.array([index.weight(i) for i in range(n)])
         keys.append(first * n + second)
         functions.append(np.full(len(first), number))
-        scores.append(np.minimum(np.round(shared / np.maximum((total[first] + total[second]) / 2, FLOOR), 4), 1.0))
+        mean = np.maximum((total[first] + total[second]) / 2, FLOOR)
+        smaller = np.maximum(np.minimum(total[first], total[second]), CONTAINED_FLOOR)
+        scores.append(np.minimum(np.round(shared / np.minimum(mean, smaller), 4), 1.0))
     keys, functions, scores = np.concatenate(keys), np.concatenate(functions), np.concatenate(scores)
     order = np.lexsort((functions, -scores, keys))  # by pair, then its best function first (ties: contract order)
     keys, functions, scores = keys[order].tolist(), functions[order].tolist(), scores[order].tolist()

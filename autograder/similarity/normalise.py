@@ -13,6 +13,8 @@ matters little:
   `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`,
   keyword arguments sorted, operands of `+ * & |` in a fixed order, every
   spelling of infinity as `INF`;
+- an einsum's subscripts are kept, their index letters renamed in order of
+  first use: unlike other strings, they are what the call computes;
 - statements that do not depend on each other are put in a canonical order.
 
 Why by hand: no library normalises Python this way. Pygments (which
@@ -29,9 +31,12 @@ from dataclasses import dataclass
 
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
 MATMUL_FUNCTIONS = {"numpy.matmul", "numpy.dot", "torch.matmul", "torch.mm", "torch.bmm"}
+EINSUM_FUNCTIONS = {"numpy.einsum", "torch.einsum"}
 INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
 TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-MAX_TOKENS = 20_000  # per function: a generated 50 MB function must not stall the report
+EXPRESSION_TOKENS = 2_000  # per expression of a statement, after repeats are collapsed: none hand-written is longer
+REPEATS_KEPT = 6  # a run of the same few tokens repeated more often than this keeps only this many
+LONGEST_REPEAT = 8  # tokens in the longest pattern whose runs are collapsed
 KEY_TOKENS = 64
 MAX_REORDERED = 200  # statements in a block; reordering costs their square, and no answer has more
 
@@ -56,9 +61,25 @@ def function_tokens(function: ast.FunctionDef, imports: dict[str, str]) -> list[
     out: list[Token] = []
     for statement in tree.body:
         _emit(statement, function.lineno, imports, out)
-        if len(out) > MAX_TOKENS:
-            break
-    return out[:MAX_TOKENS]
+    # Never cut the function as a whole: a long statement put first would hide all that follows it. Each
+    # expression is bounded instead (in _emit), and the code's size before parsing bounds the rest.
+    return collapse_repeats(out)
+
+
+def collapse_repeats(tokens: list[Token]) -> list[Token]:
+    """`tokens` with every run of a pattern of up to LONGEST_REPEAT tokens repeated more than REPEATS_KEPT
+    times cut to REPEATS_KEPT repeats: `[0, 0, ..., 0]` or fifty identical statements say no more than a few."""
+    for period in range(1, LONGEST_REPEAT + 1):
+        kept: list[Token] = []
+        matched = 0  # how many of the last tokens kept equal the token `period` before them
+        for token in tokens:
+            matched = matched + 1 if len(kept) >= period and kept[-period].text == token.text else 0
+            kept.append(token)
+            if matched >= period * REPEATS_KEPT:  # the pattern now follows itself REPEATS_KEPT times
+                del kept[-period:]
+                matched -= period
+        tokens = kept
+    return tokens
 
 
 def imported_names(tree: ast.Module) -> dict[str, str]:
@@ -148,6 +169,9 @@ class _Rewrite(ast.NodeTransformer):
             return ast.copy_location(ast.BinOp(node.args[0], ast.MatMult(), node.args[1]), node)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "dot" and name is None and len(node.args) == 1:
             return ast.copy_location(ast.BinOp(node.func.value, ast.MatMult(), node.args[0]), node)
+        if name in EINSUM_FUNCTIONS and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            node.args[0].value = _Subscripts(_canonical_subscripts(node.args[0].value))
         if isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1 \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             text = node.args[0].value.strip().lower()
@@ -165,6 +189,21 @@ class _Rewrite(ast.NodeTransformer):
         if name == "numpy.NINF":
             return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Name("INF", ast.Load())), node)
         return node
+
+
+class _Subscripts(str):
+    """An einsum subscript string, kept as a token: it is the computation, not a label."""
+
+
+def _canonical_subscripts(text: str) -> str:
+    """Index letters renamed in order of first use ("bqd,bkd->bqk" and "ijk,ilk->ijl" both "abc,adc->abd")."""
+    letters: dict[str, str] = {}
+    out = []
+    for char in text.replace(" ", ""):
+        if char.isalpha():
+            char = letters.setdefault(char, chr(ord("a") + len(letters)) if len(letters) < 26 else "z")
+        out.append(char)
+    return "".join(out)
 
 
 def _live(block: list[ast.stmt]) -> list[ast.stmt]:
@@ -270,9 +309,12 @@ def _depends(first, second) -> bool:
 # ---------------------------------------------------------------- tokens
 
 
-def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token], limit: int = MAX_TOKENS) -> None:
-    """Append the pre-order tokens of `node` to `out`, each with its source line, until `out` holds `limit`."""
-    if isinstance(node, ast.expr_context) or len(out) >= limit:
+def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token], limit: int | None = None) -> None:
+    """Append the pre-order tokens of `node` to `out`, each with its source line, until `out` holds `limit`.
+
+    Each expression of a statement adds at most EXPRESSION_TOKENS tokens, its repeats collapsed first.
+    """
+    if isinstance(node, ast.expr_context) or (limit is not None and len(out) >= limit):
         return
     line = getattr(node, "lineno", line)
     if isinstance(node, ast.Name):
@@ -298,10 +340,19 @@ def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token], l
         return
     out.append(Token(type(node).__name__, line))
     for child in ast.iter_child_nodes(node):
-        _emit(child, line, imports, out, limit)
+        if isinstance(node, ast.stmt) and not isinstance(child, ast.stmt):
+            part: list[Token] = []
+            _emit(child, line, imports, part, limit)
+            out.extend(collapse_repeats(part)[:EXPRESSION_TOKENS])
+            if limit is not None:
+                del out[limit:]
+        else:
+            _emit(child, line, imports, out, limit)
 
 
 def _constant(value) -> str:
+    if isinstance(value, _Subscripts):
+        return f"einsum:{value}"
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, str | bytes):

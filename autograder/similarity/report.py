@@ -55,6 +55,9 @@ def write_report(comparison: Comparison, out: Path, top: int, threshold: float) 
             rank=rank, pair=pair, total=len(shown), assignment=comparison.assignment,
             paths=_paths(comparison, pair), blocks=side_by_side(comparison, pair))
         (out / "pairs" / f"{rank:04d}.html").write_text(page, encoding="utf-8")
+    for stale in (out / "pairs").glob("[0-9][0-9][0-9][0-9].html"):  # an earlier run's, with a larger --top
+        if stale.stem.isdigit() and int(stale.stem) > len(shown):
+            stale.unlink()
     n = len(comparison.students)
     index = env.get_template("index.html").render(
         assignment=comparison.assignment, students=n, all_pairs=n * (n - 1) // 2, pairs=shown,
