@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 from autograder.authoring.protocol import Call, Opaque, Reply, TensorData
+from autograder.authoring.shown import shown
 from autograder.grading.attempt import Replayed
 from autograder.grading.results import CheckResult
 
@@ -128,7 +129,7 @@ def _show(value) -> str:
         return "\n".join(f"[{i}] {_show(item)}" for i, item in enumerate(value))
     if isinstance(value, Opaque):
         return f"a {value.type_name} object {value.detail}".rstrip()
-    return repr(value)
+    return shown(value, None)
 
 
 def _capped(lines: list[str], cap: int | None) -> list[str]:
