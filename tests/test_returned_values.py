@@ -1,5 +1,5 @@
 """What a function returns is judged as the value it is, whatever it is: an int too long for Python to write
-as text fails its own checks with a message (never the grader).
+as text fails its own checks with a message (never the grader), and a named tuple is the tuple it is.
 
 Graded through the real sandbox; the text helpers are checked on their own too.
 """
@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from autograder.authoring import CheckFailed, Opaque, expect_pair
 from autograder.authoring.shown import int_text, shown
 from autograder.grading.examples import load_example
 from autograder.grading.statuses import FAILED, PASSED
@@ -30,6 +31,26 @@ def score(Q, K, scale=None):
 
 def padding_mask(lengths, n_k):
     return [[10**5000]]
+'''
+
+NAMED = '''
+import collections
+
+_Pair = collections.namedtuple("_Pair", "C A")
+_plain_attention, _plain_attention_torch = attention, attention_torch
+
+
+class _Lying(list):
+    def __iter__(self):
+        return iter([None, None])
+
+
+def attention(Q, K, V, allowed=None, scale=None):
+    return _Pair(*_plain_attention(Q, K, V, allowed, scale))
+
+
+def attention_torch(Q, K, V, allowed=None, scale=None):
+    return _Lying(_plain_attention_torch(Q, K, V, allowed, scale))  # its items, not what __iter__ claims
 '''
 
 
@@ -66,9 +87,22 @@ def test_the_examples_of_a_huge_int_are_stored_in_words(huge):
     assert "<an int of 5,001 digits>" in text
 
 
+def test_a_named_tuple_and_a_list_subclass_are_judged_by_their_items(grade_once, tmp_path_factory):
+    result = grade_once(compose(tmp_path_factory.mktemp("named"), "named_pair", _snippet(tmp_path_factory, NAMED)))
+    failing = [(t.name, t.message) for t in result.tests if t.status != PASSED]
+    assert failing == [] and result.score == result.max_score
+
 
 def _snippet(tmp_path_factory, text: str):
     path = tmp_path_factory.mktemp("snippet") / "snippet.py"
     path.write_text(text)
     return path
 
+
+def test_a_value_that_is_not_a_pair_is_named_in_plain_words():
+    with pytest.raises(CheckFailed) as failed:
+        expect_pair(Opaque("builtins.set"), "attention(Q, K, V)", ("C", "A"))
+    assert str(failed.value.message).endswith("got a builtins.set object")
+    with pytest.raises(CheckFailed) as failed:
+        expect_pair(10**5000, "attention(Q, K, V)", ("C", "A"))
+    assert str(failed.value.message).endswith("got a single int, an int of 5,001 digits")

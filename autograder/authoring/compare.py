@@ -59,8 +59,14 @@ def expect_pair(value, what: str, names: tuple[str, str] = ("first", "second")):
         kind = f"a {type(value).__name__} of {len(value)} items"
     elif isinstance(value, np.ndarray):
         kind = f"a single array of shape {value.shape}"
+    elif isinstance(value, TensorData):
+        kind = f"a single torch tensor of shape {value.array.shape}"
+    elif isinstance(value, Opaque):
+        kind = f"a {value.type_name} object" + (f" ({value.detail})" if value.detail else "")
+    elif isinstance(value, int) and not isinstance(value, bool) and int_too_long(value):
+        kind = f"a single int, {int_text(value)}"
     else:
-        kind = "None" if value is None else f"a {type(value).__name__}"
+        kind = "None" if value is None else f"a single {type(value).__name__} ({shown(value)})"
     raise CheckFailed(f"{what} should return a pair ({names[0]}, {names[1]}), got {kind}")
 
 
