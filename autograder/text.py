@@ -9,6 +9,11 @@ newline and tab shown as a visible escape, such as `\\x1b`. It is applied
 where such text enters the grader and again wherever text is displayed, and
 is idempotent, so applying it twice changes nothing.
 
+`one_line` is for text printed in a line of a terminal summary: its
+newlines are escapes too, so no student text can start a line of its own.
+(A value a student's function returned is written by
+`autograder.authoring.shown`, which any int can go through.)
+
 This module is shipped to the worker too (see sandbox.BOOT): standard library only.
 """
 from __future__ import annotations
@@ -43,3 +48,8 @@ def safe(value, limit: int | None = None) -> str:
 def _escape(match: re.Match) -> str:
     code = ord(match.group(0))
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def one_line(value, limit: int | None = None) -> str:
+    """`safe` text with its newlines and tabs as escapes too (`\\n`): for one line of a terminal summary."""
+    return safe(value, limit).replace("\n", "\\n").replace("\t", "\\t")

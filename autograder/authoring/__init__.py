@@ -4,7 +4,8 @@
 
 A check is `def name(t)`: it calls the student's function with `t.returned("f", ...)` (or `t.call` for
 the whole `Reply`), judges the value with the `expect_*` functions, and raises `CheckFailed` with a
-message in the course's words; `CHECKS` lists them as `Check("f.aspect", name, sizes=...)`. A
+message in the course's words (a returned value goes into it as `shown(value)`, which writes any
+value, an int of 100,000 digits too); `CHECKS` lists them as `Check("f.aspect", name, sizes=...)`. A
 misconception catalogue defines `CATALOGUE = Catalogue(...)` of `Misconception`s. The modules behind
 these names (checks, compare, inputs, misconceptions, protocol) are the implementation; a check file
 imports only this package. Nothing here starts a process or touches the sandbox.
@@ -30,6 +31,7 @@ from autograder.authoring.compare import (
     expect_pair,
     expect_rows_sum_to_one,
     expect_shape,
+    shown,
 )
 from autograder.authoring.inputs import mask_rows, normal
 from autograder.authoring.misconceptions import Catalogue, Misconception, Observed
@@ -40,5 +42,5 @@ __all__ = [
     "Catalogue", "Check", "CheckFailed", "Inputs", "Misconception", "Observed", "Opaque", "Reply", "Sizes",
     "StudentError", "TensorData", "Tolerance", "Trial", "as_array", "as_tensor", "expect_close", "expect_equal",
     "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_gradients", "expect_pair",
-    "expect_rows_sum_to_one", "expect_shape", "mask_rows", "normal", "raise_for",
+    "expect_rows_sum_to_one", "expect_shape", "mask_rows", "normal", "raise_for", "shown",
 ]

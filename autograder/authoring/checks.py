@@ -271,6 +271,8 @@ def environment_hint(raised) -> str:
                 "its working folder; do the work in the function itself)")
     if raised.type in _NO_NETWORK or (raised.type == "OSError" and "Network is unreachable" in raised.message):
         return " (graded code runs without a network: download nothing, and read only what the function is given)"
+    if raised.type == "EOFError" and "when reading a line" in raised.message:  # input()'s
+        return " (input() waits for someone to type, and the grader types nothing)"
     if raised.type == "FileNotFoundError":
         return (" (graded code runs in an empty folder with your file alone: no data or other files of yours are "
                 "there, so compute from what the function is given)")

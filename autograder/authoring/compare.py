@@ -13,6 +13,8 @@ import numpy as np
 
 from autograder.authoring.checks import CheckFailed, Tolerance
 from autograder.authoring.protocol import Opaque, TensorData
+from autograder.authoring.shown import SHOWN, int_text, int_too_long
+from autograder.authoring.shown import shown as shown_within
 
 
 def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
@@ -32,6 +34,8 @@ def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
                           f"of shape {expected_shape}; return np.asarray(...) of it, or compute with NumPy")
     if isinstance(got, dict):
         raise CheckFailed(f"{what} is a dict of {len(got)} items, not a NumPy array of shape {expected_shape}")
+    if isinstance(got, int) and not isinstance(got, bool) and int_too_long(got):
+        raise CheckFailed(f"{what} is a single int, {int_text(got)}, not an array of shape {expected_shape}")
     raise CheckFailed(f"{what} is a single {type(got).__name__} ({shown(got)}), not an array of shape "
                       f"{expected_shape}")
 
@@ -55,8 +59,14 @@ def expect_pair(value, what: str, names: tuple[str, str] = ("first", "second")):
         kind = f"a {type(value).__name__} of {len(value)} items"
     elif isinstance(value, np.ndarray):
         kind = f"a single array of shape {value.shape}"
+    elif isinstance(value, TensorData):
+        kind = f"a single torch tensor of shape {value.array.shape}"
+    elif isinstance(value, Opaque):
+        kind = f"a {value.type_name} object" + (f" ({value.detail})" if value.detail else "")
+    elif isinstance(value, int) and not isinstance(value, bool) and int_too_long(value):
+        kind = f"a single int, {int_text(value)}"
     else:
-        kind = "None" if value is None else f"a {type(value).__name__}"
+        kind = "None" if value is None else f"a single {type(value).__name__} ({shown(value)})"
     raise CheckFailed(f"{what} should return a pair ({names[0]}, {names[1]}), got {kind}")
 
 
@@ -344,10 +354,10 @@ def as_index(position) -> tuple:
     return tuple(int(i) for i in position)
 
 
-SHOWN = 60  # characters of a value shown in a message
-
-
 def shown(value) -> str:
-    """repr(value), cut to SHOWN characters."""
-    text = repr(value)
-    return text if len(text) <= SHOWN else text[:SHOWN - 3] + "..."
+    """repr(value), cut to SHOWN characters; an int too long to write is shown as <an int of 100,001 digits>.
+
+    The one way a check should write a returned value into a message: repr() of a returned 10**100000
+    raises ValueError, which would make the check, not the student's answer, the fault (authoring.shown).
+    """
+    return shown_within(value, SHOWN)

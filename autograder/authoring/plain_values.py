@@ -84,7 +84,7 @@ def _expect_array(got, expected: np.ndarray, what: str, tol: Tolerance | None) -
     if not same.all():
         index = as_index(np.unravel_index(int(np.argmin(same)), expected.shape))
         raise CheckFailed(f"{what} is wrong at {int((~same).sum())} of {same.size} positions, e.g. index {index}: "
-                          f"got {got[index].item()!r}, expected {expected[index].item()!r}", expected, got)
+                          f"got {shown(got[index].item())}, expected {shown(expected[index].item())}", expected, got)
 
 
 def _expect_same_keys(got: dict, expected: dict, what: str) -> None:
@@ -102,7 +102,7 @@ def _expect_float(got: float, expected: float, what: str, tol: Tolerance | None)
     if np.isnan(expected) or np.isnan(got) or np.isinf(expected) or np.isinf(got) or tol is None:
         if got == expected or (np.isnan(got) and np.isnan(expected)):
             return
-        raise CheckFailed(f"{what}: got {got!r}, expected {expected!r}")
+        raise CheckFailed(f"{what}: got {shown(got)}, expected {shown(expected)}")
     error, allowed = abs(got - expected), float(allowed_error(np.array([expected]), tol)[0])
     if error > allowed:
         shown_got, shown_expected = distinct_digits(got, expected)

@@ -15,7 +15,7 @@ from autograder.grading.submission import SUFFIXES, read_submission
 from autograder.grading.suite import load_public_suite, load_suite
 from autograder.outputs import audience
 from autograder.outputs.terminal import format_check
-from autograder.text import safe
+from autograder.text import one_line, safe
 
 
 def add_commands(commands) -> None:
@@ -96,8 +96,8 @@ def _check(args) -> int:
     lines = [f"{args.file.name}: {len(passed)} of {len(result.tests)} public checks passed "
              f"({result.score:g} / {result.max_score:g} points of the public checks)"]
     if result.problem:  # a file that did not load says so itself ("not loaded: <file>, line 3 ...")
-        lines.append(f"  {'' if result.did_not_load else 'could not check: '}{result.problem}")
-    lines += [f"  note: {note}" for note in result.notes]
+        lines.append(f"  {'' if result.did_not_load else 'could not check: '}{one_line(result.problem)}")
+    lines += [f"  note: {one_line(note)}" for note in result.notes]
     lines += [format_check(test) for test in result.tests]
     printed = audience.submission_output(result, audience.STUDENT)  # public checks only: the student's to see
     if printed.strip():

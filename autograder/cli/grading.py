@@ -36,7 +36,7 @@ from autograder.grading.suite_cache import cache_folder
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import FULL_TABLES, format_results, format_summary, summary_row
-from autograder.text import safe
+from autograder.text import one_line, safe
 
 INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
 
@@ -220,7 +220,7 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing:
         nonlocal failed
         shown.append(result if few else summary_row(result))
         if result.problem and not result.internal_error:
-            not_graded.append(f"not graded: {result.student}: {result.problem}")
+            not_graded.append(f"not graded: {one_line(result.student)}: {one_line(result.problem)}")
         failed += graded and bool(result.internal_error)
 
     def on_result(result):

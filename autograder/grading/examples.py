@@ -24,6 +24,7 @@ import numpy as np
 from autograder.authoring.checks import Sizes
 from autograder.authoring.misconceptions import bind_arguments
 from autograder.authoring.protocol import Opaque, TensorData
+from autograder.authoring.shown import int_too_long, shown
 from autograder.grading.results import CHECK_BUDGET, clip, omitted_example
 
 MAX_VALUES = 64  # larger arrays are shown by shape and dtype only
@@ -89,12 +90,14 @@ def value_json(value, depth: int = 0):
         items = [value_json(v, depth + 1) for v in value[:MAX_SHOWN]]
         return {"items": items, **({"more": len(value) - MAX_SHOWN} if len(value) > MAX_SHOWN else {})}
     if isinstance(value, dict):
-        entries = [[_text(repr(key)), value_json(item, depth + 1)] for key, item in list(value.items())[:MAX_SHOWN]]
+        entries = [[shown(key, MAX_NAME), value_json(item, depth + 1)] for key, item in list(value.items())[:MAX_SHOWN]]
         return {"entries": entries, **({"more": len(value) - MAX_SHOWN} if len(value) > MAX_SHOWN else {})}
     if isinstance(value, Opaque):
         return {"object": value.type_name[:MAX_NAME]}
     if isinstance(value, str):
-        return {"text": _text(repr(value), MAX_NAME * 4)}  # quoted and escaped as Python writes it, never raw
+        return {"text": shown(value, MAX_NAME * 4)}  # quoted and escaped as Python writes it, never raw
+    if isinstance(value, int) and not isinstance(value, bool) and int_too_long(value):
+        return {"text": shown(value)}  # an int too long for JSON to write: in words
     if value is None or isinstance(value, (bool, int, float)):
         return _plain(value)
     return {"object": type(value).__name__[:MAX_NAME]}
@@ -137,10 +140,6 @@ def _call_json(call, reply, ref) -> dict:
     else:
         described["returned"] = value_json(reply.value)
     return described
-
-
-def _text(text: str, limit: int = MAX_NAME) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _plain(value):

@@ -35,6 +35,7 @@ from autograder.grading.plan import (
     timed_out,
 )
 from autograder.grading.reference_cache import CachedReference
+from autograder.grading.reloads import GradingSession
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
@@ -136,13 +137,14 @@ class Grader:
         return blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
-            **sandbox_fields(self.sandbox.protections), tests=tuple(tests),
+            **sandbox_fields(self.sandbox.protections),
+            tests=tuple(loading.with_load_causes(tests, submission, None if did_not_load else load)),
             problem=problem, did_not_load=did_not_load,
             notes=tuple(notes), printed=output, killed_processes=killed,
-            seconds=time.monotonic() - started, graded_at=now()), self.suite, judged)
+            seconds=time.monotonic() - started, graded_at=now()), self.suite, judged, self.sandbox)
 
     def _session(self, spec: dict) -> Session:
-        return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
+        return GradingSession(self.sandbox, spec, self.suite.assignment.limits, self.budget)
 
     def _run_again(self, spec: dict, seed: int, first: LoadReport, judged: list[Judged],
                    again: list[SuiteCheck]) -> tuple[list[Judged], int, str]:

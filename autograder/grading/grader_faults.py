@@ -2,20 +2,23 @@
 
 Either the grader itself failed on it (a bug, something no check foresaw), or the
 environment broke every call the same way (a memory limit the libraries' build
-exceeds, a broken library). Either way the result says nothing about the student:
+exceeds, a broken library), which a plain file's call confirms. Either way the result says nothing about the student:
 it scores nothing, is flagged with the details for the instructor, and the next
 run grades the file again.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
+from autograder.grading.echo_child import preload_in_child
 from autograder.grading.explain import Judged
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.statuses import UNGRADED
 from autograder.grading.suite import Suite
 from autograder.sandbox.protections import Protections
 from autograder.sandbox.replies import Stopped, how_it_ended
+from autograder.sandbox.zygote import Sandbox
 
 INTERNAL_ERROR = ("internal error: the grader failed on this submission (not because of your code); your "
                   "instructor has the details and will grade it again")
@@ -47,20 +50,35 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def blame_environment(result: SubmissionResult, suite: Suite, judged: list[Judged]) -> SubmissionResult:
-    """An internal error instead of `result` when the worker died on every check (`judged`), the same way.
+def blame_environment(result: SubmissionResult, suite: Suite, judged: list[Judged],
+                      sandbox: Sandbox | None = None) -> SubmissionResult:
+    """An internal error instead of `result` when the worker died on every check (`judged`), the same way,
+    and the sandbox cannot run a plain file's call either.
 
     No file makes every function fail identically by accident; a worker that cannot map a call's arguments
     (a memory limit the libraries' build exceeds) or a broken library does. Such a result says nothing
     about the student, so it is kept for the instructor and graded again by the next run. Only a death
     the worker had on its own counts (CallFailed.ended): a flood or processes left running are the code's.
+    But a file can do it on purpose (every function calling os._exit), so the environment is asked first:
+    a child of `sandbox` that imports the preload and answers a call (grading.echo_child). If it answers,
+    the sandbox runs calls, and the deaths were the file's own: `result` stands, with a note that says so.
     """
     ways = {_death(one) for one in judged}
     functions = {one.entry.function for one in judged}
     if len(functions) < 2 or len(ways) != 1 or None in ways:
         return result
+    how = how_it_ended(ways.pop())
+    control = ""
+    if sandbox is not None:
+        _, problem = preload_in_child(suite, sandbox)
+        if not problem:
+            note = (f"every call of your functions ended the worker process the same way ({how}), while a plain "
+                    "file's call in the same sandbox was answered: your code ended the process (os._exit, or a "
+                    "crash in the functions it calls)")
+            return dataclasses.replace(result, notes=(*result.notes, note))
+        control = f"; a plain file's call failed too ({problem})"
     details = (f"the worker died on all {len(judged)} checks, in {len(functions)} functions, the same way "
-               f"({how_it_ended(ways.pop())}): the grading environment, not this file, is the likely cause. Run "
+               f"({how}){control}: the grading environment, not this file, is the likely cause. Run "
                f"`autograder doctor`. The worker's output:\n{result.printed}")
     return internal_error_result(result.student, suite, result.file, result.sha256, details, result.seconds,
                                  result.sandbox, result.isolated)

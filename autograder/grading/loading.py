@@ -16,12 +16,14 @@ cell is what the student needs to read first.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 
 from autograder.authoring.checks import environment_hint
 from autograder.authoring.protocol import Raised
-from autograder.grading.results import NOT_LOADED
+from autograder.grading.results import NOT_LOADED, CheckResult
+from autograder.grading.statuses import PASSED
 from autograder.grading.submission import Submission
 from autograder.sandbox.session import LoadReport
 from autograder.text import safe
@@ -43,7 +45,15 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
         ran = "nothing in it ran" if unparsed else "Python stops a file at its first error"
         # The student's own `python file.py` shows no error for a module their machine has and the grader lacks,
         # nor for a download or another operation only the sandbox refuses.
-        if raised is not None and raised.type == "ModuleNotFoundError":
+        if raised is not None and raised.type == "EOFError" and environment_hint(raised):  # input()
+            todo = ('Put the code that asks for input (and any other demo code) under `if __name__ == "__main__":`, '
+                    "where it runs when you run the file but not when it is imported or graded, and hand the file "
+                    "in again")
+        elif raised is not None and ran_a_magic(raised):
+            todo = ("get_ipython() exists only in Jupyter: a .py exported from a notebook turns its magics "
+                    "(%matplotlib, !pip, ...) into get_ipython() calls. Remove those lines from the file, or hand "
+                    "in the notebook itself")
+        elif raised is not None and raised.type == "ModuleNotFoundError":
             todo = ("Remove that import, or move it into the function that needs it so that the others can be "
                     "graded, and hand the file in again")
         elif raised is not None and environment_hint(raised):
@@ -58,6 +68,11 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
     return (f"{NOT_LOADED}: {name}, {first}, and no cell defined any of the graded functions "
             f"({', '.join(sorted(graded))}). Fix that cell, run the notebook from the top (Kernel → Restart & "
             "Run All) and hand it in again")
+
+
+def ran_a_magic(raised: Raised) -> bool:
+    """Whether the code called get_ipython(), as a .py exported from a notebook does for each magic."""
+    return raised.type == "NameError" and "'get_ipython'" in raised.message
 
 
 def load_notes(load: LoadReport, loaded: bool) -> list[str]:
@@ -164,3 +179,51 @@ def _why_not_run(where: str, line: int, load: LoadReport) -> str:
             return (f"that cell {reason} while loading, so the whole cell was skipped. Give the function a cell "
                     f"of its own, away from the slow code, then {RESTART}")
     return ""
+
+
+_MISSING_NAME = re.compile(r"NameError\b.*?name '([A-Za-z_]\w*)' is not defined")
+_DEFINES = re.compile(r"^(?:import[ \t]+(?P<modules>[^\n#;]+)|from[ \t]+[\w.]+[ \t]+import[ \t]+(?P<names>[^\n#;]+)"
+                      r"|(?:async[ \t]+)?(?:def|class)[ \t]+(?P<defined>\w+)"
+                      r"|(?P<assigned>\w[\w \t,]*?)[ \t]*(?::[^=\n]*)?=(?!=))", re.MULTILINE)
+MAX_NAMES = 8  # names of a failed cell a message lists
+
+
+def with_load_causes(tests: list[CheckResult], submission: Submission, load: LoadReport | None) -> list[CheckResult]:
+    """`tests` with the cause added to each that failed on a NameError for a name a notebook cell would have
+    defined, had it not failed while loading (an import the grader lacks, in the imports cell, leaves `np`
+    undefined for every check: the cell is what to fix, and each such message says so)."""
+    if load is None or submission.kind == "py" or not load.problems:
+        return list(tests)
+    sources = {cell.label: cell.source for cell in submission.cells}
+    failed = [(unit, raised, _names_from(sources.get(unit, ""), raised, unit)) for unit, raised in load.problems]
+    explained = []
+    for test in tests:
+        missing = _MISSING_NAME.search(test.message) if test.status != PASSED else None
+        cause = next((one for one in failed if missing and missing.group(1) in one[2]), None)
+        if cause is not None:
+            test = dataclasses.replace(test, message=test.message + _load_cause(*cause))
+        explained.append(test)
+    return explained
+
+
+def _load_cause(unit: str, raised: Raised, names: list[str]) -> str:
+    listed = ", ".join(names[:MAX_NAMES]) + (", ..." if len(names) > MAX_NAMES else "")
+    return (f". The cause: {unit} failed while loading: it {_what_it_did(unit, raised)}{environment_hint(raised)}; "
+            f"so the names it would have defined from there on ({listed}) are missing. Fix that cell, then {RESTART}")
+
+
+def _names_from(source: str, raised: Raised, unit: str) -> list[str]:
+    """The names a cell's top-level lines define (imports, defs, classes, assignments), from the line that raised
+    on; read as text (see _definition), in order, each once."""
+    if raised.line is not None and raised.cell in ("", unit):
+        source = "\n".join(source.splitlines()[raised.line - 1:])
+    names = []
+    for found in _DEFINES.finditer(source):
+        if found["modules"]:
+            parts = [part.split(" as ")[-1].strip().split(".")[0] for part in found["modules"].split(",")]
+        elif found["names"]:
+            parts = [part.split(" as ")[-1].strip() for part in found["names"].strip("()\\ \t").split(",")]
+        else:
+            parts = (found["defined"] or found["assigned"]).split(",")
+        names += [name.strip() for name in parts if name.strip().isidentifier() and name.strip() not in names]
+    return names

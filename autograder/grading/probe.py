@@ -21,20 +21,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
-from autograder.authoring.protocol import Call
 from autograder.grading.course import Course
+from autograder.grading.echo_child import last_line, preload_in_child
 from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
 from autograder.grading.suite import REFERENCE_FILE, Suite
 from autograder.sandbox.protections import SandboxError
-from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
 
 # PyTorch's CPU-only wheels: ~200 MB, against several GB of CUDA libraries in the default build from PyPI.
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-PROBE_MODULE = "autograder_probe"
 PROBE_STUDENT = "(environment probe)"
 
 
@@ -80,7 +76,7 @@ def probe_environment(course: Course, suite: Suite, sandbox: Sandbox, alongside:
     except SandboxError as error:
         problem, fix = _start_problem(str(error), assignment.preload, python)
         return ProbeReport(assignment.name, problem, fix)
-    mapped, problem = _preload_in_child(suite, sandbox)
+    mapped, problem = preload_in_child(suite, sandbox)
     if problem:
         return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped), mapped)
     if suite.reference is None:
@@ -101,37 +97,6 @@ def require_environment(course: Course, suite: Suite, sandbox: Sandbox, command:
 
 # ---------------------------------------------------------------- the steps
 
-def _probe_source(preload: tuple) -> str:
-    imports = "".join(f"import {name}\n" for name in preload)
-    return (f"import os\n{imports}"
-            "def echo(values):\n"
-            "    with open('/proc/self/statm') as statm:\n"
-            "        pages = int(statm.read().split()[0])\n"
-            "    return values, values.dtype.type(pages * os.sysconf('SC_PAGE_SIZE') / 2**20)\n")
-
-
-def _preload_in_child(suite: Suite, sandbox: Sandbox) -> tuple[float | None, str]:
-    """(the child's address space in MiB, or None; what went wrong, or "")."""
-    limits = suite.assignment.limits
-    spec = {"module": PROBE_MODULE, "filename": f"{PROBE_MODULE}.py", "kind": "py", "labels": ["the file"],
-            "sources": [_probe_source(suite.assignment.preload)]}
-    values = np.arange(4096, dtype=np.float64)
-    with Session(sandbox, spec, limits, limits.submission_seconds) as session:
-        load = session.open()
-        trouble = load.failure or "; ".join(f"{unit}: {raised.describe()}" for unit, raised in load.problems)
-        if trouble:
-            return None, _with_output(f"a worker child could not import the preload under the limits ({trouble})",
-                                      session)
-        try:
-            reply = session.call(Call("echo", (values,), seconds=limits.call_seconds))
-        except Exception as error:  # noqa: BLE001 - every way this fails is the finding
-            return None, _with_output(f"a worker child under the limits could not answer a call ({error})", session)
-    value = reply.value
-    if not (isinstance(value, tuple) and len(value) == 2 and np.array_equal(np.asarray(value[0]), values)):
-        return None, "a worker child answered a call wrongly (it did not return the array it was given)"
-    return round(float(np.asarray(value[1])), 1), ""
-
-
 def _reference_passes(course: Course, suite: Suite, sandbox: Sandbox, alongside: Grader | None) -> tuple[str, int]:
     """The reference graded as a submission: ("", checks passed) or (what failed, checks passed)."""
     path = suite.assignment.solution_dir / REFERENCE_FILE
@@ -146,18 +111,8 @@ def _reference_passes(course: Course, suite: Suite, sandbox: Sandbox, alongside:
     what = result.problem or f"{failed[0].name} {failed[0].status}: {failed[0].message}"
     problem = (f"the reference solution ({path}) passed {len(passed)} of {len(result.tests)} checks in this "
                f"sandbox; {what}")
-    last = _last_line(result.printed)
+    last = last_line(result.printed)
     return problem + (f" (the worker printed: {last})" if last else ""), len(passed)
-
-
-def _with_output(problem: str, session: Session) -> str:
-    last = _last_line(session.output.text())
-    return problem + (f"; the worker printed: {last}" if last else "")
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
 
 
 # ---------------------------------------------------------------- causes and fixes

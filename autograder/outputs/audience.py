@@ -104,5 +104,8 @@ def traceback(result: SubmissionResult, audience: str) -> str:
 
 
 def _any_hidden(result: SubmissionResult) -> bool:
+    # A file that did not load was called by no check: what it printed, its top level printed.
+    if result.did_not_load:
+        return False
     # No checks at all (the file could not be graded): nothing hidden ran, but be strict unless it is plain.
     return any(test.visibility != "public" for test in result.tests) or not result.tests

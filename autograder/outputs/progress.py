@@ -5,7 +5,7 @@ import sys
 import time
 
 from autograder.grading.results import SubmissionResult
-from autograder.text import safe
+from autograder.text import one_line
 
 # What each count but "full marks" counts, said under the summary line when it is not zero.
 COUNT_MEANINGS = {
@@ -65,8 +65,8 @@ class Progress:
         if self.tty:
             self._write("\r" + self._bar() + "\033[K")
         else:
-            self._write(f"[{self.done}/{self.total}] {safe(result.student)}: {result.score:g}/{result.max_score:g}"
-                        + (f" ({safe(result.problem)})" if result.problem else "") + "\n")
+            self._write(f"[{self.done}/{self.total}] {one_line(result.student)}: {result.score:g}/{result.max_score:g}"
+                        + (f" ({one_line(result.problem)})" if result.problem else "") + "\n")
 
     def note(self, text: str) -> None:
         """A message for the TA while the batch runs: on its own line, above the bar on a terminal."""

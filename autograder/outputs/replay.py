@@ -16,8 +16,10 @@ import sys
 import numpy as np
 
 from autograder.authoring.protocol import Call, Opaque, Reply, TensorData
+from autograder.authoring.shown import shown
 from autograder.grading.attempt import Replayed
 from autograder.grading.results import CheckResult
+from autograder.text import one_line
 
 SCREEN = 50  # lines: a longer replay is abbreviated unless --full
 VALUE_LINES = 8  # lines per value in an abbreviated replay
@@ -46,7 +48,7 @@ def _lines(student, check, seed, replayed: Replayed, stored, comparable, full: b
     now, tried = replayed.result, replayed.tried
     lines = [f"replay of {check} for {student} (seed {seed}): {now.status}"]
     if now.message:
-        lines.append(f"verdict: {now.message}")
+        lines.append(f"verdict: {one_line(now.message)}")
     lines += _compared(now, stored, comparable, replayed.earlier_calls)
     calls = tried.calls if tried is not None else []
     cap = VALUE_LINES if abbreviate else None
@@ -71,7 +73,7 @@ def _compared(now: CheckResult, stored: CheckResult | None, comparable: bool, ea
         return [f"stored: no verdict for this check (replayed {before})"]
     if (stored.status, stored.message) == (now.status, now.message):
         return [f"stored: {stored.status}, the same verdict: the replay ({before}) reproduces the grade"]
-    lines = [f"stored: {stored.status}" + (f": {stored.message}" if stored.message else "")]
+    lines = [f"stored: {stored.status}" + (f": {one_line(stored.message)}" if stored.message else "")]
     if not comparable:
         return lines + ["the verdicts differ, but the file or the suite changed since grading, so that is expected"]
     return lines + [f"DIFFERENT FROM THE STORED VERDICT. The replay sent the same calls in the same order ({before}) "
@@ -93,7 +95,7 @@ def _call_lines(number: int, call: Call, reply: Reply, cap: int | None) -> list[
         lines.append(f"  {name} =")
         lines += _capped(_indented(_show(value), 4), cap)
     if reply.raised is not None:
-        lines.append(f"  raised {reply.raised.describe(called=call.function)}")
+        lines.append(f"  raised {one_line(reply.raised.describe(called=call.function))}")
     else:
         lines.append("  returned:")
         lines += _capped(_indented(_show(reply.value), 4), cap)
@@ -105,7 +107,7 @@ def _call_lines(number: int, call: Call, reply: Reply, cap: int | None) -> list[
 def _brief(reply: Reply) -> str:
     """One line for a reply: what was raised, or the shapes returned."""
     if reply.raised is not None:
-        return f"raised {reply.raised.describe()}"
+        return f"raised {one_line(reply.raised.describe())}"
     return f"returned {_kind(reply.value)}"
 
 
@@ -128,7 +130,7 @@ def _show(value) -> str:
         return "\n".join(f"[{i}] {_show(item)}" for i, item in enumerate(value))
     if isinstance(value, Opaque):
         return f"a {value.type_name} object {value.detail}".rstrip()
-    return repr(value)
+    return shown(value, None)
 
 
 def _capped(lines: list[str], cap: int | None) -> list[str]:

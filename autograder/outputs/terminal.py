@@ -1,13 +1,17 @@
 """Results as text for a terminal: a table per submission, a summary for a class, one line per check.
 
-The callers print these through `autograder.text.safe`, which shows any
-control character a student put into a message as an escape.
+Every text a student controls (an id, a message, a note, the reason a file
+did not load) is written on its one line by `autograder.text.one_line`: its
+newlines are escapes, so no exception message can add lines of its own (a
+"You got 100/100" line) to a TA's summary. The callers print the whole
+through `autograder.text.safe` too.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from autograder.grading.results import FLAG_MEANINGS, CheckResult, SubmissionResult, flags
+from autograder.text import one_line
 
 FULL_TABLES = 3  # up to this many submissions are shown whole; more get one summary line each
 
@@ -41,7 +45,8 @@ def format_summary(rows: list[SummaryRow]) -> str:
     shown: set[str] = set()
     for row in rows:
         shown.update(_meaning_key(flag) for flag in row.flags)
-        lines.append(f"{row.student:<20}{f'{row.score:g} / {row.max_score:g}':>14}  {', '.join(row.flags)}")
+        lines.append(f"{one_line(row.student):<20}{f'{row.score:g} / {row.max_score:g}':>14}  "
+                     f"{one_line(', '.join(row.flags))}")
     mean = sum(row.score for row in rows) / len(rows)
     lines.append(f"{len(rows)} submissions, mean {mean:.1f} / {rows[0].max_score:g}")
     return "\n".join(lines + flag_legend(shown))
@@ -71,11 +76,11 @@ def _meaning_key(flag: str) -> str:
 
 def format_result(result: SubmissionResult) -> str:
     """A readable per-function table and the failing checks' messages."""
-    lines = [f"{result.student}: {result.score:g} / {result.max_score:g} points "
+    lines = [f"{one_line(result.student)}: {result.score:g} / {result.max_score:g} points "
              f"({result.assignment}, sandbox {result.sandbox}, seed {result.seed}, {result.seconds:.1f} s)"]
     if result.problem:
-        lines.append(f"  {'' if result.did_not_load else 'could not grade: '}{result.problem}")
-    lines += [f"  note: {note}" for note in result.notes]
+        lines.append(f"  {'' if result.did_not_load else 'could not grade: '}{one_line(result.problem)}")
+    lines += [f"  note: {one_line(note)}" for note in result.notes]
     lines.append(f"  {'function':<18}{'points':>12}  checks passed")
     for function, (got, possible) in result.by_function().items():
         tests = [t for t in result.tests if t.function == function]
@@ -85,9 +90,9 @@ def format_result(result: SubmissionResult) -> str:
     if failing and not result.problem:
         lines.append("  not passed:")
         for test in failing:
-            lines.append(f"    {test.name} [{test.status}, {test.visibility}]: {test.message}")
+            lines.append(f"    {test.name} [{test.status}, {test.visibility}]: {one_line(test.message)}")
             if test.explanation:
-                lines.append(f"      idea to revisit: {test.explanation}")
+                lines.append(f"      idea to revisit: {one_line(test.explanation)}")
     return "\n".join(lines)
 
 
@@ -96,5 +101,5 @@ def format_check(result: CheckResult) -> str:
     mark = "ok" if result.status == "passed" else result.status.upper()
     line = f"  {mark:<7} {result.name:<38} {result.visibility:<6} {result.score:g} / {result.max_score:g}"
     if result.status != "passed":
-        line += f"\n          {result.message}" + (f" (hint: {result.hint})" if result.hint else "")
+        line += f"\n          {one_line(result.message)}" + (f" (hint: {one_line(result.hint)})" if result.hint else "")
     return line

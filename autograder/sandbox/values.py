@@ -1,7 +1,8 @@
 """Values on the wire: what a call's arguments and a function's answer become on their way across.
 
 The plain values a Python function returns travel as themselves: None, bool,
-int, float, str, lists, tuples and dicts of them, NumPy arrays of numeric and
+int, float, str, lists, tuples and dicts of them (a subclass, such as a named
+tuple, as its base type's items), NumPy arrays of numeric and
 bool dtypes, and torch tensors (their values and autograd state, as
 `TensorData`); anything else as the name of its type (`Opaque`), never the
 object. A value is a tree in the frame's JSON header, its arrays, text and
@@ -97,8 +98,9 @@ class Budget:
 def encode(value, buffers: list) -> dict:
     """Describe `value` as a JSON-able tree, appending array and text bytes to `buffers` (whole: never a sample).
 
-    Plain values travel as themselves: None, bool, int, float, str, lists, tuples and dicts of them (dict
-    subclasses as plain dicts; keys str, numbers, bool, None or tuples of them), NumPy arrays and scalars
+    Plain values travel as themselves: None, bool, int, float, str, lists, tuples and dicts of them (their
+    subclasses, a named tuple among them, as plain tuples, lists and dicts, by the items the base type holds;
+    keys str, numbers, bool, None or tuples of them), NumPy arrays and scalars
     of numeric and bool dtypes, torch tensors. Anything else travels as the name of its type (Opaque). A
     value over the limits (LIMITS) is described as over them, and read as ValueTooLarge.
     """
@@ -133,9 +135,12 @@ def _encode(value, buffers: list, budget: Budget, depth: int) -> dict:
             grad_fn = type(value.grad_fn).__name__ if value.grad_fn is not None else None
             tree.update(t="tensor", requires_grad=bool(value.requires_grad), grad_fn=grad_fn)
         return tree
-    if kind in (tuple, list):  # not their subclasses: a named tuple's names are worth an author's message
-        budget.afford(len(value))
-        return {"t": kind.__name__, "items": [_encode(item, buffers, budget, depth + 1) for item in value]}
+    if isinstance(value, (tuple, list)):  # a subclass (a named tuple) by its items: it is a tuple or list
+        base = tuple if isinstance(value, tuple) else list
+        items = base.__len__(value)  # the base type's own length and items: an overridden __iter__ is not asked
+        budget.afford(items)
+        return {"t": base.__name__, "items": [_encode(item, buffers, budget, depth + 1)
+                                              for item in items_of(value)]}
     if isinstance(value, dict):
         pairs = list(dict.items(value))
         budget.afford(2 * len(pairs))
@@ -145,6 +150,14 @@ def _encode(value, buffers: list, budget: Budget, depth: int) -> dict:
         return {"t": "dict", "items": [[_encode(key, buffers, budget, depth + 1),
                                         _encode(item, buffers, budget, depth + 1)] for key, item in pairs]}
     return _opaque(_type_name(value), "", budget)
+
+
+def items_of(value: tuple | list) -> list:
+    """The items of a tuple or list (or of a subclass of one) as the base type holds them: not what an
+    overridden __iter__ or __getitem__ would give."""
+    if isinstance(value, tuple):
+        return [tuple.__getitem__(value, i) for i in range(tuple.__len__(value))]
+    return list(list.__iter__(value))
 
 
 def _append(buffers: list, data) -> int:

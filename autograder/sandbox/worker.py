@@ -363,7 +363,7 @@ def _call(request: dict, buffers: list, namespace: dict):
 def _backward(result, args, upstream_trees, buffers, out) -> dict:
     """Backpropagate the grader's upstream gradients; return d(output)/d(each input)."""
     torch = sys.modules["torch"]
-    outputs = result if isinstance(result, (tuple, list)) else (result,)
+    outputs = values.items_of(result) if isinstance(result, (tuple, list)) else (result,)  # as encoded
     pairs = []
     for output, tree in zip(outputs, upstream_trees):
         upstream = values.decode(tree, buffers)

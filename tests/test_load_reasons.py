@@ -1,0 +1,48 @@
+"""The reason a hand-in's top level failed is told in the words that fit what it did, graded through the real
+sandbox: a .py that waits for input() or runs an exported notebook's magics, and a notebook whose imports
+cell failed, which leaves names undefined for every check that uses them."""
+from __future__ import annotations
+
+import nbformat
+
+from autograder.grading.statuses import PASSED
+from autograder.outputs import audience
+
+from conftest import PLAIN
+
+PLAIN_LINES = PLAIN.read_text().splitlines()
+FIRST_DEF = next(i for i, line in enumerate(PLAIN_LINES) if line.startswith("def "))
+FUNCTIONS = "\n".join(PLAIN_LINES[FIRST_DEF:])
+IMPORTS = "\n".join(line for line in PLAIN_LINES[:FIRST_DEF] if line.startswith(("import", "from")))
+
+
+def test_a_py_that_calls_input_at_its_top_level_is_told_to_guard_it(grade_once, tmp_path):
+    path = tmp_path / "asks.py"
+    path.write_text(f"{IMPORTS}\n{FUNCTIONS}\n\nprint('demo')\nname = input('your name: ')\n")
+    result = grade_once(path)
+    assert result.did_not_load
+    assert "input() waits for someone to type, and the grader types nothing" in result.problem
+    assert 'if __name__ == "__main__":' in result.problem and "Run `python" not in result.problem
+    # No check called the file: what its top level printed is the student's to see, with no note about hidden checks.
+    assert "demo" in audience.submission_output(result, audience.STUDENT)
+    assert audience.submission_output_note(result, audience.STUDENT) == ""
+
+
+def test_a_py_exported_with_magics_is_told_what_get_ipython_is(grade_once, tmp_path):
+    path = tmp_path / "exported.py"
+    path.write_text(f"{IMPORTS}\nget_ipython().run_line_magic('matplotlib', 'inline')\n{FUNCTIONS}\n")
+    problem = grade_once(path).problem
+    assert "get_ipython() exists only in Jupyter" in problem and "hand in the notebook itself" in problem, problem
+
+
+def test_each_check_a_failed_imports_cell_broke_names_that_cell(grade_once, tmp_path):
+    path = tmp_path / "imports.ipynb"
+    cells = [f"from no_such_progress_bar import bar\n{IMPORTS}", FUNCTIONS, "name = input('name: ')"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    result = grade_once(path)
+    broken = [t for t in result.tests if "name 'np' is not defined" in t.message]
+    assert broken and all(t.status != PASSED for t in broken)
+    for test in broken:
+        assert "The cause: code cell 1 failed while loading: it raised ModuleNotFoundError" in test.message
+        assert "No module named 'no_such_progress_bar'" in test.message and "(bar, " in test.message
+    assert any("input() waits for someone to type" in note for note in result.notes), result.notes

@@ -1,0 +1,108 @@
+"""What a function returns is judged as the value it is, whatever it is: an int too long for Python to write
+as text fails its own checks with a message (never the grader), and a named tuple is the tuple it is.
+
+Graded through the real sandbox; the text helpers are checked on their own too.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autograder.authoring import CheckFailed, Opaque, expect_pair
+from autograder.authoring.shown import int_text, shown
+from autograder.grading.examples import load_example
+from autograder.grading.statuses import FAILED, PASSED
+
+from conftest import compose
+
+HUGE = '''
+def softmax(S):
+    return 10**100000
+
+
+def attention(Q, K, V, allowed=None, scale=None):
+    return (10**5000, 1)
+
+
+def score(Q, K, scale=None):
+    return {"a": 10**5000}
+
+
+def padding_mask(lengths, n_k):
+    return [[10**5000]]
+'''
+
+NAMED = '''
+import collections
+
+_Pair = collections.namedtuple("_Pair", "C A")
+_plain_attention, _plain_attention_torch = attention, attention_torch
+
+
+class _Lying(list):
+    def __iter__(self):
+        return iter([None, None])
+
+
+def attention(Q, K, V, allowed=None, scale=None):
+    return _Pair(*_plain_attention(Q, K, V, allowed, scale))
+
+
+def attention_torch(Q, K, V, allowed=None, scale=None):
+    return _Lying(_plain_attention_torch(Q, K, V, allowed, scale))  # its items, not what __iter__ claims
+'''
+
+
+def test_an_int_too_long_to_write_is_shown_in_words_anywhere_in_a_value():
+    assert int_text(10**100000) == "an int of 100,001 digits"
+    assert int_text(-(10**5000)) == "an int of 5,001 digits" and int_text(-12) == "-12"
+    assert shown([[10**5000]]) == "[[<an int of 5,001 digits>]]"
+    assert shown({"a": (10**5000, 1)}) == "{'a': (<an int of 5,001 digits>, 1)}"
+    assert shown(list(range(10**6)), 20) == "[0, 1, 2, 3, 4, 5..."  # written only as far as shown
+
+
+@pytest.fixture(scope="module")
+def huge(grade_once, tmp_path_factory):
+    return grade_once(compose(tmp_path_factory.mktemp("huge"), "huge_ints", _snippet(tmp_path_factory, HUGE)))
+
+
+def test_a_returned_huge_int_fails_its_own_checks_and_no_others(huge):
+    assert not huge.internal_error, huge.internal_error
+    by_function = {}
+    for test in huge.tests:
+        by_function.setdefault(test.function, set()).add(test.status)
+    for function in ("softmax", "attention", "score", "padding_mask"):
+        assert PASSED not in by_function[function], function
+    for function in ("additive_score", "causal_mask", "context"):  # untouched: every point kept
+        assert by_function[function] == {PASSED}, function
+    softmax = next(t for t in huge.tests if t.name == "softmax.lecture_example")
+    assert softmax.status == FAILED and "an int of 100,001 digits" in softmax.message, softmax.message
+
+
+def test_the_examples_of_a_huge_int_are_stored_in_words(huge):
+    examples = [load_example(t.example) for t in huge.tests if t.function in ("score", "padding_mask") and t.example]
+    assert examples, "a public check of score or padding_mask shows its example"
+    text = json.dumps(examples)
+    assert "<an int of 5,001 digits>" in text
+
+
+def test_a_named_tuple_and_a_list_subclass_are_judged_by_their_items(grade_once, tmp_path_factory):
+    result = grade_once(compose(tmp_path_factory.mktemp("named"), "named_pair", _snippet(tmp_path_factory, NAMED)))
+    failing = [(t.name, t.message) for t in result.tests if t.status != PASSED]
+    assert failing == [] and result.score == result.max_score
+
+
+def _snippet(tmp_path_factory, text: str):
+    path = tmp_path_factory.mktemp("snippet") / "snippet.py"
+    path.write_text(text)
+    return path
+
+
+def test_a_value_that_is_not_a_pair_is_named_in_plain_words():
+    with pytest.raises(CheckFailed) as failed:
+        expect_pair(Opaque("builtins.set"), "attention(Q, K, V)", ("C", "A"))
+    assert str(failed.value.message).endswith("got a builtins.set object")
+    with pytest.raises(CheckFailed) as failed:
+        expect_pair(10**5000, "attention(Q, K, V)", ("C", "A"))
+    assert str(failed.value.message).endswith("got a single int, an int of 5,001 digits")
