@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from autograder.authoring.protocol import Call
-from autograder.grading.reloads import NOT_RELOADED, GradingSession
 from autograder.grading.statuses import ERROR
 from autograder.grading.submission import read_submission
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.replies import CallFailed
+from autograder.sandbox.session import NOT_RELOADED, Session
 
 from conftest import compose
 
@@ -38,7 +38,7 @@ def test_a_file_that_cannot_be_loaded_again_in_the_time_left_fails_its_calls_in_
     path.write_text("import os, time\ntime.sleep(0.8)\n\ndef f(x):\n    os._exit(1)\n")
     spec = read_submission(path).worker_spec(suite.assignment.module)
     failures = []
-    with GradingSession(sandbox, spec, Limits(call_seconds=1.0, load_seconds=5.0), budget=2.0) as session:
+    with Session(sandbox, spec, Limits(call_seconds=1.0, load_seconds=5.0), budget=2.0) as session:
         assert not session.open().failure
         for _ in range(6):  # each call ends the child; each reload takes 0.8 s of the 2 s budget
             with pytest.raises(CallFailed) as failed:

@@ -35,7 +35,6 @@ from autograder.grading.plan import (
     timed_out,
 )
 from autograder.grading.reference_cache import CachedReference
-from autograder.grading.reloads import GradingSession
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
@@ -144,7 +143,7 @@ class Grader:
             seconds=time.monotonic() - started, graded_at=now()), self.suite, judged, self.sandbox)
 
     def _session(self, spec: dict) -> Session:
-        return GradingSession(self.sandbox, spec, self.suite.assignment.limits, self.budget)
+        return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
 
     def _run_again(self, spec: dict, seed: int, first: LoadReport, judged: list[Judged],
                    again: list[SuiteCheck]) -> tuple[list[Judged], int, str]:

@@ -48,6 +48,8 @@ from autograder.sandbox.zygote import Sandbox
 from autograder.text import safe
 
 MAX_LOAD_ATTEMPTS = 6
+NOT_RELOADED = ("the file could not be loaded again after a call ended the worker process: its top-level code did "
+                "not finish in the time the submission had left (top-level code should only import and define)")
 EVENT_LIMIT = 1 << 20
 REGION_BYTES = 4 << 20  # a stream's calls' arrays side by side, so it seldom waits for room (used as written)
 REGION_SHARE = 16  # ... but no more of a child's memory (limits.memory_mib) than this fraction of it, up front
@@ -149,6 +151,9 @@ class Session:
         report = self._start_child()
         if report.failure:
             return WorkerDied(f"the worker could not reload the submission: {report.failure}")
+        if self.channel is None:  # a module's top level stopped this time (the budget ran out): no child to call
+            why = "; ".join(f"{unit} {reason}" for unit, reason in report.stopped) or "it stopped"
+            return WorkerDied(f"{NOT_RELOADED} ({why})")
         return None
 
     def next_id(self) -> int:
