@@ -62,6 +62,19 @@ def test_an_answer_computed_in_float32_is_held_to_float32s_tolerance_under_every
     assert [(t.name, t.message) for t in result.tests if t.status != "passed"] == []
 
 
+LOOKUPS = sorted((SUBMISSIONS / "lookups").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", LOOKUPS, ids=[p.stem for p in LOOKUPS])
+@pytest.mark.parametrize("student", ["s0001", "s0002", "s0003"])
+def test_an_answer_that_looks_up_the_printed_numbers_earns_nothing(grade_once, path, student):
+    """Every fixed public case is asked again reordered or scaled, in each student's own way (public_checks.key_order
+    and scale_factor): the worked example's printed numbers, returned whatever the inputs or when the shapes are the
+    example's, earned 23 and 26 points before."""
+    result = grade_once(path, student)
+    assert result.score == 0, [t.name for t in result.tests if t.status == "passed"]
+
+
 def _may_fail(check_functions: tuple, bug_in: str) -> bool:
     """A check may lose points if it calls the buggy function, or attention built on it."""
     affected = {bug_in} | ({"attention"} if bug_in in PARTS_OF_ATTENTION else set())

@@ -6,6 +6,9 @@ values are the slides' numbers (slides 14-17) or follow directly from the
 definitions on small cases that can be checked by hand. Every check compares
 the whole answer with those values, so an answer of the right shape that
 computes nothing (zeros, uniform weights, a mask of all True) earns nothing;
+and every fixed case is asked again changed, its keys in another order (each
+student's own) or its values scaled, so an answer that looks the printed
+numbers up earns nothing either;
 the properties the lecture states (slide 26: every permitted row sums to one,
 every future weight is zero) are tested first, so their messages come first.
 Points live in course.yaml.
@@ -53,6 +56,20 @@ ROWS_ADVICE = "the keys, separately for each query (slide 11)"
 ROWS_ARE_QUERIES = "rows should be queries and columns keys (slide 13)"
 
 
+def key_order(t, n: int) -> np.ndarray:
+    """A student's own order of `n` keys in which every key moves: the worked example asked again, reordered.
+
+    Scores, weights and masks follow their keys (slides 11 and 20): with the keys (and their values) in this
+    order, each row's answer comes in the same order, and the context is unchanged. Looking up the printed
+    numbers cannot follow it."""
+    return np.roll(np.arange(n), int(t.rng.integers(1, n)) if n > 1 else 0)
+
+
+def scale_factor(t) -> float:
+    """A student's own factor in [1.5, 3): values scaled by it scale the context by it (c_i = Σ_j a_ij v_j)."""
+    return float(1.5 + 1.5 * t.rng.random())
+
+
 def weights_from_counts(counts):
     """Scores with hand-checkable softmax weights: s = log(n) gives a_ij = n_ij / Σ_m n_im (slide 11).
 
@@ -75,15 +92,22 @@ def expect_weights(A, expected, tol, what: str, rule: str) -> None:
 
 
 def score_lecture_example(t):
-    """score reproduces the worked example's scores (slide 15): [0.7071, 0, 0.7071]."""
+    """score reproduces the worked example's scores (slide 15): [0.7071, 0, 0.7071], and the same scores in
+    another order when the keys come in that order."""
     S = t.returned("score", Q_LECTURE, K_LECTURE)
     expect_close(S, SCORES_LECTURE, SLIDE_ROUNDING, "score(q, K) for the worked example")
+    order = key_order(t, 3)
+    S = t.returned("score", Q_LECTURE, K_LECTURE[order])
+    expect_close(S, SCORES_LECTURE[:, order], SLIDE_ROUNDING,
+                 f"score(q, K) for the worked example's keys in the order {order.tolist()}")
 
 
 def score_plain_dot_product(t):
     """With scale=1.0, score is the plain dot product q·k_j (slide 8)."""
-    S = t.returned("score", Q_LECTURE, K_LECTURE, scale=1.0)
-    expect_close(S, np.array([[1.0, 0.0, 1.0]]), t.tol(np.float64), "score(q, K, scale=1.0)")
+    order = key_order(t, 3)
+    for keys, what in ((np.arange(3), ""), (order, f" for the keys in the order {order.tolist()}")):
+        S = t.returned("score", Q_LECTURE, K_LECTURE[keys], scale=1.0)
+        expect_close(S, np.array([[1.0, 0.0, 1.0]])[:, keys], t.tol(np.float64), f"score(q, K, scale=1.0){what}")
 
 
 def score_shape_rows_are_queries(t):
@@ -109,14 +133,17 @@ def additive_score_lecture_formula(t):
     eye, v, b = np.eye(2), np.array([1.0, 1.0]), np.array([0.0, 0.0])
     # W_q = W_k = I, b = 0: e_0j = tanh(1 + k_j0) + tanh(k_j1)
     expected = np.array([[np.tanh(2.0), np.tanh(1.0) + np.tanh(1.0), np.tanh(1.0)]])
-    e = t.returned("additive_score", Q, K, eye, eye, v, b)
-    expect_close(e, expected, t.tol(np.float64), "additive_score with W_q = W_k = I, v = [1, 1], b = 0")
+    order = key_order(t, 3)
+    for keys, what in ((np.arange(3), ""), (order, f", the keys in the order {order.tolist()}")):
+        e = t.returned("additive_score", Q, K[keys], eye, eye, v, b)
+        expect_close(e, expected[:, keys], t.tol(np.float64),
+                     f"additive_score with W_q = W_k = I, v = [1, 1], b = 0{what}")
 
 
 def causal_mask_lower_triangle(t):
-    """causal_mask(4) and causal_mask(1) are True exactly where j ≤ i: future keys hidden, the diagonal and the past
-    visible (slide 20)."""
-    for n in (4, 1):
+    """causal_mask(4), causal_mask(1) and causal_mask(n) for a student's own n are True exactly where j ≤ i: future
+    keys hidden, the diagonal and the past visible (slide 20)."""
+    for n in (4, 1, int(t.rng.integers(5, 10))):
         allowed = as_array(t.returned("causal_mask", n), f"causal_mask({n})", (n, n))
         expect_shape(allowed, (n, n), f"causal_mask({n})")
         if allowed.dtype != np.bool_:
@@ -135,10 +162,15 @@ def causal_mask_lower_triangle(t):
 
 
 def padding_mask_lecture_lengths(t):
-    """padding_mask([2, 4], 4) hides the padded keys of the first sequence only (slide 21)."""
+    """padding_mask([2, 4], 4) hides the padded keys of the first sequence only (slide 21), and padding_mask of a
+    student's own lengths shows each sequence its own first keys."""
     expected = np.array([[[True, True, False, False]], [[True, True, True, True]]])
     allowed = t.returned("padding_mask", np.array([2, 4]), 4)
     expect_equal_mask(allowed, expected, "padding_mask([2, 4], 4)")
+    lengths = t.rng.integers(1, 6, size=3)
+    expected = np.array([[[j < n for j in range(5)]] for n in lengths])
+    allowed = t.returned("padding_mask", lengths, 5)
+    expect_equal_mask(allowed, expected, f"padding_mask({lengths.tolist()}, 5)")
 
 
 def apply_mask_hidden_become_neg_inf(t):
@@ -146,8 +178,10 @@ def apply_mask_hidden_become_neg_inf(t):
     S = np.array([[0.5, -1.0, 2.0], [3.0, 0.0, -2.5]])
     allowed = np.array([[True, False, True], [False, True, True]])
     expected = np.array([[0.5, -np.inf, 2.0], [-np.inf, 0.0, -2.5]])
-    masked = t.returned("apply_mask", S, allowed)
-    expect_close(masked, expected, t.tol(np.float64), "apply_mask(S, allowed)")
+    order = key_order(t, 3)
+    for keys, what in ((np.arange(3), ""), (order, f" with the keys in the order {order.tolist()}")):
+        masked = t.returned("apply_mask", S[:, keys], allowed[:, keys])
+        expect_close(masked, expected[:, keys], t.tol(np.float64), f"apply_mask(S, allowed){what}")
 
 
 def apply_mask_input_unchanged(t):
@@ -164,9 +198,13 @@ def apply_mask_input_unchanged(t):
 
 
 def softmax_lecture_example(t):
-    """softmax of the worked example's scores gives weights ≈ [0.4011, 0.1978, 0.4011] (slide 15)."""
-    A = t.returned("softmax", np.array([[1 / np.sqrt(2), 0.0, 1 / np.sqrt(2)]]))
-    expect_close(A, WEIGHTS_LECTURE, SLIDE_ROUNDING, "softmax of the worked example's scores")
+    """softmax of the worked example's scores gives weights ≈ [0.4011, 0.1978, 0.4011] (slide 15), and the same
+    weights in another order for the scores in that order."""
+    scores = np.array([[1 / np.sqrt(2), 0.0, 1 / np.sqrt(2)]])
+    order = key_order(t, 3)
+    for keys, what in ((np.arange(3), ""), (order, f" in the order {order.tolist()}")):
+        A = t.returned("softmax", scores[:, keys])
+        expect_close(A, WEIGHTS_LECTURE[:, keys], SLIDE_ROUNDING, f"softmax of the worked example's scores{what}")
 
 
 def softmax_rows_sum_to_one(t):
@@ -176,25 +214,30 @@ def softmax_rows_sum_to_one(t):
                        [[4, 1, 2, 1], [1, 6, 1, 2], [2, 2, 3, 3]]])
     S, expected = weights_from_counts(counts)
     S = S + np.array([[[0.0], [7.5], [-3.0]], [[2.0], [0.0], [-6.5]]])  # a shift per row changes no weight
-    A = as_array(t.returned("softmax", S), "softmax(S)", S.shape)
-    expect_shape(A, S.shape, "softmax(S)")
-    expect_rows_sum_to_one(A, t.tol(np.float64), "softmax(S)", ROWS_ADVICE)
-    expect_weights(A, expected, t.tol(np.float64), "softmax(S)",
-                   "each weight must be exp(s_ij) / Σ_m exp(s_im), so a higher score gets more weight (slide 11)")
+    order = key_order(t, 4)
+    for keys, what in ((np.arange(4), "softmax(S)"),
+                       (order, f"softmax(S) with the keys in the order {order.tolist()}")):
+        A = as_array(t.returned("softmax", S[..., keys]), what, S.shape)
+        expect_shape(A, S.shape, what)
+        expect_rows_sum_to_one(A, t.tol(np.float64), what, ROWS_ADVICE)
+        expect_weights(A, expected[..., keys], t.tol(np.float64), what,
+                       "each weight must be exp(s_ij) / Σ_m exp(s_im), so a higher score gets more weight (slide 11)")
 
 
 def softmax_masked_weights_are_zero(t):
     """A −inf score gets weight exactly 0, and the visible keys share the row's unit of weight (slides 20, 26)."""
     counts = np.array([[2, 0, 1, 1, 0, 4], [0, 3, 0, 1, 0, 0], [1, 1, 1, 5, 1, 1], [0, 0, 0, 0, 2, 0]])
     S, expected = weights_from_counts(counts)
-    A = as_array(t.returned("softmax", S), "softmax(S) with masked keys", S.shape)
-    expect_shape(A, S.shape, "softmax(S) with masked keys")
-    expect_exact_zeros(A, counts == 0, "softmax(S) with masked keys",
-                       "a masked key must get weight exactly 0 (slide 20)")
-    expect_rows_sum_to_one(A, t.tol(np.float64), "softmax(S) with masked keys", ROWS_ADVICE)
-    expect_weights(A, expected, t.tol(np.float64), "softmax(S) with masked keys",
-                   "the visible keys' weights must be exp(s_ij) / Σ_m exp(s_im), the sum running over the "
-                   "visible keys (slides 11 and 20)")
+    order = key_order(t, 6)
+    for keys, order_said in ((np.arange(6), ""), (order, f", the keys in the order {order.tolist()}")):
+        what = f"softmax(S) with masked keys{order_said}"
+        A = as_array(t.returned("softmax", S[:, keys]), what, S.shape)
+        expect_shape(A, S.shape, what)
+        expect_exact_zeros(A, counts[:, keys] == 0, what, "a masked key must get weight exactly 0 (slide 20)")
+        expect_rows_sum_to_one(A, t.tol(np.float64), what, ROWS_ADVICE)
+        expect_weights(A, expected[:, keys], t.tol(np.float64), what,
+                       "the visible keys' weights must be exp(s_ij) / Σ_m exp(s_im), the sum running over the "
+                       "visible keys (slides 11 and 20)")
 
 
 def softmax_all_masked_raises(t):
@@ -219,8 +262,10 @@ def softmax_large_scores_stable(t):
     expected = np.array([[1 / (1 + e1), e1 / (1 + e1), 0.0],
                          [np.exp(-2.0), np.exp(-1.0), 1.0]])
     expected[1] /= expected[1].sum()
-    A = t.returned("softmax", S)
-    expect_close(A, expected, t.tol(np.float64), "softmax of scores near ±1000")
+    order = key_order(t, 3)
+    for keys, what in ((np.arange(3), ""), (order, f", the keys in the order {order.tolist()}")):
+        A = t.returned("softmax", S[:, keys])
+        expect_close(A, expected[:, keys], t.tol(np.float64), f"softmax of scores near ±1000{what}")
 
 
 def context_lecture_example(t):
@@ -228,6 +273,10 @@ def context_lecture_example(t):
     A = np.array([[0.40111209, 0.19777581, 0.40111209]])
     C = t.returned("context", A, V_LECTURE)
     expect_close(C, CONTEXT_LECTURE, SLIDE_ROUNDING, "context(A, V) for the worked example")
+    factor = scale_factor(t)
+    C = t.returned("context", A, V_LECTURE * factor)
+    expect_close(C, CONTEXT_LECTURE * factor, SLIDE_ROUNDING,
+                 f"context(A, V) for the worked example's values times {factor:.4g}")
 
 
 def context_batch_axes(t):
@@ -251,12 +300,25 @@ def attention_lecture_example(t):
                           "second the context's (1, 2); return the context first: (C, A)")
     expect_close(C, CONTEXT_LECTURE, SLIDE_ROUNDING, "the context C of attention(q, K, V)")
     expect_close(A, WEIGHTS_LECTURE, SLIDE_ROUNDING, "the weights A of attention(q, K, V)")
+    expect_memory_reordered(t, Q_LECTURE, CONTEXT_LECTURE, "attention(q, K, V)")
+
+
+def expect_memory_reordered(t, q, context, what: str) -> None:
+    """The worked example's memory asked again, its keys (with their values) in the student's order and the values
+    scaled: C scales with the values and keeps no order, A follows its keys."""
+    order, factor = key_order(t, 3), scale_factor(t)
+    what = f"{what} with the keys and values in the order {order.tolist()} and the values times {factor:.4g}"
+    C, A = expect_pair(t.returned("attention", q, K_LECTURE[order], V_LECTURE[order] * factor), what, PAIR)
+    expect_close(C, context * factor, SLIDE_ROUNDING, f"the context C of {what}")
+    if q is Q_LECTURE:
+        expect_close(A, WEIGHTS_LECTURE[:, order], SLIDE_ROUNDING, f"the weights A of {what}")
 
 
 def attention_changed_query(t):
     """With the changed query q = [0, 1], the same memory gives C ≈ [5.9889, 8.0222] (slide 17)."""
     C, _ = expect_pair(t.returned("attention", Q_CHANGED, K_LECTURE, V_LECTURE), "attention([0, 1], K, V)", PAIR)
     expect_close(C, CONTEXT_CHANGED, SLIDE_ROUNDING, "the context C for q = [0, 1]")
+    expect_memory_reordered(t, Q_CHANGED, CONTEXT_CHANGED, "attention([0, 1], K, V)")
 
 
 def attention_causal_rows(t):
