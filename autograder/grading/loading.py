@@ -16,6 +16,7 @@ cell is what the student needs to read first.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import re
@@ -182,9 +183,6 @@ def _why_not_run(where: str, line: int, load: LoadReport) -> str:
 
 
 _MISSING_NAME = re.compile(r"NameError\b.*?name '([A-Za-z_]\w*)' is not defined")
-_DEFINES = re.compile(r"^(?:import[ \t]+(?P<modules>[^\n#;]+)|from[ \t]+[\w.]+[ \t]+import[ \t]+(?P<names>[^\n#;]+)"
-                      r"|(?:async[ \t]+)?(?:def|class)[ \t]+(?P<defined>\w+)"
-                      r"|(?P<assigned>\w[\w \t,]*?)[ \t]*(?::[^=\n]*)?=(?!=))", re.MULTILINE)
 MAX_NAMES = 8  # names of a failed cell a message lists
 
 
@@ -213,17 +211,25 @@ def _load_cause(unit: str, raised: Raised, names: list[str]) -> str:
 
 
 def _names_from(source: str, raised: Raised, unit: str) -> list[str]:
-    """The names a cell's top-level lines define (imports, defs, classes, assignments), from the line that raised
-    on; read as text (see _definition), in order, each once."""
-    if raised.line is not None and raised.cell in ("", unit):
-        source = "\n".join(source.splitlines()[raised.line - 1:])
-    names = []
-    for found in _DEFINES.finditer(source):
-        if found["modules"]:
-            parts = [part.split(" as ")[-1].strip().split(".")[0] for part in found["modules"].split(",")]
-        elif found["names"]:
-            parts = [part.split(" as ")[-1].strip() for part in found["names"].strip("()\\ \t").split(",")]
-        else:
-            parts = (found["defined"] or found["assigned"]).split(",")
-        names += [name.strip() for name in parts if name.strip().isidentifier() and name.strip() not in names]
+    """The names a cell's top-level statements define (imports, defs, classes, assignments), from the statement
+    that raised on, in order, each once."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return []  # a cell that does not parse ran nothing, and the message for that says so already
+    first = raised.line if raised.line is not None and raised.cell in ("", unit) else 1
+    names: list[str] = []
+    for statement in tree.body:
+        if (statement.end_lineno or statement.lineno) >= first:
+            names += [name for name in _defined(statement) if name not in names]
     return names
+
+
+def _defined(statement: ast.stmt) -> list[str]:
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return [alias.asname or alias.name.split(".")[0] for alias in statement.names if alias.name != "*"]
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [statement.name]
+    targets = statement.targets if isinstance(statement, ast.Assign) else \
+        [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []
+    return [node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)]
