@@ -41,7 +41,7 @@ def _write(name, seconds):
         module.write(f"import time\\n_until = time.process_time() + {seconds}\\n"
                      "while time.process_time() < _until:\\n    pass\\n")
 
-for _name in ("slow_a", "slow_b", "slow_c"):
+for _name in ("slow_a", "slow_b", "slow_c", "slow_d"):
     _write(_name, 0.6)
 sys.path.insert(0, os.getcwd())
 
@@ -58,6 +58,10 @@ def imports_and_is_always_slow(x):
     import slow_c
     time.sleep(0.5)
     return x
+
+def imports_with_an_int(n):
+    import slow_d
+    return n + 1
 
 def hangs(x):
     while True:
@@ -184,6 +188,23 @@ def test_a_call_slow_again_when_warm_is_slow_and_the_message_says_it_was_run_twi
         assert str(timeout) == ("imports_and_is_always_slow was still importing modules at its limit (a one-time "
                                 "cost), so it was run again in a fresh process once that cost was paid; "
                                 "imports_and_is_always_slow did not return within 0.3 s and was stopped")
+
+
+def test_a_call_with_no_float_array_to_draw_afresh_is_not_warmed_up_and_says_why(cold_sandbox, tmp_path):
+    """Its warm-up would be the call itself, whose answer the timed run could hand back: it is stopped at its limit,
+    told to import at the top of the file, and the grace stays for the submission's other calls."""
+    with Session(cold_sandbox, _spec(tmp_path), LIMITS) as session:
+        assert not session.open().failure
+        started = time.monotonic()
+        with pytest.raises(CallTimedOut) as stopped:
+            session.call(Call("imports_with_an_int", (3,)))
+        assert time.monotonic() - started < 1.0
+        assert str(stopped.value).startswith("imports_with_an_int did not return within 0.3 s and was stopped. It "
+                                             "was still importing modules then (a one-time cost), but its arguments "
+                                             "hold no floating-point array")
+        assert session.grace.available
+        reply, _ = _timed(session, "imports_once")
+        assert reply.value.tolist() == [1.0, 1.0]
 
 
 def test_saying_importing_buys_a_slow_function_nothing_however_it_keeps_its_answers(cold_sandbox, tmp_path):

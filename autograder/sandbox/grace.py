@@ -37,14 +37,18 @@ class OneTimeGrace:
     seconds: float
     available: bool = True
 
-    def warm_up(self, request: Request) -> Request:
+    def warm_up(self, request: Request) -> Request | None:
         """The call that pays `request`'s one-time cost in a fresh child: its function on other inputs.
 
         Every floating-point array (arguments, keyword arguments, upstream gradients) is drawn afresh
         with the same shape and dtype; sizes, masks and flags stay as they were, so the call takes the
-        same path. Its limit is the grace's; its reply is never looked at."""
-        rng = np.random.default_rng()  # seeded from the OS: the student cannot predict these inputs
+        same path. Its limit is the grace's; its reply is never looked at. None for a call with no
+        floating-point array (a mask of size n): its warm-up would be the call itself, whose answer the
+        timed run could hand back."""
         call = request.call
+        if not any(_drawable(a) for a in (*call.args, *call.kwargs.values(), *(call.backward or ()))):
+            return None
+        rng = np.random.default_rng()  # seeded from the OS: the student cannot predict these inputs
         call = dataclasses.replace(
             call, args=tuple(_redrawn(a, rng) for a in call.args),
             kwargs={name: _redrawn(a, rng) for name, a in call.kwargs.items()},
@@ -60,6 +64,13 @@ class OneTimeGrace:
                             f"to {self.seconds:g} s, to pay that cost; that run gave no reply either: {failure}",
                             Stopped.TIMEOUT)
 
+    def not_warmed(self, timeout: CallTimedOut) -> CallTimedOut:
+        """The timeout of a call still importing at its limit that could not be warmed up (`warm_up` gave None)."""
+        return CallTimedOut(f"{timeout}. It was still importing modules then (a one-time cost), but its arguments "
+                            "hold no floating-point array the grader could draw afresh for a warm-up run, so it was "
+                            "not run again: import what the function needs at the top of the file, where loading "
+                            "pays for it", timeout.how)
+
     def slow_again(self, function: str, slow: CallTimedOut) -> CallTimedOut:
         """The grace is over: the call was importing at its limit, and timed out again once warm (`slow`)."""
         self.available = False
@@ -67,7 +78,9 @@ class OneTimeGrace:
                             f"again in a fresh process once that cost was paid; {slow}", slow.how)
 
 
+def _drawable(value) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype.kind in "fc" and value.size > 0
+
+
 def _redrawn(value, rng: np.random.Generator):
-    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
-        return rng.standard_normal(value.shape).astype(value.dtype)
-    return value
+    return rng.standard_normal(value.shape).astype(value.dtype) if _drawable(value) else value

@@ -319,12 +319,15 @@ class CallStream:
             session.stop_child()
             self._flight.popleft()
             took = time.monotonic() - head.started
-            if stop.how is Stopped.TIMEOUT and budget_left > seconds and head.importing and head.grace \
-                    and session.grace.available:
-                self._send_again([_Resend(session.grace.warm_up(head.request), grace=False, warm_up=True),
+            graced = stop.how is Stopped.TIMEOUT and budget_left > seconds and head.importing and head.grace \
+                and session.grace.available
+            warm_up = session.grace.warm_up(head.request) if graced else None
+            if warm_up is not None:
+                self._send_again([_Resend(warm_up, grace=False, warm_up=True),
                                   _Resend(head.request, grace=False, again=True)])
                 return None
-            return self._failed(head, self._failure(head, stop, seconds, budget_left), took)
+            failure = self._failure(head, stop, seconds, budget_left)
+            return self._failed(head, session.grace.not_warmed(failure) if graced else failure, took)
         header, buffers, ended = self._arrived
         self._arrived = None
         if session.channel is not None:
