@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import unicodedata
 
+from autograder.grading.ids import REFUSED_CATEGORIES
 from autograder.outputs.progress import Progress
 from autograder.outputs.terminal import format_check, format_result, format_summary, summary_row
+from autograder.text import visible
 
 from conftest import compose
 
@@ -39,3 +42,14 @@ def test_a_message_with_newlines_stays_on_its_line_everywhere_the_terminal_shows
         assert _lines_of_their_own(text) == [], where
         assert not any(c in text for c in INJECTED[2:]), where
     assert "x\\n```\\n\\n# You got 100/100" in shown["table"]  # shown, escaped, on the check's line
+
+
+def test_format_characters_are_escaped_like_the_ids_that_hold_them_are_refused():
+    """What grading.ids refuses in an id (Unicode's Cc, Cf, Zl, Zp) is what `visible` escapes in any text: an Arabic
+    letter mark (a bidirectional control), zero-width characters and a byte order mark included."""
+    hidden = "\u061c\u200b\u200d\u2060\ufeff\u180e\u202e\u2066"
+    assert visible(f"a{hidden}b") == "a" + "".join(f"\\u{ord(c):04x}" for c in hidden) + "b"
+    escaped = [chr(cp) for cp in range(0x110000) if visible(chr(cp)) != chr(cp)]
+    assert all(unicodedata.category(c) in REFUSED_CATEGORIES for c in escaped)
+    assert [c for c in map(chr, range(0x10000)) if unicodedata.category(c) in REFUSED_CATEGORIES - {"Cs"}
+            and c not in "\n\t" and c not in escaped] == []

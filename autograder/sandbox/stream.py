@@ -22,7 +22,9 @@ own, call by call:
   again, one at a time, in a fresh child, where the count is exact;
 - a call still importing a module at its limit ends its child; a fresh one
   runs its function on other inputs first, to pay that one-time cost, and
-  then the call again, timed against its limit (sandbox.grace).
+  then the call again, timed against its limit (sandbox.grace). Nothing is
+  sent while that warm-up runs: the call's inputs must not reach the child
+  before the warm-up is done, or the warm-up could work out its answer.
 
 The first call without a usable reply ends the stream and its child: the
 calls sent after it are never answered, and the caller decides what to send
@@ -148,7 +150,8 @@ class CallStream:
 
     def _fill(self) -> Answer | None:
         """Send what may go now; the failure of a call whose child could not be started, if that happened."""
-        while self._ended is None and not (self.lockstep and self._flight) and not self._late():
+        while self._ended is None and not (self.lockstep and self._flight) and not self._late() \
+                and not any(sent.warm_up for sent in self._flight):  # the call it warms up must stay unseen
             item = self._next()
             if item is None:
                 return None
