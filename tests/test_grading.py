@@ -62,6 +62,68 @@ def test_an_answer_computed_in_float32_is_held_to_float32s_tolerance_under_every
     assert [(t.name, t.message) for t in result.tests if t.status != "passed"] == []
 
 
+HALF_PRECISION = '''
+def softmax(S):
+    S = np.asarray(S, dtype=np.float16)
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    if not np.isfinite(S).any(axis=-1).all():
+        raise ValueError("a row has every key masked")
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def attention_torch(Q, K, V, allowed=None, scale=None):
+    Q, K, V = Q.bfloat16(), K.bfloat16(), V.bfloat16()
+    S = Q @ K.transpose(-2, -1) * (Q.shape[-1] ** -0.5 if scale is None else scale)
+    if allowed is not None:
+        S = S.masked_fill(~allowed, float("-inf"))
+    A = torch.softmax(S, dim=-1)
+    return A @ V, A
+'''
+
+
+@pytest.mark.parametrize("student", ["s0001", "s0002", "s0003"])
+def test_a_half_precision_answer_fails_the_same_checks_under_every_seed_and_says_why(grade_once, tmp_path, student):
+    """float16 and bfloat16 keep about 3 digits, which no check's tolerance is made for: held to float32's, they
+    passed or failed by each student's values (43 to 51 points for one file); now they fail, every time, saying so."""
+    snippet = tmp_path / "half.py"
+    snippet.write_text(HALF_PRECISION)
+    result = grade_once(compose(tmp_path, "half_precision", snippet), student)
+    lost = {t.name: t.message for t in result.tests if t.status != "passed"}
+    assert {name.split(".")[0] for name in lost} == {"softmax", "attention", "attention_torch"}, lost
+    half = {t.name for t in result.tests if t.function in ("softmax", "attention_torch")}
+    assert set(lost) >= half, half - set(lost)
+    assert "has dtype float16; compute in float32 or float64" in lost["softmax.lecture_example"]
+    assert "is a torch tensor of dtype=torch.bfloat16" in lost["attention_torch.lecture_example"]
+
+
+SEED_SENSITIVE_BUGS = {
+    "padding_mask.lecture_lengths": '''
+def padding_mask(lengths, n_k):
+    lengths = np.asarray(lengths)
+    return (np.arange(lengths.max())[None, :] < lengths[:, None])[:, None, :]  # as wide as the longest, not n_k
+''',
+    "softmax.large_scores_stable": '''
+def softmax(S):
+    S = np.asarray(S)
+    if not np.isfinite(S).any(axis=-1).all():
+        raise ValueError("a row has every key masked")
+    e = np.exp(S - S[..., :1])  # the row's first score, not its max
+    return e / e.sum(axis=-1, keepdims=True)
+''',
+}
+
+
+@pytest.mark.parametrize("check", sorted(SEED_SENSITIVE_BUGS))
+@pytest.mark.parametrize("student", ["s0001", "s0002", "s0003", "s0004", "s0007", "s0009"])
+def test_a_bug_a_public_check_is_about_fails_it_under_every_seed(grade_once, tmp_path, check, student):
+    """Bugs that the public checks' changed cases caught only in some students' orders or lengths (about half of
+    them) fail the check for every student: the fixed cases now hold what catches them."""
+    snippet = tmp_path / "bug.py"
+    snippet.write_text(SEED_SENSITIVE_BUGS[check])
+    result = grade_once(compose(tmp_path, check.replace(".", "_"), snippet), student)
+    assert next(t.status for t in result.tests if t.name == check) != "passed"
+
+
 LOOKUPS = sorted((SUBMISSIONS / "lookups").glob("*.py"))
 
 

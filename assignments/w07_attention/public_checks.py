@@ -167,7 +167,7 @@ def padding_mask_lecture_lengths(t):
     expected = np.array([[[True, True, False, False]], [[True, True, True, True]]])
     allowed = t.returned("padding_mask", np.array([2, 4]), 4)
     expect_equal_mask(allowed, expected, "padding_mask([2, 4], 4)")
-    lengths = t.rng.integers(1, 6, size=3)
+    lengths = t.rng.integers(1, 5, size=3)  # all shorter than n_k = 5: the mask is n_k wide, not as wide as the longest
     expected = np.array([[[j < n for j in range(5)]] for n in lengths])
     allowed = t.returned("padding_mask", lengths, 5)
     expect_equal_mask(allowed, expected, f"padding_mask({lengths.tolist()}, 5)")
@@ -257,10 +257,12 @@ def softmax_all_masked_raises(t):
 
 def softmax_large_scores_stable(t):
     """softmax stays finite and correct for scores in the thousands (subtract the row max first)."""
-    S = np.array([[1000.0, 999.0, -1000.0], [-1000.0, -999.0, -998.0]])
+    # Row 3 puts its smallest score first: subtracting a row's first score instead of its max overflows there.
+    S = np.array([[1000.0, 999.0, -1000.0], [-1000.0, -999.0, -998.0], [-1000.0, 1000.0, 999.0]])
     e1 = np.exp(-1.0)
     expected = np.array([[1 / (1 + e1), e1 / (1 + e1), 0.0],
-                         [np.exp(-2.0), np.exp(-1.0), 1.0]])
+                         [np.exp(-2.0), np.exp(-1.0), 1.0],
+                         [0.0, 1 / (1 + e1), e1 / (1 + e1)]])
     expected[1] /= expected[1].sum()
     order = key_order(t, 3)
     for keys, what in ((np.arange(3), ""), (order, f", the keys in the order {order.tolist()}")):
@@ -273,10 +275,10 @@ def context_lecture_example(t):
     A = np.array([[0.40111209, 0.19777581, 0.40111209]])
     C = t.returned("context", A, V_LECTURE)
     expect_close(C, CONTEXT_LECTURE, SLIDE_ROUNDING, "context(A, V) for the worked example")
-    factor = scale_factor(t)
-    C = t.returned("context", A, V_LECTURE * factor)
-    expect_close(C, CONTEXT_LECTURE * factor, SLIDE_ROUNDING,
-                 f"context(A, V) for the worked example's values times {factor:.4g}")
+    order, factor = key_order(t, 3), scale_factor(t)
+    C = t.returned("context", A[:, order], V_LECTURE[order] * factor)
+    expect_close(C, CONTEXT_LECTURE * factor, SLIDE_ROUNDING, f"context(A, V) for the worked example's keys in the "
+                 f"order {order.tolist()} and values times {factor:.4g}")
 
 
 def context_batch_axes(t):

@@ -16,6 +16,9 @@ from autograder.authoring.protocol import Opaque, TensorData
 from autograder.authoring.shown import SHOWN, int_text, int_too_long
 from autograder.authoring.shown import shown as shown_within
 
+HALF_ADVICE = ("compute in float32 or float64: a half precision (float16, bfloat16) keeps about 3 significant "
+               "digits, too few for the checks' tolerances")
+
 
 def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
     """The returned value as an ndarray, or CheckFailed saying what it was instead."""
@@ -47,6 +50,8 @@ def as_tensor(got, what: str, expected_shape: tuple) -> TensorData:
     if isinstance(got, np.ndarray):
         raise CheckFailed(f"{what} is a NumPy array; this function should return torch tensors "
                           "(compute with torch operations so autograd can follow)")
+    if isinstance(got, Opaque) and got.type_name == "torch.Tensor":
+        raise CheckFailed(f"{what} is a torch tensor of {got.detail}, which NumPy cannot hold; {HALF_ADVICE}")
     as_array(got, what, expected_shape)  # raises with the right message
     raise AssertionError("unreachable")
 
@@ -100,6 +105,8 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
                           "(an integer result has lost the fractions)", expected, got)
     if got.dtype.kind != "f":
         raise CheckFailed(f"{what} has dtype {got.dtype}; expected floating-point numbers", expected, got)
+    if got.dtype.itemsize < min(4, expected.dtype.itemsize):  # held to no tolerance of its own: a lottery
+        raise CheckFailed(f"{what} has dtype {got.dtype}; {HALF_ADVICE}", expected, got)
     tol = _for_precision(tol, got.dtype, expected.dtype)
     flat = got.reshape(-1)
     exp64 = expected.reshape(-1).astype(np.float64, copy=False)  # the reference is float64 already: no copy

@@ -129,7 +129,10 @@ def _encode(value, buffers: list, budget: Budget, depth: int) -> dict:
         return _encode_array(np.asarray(value), buffers, budget)
     torch = _torch_module()
     if torch is not None and isinstance(value, torch.Tensor):
-        array = value.detach().cpu().resolve_conj().resolve_neg().numpy()
+        try:
+            array = value.detach().cpu().resolve_conj().resolve_neg().numpy()
+        except TypeError:  # a dtype NumPy has not (bfloat16): its name is what the check can say
+            return _opaque("torch.Tensor", f"dtype={value.dtype}", budget)
         tree = _encode_array(array, buffers, budget)
         if tree["t"] == "array":
             grad_fn = type(value.grad_fn).__name__ if value.grad_fn is not None else None
