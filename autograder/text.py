@@ -27,6 +27,7 @@ import re
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e"
                       "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
                       "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # the same, for ASCII text: a quarter of the time
 
 
 def valid_utf8(text: str) -> str:
@@ -36,7 +37,7 @@ def valid_utf8(text: str) -> str:
 
 def visible(text: str) -> str:
     """`text` with control characters (not newline or tab) written as escapes: ESC becomes `\\x1b`."""
-    return _CONTROL.sub(_escape, text)
+    return (_ASCII_CONTROL if text.isascii() else _CONTROL).sub(_escape, text)
 
 
 def safe(value, limit: int | None = None) -> str:
