@@ -399,3 +399,14 @@ def test_json_lines_follow_the_gradescope_shape(tmp_path):
     failed = {t["name"] for t in lines[1]["tests"] if t["status"] == "failed"}
     assert "causal_mask.lower_triangle" in failed
     assert lines[1]["score"] < 100
+
+
+def test_an_error_raised_in_a_function_that_passes_its_checks_points_at_the_ones_that_fail(grade_once, tmp_path):
+    """A transposed score makes attention's call of context raise inside context, which passes its own checks: the
+    message names where it raised, and then the likely cause."""
+    result = grade_once(compose(tmp_path, "score_transposed", SUBMISSIONS / "buggy" / "score_transposed.py"))
+    message = next(t.message for t in result.tests if t.name == "attention.lecture_example")
+    assert ", in context:" in message
+    assert "context passes its own checks, so what attention gives it is the likely cause:" in message
+    assert "score" in message.rsplit("likely cause", 1)[1]
+    assert all("passes its own checks" not in t.message for t in result.tests if t.function == "score")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from autograder.authoring.misconceptions import Misconception
 from autograder.grading.attempt import Attempt
 from autograder.grading.results import CheckResult
+from autograder.grading.statuses import ERROR, PASSED
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox.replies import WorkerDied
 
@@ -106,3 +107,35 @@ def with_explanation(result: CheckResult, idea: Misconception | None, example: s
     """`result` with its misconception and example filled in; its status and points unchanged."""
     return dataclasses.replace(result, misconception=idea.id if idea else None,
                                explanation=idea.sentence if idea else "", example=example)
+
+
+def with_error_sources(results: list[CheckResult], judged: list[Judged]) -> list[CheckResult]:
+    """`results` with a pointer added to each check whose function raised inside another of the file's graded
+    functions that passes all its own checks: that one is where it raised, not the likely cause. The message
+    then says so, and names the functions that fail their own checks (a transposed score makes `context`'s
+    matrix product raise inside the function that calls both)."""
+    failing = {result.function for result in results if result.status != PASSED}
+    graded = {result.function for result in results}
+    raised_in = {one.entry.name: _raised_in(one.tried) for one in judged}
+    pointed = []
+    for result in results:
+        where = raised_in.get(result.name, "")
+        if result.status == ERROR and where in graded - failing - {result.function}:
+            others = sorted(failing - {result.function})
+            cause = (f": {_and(others)} {'fails its' if len(others) == 1 else 'fail their'} own checks" if others
+                     else "")
+            result = dataclasses.replace(result, message=f"{result.message}. {where} passes its own checks, so "
+                                         f"what {result.function} gives it is the likely cause{cause}")
+        pointed.append(result)
+    return pointed
+
+
+def _raised_in(tried: Attempt | None) -> str:
+    """The graded function a check's last raise came from (the worker's word: it only words a pointer)."""
+    raised = next((reply.raised for _, reply in reversed(tried.calls) if reply.raised is not None), None) \
+        if tried is not None and tried.status == ERROR else None
+    return raised.within if raised is not None else ""
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

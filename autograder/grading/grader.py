@@ -21,7 +21,7 @@ from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
-from autograder.grading.explain import FreshChild, GradedChild, Judged, with_explanation
+from autograder.grading.explain import FreshChild, GradedChild, Judged, with_error_sources, with_explanation
 from autograder.grading.grader_faults import blame_environment, internal_error_result, now, sandbox_fields
 from autograder.grading.plan import (
     KeptPlans,
@@ -315,7 +315,7 @@ class Grader:
             example = example_json(one.entry.visibility, shrunk.attempt if shrunk else one.tried,
                                    self.suite.reference, shrunk_from=one.tried.sizes if shrunk else None)
             results.append(with_explanation(one.result, idea, example))
-        return results
+        return with_error_sources(results, judged)
 
     def _name_slowness(self, one: Judged, earlier: list[CheckResult]) -> CheckResult:
         """A timeout with the idea it reveals (diagnosis.diagnose_timeout), if any."""
