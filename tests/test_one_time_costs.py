@@ -321,11 +321,11 @@ def test_a_python_loop_that_says_it_imports_still_times_out_at_scale(course, sui
     assert "run again in a fresh process once that cost was paid" in lost["score.long_sequence"].message
 
 
-def test_a_warm_up_cannot_read_the_call_it_warms_up(course, suite, sandbox, reference):
+def test_a_warm_up_cannot_read_the_call_it_warms_up(course, suite, sandbox, reference, tmp_path):
     """tests/fixtures/submissions/grace/peek_ahead.py reads the socket, during its warm-up, for the call behind it:
     nothing is sent while a warm-up runs, so it loses the scale checks a plain Python loop loses (it had full marks
     while the call was sent right behind its warm-up)."""
-    path = SUBMISSIONS / "grace" / "peek_ahead.py"
-    result = Grader(course, suite, sandbox, reference).grade(read_submission(path, "s0008"))
+    path = compose(tmp_path, "s0008", SUBMISSIONS / "grace" / "peek_ahead.py")
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path))
     lost = {t.name: t.status for t in result.tests if t.status != "passed"}
     assert lost == {"score.long_sequence": "timeout", "attention.long_sequence": "timeout"}, _lost(result)
