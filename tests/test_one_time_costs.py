@@ -325,7 +325,8 @@ def test_a_warm_up_cannot_read_the_call_it_warms_up(course, suite, sandbox, refe
     """tests/fixtures/submissions/grace/peek_ahead.py reads the socket, during its warm-up, for the call behind it:
     nothing is sent while a warm-up runs, so it loses the scale checks a plain Python loop loses (it had full marks
     while the call was sent right behind its warm-up)."""
-    path = compose(tmp_path, "s0008", SUBMISSIONS / "grace" / "peek_ahead.py")
+    path = compose(tmp_path, "s0008", SUBMISSIONS / "slow" / "score_grid_loop.py")
+    path.write_text(path.read_text() + "\n\n" + (SUBMISSIONS / "grace" / "peek_ahead.py").read_text())
     result = Grader(course, suite, sandbox, reference).grade(read_submission(path))
     lost = {t.name: t.status for t in result.tests if t.status != "passed"}
     assert lost == {"score.long_sequence": "timeout", "attention.long_sequence": "timeout"}, _lost(result)
