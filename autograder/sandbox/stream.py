@@ -150,8 +150,10 @@ class CallStream:
 
     def _fill(self) -> Answer | None:
         """Send what may go now; the failure of a call whose child could not be started, if that happened."""
+        # Nothing goes after a warm-up while it runs (the call it warms up must stay unseen), so a warm-up in
+        # flight is always the last call sent.
         while self._ended is None and not (self.lockstep and self._flight) and not self._late() \
-                and not any(sent.warm_up for sent in self._flight):  # the call it warms up must stay unseen
+                and not (self._flight and self._flight[-1].warm_up):
             item = self._next()
             if item is None:
                 return None
