@@ -11,7 +11,8 @@ weights, a constant mask, a zero context), as tests/degenerate.py builds them.
 A wrong idea about a part of attention (score, apply_mask, softmax, context)
 also shows in `attention`, which plain implementations build from those
 parts, so each part's wrong version is also run through the whole pipeline
-(`_attention_with`). Shapes: Q (..., Nq, dk), K (..., Nk, dk),
+(`_attention_with`); so is attention_torch's, where an idea lists it (its scale
+or its mask written out again in torch). Shapes: Q (..., Nq, dk), K (..., Nk, dk),
 V (..., Nk, dv), S and A (..., Nq, Nk), allowed broadcastable to S.
 """
 import math
@@ -35,6 +36,11 @@ def _score_unscaled(seen):
 
 def _score_over_dk(seen):
     return seen.ref.score(seen.args["Q"], seen.args["K"], _scale(seen, lambda dk: 1.0 / dk))
+
+
+def _score_times_sqrt_dk(seen):
+    """√dk where 1/√dk belongs: the default scale the wrong way up (the same for dk = 1)."""
+    return seen.ref.score(seen.args["Q"], seen.args["K"], _scale(seen, math.sqrt))
 
 
 def _score_transposed(seen):
@@ -84,6 +90,14 @@ def _softmax_unshifted(S):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_global_max(S):
+    """Shifted by the whole array's maximum, not each row's, in the input's dtype: a row whose scores all lie far
+    below another row's maximum underflows to exp = 0 everywhere, and 0/0 = NaN, where the student's does."""
+    S = np.asarray(S)
+    e = np.exp(S - S.max())
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _softmax_without_check(S):
     return _softmax_along(S, -1)  # an all −inf row becomes −inf − (−inf) = NaN
 
@@ -96,6 +110,12 @@ def _softmax_uniform_dead_rows(S):
 
 def _context_transposed(A, V):
     return np.swapaxes(np.asarray(A), -1, -2) @ np.asarray(V)
+
+
+def _context_dot(A, V):
+    """np.dot(A, V): A @ V for matrices; with batch axes it pairs every batch of A with every batch of V,
+    (..., Nq, ..., dv), where C is (..., Nq, dv)."""
+    return np.dot(np.asarray(A), np.asarray(V))
 
 
 def _uniform_weights(S):
@@ -244,6 +264,12 @@ def _additive_without_tanh(seen):
     return ((Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :] + b) @ v
 
 
+def _additive_without_bias(seen):
+    """tanh(W_q q_i + W_k k_j) without b: the right answer where b = 0 (slide 9's formula with its bias left out)."""
+    Q, K, W_q, W_k, v = (np.asarray(seen.args[n]) for n in ("Q", "K", "W_q", "W_k", "v"))
+    return np.tanh((Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :]) @ v
+
+
 def _right(seen):
     """The reference's answer; attention_torch's is the NumPy attention's (same contract)."""
     name = "attention" if seen.function == "attention_torch" else seen.function
@@ -253,6 +279,10 @@ def _right(seen):
 # ------------------------------------------------------------------ the catalogue
 
 _SOFTMAX = ("softmax", "attention")
+# A part of attention that attention_torch writes out again (its scale, its mask) can hold the same wrong idea;
+# attention_torch's calls take attention's arguments, so `_part` runs them through the same wrong pipeline.
+_SCORE_ALL = ("score", "attention", "attention_torch")
+_MASK_ALL = ("apply_mask", "attention", "attention_torch")
 
 MISCONCEPTIONS = (
     Misconception(
@@ -263,7 +293,7 @@ MISCONCEPTIONS = (
         "mask_after_softmax",
         "Mask the scores before softmax (hidden scores become −∞); zeroing weights after softmax leaves "
         "rows that no longer sum to 1 — slide 20.",
-        ("attention",), wrong=_mask_after_softmax),
+        ("attention", "attention_torch"), wrong=_mask_after_softmax),
     Misconception(
         "score_missing_scale",
         "Dot-product scores are divided by √dk (scale=None means 1/√dk), so high-dimensional dot products "
@@ -273,7 +303,12 @@ MISCONCEPTIONS = (
         "score_divides_by_dk",
         "The default scale is 1/√dk, not 1/dk: divide the dot products by the square root of the key "
         "width — slide 10.",
-        ("score", "attention"), wrong=_part(_score_over_dk, score=_score_over_dk)),
+        _SCORE_ALL, wrong=_part(_score_over_dk, score=_score_over_dk)),
+    Misconception(
+        "score_multiplies_by_sqrt_dk",
+        "The default scale is 1/√dk: divide the dot products by √dk (S = Q Kᵀ / √dk), do not multiply by it; "
+        "multiplying makes high-dimensional scores larger still, so softmax saturates — slide 10.",
+        _SCORE_ALL, wrong=_part(_score_times_sqrt_dk, score=_score_times_sqrt_dk)),
     Misconception(
         "score_transposed",
         "Scores are Q Kᵀ: rows are queries and columns are keys, so S has shape (Nq, Nk), not K Qᵀ's "
@@ -301,7 +336,7 @@ MISCONCEPTIONS = (
         "mask_fills_zero",
         "A hidden key needs the score −∞, not 0: a zero score still gets positive weight after softmax "
         "(slide 15's zero dot product gets 0.1978) — slides 15 and 20.",
-        ("apply_mask", "attention"),
+        _MASK_ALL,
         wrong=_part(lambda seen: _fill_zero(seen.args["S"], seen.args["allowed"]),
                     apply_mask=_fill_zero)),
     Misconception(
@@ -346,6 +381,13 @@ MISCONCEPTIONS = (
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_unshifted)),
     Misconception(
+        "softmax_global_max",
+        "Subtract each row's own maximum, S.max(axis=-1, keepdims=True), not the maximum of the whole array: "
+        "each query is normalized separately, and a row whose scores all lie far below another row's maximum "
+        "underflows to exp(...) = 0 everywhere and gives 0/0 = NaN — slide 11.",
+        _SOFTMAX,
+        wrong=_wrong_softmax(_softmax_global_max)),
+    Misconception(
         "softmax_modifies_input",
         "Subtracting the row maximum must make a new array (S - S.max(...)); `S -= ...` overwrites the "
         "caller's scores — slide 11.",
@@ -357,6 +399,13 @@ MISCONCEPTIONS = (
         ("context", "attention"),
         wrong=_part(lambda seen: _context_transposed(seen.args["A"], seen.args["V"]),
                     context=_context_transposed)),
+    Misconception(
+        "context_dot_mixes_batches",
+        "Weights and values may carry batch or head axes, (..., Nq, Nk) and (..., Nk, dv): np.dot pairs every "
+        "batch of A with every batch of V, giving (..., Nq, ..., dv); A @ V (np.matmul) combines each batch's "
+        "values with that batch's weights, C of shape (..., Nq, dv) — slides 12 and 13.",
+        ("context", "attention"),
+        wrong=_part(lambda seen: _context_dot(seen.args["A"], seen.args["V"]), context=_context_dot)),
     Misconception(
         "causal_hides_diagonal",
         "A causal mask hides only future keys (j > i); each query still sees its own position, so the "
@@ -388,10 +437,20 @@ MISCONCEPTIONS = (
         "— slide 9.",
         ("additive_score",), wrong=_additive_without_tanh),
     Misconception(
+        "additive_no_bias",
+        "Additive attention adds the bias inside the tanh: e_ij = vᵀ tanh(W_q q_i + W_k k_j + b), so b shifts "
+        "every hidden unit before it saturates — slide 9.",
+        ("additive_score",), wrong=_additive_without_bias),
+    Misconception(
         "torch_detached",
         "attention_torch must stay in torch operations on the input tensors so autograd can follow; "
         ".detach(), .numpy() or re-wrapping cuts the gradient path — slide 27.",
         ("attention_torch",), shows=_detached),
+    Misconception(
+        "torch_missing_scale",
+        "attention_torch scales its scores like the NumPy score: with scale=None, multiply Q Kᵀ by 1/√dk, as "
+        "scaled_dot_product_attention does; only an explicitly given scale replaces it — slides 10 and 27.",
+        ("attention_torch",), wrong=_part(_score_unscaled, score=_score_unscaled)),
     Misconception(
         "torch_ignores_scale",
         "attention_torch must use the scale it is given and fall back to 1/√dk only when scale is None, "
