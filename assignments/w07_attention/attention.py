@@ -5,6 +5,10 @@ compare (scores), normalize (softmax with masks), retrieve (context), then
 the same in PyTorch. Shapes: rows are queries, columns are keys (slide 13),
 and ``...`` are leading batch/head axes that broadcast.
 
+Import only NumPy, PyTorch and Python's standard library: other packages
+(SciPy, seaborn, ...) may be missing where your work is graded, and a file
+whose imports fail cannot be graded at all.
+
 Check your work with the public checks:
 
     autograder check attention.py

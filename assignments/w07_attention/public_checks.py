@@ -124,7 +124,16 @@ def score_shape_rows_are_queries(t):
         b, i, j = (int(n) for n in next(zip(*np.nonzero(wrong))))
         raise CheckFailed(f"score(Q, K)[{b}, {i}, {j}] is {S[b, i, j]:.6g}, but query {i} · key {j} / √4 is "
                           f"{expected[b, i, j]:.6g} ({int(wrong.sum())} of {wrong.size} entries differ): "
-                          "S[..., i, j] compares query i with key j", expected, S)
+                          + _what_differs(S, expected, tol), expected, S)
+
+
+def _what_differs(S, expected, tol) -> str:
+    """The likely cause of S ≠ expected: every entry off by one factor is a wrong scale, not a wrong grid."""
+    factor = float(np.sum(S * expected) / np.sum(expected * expected))
+    if not np.isclose(factor, 1.0) and np.allclose(S, factor * expected, rtol=tol.rtol, atol=tol.atol):
+        return (f"every entry is {factor:.4g} × the right one, so the grid is right and its scale is not: with "
+                "scale=None, divide by √dk, dk = Q.shape[-1] = 4 (slide 10)")
+    return "S[..., i, j] compares query i with key j"
 
 
 def additive_score_lecture_formula(t):

@@ -70,6 +70,12 @@ def _score_einsum_for_matrices(seen):
     return np.einsum("id,jd->ij", Q, K) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
 
 
+def _hide_allowed(S, allowed):
+    """−∞ where the mask is True: the mask read the other way round, True as "masked" (nn.MultiheadAttention)."""
+    S = np.asarray(S)
+    return np.where(np.broadcast_to(np.asarray(allowed, dtype=bool), S.shape), -np.inf, S)
+
+
 def _fill_zero(S, allowed):
     S = np.asarray(S)
     return np.where(np.broadcast_to(allowed, S.shape), S, 0.0)
@@ -211,6 +217,19 @@ def _fills_finite_negative(seen) -> bool:
             and (finite.size == 0 or fills[0] < finite.min()))
 
 
+def _scores_off_by_a_factor(seen) -> bool:
+    """Every score is the right one times one factor (not 1): the grid is right and its scale is not, as with a
+    dk fixed in the code (a module constant) or read from a list of sizes. The specific scales come first."""
+    got = seen.value
+    if not isinstance(got, np.ndarray) or got.dtype.kind != "f":
+        return False
+    right = np.asarray(_right(seen), dtype=float)
+    if got.shape != right.shape or not np.isfinite(got).all() or not np.any(right):
+        return False
+    factor = float(np.sum(got * right) / np.sum(right * right))
+    return not np.isclose(factor, 1.0, rtol=1e-3) and bool(np.allclose(got, factor * right, rtol=1e-3, atol=1e-9))
+
+
 def _changed_input(name):
     def shows(seen):
         after = seen.args_after
@@ -229,6 +248,14 @@ def _detached(seen) -> bool:
 def _torch_default_scale(seen):
     if seen.args["scale"] is None:
         return None  # ignoring scale is invisible when none is given
+    args = seen.args
+    return seen.ref.attention(args["Q"], args["K"], args["V"], args["allowed"], None)
+
+
+def _attention_default_scale(seen):
+    """attention with the scale it was given dropped: 1/√dk always."""
+    if seen.args["scale"] is None:
+        return None  # dropping a scale is invisible when none is given
     args = seen.args
     return seen.ref.attention(args["Q"], args["K"], args["V"], args["allowed"], None)
 
@@ -290,6 +317,11 @@ MISCONCEPTIONS = (
         "attention returns the context first and the weights second, (C, A) — slide 30.",
         ("attention",), wrong=_returns_a_c),
     Misconception(
+        "attention_ignores_scale",
+        "attention passes its scale on to score: an explicitly given scale replaces 1/√dk, which is used only "
+        "when scale is None — slide 10.",
+        ("attention",), wrong=_attention_default_scale),
+    Misconception(
         "mask_after_softmax",
         "Mask the scores before softmax (hidden scores become −∞); zeroing weights after softmax leaves "
         "rows that no longer sum to 1 — slide 20.",
@@ -333,12 +365,25 @@ MISCONCEPTIONS = (
         "np.einsum('...id,...jd->...ij', Q, K) — slide 13.",
         ("score", "attention"), wrong=_part(_score_einsum_for_matrices, score=_score_einsum_for_matrices)),
     Misconception(
+        "score_wrong_scale",
+        "Every score is the right dot product times one wrong factor: the default scale is 1/√dk with dk the "
+        "width of each query, Q.shape[-1], read from the input (not a constant fixed in the code), and an "
+        "explicitly given scale replaces it — slide 10.",
+        ("score",), shows=_scores_off_by_a_factor),
+    Misconception(
         "mask_fills_zero",
         "A hidden key needs the score −∞, not 0: a zero score still gets positive weight after softmax "
         "(slide 15's zero dot product gets 0.1978) — slides 15 and 20.",
         _MASK_ALL,
         wrong=_part(lambda seen: _fill_zero(seen.args["S"], seen.args["allowed"]),
                     apply_mask=_fill_zero)),
+    Misconception(
+        "mask_inverted",
+        "In the mask, True means the key may be attended to and False means hidden: hide the keys where allowed "
+        "is False (S[~allowed] = −∞). nn.MultiheadAttention's key_padding_mask means the opposite, True for "
+        "masked — slides 20 and 21.",
+        _MASK_ALL,
+        wrong=_part(lambda seen: _hide_allowed(seen.args["S"], seen.args["allowed"]), apply_mask=_hide_allowed)),
     Misconception(
         "mask_fills_finite_negative",
         "A hidden key needs the score −∞, not a large negative number such as −1e9: its weight is 0 only while "
