@@ -64,6 +64,13 @@ def _score_all_axes_transposed(seen):
     return (Q @ K.T) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
 
 
+def _score_dot_all_axes_transposed(seen):
+    """np.dot(Q, K.T): as Q @ K.T, right for one sequence; with batch axes np.dot pairs every batch of Q with every
+    batch of K.T (or raises that the shapes are not aligned)."""
+    Q, K = np.asarray(seen.args["Q"]), np.asarray(seen.args["K"])
+    return np.dot(Q, K.T) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
+
+
 def _score_einsum_for_matrices(seen):
     """einsum subscripts without "...": batched inputs raise einsum's ValueError; one sequence is right."""
     Q, K = np.asarray(seen.args["Q"]), np.asarray(seen.args["K"])
@@ -358,6 +365,12 @@ MISCONCEPTIONS = (
         "two, so Q @ K.T breaks (or mixes the batch axes) once there is a batch; transpose only the last two "
         "axes, np.swapaxes(K, -1, -2) — slide 13.",
         ("score", "attention"), wrong=_part(_score_all_axes_transposed, score=_score_all_axes_transposed)),
+    Misconception(
+        "score_dot_transposes_batch_axes",
+        "Inputs may carry batch or head axes, (..., Nk, dk): np.dot(Q, K.T) works for one sequence only, as K.T "
+        "reverses every axis of K and np.dot pairs every batch of Q with every batch of K.T; transpose the last "
+        "two axes and multiply batch by batch, Q @ np.swapaxes(K, -1, -2) — slide 13.",
+        ("score", "attention"), wrong=_part(_score_dot_all_axes_transposed, score=_score_dot_all_axes_transposed)),
     Misconception(
         "score_einsum_without_ellipsis",
         "Inputs may carry batch or head axes, (..., Nq, dk): einsum subscripts written for matrices "
