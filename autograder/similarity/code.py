@@ -4,7 +4,11 @@ A hand-in is read as `grade` reads it (grading.discover, grading.submission)
 and parsed, never run. A notebook's code cells are parsed one by one, so a
 cell with a syntax error costs only that cell. A function of the contract
 comes with the module-level helpers it calls (not other functions of the
-contract): moving code into a helper does not hide it.
+contract): moving code into a helper does not hide it. Nor does moving it
+into a class: a function that only hands over to a method (`f = obj.f`,
+`f = Cls.f`, `f = Cls().f`, or a def that just returns `obj.f(...)`, obj an
+instance bound at module level) is compared as that method, and methods
+called (through `self`, `cls`, the class or such an instance) are helpers.
 """
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ MAX_CODE_CHARS = 2_000_000  # of code, comments and docstrings left out: more th
 class FunctionCode:
     """One student's version of one contract function, normalised.
 
-    spans: the (first, last) lines of the code shown for it: the function, then each helper it calls.
+    spans: the (first, last) lines of the code shown for it: the function (for a delegate, the method it hands
+    over to), then each helper it calls.
     """
 
     name: str
@@ -128,34 +133,110 @@ def code_chars(piece: str) -> int:
 
 def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCode]:
     """Each contract function `tree` defines at top level (the last definition wins, as when it runs)."""
-    defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+    module = _Module(tree)
     imports = imported_names(tree)
-    calls = {name: _helpers(node, defined, set(contract)) for name, node in defined.items() if name in contract}
-    tokens_of: dict[str, list[Token]] = {}  # each function normalised once (in place), though helpers are shared
+    calls = {name: module.helpers(node, set(contract)) for name, node in module.defined.items() if name in contract}
+    tokens_of: dict[ast.AST, list[Token]] = {}  # each function normalised once (in place), though helpers are shared
     found = {}
     for name in contract:
-        if name in defined:
-            parts = [defined[name], *calls[name]]
+        if name in module.defined:
+            parts = [module.defined[name], *calls[name]]
             for part in parts:
-                if part.name not in tokens_of:
-                    tokens_of[part.name] = function_tokens(part, imports)
-            tokens = [token for part in parts for token in tokens_of[part.name]]
+                if part not in tokens_of:
+                    tokens_of[part] = function_tokens(part, imports)
+            tokens = [token for part in parts for token in tokens_of[part]]
             spans = tuple((_first_line(part), part.end_lineno or part.lineno) for part in parts)
             found[name] = FunctionCode(name, tuple(tokens), spans)
     return found
 
 
-def _helpers(function: ast.AST, defined: dict, contract: set[str]) -> list[ast.AST]:
-    """The non-contract top-level functions `function` calls, directly or through each other, in call order."""
-    order, queue = [], [function]
-    while queue:
-        for node in ast.walk(queue.pop(0)):
-            if isinstance(node, ast.Name) and node.id in defined and node.id not in contract:
-                helper = defined[node.id]
-                if helper is not function and helper not in order:
+class _Module:
+    """A module's top-level functions and classes: the code that a name, or a method's name, stands for.
+
+    defined: each top-level name bound to code -> the function that runs. A name bound to a method (`f =
+    obj.f`, `Cls.f`, `Cls().f`) or defined by a def that only returns a method's call is that method. In each
+    method, `self.g`, `cls.g` and `Cls.g` naming a method of its class are rewritten `g` (in place), so that
+    its code reads as the same code written at module level.
+    """
+
+    def __init__(self, tree: ast.Module):
+        self.methods: dict[str, dict[str, ast.AST]] = {}  # class -> its methods (its module-level bases' first)
+        self.scopes: dict[ast.AST, dict[str, ast.AST]] = {}  # method -> its class's methods
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                inherited = [self.methods.get(base.id, {}) for base in node.bases if isinstance(base, ast.Name)]
+                own = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)}
+                methods = {name: m for scope in [*inherited[::-1], own] for name, m in scope.items()}
+                self.methods[node.name] = methods
+                for method in own.values():
+                    _OwnCalls({node.name, *_receiver(method)}, methods).visit(method)
+                    self.scopes[method] = methods
+        self.instances = {target.id: node.value.func.id for node in tree.body if isinstance(node, ast.Assign)
+                          and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                          and node.value.func.id in self.methods
+                          for target in node.targets if isinstance(target, ast.Name)}
+        self.defined: dict[str, ast.AST] = {}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.defined[node.name] = self.method(_delegated_call(node)) or node
+            elif isinstance(node, ast.Assign) and (method := self.method(node.value)):
+                self.defined.update((name.id, method) for name in node.targets if isinstance(name, ast.Name))
+
+    def method(self, expression: ast.AST | None) -> ast.AST | None:
+        """The method `expression` names: `obj.f` (obj bound to `Cls(…)` at top level), `Cls.f` or `Cls(…).f`."""
+        if not isinstance(expression, ast.Attribute):
+            return None
+        owner = expression.value.func if isinstance(expression.value, ast.Call) else expression.value
+        if not isinstance(owner, ast.Name):
+            return None
+        return self.methods.get(self.instances.get(owner.id, owner.id), {}).get(expression.attr)
+
+    def helpers(self, function: ast.AST, contract: set[str]) -> list[ast.AST]:
+        """The top-level functions and methods not of the contract that `function` calls (for a method, also
+        those of its class), directly or through each other, in call order."""
+        order, queue = [], [function]
+        while queue:
+            part = queue.pop(0)
+            names = {**self.defined, **self.scopes.get(part, {})}
+            for node in ast.walk(part):
+                if isinstance(node, ast.Name):
+                    name, helper = node.id, names.get(node.id)
+                elif isinstance(node, ast.Attribute):
+                    name, helper = node.attr, self.method(node)
+                else:
+                    continue
+                if helper is not None and name not in contract and helper is not function and helper not in order:
                     order.append(helper)
                     queue.append(helper)
-    return order
+        return order
+
+
+def _delegated_call(function: ast.AST) -> ast.AST | None:
+    """What `function` calls, when all it does (its docstring aside) is return that call's result."""
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Call):
+        return body[0].value.func
+    return None
+
+
+def _receiver(method: ast.AST) -> list[str]:
+    """The name a method is given its instance or class by (`self`, `cls`): none for a static method."""
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in method.decorator_list)
+    first = [*method.args.posonlyargs, *method.args.args][:1]
+    return [] if static else [a.arg for a in first]
+
+
+class _OwnCalls(ast.NodeTransformer):
+    """`self.g`, `cls.g` or `Cls.g` in a method, `g` a method of its class, written `g`."""
+
+    def __init__(self, receivers: set[str], methods: dict[str, ast.AST]):
+        self.receivers, self.methods = receivers, methods
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id in self.receivers and node.attr in self.methods:
+            return ast.copy_location(ast.Name(node.attr, node.ctx), node)
+        return node
 
 
 def _first_line(function: ast.AST) -> int:

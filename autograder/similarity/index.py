@@ -47,13 +47,23 @@ class FunctionScore:
 
 @dataclass(frozen=True)
 class Pair:
-    """Two students (a < b) and how alike their code is; `functions` score MATCHING or more, best first."""
+    """Two students (a < b) and how alike their code is; `functions` score MATCHING or more, best first.
+
+    shared: the fingerprints of some weight the two share in their best function, the one the score is
+    (a few for a short function: a high score may rest on little code).
+    """
 
     a: str
     b: str
     score: float
     functions: tuple[FunctionScore, ...]
-    by_function: dict[str, float]  # every function they share weight in
+    by_function: dict[str, float]  # every function they share weight in, best first
+    shared: int
+
+    @property
+    def best(self) -> str:
+        """The function the pair's score is that of."""
+        return next(iter(self.by_function))
 
 
 @dataclass
@@ -104,8 +114,9 @@ def idf(df: int, n: int) -> float:
     return math.log((n + 1) / df) / math.log(n + 1)
 
 
-def shared_weights(index: FunctionIndex) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(a, b, weight shared) for every pair of students a < b sharing a weighted fingerprint of this function."""
+def shared_weights(index: FunctionIndex) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, weight shared, fingerprints shared) for every pair of students a < b sharing a weighted fingerprint
+    of this function."""
     postings: dict[int, list[int]] = {}
     for student, hashes in enumerate(index.hashes):
         for h in hashes:
@@ -122,27 +133,32 @@ def shared_weights(index: FunctionIndex) -> tuple[np.ndarray, np.ndarray, np.nda
         values.append(np.full(len(first), index.weights[h]))
     if not keys:
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0)
+        return empty, empty, np.zeros(0), empty
     pairs, where = np.unique(np.concatenate(keys), return_inverse=True)
     shared = np.bincount(where, weights=np.concatenate(values))
-    return pairs // n, pairs % n, shared
+    return pairs // n, pairs % n, shared, np.bincount(where)
 
 
 def score_pairs(students: list[str], indexes: list[FunctionIndex]) -> list[Pair]:
     """Every pair of students sharing weighted code, highest score first (ties by student ids)."""
     n = len(students)
     keys, functions, scores = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    counts = [np.zeros(0, dtype=np.int64)]
     for number, index in enumerate(indexes):
-        first, second, shared = shared_weights(index)
+        first, second, shared, count = shared_weights(index)
         total = np.array([index.weight(i) for i in range(n)])
         keys.append(first * n + second)
+        counts.append(count)
         functions.append(np.full(len(first), number))
         mean = np.maximum((total[first] + total[second]) / 2, FLOOR)
         smaller = np.maximum(np.minimum(total[first], total[second]), CONTAINED_FLOOR)
         scores.append(np.minimum(np.round(shared / np.minimum(mean, smaller), 4), 1.0))
     keys, functions, scores = np.concatenate(keys), np.concatenate(functions), np.concatenate(scores)
-    order = np.lexsort((functions, -scores, keys))  # by pair, then its best function first (ties: contract order)
+    counts = np.concatenate(counts)
+    # by pair, then its best function first (ties: the one sharing more fingerprints, then contract order)
+    order = np.lexsort((functions, -counts, -scores, keys))
     keys, functions, scores = keys[order].tolist(), functions[order].tolist(), scores[order].tolist()
+    counts = counts[order].tolist()
     names = [index.function for index in indexes]
     pairs = []
     start = 0
@@ -154,6 +170,6 @@ def score_pairs(students: list[str], indexes: list[FunctionIndex]) -> list[Pair]
         by_function = {names[functions[i]]: scores[i] for i in range(start, end)}
         matching = tuple(FunctionScore(names[functions[i]], scores[i]) for i in range(start, end)
                          if scores[i] >= MATCHING)
-        pairs.append(Pair(*sorted((students[a], students[b])), scores[start], matching, by_function))
+        pairs.append(Pair(*sorted((students[a], students[b])), scores[start], matching, by_function, counts[start]))
         start = end
     return sorted(pairs, key=lambda p: (-p.score, p.a, p.b))

@@ -83,9 +83,11 @@ def collapse_repeats(tokens: list[Token]) -> list[Token]:
 
 
 def imported_names(tree: ast.Module) -> dict[str, str]:
-    """The imports at the top of `tree` and of its functions: the local name -> the dotted name it stands for."""
+    """The imports at the top of `tree` and of its functions and methods: the local name -> the dotted name it
+    stands for."""
     names: dict[str, str] = {}
-    statements = [*tree.body, *(s for f in tree.body if isinstance(f, ast.FunctionDef) for s in f.body)]
+    methods = [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body]
+    statements = [*tree.body, *(s for f in [*tree.body, *methods] if isinstance(f, ast.FunctionDef) for s in f.body)]
     for node in statements:
         if isinstance(node, ast.Import):
             for alias in node.names:

@@ -25,6 +25,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 MAX_SHOWN_LINES = 400  # per function and student on a pair page
 STRONG = 0.5  # a shared fingerprint this rare (weight) is highlighted strongly; commoner ones lightly
 SHOWN = 0.2  # functions scoring less are left off a pair's page (unless none scores more)
+LINKS_SHOWN = 3  # of each group member's pairs at the threshold or more, on the index page
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,23 @@ class Line:
     number: int
     text: str
     mark: str  # "", "weak" or "strong": how rare the shared code on this line is
+
+
+@dataclass(frozen=True)
+class Group:
+    """Students linked by pairs scoring the threshold or more, directly or through each other.
+
+    core: its strongest pair (score, then functions matching, then fingerprints shared); links: each other
+    member's pairs at the threshold or more, strongest first; through: each member without such a pair with
+    both of the core pair -> the member its strongest pair is with: it is in the group through that link, not
+    for the code the core pair shares (A-B the core, B-C: C is in through B).
+    """
+
+    members: list[str]
+    best: float
+    core: Pair
+    links: dict[str, list[Pair]]
+    through: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -50,10 +68,13 @@ def write_report(comparison: Comparison, out: Path, top: int, threshold: float) 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, finalize=_shown, trim_blocks=True, lstrip_blocks=True)
     shown = comparison.pairs[:top]
+    groups = clusters(comparison.pairs, threshold)
+    cited = [*shown, *(p for g in groups for p in [g.core, *(q for m in g.links.values() for q in m[:LINKS_SHOWN])])]
+    alike = {(p.a, p.b): lines_alike(comparison, p) for p in cited}
     for rank, pair in enumerate(shown, start=1):
         page = env.get_template("pair.html").render(
-            rank=rank, pair=pair, total=len(shown), assignment=comparison.assignment,
-            paths=_paths(comparison, pair), blocks=side_by_side(comparison, pair))
+            rank=rank, pair=pair, total=len(shown), assignment=comparison.assignment, alike=alike,
+            contract=comparison.contract, paths=_paths(comparison, pair), blocks=side_by_side(comparison, pair))
         (out / "pairs" / f"{rank:04d}.html").write_text(page, encoding="utf-8")
     for stale in (out / "pairs").glob("[0-9][0-9][0-9][0-9].html"):  # an earlier run's, with a larger --top
         if stale.stem.isdigit() and int(stale.stem) > len(shown):
@@ -62,26 +83,30 @@ def write_report(comparison: Comparison, out: Path, top: int, threshold: float) 
     index = env.get_template("index.html").render(
         assignment=comparison.assignment, students=n, all_pairs=n * (n - 1) // 2, pairs=shown,
         sharing=len(comparison.pairs), above=sum(p.score >= threshold for p in comparison.pairs),
-        clusters=clusters(comparison.pairs, threshold), threshold=threshold, notes=comparison.notes,
+        clusters=groups, threshold=threshold, notes=comparison.notes, alike=alike, links_shown=LINKS_SHOWN,
         histogram=histogram(comparison, threshold), contract=comparison.contract)
     (out / "index.html").write_text(index, encoding="utf-8")
     return out / "index.html"
 
 
 def write_csv(pairs: list[Pair], path: Path) -> None:
-    """student_a, student_b, score, functions (the matching ones, `;`-separated), highest score first."""
+    """student_a, student_b, score, functions (the matching ones, `;`-separated), best_function (the one the
+    score is), shared_fingerprints (in it), matching_functions (how many), highest score first."""
     with open(path, "w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
-        writer.writerow(["student_a", "student_b", "score", "functions"])
+        writer.writerow(["student_a", "student_b", "score", "functions", "best_function", "shared_fingerprints",
+                         "matching_functions"])
         for pair in pairs:
             writer.writerow([cell(pair.a), cell(pair.b), f"{pair.score:.4f}",
-                             ";".join(f.function for f in pair.functions)])
+                             ";".join(f.function for f in pair.functions), pair.best, pair.shared,
+                             len(pair.functions)])
 
 
-def clusters(pairs: list[Pair], threshold: float) -> list[tuple[list[str], float]]:
+def clusters(pairs: list[Pair], threshold: float) -> list[Group]:
     """Groups of students linked by pairs scoring `threshold` or more (connected components), largest first.
 
-    Each group comes with its highest pair score. Union-find by hand: a dozen lines, no graph library needed.
+    A chain counts (A-B and B-C make one group), so each group says how each member is linked (see Group).
+    Union-find by hand: a dozen lines, no graph library needed.
     """
     parent: dict[str, str] = {}
 
@@ -96,25 +121,66 @@ def clusters(pairs: list[Pair], threshold: float) -> list[tuple[list[str], float
         a, b = root(pair.a), root(pair.b)
         if a != b:
             parent[max(a, b)] = min(a, b)
-    groups: dict[str, list[str]] = {}
+    members: dict[str, list[str]] = {}
     for student in sorted(parent):
-        groups.setdefault(root(student), []).append(student)
-    best: dict[str, float] = {}
-    for pair in linked:
-        best[root(pair.a)] = max(best.get(root(pair.a), 0.0), pair.score)
-    return sorted(((members, best[r]) for r, members in groups.items()), key=lambda g: (-len(g[0]), -g[1], g[0]))
+        members.setdefault(root(student), []).append(student)
+    strongest = sorted(linked, key=lambda p: (-p.score, -len(p.functions), -p.shared, p.a, p.b))
+    links: dict[str, list[Pair]] = {}
+    for pair in strongest:
+        links.setdefault(pair.a, []).append(pair)
+        links.setdefault(pair.b, []).append(pair)
+    cores: dict[str, Pair] = {}
+    for pair in strongest:
+        cores.setdefault(root(pair.a), pair)
+    groups = []
+    for r, group in members.items():
+        core = cores[r]
+        others = {m: links[m] for m in group if m not in (core.a, core.b)}
+        through = {m: _other(own[0], m) for m, own in others.items()
+                   if not {core.a, core.b} <= {_other(p, m) for p in own}}
+        groups.append(Group(group, core.score, core, others, through))
+    return sorted(groups, key=lambda g: (-len(g.members), -g.best, g.members))
+
+
+def _other(pair: Pair, student: str) -> str:
+    return pair.b if pair.a == student else pair.a
+
+
+def lines_alike(comparison: Comparison, pair: Pair) -> int:
+    """The lines holding code the pair shares in the function its score is (the fewer of the two students'),
+    of those shown for it: a fingerprint can span the end of the function and the start of a helper."""
+    a, b = comparison.students.index(pair.a), comparison.students.index(pair.b)
+    shared = _shared(comparison, pair.best, a, b)
+    counts = []
+    for student in (a, b):
+        merged: list[list[int]] = []  # the lines the shared fingerprints span, as disjoint ranges
+        for first, last in sorted((p.first_line, p.last_line) for p in comparison.prints[pair.best][student]
+                                  if p.hash in shared):
+            if merged and first <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], last)
+            else:
+                merged.append([first, last])
+        spans = comparison.codes[student].functions[pair.best].spans
+        counts.append(sum(max(0, min(last, end) - max(first, start) + 1) for first, last in spans
+                          for start, end in merged))
+    return min(counts)
+
+
+def _shared(comparison: Comparison, function: str, a: int, b: int) -> dict[int, float]:
+    """The fingerprints of some weight students `a` and `b` share in `function` -> their weights."""
+    weights = comparison.indexes[function].weights
+    shared = {p.hash for p in comparison.prints[function][a]} & {p.hash for p in comparison.prints[function][b]}
+    return {h: weights[h] for h in shared if weights[h] > 0}
 
 
 def side_by_side(comparison: Comparison, pair: Pair) -> list[SideBySide]:
     """Each function the pair shares code in (best first), both versions with the shared lines marked."""
     a, b = comparison.students.index(pair.a), comparison.students.index(pair.b)
-    ranked = sorted(pair.by_function.items(), key=lambda item: (-item[1], item[0]))
+    ranked = list(pair.by_function.items())  # best first: the function the score is leads
     ranked = [item for item in ranked if item[1] >= SHOWN] or ranked[:1]
     blocks = []
     for function, score in ranked:
-        weights = comparison.indexes[function].weights
-        shared = {p.hash for p in comparison.prints[function][a]} & {p.hash for p in comparison.prints[function][b]}
-        shared = {h: weights[h] for h in shared if weights[h] > 0}
+        shared = _shared(comparison, function, a, b)
         blocks.append(SideBySide(function, score, _lines(comparison, a, function, shared),
                                  _lines(comparison, b, function, shared)))
     return blocks

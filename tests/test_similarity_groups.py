@@ -1,0 +1,75 @@
+"""What a pair's score rests on, and how each student of a group is linked to it.
+
+A group is built by chaining (A-B and B-C make one group), so a student who
+shares one function with one member joins a group of copies of a whole file.
+The report says, for each pair, how many functions match and how much code
+the score rests on, and marks in a group each member linked only through
+another, not directly with both students of the group's strongest pair.
+"""
+from __future__ import annotations
+
+import csv
+import re
+
+import pytest
+from test_similarity import BENCHMARK, CLASS, CONTRACT, SOURCE_DIR, STUB, run_similarity
+
+from autograder.grading.submission import read_submission
+from autograder.similarity.compare import compare_class
+from autograder.similarity.report import clusters
+
+ORIGINAL = BENCHMARK / "originals" / "i21_masked_fill_numpy.py"  # p01_copies_softmax before it took i02's softmax
+
+
+def _chain(folder):
+    """Independent solutions, p01 (i21's code with i02_batch_loops' softmax) and i21 as first written; and three
+    copies of one solution (i15 and two renamings of it): a chain i21 - p01 - i02 and a group of three."""
+    folder.mkdir()
+    for path in sorted(CLASS.glob("i*.py")):
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / "i21_masked_fill_numpy.py").write_bytes(ORIGINAL.read_bytes())
+    (folder / "p01_copies_softmax.py").write_bytes((CLASS / "p01_copies_softmax.py").read_bytes())
+    text = (CLASS / "i15_nan_tricks.py").read_text()
+    (folder / "copy_one.py").write_text(text.replace("scale", "factor"))
+    (folder / "copy_two.py").write_text(text.replace("scale", "s").replace("# ", "# note: "))
+    return folder
+
+
+def test_a_member_linked_only_through_another_is_marked(tmp_path):
+    folder = _chain(tmp_path / "handins")
+    submissions = [read_submission(p) for p in sorted(folder.iterdir())]
+    comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
+    groups = {tuple(g.members): g for g in clusters(comparison.pairs, 0.6)}
+    assert set(groups) == {("i02_batch_loops", "i21_masked_fill_numpy", "p01_copies_softmax"),
+                           ("copy_one", "copy_two", "i15_nan_tricks")}, list(groups)
+    chain = groups["i02_batch_loops", "i21_masked_fill_numpy", "p01_copies_softmax"]
+    assert (chain.core.a, chain.core.b) == ("i21_masked_fill_numpy", "p01_copies_softmax")  # most functions alike
+    assert chain.through == {"i02_batch_loops": "p01_copies_softmax"}
+    assert [f.function for f in chain.links["i02_batch_loops"][0].functions] == ["softmax"]
+    copies = groups["copy_one", "copy_two", "i15_nan_tricks"]
+    assert copies.through == {}  # each of the three directly with both others
+
+
+@pytest.mark.slow  # the whole command in a subprocess
+def test_each_pair_says_what_its_score_rests_on(tmp_path):
+    folder = _chain(tmp_path / "handins")
+    out = tmp_path / "out"
+    done = run_similarity(str(folder), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = {(r["student_a"], r["student_b"]): r for r in csv.DictReader((out / "pairs.csv").read_text().splitlines())}
+    one = rows["i02_batch_loops", "p01_copies_softmax"]
+    assert (one["score"], one["best_function"], one["matching_functions"]) == ("1.0000", "softmax", "1")
+    whole = rows["i21_masked_fill_numpy", "p01_copies_softmax"]
+    assert int(whole["matching_functions"]) >= 5 and int(whole["shared_fingerprints"]) > 0
+    assert all(int(r["shared_fingerprints"]) > 0 and r["best_function"] in CONTRACT for r in rows.values())
+
+    page = (out / "index.html").read_text()
+    assert "linked only through p01_copies_softmax</span> i02_batch_loops: 1.00 with p01_copies_softmax" in page
+    lines = re.search(r"1\.00 with p01_copies_softmax \(1 of 9 functions match; softmax: (\d+) lines alike, "
+                      r"\d+ fingerprints\)", page)
+    assert lines and 5 <= int(lines.group(1)) <= 30, page[page.index("Groups"):page.index("Top pairs")]
+    assert "strongest pair: i21_masked_fill_numpy – p01_copies_softmax, 1.00 (" in page
+    assert page.count('<span class="through">') == 2  # the legend, and i02 (none in the group of three copies)
+    rank = list(rows).index(("i02_batch_loops", "p01_copies_softmax")) + 1
+    pair_page = (out / "pairs" / f"{rank:04d}.html").read_text()
+    assert re.search(r"The score rests on:</b> 1 of 9 functions match; softmax: \d+ lines alike", pair_page)
