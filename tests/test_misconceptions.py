@@ -61,6 +61,8 @@ TORCH_PARTS = {
     "score_divides_by_dk": [("1.0 / math.sqrt(Q.shape[-1])", "1.0 / Q.shape[-1]")],
     "score_multiplies_by_sqrt_dk": [("1.0 / math.sqrt(Q.shape[-1])", "math.sqrt(Q.shape[-1])")],
     "mask_fills_zero": [('masked_fill(~allowed, float("-inf"))', "masked_fill(~allowed, 0.0)")],
+    "mask_inverted": [('masked_fill(~allowed, float("-inf"))', 'masked_fill(allowed, float("-inf"))')],
+    "mask_truth_value": [("if allowed is not None:", "if allowed:")],
     "mask_after_softmax": [('S = S.masked_fill(~allowed, float("-inf"))', "pass"),
                            ("A = torch.softmax(S, dim=-1)", "A = torch.softmax(S, dim=-1) * (1 if allowed is None "
                                                             "else allowed)")],

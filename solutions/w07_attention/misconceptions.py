@@ -83,6 +83,15 @@ def _hide_allowed(S, allowed):
     return np.where(np.broadcast_to(np.asarray(allowed, dtype=bool), S.shape), -np.inf, S)
 
 
+def _mask_inverted(seen):
+    """The mask read the other way round, in apply_mask and in the attention built on it. In attention_torch a row
+    whose keys were all allowed is then all hidden, and torch.softmax gives it NaN where NumPy's contract raises."""
+    if seen.function == "apply_mask":
+        return _hide_allowed(seen.args["S"], seen.args["allowed"])
+    softmax = _softmax_without_check if seen.function == "attention_torch" else None
+    return _attention_with(seen, apply_mask=_hide_allowed, softmax=softmax)
+
+
 def _fill_zero(S, allowed):
     S = np.asarray(S)
     return np.where(np.broadcast_to(allowed, S.shape), S, 0.0)
@@ -129,6 +138,11 @@ def _context_dot(A, V):
     """np.dot(A, V): A @ V for matrices; with batch axes it pairs every batch of A with every batch of V,
     (..., Nq, ..., dv), where C is (..., Nq, dv)."""
     return np.dot(np.asarray(A), np.asarray(V))
+
+
+def _context_einsum_for_matrices(A, V):
+    """einsum subscripts without "...": batched weights and values raise einsum's ValueError; one sequence is right."""
+    return np.einsum("ij,jk->ik", np.asarray(A), np.asarray(V))
 
 
 def _uniform_weights(S):
@@ -235,6 +249,20 @@ def _scores_off_by_a_factor(seen) -> bool:
         return False
     factor = float(np.sum(got * right) / np.sum(right * right))
     return not np.isclose(factor, 1.0, rtol=1e-3) and bool(np.allclose(got, factor * right, rtol=1e-3, atol=1e-9))
+
+
+def _asked_truth_of_mask(seen) -> bool:
+    """`if allowed:` on an array: NumPy and PyTorch refuse the truth value of more than one element."""
+    return seen.raised is not None and seen.args.get("allowed") is not None and any(
+        words in seen.raised[1] for words in ("truth value of an array", "Boolean value of Tensor"))
+
+
+def _projection_shapes_refused(seen) -> bool:
+    """additive_score raised a shape mismatch where W_q (h, dq) is not square: the projection written q_i W_q, the
+    weights untransposed, which fits only when h = dq."""
+    W_q = np.asarray(seen.args["W_q"])
+    return (seen.raised is not None and seen.raised[0] == "ValueError" and W_q.shape[0] != W_q.shape[-1]
+            and any(words in seen.raised[1] for words in ("mismatch", "not aligned", "could not be broadcast")))
 
 
 def _changed_input(name):
@@ -396,7 +424,7 @@ MISCONCEPTIONS = (
         "is False (S[~allowed] = −∞). nn.MultiheadAttention's key_padding_mask means the opposite, True for "
         "masked — slides 20 and 21.",
         _MASK_ALL,
-        wrong=_part(lambda seen: _hide_allowed(seen.args["S"], seen.args["allowed"]), apply_mask=_hide_allowed)),
+        wrong=_mask_inverted),
     Misconception(
         "mask_fills_finite_negative",
         "A hidden key needs the score −∞, not a large negative number such as −1e9: its weight is 0 only while "
@@ -465,6 +493,17 @@ MISCONCEPTIONS = (
         ("context", "attention"),
         wrong=_part(lambda seen: _context_dot(seen.args["A"], seen.args["V"]), context=_context_dot)),
     Misconception(
+        "context_einsum_without_ellipsis",
+        "Weights and values may carry batch or head axes, (..., Nq, Nk) and (..., Nk, dv): einsum subscripts "
+        "written for matrices ('ij,jk->ik') have no letter for them; let '...' stand for the leading axes, "
+        "np.einsum('...ij,...jk->...ik', A, V), or write A @ V — slides 12 and 13.",
+        ("context",), wrong=lambda seen: _context_einsum_for_matrices(seen.args["A"], seen.args["V"])),
+    Misconception(
+        "mask_truth_value",
+        "A mask is an array, not a yes or no: test whether one was given with `if allowed is not None:`; "
+        "`if allowed:` asks for the truth value of the whole array, which NumPy and PyTorch refuse — slide 20.",
+        ("attention", "attention_torch"), shows=_asked_truth_of_mask),
+    Misconception(
         "causal_hides_diagonal",
         "A causal mask hides only future keys (j > i); each query still sees its own position, so the "
         "diagonal stays True — slide 20.",
@@ -494,6 +533,11 @@ MISCONCEPTIONS = (
         "Additive attention passes W_q q_i + W_k k_j + b through tanh before the dot product with v "
         "— slide 9.",
         ("additive_score",), wrong=_additive_without_tanh),
+    Misconception(
+        "additive_weights_not_transposed",
+        "W_q has shape (h, dq) and multiplies each query as a column, W_q q_i: for the rows of Q that is "
+        "Q @ W_q.T (and K @ W_k.T), not Q @ W_q, whose shapes fit only when h = dq — slide 9.",
+        ("additive_score",), shows=_projection_shapes_refused),
     Misconception(
         "additive_no_bias",
         "Additive attention adds the bias inside the tanh: e_ij = vᵀ tanh(W_q q_i + W_k k_j + b), so b shifts "
