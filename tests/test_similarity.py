@@ -123,6 +123,94 @@ def test_reordered_independent_statements_give_the_same_tokens():
     assert texts[2] != texts[3]  # statements that depend on each other keep their order
 
 
+def _texts(code: str, function: str = "f") -> list[str]:
+    return [t.text for t in functions_of(parse_pieces([code])[1], [function])[function].tokens]
+
+
+def test_an_expression_split_into_temporaries_gives_the_same_tokens():
+    merged = """
+import numpy as np
+def f(Q, K, scale):
+    return (Q @ np.swapaxes(K, -1, -2)) * scale
+"""
+    split = """
+import numpy as np
+def f(Q, K, scale):
+    kt = np.swapaxes(K, -1, -2)
+    raw = np.matmul(Q, kt)   # the product first
+    out = raw * scale
+    return out
+"""
+    assert _texts(split) == _texts(merged)
+    in_helper = """
+import numpy as np
+def _last_two_swapped(X):
+    return np.swapaxes(X, -1, -2)
+def f(Q, K, scale):
+    return (Q @ _last_two_swapped(K)) * scale
+"""
+    in_helper_split = """
+import numpy as np
+def _last_two_swapped(X):
+    swapped = np.swapaxes(X, -1, -2)
+    return swapped
+def f(Q, K, scale):
+    factor = scale
+    return factor * np.matmul(Q, _last_two_swapped(K))
+"""
+    assert _texts(in_helper_split) == _texts(in_helper)  # a contract function's helpers are normalised alike
+    assert _texts(split.replace("raw * scale", "raw + scale")) != _texts(merged)
+
+
+def test_a_temporary_read_twice_is_not_inlined():
+    read_twice = """
+import numpy as np
+def f(S):
+    top = S.max(axis=-1, keepdims=True)
+    e = np.exp(S - top)
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+    top_inlined = """
+import numpy as np
+def f(S):
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+    merged = """
+import numpy as np
+def f(S):
+    return np.exp(S - S.max(axis=-1, keepdims=True)) / np.exp(S - S.max(axis=-1, keepdims=True)).sum(
+        axis=-1, keepdims=True)
+"""
+    assert _texts(read_twice) == _texts(top_inlined)  # `top` is read once: inlined
+    assert _texts(read_twice) != _texts(merged)  # `e` is read twice: kept
+
+
+def test_a_reassigned_name_is_not_inlined():
+    reassigned = """
+import numpy as np
+def f(Q, K, scale):
+    kt = np.swapaxes(K, -1, -2)
+    s = Q @ kt
+    s = s * scale
+    return s
+"""
+    kt_inlined = """
+import numpy as np
+def f(Q, K, scale):
+    s = Q @ np.swapaxes(K, -1, -2)
+    s = s * scale
+    return s
+"""
+    merged = "import numpy as np\ndef f(Q, K, scale):\n    return Q @ np.swapaxes(K, -1, -2) * scale\n"
+    assert _texts(reassigned) == _texts(kt_inlined)  # `kt` is assigned and read once: inlined
+    assert _texts(reassigned) != _texts(merged)  # `s` is assigned twice: kept
+    updated = kt_inlined.replace("s = s * scale", "s *= scale")  # an augmented assignment, a loop: kept too
+    assert _texts(updated) == _texts(kt_inlined) != _texts(merged)
+    looped = "def f(xs):\n    for x in xs:\n        y = x + 1\n        g(y)\n"
+    assert _texts(looped) != _texts("def f(xs):\n    for x in xs:\n        g(x + 1)\n")
+
+
 @pytest.mark.slow  # two runs of the command; the escaping and bad hand-in tests below run it in `make check`
 def test_report_is_identical_across_hash_seeds(tmp_path):
     outputs = []
@@ -247,15 +335,17 @@ def test_what_many_students_write_alike_is_no_evidence():
 
 def test_the_stub_left_as_it_is_matches_nothing():
     stub = STUB.read_text()
-    copied = _function_text((CLASS / "i01_einsum.py").read_text(), "softmax")
-    one = "import math\n\nimport numpy as np\nimport torch\n" + stub.replace(_function_text(stub, "softmax"), copied)
+    # i01's additive_score: its softmax, once its two temporaries are inlined, is written alike by many (no evidence)
+    copied = _function_text((CLASS / "i01_einsum.py").read_text(), "additive_score")
+    one = "import math\n\nimport numpy as np\nimport torch\n" + stub.replace(_function_text(stub, "additive_score"),
+                                                                            copied)
     submissions = [_submission("untouched", stub), _submission("also_untouched", stub), _submission("one", one),
                    *(read_submission(p) for p in sorted(CLASS.iterdir()) if p.stem != "d01_renamed")]
     comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
     assert not [p for p in comparison.pairs if {"untouched", "also_untouched"} & {p.a, p.b}]
     assert "untouched: the unchanged stub (every function as released); paired with no one" in comparison.notes
     assert [f.function for p in comparison.pairs if (p.a, p.b) == ("i01_einsum", "one") for f in p.functions] == [
-        "softmax"]
+        "additive_score"]
 
 
 def _class_with(extra: dict[str, str]) -> list:

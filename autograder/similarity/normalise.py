@@ -15,6 +15,10 @@ matters little:
   spelling of infinity as `INF`;
 - an einsum's subscripts are kept, their index letters renamed in order of
   first use: unlike other strings, they are what the call computes;
+- a temporary, a name assigned once and read once (`kt = K.T`, `raw = Q @ kt`,
+  `return raw * s`), is replaced by its expression where it is read (`return
+  Q @ K.T * s`), so splitting an expression into named steps, or merging
+  them, changes nothing (statements.py says which names qualify);
 - statements that do not depend on each other are put in a canonical order.
 
 Why by hand: no library normalises Python this way. Pygments (which
@@ -29,16 +33,16 @@ import ast
 import copy
 from dataclasses import dataclass
 
+from autograder.similarity.statements import MAX_STATEMENTS, TERMINAL, blocks, depends, effects, inline_temporaries
+
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
 MATMUL_FUNCTIONS = {"numpy.matmul", "numpy.dot", "torch.matmul", "torch.mm", "torch.bmm"}
 EINSUM_FUNCTIONS = {"numpy.einsum", "torch.einsum"}
 INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
-TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 EXPRESSION_TOKENS = 2_000  # per expression of a statement, after repeats are collapsed: none hand-written is longer
 REPEATS_KEPT = 6  # a run of the same few tokens repeated more often than this keeps only this many
 LONGEST_REPEAT = 8  # tokens in the longest pattern whose runs are collapsed
 KEY_TOKENS = 64
-MAX_REORDERED = 200  # statements in a block; reordering costs their square, and no answer has more
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ def function_tokens(function: ast.FunctionDef, imports: dict[str, str]) -> list[
     for _ in range(3):  # removing one dead assignment can make another dead
         if not _drop_dead_assignments(tree):
             break
+    if inline_temporaries(tree):  # rewritten again, so that an inlined expression's operands are ordered in place
+        tree = _Rewrite(imports).visit(tree)
     _canonical_order(tree, imports)
     out: list[Token] = []
     for statement in tree.body:
@@ -228,30 +234,12 @@ def _drop_dead_assignments(function: ast.FunctionDef) -> bool:
     """Remove `name = …` statements whose names are never read in `function`; True if any was removed."""
     read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
     removed = False
-    for node, field, block in _blocks(function):
+    for node, field, block in blocks(function):
         kept = [s for s in block if not _is_dead(s, read)]
         if len(kept) != len(block):
             removed = True
             setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
     return removed
-
-
-def _blocks(tree: ast.AST) -> list[tuple[ast.AST, str, list[ast.stmt]]]:
-    """(node, field, statements) of every block of statements in `tree`, innermost first.
-
-    Only statements hold blocks, so expressions are not walked; innermost first, so that an outer block is
-    ordered by keys of inner blocks already in their canonical order.
-    """
-    found, stack = [], [tree]
-    while stack:
-        node = stack.pop()
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.AST):
-                if isinstance(block[0], ast.stmt):
-                    found.append((node, field, block))
-                stack.extend(block)  # statements, except handlers or match cases
-    return found[::-1]
 
 
 def _is_dead(statement: ast.stmt, read: set[str]) -> bool:
@@ -270,42 +258,20 @@ def _is_dead(statement: ast.stmt, read: set[str]) -> bool:
 
 def _canonical_order(function: ast.FunctionDef, imports: dict[str, str]) -> None:
     """Reorder every block's independent statements canonically (a topological order, smallest key first)."""
-    for node, field, block in _blocks(function):
-        if 1 < len(block) <= MAX_REORDERED:
+    for node, field, block in blocks(function):
+        if 1 < len(block) <= MAX_STATEMENTS:
             setattr(node, field, _ordered(block, imports))
 
 
 def _ordered(block: list[ast.stmt], imports: dict[str, str]) -> list[ast.stmt]:
-    effects = [_effects(s) for s in block]
+    moves = [effects(s) for s in block]
     keys = [_key(s, imports) for s in block]
-    before = {j: {i for i in range(j) if _depends(effects[i], effects[j])} for j in range(len(block))}
+    before = {j: {i for i in range(j) if depends(moves[i], moves[j])} for j in range(len(block))}
     done: list[int] = []
     while len(done) < len(block):
         ready = [j for j in range(len(block)) if j not in done and before[j] <= set(done)]
         done.append(min(ready, key=lambda j: (keys[j], j)))
     return [block[j] for j in done]
-
-
-def _effects(statement: ast.stmt) -> tuple[set[str], set[str], bool]:
-    """(names read, names written, is a barrier) of one statement, with everything nested in it."""
-    reads, writes = set(), set()
-    barrier = False
-    for node in ast.walk(statement):
-        if isinstance(node, ast.Name):
-            (writes if isinstance(node.ctx, ast.Store | ast.Del) else reads).add(node.id)
-        elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
-            writes.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
-        elif isinstance(node, (*TERMINAL, ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal, ast.Try)):
-            barrier = True
-    if isinstance(statement, ast.Expr):  # a bare call may change what it is given
-        writes |= reads
-    return reads, writes, barrier
-
-
-def _depends(first, second) -> bool:
-    reads_a, writes_a, barrier_a = first
-    reads_b, writes_b, barrier_b = second
-    return barrier_a or barrier_b or bool(writes_a & (reads_b | writes_b)) or bool(reads_a & writes_b)
 
 
 # ---------------------------------------------------------------- tokens
