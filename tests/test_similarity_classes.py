@@ -59,6 +59,28 @@ def _tokens(text: str) -> dict[str, list[str]]:
     return {name: [t.text for t in f.tokens] for name, f in functions_of(parse_pieces([text])[1], CONTRACT).items()}
 
 
+def under_other_names(text: str) -> str:
+    """`text` with every function renamed `_<name>` (its calls too), and at the end `name = _name` for each."""
+    tree = ast.parse(text)
+    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in names:
+            node.name = f"_{node.name}"
+        elif isinstance(node, ast.Name) and node.id in names:
+            node.id = f"_{node.id}"
+    aliases = [f"{name} = _{name}" for name in sorted(names)]
+    return ast.unparse(tree) + "\n\n" + "\n".join(aliases) + "\n"
+
+
+def test_functions_given_the_stub_names_by_aliases_give_the_same_tokens():
+    """Every independent solution with its functions defined under other names and bound to the stub's names
+    at the end (`score = _score`): each is compared as the function it names, its calls as calls of the
+    stub's functions."""
+    for path in sorted(CLASS.glob("i*.py")):
+        text = path.read_text()
+        assert _tokens(under_other_names(text)) == _tokens(text), path.name
+
+
 @pytest.mark.parametrize("style", STYLES)
 def test_code_moved_into_a_class_gives_the_same_tokens(style):
     """Every independent solution, its functions (and their helpers) moved into a class: each delegate is

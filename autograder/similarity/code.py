@@ -154,9 +154,10 @@ class _Module:
     """A module's top-level functions and classes: the code that a name, or a method's name, stands for.
 
     defined: each top-level name bound to code -> the function that runs. A name bound to a method (`f =
-    obj.f`, `Cls.f`, `Cls().f`) or defined by a def that only returns a method's call is that method. In each
-    method, `self.g`, `cls.g` and `Cls.g` naming a method of its class are rewritten `g` (in place), so that
-    its code reads as the same code written at module level.
+    obj.f`, `Cls.f`, `Cls().f`) or defined by a def that only returns a method's call is that method; one
+    bound to another function (`f = _f`) is that function. In each method, `self.g`, `cls.g` and `Cls.g`
+    naming a method of its class are rewritten `g` (in place), and everywhere a call of `_f` is rewritten
+    `f`, so that the code reads as the same code written at module level under the stub's names.
     """
 
     def __init__(self, tree: ast.Module):
@@ -176,11 +177,20 @@ class _Module:
                           and node.value.func.id in self.methods
                           for target in node.targets if isinstance(target, ast.Name)}
         self.defined: dict[str, ast.AST] = {}
+        aliases: dict[str, str] = {}  # `f = _f`: _f -> f
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.defined[node.name] = self.method(_delegated_call(node)) or node
             elif isinstance(node, ast.Assign) and (method := self.method(node.value)):
                 self.defined.update((name.id, method) for name in node.targets if isinstance(name, ast.Name))
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.defined:
+                for name in (target for target in node.targets if isinstance(target, ast.Name)):
+                    self.defined[name.id] = self.defined[node.value.id]
+                    aliases[node.value.id] = name.id
+        if aliases:  # a call of _f reads as the call of f it is, as if the functions kept their names
+            renamed = _Renamed(aliases)
+            for function in {*self.defined.values(), *self.scopes}:
+                renamed.visit(function)
 
     def method(self, expression: ast.AST | None) -> ast.AST | None:
         """The method `expression` names: `obj.f` (obj bound to `Cls(…)` at top level), `Cls.f` or `Cls(…).f`."""
@@ -224,6 +234,18 @@ def _receiver(method: ast.AST) -> list[str]:
     static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in method.decorator_list)
     first = [*method.args.posonlyargs, *method.args.args][:1]
     return [] if static else [a.arg for a in first]
+
+
+class _Renamed(ast.NodeTransformer):
+    """Each name read that is a key of `names` (a function's name) written as its value (the alias it is given)."""
+
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.names:
+            return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+        return node
 
 
 class _OwnCalls(ast.NodeTransformer):
