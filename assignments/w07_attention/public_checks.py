@@ -155,10 +155,10 @@ def causal_mask_lower_triangle(t):
     for n in (4, 1, int(t.rng.integers(5, 10))):
         allowed = as_array(t.returned("causal_mask", n), f"causal_mask({n})", (n, n))
         expect_shape(allowed, (n, n), f"causal_mask({n})")
-        if allowed.dtype != np.bool_:
-            raise CheckFailed(f"causal_mask({n}) has dtype {allowed.dtype}; expected a boolean mask "
-                              "(True = may attend)")
         past = np.tril(np.ones((n, n), dtype=bool))  # allowed(i, j) ⇔ j ≤ i
+        if allowed.dtype != np.bool_:  # as expect_equal_mask words it, with the mask to compare
+            raise CheckFailed(f"causal_mask({n}) has dtype {allowed.dtype}; expected booleans (True = may attend). "
+                              "Comparisons such as `a <= b` give booleans directly", past, allowed)
         if (allowed & ~past).any():
             i, j = next(zip(*np.nonzero(allowed & ~past)))
             raise CheckFailed(f"causal_mask({n})[{i}, {j}] is True: query {i} can see key {j}, which is in its "
