@@ -130,3 +130,22 @@ def test_a_class_wrapped_copy_is_found_against_its_source(tmp_path):
     assert set(top) == {("i06_helpers", "wrapped_helpers"), ("i02_batch_loops", "wrapped_loops")}, top
     page = (tmp_path / "out" / "index.html").read_text()
     assert "i06_helpers, wrapped_helpers" in page and "i02_batch_loops, wrapped_loops" in page  # each a group
+
+
+def test_code_behind_a_module_flag_that_is_off_is_dead_code():
+    """`if VERBOSE:` with `VERBOSE = False` at module level never runs: a copy padded with such blocks gives the
+    tokens of the code without them. A flag rebound anywhere (or a parameter of that name) is left alone."""
+    for path in sorted(CLASS.glob("i*.py")):
+        text = path.read_text()
+        tree = ast.parse(text)
+        for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+            function.body.insert(0, ast.parse("if VERBOSE:\n    print('entering', len(locals()))").body[0])
+        padded = "VERBOSE = False\n" + ast.unparse(tree)
+        assert _tokens(padded) == _tokens(text), path.name
+    text = (CLASS / "i06_helpers.py").read_text()
+    switched = "VERBOSE = False\n" + text + "\n\ndef verbose():\n    global VERBOSE\n    VERBOSE = True\n"
+    tree = ast.parse(switched)
+    for function in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "softmax"):
+        function.body.insert(0, ast.parse("if VERBOSE:\n    print('entering', len(locals()))").body[0])
+    assert _tokens(ast.unparse(tree))["softmax"] != _tokens(text)["softmax"]
+

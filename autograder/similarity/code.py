@@ -16,6 +16,7 @@ import ast
 import io
 import re
 import tokenize
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,6 +136,7 @@ def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCod
     """Each contract function `tree` defines at top level (the last definition wins, as when it runs)."""
     module = _Module(tree)
     imports = imported_names(tree)
+    constants = _Constants(module_constants(tree))
     calls = {name: module.helpers(node, set(contract)) for name, node in module.defined.items() if name in contract}
     tokens_of: dict[ast.AST, list[Token]] = {}  # each function normalised once (in place), though helpers are shared
     found = {}
@@ -143,11 +145,44 @@ def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCod
             parts = [module.defined[name], *calls[name]]
             for part in parts:
                 if part not in tokens_of:
-                    tokens_of[part] = function_tokens(part, imports)
+                    tokens_of[part] = function_tokens(constants.visit(part), imports)
             tokens = [token for part in parts for token in tokens_of[part]]
             spans = tuple((_first_line(part), part.end_lineno or part.lineno) for part in parts)
             found[name] = FunctionCode(name, tuple(tokens), spans)
     return found
+
+
+def module_constants(tree: ast.Module) -> dict[str, ast.Constant]:
+    """Names bound once in the whole file, at module level, to a constant (`VERBOSE = False`, `DK = 64`) -> it."""
+    nodes = list(ast.walk(tree))
+    bound = Counter(node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
+    bound.update(name for node in nodes if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names)
+    return {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) for target in node.targets
+            if isinstance(target, ast.Name) and bound[target.id] == 1}
+
+
+class _Constants(ast.NodeTransformer):
+    """A module constant read in a function written as its value, where the function has no name of its own so
+    called: `if VERBOSE:` behind `VERBOSE = False` is then `if False:`, dead code the normalisation drops."""
+
+    def __init__(self, constants: dict[str, ast.Constant]):
+        self.constants = constants
+
+    def visit_FunctionDef(self, node):
+        arguments = node.args
+        own = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                               *filter(None, (arguments.vararg, arguments.kwarg))]}
+        if self.constants.keys() & own:  # a parameter shadows the constant: left as it is (rare)
+            return node
+        return self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.constants:
+            return ast.copy_location(ast.Constant(self.constants[node.id].value), node)
+        return node
 
 
 class _Module:
