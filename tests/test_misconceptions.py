@@ -53,6 +53,17 @@ def test_each_bug_is_diagnosed_as_its_own_misconception(grade_once, tmp_path, bu
     assert len(sentences) == 1 and "slide" in sentences.pop()
 
 
+def test_a_wrong_scale_is_not_called_a_wrong_grid(grade_once, tmp_path):
+    """score_wrong_scale's scores are the right grid times 1/4 (dk fixed at 64, the check's is 4): the public check
+    of the grid says so, instead of that S[..., i, j] compares query i with key j."""
+    result = grade_once(_buggy(tmp_path, "score_wrong_scale"))
+    message = next(t.message for t in result.tests if t.name == "score.shape_rows_are_queries")
+    assert "every entry is 0.25 × the right one" in message and "compares query i" not in message, message
+    right_scale = grade_once(_buggy(tmp_path, "score_transposed"))
+    message = next(t.message for t in right_scale.tests if t.name == "score.shape_rows_are_queries")
+    assert "× the right one" not in message, message
+
+
 # A part of attention written out again in attention_torch, wrong there alone: plain.py's attention_torch with
 # each (old, new) replaced, and the idea of the NumPy part it repeats. (Its missing scale is torch_missing_scale,
 # a buggy fixture of its own.)

@@ -83,15 +83,6 @@ def _hide_allowed(S, allowed):
     return np.where(np.broadcast_to(np.asarray(allowed, dtype=bool), S.shape), -np.inf, S)
 
 
-def _mask_inverted(seen):
-    """The mask read the other way round, in apply_mask and in the attention built on it. In attention_torch a row
-    whose keys were all allowed is then all hidden, and torch.softmax gives it NaN where NumPy's contract raises."""
-    if seen.function == "apply_mask":
-        return _hide_allowed(seen.args["S"], seen.args["allowed"])
-    softmax = _softmax_without_check if seen.function == "attention_torch" else None
-    return _attention_with(seen, apply_mask=_hide_allowed, softmax=softmax)
-
-
 def _fill_zero(S, allowed):
     S = np.asarray(S)
     return np.where(np.broadcast_to(allowed, S.shape), S, 0.0)
@@ -165,7 +156,8 @@ def _attention_with(seen, score=None, apply_mask=None, softmax=None, context=Non
         return None  # the wrong score does not apply to this call
     if args["allowed"] is not None:
         S = (apply_mask or ref.apply_mask)(S, args["allowed"])
-    A = (softmax or ref.softmax)(S)
+    # torch.softmax never raises: a row left with no visible key is NaN there, where NumPy's contract raises.
+    A = (softmax or (_softmax_without_check if seen.function == "attention_torch" else ref.softmax))(S)
     return (context or ref.context)(A, args["V"]), A
 
 
@@ -424,7 +416,7 @@ MISCONCEPTIONS = (
         "is False (S[~allowed] = −∞). nn.MultiheadAttention's key_padding_mask means the opposite, True for "
         "masked — slides 20 and 21.",
         _MASK_ALL,
-        wrong=_mask_inverted),
+        wrong=_part(lambda seen: _hide_allowed(seen.args["S"], seen.args["allowed"]), apply_mask=_hide_allowed)),
     Misconception(
         "mask_fills_finite_negative",
         "A hidden key needs the score −∞, not a large negative number such as −1e9: its weight is 0 only while "
