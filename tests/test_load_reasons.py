@@ -46,3 +46,17 @@ def test_each_check_a_failed_imports_cell_broke_names_that_cell(grade_once, tmp_
         assert "The cause: code cell 1 failed while loading: it raised ModuleNotFoundError" in test.message
         assert "No module named 'no_such_progress_bar'" in test.message and "(bar, " in test.message
     assert any("input() waits for someone to type" in note for note in result.notes), result.notes
+
+
+def test_a_stub_cell_run_after_the_answer_is_named_as_the_definition_graded(grade_once, tmp_path):
+    path = tmp_path / "stub_after.ipynb"
+    stub = 'def softmax(S):\n    """Softmax over the last axis."""\n    raise NotImplementedError'
+    cells = [IMPORTS, FUNCTIONS, "x = 1", stub]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    result = grade_once(path)
+    assert {t.function for t in result.tests if t.status != PASSED} == {"softmax", "attention"}
+    softmax_line = FUNCTIONS.splitlines().index(next(line for line in FUNCTIONS.splitlines()
+                                                     if line.startswith("def softmax("))) + 1
+    assert [note for note in result.notes if "is defined" in note] == [
+        f"softmax() is defined 2 times (code cell 2, line {softmax_line}; code cell 4, line 1): each def replaces the "
+        "one before it, so only the last that ran was graded. Keep one definition of softmax()"]

@@ -11,7 +11,7 @@ import pytest
 
 from autograder.authoring import CheckFailed, Opaque, expect_pair
 from autograder.authoring.shown import int_text, shown
-from autograder.grading.examples import load_example
+from autograder.grading.examples import load_example, render_value, value_json
 from autograder.grading.statuses import FAILED, PASSED
 
 from conftest import compose
@@ -106,3 +106,21 @@ def test_a_value_that_is_not_a_pair_is_named_in_plain_words():
     with pytest.raises(CheckFailed) as failed:
         expect_pair(10**5000, "attention(Q, K, V)", ("C", "A"))
     assert str(failed.value.message).endswith("got a single int, an int of 5,001 digits")
+
+
+LISTED = '''
+_plain_context = context
+
+
+def context(A, V):
+    return _plain_context(A, V).tolist()
+'''
+
+
+def test_a_returned_list_is_named_and_shown_as_the_list_it_is(grade_once, tmp_path_factory):
+    result = grade_once(compose(tmp_path_factory.mktemp("listed"), "listed", _snippet(tmp_path_factory, LISTED)))
+    lecture = next(t for t in result.tests if t.name == "context.lecture_example")
+    assert "is a list of 1 item, not a NumPy array of shape (1, 2)" in lecture.message, lecture.message
+    returned = [call["returned"] for call in load_example(lecture.example)["calls"] if call["function"] == "context"]
+    assert [render_value(value) for value in returned] == ["[[8.022242, 5.988879]]"]
+    assert render_value(value_json((1.5,))) == "(1.5,)"  # a tuple of one, as Python writes it

@@ -26,6 +26,7 @@ from autograder.authoring import (
     expect_equal_mask,
     expect_error_path,
     expect_exact_zeros,
+    expect_floating,
     expect_gradients,
     expect_pair,
     expect_rows_sum_to_one,
@@ -83,7 +84,8 @@ def weights_from_counts(counts):
 
 
 def expect_weights(A, expected, tol, what: str, rule: str) -> None:
-    """Weights whose rows already sum to 1 must also be the right weights; a failure names `rule`."""
+    """Weights whose rows already sum to 1 must also be the right weights; a failure of their values names `rule`."""
+    expect_floating(A, expected, what)  # a wrong dtype is not a wrong rule
     try:
         expect_close(A, expected, tol, what)
     except CheckFailed as failure:

@@ -27,6 +27,7 @@ from autograder.authoring.compare import (
     expect_close,
     expect_equal_mask,
     expect_exact_zeros,
+    expect_floating,
     expect_gradients,
     expect_pair,
     expect_rows_sum_to_one,
@@ -41,6 +42,6 @@ from autograder.authoring.protocol import Opaque, Reply, TensorData
 __all__ = [
     "Catalogue", "Check", "CheckFailed", "Inputs", "Misconception", "Observed", "Opaque", "Reply", "Sizes",
     "StudentError", "TensorData", "Tolerance", "Trial", "as_array", "as_tensor", "expect_close", "expect_equal",
-    "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_gradients", "expect_pair",
-    "expect_rows_sum_to_one", "expect_shape", "mask_rows", "normal", "raise_for", "shown",
+    "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_floating", "expect_gradients",
+    "expect_pair", "expect_rows_sum_to_one", "expect_shape", "mask_rows", "normal", "raise_for", "shown",
 ]

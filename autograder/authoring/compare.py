@@ -13,7 +13,7 @@ import numpy as np
 
 from autograder.authoring.checks import CheckFailed, Tolerance
 from autograder.authoring.protocol import Opaque, TensorData
-from autograder.authoring.shown import SHOWN, int_text, int_too_long
+from autograder.authoring.shown import SHOWN, int_text, int_too_long, sized
 from autograder.authoring.shown import shown as shown_within
 
 HALF_ADVICE = ("compute in float32 or float64: a half precision (float16, bfloat16) keeps about 3 significant "
@@ -33,10 +33,10 @@ def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
         raise CheckFailed(f"{what} is a {got.type_name} object{detail}, not a NumPy array "
                           f"of shape {expected_shape}")
     if isinstance(got, (list, tuple)):
-        raise CheckFailed(f"{what} is a {type(got).__name__} of {len(got)} items, not a NumPy array "
+        raise CheckFailed(f"{what} is a {sized(got)}, not a NumPy array "
                           f"of shape {expected_shape}; return np.asarray(...) of it, or compute with NumPy")
     if isinstance(got, dict):
-        raise CheckFailed(f"{what} is a dict of {len(got)} items, not a NumPy array of shape {expected_shape}")
+        raise CheckFailed(f"{what} is a {sized(got)}, not a NumPy array of shape {expected_shape}")
     if isinstance(got, int) and not isinstance(got, bool) and int_too_long(got):
         raise CheckFailed(f"{what} is a single int, {int_text(got)}, not an array of shape {expected_shape}")
     raise CheckFailed(f"{what} is a single {type(got).__name__} ({shown(got)}), not an array of shape "
@@ -61,7 +61,7 @@ def expect_pair(value, what: str, names: tuple[str, str] = ("first", "second")):
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return value
     if isinstance(value, (tuple, list)):
-        kind = f"a {type(value).__name__} of {len(value)} items"
+        kind = f"a {sized(value)}"
     elif isinstance(value, np.ndarray):
         kind = f"a single array of shape {value.shape}"
     elif isinstance(value, TensorData):
@@ -98,15 +98,7 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
     Σⱼ |aᵢⱼ| |vⱼₖ|. Rounding errs in proportion to the terms, not to the
     result, which cancellation can bring near zero (see `allowed_error`).
     """
-    got = as_array(got, what, expected.shape)
-    expect_shape(got, expected.shape, what, shape_hint)
-    if got.dtype.kind in "iu":
-        raise CheckFailed(f"{what} has integer dtype {got.dtype}; expected floating-point numbers "
-                          "(an integer result has lost the fractions)", expected, got)
-    if got.dtype.kind != "f":
-        raise CheckFailed(f"{what} has dtype {got.dtype}; expected floating-point numbers", expected, got)
-    if got.dtype.itemsize < min(4, expected.dtype.itemsize):  # held to no tolerance of its own: a lottery
-        raise CheckFailed(f"{what} has dtype {got.dtype}; {HALF_ADVICE}", expected, got)
+    got = expect_floating(got, expected, what, shape_hint)
     tol = _for_precision(tol, got.dtype, expected.dtype)
     flat = got.reshape(-1)
     exp64 = expected.reshape(-1).astype(np.float64, copy=False)  # the reference is float64 already: no copy
@@ -116,6 +108,22 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
                      else np.broadcast_to(magnitude, expected.shape)).reshape(-1)
     if not _all_within(flat, exp64, tol, magnitude):
         _explain_difference(flat, exp64, tol, magnitude, what, expected, got)
+    return got
+
+
+def expect_floating(got, expected: np.ndarray, what: str, shape_hint: str = "") -> np.ndarray:
+    """`got` as an array of `expected`'s shape, in a floating-point dtype precise enough to compare; else
+    CheckFailed saying which of these it is not. Checked before any value, so a wrong type or dtype is
+    never reported as wrong numbers."""
+    got = as_array(got, what, expected.shape)
+    expect_shape(got, expected.shape, what, shape_hint)
+    if got.dtype.kind in "iu":
+        raise CheckFailed(f"{what} has integer dtype {got.dtype}; expected floating-point numbers "
+                          "(an integer result has lost the fractions)", expected, got)
+    if got.dtype.kind != "f":
+        raise CheckFailed(f"{what} has dtype {got.dtype}; expected floating-point numbers", expected, got)
+    if got.dtype.itemsize < min(4, expected.dtype.itemsize):  # held to no tolerance of its own: a lottery
+        raise CheckFailed(f"{what} has dtype {got.dtype}; {HALF_ADVICE}", expected, got)
     return got
 
 

@@ -32,6 +32,12 @@ def int_text(value: int) -> str:
     return f"an int of {digits + (abs(value) >= 10 ** digits):,} digits"
 
 
+def sized(value) -> str:
+    """A container's type and length as feedback says them: 'list of 3 items', 'tuple of 1 item'."""
+    count = len(value)
+    return f"{type(value).__name__} of {count} item{'' if count == 1 else 's'}"
+
+
 def shown(value, limit: int | None = SHOWN) -> str:
     """repr(value), cut to `limit` characters (ending "..."), for any value at all.
 

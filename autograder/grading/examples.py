@@ -24,7 +24,7 @@ import numpy as np
 from autograder.authoring.checks import Sizes
 from autograder.authoring.misconceptions import bind_arguments
 from autograder.authoring.protocol import Opaque, TensorData
-from autograder.authoring.shown import int_too_long, shown
+from autograder.authoring.shown import int_too_long, shown, sized
 from autograder.grading.results import CHECK_BUDGET, clip, omitted_example
 
 MAX_VALUES = 64  # larger arrays are shown by shape and dtype only
@@ -85,10 +85,11 @@ def value_json(value, depth: int = 0):
             described["values"] = _plain(array.tolist())
         return described
     if isinstance(value, (tuple, list, dict)) and depth >= MAX_DEPTH:
-        return {"object": f"{type(value).__name__} of {len(value)} items"}
+        return {"object": sized(value)}
     if isinstance(value, (tuple, list)):
         items = [value_json(v, depth + 1) for v in value[:MAX_SHOWN]]
-        return {"items": items, **({"more": len(value) - MAX_SHOWN} if len(value) > MAX_SHOWN else {})}
+        return {"items": items, **({"list": True} if isinstance(value, list) else {}),
+                **({"more": len(value) - MAX_SHOWN} if len(value) > MAX_SHOWN else {})}
     if isinstance(value, dict):
         entries = [[shown(key, MAX_NAME), value_json(item, depth + 1)] for key, item in list(value.items())[:MAX_SHOWN]]
         return {"entries": entries, **({"more": len(value) - MAX_SHOWN} if len(value) > MAX_SHOWN else {})}
@@ -109,8 +110,11 @@ def render_value(described) -> str:
         if "note" in described:
             return str(described["note"])
         if "items" in described:
-            more = [f"... {described['more']} more"] if described.get("more") else []
-            return "(" + ", ".join([render_value(v) for v in described["items"]] + more) + ")"
+            shown_items = [render_value(v) for v in described["items"]]
+            shown_items += [f"... {described['more']} more"] if described.get("more") else []
+            if described.get("list"):
+                return "[" + ", ".join(shown_items) + "]"
+            return "(" + ", ".join(shown_items) + ("," if len(shown_items) == 1 else "") + ")"
         if "entries" in described:
             more = [f"... {described['more']} more"] if described.get("more") else []
             return "{" + ", ".join([f"{key}: {render_value(v)}" for key, v in described["entries"]] + more) + "}"

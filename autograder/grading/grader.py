@@ -109,7 +109,7 @@ class Grader:
                 load = session.open()
                 graded = self._graded_functions()
                 problem = load.failure or loading.not_loaded(submission, load, graded)
-                notes += loading.load_notes(load, loaded=not problem)
+                notes += loading.load_notes(load, not problem, submission, graded)
                 judged = [] if problem else self.judge_checks(
                     session, load, seed, undefined=loading.undefined_messages(submission, load, graded))
                 # What the graded calls printed and met; the feedback's re-runs below add only processes killed.

@@ -76,12 +76,14 @@ def ran_a_magic(raised: Raised) -> bool:
     return raised.type == "NameError" and "'get_ipython'" in raised.message
 
 
-def load_notes(load: LoadReport, loaded: bool) -> list[str]:
-    """The notes a loaded notebook's feedback shows about its cells (a .py that loaded has none to show)."""
+def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: set[str]) -> list[str]:
+    """The notes a loaded hand-in's feedback shows about its cells, and about each graded function it defines more
+    than once (graded: the functions the suite's checks call)."""
     if not loaded:
         return []  # the reason is the result's problem, shown first
-    notes = [f"{unit} {_what_it_did(unit, raised)}{environment_hint(raised)}; the rest of the notebook still ran"
-             for unit, raised in load.problems]
+    notes = _redefinitions(submission, graded)
+    notes += [f"{unit} {_what_it_did(unit, raised)}{environment_hint(raised)}; the rest of the notebook still ran"
+              for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
               for unit, reason in load.stopped]
     if load.stray_processes:
@@ -89,6 +91,33 @@ def load_notes(load: LoadReport, loaded: bool) -> list[str]:
                      "they were stopped, and no function was charged for them. Start no processes at the top "
                      "level of your file")
     return notes
+
+
+def _redefinitions(submission: Submission, graded: set[str]) -> list[str]:
+    """A note for each graded function with more than one top-level def: a stub cell run after the real answer, or
+    an old version left above a new one, replaces what came before, and the student's question is which one ran."""
+    notes = []
+    for function in sorted(graded):
+        places = [f"{where}, line {line}" if where != "your file" else f"line {line}"
+                  for where, source in _units(submission) for line in _top_level_defs(source, function)]
+        if len(places) > 1:
+            notes.append(f"{function}() is defined {len(places)} times ({'; '.join(places)}): each def replaces the "
+                         f"one before it, so only the last that ran was graded. Keep one definition of {function}()")
+    return notes
+
+
+def _units(submission: Submission) -> list[tuple[str, str]]:
+    """(label, source) of each unit of code a hand-in runs in turn: the whole .py file, or each code cell."""
+    if submission.kind == "py":
+        return [("your file", submission.source)]
+    return [(cell.label, cell.source) for cell in submission.cells]
+
+
+def _top_level_defs(source: str, function: str) -> list[int]:
+    """The lines where `source` defines `function` with a def at the start of a line (read as text: see
+    `_definition`)."""
+    pattern = rf"^(?:async[ \t]+)?def[ \t]+{re.escape(function)}[ \t]*\("
+    return [source.count("\n", 0, found.start()) + 1 for found in re.finditer(pattern, source, re.MULTILINE)]
 
 
 def _first_failure(load: LoadReport) -> tuple[str, bool, Raised | None]:
@@ -130,9 +159,7 @@ def undefined_messages(submission: Submission, load: LoadReport, graded: set[str
 
 
 def _undefined(function: str, submission: Submission, load: LoadReport, graded: set[str]) -> str:
-    units = [("your file", submission.source)] if submission.kind == "py" else [
-        (cell.label, cell.source) for cell in submission.cells]
-    found = [(where, *_definition(source, function)) for where, source in units]
+    found = [(where, *_definition(source, function)) for where, source in _units(submission)]
     for where, line, top_level in found:
         why = _why_not_run(where, line, load) if line is not None and top_level else ""
         if why:
