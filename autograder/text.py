@@ -30,6 +30,12 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd
 _ASCII_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # the same, for ASCII text: a quarter of the time
 
 
+def counted(count: float, noun: str, plural: str = "") -> str:
+    """A count with its noun, singular for one: counted(1, "item") is '1 item', counted(3, "process", "processes")
+    '3 processes' (plural: the noun's plural when it is not noun + "s")."""
+    return f"{count:g} {noun if count == 1 else plural or noun + 's'}"
+
+
 def valid_utf8(text: str) -> str:
     """`text` with every lone surrogate replaced by U+FFFD."""
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")

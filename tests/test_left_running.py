@@ -96,5 +96,5 @@ def test_a_process_left_running_is_found_however_it_was_started(sandbox, spec, f
     with Session(sandbox, spec, Limits(call_seconds=2.0)) as session:
         assert not session.open().failure
         session.call(Call("plain", (X,)))
-        with pytest.raises(WorkerDied, match="left 1 processes running after it returned"):
+        with pytest.raises(WorkerDied, match="left 1 process running after it returned"):
             session.call(Call(function, (X,)))

@@ -367,6 +367,19 @@ def test_count_axes_show_whole_numbers():
     assert len(ticks) > 1 and all(float(t).is_integer() for t in ticks)
 
 
+def test_one_process_left_running_and_one_point_lost_are_said_in_the_singular(tmp_path, reported):
+    from autograder.outputs.report import write_reports
+    _, _, db, _, _ = reported
+    result = next(r for r in _results(db).values() if not r.problem)
+    one_point = _replace(result.tests[0], status="failed", score=0.0, max_score=1.0)
+    one = _replace(result, student="left_one", killed_processes=1, tests=[one_point, *result.tests[1:]])
+    html = write_reports("w07_attention", [one], tmp_path).index.read_text()
+    shown = {f.strip() for row in re.findall(r'<td class="flags">([^<]*)</td>', html) for f in row.split(",") if f}
+    assert "left 1 process" in shown and '<dt class="flags">left N processes</dt>' in html
+    page = (tmp_path / "feedback" / "left_one.md").read_text()
+    assert f"### {one_point.name} ({one_point.visibility}, failed, −1 point)".replace("_", "\\_") in page
+
+
 def _replace(result, **changes):
     import dataclasses
     return dataclasses.replace(result, **changes)

@@ -55,7 +55,7 @@ SAYS = {
     "return_huge_broadcast": "could not be sent back",
     "return_gigabyte": "context returned 1.2 GB, far more than an answer to this call can be",
     "print_flood": "softmax printed more than 16 MB of output and was stopped",
-    "fork_flood": "processes running after it returned; a function must not start processes",
+    "fork_flood": "processes running after it returned, which the grader stopped; do not start processes",
     "exit_at_import": "not loaded: student.py, line 105 stopped the worker process (it exited with status 0)",
     "sys_exit_at_import": "called sys.exit() while loading; Python stops a file at its first error",
     "import_hang_ignoring_signals": "did not finish within 10 s and was stopped while loading; Python stops",

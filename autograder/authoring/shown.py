@@ -35,7 +35,7 @@ def int_text(value: int) -> str:
 def sized(value) -> str:
     """A container's type and length as feedback says them: 'list of 3 items', 'tuple of 1 item'."""
     count = len(value)
-    return f"{type(value).__name__} of {count} item{'' if count == 1 else 's'}"
+    return f"{type(value).__name__} of {count} item{'s' * (count != 1)}"
 
 
 def shown(value, limit: int | None = SHOWN) -> str:

@@ -27,7 +27,7 @@ from autograder.grading.results import NOT_LOADED, CheckResult
 from autograder.grading.statuses import PASSED
 from autograder.grading.submission import Submission
 from autograder.sandbox.session import LoadReport
-from autograder.text import safe
+from autograder.text import counted, safe
 
 NOT_RUN = "not run: the file did not load (see the top of this feedback)"
 RESTART = "run the notebook from the top (Kernel → Restart & Run All) and hand it in again"
@@ -87,9 +87,9 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
               for unit, reason in load.stopped]
     if load.stray_processes:
-        notes.append(f"the file's top-level code left {load.stray_processes} processes running while loading; "
-                     "they were stopped, and no function was charged for them. Start no processes at the top "
-                     "level of your file")
+        left = counted(load.stray_processes, "process", "processes")
+        notes.append(f"the file's top-level code left {left} running while loading. The grader stopped what was "
+                     "left and charged no function for it. Start no processes at the top level of your file")
     return notes
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from autograder.grading.schema import described, from_plain, to_plain
 from autograder.grading.statuses import STATUSES
+from autograder.text import counted
 
 CHECK_BUDGET = 16 << 10  # bytes of text per check (UTF-8)
 SUBMISSION_BUDGET = 256 << 10  # bytes of text per submission, its checks included
@@ -189,7 +190,7 @@ def flags(result: SubmissionResult) -> list[str]:
     if any(t.stopped == "rejected" for t in result.tests):
         found.append("rejected reply")
     if result.killed_processes:
-        found.append(f"left {result.killed_processes} processes")
+        found.append(f"left {counted(result.killed_processes, 'process', 'processes')}")
     if not result.isolated:
         found.append("reduced sandbox")
     return found

@@ -18,7 +18,7 @@ from autograder.grading.late import Late, LateRule, assess_result
 from autograder.grading.results import SubmissionResult
 from autograder.grading.schema import to_plain
 from autograder.outputs import ExportError, audience
-from autograder.text import safe
+from autograder.text import counted, safe
 
 # Gradescope's visibility for our checks. Public checks are released with the stub, so
 # they are "visible". Hidden checks are "visible" too, deliberately: what a student sees
@@ -112,7 +112,7 @@ def _summary(result: SubmissionResult, late: Late) -> str:
     lines = [f"{Path(result.file).name}: {result.score:g} / {result.max_score:g} points "
              f"({counts['passed']} of {len(result.tests)} checks passed)."]
     if late.penalty:
-        lines.append(f"Late penalty: −{late.penalty:g} points, so your total is {late.total:g} / "
+        lines.append(f"Late penalty: −{counted(late.penalty, 'point')}, so your total is {late.total:g} / "
                      f"{result.max_score:g}. Why: {late.reason}.")
     elif late.reason:
         lines.append(f"Late: {late.reason}.")

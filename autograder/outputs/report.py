@@ -28,7 +28,7 @@ from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, S
 from autograder.outputs import audience
 from autograder.outputs.grades_csv import write_csv
 from autograder.outputs.plots import plots
-from autograder.text import safe
+from autograder.text import counted, safe
 
 TEMPLATES = Path(__file__).parent / "templates"
 HISTOGRAM_BINS = 10
@@ -270,7 +270,7 @@ LATE_MEANINGS = {
 
 def _flag_kind(flag: str) -> str:
     """The entry of FLAG_MEANINGS or LATE_MEANINGS that explains `flag` ("left 3 processes": "left N processes")."""
-    if flag.startswith("left ") and flag.endswith(" processes"):
+    if flag.startswith("left ") and flag.endswith((" process", " processes")):
         return "left N processes"
     if flag.startswith("late (−"):
         return "late (−N)"
@@ -328,6 +328,7 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     markdown.filters["code"] = _code_block
     for env in (html, markdown):
         env.filters["points"] = lambda x: f"{x:g}"
+        env.filters["counted_points"] = lambda x: counted(x, "point")  # "−1 point", "−2 points"
     return html, markdown
 
 

@@ -69,7 +69,7 @@ def flag_legend(shown: set[str]) -> list[str]:
 
 def _meaning_key(flag: str) -> str:
     """"left 3 processes" is explained under "left N processes"."""
-    if flag.startswith("left ") and flag.endswith(" processes"):
+    if flag.startswith("left ") and flag.endswith((" process", " processes")):
         return "left N processes"
     return flag
 

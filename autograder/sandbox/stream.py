@@ -350,8 +350,8 @@ class CallStream:
             return None
         if extra > 0:
             session.stop_child()
-            left = f"left {extra} processes running after it returned; a function must not start processes"
-            return self._failed(head, WorkerDied(f"{head.call.function} {left}. They were stopped"), took)
+            left = f"{extra} process{'es' * (extra > 1)} running after it returned, which the grader stopped"
+            return self._failed(head, WorkerDied(f"{head.call.function} left {left}; do not start processes"), took)
         self._sort()  # the next reply may have come with this one
         if head.warm_up:
             return None
