@@ -18,7 +18,7 @@ from autograder.grading.submission import read_submission
 from autograder.similarity.code import functions_of, parse_pieces
 from autograder.similarity.compare import compare_class
 
-STYLES = ("instance", "fresh", "static")
+STYLES = ("instance", "annotated", "fresh", "static")
 
 
 def in_a_class(text: str, style: str) -> str:
@@ -26,6 +26,7 @@ def in_a_class(text: str, style: str) -> str:
     only a delegate for each contract function:
 
     - instance: methods calling `self.g(...)`; `_impl = Impl()` and `f = _impl.f`;
+    - annotated: the same, with annotations: `_impl: Impl = Impl()` and `f: Callable = _impl.f`;
     - fresh: the same, with `f = Impl().f`;
     - static: static methods calling `Impl.g(...)`; `def f(<args>): "doc"; return Impl.f(<args>)`.
     """
@@ -45,6 +46,8 @@ def in_a_class(text: str, style: str) -> str:
     contract = [name for name in CONTRACT if name in names]
     if style == "instance":
         delegates = ["_impl = Impl()", *(f"{name} = _impl.{name}" for name in contract)]
+    elif style == "annotated":
+        delegates = ["_impl: Impl = Impl()", *(f"{name}: Callable = _impl.{name}" for name in contract)]
     elif style == "fresh":
         delegates = [f"{name} = Impl().{name}" for name in contract]
     else:
@@ -60,7 +63,8 @@ def _tokens(text: str) -> dict[str, list[str]]:
 
 
 def under_other_names(text: str) -> str:
-    """`text` with every function renamed `_<name>` (its calls too), and at the end `name = _name` for each."""
+    """`text` with every function renamed `_<name>` (its calls too), and at the end `name = _name` for each (every
+    other one annotated, `name: Callable = _name`)."""
     tree = ast.parse(text)
     names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     for node in ast.walk(tree):
@@ -68,7 +72,8 @@ def under_other_names(text: str) -> str:
             node.name = f"_{node.name}"
         elif isinstance(node, ast.Name) and node.id in names:
             node.id = f"_{node.id}"
-    aliases = [f"{name} = _{name}" for name in sorted(names)]
+    aliases = [f"{name}: Callable = _{name}" if index % 2 else f"{name} = _{name}"  # an annotation changes nothing
+               for index, name in enumerate(sorted(names))]
     return ast.unparse(tree) + "\n\n" + "\n".join(aliases) + "\n"
 
 
@@ -135,12 +140,12 @@ def test_a_class_wrapped_copy_is_found_against_its_source(tmp_path):
 def test_code_behind_a_module_flag_that_is_off_is_dead_code():
     """`if VERBOSE:` with `VERBOSE = False` at module level never runs: a copy padded with such blocks gives the
     tokens of the code without them. A flag rebound anywhere (or a parameter of that name) is left alone."""
-    for path in sorted(CLASS.glob("i*.py")):
+    for index, path in enumerate(sorted(CLASS.glob("i*.py"))):
         text = path.read_text()
         tree = ast.parse(text)
         for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
             function.body.insert(0, ast.parse("if VERBOSE:\n    print('entering', len(locals()))").body[0])
-        padded = "VERBOSE = False\n" + ast.unparse(tree)
+        padded = ("VERBOSE: bool = False\n" if index % 2 else "VERBOSE = False\n") + ast.unparse(tree)
         assert _tokens(padded) == _tokens(text), path.name
     text = (CLASS / "i06_helpers.py").read_text()
     switched = "VERBOSE = False\n" + text + "\n\ndef verbose():\n    global VERBOSE\n    VERBOSE = True\n"

@@ -157,9 +157,18 @@ def module_constants(tree: ast.Module) -> dict[str, ast.Constant]:
     nodes = list(ast.walk(tree))
     bound = Counter(node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
     bound.update(name for node in nodes if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names)
-    return {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Constant) for target in node.targets
-            if isinstance(target, ast.Name) and bound[target.id] == 1}
+    return {name: value for names, value in map(_assigned, tree.body) if isinstance(value, ast.Constant)
+            for name in names if bound[name] == 1}
+
+
+def _assigned(node: ast.AST) -> tuple[list[str], ast.expr | None]:
+    """The plain names a statement binds and the value it binds them to: `a = b = v` and `a: T = v` alike (an
+    annotation changes nothing the code does); ([], None) for any other statement."""
+    if isinstance(node, ast.Assign):
+        return [target.id for target in node.targets if isinstance(target, ast.Name)], node.value
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        return [node.target.id], node.value
+    return [], None
 
 
 class _Constants(ast.NodeTransformer):
@@ -207,21 +216,21 @@ class _Module:
                 for method in own.values():
                     _OwnCalls({node.name, *_receiver(method)}, methods).visit(method)
                     self.scopes[method] = methods
-        self.instances = {target.id: node.value.func.id for node in tree.body if isinstance(node, ast.Assign)
-                          and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
-                          and node.value.func.id in self.methods
-                          for target in node.targets if isinstance(target, ast.Name)}
+        self.instances = {name: value.func.id for names, value in map(_assigned, tree.body)
+                          if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                          and value.func.id in self.methods for name in names}
         self.defined: dict[str, ast.AST] = {}
         aliases: dict[str, str] = {}  # `f = _f`: _f -> f
         for node in tree.body:
+            names, value = _assigned(node)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.defined[node.name] = self.method(_delegated_call(node)) or node
-            elif isinstance(node, ast.Assign) and (method := self.method(node.value)):
-                self.defined.update((name.id, method) for name in node.targets if isinstance(name, ast.Name))
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.defined:
-                for name in (target for target in node.targets if isinstance(target, ast.Name)):
-                    self.defined[name.id] = self.defined[node.value.id]
-                    aliases[node.value.id] = name.id
+            elif method := self.method(value):
+                self.defined.update((name, method) for name in names)
+            elif isinstance(value, ast.Name) and value.id in self.defined:
+                for name in names:
+                    self.defined[name] = self.defined[value.id]
+                    aliases[value.id] = name
         if aliases:  # a call of _f reads as the call of f it is, as if the functions kept their names
             renamed = _Renamed(aliases)
             for function in {*self.defined.values(), *self.scopes}:
