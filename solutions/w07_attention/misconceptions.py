@@ -98,6 +98,12 @@ def _softmax_over_queries(S):
     return _softmax_along(S, -2)
 
 
+def _softmax_along_axis_1(S):
+    """axis=1, the last axis of a matrix: right for (Nq, Nk), the queries for (B, Nq, Nk) (which
+    softmax_over_queries, listed first, names), the heads for (B, H, Nq, Nk)."""
+    return _softmax_along(S, 1)
+
+
 def _softmax_unshifted(S):
     e = np.exp(np.asarray(S))  # in the input's dtype, so it overflows where the student's does
     return e / e.sum(axis=-1, keepdims=True)
@@ -449,9 +455,16 @@ MISCONCEPTIONS = (
     Misconception(
         "softmax_over_queries",
         "Softmax normalizes over the keys of each query (the last axis, dim=-1 in torch), not over the queries "
-        "— slide 11.",
+        "(axis=-2, which for scores with a batch axis, (B, Nq, Nk), is also axis=1) — slide 11.",
         (*_SOFTMAX, "attention_torch"),
         wrong=_wrong_softmax(_softmax_over_queries)),
+    Misconception(
+        "softmax_axis_1",
+        "Softmax normalizes over the last axis, axis=-1 (the keys of each query): axis=1 is that axis only for a "
+        "single matrix (Nq, Nk); with a batch axis in front it is the queries, and with heads too it is the heads. "
+        "The same holds for the test that a row has every key masked — slide 11.",
+        _SOFTMAX,
+        wrong=_wrong_softmax(_softmax_along_axis_1)),
     Misconception(
         "softmax_no_max_subtraction",
         "Subtract each row's maximum before exponentiating: exp of a score near 1000 overflows, while "
