@@ -107,10 +107,11 @@ def _redefinitions(submission: Submission, graded: set[str]) -> list[str]:
 
 
 def _units(submission: Submission) -> list[tuple[str, str]]:
-    """(label, source) of each unit of code a hand-in runs in turn: the whole .py file, or each code cell."""
+    """(label, source) of each unit of code a hand-in runs in turn: the whole .py file, or each code cell (but a
+    `%%writefile` cell, whose code is written to a file, not run)."""
     if submission.kind == "py":
         return [("your file", submission.source)]
-    return [(cell.label, cell.source) for cell in submission.cells]
+    return [(cell.label, cell.source) for cell in submission.cells if not cell.writes]
 
 
 def _top_level_defs(source: str, function: str) -> list[int]:
@@ -164,6 +165,12 @@ def _undefined(function: str, submission: Submission, load: LoadReport, graded: 
         why = _why_not_run(where, line, load) if line is not None and top_level else ""
         if why:
             return f"{function}() is in {where} at line {line}, but {why}"
+    for cell in submission.cells:
+        line, top_level = _definition(cell.source, function)
+        if cell.writes and top_level:
+            return (f"{function}() is in {cell.label} at line {line}, which writes its code to {cell.writes} "
+                    f"(%%writefile) without running it; a later cell has to run that file (`%run {cell.writes}`, "
+                    f"or import it) for {function}() to be defined, and by the end of the notebook it was not")
     for where, line, top_level in found:
         if line is not None and not top_level:
             return (f"{function}() is defined only inside another block ({where}, line {line}), so it cannot be "

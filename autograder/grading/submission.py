@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import sys
 import tokenize
 import warnings
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes
+from autograder.grading.ipython_cells import Cell, read_cell
 from autograder.text import safe, valid_utf8
 
 # jsonschema (which nbformat imports) loads every optional format checker that is installed, and
@@ -34,17 +34,6 @@ __all__ = ["MAX_BYTES", "FileBytes", "Submission", "file_sha256", "prepare_noteb
 MAX_CELLS = 5000  # code cells graded in one notebook
 SUFFIXES = (".py", ".ipynb")
 DEMO_TAG = "demo"  # a cell tag: an instructor's illustration the grader does not run (it defines nothing graded)
-_LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
-# Cell magics whose body is still Python; any other cell magic (%%bash, %%writefile...) skips the cell.
-_PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
-
-
-@dataclass(frozen=True)
-class Cell:
-    # "code cell 3": counting code cells from 1, and saying so, since a student counting every cell from the
-    # top (markdown too) would look in the wrong one; Jupyter numbers none of them.
-    label: str
-    source: str
 
 
 @dataclass(frozen=True)
@@ -72,7 +61,7 @@ class Submission:
         spec = {"module": module, "filename": safe(Path(self.path).name, 100)}
         if self.kind == "py":
             return dict(spec, kind="py", labels=["the file"], sources=[self.source])
-        return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.source for c in self.cells])
+        return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.code() for c in self.cells])
 
 
 def read_submission(path: Path, student: str | None = None, root: Path | None = None) -> Submission:
@@ -165,7 +154,7 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
         if source is None:
             skipped.append(f"code cell {number}")
             continue
-        cells.append(Cell(f"code cell {number}", _strip_magics(valid_utf8(source))))
+        cells.append(read_cell(f"code cell {number}", valid_utf8(source)))
     if skipped:
         notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "
                      "open the notebook in Jupyter and save it again")
@@ -241,17 +230,6 @@ def _tags(cell: dict) -> list:
 def _is_grader_test(cell: dict) -> bool:
     meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}
     return isinstance(meta, dict) and meta.get("grade") is True and meta.get("solution") is not True
-
-
-def _strip_magics(source: str) -> str:
-    """IPython syntax as plain Python: line magics and shell lines become `pass`."""
-    lines = source.split("\n")
-    if lines and lines[0].startswith("%%"):
-        if lines[0].split()[0] not in _PYTHON_CELL_MAGICS:
-            return ""
-        lines[0] = ""
-    return "\n".join(_LINE_MAGIC.sub(r"\1pass  # ", line) if _LINE_MAGIC.match(line) else line
-                     for line in lines)
 
 
 def _first_line(error: Exception) -> str:

@@ -45,11 +45,16 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     the process is reported by the grader, which restarts the child with
     that unit in `spec["skip"]`.
     """
-    module = types.ModuleType(spec["module"])
+    notebook = spec["kind"] != "py"
+    # A notebook runs as Jupyter runs it: as __main__, with its folder first on sys.path, so a module its cells
+    # write (%%writefile) can be imported; a .py file is imported as the module the assignment names.
+    module = types.ModuleType("__main__" if notebook else spec["module"])
     module.__file__ = spec["filename"]
-    given = notebook_names() if spec["kind"] != "py" else {}
+    given = notebook_names() if notebook else {}
     vars(module).update(given)
-    sys.modules[spec["module"]] = module
+    sys.modules[module.__name__] = module
+    if notebook:
+        sys.path.insert(0, "")
     problems = []
     skip = set(spec["skip"])
     me = os.getpid()

@@ -1,0 +1,106 @@
+"""A notebook cell's IPython syntax as the plain Python a worker runs, doing what Jupyter would do.
+
+Jupyter runs a cell's magics and shell lines; a worker runs Python only. Most
+magics change nothing a grade depends on (`%matplotlib inline`, `!pip install`),
+so they become `pass`, and a cell magic whose body is Python (`%%time`) runs
+its body. Two write or run the student's own code, so they are done here as
+Jupyter does them, or functions the student wrote would go missing:
+
+- `%%writefile NAME` (`%%file`, `-a` to append) writes the cell's text to NAME in the
+  worker's folder instead of running it, for a later `import` or `%run` of it;
+- `%run FILE` runs FILE and keeps what it defines (`-i`: in the notebook's own namespace).
+
+Translated here, in the grader, from text the student chose: file names and
+text reach the worker only as Python string literals (repr). Every cell keeps its
+line count, so a line the worker reports is the line the student sees.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+# Cell magics whose body is still Python; any other (%%bash, %%html...) skips the cell.
+PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
+WRITE_CELL_MAGICS = {"%%writefile", "%%file"}
+_LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
+# Built-ins reached through the builtins module: a student's own `open` or `exec` must not change what these do.
+_BUILTINS = "__import__('builtins')"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One code cell as the grader reads it.
+
+    label: "code cell 3", counting code cells from 1 (Jupyter numbers none of them).
+    source: its Python, magics made plain; for a `%%writefile` cell, the text it writes (the magic's line blank).
+    writes: for a `%%writefile` cell, the file it writes ("" for any other cell); append: with `-a`.
+    """
+
+    label: str
+    source: str
+    writes: str = ""
+    append: bool = False
+
+    def code(self) -> str:
+        """What the worker runs for this cell: its source, or for a `%%writefile` cell the write itself (one line
+        per line of the cell, so later lines keep their numbers)."""
+        if not self.writes:
+            return self.source
+        text = self.source.split("\n", 1)[1] if "\n" in self.source else ""
+        mode = "a" if self.append else "w"
+        return (f"{_BUILTINS}.open({self.writes!r}, {mode!r}, encoding='utf-8').write({text!r})"
+                + "\n" * self.source.count("\n"))
+
+
+def read_cell(label: str, source: str) -> Cell:
+    """The cell `label` holding `source` (IPython syntax), as a Cell whose `code()` is plain Python."""
+    lines = source.split("\n")
+    if lines and lines[0].startswith("%%"):
+        magic, *arguments = lines[0].split(None, 1) or [""]
+        if magic in WRITE_CELL_MAGICS:
+            target = _written_file(arguments[0] if arguments else "")
+            if target is None:
+                return Cell(label, "")  # a %%writefile line IPython itself would refuse: nothing runs
+            return Cell(label, _plain("\n".join(["", *lines[1:]])), writes=target[0], append=target[1])
+        if magic not in PYTHON_CELL_MAGICS:
+            return Cell(label, "")
+        lines[0] = ""
+    return Cell(label, _plain("\n".join(lines)))
+
+
+def _plain(source: str) -> str:
+    """Line magics and shell lines as `pass`, except a top-level `%run`, which runs its file."""
+    return "\n".join(_run_line(line) if line.startswith("%run ") else
+                     _LINE_MAGIC.sub(r"\1pass  # ", line) if _LINE_MAGIC.match(line) else line
+                     for line in source.split("\n"))
+
+
+def _run_line(line: str) -> str:
+    """`%run [-i] FILE [args]` as Python: FILE run as a script (its `__name__` "__main__"), what it defines
+    then kept in the notebook; with -i, run in the notebook's own namespace, as IPython does."""
+    try:
+        words = shlex.split(line[len("%run "):])
+    except ValueError:
+        return "pass  # " + line
+    in_namespace = "-i" in words
+    files = [word for word in words if not word.startswith("-")]
+    if not files:
+        return "pass  # " + line
+    path = files[0]
+    if in_namespace:
+        return (f"{_BUILTINS}.exec({_BUILTINS}.compile({_BUILTINS}.open({path!r}, encoding='utf-8').read(), "
+                f"{path!r}, 'exec'), {_BUILTINS}.globals())")
+    return (f"{_BUILTINS}.globals().update({{name: value for name, value in "
+            f"__import__('runpy').run_path({path!r}, run_name='__main__').items() if not name.startswith('__')}})")
+
+
+def _written_file(arguments: str) -> tuple[str, bool] | None:
+    """(file name, append?) of `%%writefile [-a] NAME`; None where there is no name to write to."""
+    try:
+        words = shlex.split(arguments)
+    except ValueError:
+        return None
+    append = any(word in ("-a", "--append") for word in words)
+    names = [word for word in words if not word.startswith("-")]
+    return (names[0], append) if names else None

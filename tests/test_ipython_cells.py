@@ -1,0 +1,72 @@
+"""A notebook's IPython syntax does what Jupyter does with it: `%%writefile` writes the student's code to a file
+a later cell imports or `%run`s, and the notebook runs as __main__ with its folder on sys.path. Translated in
+the grader (grading.ipython_cells), run in the real sandbox."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from autograder.grading.ipython_cells import read_cell
+from autograder.grading.statuses import PASSED
+
+from conftest import PLAIN
+
+CODE = PLAIN.read_text()
+
+
+def _notebook(tmp_path, name: str, cells: list[str]):
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    return path
+
+
+def test_each_cell_keeps_its_line_count_and_names_reach_the_worker_only_as_literals():
+    written = read_cell("code cell 1", "%%writefile -a 'my file.py'\nx = 1\ny = 2")
+    assert (written.writes, written.append, written.source) == ("my file.py", True, "\nx = 1\ny = 2")
+    assert written.code().count("\n") == 2 and "'my file.py'" in written.code() and "'x = 1\\ny = 2'" in written.code()
+    quoted = read_cell("code cell 2", "%%writefile x.py\n')\nimport os  # a quote in the text stays text")
+    assert quoted.code().splitlines()[0].endswith(".write(\"')\\nimport os  # a quote in the text stays text\")")
+    ran = read_cell("code cell 3", "%matplotlib inline\n%run -i helpers.py\n!pip install numpy")
+    lines = ran.code().split("\n")
+    assert lines[0].startswith("pass") and lines[2].startswith("pass") and "'helpers.py'" in lines[1]
+    assert read_cell("code cell 4", "%%bash\nrm -rf /").code() == ""
+    assert read_cell("code cell 5", "%%time\nx = 1").code() == "\nx = 1"
+    assert read_cell("code cell 6", "%%writefile\nx = 1").code() == ""  # no file named: IPython refuses it too
+
+
+@pytest.mark.parametrize("name,cells", [
+    ("writes_and_imports", ["%%writefile my_attention.py\n" + CODE, "from my_attention import *"]),
+    ("writes_the_module_name", ["%%writefile attention.py\n" + CODE, "from attention import *"]),
+    ("writes_and_runs", ["%%writefile helpers.py\n" + CODE, "%run helpers.py"]),
+    ("writes_in_parts", ["%%writefile parts.py\n" + CODE[:CODE.index("def softmax")],
+                         "%%writefile -a parts.py\n" + CODE[CODE.index("def softmax"):], "%run -i parts.py"]),
+])
+def test_code_written_by_one_cell_and_run_by_another_is_graded(grade_once, tmp_path, name, cells):
+    result = grade_once(_notebook(tmp_path, name, cells))
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
+
+
+def test_code_written_and_never_run_is_named_with_what_to_do(grade_once, tmp_path):
+    result = grade_once(_notebook(tmp_path, "written_only", ["import numpy as np", "%%writefile mine.py\n" + CODE]))
+    assert result.score == 0
+    softmax = next(t for t in result.tests if t.name == "softmax.lecture_example")
+    assert "softmax() is in code cell 2 at line" in softmax.message, softmax.message
+    assert "writes its code to mine.py (%%writefile) without running it" in softmax.message
+    assert "`%run mine.py`" in softmax.message
+
+
+def test_a_copy_written_out_for_export_is_not_a_second_definition(grade_once, tmp_path):
+    result = grade_once(_notebook(tmp_path, "exported", [CODE, "%%writefile attention.py\n" + CODE]))
+    assert result.score == result.max_score
+    assert not [note for note in result.notes if "is defined" in note], result.notes
+
+
+def test_a_notebook_runs_as_main_and_a_py_file_as_the_assignments_module(grade_once, tmp_path):
+    guarded = CODE.replace("def softmax(", "def _unused(") + (
+        '\nif __name__ == "__main__":\n    softmax = _unused\n')
+    notebook = grade_once(_notebook(tmp_path, "guarded", [guarded]))
+    assert notebook.score == notebook.max_score  # Jupyter runs the block: softmax is defined there
+    module = tmp_path / "guarded.py"
+    module.write_text(guarded)
+    as_module = grade_once(module)
+    assert {t.function for t in as_module.tests if t.status != PASSED} >= {"softmax"}  # imported: the block is not
