@@ -174,3 +174,17 @@ def test_one_non_finite_entry_is_seen_among_finite_ones(bad):
     values[37] = bad
     assert not compare._all_finite(values) and not compare._all_finite(values.astype(np.float32))
     assert compare._all_finite(np.linspace(-5.0, 5.0, 101))
+
+
+def test_only_a_float64_answer_of_float32_numbers_is_held_to_float32s_tolerance():
+    from autograder.authoring import expect_close, holds_float32_only
+    exact = np.random.default_rng(0).standard_normal(1000)
+    assert not holds_float32_only(exact) and not holds_float32_only(np.array([1e300]))  # float64's own numbers
+    assert holds_float32_only(exact.astype(np.float32).astype(np.float64))
+    tol = Tolerance(rtol=1e-9, atol=1e-12, coarser=Tolerance(rtol=1e-5, atol=1e-7))
+    off = exact + 1e-7 * np.abs(exact)  # within float32's tolerance, not within float64's
+    with pytest.raises(CheckFailed):
+        expect_close(off, exact, tol, "x")
+    expect_close(off.astype(np.float32).astype(np.float64), exact, tol, "x")
+    with pytest.raises(CheckFailed):  # float32 numbers, wrong by more than float32's tolerance
+        expect_close((exact * 1.001).astype(np.float32).astype(np.float64), exact, tol, "x")

@@ -32,6 +32,7 @@ from autograder.authoring.compare import (
     expect_pair,
     expect_rows_sum_to_one,
     expect_shape,
+    holds_float32_only,
     shown,
 )
 from autograder.authoring.inputs import mask_rows, normal
@@ -43,5 +44,6 @@ __all__ = [
     "Catalogue", "Check", "CheckFailed", "Inputs", "Misconception", "Observed", "Opaque", "Reply", "Sizes",
     "StudentError", "TensorData", "Tolerance", "Trial", "as_array", "as_tensor", "expect_close", "expect_equal",
     "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_floating", "expect_gradients",
-    "expect_pair", "expect_rows_sum_to_one", "expect_shape", "mask_rows", "normal", "raise_for", "shown",
+    "expect_pair", "expect_rows_sum_to_one", "expect_shape", "holds_float32_only", "mask_rows", "normal",
+    "raise_for", "shown",
 ]
