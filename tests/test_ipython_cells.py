@@ -1,6 +1,7 @@
 """A notebook's IPython syntax does what Jupyter does with it: `%%writefile` writes the student's code to a file
 a later cell imports or `%run`s, and the notebook runs as __main__ with its folder on sys.path. Translated in
-the grader (grading.ipython_cells), run in the real sandbox."""
+the grader (grading.ipython_cells), run in the real sandbox. And code that reads its own source (TorchScript)
+finds it, as it would in the student's file."""
 from __future__ import annotations
 
 import nbformat
@@ -70,3 +71,27 @@ def test_a_notebook_runs_as_main_and_a_py_file_as_the_assignments_module(grade_o
     module.write_text(guarded)
     as_module = grade_once(module)
     assert {t.function for t in as_module.tests if t.status != PASSED} >= {"softmax"}  # imported: the block is not
+
+
+SCRIPTED = '''
+@torch.jit.script
+def _scores(Q: torch.Tensor, K: torch.Tensor, s: float) -> torch.Tensor:
+    return Q @ K.transpose(-2, -1) * s
+
+
+def attention_torch(Q, K, V, allowed=None, scale=None):
+    S = _scores(Q, K, float(Q.shape[-1] ** -0.5 if scale is None else scale))
+    if allowed is not None:
+        S = S.masked_fill(~allowed, float("-inf"))
+    A = torch.softmax(S, dim=-1)
+    return A @ V, A
+'''
+
+
+def test_code_that_reads_its_own_source_finds_it_in_a_py_file_and_in_a_cell(grade_once, tmp_path):
+    """torch.jit.script compiles a function from its source (inspect.getsource), which the sandbox holds only in
+    memory: it had stopped the whole file from loading ("TorchScript requires source access")."""
+    module = tmp_path / "scripted.py"
+    module.write_text(CODE + "\n" + SCRIPTED)
+    for graded in (grade_once(module), grade_once(_notebook(tmp_path, "scripted_cells", [CODE, SCRIPTED]))):
+        assert graded.score == graded.max_score, (graded.problem, graded.notes)

@@ -7,6 +7,7 @@ functions exist) is the worker's word, used only for messages.
 from __future__ import annotations
 
 import ast
+import linecache
 import os
 import sys
 import types
@@ -21,6 +22,7 @@ def units(spec: dict, sources: list[str]):
     """
     filename = spec["filename"]
     if spec["kind"] == "py":
+        remember_source(filename, sources[0])
         try:
             tree = ast.parse(sources[0], filename)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
@@ -29,11 +31,19 @@ def units(spec: dict, sources: list[str]):
                 for node in tree.body]
     units = []
     for label, source in zip(spec["labels"], sources):
+        remember_source(f"{filename} ({label})", source)
         try:
             units.append((label, compile(source, f"{filename} ({label})", "exec")))
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
             units.append((label, error))
     return units
+
+
+def remember_source(filename: str, source: str) -> None:
+    """Let code read its own source, which exists only in memory here, as it could from the student's file:
+    `inspect.getsource` (TorchScript's torch.jit.script reads the function it compiles) and printed tracebacks
+    look it up in linecache, where IPython puts each cell too. No modification time: nothing evicts it."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
 
 
 def load(spec: dict, sources: list[str], sock) -> dict:
