@@ -174,6 +174,7 @@ def test_a_call_that_hangs_after_importing_uses_up_the_grace(cold_sandbox, tmp_p
                                        "other inputs first, with up to 1.5 s")
         assert str(timeout).endswith("gave no reply either: imports_then_hangs did not return within 1.5 s and was "
                                      "stopped")
+        assert not timeout.at_limit  # ends on the warm-up's 1.5 s: the grader compares no limit with the reference
         # Once used up, no call is given more time: an import past the limit now costs the call.
         timeout, seconds = _timed(session, "imports_once")
         assert isinstance(timeout, CallTimedOut) and seconds < 1.0
@@ -330,3 +331,25 @@ def test_a_warm_up_cannot_read_the_call_it_warms_up(course, suite, sandbox, refe
     result = Grader(course, suite, sandbox, reference).grade(read_submission(path))
     lost = {t.name: t.status for t in result.tests if t.status != "passed"}
     assert lost == {"score.long_sequence": "timeout", "attention.long_sequence": "timeout"}, _lost(result)
+
+
+_IMPORTS_THEN_HANGS = '''
+def softmax(S):
+    try:
+        import no_such_module_at_all  # noqa: F401 - the worker reports the import: the call is "importing"
+    except ImportError:
+        pass
+    while True:
+        pass
+'''
+
+
+def test_a_warm_up_that_runs_out_of_time_is_not_compared_with_the_reference(course, suite, sandbox, reference,
+                                                                            tmp_path):
+    """Its message ends on the warm-up's own time (5 s), so the limit's ratio to the reference's time, which the
+    grader adds to a timeout at the call's limit, would read as that of the 5 s: it is left out."""
+    path = compose(tmp_path, "s0006", CORRECT / "plain.py")
+    path.write_text(path.read_text() + "\n\n" + _IMPORTS_THEN_HANGS)
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path))
+    first = next(t for t in result.tests if t.function == "softmax" and t.status == "timeout")
+    assert "that run gave no reply either" in first.message and "× the reference's" not in first.message, first.message

@@ -374,7 +374,7 @@ class Grader:
         """
         limit = self.time_limits[entry.name]
         message = str(timeout)
-        if limit.reference and timeout.how is Stopped.TIMEOUT:
+        if limit.reference and timeout.how is Stopped.TIMEOUT and getattr(timeout, "at_limit", True):
             ratio = limit.seconds / max(limit.reference, 1e-9)
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
         if isinstance(timeout, CallTimedOut) and timeout.asleep:

@@ -59,10 +59,12 @@ class OneTimeGrace:
     def warm_up_failed(self, function: str, limit: float, failure: CallFailed) -> CallTimedOut:
         """The grace is over: the call was importing at its limit, and its warm-up gave no reply (`failure`)."""
         self.available = False
-        return CallTimedOut(f"{function} did not return within its limit of {limit:g} s. It was still importing "
-                            "modules then (a one-time cost), so a fresh process ran it on other inputs first, with up "
-                            f"to {self.seconds:g} s, to pay that cost; that run gave no reply either: {failure}",
-                            Stopped.TIMEOUT)
+        timeout = CallTimedOut(f"{function} did not return within its limit of {limit:g} s. It was still importing "
+                               "modules then (a one-time cost), so a fresh process ran it on other inputs first, with "
+                               f"up to {self.seconds:g} s, to pay that cost; that run gave no reply either: {failure}",
+                               Stopped.TIMEOUT)
+        timeout.at_limit = False  # it ends on the warm-up's time, not on the call's limit
+        return timeout
 
     def not_warmed(self, timeout: CallTimedOut) -> CallTimedOut:
         """The timeout of a call still importing at its limit that could not be warmed up (`warm_up` gave None)."""

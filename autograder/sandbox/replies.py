@@ -61,11 +61,14 @@ class CallTimedOut(CallFailed):
     idle: stopped at its own limit without having used that much processor time, by the kernel's account
     read from outside the sandbox (sandbox.waiting): it slept, or something held it up. asleep: idle, and
     asleep in `time.sleep` at its deadline, so the wait was the submission's own (WaitCredit.asleep).
+    at_limit: the message ends on the call's own limit, which the grader may then compare with the
+    reference's time (not so for a one-time warm-up that ran out of its own, longer time).
     """
 
     how = Stopped.TIMEOUT
     idle = False
     asleep = False
+    at_limit = True
 
 
 class WorkerDied(CallFailed):
