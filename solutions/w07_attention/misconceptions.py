@@ -43,6 +43,13 @@ def _score_times_sqrt_dk(seen):
     return seen.ref.score(seen.args["Q"], seen.args["K"], _scale(seen, math.sqrt))
 
 
+def _score_over_given_scale(seen):
+    """A given scale read as the divisor (Q Kᵀ / scale), as if it were √dk; None where none is given, since
+    the default then comes out right (Q Kᵀ / √dk)."""
+    scale = seen.args.get("scale")
+    return None if scale is None else seen.ref.score(seen.args["Q"], seen.args["K"], 1.0 / scale)
+
+
 def _score_transposed(seen):
     Q, K = np.asarray(seen.args["Q"]), np.asarray(seen.args["K"])
     return (K @ np.swapaxes(Q, -1, -2)) * _scale(seen, lambda dk: 1.0 / math.sqrt(dk))
@@ -374,6 +381,12 @@ MISCONCEPTIONS = (
         "The default scale is 1/√dk: divide the dot products by √dk (S = Q Kᵀ / √dk), do not multiply by it; "
         "multiplying makes high-dimensional scores larger still, so softmax saturates — slide 10.",
         _SCORE_ALL, wrong=_part(_score_times_sqrt_dk, score=_score_times_sqrt_dk)),
+    Misconception(
+        "score_divides_by_scale",
+        "`scale` multiplies the dot products, S = Q Kᵀ · scale (the stub's docstring), and its default is 1/√dk: "
+        "a given scale of 0.25 makes every score a quarter of its dot product. Dividing by it (Q Kᵀ / scale) reads "
+        "it as the √dk of slide 10, which only the default gets right — slide 10.",
+        _SCORE_ALL, wrong=_part(_score_over_given_scale, score=_score_over_given_scale)),
     Misconception(
         "score_transposed",
         "Scores are Q Kᵀ: rows are queries and columns are keys, so S has shape (Nq, Nk), not K Qᵀ's "
