@@ -16,6 +16,7 @@ or its mask written out again in torch). Shapes: Q (..., Nq, dk), K (..., Nk, dk
 V (..., Nk, dv), S and A (..., Nq, Nk), allowed broadcastable to S.
 """
 import math
+import re
 
 import numpy as np
 
@@ -215,8 +216,24 @@ def _raises_other_than_value_error(seen) -> bool:
 
 
 def _raises_on_valid_rows(seen) -> bool:
-    """ValueError, the all-masked row's exception, for scores where every row has a visible key."""
-    return seen.raised is not None and seen.raised[0] == "ValueError" and not _has_all_masked_row(seen)
+    """ValueError, the all-masked row's exception, for scores where every row has a visible key (not NumPy's own
+    ValueError for shapes that do not broadcast, which the student did not raise)."""
+    return (seen.raised is not None and seen.raised[0] == "ValueError" and not _has_all_masked_row(seen)
+            and _BROADCAST.search(seen.raised[1]) is None)
+
+
+_BROADCAST = re.compile(r"operands could not be broadcast together with shapes \(([\d,]*)\) \(([\d,]*)\)")
+
+
+def _reduced_without_keepdims(seen) -> bool:
+    """NumPy's broadcast error between an array and the same array reduced over its last axis: a row maximum or
+    sum taken without keepdims=True, which lines up with the keys instead of the queries (and fails to broadcast
+    unless there are as many of each)."""
+    found = _BROADCAST.search(seen.raised[1]) if seen.raised is not None and seen.raised[0] == "ValueError" else None
+    if found is None:
+        return False
+    first, second = (tuple(int(n) for n in group.split(",") if n) for group in found.groups())
+    return (len(first) >= 2 and second == first[:-1]) or (len(second) >= 2 and first == second[:-1])
 
 
 def _constant_mask(seen) -> bool:
@@ -484,6 +501,12 @@ MISCONCEPTIONS = (
         "the shifted scores give the same weights — slide 11.",
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_unshifted)),
+    Misconception(
+        "softmax_without_keepdims",
+        "S.max(axis=-1) and e.sum(axis=-1) drop the last axis, so S - S.max(axis=-1) lines each query's maximum up "
+        "with the keys, not with its own row (and does not broadcast unless there are as many queries as keys): "
+        "keep the axis, S.max(axis=-1, keepdims=True) and e.sum(axis=-1, keepdims=True) — slide 11.",
+        _SOFTMAX, shows=_reduced_without_keepdims),
     Misconception(
         "softmax_global_max",
         "Subtract each row's own maximum, S.max(axis=-1, keepdims=True), not the maximum of the whole array: "
