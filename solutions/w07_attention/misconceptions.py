@@ -215,14 +215,15 @@ def _raises_other_than_value_error(seen) -> bool:
     return seen.raised is not None and seen.raised[0] in _ROW_EXCEPTIONS and _has_all_masked_row(seen)
 
 
+# NumPy's ValueError for two shapes that do not broadcast (an error of the code, not one it raised itself).
+_BROADCAST = re.compile(r"operands could not be broadcast together with shapes \(([\d,]*)\) \(([\d,]*)\)")
+
+
 def _raises_on_valid_rows(seen) -> bool:
     """ValueError, the all-masked row's exception, for scores where every row has a visible key (not NumPy's own
     ValueError for shapes that do not broadcast, which the student did not raise)."""
     return (seen.raised is not None and seen.raised[0] == "ValueError" and not _has_all_masked_row(seen)
             and _BROADCAST.search(seen.raised[1]) is None)
-
-
-_BROADCAST = re.compile(r"operands could not be broadcast together with shapes \(([\d,]*)\) \(([\d,]*)\)")
 
 
 def _reduced_without_keepdims(seen) -> bool:
