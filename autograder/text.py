@@ -11,6 +11,7 @@ is idempotent, so applying it twice changes nothing.
 
 `one_line` is for text printed in a line of a terminal summary: its
 newlines are escapes too, so no student text can start a line of its own.
+`counted` says a count with its noun, "1 process" and "3 processes".
 (A value a student's function returned is written by
 `autograder.authoring.shown`, which any int can go through.)
 
