@@ -60,3 +60,14 @@ def test_a_stub_cell_run_after_the_answer_is_named_as_the_definition_graded(grad
     assert [note for note in result.notes if "is defined" in note] == [
         f"softmax() is defined 2 times (code cell 2, line {softmax_line}; code cell 4, line 1): each def replaces the "
         "one before it, so only the last that ran was graded. Keep one definition of softmax()"]
+
+
+def test_a_function_defined_many_times_lists_the_first_definitions_and_the_one_graded(grade_once, tmp_path):
+    path = tmp_path / "many.py"
+    versions = "".join(f"\n\ndef softmax(S):\n    raise ValueError('version {n}')\n" for n in range(9))
+    path.write_text(f"{IMPORTS}\n{FUNCTIONS}{versions}")
+    lines = path.read_text().splitlines()
+    defs = [number for number, line in enumerate(lines, start=1) if line.startswith("def softmax(")]
+    note = next(note for note in [*grade_once(path).notes] if note.startswith("softmax() is defined"))
+    assert note.startswith(f"softmax() is defined 10 times (line {defs[0]}; line {defs[1]}; line {defs[2]}; 6 more; "
+                           f"line {defs[-1]}): each def replaces"), note

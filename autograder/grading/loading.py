@@ -93,6 +93,9 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
     return notes
 
 
+MAX_PLACES = 4  # definitions of one function a note lists: the first ones and the last, the one graded
+
+
 def _redefinitions(submission: Submission, graded: set[str]) -> list[str]:
     """A note for each graded function with more than one top-level def: a stub cell run after the real answer, or
     an old version left above a new one, replaces what came before, and the student's question is which one ran."""
@@ -101,7 +104,9 @@ def _redefinitions(submission: Submission, graded: set[str]) -> list[str]:
         places = [f"{where}, line {line}" if where != "your file" else f"line {line}"
                   for where, source in _units(submission) for line in _top_level_defs(source, function)]
         if len(places) > 1:
-            notes.append(f"{function}() is defined {len(places)} times ({'; '.join(places)}): each def replaces the "
+            shown = places if len(places) <= MAX_PLACES else [*places[:MAX_PLACES - 1],
+                                                                f"{len(places) - MAX_PLACES} more", places[-1]]
+            notes.append(f"{function}() is defined {len(places)} times ({'; '.join(shown)}): each def replaces the "
                          f"one before it, so only the last that ran was graded. Keep one definition of {function}()")
     return notes
 
