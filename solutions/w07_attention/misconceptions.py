@@ -125,6 +125,14 @@ def _softmax_global_max(S):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_min_shifted(S):
+    """Shifted by each row's minimum, in the input's dtype: the row's largest score then lies far above 0 and
+    overflows where the student's does, and a masked key's −∞ minimum turns the whole row into ∞ − ∞ = NaN."""
+    S = np.asarray(S)
+    e = np.exp(S - S.min(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _softmax_without_check(S):
     return _softmax_along(S, -1)  # an all −inf row becomes −inf − (−inf) = NaN
 
@@ -515,6 +523,13 @@ MISCONCEPTIONS = (
         "underflows to exp(...) = 0 everywhere and gives 0/0 = NaN — slide 11.",
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_global_max)),
+    Misconception(
+        "softmax_min_shift",
+        "Subtract each row's maximum, not its minimum: after S - S.min(...) the largest score of a row is as far "
+        "above 0 as the row is wide, so exp overflows for scores near ±1000, and a masked key's −∞ minimum makes "
+        "the whole row ∞ or NaN. Shifting by the maximum keeps every exponent ≤ 0 — slide 11.",
+        _SOFTMAX,
+        wrong=_wrong_softmax(_softmax_min_shifted)),
     Misconception(
         "softmax_modifies_input",
         "Subtracting the row maximum must make a new array (S - S.max(...)); `S -= ...` overwrites the "
