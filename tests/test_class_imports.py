@@ -79,9 +79,31 @@ def test_a_module_is_preloaded_when_more_hand_ins_import_it_than_there_are_sandb
     # Three hand-ins against two zygotes: the package comes with its module; the standard library, the
     # preload, the grader's own package, what one hand-in names and what is not installed are left out.
     assert two.modules == ("matplotlib.pyplot",) and two.imported_by == (3,) and two.sampled == 4
-    assert "matplotlib.pyplot (3 of 4 hand-ins read)" in two.describe()
+    assert "matplotlib.pyplot (3 of 4 hand-ins read)" in two.notes()[0]
     assert class_imports(found, 3, assignment).modules == ()  # three hand-ins, three zygotes: no gain
     assert class_imports(found, 1, _assignment(preload_class_imports=False)).modules == ()
+
+
+def test_a_library_the_class_imports_that_is_not_installed_is_named_before_grading(tmp_path):
+    """A hand-in importing a library the grader lacks will not load: the TA hears of it once, with the command
+    that installs it, before the class is graded, and not of a library only one hand-in names."""
+    found = _class(tmp_path / "class", [
+        "from scipy.special import softmax as sp_softmax\nimport einops",
+        "import scipy\nimport scipy.special",
+        "import scipy.special\nimport my_own_helpers",
+        "import my_own_helpers\nimport numpy\nimport sklearn",
+        "from sklearn.decomposition import PCA",
+    ])
+    for assignment in (_assignment(), _assignment(preload_class_imports=False)):
+        imports = class_imports(found, 2, assignment)
+        assert imports.missing == ("scipy", "my_own_helpers", "sklearn") and imports.missing_by == (3, 2, 2)
+        note = imports.notes()[-1]
+        assert note.startswith("not installed here, but imported by hand-ins: scipy (3 of 5 hand-ins read), "
+                               "my_own_helpers (2 of 5 hand-ins read), sklearn (2 of 5 hand-ins read)")
+        # Installed under the name pip knows it by.
+        assert f"`{sys.executable} -m pip install scipy my_own_helpers scikit-learn`" in note and "--force" in note
+    installed = _class(tmp_path / "installed", ["import yaml", "import yaml"])
+    assert class_imports(installed, 2, _assignment()).missing == ()
 
 
 def test_the_sample_stands_for_the_class_in_proportion(tmp_path):

@@ -192,8 +192,8 @@ def _regrade(args) -> int:
                  f"{suite.version}" + (" (preview: nothing is stored)" if args.preview else ""))
         found, jobs = [item.found for item in todo], args.jobs or os.cpu_count() or 1
         imports = class_imports(found, min(jobs, len(found)), settings)
-        if imports.modules:
-            starting(imports.describe())
+        for note in imports.notes():
+            starting(note)
         collector, progress = Collector(store), Progress(len(todo))
         grade_batch(course, suite, protections, found, collector, jobs, progress.update,
                     class_imports=imports.modules)

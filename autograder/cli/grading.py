@@ -118,8 +118,8 @@ def _grade(args) -> int:
         jobs = args.jobs or os.cpu_count() or 1
         protections = protections_for(args.sandbox, log=sys.stderr)
         imports = class_imports(found, min(jobs, to_grade), assignment)
-        if imports.modules:
-            starting(imports.describe())
+        for note in imports.notes():
+            starting(note)
         # The zygotes import the preload (PyTorch: seconds) while this process imports the same for the suite.
         launched = [launch_sandbox(protections, assignment, slot, imports.modules)
                     for slot in range(min(jobs, to_grade))]
@@ -185,8 +185,8 @@ def _grade_on_cluster(args, course, found, db: Path) -> int:
         # The sandboxes are the workers' threads, as many as have joined so far.
         threads = sum(worker["nthreads"] for worker in scheduler_identity(client)["workers"].values())
         imports = class_imports(found, max(threads, 1), course.assignment(args.assignment))
-        if imports.modules:
-            starting(imports.describe())
+        for note in imports.notes():
+            starting(note)
         with Store(db) as store, warm_graders(cluster, course, args.assignment, store, secrets,
                                               imports.modules) as graders:
             suite = load_suite(course, args.assignment)  # while the workers warm up

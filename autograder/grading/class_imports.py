@@ -7,6 +7,9 @@ them. A library the zygote lacks is imported again in every child, and
 grading the rest of the file. So `grade` reads the import statements of a
 sample of the class before its sandboxes start, and each zygote also imports
 the modules that more hand-ins import than there are zygotes to import them in.
+A library the sample imports that is not installed here is named to the TA
+before grading, with the command that installs it: else each of those hand-ins
+fails to load, and the TA learns why one feedback at a time.
 
 What a hand-in names can only make a zygote try to import a module that is
 installed for the workers (an import that fails is skipped there, and the
@@ -42,6 +45,9 @@ NEVER = {"autograder"}
 _STATEMENT = re.compile(r'(import|from)[ \t]+([^\n"\\;#]+)')
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 MAX_NAME = 100  # characters of a module's dotted name: what a hand-in names is shown to the TA
+# Packages installed under another name than the one imported, among those a class is likely to import.
+PIP_NAMES = {"sklearn": "scikit-learn", "skimage": "scikit-image", "cv2": "opencv-python", "PIL": "pillow",
+             "yaml": "pyyaml", "bs4": "beautifulsoup4"}
 
 
 @dataclass(frozen=True)
@@ -54,32 +60,54 @@ class ClassImports:
     modules: tuple[str, ...] = ()
     imported_by: tuple[int, ...] = ()
     sampled: int = 0
+    missing: tuple[str, ...] = ()  # top-level packages that two or more sampled hand-ins import, not installed here
+    missing_by: tuple[int, ...] = ()
 
-    def describe(self) -> str:
-        """One line for the TA: what each sandbox imports for the class, and why."""
-        counts = ", ".join(f"{module} ({count} of {self.sampled} hand-ins read)"
-                           for module, count in zip(self.modules, self.imported_by))
-        return (f"preloading what the hand-ins import too: {counts}. Each sandbox imports it once, not each "
-                "hand-in (README: Sandbox, One-time costs); `preload_class_imports: false` in course.yaml turns it off")
+    def notes(self) -> list[str]:
+        """Lines for the TA before grading: what each sandbox imports for the class, and what it cannot."""
+        notes = []
+        if self.modules:
+            notes.append(f"preloading what the hand-ins import too: {self._counted(self.modules, self.imported_by)}. "
+                         "Each sandbox imports it once, not each hand-in (README: Sandbox, One-time costs); "
+                         "`preload_class_imports: false` in course.yaml turns it off")
+        if self.missing:
+            install = " ".join(PIP_NAMES.get(name, name) for name in self.missing)  # ASCII names (imported_names)
+            counted = self._counted(self.missing, self.missing_by)
+            notes.append(f"not installed here, but imported by hand-ins: {counted}. "
+                         "A hand-in that imports one at its top will not load. If the course allows it, install it "
+                         f"into the grader's Python (`{sys.executable} -m pip install {install}`) and grade again "
+                         "with --force; a name that is a file the students write themselves needs nothing")
+        return notes
+
+    def _counted(self, modules: tuple[str, ...], counts: tuple[int, ...]) -> str:
+        return ", ".join(f"{module} ({count} of {self.sampled} hand-ins read)"
+                         for module, count in zip(modules, counts))
 
 
 def class_imports(found: Sequence[Found], sandboxes: int, assignment: Assignment) -> ClassImports:
-    """The modules more of `found` import than there are `sandboxes`, read from a sample of at most SAMPLE.
+    """The modules more of `found` import than there are `sandboxes`, read from a sample of at most SAMPLE,
+    and the packages two or more of the sample import that are not installed here.
 
     A module pays for its import in the zygotes when more hand-ins import it than there are zygotes to
     import it in; counts in the sample stand for the class in proportion. The assignment's preload, its
-    own module, the standard library, `NEVER` and what is not installed are left out; so is everything
-    when the assignment says `preload_class_imports: false`. A hand-in that cannot be read counts as
-    importing nothing: it is graded, and reported, as before.
+    own module, the standard library, `NEVER` and what is not installed are left out; so is every module
+    to preload when the assignment says `preload_class_imports: false`. A hand-in that cannot be read
+    counts as importing nothing: it is graded, and reported, as before.
     """
-    if not assignment.preload_class_imports:
-        return ClassImports()
     readable = [item for item in found if not item.problem]
     sample = _spread(readable, SAMPLE)
     counts: Counter = Counter()
+    tops: Counter = Counter()  # top-level packages, each counted once a hand-in
     for item in sample:
-        counts.update(imported_names(_text(item)))
+        names = imported_names(_text(item))
+        counts.update(names)
+        tops.update({name.split(".")[0] for name in names})
     left_out = {*assignment.preload, assignment.module, *NEVER, *sys.stdlib_module_names}
+    missing = [(top, count) for top, count in tops.most_common()
+               if count >= 2 and top not in left_out and not top.startswith("__") and not _installed(top)][:MOST]
+    if not assignment.preload_class_imports:
+        return ClassImports(sampled=len(sample), missing=tuple(m for m, _ in missing),
+                            missing_by=tuple(c for _, c in missing))
     # In whole numbers: count of len(sample) stands for count * len(readable) / len(sample) of the class.
     chosen = [(module, count) for module, count in counts.most_common()
               if count >= 2 and count * len(readable) > sandboxes * len(sample)
@@ -88,7 +116,8 @@ def class_imports(found: Sequence[Found], sandboxes: int, assignment: Assignment
     # A package whose module is chosen is imported with it (matplotlib with matplotlib.pyplot).
     chosen = [(module, count) for module, count in chosen
               if not any(other.startswith(module + ".") for other, _ in chosen)][:MOST]
-    return ClassImports(tuple(m for m, _ in chosen), tuple(c for _, c in chosen), len(sample))
+    return ClassImports(tuple(m for m, _ in chosen), tuple(c for _, c in chosen), len(sample),
+                        tuple(m for m, _ in missing), tuple(c for _, c in missing))
 
 
 def imported_names(text: str) -> set[str]:
