@@ -317,6 +317,30 @@ def test_a_function_written_but_never_defined_is_found_where_it_stopped(grade, t
     assert all("Restart & Run All" in messages[f] for f in ("softmax", "context"))
 
 
+def test_a_function_written_in_a_markdown_or_raw_cell_is_found_there(grade, tmp_path):
+    """A cell turned into markdown (Esc, M) or raw shows the code and never runs it: the student wrote the
+    function, and the message says where, not that the file lacks it. Prose that names a def does not count."""
+    imports, _ = PLAIN.read_text().split("\n\n\ndef score", 1)
+    defs = _functions_of(PLAIN.read_text())
+    code = [imports, *(defs[name] for name in ("score", "additive_score", "causal_mask", "padding_mask",
+                                                 "apply_mask", "attention", "attention_torch"))]
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Write `def context(A, V)` below; it returns A V."),
+        *(nbformat.v4.new_code_cell(c) for c in code),
+        nbformat.v4.new_markdown_cell("My softmax:\n```python\n" + defs["softmax"] + "```"),
+        nbformat.v4.new_raw_cell(defs["context"]),
+    ])
+    path = tmp_path / "text_cells.ipynb"
+    nbformat.write(notebook, path)
+    result = grade(path)
+    messages = {t.function: t.message for t in result.tests if t.status != "passed"}
+    assert messages["softmax"].startswith("softmax() is written only in a markdown cell (the notebook's cell 10, "
+                                          "counting every cell), at line 3, which Jupyter shows as text and never "
+                                          "runs. If that is your code, make it a code cell")
+    assert messages["context"].startswith("context() is written only in a raw cell (the notebook's cell 11, counting "
+                                          "every cell), at line 1")
+
+
 def test_an_exception_raised_in_a_helper_names_its_cell_line_and_function(grade, tmp_path):
     """attention fails in the softmax it calls, two cells away: the place names softmax's cell and softmax, not
     a bare line number the student would look for in attention's cell. An import the grader lacks says so."""

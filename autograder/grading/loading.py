@@ -180,6 +180,12 @@ def _undefined(function: str, submission: Submission, load: LoadReport, graded: 
         if line is not None and not top_level:
             return (f"{function}() is defined only inside another block ({where}, line {line}), so it cannot be "
                     f"called as {function}(); write its def at the start of a line, outside any if, class or function")
+    for label, source in submission.text_cells:
+        lines = _top_level_defs(source, function)
+        if lines:
+            return (f"{function}() is written only in {label}, at line {lines[0]}, which Jupyter shows as text and "
+                    "never runs. If that is your code, make it a code cell (select the cell, press Esc, then Y), run "
+                    "it, save the notebook and resubmit")
     # Another graded function is never a misspelling (a `forward_torch` is not a missing `forward`).
     close = difflib.get_close_matches(function, sorted(load.functions - graded), n=1, cutoff=0.75)
     return not_defined(function, f", only {close[0]}()" if close else "")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import tokenize
 import warnings
@@ -32,6 +33,8 @@ for _checker in _UNUSED_FORMAT_CHECKERS:
 __all__ = ["MAX_BYTES", "FileBytes", "Submission", "file_sha256", "prepare_notebook_reader", "read_bytes",
            "read_submission", "submission_from_bytes"]
 MAX_CELLS = 5000  # code cells graded in one notebook
+MAX_TEXT_CELLS = 20  # markdown and raw cells holding code kept for the message that names them
+_DEF_AT_LINE_START = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 SUFFIXES = (".py", ".ipynb")
 DEMO_TAG = "demo"  # a cell tag: an instructor's illustration the grader does not run (it defines nothing graded)
 
@@ -51,6 +54,9 @@ class Submission:
     cells: tuple[Cell, ...] = ()
     problem: str = ""
     note: str = ""  # a warning that did not stop grading, e.g. a notebook with schema problems
+    # (label, source) of a notebook's markdown and raw cells with a def at the start of a line: code where
+    # Jupyter never runs it, read only to say so when a function is missing (grading.loading)
+    text_cells: tuple[tuple[str, str], ...] = ()
 
     def worker_spec(self, module: str) -> dict:
         """What the worker needs to load this submission (see sandbox.loader.load): its units' labels and sources.
@@ -84,8 +90,9 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
     if kind == "py":
         return Submission(student, path, kind, digest, source=_module_text(data))
     # JSON is UTF-8; a byte-order mark (Notepad's) is dropped as Jupyter's own reader would not choke on it.
-    cells, problem, note = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"), shown)
-    return Submission(student, path, kind, digest, cells=cells, problem=problem, note=note)
+    cells, problem, note, text_cells = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"),
+                                                       shown)
+    return Submission(student, path, kind, digest, cells=cells, problem=problem, note=note, text_cells=text_cells)
 
 
 def _module_text(data: bytes) -> str:
@@ -112,8 +119,9 @@ def _basic_problem(data: bytes, size: int, name: str) -> str:
     return ""
 
 
-def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
-    """Code cells of a notebook, a problem that stops grading, and a note that does not.
+def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, tuple[tuple[str, str], ...]]:
+    """Code cells of a notebook, a problem that stops grading, a note that does not, and its text cells
+    that hold a def (Submission.text_cells).
 
     Everything in the file is checked before it is used: a notebook is
     student data, and a list where text belongs must not stop the batch.
@@ -123,14 +131,14 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
     except json.JSONDecodeError as error:
         return (), (f"{name} is not a valid notebook: its JSON is broken at line {error.lineno}, column "
                     f"{error.colno} ({_json_problem(error.msg)}), so the file was probably cut short or edited "
-                    "outside Jupyter. Open it in Jupyter (or restore a checkpoint), save it again and resubmit"), ""
+                    "outside Jupyter. Open it in Jupyter (or restore a checkpoint), save it again and resubmit"), "", ()
     except (RecursionError, MemoryError, ValueError):
         return (), (f"{name} is not a valid notebook: its JSON is nested too deeply or too large to be one. "
-                    "Open your notebook in Jupyter, save it again and resubmit"), ""
+                    "Open your notebook in Jupyter, save it again and resubmit"), "", ()
     raw = _as_version_4(raw)
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         return (), (f"{name} is JSON but not a Jupyter notebook (it has no list of cells); submit the .ipynb you "
-                    "worked in"), ""
+                    "worked in"), "", ()
     notes = []
     invalid: dict = {}  # nbformat puts the validation error here, having validated once (validating is ~1 ms)
     try:
@@ -160,8 +168,20 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str]:
                      "open the notebook in Jupyter and save it again")
     if not any(c.source.strip() for c in cells):
         return (), f"{name} has no code cells with code in them; write your functions in code cells and resubmit", \
-            "; ".join(notes)
-    return tuple(cells), "", "; ".join(notes)
+            "; ".join(notes), ()
+    return tuple(cells), "", "; ".join(notes), _text_cells_with_code(raw["cells"])
+
+
+def _text_cells_with_code(cells: list) -> tuple[tuple[str, str], ...]:
+    """(label, source) of the markdown and raw cells among `cells` that hold a def at the start of a line."""
+    found = []
+    for number, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("markdown", "raw"):
+            continue
+        source = _source_text(cell.get("source", ""))
+        if source is not None and _DEF_AT_LINE_START.search(source):
+            found.append((f"a {cell['cell_type']} cell (the notebook's cell {number}, counting every cell)", source))
+    return tuple(found[:MAX_TEXT_CELLS])
 
 
 def _as_version_4(raw):
