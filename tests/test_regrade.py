@@ -76,6 +76,18 @@ def _rows(db: Path) -> list[tuple]:
                 + connection.execute("SELECT id, student, suite_version, score FROM history ORDER BY id").fetchall())
 
 
+def test_regrade_of_a_database_with_no_results_says_to_grade_first(tmp_path):
+    course = _course(tmp_path)
+    with Store(tmp_path / "grades.db"):  # a grade stopped before its first result leaves it so
+        pass
+    done = run_cli("regrade", "tiny", "--course", course, "--db", tmp_path / "grades.db")
+    assert done.returncode == 2 and "holds no results of tiny to regrade" in done.stderr, done.stderr
+    assert "autograder grade tiny" in done.stderr
+    # Ids asked for that the database lacks are named as such.
+    done = run_cli("regrade", "tiny", "--students", "zed", "--course", course, "--db", tmp_path / "grades.db")
+    assert done.returncode == 2 and "no stored hand-in of zed" in done.stderr, done.stderr
+
+
 @pytest.mark.slow  # end to end: eight commands, each starting its sandbox
 def test_a_planted_suite_change_is_previewed_exactly_then_committed_and_both_results_are_kept(tmp_path):
     course = _course(tmp_path)

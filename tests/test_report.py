@@ -230,6 +230,13 @@ def test_report_errors_say_what_to_do(tmp_path):
     assert done.returncode == 2
     assert "there is no results database" in done.stderr and "Grade first" in done.stderr
     assert not (tmp_path / "missing.db").exists()
+    # A database with no result in it (a grade stopped before its first): grade into it, not pick an assignment.
+    with Store(tmp_path / "empty.db"):
+        pass
+    for command in (("report", "--out", tmp_path / "out"), ("export", "csv", "--out", tmp_path / "grades.csv")):
+        done = run_cli(*command, "--db", tmp_path / "empty.db")
+        assert done.returncode == 2 and "holds no results yet" in done.stderr and "autograder grade" in done.stderr
+        assert "--assignment" not in done.stderr
 
 
 def test_store_adds_the_new_columns_to_an_old_database(tmp_path):

@@ -181,7 +181,8 @@ def _regrade(args) -> int:
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
     suite = load_suite(course, args.assignment)
     with Store(db) as store, command_workdir("regrade") as workdir:
-        before = _chosen(attempts(store.history(settings.name, args.students)), args.students)
+        before = _chosen(attempts(store.history(settings.name, args.students)), args.students, db,
+                         settings.name)
         class_files = _class_files(args.paths, settings, workdir / "found")
         todo, lost = hand_ins(store, before, workdir / "handins", settings.module, class_files)
         for line in lost:
@@ -216,8 +217,12 @@ def _regrade(args) -> int:
     return 1 if lost or failed else 0
 
 
-def _chosen(by_student: dict, students: list[str] | None) -> dict:
+def _chosen(by_student: dict, students: list[str] | None, db: Path, assignment: str) -> dict:
     if not students:
+        if not by_student:
+            raise StoreError(f"{db} holds no results of {assignment} to regrade; grade the class first (`autograder "
+                             f"grade {assignment} PATH... --db {db}`), or pass --db with the database the grades went "
+                             "to")
         return by_student
     unknown = [s for s in students if s not in by_student]
     if unknown:

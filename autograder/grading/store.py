@@ -338,6 +338,9 @@ def _stored(db: Path, assignment: str | None, read) -> tuple[str, list]:
     with Store(db) as store:
         known = store.assignments()
         if assignment is None:
+            if not known:
+                raise StoreError(f"{db} holds no results yet (a grade stopped before its first result leaves it so). "
+                                 "Grade into it first: `autograder grade ASSIGNMENT PATH... --db PATH`.")
             if len(known) != 1:
                 raise StoreError(f"{db} holds results of {len(known)} assignments ({', '.join(known) or 'none'}); "
                                  "pass --assignment NAME to pick one.")
