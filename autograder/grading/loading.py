@@ -43,10 +43,15 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
         return ""
     name = safe(submission.path.name, 100)
     if submission.kind == "py":
-        ran = "nothing in it ran" if unparsed else "Python stops a file at its first error"
+        ran = ("nothing in it ran" if unparsed else "a file is imported whole before any of its functions can be "
+               "called" if load.hung else "Python stops a file at its first error")
         # The student's own `python file.py` shows no error for a module their machine has and the grader lacks,
         # nor for a download or another operation only the sandbox refuses.
-        if raised is not None and raised.type == "EOFError" and environment_hint(raised):  # input()
+        if load.hung:
+            todo = ("Top-level code should only import and define: put demo and test code under "
+                    '`if __name__ == "__main__":`, where it runs when you run the file but not when it is imported '
+                    "or graded (or remove it), and hand the file in again")
+        elif raised is not None and raised.type == "EOFError" and environment_hint(raised):  # input()
             todo = ('Put the code that asks for input (and any other demo code) under `if __name__ == "__main__":`, '
                     "where it runs when you run the file but not when it is imported or graded, and hand the file "
                     "in again")

@@ -198,8 +198,8 @@ def flags(result: SubmissionResult) -> list[str]:
 
 # What each flag of `flags` (and the terminal's "error") means, for every place that shows them.
 FLAG_MEANINGS = {
-    NOT_LOADED: "the file did not load (a syntax error, an error, exit or crash in its top-level code, or a "
-                "file that cannot be read); no check ran, and the reason comes first in its feedback",
+    NOT_LOADED: "the file did not load (a syntax error, an error, exit, crash or hang in its top-level code, or "
+                "a file that cannot be read); no check ran, and the reason comes first in its feedback",
     "not graded": "the grader could not run the file (its worker did not start); fix the cause and grade again",
     "internal error": "the grader itself failed on this file, not the student's code; the report shows the "
                       "traceback, and the next `grade` grades it again",

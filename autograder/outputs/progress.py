@@ -12,7 +12,7 @@ COUNT_MEANINGS = {
     "errors": "submissions with a check whose call raised an exception, crashed the worker or sent an "
               "unusable reply",
     "timeouts": "submissions with a call stopped at its time limit",
-    "not loaded": "files that did not load (syntax error, error or exit at import, unreadable): no check ran",
+    "not loaded": "files that did not load (syntax error, error, exit or hang at import, unreadable): no check ran",
     "could not grade": "files whose worker did not start: fix the cause and grade again",
     "internal errors": "the grader failed (not the student's code): `grade` grades them again next time",
 }

@@ -64,6 +64,7 @@ class LoadReport:
     stopped: tuple = ()  # (unit label, reason) for units that hung or killed the worker
     failure: str = ""  # non-empty when the submission could not be loaded at all
     stray_processes: int = 0  # processes the top-level code left running, stopped after loading
+    hung: bool = False  # a .py file's top-level code ran past the load limit (a demo loop, a wait), and stopped there
 
 
 class Session:
@@ -243,7 +244,7 @@ class Session:
                 self.deadline += time.monotonic() - attempt_started
                 if self.spec["kind"] == "py":
                     # A module stops at its first failing statement, as `import` would: nothing to retry.
-                    return LoadReport(frozenset(), stopped=self._stopped())
+                    return LoadReport(frozenset(), stopped=self._stopped(), hung=timed_out)
                 continue
             # Processes the top-level code started would otherwise be charged to the first function called.
             stray = self.sandbox.stop_others(self._pid)
