@@ -43,8 +43,12 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
         return ""
     name = safe(submission.path.name, 100)
     if submission.kind == "py":
-        ran = ("nothing in it ran" if unparsed else "a file is imported whole before any of its functions can be "
-               "called" if load.hung else "Python stops a file at its first error")
+        if unparsed:
+            ran = "nothing in it ran"
+        elif load.hung:
+            ran = "a file is imported whole before any of its functions can be called"
+        else:
+            ran = "Python stops a file at its first error"
         # The student's own `python file.py` shows no error for a module their machine has and the grader lacks,
         # nor for a download or another operation only the sandbox refuses.
         if load.hung:
