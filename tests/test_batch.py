@@ -87,6 +87,22 @@ def test_a_flat_folders_folder_without_a_hand_in_is_named_not_graded(tmp_path):
     assert "not graded" not in alone.stderr
 
 
+def test_a_flat_folders_files_that_are_not_hand_ins_are_named_not_graded(tmp_path):
+    """A PDF, a zip, `.py.txt` or `.PY` handed in instead of the file: not graded, but named, so the TA sees
+    whose hand-in is missing. What an operating system leaves in a folder is not named."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(PLAIN, folder / "ann.py")
+    for name in ("frank.pdf", "erin.zip", "ivan.py.txt", "jill.PY", "Thumbs.db"):
+        (folder / name).write_bytes(b"x")
+    results, done = _grade(folder, db=tmp_path / "g.db")
+    assert sorted(results) == ["ann"]
+    assert ("not graded: 4 files that are not a .py or .ipynb: erin.zip, frank.pdf, ivan.py.txt, jill.PY. If one "
+            "is a student's hand-in, save it as STUDENT.ipynb or STUDENT.py (extract a zip; rename a .PY or a "
+            ".py.txt) and grade again") in done.stderr
+    assert "Thumbs.db" not in done.stderr
+
+
 def test_nbgrader_submitted_tree_and_zips(tmp_path):
     roster = write_class(tmp_path / "course", 6, "nbgrader", attacks=(), broken=0)
     students = sorted(student for student, _, _ in roster)

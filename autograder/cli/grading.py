@@ -106,8 +106,8 @@ def _grade(args) -> int:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         starting(f"{len(found)} submissions of {assignment.name} found")
-        if skipped:
-            starting(_skipped_folders(skipped, assignment.module))
+        for line in _skipped(skipped, assignment.module):
+            starting(line)
         to_grade = _to_grade(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
         if to_grade == 0:
             # A rerun with every hand-in current: nothing to load, launch or connect to.
@@ -147,15 +147,30 @@ def _grade(args) -> int:
                 sandbox.close()
 
 
-def _skipped_folders(skipped: list[Path], module: str) -> str:
-    """What `grade` says of a flat class folder's folders that hold no hand-in (grading.discover)."""
-    names = ", ".join(safe(folder.name, 60) + "/" for folder in skipped[:5])
-    more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
-    several = len(skipped) > 1
-    return (f"not graded: {len(skipped)} folder{'s' if several else ''} with no .py or .ipynb in "
-            f"{'them' if several else 'it'}: {names}{more}. If {'one' if several else 'it'} is a student's, their "
-            f"hand-in is missing or saved as something else: put their {module}.ipynb or {module}.py in it and "
-            "grade again")
+def _skipped(skipped: list[Path], module: str) -> list[str]:
+    """What `grade` says of a flat class folder's folders that hold no hand-in and files that are not one
+    (grading.discover)."""
+    folders = [path for path in skipped if path.is_dir()]
+    files = [path for path in skipped if not path.is_dir()]
+    lines = []
+    if folders:
+        several = len(folders) > 1
+        lines.append(f"not graded: {len(folders)} folder{'s' if several else ''} with no .py or .ipynb in "
+                     f"{'them' if several else 'it'}: {_listed(folders, '/')}. If {'one' if several else 'it'} is a "
+                     f"student's, their hand-in is missing or saved as something else: put their {module}.ipynb or "
+                     f"{module}.py in it and grade again")
+    if files:
+        several = len(files) > 1
+        lines.append(f"not graded: {len(files)} file{'s' if several else ''} that {'are' if several else 'is'} not "
+                     f"a .py or .ipynb: {_listed(files, '')}. If {'one' if several else 'it'} is a student's hand-in, "
+                     "save it as STUDENT.ipynb or STUDENT.py (extract a zip; rename a .PY or a .py.txt) and grade "
+                     "again")
+    return lines
+
+
+def _listed(paths: list[Path], mark: str) -> str:
+    names = ", ".join(safe(path.name, 60) + mark for path in paths[:5])
+    return names + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
 def _to_grade(found, db: Path, course, assignment: str, force: bool) -> int:

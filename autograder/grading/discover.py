@@ -39,6 +39,7 @@ MAX_NAME_BYTES = 255  # one part of a member's path, as most file systems allow
 MAX_PATH_BYTES = 1024
 COMPRESSIONS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
+NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
 
 
 class LayoutError(Exception):
@@ -64,9 +65,10 @@ def find_submissions(paths: list[Path], assignment: str, module: str, workdir: P
     submission a zip could not give safely, or whose id cannot be one
     (grading.ids), is found with its `problem`; so are both of two that
     give one id.
-    skipped: gets the folders of a flat layout that hold no .py or .ipynb. They are not graded (a flat
-    folder may hold other folders than students'), but the caller names them, so that a student who
-    handed in the wrong file is not missed without a word.
+    skipped: gets the folders of a flat layout that hold no .py or .ipynb, and its files that are not
+    one (a PDF, a zip, `hw.py.txt`). They are not graded (a flat folder may hold other things than
+    students'), but the caller names them, so that a student who handed in the wrong file is not
+    missed without a word.
     """
     found: list[Found] = []
     refused: dict[Path, str] = {}
@@ -128,7 +130,7 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
         return _nbgrader(submitted, assignment, module)
     empty: list[Path] = []
     flat = [dataclasses.replace(item, root=path) for item in _flat(path, module, empty)]
-    skipped += empty if flat else []
+    skipped += empty + _other_files(path) if flat else []
     if not flat:
         inner = [p for p in path.iterdir() if p.is_dir() and p.name not in IGNORED and (p / "submitted").is_dir()]
         if len(inner) == 1:  # a zip of a course folder extracts to one top-level folder
@@ -199,6 +201,11 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         else:
             empty.append(directory)
     return found
+
+
+def _other_files(folder: Path) -> list[Path]:
+    """The files of a flat folder that are not hand-ins (`hw.pdf`, `hw.zip`, `hw.py.txt`, `hw.PY`)."""
+    return [p for p in _visible(folder) if p.suffix not in SUFFIXES and p.name not in NOT_HANDINS and not p.is_dir()]
 
 
 def _folders(folder: Path) -> list[Path]:
