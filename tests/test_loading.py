@@ -20,9 +20,10 @@ import nbformat
 import pytest
 
 from autograder.authoring.protocol import Call
+from autograder.grading.loading import not_loaded
 from autograder.grading.submission import read_submission
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.session import Session
+from autograder.sandbox.session import MAX_LOAD_ATTEMPTS, Session
 
 from conftest import PLAIN, SUBMISSIONS, compose, run_cli
 
@@ -173,6 +174,24 @@ def test_two_hanging_cells_are_skipped_and_the_rest_still_loads_and_runs(sandbox
         assert [unit for unit, _ in report.stopped] == ["code cell 2", "code cell 3"]
         assert "double" in report.functions
         assert session.call(Call("double", (3,))).value == 6
+
+
+def test_a_notebook_whose_loads_are_all_stopped_did_not_load_and_says_which_cells(sandbox, suite, tmp_path):
+    """More hanging cells than loads the grader tries: the notebook's own doing, so it is "not loaded", with each
+    cell named, not the worker's failure ("could not grade", which tells the TA to fix a cause and grade again)."""
+    path = tmp_path / "hangs.ipynb"
+    _notebook(path, "def double(x):\n    return 2 * x", *["while True:\n    pass"] * (MAX_LOAD_ATTEMPTS + 1))
+    spec = read_submission(path).worker_spec(suite.assignment.module)
+    with Session(sandbox, spec, Limits(load_seconds=0.3, call_seconds=0.5), budget=0.5) as session:
+        report = session.open()
+    assert report.gave_up and not report.failure
+    cells = [f"code cell {n}" for n in range(2, MAX_LOAD_ATTEMPTS + 2)]
+    assert [unit for unit, _ in report.stopped] == cells
+    assert all(reason.startswith("was still running at the load limit of 0.3 s") for _, reason in report.stopped)
+    problem = not_loaded(read_submission(path), report, {"double"})
+    assert problem.startswith(f"not loaded: hangs.ipynb: loading stopped at {MAX_LOAD_ATTEMPTS} cells in turn "
+                              f"({', '.join(cells)}), each still running at the load limit")
+    assert "Restart & Run All finishes quickly" in problem
 
 
 def test_a_notebook_off_the_format_is_read_with_a_note_and_no_unused_format_checker(tmp_path):

@@ -65,6 +65,7 @@ class LoadReport:
     failure: str = ""  # non-empty when the submission could not be loaded at all
     stray_processes: int = 0  # processes the top-level code left running, stopped after loading
     hung: bool = False  # a .py file's top-level code ran past the load limit (a demo loop, a wait), and stopped there
+    gave_up: bool = False  # a notebook's loads were stopped MAX_LOAD_ATTEMPTS times, each at a cell then skipped
 
 
 class Session:
@@ -237,7 +238,9 @@ class Session:
                               f"the submission's {self.budget:g} s budget was used up before it was ready")
                     cause = waited if timed_out else stop.cause
                     return LoadReport(frozenset(), failure=f"the worker stopped before running any code ({cause})")
-                reason = f"did not finish within {seconds:g} s and was stopped" if timed_out else stop.says
+                # The limit is the whole load's: a cell that takes 6 s may be the one running when it is reached.
+                reason = (f"was still running at the load limit of {seconds:g} s (which counts the code before it "
+                          "too) and was stopped") if timed_out else stop.says
                 self._skip[unit[0]] = (unit[1], reason)
                 # The budget holds one load and every call: each load a skipped unit spoiled is given back, or
                 # a notebook's second hanging demo cell would leave no time to load the rest or call anything.
@@ -249,8 +252,8 @@ class Session:
             # Processes the top-level code started would otherwise be charged to the first function called.
             stray = self.sandbox.stop_others(self._pid)
             return self._load_report(header, stray)
-        return LoadReport(frozenset(), stopped=self._stopped(),
-                          failure=f"loading was stopped {MAX_LOAD_ATTEMPTS} times; the file was not graded")
+        # The file's doing, not the worker's: it did not load (grading.loading says so), rather than "could not grade".
+        return LoadReport(frozenset(), stopped=self._stopped(), gave_up=True)
 
     def _load(self, seconds: float) -> dict:
         """Send the submission and wait up to `seconds` for the child to be ready; its report's header.
