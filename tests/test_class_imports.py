@@ -92,14 +92,16 @@ def test_a_library_the_class_imports_that_is_not_installed_is_named_before_gradi
         "import scipy\nimport scipy.special",
         "import scipy.special\nimport my_own_helpers",
         "import my_own_helpers\nimport numpy\nimport sklearn",
-        "from sklearn.decomposition import PCA",
+        "from sklearn.decomposition import PCA\nfrom google.colab import drive",
+        "import google.colab",
     ])
     for assignment in (_assignment(), _assignment(preload_class_imports=False)):
         imports = class_imports(found, 2, assignment)
         assert imports.missing == ("scipy", "my_own_helpers", "sklearn") and imports.missing_by == (3, 2, 2)
         note = imports.notes()[-1]
-        assert note.startswith("not installed here, but imported by hand-ins: scipy (3 of 5 hand-ins read), "
-                               "my_own_helpers (2 of 5 hand-ins read), sklearn (2 of 5 hand-ins read)")
+        # google.colab is not named: a notebook's worker has it (sandbox.loader.colab_modules).
+        assert note.startswith("not installed here, but imported by hand-ins: scipy (3 of 6 hand-ins read), "
+                               "my_own_helpers (2 of 6 hand-ins read), sklearn (2 of 6 hand-ins read)")
         # Installed under the name pip knows it by.
         assert f"`{sys.executable} -m pip install scipy my_own_helpers scikit-learn`" in note and "--force" in note
     installed = _class(tmp_path / "installed", ["import yaml", "import yaml"])

@@ -73,6 +73,18 @@ def test_a_notebook_runs_as_main_and_a_py_file_as_the_assignments_module(grade_o
     assert {t.function for t in as_module.tests if t.status != PASSED} >= {"softmax"}  # imported: the block is not
 
 
+def test_a_notebook_written_in_colab_runs_as_it_did_there(grade_once, tmp_path):
+    """Colab's helpers import and do nothing: a drive mount above the imports no longer stops the cell that
+    imports NumPy (every function failed for the missing `np`); a file upload gives no file."""
+    imports, functions = CODE.split("\n\n\ndef score", 1)
+    cells = ["from google.colab import drive, files\ndrive.mount('/content/drive')\n" + imports,
+             "uploaded = files.upload()\nassert uploaded == {}\nimport google.colab.output as out\nout.clear()",
+             "def score" + functions]
+    result = grade_once(_notebook(tmp_path, "colab", cells))
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
+    assert not [note for note in result.notes if "raised" in note], result.notes
+
+
 SCRIPTED = '''
 @torch.jit.script
 def _scores(Q: torch.Tensor, K: torch.Tensor, s: float) -> torch.Tensor:

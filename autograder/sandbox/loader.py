@@ -65,6 +65,7 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     sys.modules[module.__name__] = module
     if notebook:
         sys.path.insert(0, "")
+        colab_modules()
     problems = []
     skip = set(spec["skip"])
     me = os.getpid()
@@ -98,6 +99,36 @@ def notebook_names() -> dict:
         for shown in objects:
             print(repr(shown))
     return {"display": display}
+
+
+def colab_modules() -> None:
+    """Make `google.colab` importable, with its helpers doing nothing, as a notebook written in Colab expects.
+
+    Colab notebooks often open with `from google.colab import drive` and `drive.mount(...)` in the cell
+    that imports NumPy: without Colab, that cell stops at its first line and every later cell fails for
+    the missing `np`, although the student's functions ran in Colab. Files on the student's Drive are
+    still not here: a cell that reads them fails as any missing file does. A `google` package installed
+    for the workers is kept, with `colab` added to it."""
+    def nothing(*args, **kwargs):
+        return None
+
+    helpers = {"drive": ("mount", "flush_and_unmount"), "files": ("download",), "output": ("clear",),
+               "auth": ("authenticate_user",)}
+    colab = types.ModuleType("google.colab")
+    for name, functions in helpers.items():
+        helper = types.ModuleType(f"google.colab.{name}")
+        vars(helper).update(dict.fromkeys(functions, nothing))
+        setattr(colab, name, helper)
+        sys.modules[helper.__name__] = helper
+    colab.files.upload = lambda *args, **kwargs: {}  # no file is uploaded: an empty {name: bytes}
+    try:
+        import google  # noqa: F401 - a namespace package some libraries install (protobuf)
+    except ImportError:
+        google = types.ModuleType("google")
+        google.__path__ = []
+        sys.modules["google"] = google
+    google.colab = colab
+    sys.modules["google.colab"] = colab
 
 
 def exit_if_forked_copy(me: int) -> None:
