@@ -4,13 +4,17 @@ the grader (grading.ipython_cells), run in the real sandbox. And code that reads
 finds it, as it would in the student's file."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import nbformat
 import pytest
 
 from autograder.grading.ipython_cells import read_cell
 from autograder.grading.statuses import PASSED
 
-from conftest import PLAIN
+from conftest import PLAIN, ROOT
 
 CODE = PLAIN.read_text()
 
@@ -83,6 +87,25 @@ def test_a_notebook_written_in_colab_runs_as_it_did_there(grade_once, tmp_path):
     result = grade_once(_notebook(tmp_path, "colab", cells))
     assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
     assert not [note for note in result.notes if "raised" in note], result.notes
+
+
+def test_a_worker_without_ipython_still_gives_a_notebook_ipython_display():
+    """A Gradescope image installs no IPython: a notebook's `from IPython.display import display, Markdown` in its
+    imports cell must not stop the cell there. Run where IPython cannot be imported, in a real interpreter."""
+    script = textwrap.dedent("""
+        import sys
+        sys.modules["IPython"] = None  # as if not installed
+        from autograder.sandbox.loader import ipython_modules, notebook_names
+        ipython_modules(notebook_names()["display"])
+        from IPython.display import HTML, Markdown, clear_output, display
+        from IPython import get_ipython
+        display(Markdown("# weights"), HTML("<b>A</b>"), 3)
+        clear_output(wait=True)
+        print(get_ipython())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["<Markdown '# weights'>", "<HTML '<b>A</b>'>", "3", "None"]
 
 
 SCRIPTED = '''
