@@ -190,7 +190,7 @@ def test_a_notebook_whose_loads_are_all_stopped_did_not_load_and_says_which_cell
     assert all(reason.startswith("was still running at the load limit of 0.3 s") for _, reason in report.stopped)
     problem = not_loaded(read_submission(path), report, {"double"})
     assert problem.startswith(f"not loaded: hangs.ipynb: loading stopped at {MAX_LOAD_ATTEMPTS} cells in turn "
-                              f"({', '.join(cells)}), each still running at the load limit")
+                              f"({', '.join(cells)}), each of which hung or ended the worker process")
     assert "Restart & Run All finishes quickly" in problem
 
 
