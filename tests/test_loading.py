@@ -64,8 +64,8 @@ def graded(tmp_path_factory):
     _notebook(root / "cellfail.ipynb", IMPORTS, FUNCTIONS.replace("def softmax(S):", "def softmax(S:"))
     # A failing demo cell does not stop a notebook whose functions are defined: it is graded, and told.
     _notebook(root / "demofail.ipynb", IMPORTS, FUNCTIONS, "print(undefined_name)")
-    # A Colab habit: the failing cell's note says the grader lacks the module, not just that it raised.
-    _notebook(root / "colab.ipynb", "from google.colab import drive", IMPORTS, FUNCTIONS)
+    # A progress-bar habit: the failing cell's note says the grader lacks the module, not just that it raised.
+    _notebook(root / "progress.ipynb", "from tqdm import tqdm", IMPORTS, FUNCTIONS)
     db, out = root / "grades.db", root / "report"
     done = run_cli("grade", "w07_attention", root, "--db", db, "--jobs", "1")
     assert done.returncode == 0, done.stderr
@@ -132,11 +132,11 @@ def test_feedback_opens_with_the_reason_and_says_not_run_once(graded):
     demo = (out / "feedback" / "demofail.md").read_text()
     assert "code cell 3 raised NameError" in demo and "the rest of the notebook still ran" in demo
     assert "no such module" not in demo
-    colab = (out / "feedback" / "colab.md").read_text()
-    assert "**Total: 100 / 100 points.**" in colab
-    assert ("code cell 1 raised ModuleNotFoundError at line 1: No module named 'google' (the grader has no such "
+    progress = (out / "feedback" / "progress.md").read_text()
+    assert "**Total: 100 / 100 points.**" in progress
+    assert ("code cell 1 raised ModuleNotFoundError at line 1: No module named 'tqdm' (the grader has no such "
             "module: import only what the assignment uses, and keep your code in one file); the rest of the notebook "
-            "still ran") in colab
+            "still ran") in progress
 
 
 def test_an_exiting_worker_is_not_counted_as_processes_left(grade, tmp_path):
