@@ -99,7 +99,7 @@ def test_a_library_the_class_imports_that_is_not_installed_is_named_before_gradi
         imports = class_imports(found, 2, assignment)
         assert imports.missing == ("scipy", "my_own_helpers", "sklearn") and imports.missing_by == (3, 2, 2)
         note = imports.notes()[-1]
-        # google.colab is not named: a notebook's worker has it (sandbox.loader.colab_modules).
+        # google.colab is not named: a notebook's worker has it (sandbox.notebook_modules).
         assert note.startswith("not installed here, but imported by hand-ins: scipy (3 of 6 hand-ins read), "
                                "my_own_helpers (2 of 6 hand-ins read), sklearn (2 of 6 hand-ins read)")
         # Installed under the name pip knows it by.

@@ -89,23 +89,30 @@ def test_a_notebook_written_in_colab_runs_as_it_did_there(grade_once, tmp_path):
     assert not [note for note in result.notes if "raised" in note], result.notes
 
 
-def test_a_worker_without_ipython_still_gives_a_notebook_ipython_display():
+def test_a_worker_without_ipython_or_colab_gives_a_notebook_their_modules_and_a_real_one_stays():
     """A Gradescope image installs no IPython: a notebook's `from IPython.display import display, Markdown` in its
-    imports cell must not stop the cell there. Run where IPython cannot be imported, in a real interpreter."""
+    imports cell must not stop the cell there, nor Colab's drive mount. Run in a real interpreter without its
+    site-packages (so without IPython), then with them: the installed IPython is the one imported."""
     script = textwrap.dedent("""
         import sys
-        sys.modules["IPython"] = None  # as if not installed
-        from autograder.sandbox.loader import ipython_modules, notebook_names
-        ipython_modules(notebook_names()["display"])
+        from autograder.sandbox import notebook_modules
+        notebook_modules.install(lambda *shown: print(*map(repr, shown), sep="\\n"))
         from IPython.display import HTML, Markdown, clear_output, display
         from IPython import get_ipython
+        from google.colab import drive, files
+        import google.colab.output
         display(Markdown("# weights"), HTML("<b>A</b>"), 3)
         clear_output(wait=True)
-        print(get_ipython())
+        drive.mount("/content/drive")
+        print(get_ipython(), files.upload(), getattr(sys.modules["IPython"], "__file__", None) is not None)
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["<Markdown '# weights'>", "<HTML '<b>A</b>'>", "3", "None"]
+    bare = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT)})
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout.splitlines() == ["<Markdown '# weights'>", "<HTML '<b>A</b>'>", "3", "None {} False"]
+    installed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert installed.returncode == 0, installed.stderr
+    assert installed.stdout.splitlines()[-1].endswith(" {} True")  # IPython's own module, from site-packages
 
 
 SCRIPTED = '''

@@ -45,7 +45,7 @@ NEVER = {"autograder"}
 _STATEMENT = re.compile(r'(import|from)[ \t]+([^\n"\\;#]+)')
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 MAX_NAME = 100  # characters of a module's dotted name: what a hand-in names is shown to the TA
-SANDBOX_GIVES = ("google.colab",)  # a notebook's worker has it, doing nothing (sandbox.loader.colab_modules)
+SANDBOX_GIVES = ("google.colab",)  # a notebook's worker has it, doing nothing (sandbox.notebook_modules)
 # Packages installed under another name than the one imported, among those a class is likely to import.
 PIP_NAMES = {"sklearn": "scikit-learn", "skimage": "scikit-image", "cv2": "opencv-python", "PIL": "pillow",
              "yaml": "pyyaml", "bs4": "beautifulsoup4"}

@@ -7,13 +7,12 @@ functions exist) is the worker's word, used only for messages.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import linecache
 import os
 import sys
 import types
 
-from autograder.sandbox import wire
+from autograder.sandbox import notebook_modules, wire
 
 
 def units(spec: dict, sources: list[str]):
@@ -66,8 +65,7 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     sys.modules[module.__name__] = module
     if notebook:
         sys.path.insert(0, "")
-        colab_modules()
-        ipython_modules(given["display"])
+        notebook_modules.install(given["display"])  # google.colab, IPython.display where nothing gives them
     problems = []
     skip = set(spec["skip"])
     me = os.getpid()
@@ -101,67 +99,6 @@ def notebook_names() -> dict:
         for shown in objects:
             print(repr(shown))
     return {"display": display}
-
-
-def colab_modules() -> None:
-    """Make `google.colab` importable, with its helpers doing nothing, as a notebook written in Colab expects.
-
-    Colab notebooks often open with `from google.colab import drive` and `drive.mount(...)` in the cell
-    that imports NumPy: without Colab, that cell stops at its first line and every later cell fails for
-    the missing `np`, although the student's functions ran in Colab. Files on the student's Drive are
-    still not here: a cell that reads them fails as any missing file does. A `google` package installed
-    for the workers is kept, with `colab` added to it."""
-    def nothing(*args, **kwargs):
-        return None
-
-    helpers = {"drive": ("mount", "flush_and_unmount"), "files": ("download",), "output": ("clear",),
-               "auth": ("authenticate_user",)}
-    colab = types.ModuleType("google.colab")
-    for name, functions in helpers.items():
-        helper = types.ModuleType(f"google.colab.{name}")
-        vars(helper).update(dict.fromkeys(functions, nothing))
-        setattr(colab, name, helper)
-        sys.modules[helper.__name__] = helper
-    colab.files.upload = lambda *args, **kwargs: {}  # no file is uploaded: an empty {name: bytes}
-    try:
-        import google  # noqa: F401 - a namespace package some libraries install (protobuf)
-    except ImportError:
-        google = types.ModuleType("google")
-        google.__path__ = []
-        sys.modules["google"] = google
-    google.colab = colab
-    sys.modules["google.colab"] = colab
-
-
-class _Shown:
-    """What IPython.display's Markdown, HTML, Image... make of their data, shown as its plain repr."""
-
-    def __init__(self, data=None, *args, **kwargs):
-        self.data = data
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.data!r:.60}>"
-
-
-def ipython_modules(display) -> None:
-    """Give a notebook `IPython.display` where the workers have no IPython (a Gradescope image installs none).
-
-    Jupyter always has it, and notebooks import `display`, `Markdown` or `clear_output` from it in the
-    cell that imports NumPy: without it that cell stops at its first line and every function fails for
-    the missing `np`. Where IPython is installed, the real one is imported, and only when a cell asks."""
-    try:
-        if importlib.util.find_spec("IPython") is not None:
-            return
-    except (ImportError, ValueError):
-        pass
-    shown = {name: type(name, (_Shown,), {}) for name in
-             ("Markdown", "HTML", "Latex", "Math", "Image", "SVG", "JSON", "Javascript", "Audio", "Video")}
-    module = types.ModuleType("IPython.display")
-    vars(module).update(shown, display=display, clear_output=lambda *args, **kwargs: None)
-    package = types.ModuleType("IPython")
-    package.__path__ = []
-    vars(package).update(display=module, get_ipython=lambda: None)
-    sys.modules.update({"IPython": package, "IPython.display": module})
 
 
 def exit_if_forked_copy(me: int) -> None:
