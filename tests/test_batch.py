@@ -101,6 +101,11 @@ def test_a_flat_folders_files_that_are_not_hand_ins_are_named_not_graded(tmp_pat
             "is a student's hand-in, save it as STUDENT.ipynb or STUDENT.py (extract a zip; rename a .PY or a "
             ".py.txt) and grade again") in done.stderr
     assert "Thumbs.db" not in done.stderr
+    # The results database kept in the class's folder, with SQLite's files beside it, is not named.
+    (folder / "grades.db-wal").write_bytes(b"x")
+    _, again = _grade(folder, db=folder / "grades.db")
+    named = [line for line in again.stderr.splitlines() if line.startswith("not graded: ")]
+    assert len(named) == 1 and named[0].startswith("not graded: 4 files") and "grades.db" not in named[0], named
 
 
 def test_nbgrader_submitted_tree_and_zips(tmp_path):

@@ -106,7 +106,9 @@ def _grade(args) -> int:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         starting(f"{len(found)} submissions of {assignment.name} found")
-        for line in _skipped(skipped, assignment.module):
+        # The results database may be kept in the class's folder: it and SQLite's files beside it are no hand-ins.
+        ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")}
+        for line in _skipped([path for path in skipped if path.resolve() not in ours], assignment.module):
             starting(line)
         to_grade = _to_grade(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
         if to_grade == 0:
