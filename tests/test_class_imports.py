@@ -25,6 +25,7 @@ from autograder.grading.discover import find_submissions
 from autograder.grading.station import protections_for
 from autograder.grading.store import Store
 from autograder.grading.suite import load_suite
+from autograder.sandbox import notebook_modules
 from autograder.sandbox.protections import probe
 from autograder.sandbox.zygote import Sandbox
 
@@ -93,17 +94,20 @@ def test_a_library_the_class_imports_that_is_not_installed_is_named_before_gradi
         "import scipy.special\nimport my_own_helpers",
         "import my_own_helpers\nimport numpy\nimport sklearn",
         "from sklearn.decomposition import PCA\nfrom google.colab import drive",
-        "import google.colab",
+        "import google.colab\nfrom IPython.display import Markdown",
+        "from IPython.display import display",
     ])
     for assignment in (_assignment(), _assignment(preload_class_imports=False)):
         imports = class_imports(found, 2, assignment)
         assert imports.missing == ("scipy", "my_own_helpers", "sklearn") and imports.missing_by == (3, 2, 2)
         note = imports.notes()[-1]
-        # google.colab is not named: a notebook's worker has it (sandbox.notebook_modules).
-        assert note.startswith("not installed here, but imported by hand-ins: scipy (3 of 6 hand-ins read), "
-                               "my_own_helpers (2 of 6 hand-ins read), sklearn (2 of 6 hand-ins read)")
+        # google.colab and IPython.display are not named: a notebook's worker is given them (sandbox.notebook_modules).
+        assert note.startswith("not installed here, but imported by hand-ins: scipy (3 of 7 hand-ins read), "
+                               "my_own_helpers (2 of 7 hand-ins read), sklearn (2 of 7 hand-ins read)")
         # Installed under the name pip knows it by.
         assert f"`{sys.executable} -m pip install scipy my_own_helpers scikit-learn`" in note and "--force" in note
+    assert notebook_modules.made("IPython.display.Markdown") and notebook_modules.made("google.colab.drive")
+    assert not notebook_modules.made("IPython.core.display") and not notebook_modules.made("google.protobuf")
     installed = _class(tmp_path / "installed", ["import yaml", "import yaml"])
     assert class_imports(installed, 2, _assignment()).missing == ()
 

@@ -105,6 +105,7 @@ def test_a_worker_without_ipython_or_colab_gives_a_notebook_their_modules_and_a_
         clear_output(wait=True)
         drive.mount("/content/drive")
         print(get_ipython(), files.upload(), getattr(sys.modules["IPython"], "__file__", None) is not None)
+        assert all(name in sys.modules for name in notebook_modules.MADE)  # each one named is one made
     """)
     bare = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT,
                           env={"PYTHONPATH": str(ROOT)})

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from autograder.grading.course import Assignment
 from autograder.grading.discover import Found
 from autograder.grading.handin import read_bytes
+from autograder.sandbox import notebook_modules
 
 SAMPLE = 100  # hand-ins read: enough to see what a class imports, few enough for a class of thousands
 MOST = 12  # modules added at most: a zygote's start grows with each
@@ -45,7 +46,6 @@ NEVER = {"autograder"}
 _STATEMENT = re.compile(r'(import|from)[ \t]+([^\n"\\;#]+)')
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 MAX_NAME = 100  # characters of a module's dotted name: what a hand-in names is shown to the TA
-SANDBOX_GIVES = ("google.colab",)  # a notebook's worker has it, doing nothing (sandbox.notebook_modules)
 # Packages installed under another name than the one imported, among those a class is likely to import.
 PIP_NAMES = {"sklearn": "scikit-learn", "skimage": "scikit-image", "cv2": "opencv-python", "PIL": "pillow",
              "yaml": "pyyaml", "bs4": "beautifulsoup4"}
@@ -102,7 +102,8 @@ def class_imports(found: Sequence[Found], sandboxes: int, assignment: Assignment
     for item in sample:
         names = imported_names(_text(item))
         counts.update(names)
-        tops.update({name.split(".")[0] for name in names if not name.startswith(SANDBOX_GIVES)})
+        # What a notebook's worker is given where it is missing is not the TA's to install.
+        tops.update({name.split(".")[0] for name in names if not notebook_modules.made(name)})
     left_out = {*assignment.preload, assignment.module, *NEVER, *sys.stdlib_module_names}
     missing = [(top, count) for top, count in tops.most_common()
                if count >= 2 and top not in left_out and not top.startswith("__") and not _installed(top)][:MOST]

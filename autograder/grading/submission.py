@@ -34,7 +34,8 @@ __all__ = ["MAX_BYTES", "FileBytes", "Submission", "file_sha256", "prepare_noteb
            "read_submission", "submission_from_bytes"]
 MAX_CELLS = 5000  # code cells graded in one notebook
 MAX_TEXT_CELLS = 20  # markdown and raw cells holding code kept for the message that names them
-_DEF_AT_LINE_START = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
+# As grading.loading reads a top-level def: at the very start of a line.
+_DEF_AT_LINE_START = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 SUFFIXES = (".py", ".ipynb")
 DEMO_TAG = "demo"  # a cell tag: an instructor's illustration the grader does not run (it defines nothing graded)
 

@@ -21,7 +21,14 @@ import sys
 import types
 
 SHOWN = ("Markdown", "HTML", "Latex", "Math", "Image", "SVG", "JSON", "Javascript", "Audio", "Video")
+MADE = ("google", "google.colab", "IPython", "IPython.display")  # the modules a notebook is given, where missing
 PACKAGES = {"google", "google.colab", "IPython"}
+
+
+def made(name: str) -> bool:
+    """Whether a notebook importing `name` (a module, or a name taken from one) is given it here: `google` and
+    `IPython` are made for what they hold, so `google.protobuf` is not."""
+    return name in MADE or name.rpartition(".")[0] in ("google.colab", "IPython.display")
 
 
 def install(display) -> None:
