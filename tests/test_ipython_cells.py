@@ -39,7 +39,22 @@ def test_each_cell_keeps_its_line_count_and_names_reach_the_worker_only_as_liter
     assert read_cell("code cell 6", "%%writefile\nx = 1").code() == ""  # no file named: IPython refuses it too
 
 
+def test_ipython_only_lines_become_python_and_a_cell_that_parses_is_kept_as_written():
+    assert read_cell("c", "files = !ls\nd['k'], n = %timeit -o f()").code() == (
+        "files = []  # files = !ls\nd['k'], n = None  # d['k'], n = %timeit -o f()")
+    assert read_cell("c", "np.dot?\n?np.dot\nnp.*load*??").code().split("\n") == [
+        "pass  # np.dot?", "pass  # ?np.dot", "pass  # np.*load*??"]
+    assert read_cell("c", "pip install torch\ncd ..\ntime = 5").code() == (
+        "pass  # pip install torch\npass  # cd ..\ntime = 5")  # automagic only where the line is not Python
+    assert read_cell("c", "for i in range(2):\n    %time y = i").code() == "for i in range(2):\n    y = i"
+    # A line that only looks like IPython, in a cell that parses or beside a real magic, stays as written.
+    assert read_cell("c", 'x = """\n!not a shell line\n"""').code() == 'x = """\n!not a shell line\n"""'
+    assert read_cell("c", "!ls\nprint('total = %d' % 3)").code() == "pass  # !ls\nprint('total = %d' % 3)"
+
+
 @pytest.mark.parametrize("name,cells", [
+    ("imports_beside_ipython_only_lines", ["import math\nimport numpy as np\nimport torch\npip install torch\n"
+                                           "files = !ls\nnp.dot?", CODE.replace("import math\n", "")]),
     ("writes_and_imports", ["%%writefile my_attention.py\n" + CODE, "from my_attention import *"]),
     ("writes_the_module_name", ["%%writefile attention.py\n" + CODE, "from attention import *"]),
     ("writes_and_runs", ["%%writefile helpers.py\n" + CODE, "%run helpers.py"]),

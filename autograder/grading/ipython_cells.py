@@ -10,12 +10,19 @@ Jupyter does them, or functions the student wrote would go missing:
   worker's folder instead of running it, for a later `import` or `%run` of it;
 - `%run FILE` runs FILE and keeps what it defines (`-i`: in the notebook's own namespace).
 
+`%time STATEMENT` runs its statement, as IPython does; `x = !ls` and `x = %magic` assign
+what a shell or magic with no output would ([] and None); help (`np.dot?`) and a magic
+written without its `%` (automagic: `pip install torch`, `cd ..`) become `pass`. A cell
+that parses as Python is left as it is: a line inside a string that only looks like
+IPython stays text.
+
 Translated here, in the grader, from text the student chose: file names and
 text reach the worker only as Python string literals (repr). Every cell keeps its
 line count, so a line the worker reports is the line the student sees.
 """
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from dataclasses import dataclass
@@ -24,6 +31,12 @@ from dataclasses import dataclass
 PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
 WRITE_CELL_MAGICS = {"%%writefile", "%%file"}
 _LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
+_TARGET = r"[A-Za-z_][\w.]*(?:\[[^\]=]*\])*"  # x, self.out, d['k']
+_ASSIGNED = re.compile(rf"^(\s*)({_TARGET}(?:\s*,\s*{_TARGET})*)\s*=\s*([!%])")  # x = !ls, x = %timeit -o f()
+_HELP = re.compile(r"^\s*(\?{1,2}[\w.*%]+|[\w.*%]+\?{1,2})\s*$")  # np.dot?, ?np.dot, np.*load*??
+# Line magics Jupyter runs without their % (automagic, on by default), where the line is not Python.
+_AUTOMAGIC = re.compile(r"^(\s*)(pip|conda|cd|pwd|ls|mkdir|cat|rm|cp|mv|matplotlib|load_ext|reload_ext|autoreload|"
+                        r"time|timeit|run|env|set_env|who|whos|history|reset|config)(\s|$)")
 # Built-ins reached through the builtins module: a student's own `open` or `exec` must not change what these do.
 _BUILTINS = "__import__('builtins')"
 
@@ -70,10 +83,44 @@ def read_cell(label: str, source: str) -> Cell:
 
 
 def _plain(source: str) -> str:
-    """Line magics and shell lines as `pass`, except a top-level `%run`, which runs its file."""
-    return "\n".join(_run_line(line) if line.startswith("%run ") else
-                     _LINE_MAGIC.sub(r"\1pass  # ", line) if _LINE_MAGIC.match(line) else line
-                     for line in source.split("\n"))
+    """The cell's IPython lines as Python, line for line; a cell that parses as Python already is kept."""
+    lines = source.split("\n")
+    if not any(_ipython_line(line) for line in lines) or _parses(source):
+        return source
+    return "\n".join(_python_line(line) if _ipython_line(line) else line for line in lines)
+
+
+def _ipython_line(line: str) -> bool:
+    """A line of IPython that is not Python: a magic or shell line, an assignment from one, help, automagic."""
+    if _LINE_MAGIC.match(line):
+        return True
+    return bool(_ASSIGNED.match(line) or _HELP.match(line) or _AUTOMAGIC.match(line)) and not _parses(line.strip())
+
+
+def _python_line(line: str) -> str:
+    """One line of IPython (`_ipython_line`) as one line of Python, its indentation kept."""
+    written = line.strip()
+    assigned = _ASSIGNED.match(line)
+    if assigned:
+        return f"{assigned.group(1)}{assigned.group(2)} = {'[]' if assigned.group(3) == '!' else 'None'}  # {written}"
+    if _AUTOMAGIC.match(line):
+        line = _AUTOMAGIC.sub(r"\1%\2\3", line, count=1)
+    indent = line[:len(line) - len(line.lstrip())]
+    if line.lstrip().startswith("%run "):
+        return indent + _run_line(line.lstrip())
+    if line.lstrip().startswith("%time "):
+        return indent + line.lstrip()[len("%time "):].lstrip()
+    if _LINE_MAGIC.match(line) or _HELP.match(line):
+        return f"{indent}pass  # {written}"
+    return line
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a null byte
+        return False
+    return True
 
 
 def _run_line(line: str) -> str:
