@@ -133,6 +133,14 @@ def _softmax_min_shifted(S):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_global_sum(S):
+    """Each row shifted by its own maximum, then every entry divided by the sum over the whole array (e / e.sum()),
+    not by its row's sum: the rows keep their proportions but no longer each sum to one."""
+    S = np.asarray(S)
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    return e / e.sum()
+
+
 def _softmax_without_check(S):
     return _softmax_along(S, -1)  # an all −inf row becomes −inf − (−inf) = NaN
 
@@ -141,6 +149,13 @@ def _softmax_uniform_dead_rows(S):
     S = np.asarray(S)
     dead = ~np.isfinite(S).any(axis=-1, keepdims=True)
     return _softmax_along(np.where(dead, 0.0, S), -1)
+
+
+def _softmax_zero_dead_rows(S):
+    """A row with every key masked given weights of zero, where the contract raises ValueError."""
+    S = np.asarray(S)
+    dead = ~np.isfinite(S).any(axis=-1, keepdims=True)
+    return np.where(dead, 0.0, _softmax_along(np.where(dead, 0.0, S), -1))
 
 
 def _context_transposed(A, V):
@@ -492,6 +507,12 @@ MISCONCEPTIONS = (
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_uniform_dead_rows)),
     Misconception(
+        "all_masked_zeros",
+        "A row with every key masked has no valid normalization (its weights cannot sum to one); raise ValueError "
+        "instead of returning zeros, which hides the error from the caller — slide 22.",
+        _SOFTMAX,
+        wrong=_wrong_softmax(_softmax_zero_dead_rows)),
+    Misconception(
         "softmax_over_queries",
         "Softmax normalizes over the keys of each query (the last axis, dim=-1 in torch), not over the queries "
         "(axis=-2, which for scores with a batch axis, (B, Nq, Nk), is also axis=1) — slide 11.",
@@ -523,6 +544,12 @@ MISCONCEPTIONS = (
         "underflows to exp(...) = 0 everywhere and gives 0/0 = NaN — slide 11.",
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_global_max)),
+    Misconception(
+        "softmax_global_sum",
+        "Divide each row by its own sum, e.sum(axis=-1, keepdims=True), not by the sum over the whole array: "
+        "each query's weights must add up to one on their own — slide 11.",
+        _SOFTMAX,
+        wrong=_wrong_softmax(_softmax_global_sum)),
     Misconception(
         "softmax_min_shift",
         "Subtract each row's maximum, not its minimum: after S - S.min(...) the largest score of a row is as far "
