@@ -57,7 +57,8 @@ class Misconception:
     wrong: the answer a student with this idea returns for the call, computed
         from the reference; None where the idea does not apply to the call.
         An exception it raises is the wrong answer too (matched by type and message).
-    shows: alternatively, whether the call's behaviour reveals the idea.
+    shows: instead, or as well (checked first), whether the call's behaviour reveals the idea: what
+        no single computed answer covers (each student's own fill, whatever was subtracted first).
     too_slow: alternatively, checks (names) whose timeout reveals the idea,
         when every check of the same function run before them passed.
     """

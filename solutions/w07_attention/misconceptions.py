@@ -96,6 +96,11 @@ def _fill_zero(S, allowed):
     return np.where(np.broadcast_to(allowed, S.shape), S, 0.0)
 
 
+def _add_mask(S, allowed):
+    """The boolean mask added to the scores, as if it were an additive mask (0 and −∞): True adds 1, False adds 0."""
+    return np.asarray(S) + np.asarray(allowed, dtype=float)
+
+
 def _softmax_along(S, axis):
     S = np.asarray(S)
     e = np.exp(S - S.max(axis=axis, keepdims=True))
@@ -139,6 +144,24 @@ def _softmax_global_sum(S):
     S = np.asarray(S)
     e = np.exp(S - S.max(axis=-1, keepdims=True))
     return e / e.sum()
+
+
+def _sums_to_one_along(axis, least_ndim):
+    """Weights (softmax's answer, attention's A) that sum to one along `axis` but not along the keys: normalized
+    over another axis, whatever was subtracted before exp (e.g. each row's maximum, then the sum over axis=1).
+    Only slices without NaN count: a key hidden from every query is 0/0 there."""
+    def shows(seen):
+        value = seen.value
+        A = value if seen.function == "softmax" else value[1] if isinstance(value, tuple) and len(value) == 2 else None
+        if not isinstance(A, np.ndarray) or A.ndim < least_ndim or A.dtype.kind != "f":
+            return False
+        return _sum_to_one(A, axis) and not _sum_to_one(A, -1)
+    return shows
+
+
+def _sum_to_one(A, axis) -> bool:
+    finite = np.isfinite(A).all(axis=axis)
+    return bool(finite.any() and np.allclose(A.sum(axis=axis)[finite], 1.0, atol=1e-6))
 
 
 def _softmax_without_check(S):
@@ -272,16 +295,21 @@ def _constant_mask(seen) -> bool:
 
 
 def _fills_finite_negative(seen) -> bool:
-    """apply_mask put one finite number far below every score (-1e9, -1e4, the dtype's minimum) where −∞ belongs.
-    Its fill cannot be computed as a wrong answer, since each student picks their own, so it is recognised."""
+    """apply_mask put a finite number far below every score where −∞ belongs: one fill (-1e9, -1e4, the dtype's
+    minimum), or one such number added to each hidden score (S + (1 - allowed) * -1e9, an additive mask). Each
+    student picks their own number, so it is recognised rather than computed as a wrong answer."""
     got, S = seen.value, np.asarray(seen.args["S"])
     if not isinstance(got, np.ndarray) or got.shape != S.shape or got.dtype.kind != "f":
         return False
     hidden = ~np.broadcast_to(np.asarray(seen.args["allowed"], dtype=bool), S.shape)
-    fills = np.unique(got[hidden])
+    if not hidden.any():
+        return False
+    shift = got[hidden] - S[hidden]
+    one_fill = np.unique(got[hidden]).size == 1
+    one_shift = bool(np.isfinite(shift).all()) and np.ptp(shift) <= 1e-6 * max(1.0, float(np.abs(shift).max()))
     finite = S[np.isfinite(S)]
-    return (fills.size == 1 and bool(np.isfinite(fills[0])) and fills[0] <= -100
-            and (finite.size == 0 or fills[0] < finite.min()))
+    return ((one_fill or one_shift) and bool(np.isfinite(got[hidden]).all()) and got[hidden].max() <= -100
+            and (finite.size == 0 or got[hidden].max() < finite.min()))
 
 
 def _scores_off_by_a_factor(seen) -> bool:
@@ -471,6 +499,13 @@ MISCONCEPTIONS = (
         wrong=_part(lambda seen: _fill_zero(seen.args["S"], seen.args["allowed"]),
                     apply_mask=_fill_zero)),
     Misconception(
+        "mask_added",
+        "allowed is a boolean mask, not an additive one: S + allowed adds 1 to every visible score and hides "
+        "nothing. Put −∞ where allowed is False (np.where(allowed, S, -np.inf)); an additive mask would hold 0 and "
+        "−∞, not True and False — slide 20.",
+        _MASK_ALL,
+        wrong=_part(lambda seen: _add_mask(seen.args["S"], seen.args["allowed"]), apply_mask=_add_mask)),
+    Misconception(
         "mask_inverted",
         "In the mask, True means the key may be attended to and False means hidden: hide the keys where allowed "
         "is False (S[~allowed] = −∞). nn.MultiheadAttention's key_padding_mask means the opposite, True for "
@@ -479,9 +514,9 @@ MISCONCEPTIONS = (
         wrong=_part(lambda seen: _hide_allowed(seen.args["S"], seen.args["allowed"]), apply_mask=_hide_allowed)),
     Misconception(
         "mask_fills_finite_negative",
-        "A hidden key needs the score −∞, not a large negative number such as −1e9: its weight is 0 only while "
-        "another key of the row is visible, and a row whose every key is hidden then gets even weights instead "
-        "of the ValueError softmax owes it — slides 20 and 22.",
+        "A hidden key needs the score −∞, not a large negative number such as −1e9 (filled in or added): its "
+        "weight is 0 only while another key of the row is visible, and a row whose every key is hidden then gets "
+        "even weights instead of the ValueError softmax owes it — slides 20 and 22.",
         ("apply_mask",), shows=_fills_finite_negative),
     Misconception(
         "apply_mask_modifies_input",
@@ -517,14 +552,14 @@ MISCONCEPTIONS = (
         "Softmax normalizes over the keys of each query (the last axis, dim=-1 in torch), not over the queries "
         "(axis=-2, which for scores with a batch axis, (B, Nq, Nk), is also axis=1) — slide 11.",
         (*_SOFTMAX, "attention_torch"),
-        wrong=_wrong_softmax(_softmax_over_queries)),
+        wrong=_wrong_softmax(_softmax_over_queries), shows=_sums_to_one_along(-2, least_ndim=2)),
     Misconception(
         "softmax_axis_1",
         "Softmax normalizes over the last axis, axis=-1 (the keys of each query): axis=1 is that axis only for a "
         "single matrix (Nq, Nk); with a batch axis in front it is the queries, and with heads too it is the heads. "
         "The same holds for the test that a row has every key masked — slide 11.",
         _SOFTMAX,
-        wrong=_wrong_softmax(_softmax_along_axis_1)),
+        wrong=_wrong_softmax(_softmax_along_axis_1), shows=_sums_to_one_along(1, least_ndim=3)),
     Misconception(
         "softmax_no_max_subtraction",
         "Subtract each row's maximum before exponentiating: exp of a score near 1000 overflows, while "
