@@ -16,7 +16,7 @@ import pytest
 from autograder.grading.submission import read_submission
 from autograder.sandbox.session import Session
 
-from conftest import PARTS_OF_ATTENTION
+from conftest import PARTS_OF_ATTENTION, PLAIN
 from degenerate import RETURNS, VARIANTS, stub_signatures, write_degenerate
 
 CASES = [(function, variant) for function in RETURNS for variant in VARIANTS]
@@ -77,6 +77,17 @@ def test_right_values_outside_autograd_fail_every_attention_torch_check_on_the_g
     assert len(torch_checks) >= 4
     assert all("not connected to the autograd graph" in r.message for r in torch_checks), \
         [(r.name, r.message) for r in torch_checks]
+
+
+def test_autograd_left_off_by_the_top_level_is_named_not_called_a_detach(grader, folder):
+    """A right attention_torch in a file whose demo code ran torch.set_grad_enabled(False): the gradient checks
+    fail (as they would in the notebook), and the message names the switch, not a .detach() the student never wrote."""
+    path = folder / "grad_off.py"
+    path.write_text(PLAIN.read_text() + "\ntorch.set_grad_enabled(False)\n")
+    torch_checks = [r for r in graded(grader, path) if r.function == "attention_torch"]
+    assert torch_checks and all(r.status != "passed" for r in torch_checks)
+    assert all("autograd was already switched off when the call began" in r.message
+               and "it was detached" not in r.message for r in torch_checks), [r.message for r in torch_checks]
 
 
 def test_always_raising_fails_the_error_path_checks_on_the_valid_neighbour(grader, folder):

@@ -314,8 +314,8 @@ def expect_gradients(reply, expected: dict, tol: Tolerance, what: str, terms: di
     """
     if reply.grad_error:
         raise CheckFailed(f"{what}: {reply.grad_error}. Keep every step in torch operations on the input "
-                          "tensors (no .detach(), .numpy() or torch.tensor(...) re-wrapping) so autograd can "
-                          "follow from the result back to the inputs")
+                          "tensors, with autograd on (no .detach(), .numpy(), torch.tensor(...) re-wrapping or "
+                          "torch.no_grad()), so autograd can follow from the result back to the inputs")
     grads = tuple(reply.grads or ())
     for position, (name, exp) in enumerate(expected.items()):
         got = grads[position] if position < len(grads) else None

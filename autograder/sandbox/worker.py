@@ -342,6 +342,8 @@ def _call(request: dict, buffers: list, namespace: dict):
     reply = {"event": "reply", "id": request["id"]}
     out = []
     function = namespace[request["function"]]
+    # Autograd switched off before the call (torch.set_grad_enabled(False) in the file's top level): named as such.
+    grad_on = request.get("backward") is None or sys.modules["torch"].is_grad_enabled()
     try:
         result = function(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - report every failure, including SystemExit
@@ -352,7 +354,7 @@ def _call(request: dict, buffers: list, namespace: dict):
     try:
         reply["value"] = values.encode(result, out)
         if request.get("backward") is not None:
-            reply.update(_backward(result, args, request["backward"], buffers, out))
+            reply.update(_backward(result, args, request["backward"], buffers, out, grad_on))
     except BaseException as error:  # noqa: BLE001
         out.clear()
         reply.pop("value", None)
@@ -360,7 +362,7 @@ def _call(request: dict, buffers: list, namespace: dict):
     return reply, out
 
 
-def _backward(result, args, upstream_trees, buffers, out) -> dict:
+def _backward(result, args, upstream_trees, buffers, out, grad_on: bool) -> dict:
     """Backpropagate the grader's upstream gradients; return d(output)/d(each input)."""
     torch = sys.modules["torch"]
     outputs = values.items_of(result) if isinstance(result, (tuple, list)) else (result,)  # as encoded
@@ -370,8 +372,10 @@ def _backward(result, args, upstream_trees, buffers, out) -> dict:
         if upstream is None:
             continue
         if not isinstance(output, torch.Tensor) or output.grad_fn is None:
-            return {"grad_error": "the output is not connected to the autograd graph "
-                                  "(no grad_fn): it was detached, or computed outside PyTorch"}
+            return {"grad_error": "the output is not connected to the autograd graph (no grad_fn): " + (
+                "it was detached, or computed outside PyTorch" if grad_on else "autograd was already switched off "
+                "when the call began (torch.set_grad_enabled(False) or torch.no_grad() left on by your file's "
+                "top-level code), so nothing was recorded")}
         pairs.append((output, torch.from_numpy(np.array(upstream)).to(output.dtype)))
     try:
         # sum(output * upstream) has the same gradients as backward(output, upstream), and a scalar

@@ -665,7 +665,8 @@ MISCONCEPTIONS = (
     Misconception(
         "torch_detached",
         "attention_torch must stay in torch operations on the input tensors so autograd can follow; "
-        ".detach(), .numpy() or re-wrapping cuts the gradient path — slide 27.",
+        ".detach(), .numpy() or re-wrapping cuts the gradient path, and torch.no_grad() or "
+        "torch.set_grad_enabled(False) records none — slide 27.",
         ("attention_torch",), shows=_detached),
     Misconception(
         "torch_missing_scale",
