@@ -87,6 +87,21 @@ def test_a_flat_folders_folder_without_a_hand_in_is_named_not_graded(tmp_path):
     assert "not graded" not in alone.stderr
 
 
+def test_a_students_work_is_graded_over_an_empty_or_scratch_notebook_saved_after_it(tmp_path):
+    """Several files in a student's folder, none named after the assignment: the one defining the most functions,
+    not the newest (an Untitled.ipynb or scratch notebook created after the work); the named file still comes first."""
+    work, scratch = tmp_path / "ann" / "w07_ann.ipynb", tmp_path / "ann" / "Untitled.ipynb"
+    work.parent.mkdir()
+    _notebook(work, PLAIN.read_text())
+    _notebook(scratch, "import numpy as np\nx = np.ones(3)\ndef helper(x):\n    return x")
+    os.utime(work, (time.time() - 60, time.time() - 60))
+    (found,) = find_submissions([tmp_path], "w07_attention", "attention", tmp_path / "work")
+    assert found.path == work and "not Untitled.ipynb" in found.note
+    _notebook(tmp_path / "ann" / "attention.ipynb", "")
+    (found,) = find_submissions([tmp_path], "w07_attention", "attention", tmp_path / "work")
+    assert found.path.name == "attention.ipynb"  # the released name, as nbgrader grades it
+
+
 def test_a_flat_folders_files_that_are_not_hand_ins_are_named_not_graded(tmp_path):
     """A PDF, a zip, `.py.txt` or `.PY` handed in instead of the file: not graded, but named, so the TA sees
     whose hand-in is missing. What an operating system leaves in a folder is not named."""

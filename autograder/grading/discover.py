@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import stat
 import tempfile
 import time
@@ -28,6 +29,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading.handin import read_bytes
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import FILE_TIME, file_time, submission_time
 from autograder.grading.submission import MAX_BYTES, SUFFIXES
@@ -40,6 +42,7 @@ MAX_PATH_BYTES = 1024
 COMPRESSIONS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
+_TOP_LEVEL_DEF = re.compile(rb'(?:^|\n|"|\\n)def ([A-Za-z_][A-Za-z0-9_]*)\s*\(')
 
 
 class LayoutError(Exception):
@@ -229,16 +232,29 @@ def choose(paths: list[Path], module: str, folder: Path) -> tuple[Path, str]:
 
     Regular files first (a link or a FIFO among them is never preferred to
     the student's real file), then the file named after the assignment's
-    module, then a notebook over a .py, then the newest, then the one nearest
-    `folder` (which the note's names are relative to). Nothing is followed.
+    module (as nbgrader grades the released notebook's name), then the one
+    that defines the most functions (the work, not an empty Untitled.ipynb or
+    a scratch notebook saved after it), then a notebook over a .py, then the
+    newest, then the one nearest `folder` (which the note's names are relative
+    to). Nothing is followed.
     """
-    ranked = sorted(paths, key=lambda p: (not _regular(p), p.stem != module, p.suffix != ".ipynb", -_mtime(p),
-                                          len(p.parts)))
-    if len(ranked) == 1:
-        return ranked[0], ""
+    if len(paths) == 1:
+        return paths[0], ""
+    ranked = sorted(paths, key=lambda p: (not _regular(p), p.stem != module, -_functions_defined(p),
+                                          p.suffix != ".ipynb", -_mtime(p), len(p.parts)))
     others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")
                        for p in ranked[1:])
-    return ranked[0], f"several files were handed in; graded {safe(ranked[0].relative_to(folder))}, not {others}"
+    return ranked[0], (f"several files were handed in; graded {safe(ranked[0].relative_to(folder))}, not {others} "
+                       "(a file named after the assignment first, then the one defining the most functions)")
+
+
+def _functions_defined(path: Path) -> int:
+    """How many functions the file defines with a def at the start of a line (in a notebook's JSON, at the start of
+    a source string or after its escaped newline); 0 for what is not a regular file or cannot be read."""
+    if not _regular(path):
+        return 0
+    content = read_bytes(path)
+    return 0 if content.error else len(set(_TOP_LEVEL_DEF.findall(content.data)))
 
 
 def _regular(path: Path) -> bool:
