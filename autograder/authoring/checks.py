@@ -246,7 +246,8 @@ def raise_for(function: str, reply: Reply):
     """Turn a student exception into the right failure."""
     raised = reply.raised
     if raised.type == "NotImplementedError":
-        raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError)")
+        raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError); if you did write it, "
+                          "delete the template's `raise NotImplementedError()` line, which still runs before your code")
     if raised.type == "SystemExit":
         raise StudentError(f"{function} called sys.exit() or exit(); a function should return its result")
     raise StudentError(f"{function} raised {raised.describe(called=function)}{_signature_hint(raised)}"
