@@ -445,7 +445,11 @@ def test_picking_prefers_the_named_file_and_ignores_links_out_of_the_submission(
     (folder / "attention.py").write_text(PLAIN.read_text())
     (folder / "attention.ipynb").write_text("{}")
     picked = gradescope_handin.pick_submission_file(folder, "attention")
-    assert picked.path == folder / "attention.ipynb" and "not attention.py" in picked.note
+    assert picked.path == folder / "attention.py" and "not attention.ipynb" in picked.note  # the one with the work
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLAIN.read_text())]),
+                   folder / "attention.ipynb")
+    picked = gradescope_handin.pick_submission_file(folder, "attention")
+    assert picked.path == folder / "attention.ipynb" and "not attention.py" in picked.note  # the same work
     assert gradescope_handin.pick_submission_file(tmp_path / "nothing", "attention").problem
 
 
