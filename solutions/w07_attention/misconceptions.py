@@ -331,6 +331,33 @@ def _asked_truth_of_mask(seen) -> bool:
         words in seen.raised[1] for words in ("truth value of an array", "Boolean value of Tensor"))
 
 
+def _additive_rows_added(seen):
+    """Q W_qᵀ + K W_kᵀ added as they are, without the axes that pair every query with every key: query i meets key
+    i alone, a single query meets every key but gives (Nk,), and other lengths do not broadcast (`_pairs_refused`
+    recognises that error in either order of the two)."""
+    Q, K, W_q, W_k, v, b = (np.asarray(seen.args[n]) for n in ("Q", "K", "W_q", "W_k", "v", "b"))
+    return np.tanh(Q @ W_q.T + K @ W_k.T + b) @ v
+
+
+def _pairs_refused(seen) -> bool:
+    """additive_score raised NumPy's broadcast error between the projected queries (Nq, h) and keys (Nk, h), in
+    either order: the two added without the axes that pair them."""
+    found = _BROADCAST.search(seen.raised[1]) if seen.raised is not None else None
+    if found is None:
+        return False
+    Q, K, W_q = (np.asarray(seen.args[n]) for n in ("Q", "K", "W_q"))
+    shapes = {tuple(int(n) for n in group.split(",") if n) for group in found.groups()}
+    return shapes == {(Q.shape[0], W_q.shape[0]), (K.shape[0], W_q.shape[0])} and Q.shape[0] != K.shape[0]
+
+
+def _attention_unmasked(seen):
+    """attention as if no mask were given: the keys allowed hides are attended to anyway."""
+    args = seen.args
+    if args["allowed"] is None:
+        return None
+    return seen.ref.attention(args["Q"], args["K"], args["V"], None, args["scale"])
+
+
 def _projection_shapes_refused(seen) -> bool:
     """additive_score raised a shape mismatch where W_q (h, dq) is not square: the projection written q_i W_q, the
     weights untransposed, which fits only when h = dq."""
@@ -395,6 +422,12 @@ def _padding_one_too_many(seen):
     return (np.arange(seen.args["n_k"])[None, :] <= lengths[:, None])[:, None, :]
 
 
+def _padding_without_query_axis(seen):
+    """(B, Nk) where the mask is (B, 1, Nk): without the query axis it lines the sequences up with the queries."""
+    lengths = np.asarray(seen.args["lengths"])
+    return np.arange(seen.args["n_k"])[None, :] < lengths[:, None]
+
+
 def _additive_without_tanh(seen):
     Q, K, W_q, W_k, v, b = (np.asarray(seen.args[n]) for n in ("Q", "K", "W_q", "W_k", "v", "b"))
     return ((Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :] + b) @ v
@@ -430,6 +463,12 @@ MISCONCEPTIONS = (
         "attention passes its scale on to score: an explicitly given scale replaces 1/√dk, which is used only "
         "when scale is None — slide 10.",
         ("attention",), wrong=_attention_default_scale),
+    Misconception(
+        "attention_ignores_mask",
+        "attention must hide the keys that allowed marks False: apply the mask to the scores before softmax "
+        "(score → apply_mask → softmax → context). Here the hidden keys were attended to as if no mask were "
+        "given (allowed not passed on, or an apply_mask that returns the scores unchanged) — slides 20 and 30.",
+        ("attention", "attention_torch"), wrong=_attention_unmasked),
     Misconception(
         "mask_after_softmax",
         "Mask the scores before softmax (hidden scores become −∞); zeroing weights after softmax leaves "
@@ -633,6 +672,12 @@ MISCONCEPTIONS = (
         "(np.tril); j ≥ i, its transpose, hides every earlier key and shows every later one — slide 20.",
         ("causal_mask",), wrong=lambda seen: _causal(seen, lambda j, i: j >= i)),
     Misconception(
+        "causal_mask_inverted",
+        "The mask is True where a key may be attended to: the lower triangle, j ≤ i (np.tril). True for the future "
+        "keys, np.triu(..., k=1), is the mask of hidden keys (PyTorch's boolean attn_mask means that), the "
+        "opposite of allowed — slide 20.",
+        ("causal_mask",), wrong=lambda seen: _causal(seen, lambda j, i: j > i)),
+    Misconception(
         "causal_shows_future",
         "A causal mask must hide every future key: allowed(i, j) is True only for j ≤ i — slide 20.",
         ("causal_mask",), wrong=lambda seen: np.ones_like(_causal(seen, lambda j, i: j <= i))),
@@ -648,10 +693,22 @@ MISCONCEPTIONS = (
         "— slide 21.",
         ("padding_mask",), wrong=_padding_one_too_many),
     Misconception(
+        "padding_without_query_axis",
+        "The padding mask has shape (B, 1, Nk): the axis of length 1 stands for the queries, so one sequence's "
+        "mask broadcasts over all of its queries' rows of (B, Nq, Nk) scores. Without it, a (B, Nk) mask lines "
+        "the sequences up with the queries instead — slide 21.",
+        ("padding_mask",), wrong=_padding_without_query_axis),
+    Misconception(
         "additive_no_tanh",
         "Additive attention passes W_q q_i + W_k k_j + b through tanh before the dot product with v "
         "— slide 9.",
         ("additive_score",), wrong=_additive_without_tanh),
+    Misconception(
+        "additive_rows_not_paired",
+        "e_ij compares query i with key j for every pair: give the projected queries and keys each an axis for "
+        "the other, (Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :], shape (Nq, Nk, h), before tanh and v. "
+        "Added as they are, query i meets key i alone, and shapes of different lengths do not broadcast — slide 9.",
+        ("additive_score",), wrong=_additive_rows_added, shows=_pairs_refused),
     Misconception(
         "additive_weights_not_transposed",
         "W_q has shape (h, dq) and multiplies each query as a column, W_q q_i: for the rows of Q that is "
