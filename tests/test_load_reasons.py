@@ -71,3 +71,20 @@ def test_a_function_defined_many_times_lists_the_first_definitions_and_the_one_g
     note = next(note for note in [*grade_once(path).notes] if note.startswith("softmax() is defined"))
     assert note.startswith(f"softmax() is defined 10 times (line {defs[0]}; line {defs[1]}; line {defs[2]}; 6 more; "
                            f"line {defs[-1]}): each def replaces"), note
+
+
+def test_a_function_deleted_or_replaced_after_its_def_ran_is_told_so(grade_once, tmp_path):
+    """A clean-up cell (`del softmax`) or a name taken for something else: the def is there and ran, so "your file
+    does not define softmax()" would send the student looking for a def they can see."""
+    path = tmp_path / "taken_back.ipynb"
+    cells = [IMPORTS, FUNCTIONS, "del softmax\ncontext = None"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    result = grade_once(path)
+    messages = {t.function: t.message for t in result.tests if t.name.endswith(".lecture_example")}
+    for function in ("softmax", "context"):
+        line = FUNCTIONS.splitlines().index(next(row for row in FUNCTIONS.splitlines()
+                                                 if row.startswith(f"def {function}("))) + 1
+        assert messages[function] == (
+            f"{function}() is defined in code cell 2 at line {line}, which ran, but by the end of the notebook the "
+            f"name {function} no longer held a function: a later line deleted or replaced it (`del {function}`, or "
+            f"`{function} = ...`). Keep that name for your function"), messages[function]
