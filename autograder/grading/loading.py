@@ -197,12 +197,16 @@ def _undefined(function: str, submission: Submission, load: LoadReport, graded: 
         if line is not None and not top_level:
             return (f"{function}() is defined only inside another block ({where}, line {line}), so it cannot be "
                     f"called as {function}(); write its def at the start of a line, outside any if, class or function")
-    ran = [(where, line) for where, line, top_level in found if line is not None and top_level]
-    if ran:  # each ran (`_why_not_run` had nothing to say): the name was taken back afterwards
-        return (f"{function}() is defined in {ran[0][0]} at line {ran[0][1]}, which ran, but by the end of the "
-                f"{'notebook' if submission.kind == 'ipynb' else 'file'} the name {function} no longer held a "
-                f"function: a later line deleted or replaced it (`del {function}`, or `{function} = ...`). Keep "
-                f"that name for your function")
+    for where, source in _units(submission):
+        lines = _top_level_defs(source, function)
+        why = _why_not_run(where, lines[0], load) if lines else ""
+        if why:
+            return f"{function}() is in {where} at line {lines[0]}, but {why}"
+        if lines:  # the def ran: the name was taken back after it
+            return (f"{function}() is defined in {where} at line {lines[0]}, which ran, but by the end of the "
+                    f"{'notebook' if submission.kind == 'ipynb' else 'file'} the name {function} no longer held a "
+                    f"function: a later line deleted or replaced it (`del {function}`, or `{function} = ...`). Keep "
+                    f"that name for your function")
     for label, source in submission.text_cells:
         lines = _top_level_defs(source, function)
         if lines:
