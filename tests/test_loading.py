@@ -194,6 +194,24 @@ def test_a_notebook_whose_loads_are_all_stopped_did_not_load_and_says_which_cell
     assert "Restart & Run All finishes quickly" in problem
 
 
+def test_a_file_whose_name_says_the_other_kind_is_read_by_what_it_holds_with_a_note(tmp_path):
+    """A notebook renamed attention.py for an upload page, and code saved as .ipynb, are graded as what they are;
+    JSON, however broken, stays a notebook and is told what is wrong with it."""
+    renamed = tmp_path / "renamed.py"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLAIN.read_text())]), renamed)
+    notebook = read_submission(renamed, "s1")
+    assert (notebook.kind, notebook.problem) == ("ipynb", "") and len(notebook.cells) == 1
+    assert notebook.note.startswith("renamed.py is a Jupyter notebook (JSON) with a .py name, so it was read as")
+    code = tmp_path / "code.ipynb"
+    code.write_bytes(b"\xef\xbb\xbf" + PLAIN.read_bytes())
+    module = read_submission(code, "s2")
+    assert (module.kind, module.problem, module.source) == ("py", "", PLAIN.read_text())
+    assert module.note.startswith("code.ipynb is not a notebook (it is plain text, not JSON), so it was read as")
+    for broken in (b'{"cells": [', b"[[[["):
+        code.write_bytes(broken)
+        assert read_submission(code, "s3").problem.startswith("code.ipynb is not a valid notebook")
+
+
 def test_a_notebook_off_the_format_is_read_with_a_note_and_no_unused_format_checker(tmp_path):
     # jsonschema imports every format checker that is installed, 1.3 s of them with Jupyter's packages,
     # and nbformat uses none (grading.submission): a fresh process reads a notebook without them, and the

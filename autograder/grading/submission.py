@@ -88,12 +88,27 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
     problem = _basic_problem(data, size, shown)
     if problem:
         return Submission(student, path, kind, digest, problem=problem)
+    kind, renamed = _kind_read(kind, data, shown)
     if kind == "py":
-        return Submission(student, path, kind, digest, source=_module_text(data))
+        return Submission(student, path, kind, digest, source=_module_text(data), note=renamed)
     # JSON is UTF-8; a byte-order mark (Notepad's) is dropped as Jupyter's own reader would not choke on it.
     cells, problem, note, text_cells = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"),
                                                        shown)
-    return Submission(student, path, kind, digest, cells=cells, problem=problem, note=note, text_cells=text_cells)
+    return Submission(student, path, kind, digest, cells=cells, problem=problem,
+                      note="; ".join(n for n in (renamed, note) if n), text_cells=text_cells)
+
+
+def _kind_read(kind: str, data: bytes, name: str) -> tuple[str, str]:
+    """How the file is read, by what it holds where its name says otherwise, and a note saying so: a notebook
+    renamed to .py (an upload page asked for a .py), or Python code saved with an .ipynb name."""
+    start = data.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
+    if kind == "py" and start == b"{" and b'"cells"' in data and b'"nbformat"' in data:
+        return "ipynb", (f"{name} is a Jupyter notebook (JSON) with a .py name, so it was read as the notebook it is. "
+                         "Hand in a notebook as .ipynb, or for a .py use Jupyter's File → Save and Export As → Python")
+    if kind == "ipynb" and start not in (b"{", b"["):  # JSON, however broken, is read as a notebook and told why
+        return "py", (f"{name} is not a notebook (it is plain text, not JSON), so it was read as Python code, as a "
+                      ".py file is. Hand in Python code as a .py file, or a notebook as saved by Jupyter")
+    return kind, ""
 
 
 def _module_text(data: bytes) -> str:
