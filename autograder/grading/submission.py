@@ -101,7 +101,7 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
 def _kind_read(kind: str, data: bytes, name: str) -> tuple[str, str]:
     """How the file is read, by what it holds where its name says otherwise, and a note saying so: a notebook
     renamed to .py (an upload page asked for a .py), or Python code saved with an .ipynb name."""
-    start = data.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
+    start = data[:4096].lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1]  # not a copy of the whole file
     if kind == "py" and start == b"{" and b'"cells"' in data and b'"nbformat"' in data:
         return "ipynb", (f"{name} is a Jupyter notebook (JSON) with a .py name, so it was read as the notebook it is. "
                          "Hand in a notebook as .ipynb, or for a .py use Jupyter's File → Save and Export As → Python")
