@@ -42,7 +42,7 @@ MAX_PATH_BYTES = 1024
 COMPRESSIONS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
-_TOP_LEVEL_DEF = re.compile(rb'(?:^|\n|"|\\n)def ([A-Za-z_][A-Za-z0-9_]*)\s*\(')
+_TOP_LEVEL_DEF = re.compile(rb'(?:^|\n|"|\\n)(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)\s*\(')
 
 
 class LayoutError(Exception):

@@ -85,9 +85,10 @@ def read_cell(label: str, source: str) -> Cell:
 def _plain(source: str) -> str:
     """The cell's IPython lines as Python, line for line; a cell that parses as Python already is kept."""
     lines = source.split("\n")
-    if not any(_ipython_line(line) for line in lines) or _parses(source):
+    ipython = [_ipython_line(line) for line in lines]  # once a line: a candidate may cost a parse
+    if not any(ipython) or _parses(source):
         return source
-    return "\n".join(_python_line(line) if _ipython_line(line) else line for line in lines)
+    return "\n".join(_python_line(line) if marked else line for line, marked in zip(lines, ipython))
 
 
 def _ipython_line(line: str) -> bool:
