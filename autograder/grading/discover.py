@@ -3,6 +3,8 @@
 Layouts understood, for an assignment whose module (course.yaml) is `hw`:
 - files given directly: the student id is the file's stem;
 - a flat folder of `<student>.py` / `<student>.ipynb`, or `<student>/` folders holding one;
+- an LMS's download of every hand-in (Canvas, Moodle, Blackboard), flat, its students read from the
+  names the LMS gave the files (grading.lms_downloads);
 - an nbgrader course (or its `submitted/` folder): `submitted/<student>/<assignment>/hw.ipynb`;
 - a .zip of any of these, extracted safely to a temporary folder, the class's own folder included
   (`class/ann.py`: the students are ann and the rest, not "class").
@@ -21,17 +23,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
-import stat
 import tempfile
 import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.grading.handin import read_bytes
+from autograder.grading.handin_choice import choose, latest_attempt
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import FILE_TIME, file_time, submission_time
+from autograder.grading.lms_downloads import is_receipt, read_download
 from autograder.grading.submission import MAX_BYTES, SUFFIXES
 from autograder.text import safe
 
@@ -42,7 +43,6 @@ MAX_PATH_BYTES = 1024
 COMPRESSIONS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
-_TOP_LEVEL_DEF = re.compile(rb'(?:^|\n|"|\\n)(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)\s*\(')
 
 
 class LayoutError(Exception):
@@ -127,7 +127,8 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
     if not path.is_dir() or path.suffix in SUFFIXES:
         if path.suffix not in SUFFIXES:
             raise LayoutError(f"{path} is not a .py, .ipynb or .zip file")
-        return [Found(path.stem, path)]  # whatever it is, reading it decides (grading.handin)
+        download = read_download([path.name])  # one file of an LMS's download is its student's
+        return [Found(download[path.name].student if download else path.stem, path)]  # reading it decides what it is
     submitted = path if path.name == "submitted" else path / "submitted"
     if submitted.is_dir():
         return _nbgrader(submitted, assignment, module)
@@ -191,11 +192,15 @@ def _nothing_to_grade(folder: Path, module: str, student: str) -> Found:
 def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
     """The hand-ins of a flat folder; `empty` gets its folders that hold none."""
     found = []
-    stems: dict[str, list[Path]] = {}
-    for path in (p for p in _visible(folder) if p.suffix in SUFFIXES):  # a link, a FIFO, a folder named x.py too
-        stems.setdefault(path.stem, []).append(path)
-    for student, paths in stems.items():
-        found.append(Found(student, *choose(paths, module, folder)))
+    handins = [p for p in _visible(folder) if p.suffix in SUFFIXES]  # a link, a FIFO, a folder named x.py too
+    download = read_download([p.name for p in handins])  # {}: the TA named the files
+    students: dict[str, list[Path]] = {}
+    for path in handins:
+        students.setdefault(download[path.name].student if download else path.stem, []).append(path)
+    for student, paths in students.items():
+        paths, attempt = latest_attempt(paths, download)
+        path, note = choose(paths, module, folder, {p: download[p.name].name for p in paths} if download else None)
+        found.append(Found(student, path, "; ".join(n for n in (attempt, note) if n)))
     for directory in (p for p in _folders(folder) if p.suffix not in SUFFIXES and _shown_entry(p)):
         picked = _linked(directory, f"{module}.py", directory.name, folder) if os.path.islink(directory) \
             else _pick(directory, module, directory.name)
@@ -208,7 +213,8 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
 
 def _other_files(folder: Path) -> list[Path]:
     """The files of a flat folder that are not hand-ins (`hw.pdf`, `hw.zip`, `hw.py.txt`, `hw.PY`)."""
-    return [p for p in _visible(folder) if p.suffix not in SUFFIXES and p.name not in NOT_HANDINS and not p.is_dir()]
+    return [p for p in _visible(folder) if p.suffix not in SUFFIXES and p.name not in NOT_HANDINS and not p.is_dir()
+            and not is_receipt(p.name)]
 
 
 def _folders(folder: Path) -> list[Path]:
@@ -225,50 +231,6 @@ def _pick(folder: Path, module: str, student: str) -> Found | None:
     """The submission in a student's folder, if it holds one."""
     candidates = [p for p in _visible(folder) if p.suffix in SUFFIXES]
     return Found(student, *choose(candidates, module, folder)) if candidates else None
-
-
-def choose(paths: list[Path], module: str, folder: Path) -> tuple[Path, str]:
-    """The one file to grade among a student's .py/.ipynb files, and a note when there were several.
-
-    Regular files first (a link or a FIFO among them is never preferred to
-    the student's real file), then the file named after the assignment's
-    module (as nbgrader grades the released notebook's name), then the one
-    that defines the most functions (the work, not an empty Untitled.ipynb or
-    a scratch notebook saved after it), then a notebook over a .py, then the
-    newest, then the one nearest `folder` (which the note's names are relative
-    to). Nothing is followed.
-    """
-    if len(paths) == 1:
-        return paths[0], ""
-    ranked = sorted(paths, key=lambda p: (not _regular(p), p.stem != module, -_functions_defined(p),
-                                          p.suffix != ".ipynb", -_mtime(p), len(p.parts)))
-    others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")
-                       for p in ranked[1:])
-    return ranked[0], (f"several files were handed in; graded {safe(ranked[0].relative_to(folder))}, not {others} "
-                       "(a file named after the assignment first, then the one defining the most functions)")
-
-
-def _functions_defined(path: Path) -> int:
-    """How many functions the file defines with a def at the start of a line (in a notebook's JSON, at the start of
-    a source string or after its escaped newline); 0 for what is not a regular file or cannot be read."""
-    if not _regular(path):
-        return 0
-    content = read_bytes(path)
-    return 0 if content.error else len(set(_TOP_LEVEL_DEF.findall(content.data)))
-
-
-def _regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return os.lstat(path).st_mtime
-    except OSError:
-        return 0.0
 
 
 def _shown_entry(path: Path) -> bool:

@@ -17,7 +17,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.grading.discover import LayoutError, choose
+from autograder.grading.discover import LayoutError
+from autograder.grading.handin_choice import choose
 from autograder.grading.late import FILE_TIME, GRADESCOPE_METADATA, TimeError, file_time, iso, parse_timestamp
 from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
@@ -41,7 +42,7 @@ class Picked:
 
 
 def pick_submission_file(folder: Path, module: str) -> Picked:
-    """The student's file in Gradescope's submission folder, chosen as `grade` chooses (discover.choose).
+    """The student's file in Gradescope's submission folder, chosen as `grade` chooses (handin_choice.choose).
 
     Nothing is followed: a repository submitted from GitHub could link the
     file to the reference under /autograder/source. A link is graded only when

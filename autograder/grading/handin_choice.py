@@ -1,0 +1,76 @@
+"""Which of a student's files is graded, when their hand-in holds several: files, or an LMS's attempts.
+
+A student's folder (or an LMS download) may hold more than the work: an empty
+`Untitled.ipynb`, a scratch notebook, a .py exported beside the notebook, a
+link, each attempt Blackboard kept. One file is graded, and the note says which
+and why, so that the student can tell if the rule picked the wrong one.
+"""
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+from autograder.grading.handin import read_bytes
+from autograder.grading.lms_downloads import LmsName
+from autograder.text import safe
+
+_TOP_LEVEL_DEF = re.compile(rb'(?:^|\n|"|\\n)(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)\s*\(')
+
+
+def latest_attempt(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str]:
+    """Of a student's files in an LMS download, those of their latest attempt (Blackboard keeps each), and a note
+    when there were several attempts."""
+    attempts = sorted({download[p.name].attempt for p in paths}) if download else [""]
+    if len(attempts) == 1:
+        return paths, ""
+    return ([p for p in paths if download[p.name].attempt == attempts[-1]],
+            f"{len(attempts)} attempts were downloaded; graded the latest, of {attempts[-1]}")
+
+
+def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] | None = None) -> tuple[Path, str]:
+    """The one file to grade among a student's .py/.ipynb files, and a note when there were several.
+
+    Regular files first (a link or a FIFO among them is never preferred to
+    the student's real file), then the file named after the assignment's
+    module (as nbgrader grades the released notebook's name), then the one
+    that defines the most functions (the work, not an empty Untitled.ipynb or
+    a scratch notebook saved after it), then a notebook over a .py, then the
+    newest, then the one nearest `folder` (which the note's names are relative
+    to). Nothing is followed.
+    names: the name each file was handed in under, where an LMS's download
+    renamed it (lms_downloads); the file's own name otherwise.
+    """
+    if len(paths) == 1:
+        return paths[0], ""
+    ranked = sorted(paths, key=lambda p: (not _regular(p), Path(names[p] if names else p).stem != module,
+                                          -_functions_defined(p),
+                                          p.suffix != ".ipynb", -_mtime(p), len(p.parts)))
+    others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")
+                       for p in ranked[1:])
+    return ranked[0], (f"several files were handed in; graded {safe(ranked[0].relative_to(folder))}, not {others} "
+                       "(a file named after the assignment first, then the one defining the most functions)")
+
+
+def _functions_defined(path: Path) -> int:
+    """How many functions the file defines with a def at the start of a line (in a notebook's JSON, at the start of
+    a source string or after its escaped newline); 0 for what is not a regular file or cannot be read."""
+    if not _regular(path):
+        return 0
+    content = read_bytes(path)
+    return 0 if content.error else len(set(_TOP_LEVEL_DEF.findall(content.data)))
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,89 @@
+"""The names an LMS gives hand-ins in its "download all submissions" zip, read back into students and files.
+
+- Canvas: `<login>_<user id>_<file id>_<name>`, or `<login>_LATE_<user id>_<file id>_<name>` (the login is
+  the student's sortable name in lower case, without spaces or punctuation; a file uploaded again under a
+  name the student already used becomes `name-1.ipynb`, `name-2.ipynb`). The student is
+  `<login>_<user id>`: the user id is what Canvas's gradebook matches (a roster's `lms_id`), the login
+  keeps the id readable, and neither changes when the student hands in again (the file id does).
+- Moodle, without "Download submissions in folders": `<Full Name>_<participant id>_assignsubmission_file_<name>`.
+  The student is `<Full Name>_<participant id>_assignsubmission_file_`, the name Moodle gives the
+  student's folder in the other form, so both forms grade the same student.
+- Blackboard: `<assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>_<name>`, beside the attempt's
+  receipt `<assignment>_<username>_attempt_<time>.txt`. The student is the username; of a student's
+  several attempts the latest is graded. The assignment's part is the same in every name, so it is
+  the longest such prefix the names share, and a username may hold `_` (unless every username of
+  the download starts with one `word_`: that word is then read as the assignment's).
+
+A folder is read as a download only when every hand-in in it has one LMS's form: a class the TA named
+(`ann.py`, `ben.ipynb`) is left as it is, and so is a folder where only some names look like an LMS's.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CANVAS = re.compile(r"(?P<login>[^\W_]+)_(?:[Ll][Aa][Tt][Ee]_)?(?P<user>\d+)_\d+_(?P<name>.+)")
+_CANVAS_AGAIN = re.compile(r"-\d+(?=\.[^.]+$)")  # Canvas's mark on a file uploaded again under one name
+_MOODLE = re.compile(r"(?P<student>.+_\d+_assignsubmission_file_)(?P<name>.+)")
+_BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
+_RECEIPT = re.compile(r".+_attempt_\d{4}(?:-\d\d){5}\.txt")
+
+
+@dataclass(frozen=True)
+class LmsName:
+    """One downloaded file: whose it is and what the student called it."""
+    lms: str  # "Canvas", "Moodle" or "Blackboard"
+    student: str
+    name: str  # the file's name as the student handed it in
+    attempt: str = ""  # Blackboard's attempt time, YYYY-MM-DD-HH-MM-SS: a later attempt sorts later
+
+
+def read_download(names: list[str]) -> dict[str, LmsName]:
+    """Each of a flat folder's hand-in file names read as one LMS's download names; {} when they are not all one
+    LMS's (the folder is then named by the TA: each file's stem is its student)."""
+    for read in (_canvas, _moodle, _blackboard):
+        read_names = read(names)
+        if read_names:
+            return read_names
+    return {}
+
+
+def is_receipt(name: str) -> bool:
+    """Whether `name` is a Blackboard attempt's receipt: the LMS's own file, not a student's hand-in."""
+    return bool(_RECEIPT.fullmatch(name))
+
+
+def _canvas(names: list[str]) -> dict[str, LmsName]:
+    matches = {name: _CANVAS.fullmatch(name) for name in names}
+    if not names or not all(matches.values()):
+        return {}
+    return {name: LmsName("Canvas", f"{m['login']}_{m['user']}", _CANVAS_AGAIN.sub("", m["name"]))
+            for name, m in matches.items()}
+
+
+def _moodle(names: list[str]) -> dict[str, LmsName]:
+    matches = {name: _MOODLE.fullmatch(name) for name in names}
+    if not names or not all(matches.values()):
+        return {}
+    return {name: LmsName("Moodle", m["student"], m["name"]) for name, m in matches.items()}
+
+
+def _blackboard(names: list[str]) -> dict[str, LmsName]:
+    matches = {name: _BLACKBOARD.fullmatch(name) for name in names}
+    if not names or not all(matches.values()):
+        return {}
+    assignment = _shared_assignment([m["prefix"] for m in matches.values()])
+    if assignment is None:
+        return {}
+    return {name: LmsName("Blackboard", m["prefix"][len(assignment) + 1:], m["name"], m["time"])
+            for name, m in matches.items()}
+
+
+def _shared_assignment(prefixes: list[str]) -> str | None:
+    """The longest `<assignment>` that every `<assignment>_<username>` shares, leaving each a username; None if
+    there is none (the names are not one assignment's download)."""
+    shared = None
+    for prefix in prefixes:
+        splits = {prefix[:at] for at, char in enumerate(prefix) if char == "_" and 0 < at < len(prefix) - 1}
+        shared = splits if shared is None else shared & splits
+    return max(shared, key=len) if shared else None

@@ -1,0 +1,101 @@
+"""An LMS's "download all submissions" zip graded as it comes: each student read from the names the LMS gave
+their files, one student however many files or attempts they handed in, the LMS's own files not named."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import zipfile
+
+import nbformat
+import pytest
+
+from autograder.grading.discover import find_submissions
+from autograder.grading.lms_downloads import read_download
+
+from conftest import PLAIN, SUBMISSIONS, run_cli
+
+BUGGY = SUBMISSIONS / "buggy" / "padding_off_by_one.py"
+
+
+def _notebook(path, code):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(code)]
+    nbformat.write(notebook, path)
+
+
+def _found(folder, tmp_path):
+    return {item.student: item for item in find_submissions([folder], "w07_attention", "attention", tmp_path / "work")}
+
+
+def test_a_canvas_download_is_one_student_per_user_whatever_the_files_and_marks(tmp_path):
+    """Canvas names each file `<login>[_LATE]_<user id>_<file id>_<name>`, and a name the student used before
+    gets `-1`: the user is the student, and among a student's files the one named after the assignment is graded."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    _notebook(folder / "smithjohn_4101_90001_attention-1.ipynb", PLAIN.read_text())
+    shutil.copy(BUGGY, folder / "smithjohn_4101_90002_scratch.py")
+    shutil.copy(PLAIN, folder / "obrienmarykate_LATE_4102_90003_attention.py")
+    shutil.copy(PLAIN, folder / "zhang_4103_90004_my_attention_final.py")
+    found = _found(folder, tmp_path)
+    assert sorted(found) == ["obrienmarykate_4102", "smithjohn_4101", "zhang_4103"]
+    assert found["smithjohn_4101"].path.name == "smithjohn_4101_90001_attention-1.ipynb"
+    assert "not smithjohn_4101_90002_scratch.py" in found["smithjohn_4101"].note
+    # A resubmission is a new file id: the same student, so history and regrades follow them.
+    os.rename(folder / "zhang_4103_90004_my_attention_final.py", folder / "zhang_4103_91234_my_attention_final.py")
+    assert "zhang_4103" in _found(folder, tmp_path)
+
+
+def test_a_moodle_download_grades_the_student_its_folder_form_would(tmp_path):
+    flat, folders = tmp_path / "flat", tmp_path / "folders"
+    flat.mkdir()
+    shutil.copy(PLAIN, flat / "Mary-Kate O'Brien_123456_assignsubmission_file_attention.py")
+    _notebook(flat / "John Smith_123457_assignsubmission_file_attention.ipynb", PLAIN.read_text())
+    (folders / "Mary-Kate O'Brien_123456_assignsubmission_file_").mkdir(parents=True)
+    shutil.copy(PLAIN, folders / "Mary-Kate O'Brien_123456_assignsubmission_file_" / "attention.py")
+    assert sorted(_found(flat, tmp_path)) == ["John Smith_123457_assignsubmission_file_",
+                                              "Mary-Kate O'Brien_123456_assignsubmission_file_"]
+    assert sorted(_found(folders, tmp_path)) == ["Mary-Kate O'Brien_123456_assignsubmission_file_"]
+
+
+def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_out_its_receipts(tmp_path):
+    folder = tmp_path / "gradebook"
+    folder.mkdir()
+    old, new = "2026-12-01-09-15-00", "2026-12-01-22-40-13"
+    shutil.copy(PLAIN, folder / f"HW_7 Attention_j_smith_attempt_{new}_attention.py")
+    shutil.copy(BUGGY, folder / f"HW_7 Attention_j_smith_attempt_{old}_attention.py")
+    os.utime(folder / f"HW_7 Attention_j_smith_attempt_{old}_attention.py", (time.time() + 60,) * 2)  # newer file
+    shutil.copy(PLAIN, folder / f"HW_7 Attention_bob_attempt_{old}_attention.py")
+    for user, when in (("j_smith", old), ("j_smith", new), ("bob", old)):
+        (folder / f"HW_7 Attention_{user}_attempt_{when}.txt").write_text(f"Name: {user}\nFiles:\n")
+    found = _found(folder, tmp_path)
+    assert sorted(found) == ["bob", "j_smith"]  # a username may hold `_`; the assignment's part is shared
+    assert found["j_smith"].path.name == f"HW_7 Attention_j_smith_attempt_{new}_attention.py"
+    assert found["j_smith"].note == f"2 attempts were downloaded; graded the latest, of {new}"
+    skipped = []
+    find_submissions([folder], "w07_attention", "attention", tmp_path / "work", skipped)
+    assert skipped == []  # the receipts are the LMS's, not a student's missing hand-in
+
+
+@pytest.mark.parametrize("names", [
+    ["ann.py", "ben.ipynb"],  # named by the TA
+    ["smithjohn_4101_90001_attention.py", "ann.py"],  # only one name has Canvas's form: not a download
+    ["lab_1_2.py"],  # too few parts for Canvas
+    ["HW7_bob_attempt_2026-12-01-22-40-13_attention.py", "W8_ann_attempt_2026-12-01-22-40-13_attention.py"],
+])
+def test_a_folder_is_read_as_a_download_only_when_every_name_is_one_lms(names):
+    assert read_download(names) == {}
+
+
+@pytest.mark.slow
+def test_a_canvas_zip_is_graded_and_its_students_are_canvas_users(tmp_path):
+    archive = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.write(PLAIN, "smithjohn_4101_90001_attention.py")
+        bundle.write(BUGGY, "doejane_LATE_4102_90002_attention-2.py")
+    done = run_cli("grade", "w07_attention", archive, "--json", "--db", tmp_path / "g.db", "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert sorted(results) == ["doejane_4102", "smithjohn_4101"]
+    assert results["smithjohn_4101"]["score"] == 100 > results["doejane_4102"]["score"]
