@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from autograder.authoring.checks import UNENDING_HINT
 from autograder.grading import confirm
 from autograder.grading.grader import Grader
 from autograder.grading.statuses import PASSED, TIMEOUT
@@ -111,6 +112,7 @@ def test_a_function_asleep_in_time_sleep_is_charged_at_once(course, suite, sandb
     assert "context.lecture_example" in timed_out
     says = timed_out["context.lecture_example"].message
     assert "it was asleep (time.sleep) when it was stopped: take the sleep out of your code" in says
+    assert UNENDING_HINT not in says  # the sleep is the cause: no loop to look for
     assert all(test.status == PASSED for test in result.tests if "context" not in test.name and
                not test.name.startswith("attention")), [t.name for t in result.tests if t.status != PASSED]
     assert not any("graded again" in note for note in result.notes), result.notes
@@ -135,6 +137,8 @@ def test_a_function_idle_otherwise_is_graded_again_and_still_times_out(course, s
     timed_out = {test.name: test for test in result.tests if test.status == TIMEOUT}
     assert "context.lecture_example" in timed_out
     assert "asleep" not in timed_out["context.lecture_example"].message
+    # A check with no advice of its own still says what to look for.
+    assert timed_out["context.lecture_example"].message.endswith(f"; {UNENDING_HINT}")
     assert any("graded again" in note and "context.lecture_example" in note for note in result.notes)
 
 

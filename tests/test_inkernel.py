@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.authoring.checks import UNENDING_HINT
 from autograder.grading.course import CourseError
 from autograder.grading.manifest import MANIFEST_FILE, manifest_data, manifest_text
 from autograder.grading.suite import PUBLIC_FILE
@@ -108,7 +109,7 @@ def test_a_hanging_function_is_stopped_at_its_limit_and_not_called_again(course,
     ran = run_checks(course, short, "causal_mask", namespace, "alice")
     assert time.monotonic() - started < 3
     assert ran.results[0].status == "timeout"
-    assert ran.results[0].message == "causal_mask did not return within 0.5 s and was stopped"
+    assert ran.results[0].message == f"causal_mask did not return within 0.5 s and was stopped; {UNENDING_HINT}"
     assert all(r.status == "timeout" and r.message.startswith("not run: ") for r in ran.results[1:])
     assert ran.score == 0
 

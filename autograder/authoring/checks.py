@@ -140,6 +140,12 @@ def _no_larger(theirs, mine):
     return min(theirs, mine) if isinstance(theirs, int) and theirs >= 1 else 1
 
 
+# What a student whose call was stopped is told to look for, where its check gives no advice of its own.
+UNENDING_HINT = ("look for a loop that never ends (a `while` whose condition never changes) or a Python loop over "
+                 "every entry where one array operation would do, and run the function on a small input yourself "
+                 "to see that it returns at once")
+
+
 @dataclass(frozen=True)
 class Check:
     """One graded aspect of one student function, named `<function>.<aspect>`.
@@ -148,7 +154,8 @@ class Check:
     uses: other student functions the check calls (it may fail with them).
     sizes: input sizes for randomized checks; None for fixed cases.
     slow_hint: what a student whose call was stopped at the check's time
-        limit should change, in the assignment's words.
+        limit should change, in the assignment's words; without one, the
+        grader gives UNENDING_HINT.
     """
 
     name: str

@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Sequence
 
-from autograder.authoring.checks import Sizes, Trial, check_rng, class_seed
+from autograder.authoring.checks import UNENDING_HINT, Sizes, Trial, check_rng, class_seed
 from autograder.grading import calibration, confirm, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
@@ -368,7 +368,7 @@ class Grader:
         return self._follows[entry.name]
 
     def _too_slow(self, entry: SuiteCheck, timeout: CallFailed) -> str:
-        """A timeout's message, with how the limit compares with the reference and the check's own advice.
+        """A timeout's message, with how the limit compares with the reference and what to look for.
 
         The comparison is for a call stopped at its own limit, not one the submission's budget stopped.
         """
@@ -377,9 +377,9 @@ class Grader:
         if limit.reference and timeout.how is Stopped.TIMEOUT and getattr(timeout, "at_limit", True):
             ratio = limit.seconds / max(limit.reference, 1e-9)
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
-        if isinstance(timeout, CallTimedOut) and timeout.asleep:
-            message += "; it was asleep (time.sleep) when it was stopped: take the sleep out of your code"
-        return message + (f"; {entry.check.slow_hint}" if entry.check.slow_hint else "")
+        if isinstance(timeout, CallTimedOut) and timeout.asleep:  # the wait is the cause: no other advice
+            return message + "; it was asleep (time.sleep) when it was stopped: take the sleep out of your code"
+        return f"{message}; {entry.check.slow_hint or UNENDING_HINT}"
 
     def _result(self, entry: SuiteCheck, status: str, message: str, hint: str = "", seconds: float = 0.0,
                 stopped: str = "") -> CheckResult:
