@@ -67,8 +67,14 @@ def flat_class(tmp_path_factory):
 def test_flat_folder_of_files_and_student_folders(flat_class, tmp_path):
     results, _ = _grade(flat_class, db=tmp_path / "g.db")
     assert sorted(results) == ["ann", "ben", "cat"]
-    assert results["ann"]["score"] == results["ben"]["score"] == 100
+    assert results["ann"]["score"] == results["ben"]["score"] == 100, _lost(results)
     assert results["cat"]["score"] < 100
+
+
+def _lost(results: dict) -> dict:
+    """Each student's checks that lost points, with their messages: what a failed assertion needs to be read."""
+    return {student: [(t["name"], t["status"], t["message"]) for t in result["tests"] if t["score"] < t["max_score"]]
+            for student, result in results.items()}
 
 
 def test_a_flat_folders_folder_without_a_hand_in_is_named_not_graded(tmp_path):

@@ -377,6 +377,7 @@ class Grader:
         if limit.reference and timeout.how is Stopped.TIMEOUT and getattr(timeout, "at_limit", True):
             ratio = limit.seconds / max(limit.reference, 1e-9)
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
+        message += f"; it was at {timeout.where}" if getattr(timeout, "where", "") else ""
         if isinstance(timeout, CallTimedOut) and timeout.asleep:  # the wait is the cause: no other advice
             return message + "; it was asleep (time.sleep) when it was stopped: take the sleep out of your code"
         return f"{message}; {entry.check.slow_hint or UNENDING_HINT}"

@@ -128,12 +128,12 @@ def describe(error: BaseException, filename) -> dict:
         trace = trace.tb_next
     described = {"type": type(error).__name__[:80], "message": message, "line": line}
     if code is not None:
-        described["cell"] = _cell_of(code.co_filename, str(filename))
+        described["cell"] = cell_of(code.co_filename, str(filename))
         described["in"] = "" if code.co_name == "<module>" else code.co_name[:80]
     return described
 
 
-def _cell_of(code_filename: str, filename: str) -> str:
+def cell_of(code_filename: str, filename: str) -> str:
     """The unit label a cell was compiled under (`units`: "name (code cell 3)" gives "code cell 3"); "" for a
     .py file."""
     label = code_filename[len(filename):].strip()

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from autograder.authoring.protocol import Call, Reply
-from autograder.sandbox import processes, wire
+from autograder.sandbox import processes, stopped_at, wire
 from autograder.sandbox.channel import Channel, NoReply
 from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
@@ -197,6 +197,11 @@ class Session:
         if stop.how is Stopped.REJECTED:
             return ReplyRejected(f"{function} {stop.says}")
         return WorkerDied(f"{function} {stop.says}", ended=stop.ended)
+
+    def ask_where(self) -> bool:
+        """Ask the child where its call's code is (sandbox.stopped_at); whether the question could be sent."""
+        host = self.sandbox.host_pid(self._pid) if self.channel is not None and self._pid else None
+        return host is not None and stopped_at.ask(host)
 
     def stop_child(self) -> None:
         """Kill the child's whole process tree; count what it left (not the child itself), keep its output."""

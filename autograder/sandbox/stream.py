@@ -28,7 +28,9 @@ own, call by call:
 
 The first call without a usable reply ends the stream and its child: the
 calls sent after it are never answered, and the caller decides what to send
-next (work as large as a call that timed out is not sent again).
+next (work as large as a call that timed out is not sent again). A child
+whose call is stopped at its limit is first asked where its code is, for the
+student's message (sandbox.stopped_at).
 """
 from __future__ import annotations
 
@@ -39,9 +41,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from autograder.authoring.protocol import Call, Reply
-from autograder.sandbox import values, wire
+from autograder.sandbox import stopped_at, values, wire
 from autograder.sandbox.call_clock import Frame, Marks, begun, read_by
 from autograder.sandbox.channel import NoReply, died
+from autograder.sandbox.in_flight import InFlight, Resend
 from autograder.sandbox.replies import (
     CallFailed,
     CallTimedOut,
@@ -69,44 +72,6 @@ class Answer:
 
 
 @dataclass
-class _InFlight:
-    """A call sent to the current child and not yet answered."""
-
-    request: Request
-    id: int
-    args: list  # the header's trees of its positional arguments, to read them back
-    layout: list  # where its buffers are in the region
-    sent_at: float  # when its frame was handed to the socket (set by _send, just before)
-    grace: bool  # it may be run again warm if it is still importing at its limit (sandbox.grace)
-    warm_up: bool  # it pays the next call's one-time cost; its reply is not an answer
-    again: bool  # the warm run again of a call that was importing at its limit
-    started: float = 0.0  # when it could begin: sent, and the worker done with the call before it (call_clock)
-    deadline: float = 0.0  # when it is stopped, unless the extensions say otherwise
-    last_read: float = 0.0  # until when a reply it has begun is read, deadline or not
-    before: ProcessorUse | None = None  # the child's latest processor use read before it was sent
-    extensions: Extensions | None = None
-    importing: bool = False
-
-    @property
-    def call(self) -> Call:
-        return self.request.call
-
-
-@dataclass
-class _Resend:
-    """A call to send (again): a call pulled from the caller, or one in flight when its child was let go."""
-
-    request: Request
-    grace: bool = True
-    warm_up: bool = False
-    again: bool = False
-
-    @classmethod
-    def of(cls, sent: _InFlight) -> _Resend:
-        return cls(sent.request, sent.grace, sent.warm_up, sent.again)
-
-
-@dataclass
 class CallStream:
     """Sends `calls` to `session` and reads their replies, up to the first call without a usable reply.
 
@@ -119,8 +84,8 @@ class CallStream:
     calls: Iterable[Call | Request]
     lockstep: bool = False
     _source: Iterator[Call | Request] = field(init=False)
-    _queue: deque = field(default_factory=deque)  # _Resend, before anything new is pulled
-    _flight: deque = field(default_factory=deque)  # _InFlight, in the order sent
+    _queue: deque = field(default_factory=deque)  # Resend, before anything new is pulled
+    _flight: deque = field(default_factory=deque)  # InFlight, in the order sent
     _exhausted: bool = False
     _frames: deque = field(default_factory=deque)  # call_clock.Frame, not looked at
     _arrived: tuple | None = None  # the head call's reply: (header, buffers, call_clock.Ended)
@@ -167,7 +132,7 @@ class CallStream:
             self._take(0.0)  # replies already there, and when each next call began
         return None
 
-    def _next(self) -> _Resend | None:
+    def _next(self) -> Resend | None:
         if self._queue:
             return self._queue.popleft()
         if self._exhausted:
@@ -176,9 +141,9 @@ class CallStream:
         self._exhausted = call is None
         if call is None:
             return None
-        return _Resend(call if isinstance(call, Request) else encode_call(call))
+        return Resend(call if isinstance(call, Request) else encode_call(call))
 
-    def _send(self, item: _Resend) -> bool:
+    def _send(self, item: Resend) -> bool:
         """Put the call's arrays in shared memory and send it; False when there is no room until replies come."""
         session = self.session
         region = session.region
@@ -193,8 +158,8 @@ class CallStream:
         fds = [region.fd] if region.unsent else []
         region.unsent = False
         proc, use = self._reading
-        sent = _InFlight(item.request, call_id, header["args"], layout, 0.0, item.grace, item.warm_up, item.again,
-                         before=use if proc == session.child_proc() else None)
+        sent = InFlight(item.request, call_id, header["args"], layout, 0.0, item.grace, item.warm_up, item.again,
+                        before=use if proc == session.child_proc() else None)
         self._flight.append(sent)
         self._limits[call_id] = reply_limit(item.request.call)
         waiting = self._current() is sent  # the worker has nothing else to do: it begins once this arrives
@@ -209,7 +174,7 @@ class CallStream:
             self._start(sent, begun(sent.sent_at, start, reading), start)
         return True
 
-    def _current(self) -> _InFlight | None:
+    def _current(self) -> InFlight | None:
         """The call the worker is on: the first in flight whose reply has not come."""
         index = 0 if self._arrived is None else 1
         return self._flight[index] if len(self._flight) > index else None
@@ -219,7 +184,7 @@ class CallStream:
         current = self._current()
         return current is not None and time.monotonic() >= current.deadline
 
-    def _start(self, sent: _InFlight, when: float, use: ProcessorUse | None = None) -> None:
+    def _start(self, sent: InFlight, when: float, use: ProcessorUse | None = None) -> None:
         """The call is at the head of the worker's queue from `when`: its clock and its wait credit begin.
 
         use: the child's processor use read by `when` (None: read now; see call_clock.read_by)."""
@@ -283,6 +248,8 @@ class CallStream:
                 continue  # a reply to a call dropped or let go, or a frame no honest worker sends
             if header.get("event") == "importing":
                 head.importing = True
+            elif header.get("event") == "where":
+                head.where = head.where or stopped_at.place_text(header, head.call.function)
             elif header.get("event") == "reply":
                 ended = self._marks.ended(head.id, frame.seen, head.started)
                 self._arrived = (header, frame.buffers, ended)
@@ -321,15 +288,17 @@ class CallStream:
                 if deadline is None:
                     raise NoReply(Stopped.TIMEOUT)
         except NoReply as stop:
-            session.stop_child()
-            self._flight.popleft()
             took = time.monotonic() - head.started
             graced = stop.how is Stopped.TIMEOUT and budget_left > seconds and head.importing and head.grace \
                 and session.grace.available
+            if stop.how.timed_out and not graced and self._arrived is None:
+                self._ask_where(head)
+            session.stop_child()
+            self._flight.popleft()
             warm_up = session.grace.warm_up(head.request) if graced else None
             if warm_up is not None:
-                self._send_again([_Resend(warm_up, grace=False, warm_up=True),
-                                  _Resend(head.request, grace=False, again=True)])
+                self._send_again([Resend(warm_up, grace=False, warm_up=True),
+                                  Resend(head.request, grace=False, again=True)])
                 return None
             failure = self._failure(head, stop, seconds, budget_left)
             return self._failed(head, session.grace.not_warmed(failure) if graced else failure, took)
@@ -339,7 +308,7 @@ class CallStream:
             session.channel.drain_output()
         return self._replied(head, header, buffers, ended.returned)
 
-    def _replied(self, head: _InFlight, header: dict, buffers: list, returned: float) -> Answer | None:
+    def _replied(self, head: InFlight, header: dict, buffers: list, returned: float) -> Answer | None:
         session = self.session
         took = returned - head.started
         self._flight.popleft()
@@ -366,22 +335,22 @@ class CallStream:
             session.stop_child()  # the calls after it went on in the worker; the next ones get a fresh child
             return Answer(rejected, took)
 
-    def _failed(self, head: _InFlight, failure: CallFailed, took: float) -> Answer:
+    def _failed(self, head: InFlight, failure: CallFailed, took: float) -> Answer:
         """`head`'s failure as the last answer; a warm-up's is that of the call it warms up, which comes next."""
         if head.warm_up:
             call = (self._flight or self._queue)[0].request.call
             failure = self.session.grace.warm_up_failed(call.function, self._seconds(call), failure)
         return Answer(failure, took)
 
-    def _let_go(self, head: _InFlight) -> None:
+    def _let_go(self, head: InFlight) -> None:
         """Stop the child and send the calls in flight again, the head first, one at a time in a fresh child."""
         self.session.stop_child()
-        self._send_again([_Resend.of(head)])
+        self._send_again([Resend.of(head)])
         self.lockstep = True
 
-    def _send_again(self, first: list[_Resend]) -> None:
+    def _send_again(self, first: list[Resend]) -> None:
         """The child is gone: send `first`, then the calls still in flight, again in a fresh one."""
-        again = first + [_Resend.of(sent) for sent in self._flight]
+        again = first + [Resend.of(sent) for sent in self._flight]
         self._flight.clear()
         self._limits.clear()
         self._frames.clear()
@@ -390,11 +359,21 @@ class CallStream:
         self._ended = None  # that child's end, if it came, is not a call's
         self._queue.extendleft(reversed(again))
 
-    def _failure(self, head: _InFlight, stop: NoReply, seconds: float, budget_left: float) -> CallFailed:
+    def _ask_where(self, head: InFlight) -> None:
+        """Ask the child where the head call's code is, and read its answer for a moment (sandbox.stopped_at)."""
+        if not self.session.ask_where():
+            return
+        until = time.monotonic() + stopped_at.WAIT_SECONDS
+        while not head.where and self._ended is None and self._arrived is None and time.monotonic() < until:
+            self._take(until - time.monotonic())
+
+    def _failure(self, head: InFlight, stop: NoReply, seconds: float, budget_left: float) -> CallFailed:
         """The failure of the head call, which gave no reply, with the one-time grace's rules applied."""
         failure = self.session.failure(head.call.function, stop, seconds, budget_left < seconds)
         if head.again and isinstance(failure, CallTimedOut):
             return self.session.grace.slow_again(head.call.function, failure)
         if failure.how is Stopped.TIMEOUT:
             failure.idle, failure.asleep = head.extensions.idle(), head.extensions.asleep()
+        if isinstance(failure, CallTimedOut):
+            failure.where = head.where
         return failure

@@ -39,7 +39,7 @@ import traceback
 
 import numpy as np
 
-from autograder.sandbox import kernel, libraries, loader, region, seccomp, values, wire
+from autograder.sandbox import kernel, libraries, loader, region, seccomp, stopped_at, values, wire
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
 CONTROL_LIMIT = 1 << 20  # bytes of buffers in one message from the grader to the zygote
@@ -297,6 +297,7 @@ def _serve(inbox: _Inbox, stamps: socket.socket, namespace: dict) -> None:
     """
     watch = _ImportWatch(inbox.sock)
     sys.meta_path.insert(0, watch)  # after loading: imports at the top of the file are no call's
+    stopped_at.install(inbox.sock, lambda: watch.call_id, str(namespace.get("__file__")))
     me = os.getpid()
     mappings = []  # of the grader's shared memory regions, in the order they were sent (map_region closes each)
     while True:

@@ -250,7 +250,7 @@ class Sandbox:
         """
         if self._process is None or self.submission_processes() <= 1:
             return 0
-        keep = self._host_pid(child)
+        keep = self.host_pid(child)
         return processes.kill_descendants(self._zygote_pid, keep={keep} if keep else set())
 
     def clean(self, child: int = 0) -> processes.Cleaned:
@@ -353,7 +353,7 @@ class Sandbox:
         """Whether the zygote is PID 1 of a PID namespace of its own (its kind's `isolation.pid_namespace`)."""
         return self.protections.kind.isolation.pid_namespace
 
-    def _host_pid(self, pid: int) -> int | None:
+    def host_pid(self, pid: int) -> int | None:
         """The pid, as this process sees it, of the zygote's child `pid` (a pid in the sandbox's namespace)."""
         if not self.in_namespace:
             return pid

@@ -1,0 +1,77 @@
+"""Where a call's code was when the grader stopped it at its limit: the line a student's timeout names.
+
+Just before it ends a child whose call ran past its limit, the grader sends the child WHERE_SIGNAL and
+reads for at most WAIT_SECONDS. Python runs the child's handler in its main thread at the next
+bytecode: at once in a Python loop, in `time.sleep` or in a wait on a lock; only once it returns to
+Python from a long NumPy or PyTorch operation (too late: the timeout then says nothing of a place). The
+handler sends the place of the deepest frame of the student's own file: its notebook cell, line,
+function and the line's text.
+
+The place is the child's word, like every reply: it is only shown to the student, sanitized, as where
+to look, and decides nothing. The handler sends only while a call is under way and the worker itself
+is not sending (`in_call` is None otherwise), so its frame never lands inside another one.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import signal
+import socket
+from collections.abc import Callable
+
+from autograder.sandbox import loader, wire
+from autograder.text import safe
+
+WHERE_SIGNAL = signal.SIGUSR2
+WAIT_SECONDS = 0.02  # per stopped call; a child that answers at all answers within microseconds of running
+
+
+# ---------------------------------------------------------------- in the child
+
+
+def install(sock: socket.socket, in_call: Callable[[], int | None], filename: str) -> None:
+    """Answer WHERE_SIGNAL on `sock` with the place in `filename` (the student's file, or its cells' prefix)
+    where the call `in_call()` names is; nothing when it names none."""
+    def tell(_signal, frame):
+        call_id = in_call()
+        place = _place(frame, filename) if call_id is not None else None
+        if place is not None:
+            wire.send(sock, {"event": "where", "id": call_id, **place})
+
+    signal.signal(WHERE_SIGNAL, tell)
+
+
+def _place(frame, filename: str) -> dict | None:
+    """The deepest frame of the student's file from `frame` outwards, as a line, its cell, function and text."""
+    while frame is not None and not frame.f_code.co_filename.startswith(filename):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    code = frame.f_code
+    return {"line": frame.f_lineno, "cell": loader.cell_of(code.co_filename, filename),
+            "in": "" if code.co_name == "<module>" else code.co_name[:80],
+            "code": linecache.getline(code.co_filename, frame.f_lineno).strip()[:200]}
+
+
+# ---------------------------------------------------------------- in the grader
+
+
+def ask(pid: int) -> bool:
+    """Send the child `pid` (as this process sees it) WHERE_SIGNAL; whether it could be sent."""
+    try:
+        os.kill(pid, WHERE_SIGNAL)
+    except OSError:  # gone already, or not ours to signal
+        return False
+    return True
+
+
+def place_text(header: dict, function: str) -> str:
+    """What the child said of its place, for the student: "line 5 (`while True:`)", "code cell 3, line 2, in
+    helper (`...`)" ("in" left out for the called function itself); "" when it said nothing usable."""
+    line = header.get("line")
+    if type(line) is not int or line < 1:
+        return ""
+    cell, within, code = (safe(header.get(key) or "", limit) for key, limit in (("cell", 40), ("in", 80),
+                                                                                    ("code", 120)))
+    where = (f"{cell}, " if cell else "") + f"line {line}" + (f", in {within}" if within and within != function else "")
+    return where + (f" (`{code}`)" if code else "")

@@ -1,0 +1,69 @@
+"""A call stopped at its limit is told where its code was: the cell, line, function and text of the deepest line
+of the student's own file, as the child said when the grader stopped it. The child's word decides nothing."""
+from __future__ import annotations
+
+import re
+
+import nbformat
+
+from autograder.grading.statuses import PASSED, TIMEOUT
+from autograder.sandbox.stopped_at import place_text
+
+from conftest import PLAIN, compose
+
+SPINS_IN_A_HELPER = '''
+def _spin(S):
+    k = 0
+    while k >= 0:
+        k += 1
+'''
+SOFTMAX_CALLS_IT = '''
+def softmax(S):
+    _spin(S)
+'''
+
+
+def _timed_out(result) -> dict:
+    return {test.name: test.message for test in result.tests if test.status == TIMEOUT}
+
+
+def test_a_loop_in_a_helper_of_another_cell_is_named_by_cell_line_function_and_text(grade, tmp_path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(PLAIN.read_text()), nbformat.v4.new_markdown_cell("A helper:"),
+                      nbformat.v4.new_code_cell(SPINS_IN_A_HELPER), nbformat.v4.new_code_cell(SOFTMAX_CALLS_IT)]
+    path = tmp_path / "s0001.ipynb"
+    nbformat.write(notebook, path)
+    result = grade(path)
+    said = _timed_out(result)["softmax.lecture_example"]
+    # The helper's cell is the notebook's second code cell (the markdown cell between is not counted).
+    assert re.search(r"; it was at code cell 2, line (4, in _spin \(`while k >= 0:`\)|5, in _spin \(`k \+= 1`\))",
+                     said), said
+    assert all(test.status == PASSED for test in result.tests if test.function not in ("softmax", "attention"))
+
+
+def test_a_sleep_is_named_in_the_function_that_called_it(grade, tmp_path):
+    path = tmp_path / "s0002.py"
+    path.write_text(PLAIN.read_text() + "\n\nimport time\n\n\ndef context(A, V):\n    time.sleep(1000)\n")
+    said = _timed_out(grade(path))
+    line = path.read_text().splitlines().index("    time.sleep(1000)") + 1
+    assert f"; it was at line {line} (`time.sleep(1000)`)" in said["context.lecture_example"]
+    # attention calls the student's own context: the place is in context, which the message names.
+    assert f"; it was at line {line}, in context (`time.sleep(1000)`)" in said["attention.lecture_example"]
+
+
+def test_a_child_that_does_not_answer_is_stopped_as_before_without_a_place(grade, tmp_path):
+    path = compose(tmp_path, "s0003")
+    path.write_text(path.read_text() + "\n\nimport signal\n\n\ndef softmax(S):\n"
+                    "    signal.signal(signal.SIGUSR2, signal.SIG_IGN)\n    while True:\n        pass\n")
+    said = _timed_out(grade(path))["softmax.lecture_example"]
+    assert "did not return within" in said and "it was at" not in said
+
+
+def test_what_the_child_says_is_shown_only_as_plain_bounded_text():
+    assert place_text({"line": 5, "code": "while True:"}, "softmax") == "line 5 (`while True:`)"
+    assert place_text({"line": 2, "cell": "code cell 3", "in": "softmax", "code": "x"}, "softmax") == \
+        "code cell 3, line 2 (`x`)"
+    for nonsense in ({}, {"line": "5"}, {"line": 0}, {"line": True}, {"line": 5.0}):
+        assert place_text(nonsense, "softmax") == ""
+    shown = place_text({"line": 1, "in": "\x1b[2Jevil\u202e", "code": "y" * 10_000}, "softmax")
+    assert "\x1b" not in shown and "\u202e" not in shown and len(shown) < 300
