@@ -13,6 +13,8 @@ import pytest
 
 from autograder.grading.discover import find_submissions
 from autograder.grading.lms_downloads import read_download
+from autograder.outputs.lms import ROSTER_FIELDS, by_canvas_user
+from autograder.outputs.roster import read_roster
 
 from conftest import PLAIN, SUBMISSIONS, run_cli
 
@@ -88,6 +90,29 @@ def test_a_folder_is_read_as_a_download_only_when_every_name_is_one_lms(names):
     assert read_download(names) == {}
 
 
+# Canvas's gradebook export, as it downloads it: a "Points Possible" row, then one row per student.
+CANVAS_GRADEBOOK = """Student,ID,SIS User ID,SIS Login ID,Section,Week 7 (1234)
+    Points Possible,,,,,100.00
+"Smith, John",4101,S4101,jsmith,ML 1,
+"Doe, Jane",4102,S4102,jdoe,ML 1,
+"Roe, Rick",4103,S4103,rroe,ML 2,
+"""
+
+
+def test_canvas_gradebook_export_is_a_roster_that_finds_each_downloaded_student_by_user_id(tmp_path):
+    path = tmp_path / "grades.csv"
+    path.write_text(CANVAS_GRADEBOOK)
+    roster = read_roster(path, ROSTER_FIELDS)
+    assert list(roster) == ["4101", "4102", "4103"]  # no Points Possible row
+    assert roster["4101"] == {"name": "Smith, John", "lms_id": "4101", "sis_user_id": "S4101", "sis_login_id": "jsmith",
+                              "section": "ML 1"}
+    keyed = by_canvas_user(roster, {"smithjohn_4101", "doejane_4102", "4103", "ann"})
+    assert list(keyed) == ["smithjohn_4101", "doejane_4102", "4103"]  # in the roster's order; 4103 is its own id
+    assert keyed["doejane_4102"]["name"] == "Doe, Jane"
+    # Two stored students of one user (a download and a renamed copy): neither is guessed.
+    assert list(by_canvas_user(roster, {"smithjohn_4101", "johnsmith_4101"})) == ["4101", "4102", "4103"]
+
+
 @pytest.mark.slow
 def test_a_canvas_zip_is_graded_and_its_students_are_canvas_users(tmp_path):
     archive = tmp_path / "submissions.zip"
@@ -99,3 +124,11 @@ def test_a_canvas_zip_is_graded_and_its_students_are_canvas_users(tmp_path):
     results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert sorted(results) == ["doejane_4102", "smithjohn_4101"]
     assert results["smithjohn_4101"]["score"] == 100 > results["doejane_4102"]["score"]
+    # Canvas's own gradebook export is the roster: each user gets their grade, and one with no hand-in none.
+    (tmp_path / "grades.csv").write_text(CANVAS_GRADEBOOK)
+    out = tmp_path / "canvas.csv"
+    done = run_cli("export", "canvas", "--roster", tmp_path / "grades.csv", "--db", tmp_path / "g.db", "--out", out)
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    assert lines[2].startswith('"Smith, John",4101,S4101,jsmith,ML 1,100') and lines[3].startswith('"Doe, Jane",4102')
+    assert lines[4] == '"Roe, Rick",4103,S4103,rroe,ML 2,' and "not on the roster" not in done.stderr

@@ -123,6 +123,8 @@ def _export_lms(args) -> int:
     settings = course.assignment(assignment)
     kind = lms.FORMATS[args.lms]
     roster = _with_names(read_roster(args.roster, lms.ROSTER_FIELDS), course, args.gradebook)
+    if args.lms == "canvas":
+        roster = lms.by_canvas_user(roster, {r.student for r in results})
     made, unknown = lms.rows(roster, results, rule, settings.submissions.missing)
     nameless = lms.unidentified(made, kind.identities)
     if nameless:

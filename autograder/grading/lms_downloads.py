@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 _CANVAS = re.compile(r"(?P<login>[^\W_]+)_(?:[Ll][Aa][Tt][Ee]_)?(?P<user>\d+)_\d+_(?P<name>.+)")
+_CANVAS_STUDENT = re.compile(r"[^\W_]+_(\d+)")  # the student id _canvas gives
 _CANVAS_AGAIN = re.compile(r"-\d+(?=\.[^.]+$)")  # Canvas's mark on a file uploaded again under one name
 _MOODLE = re.compile(r"(?P<student>.+_\d+_assignsubmission_file_)(?P<name>.+)")
 _BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
@@ -46,6 +47,12 @@ def read_download(names: list[str]) -> dict[str, LmsName]:
         if read_names:
             return read_names
     return {}
+
+
+def canvas_user(student: str) -> str | None:
+    """The Canvas user id of a student id read from a Canvas download (`smithjohn_4101`: "4101"), else None."""
+    match = _CANVAS_STUDENT.fullmatch(student)
+    return match[1] if match else None
 
 
 def is_receipt(name: str) -> bool:

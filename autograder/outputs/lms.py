@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from autograder.grading.late import LateRule, assess_result
+from autograder.grading.lms_downloads import canvas_user
 from autograder.grading.results import SubmissionResult
 from autograder.outputs.grades_csv import cell
 
@@ -94,6 +95,18 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
                              *[n for n in result.notes if n.startswith("Hand-in ")]])
         made.append(Row(student, identity, _number(late.total), feedback))
     return made, sorted(set(by_student) - set(roster))
+
+
+def by_canvas_user(roster: dict[str, dict[str, str]], students: set[str]) -> dict[str, dict[str, str]]:
+    """The roster, each entry keyed by Canvas user id (as Canvas's gradebook export keys it, outputs.roster) moved
+    to the stored student a Canvas download gave that user (`smithjohn_4101`, grading.lms_downloads); entries
+    that name a stored student already, or whose user has no such student or two, stay as they are."""
+    users: dict[str, list[str]] = {}
+    for student in students:
+        users.setdefault(canvas_user(student) or "", []).append(student)
+    moved = {key: users[key][0] for key in roster
+             if key not in students and len(users.get(key, [])) == 1 and users[key][0] not in roster}
+    return {moved.get(key, key): who for key, who in roster.items()}
 
 
 def unidentified(made: list[Row], identities: tuple[str, ...]) -> list[str]:

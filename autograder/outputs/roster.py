@@ -1,8 +1,10 @@
 """A class roster: our student ids mapped to what other systems know the students by.
 
-Two forms are read, both keyed by the student id `grade` stores:
+Three forms are read, keyed by the student id `grade` stores:
 - CSV with a header: `student` (or `id`, as `nbgrader db student import` reads it) and any other columns;
-- JSON: a list of objects with `student` (or `id`) and any other fields.
+- JSON: a list of objects with `student` (or `id`) and any other fields;
+- Canvas's own gradebook export (`Student, ID, SIS User ID, SIS Login ID, Section, …`), keyed by Canvas user
+  id, its "Points Possible" row left out: `lms.by_canvas_user` matches it to the ids a Canvas download gives.
 Only the fields asked for are kept, each as text; a field a row leaves out or empty is not kept. The order of
 the file is kept: exports write their rows in it.
 """
@@ -15,6 +17,10 @@ from pathlib import Path
 from autograder.outputs import ExportError
 from autograder.text import safe
 
+# Canvas's gradebook export's columns, and the roster fields they are.
+CANVAS_COLUMNS = {"Student": "name", "ID": "lms_id", "SIS User ID": "sis_user_id", "SIS Login ID": "sis_login_id",
+                  "Section": "section"}
+
 
 def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]]:
     """student id -> {field: value} for the `fields` each entry gives, in the file's order."""
@@ -24,7 +30,7 @@ def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]
     except (OSError, UnicodeDecodeError) as error:
         raise ExportError(f"cannot read the roster {path} ({error}); pass --roster with a readable CSV or JSON "
                           "file") from None
-    rows = _json_rows(path, text) if path.suffix.lower() == ".json" else list(csv.DictReader(text.splitlines()))
+    rows = _json_rows(path, text) if path.suffix.lower() == ".json" else _csv_rows(text)
     roster = {}
     for number, row in enumerate(rows, start=1):
         student = (row.get("student") or row.get("id")) if isinstance(row, dict) else None
@@ -34,6 +40,16 @@ def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]
         roster[student.strip()] = {name: safe(row[name].strip(), 200) for name in fields
                                    if isinstance(row.get(name), str) and row[name].strip()}
     return roster
+
+
+def _csv_rows(text: str) -> list[dict]:
+    """A CSV roster's rows; those of Canvas's gradebook export with its columns as roster fields."""
+    rows = list(csv.DictReader(text.splitlines()))
+    if not rows or "student" in rows[0] or not {"Student", "ID"} <= set(rows[0]) \
+            or not {"SIS User ID", "SIS Login ID"} & set(rows[0]):
+        return rows
+    return [{"student": row["ID"], **{ours: row.get(theirs) for theirs, ours in CANVAS_COLUMNS.items()}}
+            for row in rows if (row["ID"] or "").strip() and (row["Student"] or "").strip() != "Points Possible"]
 
 
 def _json_rows(path: Path, text: str) -> list:
