@@ -40,8 +40,9 @@ def test_a_canvas_download_is_one_student_per_user_whatever_the_files_and_marks(
     shutil.copy(BUGGY, folder / "smithjohn_4101_90002_scratch.py")
     shutil.copy(PLAIN, folder / "obrienmarykate_LATE_4102_90003_attention.py")
     shutil.copy(PLAIN, folder / "zhang_4103_90004_my_attention_final.py")
+    shutil.copy(PLAIN, folder / "_4104_90005_attention.py")  # a name with no letter or digit Canvas keeps
     found = _found(folder, tmp_path)
-    assert sorted(found) == ["obrienmarykate_4102", "smithjohn_4101", "zhang_4103"]
+    assert sorted(found) == ["_4104", "obrienmarykate_4102", "smithjohn_4101", "zhang_4103"]
     assert found["smithjohn_4101"].path.name == "smithjohn_4101_90001_attention-1.ipynb"
     assert "not smithjohn_4101_90002_scratch.py" in found["smithjohn_4101"].note
     # A resubmission is a new file id: the same student, so history and regrades follow them.

@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_CANVAS = re.compile(r"(?P<login>[^\W_]+)_(?:[Ll][Aa][Tt][Ee]_)?(?P<user>\d+)_\d+_(?P<name>.+)")
-_CANVAS_STUDENT = re.compile(r"[^\W_]+_(\d+)")  # the student id _canvas gives
+# The login may be empty: Canvas drops every character of a name that is not a letter or digit.
+_CANVAS = re.compile(r"(?P<login>[^\W_]*)_(?:[Ll][Aa][Tt][Ee]_)?(?P<user>\d+)_\d+_(?P<name>.+)")
+_CANVAS_STUDENT = re.compile(r"[^\W_]*_(\d+)")  # the student id _canvas gives
 _CANVAS_AGAIN = re.compile(r"-\d+(?=\.[^.]+$)")  # Canvas's mark on a file uploaded again under one name
 _MOODLE = re.compile(r"(?P<student>.+_\d+_assignsubmission_file_)(?P<name>.+)")
 _BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
