@@ -83,12 +83,20 @@ def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_ou
 
 @pytest.mark.parametrize("names", [
     ["ann.py", "ben.ipynb"],  # named by the TA
-    ["smithjohn_4101_90001_attention.py", "ann.py"],  # only one name has Canvas's form: not a download
+    ["smithjohn_4101_90001_attention.py", "ann.py"],  # half the names have Canvas's form: not a download
     ["lab_1_2.py"],  # too few parts for Canvas
     ["HW7_bob_attempt_2026-12-01-22-40-13_attention.py", "W8_ann_attempt_2026-12-01-22-40-13_attention.py"],
 ])
-def test_a_folder_is_read_as_a_download_only_when_every_name_is_one_lms(names):
+def test_a_folder_is_read_as_a_download_only_when_most_names_are_one_lms(names):
     assert read_download(names) == {}
+
+
+def test_a_file_the_ta_added_to_a_download_keeps_its_stem(tmp_path):
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name in ("smithjohn_4101_90001_attention.py", "doejane_4102_90002_attention.py", "latecomer.py"):
+        shutil.copy(PLAIN, folder / name)
+    assert sorted(_found(folder, tmp_path)) == ["doejane_4102", "latecomer", "smithjohn_4101"]
 
 
 # Canvas's gradebook export, as it downloads it: a "Points Possible" row, then one row per student.

@@ -196,10 +196,10 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
     download = read_download([p.name for p in handins])  # {}: the TA named the files
     students: dict[str, list[Path]] = {}
     for path in handins:
-        students.setdefault(download[path.name].student if download else path.stem, []).append(path)
+        students.setdefault(download[path.name].student if path.name in download else path.stem, []).append(path)
     for student, paths in students.items():
         paths, attempt = latest_attempt(paths, download)
-        path, note = choose(paths, module, folder, {p: download[p.name].name for p in paths} if download else None)
+        path, note = choose(paths, module, folder, {p: download[p.name].name for p in paths if p.name in download})
         found.append(Found(student, path, "; ".join(n for n in (attempt, note) if n)))
     for directory in (p for p in _folders(folder) if p.suffix not in SUFFIXES and _shown_entry(p)):
         picked = _linked(directory, f"{module}.py", directory.name, folder) if os.path.islink(directory) \

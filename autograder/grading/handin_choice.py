@@ -22,11 +22,15 @@ _TOP_LEVEL_DEF = re.compile(rb'(?:^|\n|"|\\n)(?:async[ \t]+)?def[ \t]+([A-Za-z_]
 def latest_attempt(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str]:
     """Of a student's files in an LMS download, those of their latest attempt (Blackboard keeps each), and a note
     when there were several attempts."""
-    attempts = sorted({download[p.name].attempt for p in paths}) if download else [""]
+    attempts = sorted({_attempt(p, download) for p in paths})
     if len(attempts) == 1:
         return paths, ""
-    return ([p for p in paths if download[p.name].attempt == attempts[-1]],
+    return ([p for p in paths if _attempt(p, download) == attempts[-1]],
             f"{len(attempts)} attempts were downloaded; graded the latest, of {attempts[-1]}")
+
+
+def _attempt(path: Path, download: dict[str, LmsName]) -> str:
+    return download[path.name].attempt if path.name in download else ""
 
 
 def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] | None = None) -> tuple[Path, str]:
@@ -44,7 +48,7 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
     """
     if len(paths) == 1:
         return paths[0], ""
-    ranked = sorted(paths, key=lambda p: (not _regular(p), Path(names[p] if names else p).stem != module,
+    ranked = sorted(paths, key=lambda p: (not _regular(p), Path((names or {}).get(p, p.name)).stem != module,
                                           -_functions_defined(p),
                                           p.suffix != ".ipynb", -_mtime(p), len(p.parts)))
     others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")

@@ -14,8 +14,9 @@
   the longest such prefix the names share, and a username may hold `_` (unless every username of
   the download starts with one `word_`: that word is then read as the assignment's).
 
-A folder is read as a download only when every hand-in in it has one LMS's form: a class the TA named
-(`ann.py`, `ben.ipynb`) is left as it is, and so is a folder where only some names look like an LMS's.
+A folder is read as a download only when most of its hand-ins (more than half) have one LMS's form: a
+class the TA named (`ann.py`, `ben.ipynb`) is left as it is, and a file the TA added to a download keeps
+its stem as its student.
 """
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ class LmsName:
 
 
 def read_download(names: list[str]) -> dict[str, LmsName]:
-    """Each of a flat folder's hand-in file names read as one LMS's download names; {} when they are not all one
-    LMS's (the folder is then named by the TA: each file's stem is its student)."""
+    """Those of a flat folder's hand-in file names that have one LMS's form, read, when more than half of them
+    have it; {} otherwise (the folder is named by the TA). A name left out has its stem as its student."""
     for read in (_canvas, _moodle, _blackboard):
         read_names = read(names)
         if read_names:
@@ -61,24 +62,24 @@ def is_receipt(name: str) -> bool:
     return bool(_RECEIPT.fullmatch(name))
 
 
+def _most(pattern: re.Pattern, names: list[str]) -> dict[str, re.Match]:
+    """The names `pattern` reads, when it reads more than half of them; {} otherwise."""
+    matches = {name: match for name in names if (match := pattern.fullmatch(name))}
+    return matches if 2 * len(matches) > len(names) else {}
+
+
 def _canvas(names: list[str]) -> dict[str, LmsName]:
-    matches = {name: _CANVAS.fullmatch(name) for name in names}
-    if not names or not all(matches.values()):
-        return {}
     return {name: LmsName("Canvas", f"{m['login']}_{m['user']}", _CANVAS_AGAIN.sub("", m["name"]))
-            for name, m in matches.items()}
+            for name, m in _most(_CANVAS, names).items()}
 
 
 def _moodle(names: list[str]) -> dict[str, LmsName]:
-    matches = {name: _MOODLE.fullmatch(name) for name in names}
-    if not names or not all(matches.values()):
-        return {}
-    return {name: LmsName("Moodle", m["student"], m["name"]) for name, m in matches.items()}
+    return {name: LmsName("Moodle", m["student"], m["name"]) for name, m in _most(_MOODLE, names).items()}
 
 
 def _blackboard(names: list[str]) -> dict[str, LmsName]:
-    matches = {name: _BLACKBOARD.fullmatch(name) for name in names}
-    if not names or not all(matches.values()):
+    matches = _most(_BLACKBOARD, names)
+    if not matches:
         return {}
     assignment = _shared_assignment([m["prefix"] for m in matches.values()])
     if assignment is None:
