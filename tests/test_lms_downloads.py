@@ -43,6 +43,7 @@ def test_a_canvas_download_is_one_student_per_user_whatever_the_files_and_marks(
     shutil.copy(PLAIN, folder / "_4104_90005_attention.py")  # a name with no letter or digit Canvas keeps
     found = _found(folder, tmp_path)
     assert sorted(found) == ["_4104", "obrienmarykate_4102", "smithjohn_4101", "zhang_4103"]
+    assert {item.lms for item in found.values()} == {"Canvas"}
     assert found["smithjohn_4101"].path.name == "smithjohn_4101_90001_attention-1.ipynb"
     assert "not smithjohn_4101_90002_scratch.py" in found["smithjohn_4101"].note
     # A resubmission is a new file id: the same student, so history and regrades follow them.
@@ -75,7 +76,8 @@ def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_ou
     found = _found(folder, tmp_path)
     assert sorted(found) == ["bob", "j_smith"]  # a username may hold `_`; the assignment's part is shared
     assert found["j_smith"].path.name == f"HW_7 Attention_j_smith_attempt_{new}_attention.py"
-    assert found["j_smith"].note == f"2 attempts were downloaded; graded the latest, of {new}"
+    assert found["j_smith"].note == "2 attempts were downloaded; graded the latest, of 2026-12-01 22:40:13"
+    assert {item.lms for item in found.values()} == {"Blackboard"}
     skipped = []
     find_submissions([folder], "w07_attention", "attention", tmp_path / "work", skipped)
     assert skipped == []  # the receipts are the LMS's, not a student's missing hand-in
@@ -96,7 +98,8 @@ def test_a_file_the_ta_added_to_a_download_keeps_its_stem(tmp_path):
     folder.mkdir()
     for name in ("smithjohn_4101_90001_attention.py", "doejane_4102_90002_attention.py", "latecomer.py"):
         shutil.copy(PLAIN, folder / name)
-    assert sorted(_found(folder, tmp_path)) == ["doejane_4102", "latecomer", "smithjohn_4101"]
+    found = _found(folder, tmp_path)
+    assert sorted(found) == ["doejane_4102", "latecomer", "smithjohn_4101"] and found["latecomer"].lms == ""
 
 
 # Canvas's gradebook export, as it downloads it: a "Points Possible" row, then one row per student.
@@ -132,6 +135,9 @@ def test_a_canvas_zip_is_graded_and_its_students_are_canvas_users(tmp_path):
     assert done.returncode == 0, done.stderr
     results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert sorted(results) == ["doejane_4102", "smithjohn_4101"]
+    # The TA is told the ids before anything is stored under them.
+    assert "2 submissions of w07_attention found; 2 of them in a Canvas download, each named as login_userid " \
+           "(smithjohn_4101)" in done.stderr
     assert results["smithjohn_4101"]["score"] == 100 > results["doejane_4102"]["score"]
     # Canvas's own gradebook export is the roster: each user gets their grade, and one with no hand-in none.
     (tmp_path / "grades.csv").write_text(CANVAS_GRADEBOOK)

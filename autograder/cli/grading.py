@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 from autograder.cli import options
@@ -16,8 +17,9 @@ from autograder.grading.boundary import Lost, grade_apart
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.class_imports import class_imports
 from autograder.grading.course import CourseError, find_course, load_course
-from autograder.grading.discover import LayoutError, find_submissions
+from autograder.grading.discover import Found, LayoutError, find_submissions
 from autograder.grading.grader import Grader
+from autograder.grading.lms_downloads import STUDENT_IDS
 from autograder.grading.manifest import MANIFEST_FILE, public_course
 from autograder.grading.station import (
     Setup,
@@ -105,7 +107,7 @@ def _grade(args) -> int:
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
-        starting(f"{len(found)} submissions of {assignment.name} found")
+        starting(f"{len(found)} submissions of {assignment.name} found" + _lms_note(found))
         # The results database may be kept in the class's folder: it and SQLite's files beside it are no hand-ins.
         ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")}
         for line in _skipped([path for path in skipped if path.resolve() not in ours], assignment.module):
@@ -147,6 +149,14 @@ def _grade(args) -> int:
         finally:
             for sandbox in launched:
                 sandbox.close()
+
+
+def _lms_note(found: list[Found]) -> str:
+    """What `grade` says of students read from an LMS's download names (grading.lms_downloads), so that a TA sees
+    the ids they will be stored under before any is."""
+    read = Counter(item.lms for item in found if item.lms)
+    return "".join(f"; {count} of them in a {lms} download, each named as {STUDENT_IDS[lms]}"
+                   for lms, count in sorted(read.items()))
 
 
 def _skipped(skipped: list[Path], module: str) -> list[str]:

@@ -58,6 +58,7 @@ class Found:
     submitted_at: str = ""  # ISO 8601 in UTC (grading.late)
     submitted_at_source: str = ""  # where that time came from: late.NBGRADER_TIMESTAMP or late.FILE_TIME
     root: Path | None = None  # the layout's top: no link below it is followed when the file is read (grading.handin)
+    lms: str = ""  # the LMS whose download named the file ("Canvas"), where its name was read (grading.lms_downloads)
 
 
 def find_submissions(paths: list[Path], assignment: str, module: str, workdir: Path,
@@ -128,7 +129,9 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
         if path.suffix not in SUFFIXES:
             raise LayoutError(f"{path} is not a .py, .ipynb or .zip file")
         download = read_download([path.name])  # one file of an LMS's download is its student's
-        return [Found(download[path.name].student if download else path.stem, path)]  # reading it decides what it is
+        if download:
+            return [Found(download[path.name].student, path, lms=download[path.name].lms)]
+        return [Found(path.stem, path)]  # whatever it is, reading it decides (grading.handin)
     submitted = path if path.name == "submitted" else path / "submitted"
     if submitted.is_dir():
         return _nbgrader(submitted, assignment, module)
@@ -200,7 +203,8 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
     for student, paths in students.items():
         paths, attempt = latest_attempt(paths, download)
         path, note = choose(paths, module, folder, {p: download[p.name].name for p in paths if p.name in download})
-        found.append(Found(student, path, "; ".join(n for n in (attempt, note) if n)))
+        found.append(Found(student, path, "; ".join(n for n in (attempt, note) if n),
+                           lms=download[path.name].lms if path.name in download else ""))
     for directory in (p for p in _folders(folder) if p.suffix not in SUFFIXES and _shown_entry(p)):
         picked = _linked(directory, f"{module}.py", directory.name, folder) if os.path.islink(directory) \
             else _pick(directory, module, directory.name)

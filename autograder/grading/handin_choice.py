@@ -26,7 +26,12 @@ def latest_attempt(paths: list[Path], download: dict[str, LmsName]) -> tuple[lis
     if len(attempts) == 1:
         return paths, ""
     return ([p for p in paths if _attempt(p, download) == attempts[-1]],
-            f"{len(attempts)} attempts were downloaded; graded the latest, of {attempts[-1]}")
+            f"{len(attempts)} attempts were downloaded; graded the latest, of {_shown(attempts[-1])}")
+
+
+def _shown(attempt: str) -> str:
+    """Blackboard's attempt time as people write it: 2026-12-01-22-40-13 is 2026-12-01 22:40:13."""
+    return f"{attempt[:10]} {attempt[11:].replace('-', ':')}"
 
 
 def _attempt(path: Path, download: dict[str, LmsName]) -> str:

@@ -32,6 +32,12 @@ _BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?
 _RECEIPT = re.compile(r".+_attempt_\d{4}(?:-\d\d){5}\.txt")
 
 
+# How each LMS's students are named, as `grade` tells the TA.
+STUDENT_IDS = {"Canvas": "login_userid (smithjohn_4101)",
+               "Moodle": "Moodle's folder name (Full Name_123456_assignsubmission_file_)",
+               "Blackboard": "the username"}
+
+
 @dataclass(frozen=True)
 class LmsName:
     """One downloaded file: whose it is and what the student called it."""
