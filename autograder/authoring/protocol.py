@@ -88,9 +88,15 @@ class Raised:
         message = f": {self.message}" if self.message else ""
         if not (line and self.line):
             return f"{self.type}{message}"
-        cell = f"{self.cell}, " if self.cell and self.cell != unit else ""
-        within = f", in {self.within}" if self.within and self.within != called else ""
-        return f"{self.type} at {cell}line {self.line}{within}{message}"
+        return f"{self.type} at {place(self.line, self.cell, self.within, called, unit)}{message}"
+
+
+def place(line: int, cell: str = "", within: str = "", called: str = "", unit: str = "") -> str:
+    """A line of the student's file as a student finds it: "code cell 7, line 3, in helper". called: the function
+    the call named, and unit: the unit being loaded (a cell), each left out as going without saying."""
+    shown_cell = f"{cell}, " if cell and cell != unit else ""
+    shown_within = f", in {within}" if within and within != called else ""
+    return f"{shown_cell}line {line}{shown_within}"
 
 
 @dataclass(frozen=True)

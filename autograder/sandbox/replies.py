@@ -63,7 +63,7 @@ class CallTimedOut(CallFailed):
     asleep in `time.sleep` at its deadline, so the wait was the submission's own (WaitCredit.asleep).
     at_limit: the message ends on the call's own limit, which the grader may then compare with the
     reference's time (not so for a one-time warm-up that ran out of its own, longer time).
-    where: where the child said its code was when it was stopped, for the student ("line 5: `while True:`";
+    where: where the child said its code was when it was stopped, for the student ("line 5 (`while True:`)";
     sandbox.stopped_at), or "".
     """
 

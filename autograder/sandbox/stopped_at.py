@@ -19,6 +19,7 @@ import signal
 import socket
 from collections.abc import Callable
 
+from autograder.authoring.protocol import place
 from autograder.sandbox import loader, wire
 from autograder.text import safe
 
@@ -73,5 +74,4 @@ def place_text(header: dict, function: str) -> str:
         return ""
     cell, within, code = (safe(header.get(key) or "", limit) for key, limit in (("cell", 40), ("in", 80),
                                                                                     ("code", 120)))
-    where = (f"{cell}, " if cell else "") + f"line {line}" + (f", in {within}" if within and within != function else "")
-    return where + (f" (`{code}`)" if code else "")
+    return place(line, cell, within, called=function) + (f" (`{code}`)" if code else "")
