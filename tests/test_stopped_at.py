@@ -1,5 +1,7 @@
 """A call stopped at its limit is told where its code was: the cell, line, function and text of the deepest line
-of the student's own file, as the child said when the grader stopped it. The child's word decides nothing."""
+of the student's own file, as the child said when the grader stopped it. The child's word decides nothing. It is
+told too what the operating system counted of it, read from outside the sandbox: processor time, and any wait for
+a processor added to its limit."""
 from __future__ import annotations
 
 import re
@@ -35,6 +37,10 @@ def test_a_loop_in_a_helper_of_another_cell_is_named_by_cell_line_function_and_t
     nbformat.write(notebook, path)
     result = grade(path)
     said = _timed_out(result)["softmax.lecture_example"]
+    computed = re.search(r"within ([\d.]+) s and was stopped[^;]*; the operating system counted (\d+\.\d\d) s of "
+                         r"processor time for it(, and its limit was extended by the \d+\.\d\d s it waited for a "
+                         r"processor)?; it was at ", said)
+    assert computed and float(computed.group(2)) >= float(computed.group(1)) / 2, said  # it spun all along
     # The helper's cell is the notebook's second code cell (the markdown cell between is not counted).
     assert re.search(r"; it was at code cell 2, line (4, in _spin \(`while k >= 0:`\)|5, in _spin \(`k \+= 1`\))",
                      said), said
@@ -46,7 +52,9 @@ def test_a_sleep_is_named_in_the_function_that_called_it(grade, tmp_path):
     path.write_text(PLAIN.read_text() + "\n\nimport time\n\n\ndef context(A, V):\n    time.sleep(1000)\n")
     said = _timed_out(grade(path))
     line = path.read_text().splitlines().index("    time.sleep(1000)") + 1
-    assert f"; it was at line {line} (`time.sleep(1000)`)" in said["context.lecture_example"]
+    assert re.search(r"; the operating system counted 0\.00 s of processor time for it(, and its limit was extended "
+                     rf"by the \d\.\d\d s it waited for a processor)?; it was at line {line} \(`time\.sleep\(1000\)`\)",
+                     said["context.lecture_example"]), said["context.lecture_example"]
     # attention calls the student's own context: the place is in context, which the message names.
     assert f"; it was at line {line}, in context (`time.sleep(1000)`)" in said["attention.lecture_example"]
 

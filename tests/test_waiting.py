@@ -4,6 +4,7 @@ nothing."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -153,6 +154,42 @@ def test_a_call_in_time_sleep_is_asleep_of_its_own_asking():
 ])
 def test_other_idle_calls_are_not_taken_for_asleep(program, stop):
     assert _idle_and_asleep(program, stop) == (True, False)
+
+
+# Mapping fresh memory and giving it back: its processor time is the kernel's, zeroing and unmapping pages.
+IN_THE_KERNEL = "import mmap\nwhile True:\n    memory = mmap.mmap(-1, 64 << 20)\n    memory.write(bytes(64 << 20))\n" \
+                "    memory.close()"
+
+
+def _spent_after(program: str, seconds: float, hogs: int = 0, wait: float = 0.3) -> str:
+    """WaitCredit.spent() for a process running `program` past a limit of `seconds`, beside `hogs` spinners."""
+    with _processes(*[SPIN] * hogs), _processes(program) as (process,):
+        credit = WaitCredit(f"/proc/{process.pid}", seconds)
+        time.sleep(wait)
+        while credit.more() > 0:  # as the stream does: each extension asked for until none is given
+            time.sleep(0.05)
+        return credit.spent()
+
+
+def _seconds_in(text: str, before: str) -> float:
+    return float(re.search(rf"(\d+\.\d\d) s {before}", text).group(1))
+
+
+def test_a_stopped_call_is_told_the_processor_time_it_had_and_the_wait_given_back():
+    """A timeout's message names what the kernel counted, so slow code is told from a busy machine."""
+    alone = _spent_after(SPIN, seconds=0.1)  # alone but for whatever else runs on this processor meanwhile
+    assert alone.startswith("the operating system counted ") and _seconds_in(alone, "of processor time") >= 0.1
+    crowded = _spent_after(SPIN, seconds=0.4, hogs=2, wait=0.45)
+    assert _seconds_in(crowded, "of processor time") >= 0.4  # it computed past its limit in the end
+    assert _seconds_in(crowded, "it waited for a processor") > 0.2  # after being given its wait back
+    asleep = _spent_after("import time; time.sleep(60)", seconds=0.1)
+    assert asleep == "the operating system counted 0.00 s of processor time for it"
+
+
+def test_a_stopped_call_whose_time_went_to_the_kernel_is_told_so():
+    said = _spent_after(IN_THE_KERNEL, seconds=0.1)
+    assert "of it in the operating system: allocating or touching memory" in said
+    assert "in the operating system" not in _spent_after(SPIN, seconds=0.1)
 
 
 def test_a_call_that_had_its_limit_of_processor_time_earns_nothing():

@@ -58,9 +58,7 @@ class Grader:
         limits and the submission's budget; None grades with course.yaml's plain call_seconds.
         shares_with: a Grader of the same suite whose class-wide cases and cached reference answers this one
         uses too (the environment probe's, beside the job's), so they are built once."""
-        self.course = course
-        self.suite = suite
-        self.sandbox = sandbox
+        self.course, self.suite, self.sandbox = course, suite, sandbox
         self.time_limits = calibration.call_limits(suite, reference)  # check name -> its CallLimit
         self.budget = calibration.budget(suite, reference, self.time_limits)
         self._shared: dict = shares_with._shared if shares_with else {}  # class-wide cases, see Trial.shared
@@ -377,7 +375,8 @@ class Grader:
         if limit.reference and timeout.how is Stopped.TIMEOUT and getattr(timeout, "at_limit", True):
             ratio = limit.seconds / max(limit.reference, 1e-9)
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
-        message += f"; it was at {timeout.where}" if getattr(timeout, "where", "") else ""
+        seen = (getattr(timeout, "spent", ""), f"it was at {timeout.where}" if getattr(timeout, "where", "") else "")
+        message += "".join(f"; {part}" for part in seen if part)
         if isinstance(timeout, CallTimedOut) and timeout.asleep:  # the wait is the cause: no other advice
             return message + "; it was asleep (time.sleep) when it was stopped: take the sleep out of your code"
         return f"{message}; {entry.check.slow_hint or UNENDING_HINT}"

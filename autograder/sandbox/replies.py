@@ -65,6 +65,8 @@ class CallTimedOut(CallFailed):
     reference's time (not so for a one-time warm-up that ran out of its own, longer time).
     where: where the child said its code was when it was stopped, for the student ("line 5 (`while True:`)";
     sandbox.stopped_at), or "".
+    spent: what the kernel counted of it, for the student ("the operating system counted 0.10 s of processor
+    time for it"; WaitCredit.spent), or "".
     """
 
     how = Stopped.TIMEOUT
@@ -72,6 +74,7 @@ class CallTimedOut(CallFailed):
     asleep = False
     at_limit = True
     where = ""
+    spent = ""
 
 
 class WorkerDied(CallFailed):

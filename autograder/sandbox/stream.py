@@ -374,6 +374,7 @@ class CallStream:
             return self.session.grace.slow_again(head.call.function, failure)
         if failure.how is Stopped.TIMEOUT:
             failure.idle, failure.asleep = head.extensions.idle(), head.extensions.asleep()
+            failure.spent = head.extensions.spent()
         if isinstance(failure, CallTimedOut):
             failure.where = head.where
         return failure

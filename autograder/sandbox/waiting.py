@@ -37,6 +37,7 @@ from autograder.sandbox.processes import STATE, THREADS, read_proc, stat_fields
 
 MAX_FACTOR = 5.0  # a call runs at most this many times its limit, however loaded the machine
 IDLE_SHARE = 0.5  # a call stopped having used less than this share of its limit in processor time was idle
+KERNEL_SHARE = 0.5  # a stopped call's time in the kernel is named when it is at least this share of its computing
 MIN_CREDIT = 0.005  # seconds: below this, the wait is noise, and the call is stopped at its limit
 TICK = os.sysconf("SC_CLK_TCK")
 MACHINE = "/proc/stat"
@@ -55,6 +56,7 @@ class ProcessorUse:
     waited: float
     stolen: float  # the whole machine's steal time so far, summed over its processors
     at: float  # when this was read (time.monotonic)
+    in_kernel: float = 0.0  # of `all_threads`, the time in the kernel: page faults, system calls
     resting: bool = False  # its only thread was sleeping interruptibly (state S), waiting for something it asked for
 
 
@@ -72,12 +74,13 @@ def processor_use(proc: str, machine: str = MACHINE, files: ProcFiles | None = N
     try:
         ran, waited = (int(x) for x in read(proc, "schedstat").split()[:2])
         fields = stat_fields(read(proc, "stat"))
-        everything = (int(fields[11]) + int(fields[12])) / TICK
+        in_kernel = int(fields[12]) / TICK
+        everything = int(fields[11]) / TICK + in_kernel
         resting = fields[STATE] == b"S" and fields[THREADS] == b"1"
     except (OSError, ValueError, IndexError):
         return None
     stolen = files.stolen() if files is not None else _stolen(machine)
-    return ProcessorUse(ran / 1e9, everything, waited / 1e9, stolen, time.monotonic(), resting)
+    return ProcessorUse(ran / 1e9, everything, waited / 1e9, stolen, time.monotonic(), in_kernel, resting)
 
 
 def _stolen(machine: str) -> float:
@@ -172,6 +175,7 @@ class WaitCredit:
         self._start = (start or processor_use(proc, machine, files)) if proc else None
         self._given = 0.0
         self._used = 0.0  # its processor time by the last deadline (its own thread's, and its other threads')
+        self._in_kernel: float | None = None  # of that, the time in the kernel; None: not read at a deadline
         self._asleep = False  # at the last deadline, asleep in a sleep of its own asking
 
     def more(self) -> float:
@@ -181,11 +185,12 @@ class WaitCredit:
         now = processor_use(self._proc, self._machine, self._files)
         if now is None:
             self._used = self._seconds  # gone: nothing more is known of it, and it is not taken for idle
-            self._asleep = False
+            self._asleep, self._in_kernel = False, None
             return 0.0
         own = now.ran - self._start.ran
         others = now.all_threads - now.ran  # every other thread's time, since the child began
         self._used = own + max(others, 0.0)
+        self._in_kernel = now.in_kernel - self._start.in_kernel
         self._asleep = now.resting and self.idle() and self._in_sleep()
         if self._used >= self._seconds:
             return 0.0  # it had its limit's worth of processor time: the wait was its own doing or beside the point
@@ -201,6 +206,23 @@ class WaitCredit:
         time: it slept, or was held up by what the kernel counts as no wait for a processor (False where
         unknown). A call computing all along falls a little short of its limit (it began before it ran)."""
         return self._start is not None and self._used < IDLE_SHARE * self._seconds
+
+    def spent(self) -> str:
+        """What the kernel counted of the call by its last deadline, for its timeout's message: its processor
+        time, how much of that in the kernel where that was most of it, and the wait added to its limit.
+        "" where nothing was read then. So a student, or a TA asked for a regrade, can tell slow code from a
+        busy machine: the figures are the kernel's, read from outside the sandbox."""
+        if self._in_kernel is None:
+            return ""
+        # "the operating system", not "the kernel": in a notebook, the kernel is Jupyter's
+        text = f"the operating system counted {self._used:.2f} s of processor time for it"
+        in_kernel = min(self._in_kernel, self._used)  # counted in clock ticks: it may round past the precise total
+        if in_kernel >= KERNEL_SHARE * self._used and self._used >= 2 / TICK:
+            text += (f" ({in_kernel:.2f} s of it in the operating system: allocating or touching memory, "
+                     "reading files or other system calls)")
+        if self._given > 0:
+            text += f", and its limit was extended by the {self._given:.2f} s it waited for a processor"
+        return text
 
     def asleep(self) -> bool:
         """Whether, at its last deadline, the idle call's child was asleep in `time.sleep` (or nanosleep by
@@ -250,3 +272,7 @@ class Extensions:
     def asleep(self) -> bool:
         """Whether the idle call was asleep in a sleep of its own asking (WaitCredit.asleep)."""
         return self._waits.asleep()
+
+    def spent(self) -> str:
+        """What the kernel counted of the call by its last deadline, for its timeout's message (WaitCredit.spent)."""
+        return self._waits.spent()
