@@ -2,8 +2,10 @@
 their files, one student however many files or attempts they handed in, the LMS's own files not named."""
 from __future__ import annotations
 
+import csv
 import json
 import os
+import re
 import shutil
 import time
 import zipfile
@@ -12,8 +14,8 @@ import nbformat
 import pytest
 
 from autograder.grading.discover import find_submissions
-from autograder.grading.lms_downloads import read_download
-from autograder.outputs.lms import ROSTER_FIELDS, by_canvas_user
+from autograder.grading.lms_downloads import canvas_user, moodle_participant, read_download
+from autograder.outputs.lms import ROSTER_FIELDS, by_lms_user
 from autograder.outputs.roster import read_roster
 
 from conftest import PLAIN, SUBMISSIONS, run_cli
@@ -118,11 +120,11 @@ def test_canvas_gradebook_export_is_a_roster_that_finds_each_downloaded_student_
     assert list(roster) == ["4101", "4102", "4103"]  # no Points Possible row
     assert roster["4101"] == {"name": "Smith, John", "lms_id": "4101", "sis_user_id": "S4101", "sis_login_id": "jsmith",
                               "section": "ML 1"}
-    keyed = by_canvas_user(roster, {"smithjohn_4101", "doejane_4102", "4103", "ann"})
+    keyed = by_lms_user(roster, {"smithjohn_4101", "doejane_4102", "4103", "ann"}, canvas_user)
     assert list(keyed) == ["smithjohn_4101", "doejane_4102", "4103"]  # in the roster's order; 4103 is its own id
     assert keyed["doejane_4102"]["name"] == "Doe, Jane"
     # Two stored students of one user (a download and a renamed copy): neither is guessed.
-    assert list(by_canvas_user(roster, {"smithjohn_4101", "johnsmith_4101"})) == ["4101", "4102", "4103"]
+    assert list(by_lms_user(roster, {"smithjohn_4101", "johnsmith_4101"}, canvas_user)) == ["4101", "4102", "4103"]
 
 
 @pytest.mark.slow
@@ -147,3 +149,66 @@ def test_a_canvas_zip_is_graded_and_its_students_are_canvas_users(tmp_path):
     lines = out.read_text().splitlines()
     assert lines[2].startswith('"Smith, John",4101,S4101,jsmith,ML 1,100') and lines[3].startswith('"Doe, Jane",4102')
     assert lines[4] == '"Roe, Rick",4103,S4103,rroe,ML 2,' and "not on the roster" not in done.stderr
+
+
+# Moodle's grading worksheet, as an assignment's "Download grading worksheet" gives it: an earlier feedback may
+# hold a line break, and a student not yet graded has "-" for the grade's time.
+MOODLE_WORKSHEET = """Identifier,"Full name","Email address",Status,Grade,"Maximum Grade","Grade can be changed",\
+"Last modified (submission)","Last modified (grade)","Feedback comments"
+"Participant 123456","Mary-Kate O'Brien",mk@uni.example,"Submitted for grading",,100.00,Yes,\
+"Friday, 4 December 2026, 10:15 AM",-,
+"Participant 123457","John Smith",js@uni.example,"Submitted for grading - Graded",40.00,100.00,Yes,\
+"Friday, 4 December 2026, 9:02 AM","Saturday, 5 December 2026, 8:00 PM","Good start.
+See the notes."
+"Participant 123458","Rick Roe",rr@uni.example,"No submission",,100.00,Yes,-,-,
+"""
+
+
+def test_moodle_grading_worksheet_is_a_roster_that_finds_each_downloaded_student_by_participant(tmp_path):
+    path = tmp_path / "worksheet.csv"
+    path.write_text(MOODLE_WORKSHEET)
+    roster = read_roster(path, ROSTER_FIELDS)
+    assert list(roster) == ["123456", "123457", "123458"]
+    assert roster["123457"] == {"participant": "Participant 123457", "name": "John Smith", "email": "js@uni.example",
+                                "max_grade": "100.00"}
+    stored = {"Mary-Kate O'Brien_123456_assignsubmission_file_", "John Smith_123457_assignsubmission_file_", "ann"}
+    assert moodle_participant("John Smith_123457_assignsubmission_file_") == "123457"
+    assert moodle_participant("smithjohn_4101") is None
+    keyed = by_lms_user(roster, stored, moodle_participant)
+    assert list(keyed) == ["Mary-Kate O'Brien_123456_assignsubmission_file_",
+                           "John Smith_123457_assignsubmission_file_", "123458"]  # Rick handed nothing in
+
+
+@pytest.mark.slow
+def test_a_moodle_download_is_graded_and_its_worksheet_filled_in_for_upload(tmp_path):
+    folder = tmp_path / "download"
+    folder.mkdir()
+    shutil.copy(PLAIN, folder / "Mary-Kate O'Brien_123456_assignsubmission_file_attention.py")
+    shutil.copy(BUGGY, folder / "John Smith_123457_assignsubmission_file_attention.py")
+    done = run_cli("grade", "w07_attention", folder, "--json", "--db", tmp_path / "g.db", "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    scores = {r["student"]: r["score"] for r in map(json.loads, done.stdout.splitlines())}
+    assert scores["Mary-Kate O'Brien_123456_assignsubmission_file_"] == 100
+    # The worksheet Moodle gave is the roster; what comes back is the worksheet Moodle's upload reads.
+    (tmp_path / "worksheet.csv").write_text(MOODLE_WORKSHEET)
+    out = tmp_path / "upload.csv"
+    done = run_cli("export", "moodle", "--roster", tmp_path / "worksheet.csv", "--db", tmp_path / "g.db", "--out", out)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert list(rows[0]) == ["Identifier", "Full name", "Email address", "Grade", "Last modified (grade)",
+                             "Feedback comments"]
+    graded = {row["Identifier"]: row for row in rows}
+    assert graded["Participant 123456"]["Grade"] == "100" and graded["Participant 123456"]["Full name"] == \
+        "Mary-Kate O'Brien"
+    john = scores["John Smith_123457_assignsubmission_file_"]
+    assert graded["Participant 123457"]["Grade"] == f"{john:g}" and john < 100
+    assert graded["Participant 123457"]["Feedback comments"].startswith(f"{john:g} of 100 points")
+    assert graded["Participant 123458"]["Grade"] == ""  # no hand-in: blank, which Moodle's upload skips
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000", graded["Participant 123456"]["Last modified (grade)"])
+    assert "not on the roster" not in done.stderr
+    # A Moodle assignment out of another maximum would skip the grades above it: the TA is told, nothing written.
+    (tmp_path / "worksheet.csv").write_text(MOODLE_WORKSHEET.replace(",100.00,", ",10.00,"))
+    out.unlink()
+    done = run_cli("export", "moodle", "--roster", tmp_path / "worksheet.csv", "--db", tmp_path / "g.db", "--out", out)
+    assert done.returncode != 0 and not out.exists()
+    assert "gives the assignment a maximum grade of 10.00, but w07_attention is out of 100" in done.stderr

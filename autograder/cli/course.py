@@ -59,12 +59,14 @@ def add_commands(commands) -> None:
 def add_export_formats(formats) -> None:
     """`export canvas|moodle|blackboard`, beside `export csv` (cli.outputs)."""
     for name, what in (("canvas", "Canvas's gradebook import CSV"),
-                       ("moodle", "Moodle's grade import CSV, feedback in its own column"),
+                       ("moodle", "Moodle's grade import CSV, feedback in its own column (or, given Moodle's grading "
+                                  "worksheet as the roster, that worksheet filled in)"),
                        ("blackboard", "Blackboard's Grade Center upload, tab-delimited")):
         command = formats.add_parser(name, help=f"{what}: one row per roster student")
         command.add_argument("--roster", type=Path, required=True,
                              help="CSV or JSON: student and any of name, email, username, lms_id, sis_user_id, "
-                                  "sis_login_id, section (README: LMS gradebooks)")
+                                  "sis_login_id, section; or Canvas's gradebook export, or Moodle's grading "
+                                  "worksheet (README: LMS gradebooks)")
         command.add_argument("--out", type=Path, help=f"file to write (default: ASSIGNMENT-{name}"
                                                       f"{lms.FORMATS[name].suffix})")
         command.add_argument("--column", help="the gradebook column's title (default: the assignment's title)")
@@ -121,19 +123,25 @@ def hold_changed_suite(plan, store: Store, suite, force: bool):
 def _export_lms(args) -> int:
     course, assignment, results, rule = stored_grades(args)
     settings = course.assignment(assignment)
-    kind = lms.FORMATS[args.lms]
     roster = _with_names(read_roster(args.roster, lms.ROSTER_FIELDS), course, args.gradebook)
-    if args.lms == "canvas":
-        roster = lms.by_canvas_user(roster, {r.student for r in results})
+    kind = lms.MOODLE_WORKSHEET if args.lms == "moodle" and lms.is_moodle_worksheet(roster) else lms.FORMATS[args.lms]
+    if kind.user_of is not None:
+        roster = lms.by_lms_user(roster, {r.student for r in results}, kind.user_of)
     made, unknown = lms.rows(roster, results, rule, settings.submissions.missing)
     nameless = lms.unidentified(made, kind.identities)
     if nameless:
         raise ExportError(f"{args.roster}: {len(nameless)} students have none of {', '.join(kind.identities)}, which "
                           f"{args.lms.capitalize()} finds students by ({_some(nameless)}); add the column and export "
                           "again")
+    column = lms.Column(args.column or settings.title, args.column_id, settings.max_score)
+    maximum = lms.above_moodle_maximum(made, column) if kind is lms.MOODLE_WORKSHEET else ""
+    if maximum:
+        raise ExportError(f"{args.roster}: Moodle's worksheet gives the assignment a maximum grade of {maximum}, but "
+                          f"{assignment} is out of {column.points:g}, and Moodle's upload skips every grade above its "
+                          f"maximum. Set the assignment's maximum grade in Moodle to {column.points:g} (its settings, "
+                          "Grade), download the grading worksheet again, and export with that one")
     out = args.out or Path(f"{assignment}-{args.lms}{kind.suffix}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    column = lms.Column(args.column or settings.title, args.column_id, settings.max_score)
     with open(out, "w", newline="", encoding="utf-8") as stream:
         kind.write(made, column, stream)
     have = {r.student for r in results if not r.internal_error}

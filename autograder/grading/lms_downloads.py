@@ -28,6 +28,7 @@ _CANVAS = re.compile(r"(?P<login>[^\W_]*)_(?:[Ll][Aa][Tt][Ee]_)?(?P<user>\d+)_\d
 _CANVAS_STUDENT = re.compile(r"[^\W_]*_(\d+)")  # the student id _canvas gives
 _CANVAS_AGAIN = re.compile(r"-\d+(?=\.[^.]+$)")  # Canvas's mark on a file uploaded again under one name
 _MOODLE = re.compile(r"(?P<student>.+_\d+_assignsubmission_file_)(?P<name>.+)")
+_MOODLE_STUDENT = re.compile(r".+_(\d+)_assignsubmission_file_")  # the student id _moodle gives
 _BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
 _RECEIPT = re.compile(r".+_attempt_\d{4}(?:-\d\d){5}\.txt")
 
@@ -60,6 +61,13 @@ def read_download(names: list[str]) -> dict[str, LmsName]:
 def canvas_user(student: str) -> str | None:
     """The Canvas user id of a student id read from a Canvas download (`smithjohn_4101`: "4101"), else None."""
     match = _CANVAS_STUDENT.fullmatch(student)
+    return match[1] if match else None
+
+
+def moodle_participant(student: str) -> str | None:
+    """The Moodle participant number of a student id read from a Moodle download
+    (`Jane Doe_123456_assignsubmission_file_`: "123456", its worksheet's `Participant 123456`), else None."""
+    match = _MOODLE_STUDENT.fullmatch(student)
     return match[1] if match else None
 
 

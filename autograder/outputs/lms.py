@@ -12,6 +12,11 @@ links each page):
   the import maps one identifier column to username, email or ID number, the
   grade column to the grade item and the feedback column, a column of its
   own, to that item's feedback.
+- Moodle's grading worksheet (an assignment's View all submissions > Upload grading worksheet, with the
+  "Offline grading worksheet" feedback type on), written where the roster is the worksheet Moodle gave:
+  CSV whose `Identifier` (`Participant 123456`) finds the student, `Grade` and `Last modified (grade)`
+  columns, and the feedback in `Feedback comments`. Moodle skips a row whose grade is blank, above the
+  assignment's maximum, or changed in Moodle since its `Last modified (grade)`.
 - Blackboard (Grade Center > Work Offline > Upload): tab-delimited, with a
   `Username` column identifying each student, and the grade column
   `Title [Total Pts: N Score] |COLUMN_ID` for an existing column (without the
@@ -26,21 +31,25 @@ text that may come from elsewhere, cannot start a spreadsheet formula.
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TextIO
 
 from autograder.grading.late import LateRule, assess_result
-from autograder.grading.lms_downloads import canvas_user
+from autograder.grading.lms_downloads import canvas_user, moodle_participant
 from autograder.grading.results import SubmissionResult
 from autograder.outputs.grades_csv import cell
 
 # Roster fields an LMS export reads (outputs.roster); first_name/last_name are nbgrader's, used when `name` is not.
 ROSTER_FIELDS = ("name", "first_name", "last_name", "email", "username", "lms_id", "sis_user_id", "sis_login_id",
-                 "section")
+                 "section", "participant", "max_grade")
 CANVAS_HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_POINTS = "Points Possible"
 MOODLE_HEADER = ("Username", "Email address", "ID number", "Full name")
 BLACKBOARD_HEADER = ("Last Name", "First Name", "Username", "Student ID")
+MOODLE_WORKSHEET_HEADER = ("Identifier", "Full name", "Email address", "Grade", "Last modified (grade)",
+                           "Feedback comments")
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class Lms:
     suffix: str
     identities: tuple[str, ...]
     docs: str
+    user_of: Callable[[str], str | None] | None = None  # where the roster is keyed by the LMS's user: see by_lms_user
 
 
 def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rule: LateRule | None,
@@ -97,13 +107,16 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
     return made, sorted(set(by_student) - set(roster))
 
 
-def by_canvas_user(roster: dict[str, dict[str, str]], students: set[str]) -> dict[str, dict[str, str]]:
-    """The roster, each entry keyed by Canvas user id (as Canvas's gradebook export keys it, outputs.roster) moved
-    to the stored student a Canvas download gave that user (`smithjohn_4101`, grading.lms_downloads); entries
-    that name a stored student already, or whose user has no such student or two, stay as they are."""
+def by_lms_user(roster: dict[str, dict[str, str]], students: set[str],
+                user_of: Callable[[str], str | None]) -> dict[str, dict[str, str]]:
+    """The roster, each entry keyed by the LMS's number for a user (as Canvas's gradebook export and Moodle's
+    worksheet key it, outputs.roster) moved to the stored student the LMS's download gave that user
+    (`smithjohn_4101`, grading.lms_downloads); entries that name a stored student already, or whose user has no
+    such student or two, stay as they are. user_of: a stored student's user number, None for none (canvas_user,
+    moodle_participant)."""
     users: dict[str, list[str]] = {}
     for student in students:
-        users.setdefault(canvas_user(student) or "", []).append(student)
+        users.setdefault(user_of(student) or "", []).append(student)
     moved = {key: users[key][0] for key in roster
              if key not in students and len(users.get(key, [])) == 1 and users[key][0] not in roster}
     return {moved.get(key, key): who for key, who in roster.items()}
@@ -136,6 +149,30 @@ def write_moodle(made: list[Row], column: Column, stream: TextIO) -> None:
                          cell(full_name(who)), row.total, cell(row.feedback)])
 
 
+def write_moodle_worksheet(made: list[Row], column: Column, stream: TextIO) -> None:
+    """Moodle's grading worksheet, filled in: each student's Identifier as the worksheet gave it, the grade, and
+    the feedback. "Last modified (grade)" is now, so Moodle keeps a grade a TA changed in Moodle after this export."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S +0000")  # a form PHP's strtotime reads
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(MOODLE_WORKSHEET_HEADER)
+    for row in made:
+        who = row.identity
+        writer.writerow([who.get("participant", ""), cell(full_name(who)), who.get("email", ""), row.total, now,
+                         cell(row.feedback)])
+
+
+def above_moodle_maximum(made: list[Row], column: Column) -> str:
+    """The maximum grade a Moodle worksheet gives the assignment where it is less than `column.points` (Moodle's
+    upload would skip every grade above it), else ""."""
+    for row in made:
+        try:
+            maximum = float(row.identity.get("max_grade", ""))
+        except ValueError:
+            continue
+        return row.identity["max_grade"] if maximum < column.points else ""
+    return ""
+
+
 def write_blackboard(made: list[Row], column: Column, stream: TextIO) -> None:
     """Blackboard's Grade Center upload: tab-delimited, Username identifying each student, no quote characters."""
     title = f"{column.title} [Total Pts: {_number(column.points)} Score] |{column.column_id}" if column.column_id \
@@ -150,12 +187,21 @@ def write_blackboard(made: list[Row], column: Column, stream: TextIO) -> None:
 
 FORMATS = {
     "canvas": Lms(write_canvas, ".csv", ("lms_id", "sis_user_id", "sis_login_id", "name"),
-                  "https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807"),
+                  "https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807",
+                  canvas_user),
     "moodle": Lms(write_moodle, ".csv", ("username", "email", "sis_user_id"), "https://docs.moodle.org/en/Grade_import"),
     "blackboard": Lms(write_blackboard, ".xls", ("username",),
                       "http://library.blackboard.com/ref/3ea64795-6ecc-4abd-b595-0a9a8dfdec94/Content/_instructor_grade_center/"
                       "grade_center_upload_download.htm"),
 }
+# `export moodle` with Moodle's own worksheet as the roster writes the worksheet back (outputs.roster reads it).
+MOODLE_WORKSHEET = Lms(write_moodle_worksheet, ".csv", ("participant",),
+                       "https://docs.moodle.org/en/Assignment_settings#Feedback_types", moodle_participant)
+
+
+def is_moodle_worksheet(roster: dict[str, dict[str, str]]) -> bool:
+    """Whether the roster was read from Moodle's grading worksheet (each entry has its Identifier)."""
+    return bool(roster) and all(who.get("participant") for who in roster.values())
 
 
 def full_name(who: dict[str, str], last_first: bool = False) -> str:

@@ -1,17 +1,21 @@
 """A class roster: our student ids mapped to what other systems know the students by.
 
-Three forms are read, keyed by the student id `grade` stores:
+Four forms are read, keyed by the student id `grade` stores:
 - CSV with a header: `student` (or `id`, as `nbgrader db student import` reads it) and any other columns;
 - JSON: a list of objects with `student` (or `id`) and any other fields;
 - Canvas's own gradebook export (`Student, ID, SIS User ID, SIS Login ID, Section, …`), keyed by Canvas user
-  id, its "Points Possible" row left out: `lms.by_canvas_user` matches it to the ids a Canvas download gives.
+  id, its "Points Possible" row left out: `lms.by_lms_user` matches it to the ids a Canvas download gives;
+- Moodle's grading worksheet (an assignment's "Download grading worksheet": `Identifier, Full name, …`),
+  keyed by the number of its `Participant 123456`, the same number Moodle's download gives each student.
 Only the fields asked for are kept, each as text; a field a row leaves out or empty is not kept. The order of
 the file is kept: exports write their rows in it.
 """
 from __future__ import annotations
 
 import csv
+import io
 import json
+import re
 from pathlib import Path
 
 from autograder.outputs import ExportError
@@ -20,6 +24,9 @@ from autograder.text import safe
 # Canvas's gradebook export's columns, and the roster fields they are.
 CANVAS_COLUMNS = {"Student": "name", "ID": "lms_id", "SIS User ID": "sis_user_id", "SIS Login ID": "sis_login_id",
                   "Section": "section"}
+# Moodle's grading worksheet's columns (in English, as its upload reads them back), and the roster fields they are.
+MOODLE_COLUMNS = {"Identifier": "participant", "Full name": "name", "Email address": "email",
+                  "ID number": "sis_user_id", "Username": "username", "Maximum Grade": "max_grade"}
 
 
 def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]]:
@@ -43,13 +50,23 @@ def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]
 
 
 def _csv_rows(text: str) -> list[dict]:
-    """A CSV roster's rows; those of Canvas's gradebook export with its columns as roster fields."""
-    rows = list(csv.DictReader(text.splitlines()))
-    if not rows or "student" in rows[0] or not {"Student", "ID"} <= set(rows[0]) \
-            or not {"SIS User ID", "SIS Login ID"} & set(rows[0]):
+    """A CSV roster's rows; those of Canvas's gradebook export or Moodle's worksheet with their columns as roster
+    fields. (A cell may hold a line break: an earlier grader's feedback in Moodle's worksheet.)"""
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    header = set(rows[0]) if rows else set()
+    if not rows or "student" in header:
         return rows
-    return [{"student": row["ID"], **{ours: row.get(theirs) for theirs, ours in CANVAS_COLUMNS.items()}}
-            for row in rows if (row["ID"] or "").strip() and (row["Student"] or "").strip() != "Points Possible"]
+    if {"Student", "ID"} <= header and {"SIS User ID", "SIS Login ID"} & header:
+        return [{"student": row["ID"], **_fields(row, CANVAS_COLUMNS)} for row in rows
+                if (row["ID"] or "").strip() and (row["Student"] or "").strip() != "Points Possible"]
+    if {"Identifier", "Full name"} <= header:
+        return [{"student": number[1], **_fields(row, MOODLE_COLUMNS)} for row in rows
+                if (number := re.search(r"(\d+)\s*$", row["Identifier"] or ""))]
+    return rows
+
+
+def _fields(row: dict, columns: dict[str, str]) -> dict:
+    return {ours: row.get(theirs) for theirs, ours in columns.items()}
 
 
 def _json_rows(path: Path, text: str) -> list:
