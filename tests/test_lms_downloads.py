@@ -85,6 +85,26 @@ def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_ou
     assert skipped == []  # the receipts are the LMS's, not a student's missing hand-in
 
 
+def test_blackboard_receipts_name_each_username_where_every_username_shares_a_first_word(tmp_path):
+    """Every username starts with `s_`: from the names alone that word looks like the assignment's, but each
+    attempt's receipt names its username on its first line."""
+    folder = tmp_path / "gradebook"
+    folder.mkdir()
+    when = "2026-12-01-22-40-13"
+    for user in ("s_1234", "s_5678"):
+        shutil.copy(PLAIN, folder / f"HW7_{user}_attempt_{when}_attention.py")
+    assert sorted(_found(folder, tmp_path)) == ["1234", "5678"]  # no receipts: the shared `HW7_s` is taken
+    for user, name in (("s_1234", "Ann Lee"), ("s_5678", "Bo Chan")):
+        (folder / f"HW7_{user}_attempt_{when}.txt").write_text(
+            f"Name: {name} ({user})\nAssignment: HW7\nDate Submitted: Tuesday, December 1, 2026 10:40:13 PM GMT\n\n"
+            "Files:\n\tOriginal filename: attention.py\n")
+    assert sorted(_found(folder, tmp_path)) == ["s_1234", "s_5678"]
+    # A receipt that names someone else's username (edited, or of another download) decides nothing.
+    (folder / f"HW7_s_1234_attempt_{when}.txt").write_text("Name: Ann Lee (ann)\n")
+    (folder / f"HW7_s_5678_attempt_{when}.txt").write_text("no name line\n")
+    assert sorted(_found(folder, tmp_path)) == ["1234", "5678"]
+
+
 @pytest.mark.parametrize("names", [
     ["ann.py", "ben.ipynb"],  # named by the TA
     ["smithjohn_4101_90001_attention.py", "ann.py"],  # half the names have Canvas's form: not a download

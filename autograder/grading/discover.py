@@ -29,6 +29,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading.handin import read_bytes
 from autograder.grading.handin_choice import choose, latest_attempt
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import FILE_TIME, file_time, submission_time
@@ -196,7 +197,9 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
     """The hand-ins of a flat folder; `empty` gets its folders that hold none."""
     found = []
     handins = [p for p in _visible(folder) if p.suffix in SUFFIXES]  # a link, a FIFO, a folder named x.py too
-    download = read_download([p.name for p in handins])  # {}: the TA named the files
+    receipts = {p.name: read_bytes(p, folder).data.decode("utf-8", "replace") for p in _visible(folder)
+                if is_receipt(p.name)}  # Blackboard's: each names its attempt's username
+    download = read_download([p.name for p in handins], receipts)  # {}: the TA named the files
     students: dict[str, list[Path]] = {}
     for path in handins:
         students.setdefault(download[path.name].student if path.name in download else path.stem, []).append(path)

@@ -9,10 +9,11 @@
   The student is `<Full Name>_<participant id>_assignsubmission_file_`, the name Moodle gives the
   student's folder in the other form, so both forms grade the same student.
 - Blackboard: `<assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>_<name>`, beside the attempt's
-  receipt `<assignment>_<username>_attempt_<time>.txt`. The student is the username; of a student's
-  several attempts the latest is graded. The assignment's part is the same in every name, so it is
-  the longest such prefix the names share, and a username may hold `_` (unless every username of
-  the download starts with one `word_`: that word is then read as the assignment's).
+  receipt `<assignment>_<username>_attempt_<time>.txt`, whose first line is `Name: <Full Name>
+  (<username>)`. The student is the username; of a student's several attempts the latest is graded.
+  The assignment's part is the same in every name: a receipt that names its username gives it, so a
+  username may hold `_`. Without receipts it is the longest such prefix the names share (then, if every
+  username of the download starts with one `word_`, that word is read as the assignment's).
 
 A folder is read as a download only when most of its hand-ins (more than half) have one LMS's form: a
 class the TA named (`ann.py`, `ben.ipynb`) is left as it is, and a file the TA added to a download keeps
@@ -30,7 +31,8 @@ _CANVAS_AGAIN = re.compile(r"-\d+(?=\.[^.]+$)")  # Canvas's mark on a file uploa
 _MOODLE = re.compile(r"(?P<student>.+_\d+_assignsubmission_file_)(?P<name>.+)")
 _MOODLE_STUDENT = re.compile(r".+_(\d+)_assignsubmission_file_")  # the student id _moodle gives
 _BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
-_RECEIPT = re.compile(r".+_attempt_\d{4}(?:-\d\d){5}\.txt")
+_RECEIPT = re.compile(r"(?P<prefix>.+)_attempt_\d{4}(?:-\d\d){5}\.txt")
+_RECEIPT_NAME = re.compile(r"^Name:.*\(([^()\s]+)\)[ \t]*\r?$", re.MULTILINE)  # Name: John Smith (j_smith)
 
 
 # How each LMS's students are named, as `grade` tells the TA.
@@ -48,14 +50,12 @@ class LmsName:
     attempt: str = ""  # Blackboard's attempt time, YYYY-MM-DD-HH-MM-SS: a later attempt sorts later
 
 
-def read_download(names: list[str]) -> dict[str, LmsName]:
+def read_download(names: list[str], receipts: dict[str, str] | None = None) -> dict[str, LmsName]:
     """Those of a flat folder's hand-in file names that have one LMS's form, read, when more than half of them
-    have it; {} otherwise (the folder is named by the TA). A name left out has its stem as its student."""
-    for read in (_canvas, _moodle, _blackboard):
-        read_names = read(names)
-        if read_names:
-            return read_names
-    return {}
+    have it; {} otherwise (the folder is named by the TA). A name left out has its stem as its student.
+
+    receipts: the folder's Blackboard receipts, file name -> text (`is_receipt`), which name each username."""
+    return _canvas(names) or _moodle(names) or _blackboard(names, receipts or {})
 
 
 def canvas_user(student: str) -> str | None:
@@ -91,15 +91,30 @@ def _moodle(names: list[str]) -> dict[str, LmsName]:
     return {name: LmsName("Moodle", m["student"], m["name"]) for name, m in _most(_MOODLE, names).items()}
 
 
-def _blackboard(names: list[str]) -> dict[str, LmsName]:
+def _blackboard(names: list[str], receipts: dict[str, str]) -> dict[str, LmsName]:
     matches = _most(_BLACKBOARD, names)
     if not matches:
         return {}
-    assignment = _shared_assignment([m["prefix"] for m in matches.values()])
+    prefixes = [m["prefix"] for m in matches.values()]
+    assignment = _receipts_assignment(prefixes, receipts) or _shared_assignment(prefixes)
     if assignment is None:
         return {}
     return {name: LmsName("Blackboard", m["prefix"][len(assignment) + 1:], m["name"], m["time"])
             for name, m in matches.items()}
+
+
+def _receipts_assignment(prefixes: list[str], receipts: dict[str, str]) -> str | None:
+    """The `<assignment>` of `<assignment>_<username>`, as the first receipt that names its username gives it
+    and every prefix shares; None where none does."""
+    for name, text in sorted(receipts.items()):
+        receipt, user = _RECEIPT.fullmatch(name), _RECEIPT_NAME.search(text)
+        if receipt is None or user is None or not receipt["prefix"].endswith("_" + user[1]):
+            continue
+        assignment = receipt["prefix"][:-len(user[1]) - 1]
+        if assignment and all(prefix.startswith(assignment + "_") and len(prefix) > len(assignment) + 1
+                              for prefix in prefixes):
+            return assignment
+    return None
 
 
 def _shared_assignment(prefixes: list[str]) -> str | None:
