@@ -232,3 +232,44 @@ def test_a_moodle_download_is_graded_and_its_worksheet_filled_in_for_upload(tmp_
     done = run_cli("export", "moodle", "--roster", tmp_path / "worksheet.csv", "--db", tmp_path / "g.db", "--out", out)
     assert done.returncode != 0 and not out.exists()
     assert "gives the assignment a maximum grade of 10.00, but w07_attention is out of 100" in done.stderr
+
+
+# Blackboard's Grade Center download (Work Offline > Download, tab-delimited): UTF-16 with a byte order mark.
+BLACKBOARD_GRADE_CENTER = ('"Last Name"\t"First Name"\t"Username"\t"Student ID"\t"Last Access"\t"Availability"\t'
+                           '"Week 7, Attention [Total Pts: 100 Score] |1234567"\n'
+                           '"Lee"\t"Ann"\t"s_1234"\t"1234"\t"2026-12-01 10:00:00"\t"Available"\t""\n'
+                           '"Chan"\t"Bo"\t"s_5678"\t"5678"\t"2026-12-01 11:00:00"\t"Available"\t""\n')
+
+
+def test_blackboard_grade_center_download_is_a_roster_keyed_by_username(tmp_path):
+    path = tmp_path / "gc.xls"
+    path.write_bytes(BLACKBOARD_GRADE_CENTER.encode("utf-16"))
+    roster = read_roster(path, ROSTER_FIELDS)
+    assert roster == {"s_1234": {"last_name": "Lee", "first_name": "Ann", "username": "s_1234", "sis_user_id": "1234"},
+                      "s_5678": {"last_name": "Chan", "first_name": "Bo", "username": "s_5678", "sis_user_id": "5678"}}
+    path = tmp_path / "gc.csv"  # its comma-separated form, in UTF-8
+    path.write_text(BLACKBOARD_GRADE_CENTER.replace("\t", ","), encoding="utf-8-sig")
+    assert list(read_roster(path, ROSTER_FIELDS)) == ["s_1234", "s_5678"]
+
+
+@pytest.mark.slow
+def test_a_blackboard_download_is_graded_and_exported_against_its_grade_center(tmp_path):
+    folder = tmp_path / "gradebook"
+    folder.mkdir()
+    when = "2026-12-01-22-40-13"
+    for user, name in (("s_1234", "Ann Lee"), ("s_5678", "Bo Chan")):
+        shutil.copy(PLAIN if user == "s_1234" else BUGGY, folder / f"HW7_{user}_attempt_{when}_attention.py")
+        (folder / f"HW7_{user}_attempt_{when}.txt").write_text(f"Name: {name} ({user})\nFiles:\n")
+    done = run_cli("grade", "w07_attention", folder, "--json", "--db", tmp_path / "g.db", "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    scores = {r["student"]: r["score"] for r in map(json.loads, done.stdout.splitlines())}
+    assert scores["s_1234"] == 100 > scores["s_5678"]
+    (tmp_path / "gc.xls").write_bytes(BLACKBOARD_GRADE_CENTER.encode("utf-16"))
+    out = tmp_path / "upload.xls"
+    done = run_cli("export", "blackboard", "--roster", tmp_path / "gc.xls", "--db", tmp_path / "g.db", "--out", out,
+                   "--column", "Week 7, Attention", "--column-id", "1234567")
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0] == "Last Name\tFirst Name\tUsername\tStudent ID\tWeek 7, Attention [Total Pts: 100 Score] |1234567"
+    assert lines[1:] == ["Lee\tAnn\ts_1234\t1234\t100", f"Chan\tBo\ts_5678\t5678\t{scores['s_5678']:g}"]
+    assert "not on the roster" not in done.stderr

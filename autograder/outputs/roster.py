@@ -1,12 +1,15 @@
 """A class roster: our student ids mapped to what other systems know the students by.
 
-Four forms are read, keyed by the student id `grade` stores:
+Five forms are read, keyed by the student id `grade` stores:
 - CSV with a header: `student` (or `id`, as `nbgrader db student import` reads it) and any other columns;
 - JSON: a list of objects with `student` (or `id`) and any other fields;
 - Canvas's own gradebook export (`Student, ID, SIS User ID, SIS Login ID, Section, …`), keyed by Canvas user
   id, its "Points Possible" row left out: `lms.by_lms_user` matches it to the ids a Canvas download gives;
 - Moodle's grading worksheet (an assignment's "Download grading worksheet": `Identifier, Full name, …`),
-  keyed by the number of its `Participant 123456`, the same number Moodle's download gives each student.
+  keyed by the number of its `Participant 123456`, the same number Moodle's download gives each student;
+- Blackboard's Grade Center download (Work Offline > Download: `Last Name, First Name, Username, Student ID,
+  …`, comma-separated, or tab-separated in UTF-16 as its `.xls`), keyed by username, which is also the
+  student id a Blackboard download gives.
 Only the fields asked for are kept, each as text; a field a row leaves out or empty is not kept. The order of
 the file is kept: exports write their rows in it.
 """
@@ -27,13 +30,19 @@ CANVAS_COLUMNS = {"Student": "name", "ID": "lms_id", "SIS User ID": "sis_user_id
 # Moodle's grading worksheet's columns (in English, as its upload reads them back), and the roster fields they are.
 MOODLE_COLUMNS = {"Identifier": "participant", "Full name": "name", "Email address": "email",
                   "ID number": "sis_user_id", "Username": "username", "Maximum Grade": "max_grade"}
+# Blackboard's Grade Center download's columns, and the roster fields they are.
+BLACKBOARD_COLUMNS = {"Last Name": "last_name", "First Name": "first_name", "Username": "username",
+                      "Student ID": "sis_user_id"}
 
 
 def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]]:
     """student id -> {field: value} for the `fields` each entry gives, in the file's order."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        raw = path.read_bytes()
+        # Blackboard's tab-separated download is UTF-16 with a byte order mark; everything else here is UTF-8.
+        text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
+        text = text.replace("\r\n", "\n")
     except (OSError, UnicodeDecodeError) as error:
         raise ExportError(f"cannot read the roster {path} ({error}); pass --roster with a readable CSV or JSON "
                           "file") from None
@@ -50,9 +59,12 @@ def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]
 
 
 def _csv_rows(text: str) -> list[dict]:
-    """A CSV roster's rows; those of Canvas's gradebook export or Moodle's worksheet with their columns as roster
-    fields. (A cell may hold a line break: an earlier grader's feedback in Moodle's worksheet.)"""
-    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    """A CSV roster's rows (comma- or tab-separated, as its header is); those of Canvas's gradebook export, Moodle's
+    worksheet or Blackboard's Grade Center download with their columns as roster fields. (A cell may hold a line
+    break: an earlier grader's feedback in Moodle's worksheet.)"""
+    first_line = text.split("\n", 1)[0]
+    delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
+    rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
     header = set(rows[0]) if rows else set()
     if not rows or "student" in header:
         return rows
@@ -62,6 +74,9 @@ def _csv_rows(text: str) -> list[dict]:
     if {"Identifier", "Full name"} <= header:
         return [{"student": number[1], **_fields(row, MOODLE_COLUMNS)} for row in rows
                 if (number := re.search(r"(\d+)\s*$", row["Identifier"] or ""))]
+    if {"Username", "Last Name", "First Name"} <= header:
+        return [{"student": row["Username"], **_fields(row, BLACKBOARD_COLUMNS)} for row in rows
+                if (row["Username"] or "").strip()]
     return rows
 
 
