@@ -65,8 +65,8 @@ def add_export_formats(formats) -> None:
         command = formats.add_parser(name, help=f"{what}: one row per roster student")
         command.add_argument("--roster", type=Path, required=True,
                              help="CSV or JSON: student and any of name, email, username, lms_id, sis_user_id, "
-                                  "sis_login_id, section; or Canvas's gradebook export, or Moodle's grading "
-                                  "worksheet (README: LMS gradebooks)")
+                                  "sis_login_id, section; or the LMS's own: Canvas's gradebook export, Moodle's "
+                                  "grading worksheet, Blackboard's Grade Center download (README: LMS gradebooks)")
         command.add_argument("--out", type=Path, help=f"file to write (default: ASSIGNMENT-{name}"
                                                       f"{lms.FORMATS[name].suffix})")
         command.add_argument("--column", help="the gradebook column's title (default: the assignment's title)")
