@@ -99,9 +99,10 @@ def test_blackboard_receipts_name_each_username_where_every_username_shares_a_fi
             f"Name: {name} ({user})\nAssignment: HW7\nDate Submitted: Tuesday, December 1, 2026 10:40:13 PM GMT\n\n"
             "Files:\n\tOriginal filename: attention.py\n")
     assert sorted(_found(folder, tmp_path)) == ["s_1234", "s_5678"]
-    # A receipt that names someone else's username (edited, or of another download) decides nothing.
+    # A receipt that names someone else's username (edited, or of another download) decides nothing; nor does a
+    # `Name:` line below the first, where the student's own comments are.
     (folder / f"HW7_s_1234_attempt_{when}.txt").write_text("Name: Ann Lee (ann)\n")
-    (folder / f"HW7_s_5678_attempt_{when}.txt").write_text("no name line\n")
+    (folder / f"HW7_s_5678_attempt_{when}.txt").write_text("Assignment: HW7\nComments:\nName: Bo Chan (s_5678)\n")
     assert sorted(_found(folder, tmp_path)) == ["1234", "5678"]
 
 

@@ -124,7 +124,7 @@ def _export_lms(args) -> int:
     course, assignment, results, rule = stored_grades(args)
     settings = course.assignment(assignment)
     roster = _with_names(read_roster(args.roster, lms.ROSTER_FIELDS), course, args.gradebook)
-    kind = lms.MOODLE_WORKSHEET if args.lms == "moodle" and lms.is_moodle_worksheet(roster) else lms.FORMATS[args.lms]
+    kind = lms.format_for(args.lms, roster)
     if kind.user_of is not None:
         roster = lms.by_lms_user(roster, {r.student for r in results}, kind.user_of)
     made, unknown = lms.rows(roster, results, rule, settings.submissions.missing)

@@ -22,6 +22,7 @@ Ids are settled here, once, for every output (grading.ids).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import tempfile
 import time
@@ -44,6 +45,7 @@ MAX_PATH_BYTES = 1024
 COMPRESSIONS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
+MAX_LINE = 400  # bytes of a Blackboard receipt's first line read: a name and a username
 
 
 class LayoutError(Exception):
@@ -196,9 +198,9 @@ def _nothing_to_grade(folder: Path, module: str, student: str) -> Found:
 def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
     """The hand-ins of a flat folder; `empty` gets its folders that hold none."""
     found = []
-    handins = [p for p in _visible(folder) if p.suffix in SUFFIXES]  # a link, a FIFO, a folder named x.py too
-    receipts = {p.name: read_bytes(p, folder).data.decode("utf-8", "replace") for p in _visible(folder)
-                if is_receipt(p.name)}  # Blackboard's: each names its attempt's username
+    entries = _visible(folder)
+    handins = [p for p in entries if p.suffix in SUFFIXES]  # a link, a FIFO, a folder named x.py too
+    receipts = {p.name: functools.partial(_first_line, p, folder) for p in entries if is_receipt(p.name)}
     download = read_download([p.name for p in handins], receipts)  # {}: the TA named the files
     students: dict[str, list[Path]] = {}
     for path in handins:
@@ -216,6 +218,12 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         else:
             empty.append(directory)
     return found
+
+
+def _first_line(path: Path, root: Path) -> str:
+    """A Blackboard receipt's first line (`Name: Ann Lee (s_1234)`), read by the hand-in rule; "" if refused.
+    The rest holds the student's own comments, which name nothing."""
+    return read_bytes(path, root).data.split(b"\n", 1)[0][:MAX_LINE].decode("utf-8", "replace")
 
 
 def _other_files(folder: Path) -> list[Path]:

@@ -22,6 +22,7 @@ its stem as its student.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 # The login may be empty: Canvas drops every character of a name that is not a letter or digit.
@@ -32,7 +33,7 @@ _MOODLE = re.compile(r"(?P<student>.+_\d+_assignsubmission_file_)(?P<name>.+)")
 _MOODLE_STUDENT = re.compile(r".+_(\d+)_assignsubmission_file_")  # the student id _moodle gives
 _BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
 _RECEIPT = re.compile(r"(?P<prefix>.+)_attempt_\d{4}(?:-\d\d){5}\.txt")
-_RECEIPT_NAME = re.compile(r"^Name:.*\(([^()\s]+)\)[ \t]*\r?$", re.MULTILINE)  # Name: John Smith (j_smith)
+_RECEIPT_NAME = re.compile(r"Name:.*\(([^()\s]+)\)\s*")  # a receipt's first line: Name: John Smith (j_smith)
 
 
 # How each LMS's students are named, as `grade` tells the TA.
@@ -50,11 +51,12 @@ class LmsName:
     attempt: str = ""  # Blackboard's attempt time, YYYY-MM-DD-HH-MM-SS: a later attempt sorts later
 
 
-def read_download(names: list[str], receipts: dict[str, str] | None = None) -> dict[str, LmsName]:
+def read_download(names: list[str], receipts: Mapping[str, Callable[[], str]] | None = None) -> dict[str, LmsName]:
     """Those of a flat folder's hand-in file names that have one LMS's form, read, when more than half of them
     have it; {} otherwise (the folder is named by the TA). A name left out has its stem as its student.
 
-    receipts: the folder's Blackboard receipts, file name -> text (`is_receipt`), which name each username."""
+    receipts: the folder's Blackboard receipts (`is_receipt`), file name -> what reads its first line, which
+    names the username; read in name order only until one gives the download's assignment part."""
     return _canvas(names) or _moodle(names) or _blackboard(names, receipts or {})
 
 
@@ -91,7 +93,7 @@ def _moodle(names: list[str]) -> dict[str, LmsName]:
     return {name: LmsName("Moodle", m["student"], m["name"]) for name, m in _most(_MOODLE, names).items()}
 
 
-def _blackboard(names: list[str], receipts: dict[str, str]) -> dict[str, LmsName]:
+def _blackboard(names: list[str], receipts: Mapping[str, Callable[[], str]]) -> dict[str, LmsName]:
     matches = _most(_BLACKBOARD, names)
     if not matches:
         return {}
@@ -103,11 +105,12 @@ def _blackboard(names: list[str], receipts: dict[str, str]) -> dict[str, LmsName
             for name, m in matches.items()}
 
 
-def _receipts_assignment(prefixes: list[str], receipts: dict[str, str]) -> str | None:
+def _receipts_assignment(prefixes: list[str], receipts: Mapping[str, Callable[[], str]]) -> str | None:
     """The `<assignment>` of `<assignment>_<username>`, as the first receipt that names its username gives it
     and every prefix shares; None where none does."""
-    for name, text in sorted(receipts.items()):
-        receipt, user = _RECEIPT.fullmatch(name), _RECEIPT_NAME.search(text)
+    for name in sorted(receipts):
+        receipt = _RECEIPT.fullmatch(name)
+        user = _RECEIPT_NAME.fullmatch(receipts[name]()) if receipt else None
         if receipt is None or user is None or not receipt["prefix"].endswith("_" + user[1]):
             continue
         assignment = receipt["prefix"][:-len(user[1]) - 1]

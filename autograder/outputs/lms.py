@@ -199,9 +199,12 @@ MOODLE_WORKSHEET = Lms(write_moodle_worksheet, ".csv", ("participant",),
                        "https://docs.moodle.org/en/Assignment_settings#Feedback_types", moodle_participant)
 
 
-def is_moodle_worksheet(roster: dict[str, dict[str, str]]) -> bool:
-    """Whether the roster was read from Moodle's grading worksheet (each entry has its Identifier)."""
-    return bool(roster) and all(who.get("participant") for who in roster.values())
+def format_for(name: str, roster: dict[str, dict[str, str]]) -> Lms:
+    """The format `export <name>` writes for this roster: Moodle's own worksheet back where the roster is that
+    worksheet (each entry has its Identifier), else the LMS's import format."""
+    if name == "moodle" and roster and all(who.get("participant") for who in roster.values()):
+        return MOODLE_WORKSHEET
+    return FORMATS[name]
 
 
 def full_name(who: dict[str, str], last_first: bool = False) -> str:
