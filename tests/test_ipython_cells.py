@@ -104,6 +104,33 @@ def test_a_notebook_written_in_colab_runs_as_it_did_there(grade_once, tmp_path):
     assert not [note for note in result.notes if "raised" in note], result.notes
 
 
+def test_a_pylab_notebook_finds_numpy_s_names_as_in_jupyter(grade_once, tmp_path):
+    """`%pylab inline` put NumPy's names (np among them) in the notebook; read as a magic that does nothing,
+    every NumPy function failed for the missing `np`. Its hundreds of names leave the file's functions found."""
+    assert read_cell("code cell 1", "%pylab inline\nx = 1").code() == (
+        "get_ipython().run_line_magic('pylab', 'inline')  # %pylab inline\nx = 1")
+    imports, functions = CODE.split("\n\n\ndef score", 1)
+    imports = imports.replace("import numpy as np\n", "")
+    cells = ["%pylab inline\n" + imports, "assert exp(0) == 1 and np is numpy", "def score" + functions]
+    result = grade_once(_notebook(tmp_path, "pylab", cells))
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
+    assert not result.notes, result.notes
+
+
+def test_the_calls_nbconvert_writes_for_magics_run_as_the_magics_do(grade_once, tmp_path):
+    """A notebook's code exported by nbconvert and pasted back calls get_ipython() for each magic and shell line:
+    Jupyter's shell answers them, and so does the notebook's get_ipython() here."""
+    shell = ("get_ipython().run_line_magic('matplotlib', 'inline')\nget_ipython().system('pip install numpy')\n"
+             "listing = get_ipython().getoutput('ls')\nget_ipython().magic('load_ext autoreload')\n")
+    cells = [shell + CODE.split("\n\n\ndef score", 1)[0],
+             "get_ipython().run_cell_magic('writefile', 'helper.py', 'TWO = 2\\n')",
+             "get_ipython().run_cell_magic('time', '', 'from helper import TWO\\nassert TWO == 2\\n')",
+             "def score" + CODE.split("\n\n\ndef score", 1)[1]]
+    result = grade_once(_notebook(tmp_path, "exported", cells))
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
+    assert not result.notes, result.notes
+
+
 def test_a_worker_without_ipython_or_colab_gives_a_notebook_their_modules_and_a_real_one_stays():
     """A Gradescope image installs no IPython: a notebook's `from IPython.display import display, Markdown` in its
     imports cell must not stop the cell there, nor Colab's drive mount. Run in a real interpreter without its

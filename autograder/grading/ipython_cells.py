@@ -10,7 +10,8 @@ Jupyter does them, or functions the student wrote would go missing:
   worker's folder instead of running it, for a later `import` or `%run` of it;
 - `%run FILE` runs FILE and keeps what it defines (`-i`: in the notebook's own namespace).
 
-`%time STATEMENT` runs its statement, as IPython does; `x = !ls` and `x = %magic` assign
+`%time STATEMENT` runs its statement, as IPython does; `%pylab` puts NumPy's names in the
+notebook, through the notebook's `get_ipython()` (sandbox.notebook_modules); `x = !ls` and `x = %magic` assign
 what a shell or magic with no output would ([] and None); help (`np.dot?`) and a magic
 written without its `%` (automagic: `pip install torch`, `cd ..`) become `pass`. A cell
 that parses as Python is left as it is: a line inside a string that only looks like
@@ -27,8 +28,11 @@ import re
 import shlex
 from dataclasses import dataclass
 
-# Cell magics whose body is still Python; any other (%%bash, %%html...) skips the cell.
-PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
+from autograder.sandbox import notebook_modules
+
+# Cell magics whose body is still Python (as a notebook's get_ipython() runs them too); any other (%%bash,
+# %%html...) skips the cell.
+PYTHON_CELL_MAGICS = {f"%%{name}" for name in notebook_modules.PYTHON_CELL_MAGICS}
 WRITE_CELL_MAGICS = {"%%writefile", "%%file"}
 _LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
 _TARGET = r"[A-Za-z_][\w.]*(?:\[[^\]=]*\])*"  # x, self.out, d['k']
@@ -111,6 +115,8 @@ def _python_line(line: str) -> str:
         return indent + _run_line(line.lstrip())
     if line.lstrip().startswith("%time "):
         return indent + line.lstrip()[len("%time "):].lstrip()
+    if re.match(r"%pylab(\s|$)", line.lstrip()):  # NumPy's names for the cells after it (notebook_modules.pylab)
+        return f"{indent}get_ipython().run_line_magic('pylab', {line.lstrip()[len('%pylab'):].strip()!r})  # {written}"
     if _LINE_MAGIC.match(line) or _HELP.match(line):
         return f"{indent}pass  # {written}"
     return line

@@ -60,7 +60,7 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     # write (%%writefile) can be imported; a .py file is imported as the module the assignment names.
     module = types.ModuleType("__main__" if notebook else spec["module"])
     module.__file__ = spec["filename"]
-    given = notebook_names() if notebook else {}
+    given = notebook_names(vars(module)) if notebook else {}
     vars(module).update(given)
     sys.modules[module.__name__] = module
     if notebook:
@@ -85,20 +85,30 @@ def load(spec: dict, sources: list[str], sock) -> dict:
                 break
     exit_if_forked_copy(me)
     sys.stdout.flush()
-    functions = sorted(name for name, value in vars(module).items()
-                       if callable(value) and not name.startswith("__") and given.get(name) is not value)[:500]
+    # The file's own functions first: a cell with `from numpy import *` (%pylab) adds hundreds of callables.
+    functions = sorted((name for name, value in vars(module).items()
+                        if callable(value) and not name.startswith("__") and given.get(name) is not value),
+                       key=lambda name: (not _defined_in(vars(module)[name], spec["filename"]), name))[:500]
     wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50]})
     return module.__dict__
 
 
-def notebook_names() -> dict:
+def notebook_names(namespace: dict) -> dict:
     """What Jupyter gives every notebook without an import: `display`, here printing each object as
-    IPython shows a plain one. Without it, a cell that shows a value before it defines a function
-    would stop at the display and the function would be missing, which Jupyter never did."""
+    IPython shows a plain one, and `get_ipython` (notebook_modules.Shell, over `namespace`). Without them,
+    a cell that shows a value before it defines a function would stop at the display and the function
+    would be missing, which Jupyter never did."""
     def display(*objects, **options):
         for shown in objects:
             print(repr(shown))
-    return {"display": display}
+    shell = notebook_modules.Shell(namespace)
+    return {"display": display, "get_ipython": lambda: shell}
+
+
+def _defined_in(value, filename) -> bool:
+    """Whether `value` is a function whose code was compiled from the submission (any of its cells)."""
+    code = getattr(value, "__code__", None)
+    return isinstance(getattr(code, "co_filename", None), str) and code.co_filename.startswith(str(filename))
 
 
 def exit_if_forked_copy(me: int) -> None:

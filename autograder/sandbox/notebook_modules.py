@@ -12,17 +12,25 @@ Shipped to the worker with `loader` (sandbox.boot): standard library only.
 
 A finder at the end of `sys.meta_path` makes them: it is asked only for what nothing installed
 provides, so a child that imports neither pays nothing for it.
+
+- `get_ipython()`: Jupyter gives every notebook the running shell, and code that nbconvert wrote from
+  magics calls it (`get_ipython().run_line_magic('matplotlib', 'inline')`, `.system('pip install ...')`).
+  `Shell` does with those calls what the grader does with the magics themselves (grading.ipython_cells):
+  nothing, but for `%pylab`, a cell magic whose body is Python (`%%time`), and `%%writefile`.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.util
+import shlex
 import sys
 import types
 
 SHOWN = ("Markdown", "HTML", "Latex", "Math", "Image", "SVG", "JSON", "Javascript", "Audio", "Video")
 MADE = ("google", "google.colab", "IPython", "IPython.display")  # the modules a notebook is given, where missing
 PACKAGES = {"google", "google.colab", "IPython"}
+PYTHON_CELL_MAGICS = ("time", "timeit", "capture", "prun")  # as grading.ipython_cells: their body runs
 
 
 def made(name: str) -> bool:
@@ -98,3 +106,49 @@ def _ipython_display(display) -> types.ModuleType:
     module = types.ModuleType("IPython.display")
     vars(module).update({name: type(name, (Shown,), {}) for name in SHOWN}, display=display, clear_output=_nothing)
     return module
+
+
+class Shell:
+    """What a notebook's `get_ipython()` returns here. namespace: the notebook's own (IPython's `user_ns`)."""
+
+    def __init__(self, namespace: dict):
+        self.user_ns = namespace
+
+    def run_line_magic(self, name, line="", *args, **kwargs):
+        if name == "pylab":
+            pylab(self.user_ns)
+
+    def run_cell_magic(self, name, line, cell, *args, **kwargs):
+        if name in PYTHON_CELL_MAGICS:
+            exec(compile(cell, f"<%%{name}>", "exec"), self.user_ns)
+        elif name in ("writefile", "file"):
+            words = shlex.split(line)
+            names = [word for word in words if not word.startswith("-")]
+            if names:
+                with open(names[0], "a" if {"-a", "--append"} & set(words) else "w", encoding="utf-8") as written:
+                    written.write(cell)
+
+    def magic(self, line, *args, **kwargs):
+        name, _, rest = str(line).lstrip("%").partition(" ")
+        return self.run_line_magic(name, rest)
+
+    def system(self, command, *args, **kwargs):
+        return None
+
+    def getoutput(self, command, *args, **kwargs):
+        return []  # what a shell line with no output gives (x = !ls)
+
+
+def pylab(namespace: dict) -> None:
+    """`%pylab`: NumPy's names in the notebook, and pyplot's where matplotlib is installed, with np and plt, as
+    IPython puts them there (pyplot's first, then `from numpy import *`, so NumPy's win)."""
+    numpy = importlib.import_module("numpy")
+    try:
+        pyplot = importlib.import_module("matplotlib.pyplot")
+    except ImportError:
+        pyplot = None
+    for module in (pyplot, numpy):
+        if module is not None:
+            names = getattr(module, "__all__", None) or [name for name in dir(module) if not name.startswith("_")]
+            namespace.update({name: getattr(module, name) for name in names if hasattr(module, name)})
+    namespace.update(numpy=numpy, np=numpy, **({"pyplot": pyplot, "plt": pyplot} if pyplot is not None else {}))
