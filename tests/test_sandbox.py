@@ -22,7 +22,9 @@ import pytest
 
 from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
+from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import probe
+from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
 
 from conftest import (
@@ -33,6 +35,7 @@ from conftest import (
     bwrap_works,
     compose,
     manifest,
+    module_spec,
     private_course,
     run_cli,
 )
@@ -195,6 +198,18 @@ def test_fallback_contains_what_it_can(fallback_grader, suite, tmp_path, attack)
     for function in attacked:
         assert result.by_function()[function][0] == 0
     _honest_checks_pass(result, suite, attacked)
+
+
+def test_a_submission_is_what_the_kernel_ends_first_when_memory_runs_out(sandbox, tmp_path):
+    """The zygote and each child it forks carry oom_score_adj 1000, read from outside: a submission's processes,
+    each within its limit, may together touch more than the machine has, and the kernel then ends them, not
+    the grader."""
+    spec = module_spec(tmp_path, "def nothing():\n    return None\n")
+    with Session(sandbox, spec, Limits(call_seconds=5.0)) as session:
+        assert not session.open().failure
+        assert Path(session.child_proc(), "oom_score_adj").read_text().strip() == "1000"
+    assert Path(f"/proc/{sandbox.zygote_pid()}/oom_score_adj").read_text().strip() == "1000"
+    assert Path("/proc/self/oom_score_adj").read_text().strip() != "1000"
 
 
 def test_doctor_reports_protections():

@@ -99,6 +99,40 @@ def test_python_loops_over_the_grid_fail_the_scale_checks_and_nothing_else(tmp_p
     assert named == ({f"{SLOW[slow]['function']}.long_sequence": idea} if idea else {})
 
 
+def _graded_attack(tmp_path, attack: str) -> dict:
+    """The JSON result of `grade` (limits calibrated on this machine) for plain.py with slow/score_grid_loop.py's
+    score, then the attack, appended."""
+    path = compose(tmp_path, attack, SUBMISSIONS / "slow" / "score_grid_loop.py")
+    path.write_text(path.read_text() + "\n\n" + (SUBMISSIONS / "attacks" / f"{attack}.py").read_text())
+    done = run_cli("grade", "w07_attention", path, "--json", "--db", tmp_path / "g.db")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_a_helper_process_earns_no_wait_credit(tmp_path):
+    """A forked helper computes while the call's thread spins at a low priority on its processor, looking to the
+    kernel like a call kept waiting: the helper's time is the submission's, so the call gets no more time."""
+    result = _graded_attack(tmp_path, "credit_from_a_helper")
+    slow = {t["name"]: t for t in result["tests"] if t["status"] != "passed"}
+    messages = {name: t["message"] for name, t in slow.items()}
+    assert {name: t["status"] for name, t in slow.items()} == {
+        "score.long_sequence": "timeout", "attention.long_sequence": "timeout"}, messages
+    for test in slow.values():  # stopped at its limit: no wait was given back, whatever the machine's load
+        assert "ran other processes meanwhile" in test["message"] and "was extended" not in test["message"], test
+
+
+
+@pytest.mark.slow
+def test_a_large_call_is_out_of_the_workers_reach_until_its_clock_starts(tmp_path):
+    """Every call of read_ahead looks at what the worker has queued, read or unread: a T = 512 call it found
+    there could be worked out on another thread while the small calls before it were answered slowly."""
+    result = _graded_attack(tmp_path, "read_ahead")
+    assert "LOOKED AHEAD" in result["printed"] and "SAW A LARGE CALL" not in result["printed"], result["printed"]
+    slow = {t["name"]: t["status"] for t in result["tests"] if t["status"] != "passed"}
+    assert slow == {"score.long_sequence": "timeout", "attention.long_sequence": "timeout"}, slow
+
+
 def _burn(stop):
     while not stop.is_set():
         sum(i * i for i in range(10_000))

@@ -33,6 +33,18 @@ def set_controls(controls: list[tuple[int, int]]) -> dict[str, str]:
     return {NAMES.get(option, str(option)): why for option, value in controls if (why := prctl(option, value))}
 
 
+def killed_first() -> None:
+    """Be what the kernel ends first when the machine runs out of memory (oom_score_adj 1000, which children
+    inherit). Each of a submission's processes is limited, not their sum, so together they may touch more than
+    the machine has; the kernel's choice must then fall on them, not on the grader or the TA's session. Best
+    effort: where the setting cannot be written, the kernel chooses as it otherwise would."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as setting:
+            setting.write("1000")
+    except OSError:
+        pass
+
+
 def collapse_anonymous_memory() -> int:
     """Move this process's anonymous memory onto 2 MiB pages where the kernel can; how many bytes it moved.
 

@@ -142,6 +142,22 @@ def alone(zygote_children: bytes, child: int, child_stat: bytes, child_children:
             and not child_children.split())
 
 
+def company(zygote: int, child: int, in_namespace: bool) -> bool:
+    """Whether a sandbox whose zygote is `zygote` (this process's pid for it) holds any process but the zygote and
+    its child `child` (the zygote's pid for it), zombies included. In a PID namespace every process of it is
+    listed under the zygote's root (the zygote is PID 1); elsewhere, every descendant of the zygote is the
+    submission's. False where nothing can be read (the zygote gone)."""
+    if not zygote:
+        return False
+    if in_namespace:
+        try:
+            pids = {entry for entry in os.listdir(f"/proc/{zygote}/root/proc") if entry.isdigit()}
+        except OSError:
+            return False
+        return bool(pids - {"1", str(child)})
+    return bool(set(descendants(zygote)) - {child})
+
+
 def live_descendants(root: int) -> int:
     """How many descendants of `root` are running (zombies excluded)."""
     return sum(not _is_zombie(pid) for pid in descendants(root))

@@ -174,6 +174,11 @@ class Session:
             return 0
         return self.sandbox.submission_processes() - 1
 
+    def has_company(self) -> bool:
+        """Whether the submission has a process besides its child now, one that ended and was not waited for
+        included, counted from outside the sandbox: asked at a call's deadline (sandbox.waiting)."""
+        return bool(self._pid) and processes.company(self.sandbox.zygote_pid(), self._pid, self.sandbox.in_namespace)
+
     def _alone(self) -> bool:
         if not self._pid or not self.sandbox.in_namespace:
             return False

@@ -24,7 +24,12 @@ own, call by call:
   runs its function on other inputs first, to pay that one-time cost, and
   then the call again, timed against its limit (sandbox.grace). Nothing is
   sent while that warm-up runs: the call's inputs must not reach the child
-  before the warm-up is done, or the warm-up could work out its answer.
+  before the warm-up is done, or the warm-up could work out its answer;
+- a large call (more than ALONE_BYTES of arrays: where speed is checked, at
+  T = 512) is sent only to a worker with nothing in flight. A call queued
+  behind others is in the child's reach before its clock starts, and a child
+  that answered the calls before it slowly, within their limits, could have
+  worked it out meanwhile (on another thread) and then answer it at once.
 
 The first call without a usable reply ends the stream and its child: the
 calls sent after it are never answered, and the caller decides what to send
@@ -57,6 +62,8 @@ from autograder.sandbox.replies import (
     reply_limit,
 )
 from autograder.sandbox.waiting import MAX_FACTOR, Extensions, ProcessorUse, WaitCredit, processor_use
+
+ALONE_BYTES = 1 << 16  # a call with more bytes of arrays than this waits until the worker has nothing in flight
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,9 @@ class CallStream:
                 and not (self._flight and self._flight[-1].warm_up):
             item = self._next()
             if item is None:
+                return None
+            if self._flight and item.request.call.payload_bytes() > ALONE_BYTES:
+                self._queue.appendleft(item)  # sent once the calls before it are answered
                 return None
             if not self.session.has_child():
                 failure = self.session.start_child_for_calls()
@@ -193,7 +203,8 @@ class CallStream:
         budget_left = session.deadline - when
         sent.started, sent.deadline = when, when + min(seconds, budget_left)
         sent.last_read = when + min(MAX_FACTOR * seconds, budget_left)
-        sent.extensions = Extensions(WaitCredit(session.child_proc(), seconds, start=use, files=session.proc_files),
+        sent.extensions = Extensions(WaitCredit(session.child_proc(), seconds, start=use, files=session.proc_files,
+                                                company=session.has_company),
                                      budget_left)
         if session.channel is not None:  # None: the child is gone, and this call's failure is known
             session.channel.output_mark = session.output.total  # the flood limit is per call

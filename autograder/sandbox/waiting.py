@@ -24,13 +24,19 @@ Nothing here is the submission's own account: the kernel keeps these figures,
 and they are read from outside the sandbox. What a submission can do is crowd
 its own thread out with threads of its own; so the credit stops once the
 process as a whole has used its limit in processor time, and it never exceeds
-`MAX_FACTOR` times the limit in all.
+`MAX_FACTOR` times the limit in all. Or with processes of its own, whose time
+is not the child's: a helper computing on the child's processor while the
+child waits would earn the child credit for its own work. So a call gets none
+once the submission has run another process during it (one the child waited
+for shows in its children's time; one alive, or ended and not waited for, in
+the sandbox's process list).
 """
 from __future__ import annotations
 
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from autograder.sandbox.processes import STATE, THREADS, read_proc, stat_fields
@@ -58,14 +64,15 @@ class ProcessorUse:
     at: float  # when this was read (time.monotonic)
     in_kernel: float = 0.0  # of `all_threads`, the time in the kernel: page faults, system calls
     resting: bool = False  # its only thread was sleeping interruptibly (state S), waiting for something it asked for
+    reaped: float = 0.0  # the processor time of its children that it has waited for (and of theirs)
 
 
 def processor_use(proc: str, machine: str = MACHINE, files: ProcFiles | None = None) -> ProcessorUse | None:
     """What the kernel says of the process whose /proc directory is `proc`; None if it is gone or unreadable.
 
     schedstat (main thread, nanoseconds): time on a processor, time waiting on a run queue, time slices.
-    stat fields 14 and 15 (the whole thread group, clock ticks): user and system time; fields 3 and 20: the
-    main thread's state and the number of threads. `machine`'s first
+    stat fields 14 and 15 (the whole thread group, clock ticks): user and system time; 16 and 17: its waited-for
+    children's; fields 3 and 20: the main thread's state and the number of threads. `machine`'s first
     line (/proc/stat's "cpu", clock ticks): its eighth figure is the steal time (0 where there is none).
     files: where the same process is read again and again (a session's calls): its files kept open, and
     `files.machine` read instead of `machine`.
@@ -77,10 +84,11 @@ def processor_use(proc: str, machine: str = MACHINE, files: ProcFiles | None = N
         in_kernel = int(fields[12]) / TICK
         everything = int(fields[11]) / TICK + in_kernel
         resting = fields[STATE] == b"S" and fields[THREADS] == b"1"
+        reaped = (int(fields[13]) + int(fields[14])) / TICK
     except (OSError, ValueError, IndexError):
         return None
     stolen = files.stolen() if files is not None else _stolen(machine)
-    return ProcessorUse(ran / 1e9, everything, waited / 1e9, stolen, time.monotonic(), in_kernel, resting)
+    return ProcessorUse(ran / 1e9, everything, waited / 1e9, stolen, time.monotonic(), in_kernel, resting, reaped)
 
 
 def _stolen(machine: str) -> float:
@@ -165,11 +173,14 @@ class WaitCredit:
     credit, e.g. where the kernel keeps no scheduler statistics). seconds: the call's limit. machine and
     processors: where the machine's steal time is read, and over how many processors it is summed.
     start: the process's use when the call began, if read then (default: now).
+    company: whether the submission has a process besides the child now, one ended and not waited for
+    included, read from outside (Session.has_company); None: only what the child's own figures show.
     """
 
     def __init__(self, proc: str | None, seconds: float, machine: str = MACHINE, processors: int | None = None,
-                 start: ProcessorUse | None = None, files: ProcFiles | None = None):
-        self._proc, self._machine, self._files = proc, machine, files
+                 start: ProcessorUse | None = None, files: ProcFiles | None = None,
+                 company: Callable[[], bool] | None = None):
+        self._proc, self._machine, self._files, self._company = proc, machine, files, company
         self._seconds = seconds
         self._processors = processors  # what /proc/stat's steal is summed over; counted at a deadline, if one comes
         self._start = (start or processor_use(proc, machine, files)) if proc else None
@@ -177,6 +188,7 @@ class WaitCredit:
         self._used = 0.0  # its processor time by the last deadline (its own thread's, and its other threads')
         self._in_kernel: float | None = None  # of that, the time in the kernel; None: not read at a deadline
         self._asleep = False  # at the last deadline, asleep in a sleep of its own asking
+        self._helped = False  # the submission ran another process during the call: no credit from then on
 
     def more(self) -> float:
         """Seconds to extend the deadline by now: the wait not yet given back, within the caps; 0 for none."""
@@ -194,6 +206,10 @@ class WaitCredit:
         self._asleep = now.resting and self.idle() and self._in_sleep()
         if self._used >= self._seconds:
             return 0.0  # it had its limit's worth of processor time: the wait was its own doing or beside the point
+        self._helped = self._helped or now.reaped > self._start.reaped or (
+            self._company is not None and self._company())
+        if self._helped:
+            return 0.0
         waited = now.waited - self._start.waited + own * self._stolen_share(now)
         credit = min(waited - self._given, (MAX_FACTOR - 1) * self._seconds - self._given)
         if credit < MIN_CREDIT:
@@ -222,6 +238,9 @@ class WaitCredit:
                      "reading files or other system calls)")
         if self._given > 0:
             text += f", and its limit was extended by the {self._given:.2f} s it waited for a processor"
+        if self._helped:
+            text += (f"{'; from then on' if self._given > 0 else '; its limit was'} not extended for waiting, as "
+                     "the submission ran other processes meanwhile, whose processor time is not the call's")
         return text
 
     def asleep(self) -> bool:

@@ -68,6 +68,7 @@ def zygote_main(config: dict) -> None:
         # Orphans of a submission (double-forked daemons) must stay our
         # descendants so the grader can find and kill them.
         controls.append((kernel.PR_SET_CHILD_SUBREAPER, 1))
+    kernel.killed_first()  # first: once not dumpable, this process's /proc files are root's
     missing = kernel.set_controls(controls)
     if missing:
         # Each stands for a protection every submission is promised, so none may run here: the grader
