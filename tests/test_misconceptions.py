@@ -6,6 +6,7 @@ the engine and the shrinker also get small tests of their own rules.
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 import types
 
@@ -18,9 +19,10 @@ from autograder.authoring.checks import Sizes, Tolerance, Trial, check_rng
 from autograder.authoring.misconceptions import Catalogue, Misconception
 from autograder.authoring.protocol import Call, Raised, Reply
 from autograder.grading.attempt import attempt
-from autograder.grading.diagnosis import diagnose, diagnose_timeout
+from autograder.grading.diagnosis import Evidence, diagnose, diagnose_timeout
 from autograder.grading.explain import FreshChild, GradedChild
 from autograder.grading.shrink import MAX_SUBMISSION_SECONDS, ShrinkBudget, input_size, shrink
+from autograder.grading.statuses import PASSED
 from autograder.grading.submission import read_submission
 from autograder.sandbox.replies import CallFailed
 from autograder.sandbox.session import Session
@@ -174,7 +176,11 @@ DEGENERATE_IDEAS = {
     ("padding_mask", "zeros"): "mask_ignores_positions",
     ("context", "zeros"): "context_ignores_values",
     ("softmax", "raises"): "raises_on_valid_rows",
+    ("attention_torch", "uniform"): "weights_ignore_scores",  # no autograd history either, but wrong values first
 }
+# Degenerate answers that some idea's numbers fit by coincidence alone: a factor of 0 is no scale, and on one query
+# every normalization gives ones. Naming those ideas would send the student after a mistake they did not make.
+NOT_NAMED = {("score", "zeros"): "score_wrong_scale", ("softmax", "ones"): "softmax_over_queries"}
 
 
 @pytest.mark.parametrize("function,variant", sorted(DEGENERATE_IDEAS), ids=lambda x: x)
@@ -185,6 +191,40 @@ def test_a_degenerate_answer_is_named_by_the_idea_it_shows(grade, tmp_path, func
     assert {t.misconception for t in named} == {expected}, [(t.name, t.misconception) for t in named]
     assert any(t.function == function for t in named), "named only in other functions' checks"
     assert all(t.status != "passed" and "slide" in t.explanation for t in named)
+
+
+def test_an_exception_another_idea_also_raises_names_it_only_if_the_other_calls_fit(grade, tmp_path):
+    """context uses the weights of the last softmax call, not its A: on one call that raises the shape error
+    A.T @ V would raise, but its other calls return what no transposed A gives."""
+    path = tmp_path / "context_global.py"
+    path.write_text(PLAIN.read_text() + textwrap.dedent("""
+
+        _LAST_A = None
+
+
+        def softmax(S):
+            global _LAST_A
+            S = np.asarray(S)
+            if not np.all(np.any(np.isfinite(S), axis=-1)):
+                raise ValueError("softmax: some query has every key masked")
+            e = np.exp(S - np.max(S, axis=-1, keepdims=True))
+            _LAST_A = e / np.sum(e, axis=-1, keepdims=True)
+            return _LAST_A
+
+
+        def context(A, V):
+            return _LAST_A @ np.asarray(V)
+        """))
+    result = grade(path)
+    assert any(t.function == "context" and t.status != PASSED for t in result.tests)
+    assert "context_transposed_weights" not in {t.misconception for t in result.tests}
+
+
+@pytest.mark.parametrize("function,variant", sorted(NOT_NAMED), ids=lambda x: x)
+def test_a_degenerate_answer_is_not_named_by_an_idea_it_fits_by_coincidence(grade, tmp_path, function, variant):
+    result = grade(write_degenerate(tmp_path, function, variant))
+    assert NOT_NAMED[function, variant] not in {t.misconception for t in result.tests}, [
+        (t.name, t.misconception) for t in result.tests if t.misconception]
 
 
 @pytest.mark.slow  # a command-line round trip (grade, shrinking included); the sentences are checked above in-process
@@ -204,10 +244,10 @@ def _reference_module():
     return module
 
 
-def _idea(name, functions, offset=None, raises=None):
+def _idea(name, functions, offset=None, raises=None, raises_below=None):
     def wrong(seen):
-        if raises:
-            raise ValueError(raises)
+        if raises or raises_below is not None and np.any(np.asarray(seen.args["x"]) < raises_below):
+            raise ValueError(raises or "below")
         return np.asarray(seen.args["x"]) + offset
     return Misconception(name, f"{name} — slide 1.", functions, wrong=wrong)
 
@@ -267,6 +307,26 @@ def test_engine_takes_no_exception_as_evidence_when_ordinary_input_raises_it_too
     assert diagnose(catalogue, alone, ref, TOLERANCE).id == "wrong_type"
     both = [_call("plus_one", [1.0], raised=raised), _call("plus_one", [-1.0], raised=raised)]
     assert diagnose(catalogue, both, ref, TOLERANCE) is None
+
+
+def test_engine_names_an_idea_only_where_the_students_other_calls_of_the_function_fit_it():
+    """plus_two matches the failing call; the student's other calls of plus_one (another check's, passed or not)
+    decide: where the idea answers otherwise than the reference, the student must have answered as the idea."""
+    ref = _reference_module()
+    catalogue = _catalogue(_idea("plus_two", ("plus_one",), 2.0, raises_below=0.0))
+    failing = [_call("plus_one", [1.0], [3.0])]
+
+    def named(*others):
+        runs = [types.SimpleNamespace(calls=failing), types.SimpleNamespace(calls=list(others)), None]
+        return diagnose(catalogue, failing, ref, TOLERANCE, Evidence(runs, ref, TOLERANCE))
+
+    assert named().id == "plus_two"
+    assert named(_call("plus_one", [5.0], [7.0])).id == "plus_two"  # the idea's answer again
+    assert named(_call("plus_one", [5.0], [6.0])) is None  # right where the idea is wrong: not the student's idea
+    assert named(_call("plus_one", [5.0], [0.0])) is None  # a third answer
+    assert named(_call("outer", [5.0], [0.0])).id == "plus_two"  # another function's calls are not held against it
+    assert named(_call("plus_one", [-1.0], [0.0])) is None  # the idea raises here, and the student returned
+    assert named(_call("plus_one", [-1.0], raised=Raised("ValueError", "below"))).id == "plus_two"
 
 
 def test_a_timeout_names_a_slowness_idea_only_after_the_functions_other_checks_passed():

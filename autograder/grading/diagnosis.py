@@ -5,8 +5,9 @@ first, and names the first misconception (autograder.authoring.misconceptions)
 whose wrong answer the student's reply matches on a call the student got
 wrong, or whose behaviour the call shows. An exception on an input that must
 raise is no evidence when the same function raised the same type on an
-ordinary input of the check (one the reference answers): its cause is elsewhere. It runs in the trusted grader, on
-calls already made and replies already decoded; nothing is sent to a worker.
+ordinary input of the check (one the reference answers): its cause is elsewhere. An idea matched by
+its wrong answer is named only if the student's other calls of that function fit it too (`Evidence`).
+It runs in the trusted grader, on calls already made and replies already decoded; nothing is sent to a worker.
 """
 from __future__ import annotations
 
@@ -35,13 +36,51 @@ class _Answer:
     raised: tuple[str, str] | None = None
 
 
+class Evidence:
+    """Every call of one submission, against which an idea matched on one call is held.
+
+    At random sizes, or on an input with a single row, another mistake (or none in this function) can
+    give the numbers of a known idea by coincidence: two sizes that happen to be equal, an answer of all
+    ones where every normalization gives ones, a shape error from another cause. So an idea matched by
+    its wrong answer is named only where the student's other calls of the same function fit it: wherever
+    the idea's answer differs from the reference's, the student gave the idea's answer (an exception in a
+    function built from others, or an input the reference refuses, tells nothing: `_contradicts`). Each
+    idea is weighed once per function and submission.
+    runs: each check's judged run (grading.attempt.Attempt: its `calls`, (Call, Reply) pairs), passed ones
+        included; None for a check that made no calls.
+    """
+
+    def __init__(self, runs: list, ref: ModuleType | None, tolerance: dict[str, Tolerance]):
+        self._calls = [(call, reply) for run in runs if run is not None for call, reply in run.calls
+                       if call.payload_bytes() <= MAX_DIAGNOSED_BYTES]
+        self._ref, self._tolerance = ref, tolerance
+        self._seen: dict[str, list] = {}  # function -> its (Call, Observed) pairs, observed when first asked
+        self._verdicts: dict[tuple[str, str], bool] = {}
+
+    def fits(self, catalogue: Catalogue, idea: Misconception, function: str) -> bool:
+        """Whether no call of `function` in the submission contradicts `idea`."""
+        key = (idea.id, function)
+        if key not in self._verdicts:
+            self._verdicts[key] = not any(_contradicts(catalogue, idea, seen, _tolerance_for(call, self._tolerance))
+                                          for call, seen in self._of(function))
+        return self._verdicts[key]
+
+    def _of(self, function: str) -> list:
+        if function not in self._seen and self._ref is not None:
+            observed = ((call, observe(call, reply, self._ref)) for call, reply in self._calls
+                        if call.function == function)
+            self._seen[function] = [(call, seen) for call, seen in observed if seen is not None]
+        return self._seen.get(function, [])
+
+
 def diagnose(catalogue: Catalogue | None, calls: list, ref: ModuleType | None,
-             tolerance: dict[str, Tolerance]) -> Misconception | None:
+             tolerance: dict[str, Tolerance], evidence: Evidence | None = None) -> Misconception | None:
     """The misconception a failing check's calls reveal, or None.
 
     calls: (Call, Reply) pairs in the order the check made them; the last
     one is usually the call the check failed on, so it is examined first.
     tolerance: by dtype name, as in course.yaml.
+    evidence: the submission's other calls, which an idea matched by its wrong answer must fit (None: not held).
     """
     if catalogue is None or ref is None:
         return None
@@ -63,7 +102,7 @@ def diagnose(catalogue: Catalogue | None, calls: list, ref: ModuleType | None,
         if seen.raised is not None and (seen.function, seen.raised[0]) in ordinary and right(index) is not None \
                 and right(index).raised is not None:
             continue  # raised on ordinary input too, so it says nothing about the input that must raise
-        found = _first_match(catalogue, seen, right(index), _tolerance_for(call, tolerance))
+        found = _first_match(catalogue, seen, right(index), _tolerance_for(call, tolerance), evidence)
         if found is not None:
             return found
     return None
@@ -98,7 +137,8 @@ def observe(call: Call, reply: Reply, ref: ModuleType) -> Observed | None:
     return Observed(call.function, args, _arrays(reply.value), raised, after, call, reply, ref)
 
 
-def _first_match(catalogue: Catalogue, seen: Observed, right: _Answer | None, tol: Tolerance) -> Misconception | None:
+def _first_match(catalogue: Catalogue, seen: Observed, right: _Answer | None, tol: Tolerance,
+                 evidence: Evidence | None = None) -> Misconception | None:
     """The first idea the call shows; right: the reference's answer to it (None where it does not apply)."""
     student = _Answer(seen.value, seen.raised)
     student_is_right = right is not None and _same(student, right, tol, compare_raised=True)
@@ -113,9 +153,29 @@ def _first_match(catalogue: Catalogue, seen: Observed, right: _Answer | None, to
         wrong = _attempt(idea.wrong, seen)
         if wrong is None or (right is not None and _same(wrong, right, tol, compare_raised=True)):
             continue  # the idea gives the right answer here, so the call cannot show it
-        if _same(student, wrong, tol, compare_raised):
+        if _same(student, wrong, tol, compare_raised) and (
+                evidence is None or evidence.fits(catalogue, idea, seen.function)):
             return idea
     return None
+
+
+def _contradicts(catalogue: Catalogue, idea: Misconception, seen: Observed, tol: Tolerance) -> bool:
+    """Whether the call shows the student does not hold `idea`: the idea answers it otherwise than the reference,
+    and the student gave neither the idea's answer nor an exception that may have another cause.
+
+    An exception counts only in the function the idea lives in (as in `_first_match`): in a function built from
+    others it may come from another part, and an idea's exception there is not compared. An input the reference
+    refuses says nothing: an idea says how values go wrong, not what must be refused. Nor does a call where the
+    idea's answer is the reference's, whatever the student gave.
+    """
+    wrong = _attempt(idea.wrong, seen)
+    compare_raised = seen.function == idea.functions[0]
+    if wrong is None or not compare_raised and (wrong.raised is not None or seen.raised is not None):
+        return False
+    if _same(_Answer(seen.value, seen.raised), wrong, tol, compare_raised):
+        return False
+    right = _attempt(catalogue.right, seen)
+    return right is not None and right.raised is None and not _same(wrong, right, tol, compare_raised=True)
 
 
 def _attempt(compute: Callable[[Observed], Any], seen: Observed) -> _Answer | None:

@@ -19,7 +19,7 @@ from autograder.authoring.checks import UNENDING_HINT, Sizes, Trial, check_rng, 
 from autograder.grading import calibration, confirm, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
-from autograder.grading.diagnosis import diagnose, diagnose_timeout
+from autograder.grading.diagnosis import Evidence, diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
 from autograder.grading.explain import FreshChild, GradedChild, Judged, with_error_sources, with_explanation
 from autograder.grading.grader_faults import blame_environment, internal_error_result, now, sandbox_fields
@@ -290,6 +290,7 @@ class Grader:
         a wrong one mostly fails at the same sizes.
         """
         budget = ShrinkBudget.for_submission(self.budget)
+        evidence = Evidence([one.tried for one in judged], self.suite.reference, self.suite.assignment.tolerance)
         shrunk_functions: set[str] = set()
         smallest: list[Sizes] = []  # the smallest failing sizes found so far, latest first
         results = []
@@ -303,7 +304,7 @@ class Grader:
             # Diagnosed on the graded run only: at the tiny shrunk sizes different ideas (and plain
             # garbage such as all zeros) can give the same numbers.
             idea = diagnose(self.suite.misconceptions, one.tried.calls, self.suite.reference,
-                            self.suite.assignment.tolerance)
+                            self.suite.assignment.tolerance, evidence)
             shrunk = None
             if child is not None and one.entry.function not in shrunk_functions:
                 shrunk = self._shrink(one.entry, child, seed, one.tried, budget, smallest)

@@ -149,11 +149,12 @@ def _softmax_global_sum(S):
 def _sums_to_one_along(axis, least_ndim):
     """Weights (softmax's answer, attention's A) that sum to one along `axis` but not along the keys: normalized
     over another axis, whatever was subtracted before exp (e.g. each row's maximum, then the sum over axis=1).
-    Only slices without NaN count: a key hidden from every query is 0/0 there."""
+    Only slices without NaN count: a key hidden from every query is 0/0 there. Along an axis of length 1 every
+    weight is 1 whichever axis was summed over (an answer of all ones too), so that shows nothing."""
     def shows(seen):
         value = seen.value
         A = value if seen.function == "softmax" else value[1] if isinstance(value, tuple) and len(value) == 2 else None
-        if not isinstance(A, np.ndarray) or A.ndim < least_ndim or A.dtype.kind != "f":
+        if not isinstance(A, np.ndarray) or A.ndim < least_ndim or A.dtype.kind != "f" or A.shape[axis] < 2:
             return False
         return _sum_to_one(A, axis) and not _sum_to_one(A, -1)
     return shows
@@ -322,7 +323,9 @@ def _scores_off_by_a_factor(seen) -> bool:
     if got.shape != right.shape or not np.isfinite(got).all() or not np.any(right):
         return False
     factor = float(np.sum(got * right) / np.sum(right * right))
-    return not np.isclose(factor, 1.0, rtol=1e-3) and bool(np.allclose(got, factor * right, rtol=1e-3, atol=1e-9))
+    # A factor of 0 is no scale: scores of all zeros compute nothing (and shift nothing after softmax).
+    return (abs(factor) > 1e-6 and not np.isclose(factor, 1.0, rtol=1e-3)
+            and bool(np.allclose(got, factor * right, rtol=1e-3, atol=1e-9)))
 
 
 def _asked_truth_of_mask(seen) -> bool:
@@ -626,9 +629,9 @@ MISCONCEPTIONS = (
         wrong=_wrong_softmax(_softmax_global_sum)),
     Misconception(
         "softmax_min_shift",
-        "Subtract each row's maximum, not its minimum: after S - S.min(...) the largest score of a row is as far "
-        "above 0 as the row is wide, so exp overflows for scores near ±1000, and a masked key's −∞ minimum makes "
-        "the whole row ∞ or NaN. Shifting by the maximum keeps every exponent ≤ 0 — slide 11.",
+        "Subtract each row's maximum, not its minimum or its mean: after S - S.min(...) (or S.mean(...)) the "
+        "largest score of a row lies far above 0, so exp overflows for scores near ±1000, and a masked key's −∞ "
+        "makes the whole row ∞ or NaN. Shifting by the maximum keeps every exponent ≤ 0 — slide 11.",
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_min_shifted)),
     Misconception(
@@ -720,12 +723,6 @@ MISCONCEPTIONS = (
         "every hidden unit before it saturates — slide 9.",
         ("additive_score",), wrong=_additive_without_bias),
     Misconception(
-        "torch_detached",
-        "attention_torch must stay in torch operations on the input tensors so autograd can follow; "
-        ".detach(), .numpy() or re-wrapping cuts the gradient path, and torch.no_grad() or "
-        "torch.set_grad_enabled(False) records none — slide 27.",
-        ("attention_torch",), shows=_detached),
-    Misconception(
         "torch_missing_scale",
         "attention_torch scales its scores like the NumPy score: with scale=None, multiply Q Kᵀ by 1/√dk, as "
         "scaled_dot_product_attention does; only an explicitly given scale replaces it — slides 10 and 27.",
@@ -741,7 +738,7 @@ MISCONCEPTIONS = (
         "weights_ignore_scores",
         "The weights must depend on the scores: a_ij = exp(s_ij) / Σ_m exp(s_im) gives a better-matching "
         "key more weight, while uniform weights 1/Nk ignore the comparison altogether — slides 11 and 15.",
-        _SOFTMAX, wrong=_wrong_softmax(_uniform_weights)),
+        (*_SOFTMAX, "attention_torch"), wrong=_wrong_softmax(_uniform_weights)),
     Misconception(
         "mask_ignores_positions",
         "A mask depends on the positions: causal_mask compares key j with query i (True for j ≤ i) and "
@@ -759,6 +756,14 @@ MISCONCEPTIONS = (
         "Raise ValueError only for a row whose every key is masked: a row with at least one visible key has "
         "a valid normalization, and its hidden keys simply get weight 0 — slides 20 and 22.",
         ("softmax",), shows=_raises_on_valid_rows),
+    # Last: weights that ignore the scores (uniform, a constant) have no autograd history either, and their wrong
+    # values are what to fix first. A detached answer is named here where no idea above explains its values.
+    Misconception(
+        "torch_detached",
+        "attention_torch must stay in torch operations on the input tensors so autograd can follow; "
+        ".detach(), .numpy() or re-wrapping cuts the gradient path, and torch.no_grad() or "
+        "torch.set_grad_enabled(False) records none — slide 27.",
+        ("attention_torch",), shows=_detached),
 )
 
 CATALOGUE = Catalogue(misconceptions=MISCONCEPTIONS, right=_right)
