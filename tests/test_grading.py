@@ -29,6 +29,22 @@ def test_reference_gets_full_marks(grade_once, suite):
     assert result.score == result.max_score == suite.max_score == 100
 
 
+def test_a_function_that_changes_the_callers_arrays_fails_the_checks_that_read_them_back(grade_once, tmp_path):
+    """score scales Q in place: the caller's queries are changed, in score's checks and in attention, which calls
+    score. The arrays are read back from the grader's own memory after each call."""
+    path = tmp_path / "scales_q_in_place.py"
+    path.write_text(PLAIN.read_text() + """
+
+def score(Q, K, scale=None):
+    Q = np.asarray(Q)
+    Q *= 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    return Q @ np.swapaxes(np.asarray(K), -1, -2)
+""")
+    failed = {t.name: t.message for t in grade_once(path).tests if t.status != "passed"}
+    assert set(failed) == {"score.matches_reference", "attention.matches_reference"}, failed
+    assert all("changed its argument Q in place" in message for message in failed.values()), failed
+
+
 def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade_once, suite):
     result = grade_once(STUB, "stub")
     assert result.score == 0

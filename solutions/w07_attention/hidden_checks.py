@@ -70,15 +70,30 @@ def _terms(A, V):
     return np.abs(np.asarray(A, dtype=np.float64)) @ np.abs(np.asarray(V, dtype=np.float64))
 
 
+def _returned_unchanged(t, function: str, names: tuple[str, ...], *args, **kwargs):
+    """What `function` returned for `args` (arrays named `names`, in order); the check fails if the function
+    changed one of them in place, since that is the caller's array (np.asarray makes no copy)."""
+    reply = t.call(function, *args, return_inputs=True, **kwargs)
+    if reply.raised is not None:
+        raise_for(function, reply)
+    for name, before, after in zip(names, args, reply.inputs or ()):
+        if not np.array_equal(after, before, equal_nan=True):
+            raise CheckFailed(f"{function} (or a function it calls) changed its argument {name} in place (e.g. "
+                              f"`{name} *= ...` after np.asarray({name}), which is still the caller's array); "
+                              f"compute into a new array so the caller's {name} is left as it was")
+    return reply.value
+
+
 # ------------------------------------------------------------------ score
 
 def score_matches_reference(t):
-    """score matches the reference on batched cross-attention inputs (Nq ≠ Nk), float32 and float64."""
+    """score matches the reference on batched cross-attention inputs (Nq ≠ Nk), float32 and float64, and leaves
+    Q and K unchanged."""
     for dtype in DTYPES:
         Q, K, _ = _qkv(t, dtype)
         expected = t.ref.score(*_f64(Q, K))
-        expect_close(t.returned("score", Q, K), expected, t.tol(dtype), f"score(Q, K) for {_name(dtype)} inputs",
-                     shape_hint=ROWS_ARE_QUERIES)
+        expect_close(_returned_unchanged(t, "score", ("Q", "K"), Q, K), expected, t.tol(dtype),
+                     f"score(Q, K) for {_name(dtype)} inputs", shape_hint=ROWS_ARE_QUERIES)
 
 
 def score_explicit_scale(t):
@@ -194,12 +209,13 @@ def softmax_input_unchanged(t):
 # ------------------------------------------------------------------ context
 
 def context_matches_reference(t):
-    """context matches the reference on reference weights with batch axes and dk ≠ dv."""
+    """context matches the reference on reference weights with batch axes and dk ≠ dv, and leaves A and V
+    unchanged."""
     d = t.sizes
     for dtype in DTYPES:
         A = t.ref.softmax(normal(t.rng, (*d["batch"], d["nq"], d["nk"]), scale=2.0)).astype(dtype)
         V = normal(t.rng, (*d["batch"], d["nk"], d["dv"]), dtype)
-        expect_close(t.returned("context", A, V), t.ref.context(*_f64(A, V)), t.tol(dtype),
+        expect_close(_returned_unchanged(t, "context", ("A", "V"), A, V), t.ref.context(*_f64(A, V)), t.tol(dtype),
                      f"context(A, V) for {_name(dtype)} inputs",
                      shape_hint="C has one row per query and one column per value dimension", terms=_terms(A, V))
 
@@ -207,7 +223,8 @@ def context_matches_reference(t):
 # ------------------------------------------------------------------ attention
 
 def attention_matches_reference(t):
-    """attention matches the reference with and without a mask, default and explicit scale."""
+    """attention matches the reference with and without a mask, default and explicit scale, and leaves Q, K and V
+    unchanged."""
     d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
@@ -215,7 +232,8 @@ def attention_matches_reference(t):
         for allowed, scale in ((None, None), (mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"])), 0.3)):
             C_exp, A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)
             what = f"attention for {_name(dtype)} inputs" + (" with a mask and scale=0.3" if scale else "")
-            C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), what, PAIR)
+            C, A = expect_pair(_returned_unchanged(t, "attention", ("Q", "K", "V"), Q, K, V, allowed=allowed,
+                                                   scale=scale), what, PAIR)
             expect_close(C, C_exp, t.tol(dtype), f"the context C of {what}", terms=_terms(A_exp, V))
             expect_close(A, A_exp, t.tol(dtype), f"the weights A of {what}")
 
