@@ -11,7 +11,7 @@ is idempotent, so applying it twice changes nothing.
 
 `one_line` is for text printed in a line of a terminal summary: its
 newlines are escapes too, so no student text can start a line of its own.
-`counted` says a count with its noun, "1 process" and "3 processes".
+`counted` says a count with its noun, "1 process" and "3 processes"; `joined` a list of names, "a, b and c".
 (A value a student's function returned is written by
 `autograder.authoring.shown`, which any int can go through.)
 
@@ -35,6 +35,11 @@ def counted(count: float, noun: str, plural: str = "") -> str:
     """A count with its noun, singular for one: counted(1, "item") is '1 item', counted(3, "process", "processes")
     '3 processes' (plural: the noun's plural when it is not noun + "s")."""
     return f"{count:g} {noun if count == 1 else plural or noun + 's'}"
+
+
+def joined(names: list[str]) -> str:
+    """Names as a phrase: "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def valid_utf8(text: str) -> str:

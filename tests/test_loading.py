@@ -270,3 +270,28 @@ def test_a_notebook_is_noted_off_the_format_exactly_when_nbformat_finds_it_so(tm
     assert not submission.problem
     assert [cell.source for cell in submission.cells] == ["x = 1", "y = 2"][:len(submission.cells)]
     assert ("does not fully follow the notebook format" in submission.note) == bool(found), submission.note
+
+
+def test_a_failure_names_a_graded_function_it_calls_that_fails_its_own_checks(grade_once, tmp_path):
+    """softmax normalizes over the queries: attention, which calls it, fails too, and its messages show only numbers.
+    Each of attention's failures now says where to start; an attention that computes its weights itself is not
+    pointed at softmax, whatever softmax does."""
+    calls_it = grade_once(compose(tmp_path, "calls_softmax", SUBMISSIONS / "buggy" / "softmax_over_queries.py"))
+    failed = {t.name: t.message for t in calls_it.tests if t.status != "passed"}
+    pointer = "attention calls softmax, which fails its own checks: fix that first"
+    assert any(name.startswith("attention.") for name in failed)
+    assert all((pointer in message) == name.startswith("attention.") for name, message in failed.items()), failed
+    inline = tmp_path / "own_weights.py"
+    inline.write_text(compose(tmp_path, "x", SUBMISSIONS / "buggy" / "softmax_over_queries.py").read_text() + """
+
+def attention(Q, K, V, allowed=None, scale=None):
+    S = np.asarray(Q) @ np.swapaxes(np.asarray(K), -1, -2)  # the scale forgotten
+    if allowed is not None:
+        S = np.where(allowed, S, -np.inf)
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = e / e.sum(axis=-1, keepdims=True)
+    return A @ np.asarray(V), A
+""")
+    own = [t for t in grade_once(inline).tests if t.function == "attention" and t.status != "passed"]
+    assert own and not any("own checks" in t.message for t in own), [t.message for t in own]
+

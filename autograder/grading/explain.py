@@ -19,6 +19,7 @@ from autograder.grading.results import CheckResult
 from autograder.grading.statuses import ERROR, PASSED
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox.replies import WorkerDied
+from autograder.text import joined
 
 
 @dataclass
@@ -122,7 +123,7 @@ def with_error_sources(results: list[CheckResult], judged: list[Judged]) -> list
         where = raised_in.get(result.name, "")
         if result.status == ERROR and where in graded - failing - {result.function}:
             others = sorted(failing - {result.function})
-            cause = (f": {_and(others)} {'fails its' if len(others) == 1 else 'fail their'} own checks" if others
+            cause = (f": {joined(others)} {'fails its' if len(others) == 1 else 'fail their'} own checks" if others
                      else "")
             result = dataclasses.replace(result, message=f"{result.message}. {where} passes its own checks, so "
                                          f"what {result.function} gives it is the likely cause{cause}")
@@ -135,7 +136,3 @@ def _raised_in(tried: Attempt | None) -> str:
     raised = next((reply.raised for _, reply in reversed(tried.calls) if reply.raised is not None), None) \
         if tried is not None and tried.status == ERROR else None
     return raised.within if raised is not None else ""
-
-
-def _and(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

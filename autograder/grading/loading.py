@@ -24,10 +24,10 @@ import re
 from autograder.authoring.checks import environment_hint
 from autograder.authoring.protocol import Raised
 from autograder.grading.results import NOT_LOADED, CheckResult
-from autograder.grading.statuses import PASSED
+from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
 from autograder.grading.submission import Submission
 from autograder.sandbox.session import LoadReport
-from autograder.text import counted, safe
+from autograder.text import counted, joined, safe
 
 NOT_RUN = "not run: the file did not load (see the top of this feedback)"
 RESTART = "run the notebook from the top (Kernel → Restart & Run All) and hand it in again"
@@ -256,6 +256,54 @@ def _why_not_run(where: str, line: int, load: LoadReport) -> str:
 
 _MISSING_NAME = re.compile(r"NameError\b.*?name '([A-Za-z_]\w*)' is not defined")
 MAX_NAMES = 8  # names of a failed cell a message lists
+
+
+WRONG = (FAILED, ERROR, TIMEOUT)  # a check that ran and found the function wrong (not one left ungraded)
+
+
+def with_causes(tests: list[CheckResult], submission: Submission, load: LoadReport | None) -> list[CheckResult]:
+    """`tests` with what the file's own text tells of each failure's cause: a cell that failed while loading
+    (`with_load_causes`), a graded function called by the failing one that fails its own checks
+    (`with_failing_parts`). load: None for a file that did not load, whose checks did not run."""
+    explained = with_load_causes(tests, submission, load)
+    return explained if load is None else with_failing_parts(explained, submission)
+
+
+def with_failing_parts(tests: list[CheckResult], submission: Submission) -> list[CheckResult]:
+    """`tests` with a pointer added to each failed check whose function names, in its definition, another graded
+    function that fails its own checks. A part that is wrong makes wrong whatever is built on it, and the
+    messages of what is built on it show only its numbers. Read from the file's text (a notebook's last
+    definition of each name), never run: it words a message, and moves no point."""
+    failing = {test.function for test in tests if test.status in WRONG}
+    if len(failing) < 2:
+        return list(tests)
+    uses = _graded_names_used(submission, {test.function for test in tests})
+    pointed = []
+    for test in tests:
+        parts = sorted(uses.get(test.function, set()) & failing - {test.function})
+        if test.status in WRONG and parts and "own checks" not in test.message:
+            one = len(parts) == 1
+            test = dataclasses.replace(test, message=(
+                f"{test.message}. {test.function} calls {joined(parts)}, which {'fails its' if one else 'fail their'} "
+                f"own checks: fix {'that' if one else 'those'} first, and {test.function} may pass with "
+                f"{'it' if one else 'them'}"))
+        pointed.append(test)
+    return pointed
+
+
+def _graded_names_used(submission: Submission, graded: set[str]) -> dict[str, set[str]]:
+    """graded function -> the graded functions that its last top-level definition in the file names."""
+    sources = [submission.source] if submission.kind == "py" else [cell.source for cell in submission.cells]
+    uses: dict[str, set[str]] = {}
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # its load problem is reported already
+        for statement in tree.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name in graded:
+                uses[statement.name] = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)} & graded
+    return uses
 
 
 def with_load_causes(tests: list[CheckResult], submission: Submission, load: LoadReport | None) -> list[CheckResult]:
