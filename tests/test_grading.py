@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
 
 import nbformat
@@ -43,6 +44,22 @@ def score(Q, K, scale=None):
     failed = {t.name: t.message for t in grade_once(path).tests if t.status != "passed"}
     assert set(failed) == {"score.matches_reference", "attention.matches_reference"}, failed
     assert all("changed its argument Q in place" in message for message in failed.values()), failed
+
+
+def test_an_exception_says_what_the_call_was_given(grade_once, tmp_path):
+    """apply_mask indexes S with a mask that only broadcasts to it: NumPy's IndexError names axes and sizes, and the
+    message adds the arguments by name, dtype and shape, so the student sees it was the (B, 1, 1, Nk) mask."""
+    path = tmp_path / "boolean_index.py"
+    path.write_text(PLAIN.read_text() + """
+
+def apply_mask(S, allowed):
+    out = np.array(S, dtype=float)
+    out[~np.asarray(allowed, dtype=bool)] = -np.inf
+    return out
+""")
+    raised = [t.message for t in grade_once(path).tests if t.status == "error" and t.function == "apply_mask"]
+    assert raised and all(re.search(r"\(given S: a float(32|64) array of shape \(\d+(, \d+)*\), allowed: a bool "
+                                    r"array of shape \(\d+(, \d+)*\)\)$", message) for message in raised), raised
 
 
 def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade_once, suite):

@@ -21,6 +21,7 @@ student pays for the author's mistake (grading.attempt).
 from __future__ import annotations
 
 import hashlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -217,10 +218,10 @@ class Trial:
         return reply
 
     def returned(self, function: str, *args, **kwargs):
-        """The value `function` returned; a raised exception fails the check."""
+        """The value `function` returned; a raised exception fails the check, its message saying what it was given."""
         reply = self.call(function, *args, **kwargs)
         if reply.raised is not None:
-            raise_for(function, reply)
+            raise_for(function, reply, called_with(self.ref, function, args, kwargs))
         return reply.value
 
     def shared(self, build: Callable[[Trial], Any]):
@@ -249,16 +250,44 @@ class Trial:
         return self.tolerance["float32" if np.dtype(dtype).itemsize <= 4 else "float64"]
 
 
-def raise_for(function: str, reply: Reply):
-    """Turn a student exception into the right failure."""
+def raise_for(function: str, reply: Reply, arguments: str = ""):
+    """Turn a student exception into the right failure. arguments: what the call was given (`called_with`)."""
     raised = reply.raised
     if raised.type == "NotImplementedError":
         raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError); if you did write it, "
                           "delete the template's `raise NotImplementedError()` line, which still runs before your code")
     if raised.type == "SystemExit":
         raise StudentError(f"{function} called sys.exit() or exit(); a function should return its result")
-    raise StudentError(f"{function} raised {raised.describe(called=function)}{_signature_hint(raised)}"
-                       f"{environment_hint(raised)}")
+    # What the call was given is beside the point where the place it ran is the cause (a module it lacks).
+    where = environment_hint(raised)
+    raise StudentError(f"{function} raised {raised.describe(called=function)}{'' if where else arguments}"
+                       f"{_signature_hint(raised)}{where}")
+
+
+_CALL_OPTIONS = ("as_tensors", "backward", "return_inputs")  # Trial.call's own keywords, not the function's
+
+
+def called_with(ref, function: str, args: tuple, kwargs: dict) -> str:
+    """" (given S: a float64 array of shape (3, 4, 5), allowed: a bool array of shape (3, 1, 1, 5))": what a raised
+    error's message adds, so the student sees which input their code refused. The names are the reference's
+    parameters where it has the function, else the arguments are numbered."""
+    given = {name: value for name, value in kwargs.items() if name not in _CALL_OPTIONS}
+    target = getattr(ref, function, None)
+    try:
+        names = list(inspect.signature(target).parameters)[:len(args)] if callable(target) else []
+    except (TypeError, ValueError):
+        names = []
+    named = [(names[i] if i < len(names) else f"argument {i + 1}", value) for i, value in enumerate(args)]
+    parts = [f"{name}: {_kind_of(value)}" for name, value in named + list(given.items())]
+    return f" (given {', '.join(parts)})" if parts else ""
+
+
+def _kind_of(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array of shape {tuple(value.shape)}"
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    return f"a {type(value).__name__}"
 
 
 def _signature_hint(raised) -> str:

@@ -122,6 +122,14 @@ def _softmax_unshifted(S):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_without_keepdims(S):
+    """The row maxima and sums taken without keepdims=True, in the input's dtype: they line up with the keys, which
+    broadcasts (to wrong weights, or overflowing ones) only where there are as many queries as keys."""
+    S = np.asarray(S)
+    e = np.exp(S - S.max(axis=-1))
+    return e / e.sum(axis=-1)
+
+
 def _softmax_global_max(S):
     """Shifted by the whole array's maximum, not each row's, in the input's dtype: a row whose scores all lie far
     below another row's maximum underflows to exp = 0 everywhere, and 0/0 = NaN, where the student's does."""
@@ -264,6 +272,19 @@ def _raises_other_than_value_error(seen) -> bool:
 
 # NumPy's ValueError for two shapes that do not broadcast (an error of the code, not one it raised itself).
 _BROADCAST = re.compile(r"operands could not be broadcast together with shapes \(([\d,]*)\) \(([\d,]*)\)")
+
+
+def _overflows(seen) -> bool:
+    """NaN or ∞ among the weights (softmax's answer, attention's A) where the reference's are all finite: what exp of
+    a large score gives, whatever was subtracted first (nothing, the row's first score, its mean). The specific
+    shifts, listed before, keep their names."""
+    value = seen.value
+    got = value if seen.function == "softmax" else value[1] if isinstance(value, tuple) and len(value) == 2 else None
+    if not isinstance(got, np.ndarray) or got.dtype.kind != "f":
+        return False
+    right = _right(seen)
+    right = np.asarray(right if seen.function == "softmax" else right[1], dtype=float)
+    return got.shape == right.shape and bool(np.isfinite(right).all()) and not bool(np.isfinite(got).all())
 
 
 def _raises_on_valid_rows(seen) -> bool:
@@ -613,7 +634,7 @@ MISCONCEPTIONS = (
         "S.max(axis=-1) and e.sum(axis=-1) drop the last axis, so S - S.max(axis=-1) lines each query's maximum up "
         "with the keys, not with its own row (and does not broadcast unless there are as many queries as keys): "
         "keep the axis, S.max(axis=-1, keepdims=True) and e.sum(axis=-1, keepdims=True) — slide 11.",
-        _SOFTMAX, shows=_reduced_without_keepdims),
+        _SOFTMAX, wrong=_wrong_softmax(_softmax_without_keepdims), shows=_reduced_without_keepdims),
     Misconception(
         "softmax_global_max",
         "Subtract each row's own maximum, S.max(axis=-1, keepdims=True), not the maximum of the whole array: "
@@ -634,6 +655,12 @@ MISCONCEPTIONS = (
         "makes the whole row ∞ or NaN. Shifting by the maximum keeps every exponent ≤ 0 — slide 11.",
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_min_shifted)),
+    Misconception(
+        "softmax_overflows",
+        "A softmax must stay finite for finite scores: exp of a score in the hundreds overflows to ∞ (and ∞/∞ is "
+        "NaN) unless each row's maximum is subtracted first, S - S.max(axis=-1, keepdims=True), which keeps "
+        "every exponent ≤ 0 and gives the same weights — slide 11.",
+        _SOFTMAX, shows=_overflows),
     Misconception(
         "softmax_modifies_input",
         "Subtracting the row maximum must make a new array (S - S.max(...)); `S -= ...` overwrites the "
