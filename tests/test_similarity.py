@@ -186,7 +186,10 @@ def f(S):
     assert _texts(read_twice) != _texts(merged)  # `e` is read twice: kept
 
 
-def test_a_reassigned_name_is_not_inlined():
+def test_a_name_assigned_again_is_a_new_name_from_there_on():
+    """`s = Q @ kt` then `s = s * scale` binds two values: the second is a name of its own, as in a copy that calls
+    it `out`, and both are temporaries. So is a parameter converted in place (`Q = np.asarray(Q)`), which a copy
+    disguises as `q = np.asarray(Q)`."""
     reassigned = """
 import numpy as np
 def f(Q, K, scale):
@@ -195,18 +198,19 @@ def f(Q, K, scale):
     s = s * scale
     return s
 """
-    kt_inlined = """
-import numpy as np
-def f(Q, K, scale):
-    s = Q @ np.swapaxes(K, -1, -2)
-    s = s * scale
-    return s
-"""
     merged = "import numpy as np\ndef f(Q, K, scale):\n    return Q @ np.swapaxes(K, -1, -2) * scale\n"
-    assert _texts(reassigned) == _texts(kt_inlined)  # `kt` is assigned and read once: inlined
-    assert _texts(reassigned) != _texts(merged)  # `s` is assigned twice: kept
-    updated = kt_inlined.replace("s = s * scale", "s *= scale")  # an augmented assignment, a loop: kept too
-    assert _texts(updated) == _texts(kt_inlined) != _texts(merged)
+    assert _texts(reassigned) == _texts(merged)
+    assert _texts(reassigned.replace("s = s * scale", "s *= scale")) == _texts(merged)  # written one way first
+    converted = "import numpy as np\ndef f(Q, K):\n    Q = np.asarray(Q)\n    K = np.asarray(K)\n" \
+                "    return Q[..., 0] + Q @ K.T\n"
+    renamed = "import numpy as np\ndef f(Q, K):\n    q_ = np.asarray(Q)\n    k = np.asarray(K)\n" \
+              "    return q_[..., 0] + q_ @ k.T\n"
+    assert _texts(converted) == _texts(renamed)
+    annotated = renamed.replace("q_ = ", "q_: np.ndarray = ").replace("    k = ", "    k: object = ")
+    assert _texts(annotated) == _texts(renamed)  # an annotation computes nothing
+    in_a_loop = "import numpy as np\ndef f(Q, n):\n    for _ in range(n):\n        Q = Q * 2\n    Q = Q + 1\n" \
+                "    return Q\n"
+    assert _texts(in_a_loop) != _texts(in_a_loop.replace("    Q = Q + 1\n    return Q", "    return Q + 1"))
     looped = "def f(xs):\n    for x in xs:\n        y = x + 1\n        g(y)\n"
     assert _texts(looped) != _texts("def f(xs):\n    for x in xs:\n        g(x + 1)\n")
 
@@ -377,8 +381,8 @@ def test_padding_a_copy_hides_nothing():
     assert len(padded["comments"]) > 2_000_000
     comparison = compare_class("w07_attention", _class_with(padded), STUB, SOURCE_DIR, jobs=1)
     scores = {(p.a, p.b): p.score for p in comparison.pairs}
-    for name in padded:
-        assert scores.get(tuple(sorted((name, "i09_copyto")))) == 1.0, name
+    for name in padded:  # a function's first fingerprints may straddle the padding: short functions lose a little
+        assert scores.get(tuple(sorted((name, "i09_copyto")))) >= 0.95, name
     assert not comparison.notes
 
 

@@ -40,11 +40,10 @@ def test_a_member_linked_only_through_another_is_marked(tmp_path):
     submissions = [read_submission(p) for p in sorted(folder.iterdir())]
     comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
     groups = {tuple(g.members): g for g in clusters(comparison.pairs, 0.6)}
-    # i03 and i04 write `attention` as the same three calls, i03 through a temporary: alike once it is inlined, an
-    # independent pair over the threshold on one short function (its line says so: 1 of 9 functions, a few lines).
+    # i03 and i04 write `attention` as the same three calls, which most of the class's attention functions now are
+    # too (each name assigned again is a temporary): no longer an independent pair over the threshold.
     assert set(groups) == {("i02_batch_loops", "i21_masked_fill_numpy", "p01_copies_softmax"),
-                           ("copy_one", "copy_two", "i15_nan_tricks"), ("i03_logsumexp", "i04_swap_copy")}, list(groups)
-    assert [f.function for f in groups["i03_logsumexp", "i04_swap_copy"].core.functions] == ["attention"]
+                           ("copy_one", "copy_two", "i15_nan_tricks")}, list(groups)
     chain = groups["i02_batch_loops", "i21_masked_fill_numpy", "p01_copies_softmax"]
     assert (chain.core.a, chain.core.b) == ("i21_masked_fill_numpy", "p01_copies_softmax")  # most functions alike
     assert chain.through == {"i02_batch_loops": "p01_copies_softmax"}

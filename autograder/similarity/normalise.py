@@ -9,12 +9,14 @@ matters little:
   import exp` all give `numpy.exp`): that is the code's meaning;
 - docstrings, bare strings, `pass`, code after `return`/`raise`, `if False:`
   branches and assignments to names never read are dropped (dead code);
-- equivalent constructs are written one way: `x += y` as `x = x + y`,
+- equivalent constructs are written one way: `x += y` as `x = x + y`, `x: int = y` as `x = y`,
   `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`,
   keyword arguments sorted, operands of `+ * & |` in a fixed order, every
   spelling of infinity as `INF`;
 - an einsum's subscripts are kept, their index letters renamed in order of
   first use: unlike other strings, they are what the call computes;
+- a name assigned again at the top level (`Q = np.asarray(Q)`) gets a new name
+  from there on, as a copier's `q = np.asarray(Q)` does;
 - a temporary, a name assigned once and read once (`kt = K.T`, `raw = Q @ kt`,
   `return raw * s`), is replaced by its expression where it is read (`return
   Q @ K.T * s`), so splitting an expression into named steps, or merging
@@ -33,7 +35,15 @@ import ast
 import copy
 from dataclasses import dataclass
 
-from autograder.similarity.statements import MAX_STATEMENTS, TERMINAL, blocks, depends, effects, inline_temporaries
+from autograder.similarity.statements import (
+    MAX_STATEMENTS,
+    TERMINAL,
+    blocks,
+    depends,
+    effects,
+    inline_temporaries,
+    rename_rebindings,
+)
 
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
 MATMUL_FUNCTIONS = {"numpy.matmul", "numpy.dot", "torch.matmul", "torch.mm", "torch.bmm"}
@@ -58,6 +68,7 @@ def function_tokens(function: ast.FunctionDef, imports: dict[str, str]) -> list[
     imports: local name -> dotted name it was imported as ({"np": "numpy", "exp": "numpy.exp"}).
     """
     tree = _Rewrite(imports).visit(function)
+    rename_rebindings(tree)
     for _ in range(3):  # removing one dead assignment can make another dead
         if not _drop_dead_assignments(tree):
             break
@@ -145,6 +156,14 @@ class _Rewrite(ast.NodeTransformer):
         if isinstance(node.test, ast.Constant):
             return (node.body if node.test.value else node.orelse) or None
         return node
+
+    def visit_AnnAssign(self, node):
+        """`d_k: int = Q.shape[-1]` as `d_k = Q.shape[-1]`: an annotation computes nothing; one without a value is
+        dropped."""
+        self.generic_visit(node)
+        if node.value is None:
+            return None
+        return ast.copy_location(ast.Assign([node.target], node.value), node)
 
     def visit_AugAssign(self, node):
         self.generic_visit(node)

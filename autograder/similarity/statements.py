@@ -18,6 +18,10 @@ loop, read twice) is left as it is; so is a temporary read more than
 MAX_STATEMENTS statements later, or one that would nest its reader deeper
 than MAX_DEPTH levels.
 
+A name a top-level statement assigns again (`Q = np.asarray(Q)`) is first
+given a name of its own from there on (`rename_rebindings`), as a copier's
+`q = np.asarray(Q)` binds a new one: then both are temporaries alike.
+
 The code is never run, so this only has to give both spellings the same
 tokens; it does not claim the two always compute the same (a call in the
 expression now runs later, after the statements between).
@@ -79,6 +83,38 @@ def depends(first, second) -> bool:
     reads_a, writes_a, barrier_a = first
     reads_b, writes_b, barrier_b = second
     return barrier_a or barrier_b or bool(writes_a & (reads_b | writes_b)) or bool(reads_a & writes_b)
+
+
+def rename_rebindings(function: ast.FunctionDef) -> None:
+    """Give each name that a plain top-level `name = expr` binds again (after a parameter or an earlier such
+    assignment) a new name from that statement on, in place. Only names whose every binding is of those kinds,
+    and that no nested function or lambda reads, are renamed: one bound in a branch, a loop or a comprehension
+    may or may not have been rebound by the time it is read, and a closure reads the last binding."""
+    arguments = function.args
+    bound = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg,
+                             arguments.kwarg) if a is not None}
+    plain = {id(s.targets[0]) for s in function.body
+             if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}
+    left_alone = {node.id for node in ast.walk(function)
+                  if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in plain}
+    left_alone |= {name for node in ast.walk(function) if isinstance(node, (ast.Global, ast.Nonlocal))
+                   for name in node.names}
+    for nested in ast.walk(function):
+        if nested is not function and isinstance(nested, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            left_alone |= {node.id for node in ast.walk(nested) if isinstance(node, ast.Name)}
+    current: dict[str, str] = {}  # name -> the name its latest binding got
+    versions: Counter = Counter()
+    for statement in function.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in current:
+                node.id = current[node.id]
+        target = statement.targets[0] if isinstance(statement, ast.Assign) else None
+        if target is not None and id(target) in plain:
+            name = target.id
+            if name in bound and name not in left_alone:
+                versions[name] += 1
+                current[name] = target.id = f"{name}\u00b7{versions[name]}"  # no identifier holds a middle dot
+            bound.add(name)
 
 
 def inline_temporaries(function: ast.AST) -> bool:
