@@ -106,8 +106,14 @@ def _grade(args) -> int:
         found = find_submissions(args.paths, assignment.name, assignment.module, workdir, skipped)
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
+        refused, found = [i for i in found if not i.stored], [i for i in found if i.stored]
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         starting(f"{len(found)} submissions of {assignment.name} found" + _lms_note(found))
+        for problem in dict.fromkeys(item.problem for item in refused):  # the folder's to fix: nothing is stored
+            starting(f"not graded, nothing stored: {problem}")
+        if not found:
+            raise LayoutError(f"none of the {len(refused)} hand-ins found can be graded as the class folder stands; "
+                              "fix what is named above and grade again")
         # The results database may be kept in the class's folder: it and SQLite's files beside it are no hand-ins.
         ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")}
         for line in _skipped([path for path in skipped if path.resolve() not in ours], assignment.module):

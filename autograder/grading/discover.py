@@ -62,6 +62,9 @@ class Found:
     submitted_at_source: str = ""  # where that time came from: late.NBGRADER_TIMESTAMP or late.FILE_TIME
     root: Path | None = None  # the layout's top: no link below it is followed when the file is read (grading.handin)
     lms: str = ""  # the LMS whose download named the file ("Canvas"), where its name was read (grading.lms_downloads)
+    # False where the class folder must be fixed before the hand-in can be graded (two files give one id, an id
+    # no output can hold, a link): `grade` names it with `problem` and stores nothing under an id made up for it
+    stored: bool = True
 
 
 def find_submissions(paths: list[Path], assignment: str, module: str, workdir: Path,
@@ -71,7 +74,8 @@ def find_submissions(paths: list[Path], assignment: str, module: str, workdir: P
     workdir: where zips are extracted; the caller owns and removes it. A
     submission a zip could not give safely, or whose id cannot be one
     (grading.ids), is found with its `problem`; so are both of two that
-    give one id.
+    give one id, and a file reached through a link. The last three are the
+    class folder's to fix: `stored` is False, and `grade` keeps no result.
     skipped: gets the folders of a flat layout that hold no .py or .ipynb, and its files that are not
     one (a PDF, a zip, `hw.py.txt`). They are not graded (a flat folder may hold other things than
     students'), but the caller names them, so that a student who handed in the wrong file is not
@@ -84,7 +88,8 @@ def find_submissions(paths: list[Path], assignment: str, module: str, workdir: P
     # One file named twice (grade hw a.py a.py) is one hand-in, not two that collide.
     found = list({os.path.abspath(item.path): item for item in found}.values())
     found = [dataclasses.replace(item, problem=refused.get(item.path, item.problem)) for item in found]
-    return sorted((_timed(item) for item in settle_ids(found)), key=lambda item: canonical(item.student))
+    found = [_link_refused(item) for item in settle_ids(found)]
+    return sorted((_timed(item) for item in found), key=lambda item: canonical(item.student))
 
 
 def settle_ids(found: list[Found]) -> list[Found]:
@@ -95,9 +100,11 @@ def settle_ids(found: list[Found]) -> list[Found]:
     settled, taken = [], set()
     for group in by_id.values():
         for item in group:
-            problem = item.problem or _collision(item, group) or _id_refused(item)
+            folder_problem = _collision(item, group) or _id_refused(item)
             student = item.student if not id_problem(item.student) else shown_id(item.student)
-            settled.append(dataclasses.replace(item, student=unique(student, taken), problem=problem))
+            settled.append(dataclasses.replace(item, student=unique(student, taken),
+                                               problem=item.problem or folder_problem,
+                                               stored=item.stored and not folder_problem))
     return settled
 
 
@@ -105,13 +112,25 @@ def _collision(item: Found, group: list[Found]) -> str:
     if len(group) == 1:
         return ""
     files = " and ".join(safe(other.path, 300) for other in group)
-    return (f"{len(group)} hand-ins give the student id {safe(item.student, 200)!r}: {files}. None of them was "
+    return (f"{len(group)} hand-ins give the student id {safe(group[0].student, 200)!r}: {files}. None of them was "
             "graded, so no result replaces another; keep one (rename or remove the others) and grade again")
 
 
 def _id_refused(item: Found) -> str:
     reason = id_problem(item.student)
     return f"{safe(item.path, 300)} was not graded: {reason}, and grade again" if reason else ""
+
+
+def _link_refused(item: Found) -> Found:
+    """`item`, not to be stored where its file (or the student's folder) is a symbolic link: the class folder was
+    copied keeping links (`cp -a`), which the hand-in rule refuses to follow, and a zero for the student would
+    stand for the copy, not their work. Its problem is what reading it says (grading.handin)."""
+    if item.problem or not any(os.path.islink(path) for path in (item.path, item.path.parent)):
+        return item
+    problem = read_bytes(item.path, item.root).error or (
+        f"{safe(item.path, 300)} is in a folder that is a symbolic link; replace the link with a copy (or copy the "
+        "class folder without keeping links) and grade again")
+    return dataclasses.replace(item, problem=problem, stored=False)
 
 
 def _timed(item: Found) -> Found:
