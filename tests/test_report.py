@@ -13,6 +13,7 @@ import json
 import math
 import re
 import sqlite3
+import urllib.parse
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from autograder.grading.attempt import attempt
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.store import Store
 from autograder.grading.submission import read_submission
+from autograder.outputs.report import feedback_files
 from autograder.sandbox.session import Session
 
 from conftest import PLAIN, REFERENCE, SUBMISSIONS, compose, run_cli
@@ -214,13 +216,13 @@ def test_database_holds_sizes_only_for_hidden_examples(reported):
 
 def test_student_controlled_text_is_escaped(reported):
     _, out, _, _, _ = reported
-    html = (out / "feedback" / "x_b_y__.html").read_text()
+    html = (out / "feedback" / f"{_file_name(EVIL)}.html").read_text()
     assert "<b>y" not in html and str(escape(EVIL)) in html
     # What the code printed is the instructor's (outputs.audience): the page says so instead of showing it.
     assert "<script>" not in html and str(escape(PRINTED)) not in html and "kept for your instructor" in html
     index = (out / "index.html").read_text()
     assert "<b>y" not in index and str(escape(EVIL)) in index
-    markdown = (out / "feedback" / "x_b_y__.md").read_text()
+    markdown = (out / "feedback" / f"{_file_name(EVIL)}.md").read_text()
     assert "<b>" not in markdown and 'x&lt;b&gt;y"&amp;' in markdown
     assert PRINTED not in markdown and "kept for your instructor" in markdown
 
@@ -269,7 +271,7 @@ def test_store_adds_the_new_columns_to_an_old_database(tmp_path):
 
 
 def _file_name(student: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", student).lstrip(".")
+    return feedback_files([student])[student]
 
 
 def _numbers_in(text: str) -> np.ndarray:
@@ -390,3 +392,13 @@ def test_one_process_left_running_and_one_point_lost_are_said_in_the_singular(tm
 def _replace(result, **changes):
     import dataclasses
     return dataclasses.replace(result, **changes)
+
+
+def test_each_feedback_file_is_named_by_its_students_id_and_no_two_ids_share_one():
+    """`a b` once became a_b.html, and the real a_b's page a_b-4.html: a TA sending a_b.html sent another's."""
+    ids = ["a b", "a+b", "a=b", "a_b", ".hidden", "Zoë", "s0001"]
+    names = feedback_files(ids)
+    assert names["a_b"] == "a_b" and names["s0001"] == "s0001" and names["a b"] == "a%20b"
+    assert len(set(names.values())) == len(ids) and not any(name.startswith(".") for name in names.values())
+    assert all(urllib.parse.unquote(name) == student for student, name in names.items())
+

@@ -333,10 +333,14 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
 
 
 def feedback_files(students: list[str]) -> dict[str, str]:
-    """A safe, unique file name (without suffix) for each student id."""
+    """A safe, unique file name (without suffix) for each student id: the id itself where it is letters, digits,
+    `.`, `_` and `-` (not first a `.`), each other character written as %XX of its UTF-8 bytes (`a b` is `a%20b`),
+    so no two ids give one name and the name reads back to its id: a TA sending `a_b.html` sends a_b's."""
     names, used = {}, set()
     for student in students:
-        base = re.sub(r"[^A-Za-z0-9._-]", "_", student).lstrip(".") or "student"
+        base = "".join(char if re.fullmatch(r"[A-Za-z0-9._-]", char) else "".join(f"%{b:02X}" for b in char.encode())
+                       for char in student)
+        base = "%2E" + base[1:] if base.startswith(".") else base or "student"
         name, n = base, 1
         while name.lower() in used:  # case-insensitive file systems too
             n += 1
