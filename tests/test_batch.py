@@ -380,3 +380,23 @@ def test_replay_shows_inputs_expected_and_returned_values(tmp_path):
     assert "expected:" in lines and "got:" in lines and "  returned:" in lines
     unknown = run_cli("replay", "nobody", "softmax.last_axis", "--db", tmp_path / "g.db")
     assert unknown.returncode == 2 and "no stored result for student 'nobody'" in unknown.stderr
+
+
+@pytest.mark.slow  # two runs of the whole command
+def test_a_student_no_longer_in_the_class_folder_is_named_and_kept(tmp_path):
+    """A TA took b's file out of the folder: the stored result stays (reports and exports show it), and grade says
+    so, instead of a table one student short without a word."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for student in ("a", "b"):
+        shutil.copy(PLAIN, folder / f"{student}.py")
+    db = tmp_path / "g.db"
+    assert run_cli("grade", "w07_attention", folder, "--db", db, "--jobs", "1").returncode == 0
+    (folder / "b.py").unlink()
+    done = run_cli("grade", "w07_attention", folder, "--db", db, "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    assert "1 student stored from earlier runs has no hand-in in what was passed now: b;" in done.stderr
+    with Store(db) as store:
+        assert {r.student for r in store.results("w07_attention")} == {"a", "b"}
+    alone = run_cli("grade", "w07_attention", folder / "a.py", "--db", db, "--jobs", "1")
+    assert "stored from earlier runs" not in alone.stderr  # one file named: the rest of the class is not missing

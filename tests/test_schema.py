@@ -17,7 +17,7 @@ import pytest
 
 from autograder.grading.results import CheckResult, SubmissionResult, flags
 from autograder.grading.schema import described, fields_of, from_plain, to_plain
-from autograder.grading.store import Store
+from autograder.grading.store import Store, StoreError
 from autograder.outputs import grades_csv, gradescope
 
 # Gradescope's documented top-level keys (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
@@ -194,3 +194,13 @@ def test_a_database_of_the_previous_release_opens_and_reads_whole(tmp_path):
     with Store(db) as store:  # the column is filled once, when it is added: a new result keeps its own
         store.save(dataclasses.replace(ann, student="dee", isolated=False))
         assert store.result("w01", "dee").isolated is False
+
+
+def test_a_file_that_is_no_results_database_is_refused_with_what_to_do(tmp_path):
+    """Not 'the damaged file' for every failure: a file that is no database is moved away; one that cannot be
+    written is made writable or copied (SQLite writes -wal and -shm beside it, even to read)."""
+    spoiled = tmp_path / "grades.db"
+    spoiled.write_bytes(b"these are not the grades you are looking for" * 100)
+    with pytest.raises(StoreError, match=r"it is not one, or it is damaged .*Move it away \(nothing is deleted\)"):
+        Store(spoiled)
+    assert spoiled.read_bytes().startswith(b"these are not")  # left as it was

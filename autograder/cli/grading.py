@@ -275,6 +275,13 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing:
     # Listed last: each hand-in that could not be graded, named for its student, with the reason.
     for line in not_graded:
         print(safe(line, 2000), file=sys.stderr)
+    if any(Path(place).is_dir() for place in args.paths):  # a class folder: whoever is not in it was removed
+        gone = sorted(set(store.grading_keys(assignment)) - {item.student for item in (*plan.todo, *plan.skipped)})
+        if gone:
+            print(safe(f"{len(gone)} student{'s' if len(gone) > 1 else ''} stored from earlier runs "
+                       f"{'have' if len(gone) > 1 else 'has'} no hand-in in what was passed now: "
+                       f"{', '.join(gone[:10])}{', ...' if len(gone) > 10 else ''}; their results stay in the "
+                       "database, its reports and its exports", 2000), file=sys.stderr)
     if failed:
         # The last line, and the exit status, tell a script that some submissions still need grading.
         print(f"results are in {store.path}; {failed} submissions hit an internal error in the grader (not in their "

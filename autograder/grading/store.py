@@ -56,6 +56,18 @@ class StoreError(Exception):
     """The database could not be opened or written; the message says what to do."""
 
 
+def _unusable(path: Path, error: sqlite3.DatabaseError) -> str:
+    """What to do about a results database that could not be opened: a file that is no database, or damaged,
+    is moved away; one that cannot be written (its folder read-only, another user's) is made writable or copied."""
+    words = str(error)
+    if "not a database" in words or "malformed" in words:
+        return (f"cannot use {path} as the results database: it is not one, or it is damaged ({words}). Move it "
+                "away (nothing is deleted), then grade again to make a new one, or pass --db with another path.")
+    return (f"cannot open {path} as the results database ({words}): SQLite writes {path.name}-wal and "
+            f"{path.name}-shm beside it, even to read, so the file and its folder must be writable by this user. "
+            "Make them writable, or copy the database to a writable folder and pass --db with the copy.")
+
+
 class Store:
     """Results of every graded submission, in SQLite at `path`."""
 
@@ -76,8 +88,7 @@ class Store:
             self._retry(lambda: self._db.executescript(history.SCHEMA))
             self._retry(lambda: history.backfill(self._db, self.results, self._transaction))
         except sqlite3.DatabaseError as error:
-            raise StoreError(f"cannot use {self.path} as the results database ({error}). Pass --db with a "
-                             "writable path, or move the damaged file away and regrade.") from None
+            raise StoreError(_unusable(self.path, error)) from None
 
     def close(self) -> None:
         self._db.close()

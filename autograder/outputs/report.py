@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import statistics
+import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -333,20 +334,15 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
 
 
 def feedback_files(students: list[str]) -> dict[str, str]:
-    """A safe, unique file name (without suffix) for each student id: the id itself where it is letters, digits,
-    `.`, `_` and `-` (not first a `.`), each other character written as %XX of its UTF-8 bytes (`a b` is `a%20b`),
-    so no two ids give one name and the name reads back to its id: a TA sending `a_b.html` sends a_b's."""
+    """A file name (no suffix) per student id that reads back to it: the id, all but letters, digits and `._-~` as %XX
+    of UTF-8 (`a b` is `a%20b`, a leading `.` too); ids stored apart only by case get `-2`, `-3` (renamed files)."""
     names, used = {}, set()
     for student in students:
-        base = "".join(char if re.fullmatch(r"[A-Za-z0-9._-]", char) else "".join(f"%{b:02X}" for b in char.encode())
-                       for char in student)
-        base = "%2E" + base[1:] if base.startswith(".") else base or "student"
-        name, n = base, 1
-        while name.lower() in used:  # case-insensitive file systems too
-            n += 1
-            name = f"{base}-{n}"
+        base = urllib.parse.quote(student, safe="") or "student"
+        names[student] = name = base = "%2E" + base[1:] if base.startswith(".") else base
+        while name.lower() in used:
+            names[student] = name = f"{base}-{len([n for n in used if n.startswith(base.lower())]) + 1}"
         used.add(name.lower())
-        names[student] = name
     return names
 
 
