@@ -120,6 +120,7 @@ def test_a_planted_suite_change_is_previewed_exactly_then_committed_and_both_res
     assert history[0]["sha256"] == history[1]["sha256"] and history[0]["hand_in"] == history[1]["hand_in"] == 1
     shown = _cli("history", "tiny", "b_abs", course=course).stdout
     assert "replaced by a later grading" in shown and "counts" in shown
+    assert _cli("history", "tiny", "B_ABS", course=course).stdout == shown  # ids compare as everywhere: case folded
     grades = {r["student"]: r["total"] for r in csv.DictReader(_cli("export", "csv", course=course).stdout
                                                                .splitlines())}
     assert grades == {"a_good": "2", "b_abs": "2", "c_zero": "0", "d_sum": "2"}

@@ -18,6 +18,7 @@ from autograder.grading.class_imports import class_imports
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
+from autograder.grading.ids import canonical
 from autograder.grading.regrade import Collector, commit, hand_ins, held_back, moves, regraded
 from autograder.grading.station import protect
 from autograder.grading.store import Store, StoreError, stored_history
@@ -258,12 +259,15 @@ def _history(args) -> int:
     if not Path(db).is_file():
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
     with Store(db) as store:
-        mine = attempts(store.history(settings.name, [args.student])).get(args.student)  # their rows only
+        # Ids are compared as everywhere else, case and width folded: `ST02` finds st02's rows.
+        named = [stored for stored in store.grading_keys(settings.name) if canonical(stored) == canonical(args.student)]
+        student = named[0] if len(named) == 1 else args.student
+        mine = attempts(store.history(settings.name, [student])).get(student)  # their rows only
     if not mine:
         raise CourseError(f"{db} has no result of student {args.student!r} for {settings.name}; check the id "
                           "(`autograder export csv` lists the students graded)")
     lines = history_lines(mine, settings.submissions, settings.late) if args.json else \
-        [format_history(args.student, mine, settings.submissions, settings.late)]
+        [format_history(student, mine, settings.submissions, settings.late)]
     print("\n".join(safe(line) for line in lines))
     return 0
 
