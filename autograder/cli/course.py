@@ -259,10 +259,12 @@ def _history(args) -> int:
     if not Path(db).is_file():
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
     with Store(db) as store:
-        # Ids are compared as everywhere else, case and width folded: `ST02` finds st02's rows.
-        named = [stored for stored in store.grading_keys(settings.name) if canonical(stored) == canonical(args.student)]
-        student = named[0] if len(named) == 1 else args.student
+        student = args.student
         mine = attempts(store.history(settings.name, [student])).get(student)  # their rows only
+        if not mine:  # ids compare as everywhere else, case and width folded: `ST02` finds st02's rows
+            named = [stored for stored in store.grading_keys(settings.name) if canonical(stored) == canonical(student)]
+            student = named[0] if len(named) == 1 else student
+            mine = attempts(store.history(settings.name, [student])).get(student)
     if not mine:
         raise CourseError(f"{db} has no result of student {args.student!r} for {settings.name}; check the id "
                           "(`autograder export csv` lists the students graded)")
