@@ -400,3 +400,17 @@ def test_a_student_no_longer_in_the_class_folder_is_named_and_kept(tmp_path):
         assert {r.student for r in store.results("w07_attention")} == {"a", "b"}
     alone = run_cli("grade", "w07_attention", folder / "a.py", "--db", db, "--jobs", "1")
     assert "stored from earlier runs" not in alone.stderr  # one file named: the rest of the class is not missing
+
+
+@pytest.mark.slow  # the whole command
+def test_a_class_folder_passed_as_a_link_is_graded(tmp_path):
+    """A TA's class folder reached through a link (kept on another disk): the link is the TA's path, not a student's
+    part of it, so every hand-in in it is graded; a student's own file or folder that is a link is not."""
+    real = tmp_path / "real"
+    real.mkdir()
+    shutil.copy(PLAIN, real / "a.py")
+    (tmp_path / "class").symlink_to(real, target_is_directory=True)
+    done = run_cli("grade", "w07_attention", tmp_path / "class", "--db", tmp_path / "g.db", "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    with Store(tmp_path / "g.db") as store:
+        assert [(r.student, r.score) for r in store.results("w07_attention")] == [("a", 100.0)]

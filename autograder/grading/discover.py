@@ -122,10 +122,12 @@ def _id_refused(item: Found) -> str:
 
 
 def _link_refused(item: Found) -> Found:
-    """`item`, not to be stored where its file (or the student's folder) is a symbolic link: the class folder was
-    copied keeping links (`cp -a`), which the hand-in rule refuses to follow, and a zero for the student would
-    stand for the copy, not their work. Its problem is what reading it says (grading.handin)."""
-    if item.problem or not any(os.path.islink(path) for path in (item.path, item.path.parent)):
+    """`item`, not to be stored where its file (or the student's folder, below the layout's top) is a symbolic link:
+    the class folder was copied keeping links (`cp -a`), which the hand-in rule refuses to follow, and a zero for
+    the student would stand for the copy, not their work. Its problem is what reading it says (grading.handin).
+    The folder the TA passed may itself be a link: it is not the student's part of the path."""
+    below_top = item.root is not None and item.path.parent != Path(item.root)
+    if item.problem or not any(os.path.islink(path) for path in (item.path, *[item.path.parent] * below_top)):
         return item
     problem = read_bytes(item.path, item.root).error or (
         f"{safe(item.path, 300)} is in a folder that is a symbolic link; replace the link with a copy (or copy the "
