@@ -113,7 +113,7 @@ def rename_rebindings(function: ast.FunctionDef) -> None:
             name = target.id
             if name in bound and name not in left_alone:
                 versions[name] += 1
-                current[name] = target.id = f"{name}\u00b7{versions[name]}"  # no identifier holds a middle dot
+                current[name] = target.id = f"{name}#{versions[name]}"  # no identifier holds a '#'
             bound.add(name)
 
 
