@@ -277,7 +277,7 @@ def with_failing_parts(tests: list[CheckResult], submission: Submission) -> list
     failing = {test.function for test in tests if test.status in WRONG}
     if len(failing) < 2:
         return list(tests)
-    uses = _graded_names_used(submission, {test.function for test in tests})
+    uses = _graded_names_used(submission, {test.function for test in tests}, failing)
     pointed = []
     for test in tests:
         parts = sorted(uses.get(test.function, set()) & failing - {test.function})
@@ -291,17 +291,18 @@ def with_failing_parts(tests: list[CheckResult], submission: Submission) -> list
     return pointed
 
 
-def _graded_names_used(submission: Submission, graded: set[str]) -> dict[str, set[str]]:
-    """graded function -> the graded functions that its last top-level definition in the file names."""
+def _graded_names_used(submission: Submission, graded: set[str], failing: set[str]) -> dict[str, set[str]]:
+    """failing function -> the graded functions that its last top-level definition in the file names. Only the
+    units that define one are parsed (a notebook's demo cells are most of its text)."""
     sources = [submission.source] if submission.kind == "py" else [cell.source for cell in submission.cells]
     uses: dict[str, set[str]] = {}
-    for source in sources:
+    for source in (s for s in sources if any(f"def {name}" in s for name in failing)):
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # its load problem is reported already
         for statement in tree.body:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name in graded:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name in failing:
                 uses[statement.name] = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)} & graded
     return uses
 
