@@ -73,15 +73,13 @@ def _terms(A, V):
 def _returned_unchanged(t, function: str, names: tuple[str, ...], *args, **kwargs):
     """What `function` returned for `args` (arrays named `names`, in order); the check fails if the function
     changed one of them in place, since that is the caller's array (np.asarray makes no copy)."""
-    reply = t.call(function, *args, return_inputs=True, **kwargs)
-    if reply.raised is not None:
-        raise_for(function, reply)
-    for name, before, after in zip(names, args, reply.inputs or ()):
+    value = t.returned(function, *args, return_inputs=True, **kwargs)  # a raise fails as t.returned words it
+    for name, before, after in zip(names, args, t.calls[-1][1].inputs or ()):
         if not np.array_equal(after, before, equal_nan=True):
             raise CheckFailed(f"{function} (or a function it calls) changed its argument {name} in place (e.g. "
                               f"`{name} *= ...` after np.asarray({name}), which is still the caller's array); "
                               f"compute into a new array so the caller's {name} is left as it was")
-    return reply.value
+    return value
 
 
 # ------------------------------------------------------------------ score
