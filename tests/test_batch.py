@@ -1,6 +1,7 @@
 """Issue 4: class folders in every layout, broken notebooks, resume after kill -9, regrades, shared databases."""
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -323,11 +324,11 @@ def test_rerun_skips_unchanged_and_regrades_changed_files_and_suites(tmp_path):
     assert forced["ann"]["max_score"] == 101
 
 
-def test_two_graders_share_one_database(tmp_path):
+def test_two_graders_on_one_database_grade_each_hand_in_once(tmp_path):
     write_class(tmp_path / "course", 8, "nbgrader", attacks=(), broken=0)
     db = tmp_path / "g.db"
     command = [sys.executable, "-m", "autograder", "grade", "w07_attention", str(tmp_path / "course"),
-               "--db", str(db), "--jobs", "1", "--force"]
+               "--db", str(db), "--jobs", "1"]
     runs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(2)]
     for run in runs:
@@ -336,9 +337,40 @@ def test_two_graders_share_one_database(tmp_path):
     with sqlite3.connect(db) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        graded = connection.execute("SELECT COUNT(*) FROM history").fetchone()[0]
     submissions, checks, students = _rows(db)
     assert submissions == 8 and len(set(students)) == 8
+    assert graded == 8  # the later run planned from what the first stored: no hand-in graded twice
     assert checks == 8 * checks // submissions
+
+
+def test_a_grade_waits_for_the_command_writing_to_its_database_then_grades_what_is_left(tmp_path):
+    write_class(tmp_path / "course", 4, "nbgrader", attacks=(), broken=0)
+    db = tmp_path / "g.db"
+    _grade(tmp_path / "course", db=db)
+    changed = sorted((tmp_path / "course").rglob("*.ipynb"))[0]
+    changed.write_text(changed.read_text().replace("return", "return  ", 1))
+    with open(tmp_path / "g.db.lock", "w") as held:  # as another grade or regrade holds it while it runs
+        held.write("`autograder grade`, process 4242, started 07:00:00")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiting = subprocess.Popen([sys.executable, "-m", "autograder", "grade", "w07_attention",
+                                    str(tmp_path / "course"), "--db", str(db), "--jobs", "1"], cwd=ROOT,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        said = ""
+        while "waiting for it to finish" not in said and waiting.poll() is None:
+            said += waiting.stderr.readline()
+        assert f"another command is writing to {db} (`autograder grade`, process 4242" in said, said
+        time.sleep(1.0)
+        assert waiting.poll() is None and _graded_count(db) == 4  # nothing graded or stored while it waits
+    _, stderr = waiting.communicate(timeout=600)
+    assert waiting.returncode == 0, stderr
+    assert _graded_count(db) == 5  # the changed hand-in alone, once the lock was free
+
+
+def _graded_count(db) -> int:
+    with sqlite3.connect(db) as connection:
+        return connection.execute("SELECT COUNT(*) FROM history").fetchone()[0]
 
 
 class _Terminal(io.StringIO):

@@ -20,6 +20,7 @@ from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
 from autograder.grading.ids import canonical
 from autograder.grading.regrade import Collector, commit, hand_ins, held_back, moves, regraded
+from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import protect
 from autograder.grading.store import Store, StoreError, stored_history
 from autograder.grading.suite import load_suite
@@ -191,7 +192,7 @@ def _regrade(args) -> int:
     if not db.is_file():
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
     suite = load_suite(course, args.assignment)
-    with Store(db) as store, command_workdir("regrade") as workdir:
+    with Store(db) as store, SoleWriter(db, "regrade", starting), command_workdir("regrade") as workdir:
         before = _chosen(attempts(store.history(settings.name, args.students)), args.students, db,
                          settings.name)
         class_files = _class_files(args.paths, settings, workdir / "found")

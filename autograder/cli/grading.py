@@ -21,6 +21,8 @@ from autograder.grading.discover import Found, LayoutError, find_submissions
 from autograder.grading.grader import Grader
 from autograder.grading.lms_downloads import STUDENT_IDS
 from autograder.grading.manifest import MANIFEST_FILE, public_course
+from autograder.grading.sole_writer import SUFFIX as LOCK_SUFFIX
+from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import (
     Setup,
     environment_report,
@@ -115,7 +117,7 @@ def _grade(args) -> int:
             raise LayoutError(f"none of the {len(refused)} hand-ins found can be graded as the class folder stands; "
                               "fix what is named above and grade again")
         # The results database may be kept in the class's folder: it and SQLite's files beside it are no hand-ins.
-        ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")}
+        ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal", LOCK_SUFFIX)}
         for line in _skipped([path for path in skipped if path.resolve() not in ours], assignment.module):
             starting(line)
         to_grade = _to_grade(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
@@ -146,7 +148,7 @@ def _grade(args) -> int:
             refuse_secrets(protections, suite.secret_paths(course) + [db] + [item.path for item in found] +
                            [place for place in [cache_folder()] if place.exists()], launched)
             # Opened only now, so a mistyped path or a refused sandbox does not leave an empty database behind.
-            with Store(db) as store:
+            with Store(db) as store, SoleWriter(db, "grade", starting):
                 def run(todo, on_result, say):
                     grade_batch(course, suite, protections, todo, store, jobs, on_result, launched, classwide, say,
                                 imports.modules)
@@ -220,8 +222,8 @@ def _grade_on_cluster(args, course, found, db: Path) -> int:
         imports = class_imports(found, max(threads, 1), course.assignment(args.assignment))
         for note in imports.notes():
             starting(note)
-        with Store(db) as store, warm_graders(cluster, course, args.assignment, store, secrets,
-                                              imports.modules) as graders:
+        with Store(db) as store, SoleWriter(db, "grade --cluster", starting), \
+                warm_graders(cluster, course, args.assignment, store, secrets, imports.modules) as graders:
             suite = load_suite(course, args.assignment)  # while the workers warm up
 
             def run(todo, on_result, say):

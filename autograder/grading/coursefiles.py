@@ -17,7 +17,7 @@ from autograder.grading.course import COURSE_FILE, Course, CourseError
 from autograder.grading.suite import public_check_files
 
 _SKIPPED_DIRS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX"}
-_SKIPPED_SUFFIXES = (".pyc", ".db", ".db-wal", ".db-shm", ".partial")
+_SKIPPED_SUFFIXES = (".pyc", ".db", ".db-wal", ".db-shm", ".db.lock", ".partial")
 
 
 @dataclass(frozen=True)
