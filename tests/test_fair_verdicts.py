@@ -94,6 +94,37 @@ def test_an_exception_ordinary_input_also_raises_is_diagnosed_as_that(grade, tmp
     assert not named & ALL_MASKED_IDEAS, [(t.name, t.misconception) for t in result.tests if t.misconception]
 
 
+_OWN_EXCEPTION = """
+class {name}({bases}):
+    \"\"\"A row with no visible key.\"\"\"
+
+
+_plain_softmax = softmax
+
+
+def softmax(S):
+    S = np.asarray(S)
+    if (~np.isfinite(S) | (S == -np.inf)).all(axis=-1).any():
+        raise {name}("a row has every key masked")
+    return _plain_softmax(S)
+"""
+
+
+@pytest.mark.parametrize("bases", ["ValueError", "ArithmeticError, ValueError", "RuntimeError"])
+def test_a_students_own_exception_counts_as_the_built_in_it_subclasses(grade, tmp_path, bases):
+    """`except ValueError` catches a subclass of it, so the error paths asking for ValueError accept one."""
+    snippet = tmp_path / "own.py"
+    snippet.write_text(_OWN_EXCEPTION.format(name="AllMaskedError", bases=bases))
+    result = grade(compose(tmp_path, "own", snippet))
+    checks = {t.name: t for t in result.tests if t.name.endswith("all_masked_raises")}
+    assert set(checks) >= {"softmax.all_masked_raises", "attention.all_masked_raises"}
+    if "ValueError" in bases:
+        assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != "passed"]
+    else:  # not a ValueError: still wrong, and named
+        assert all(t.status == "failed" and "raised AllMaskedError" in t.message and "expected ValueError" in t.message
+                   for t in checks.values()), [(t.name, t.message) for t in checks.values()]
+
+
 def test_an_error_path_check_makes_the_same_calls_whatever_the_answers(sandbox, suite, tmp_path):
     """The valid neighbour first, then the faulty input, for a right answer, one always raising, one returning."""
     always = tmp_path / "always.py"

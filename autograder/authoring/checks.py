@@ -350,7 +350,7 @@ def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, 
     if faulty.raised is None:
         raise CheckFailed(f"{what} returned instead of raising {exception}; {advice}",
                           got=faulty.value if isinstance(faulty.value, np.ndarray) else None)
-    if faulty.raised.type != exception:
+    if not faulty.raised.is_a(exception):
         raise CheckFailed(f"{what} raised {faulty.raised.describe(called=function)}; expected {exception}")
     return ordinary.value
 
@@ -359,7 +359,7 @@ def _raises_on_ordinary_input(function: str, raised, also_raised, exception: str
     """The message for a function that raised on the valid neighbour of an error case (see expect_error_path)."""
     message = (f"{function} raises on ordinary input: {what} raised {raised.describe(called=function)}"
                f"{environment_hint(raised)}")
-    if raised.type != exception:
+    if not raised.is_a(exception):
         return f"{message}; fix that first: this check needs the right values there before it can judge the error case"
     if also_raised is None:  # raises where it should return, returns where it should raise
         return f"{message}; {advice}"

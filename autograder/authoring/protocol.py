@@ -73,6 +73,7 @@ class Raised:
     within: the student's function that line is in; "" at top level.
     unfit: the call's arguments did not bind to the function's own parameters (a renamed or missing one),
     so it raised before running. The worker's word, like the rest, used only to say what to do.
+    kinds: the built-in classes it subclasses, as the worker read them: no more to be trusted than `type`.
     """
 
     type: str
@@ -81,6 +82,11 @@ class Raised:
     unfit: bool = False
     cell: str = ""
     within: str = ""
+    kinds: tuple[str, ...] = ()  # the built-in exception classes it is an instance of besides `type`
+
+    def is_a(self, exception: str) -> bool:
+        """Whether `except <exception>` (a built-in's name) catches it: its type or a built-in it subclasses."""
+        return self.type == exception or exception in self.kinds
 
     def describe(self, line: bool = True, called: str = "", unit: str = "") -> str:
         """"ValueError at code cell 7, line 3, in helper: message". called: the function the call named, which

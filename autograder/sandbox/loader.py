@@ -136,11 +136,21 @@ def describe(error: BaseException, filename) -> dict:
         if trace.tb_frame.f_code.co_filename.startswith(str(filename)):
             line, code = trace.tb_lineno, trace.tb_frame.f_code
         trace = trace.tb_next
-    described = {"type": type(error).__name__[:80], "message": message, "line": line}
+    described = {"type": type(error).__name__[:80], "message": message, "line": line, "kinds": builtin_kinds(error)}
     if code is not None:
         described["cell"] = cell_of(code.co_filename, str(filename))
         described["in"] = "" if code.co_name == "<module>" else code.co_name[:80]
     return described
+
+
+def builtin_kinds(error: BaseException) -> list[str]:
+    """The built-in exception classes `error` is an instance of, nearest first (a student's `class
+    MaskError(ValueError)` is a ValueError, as `except ValueError` would catch it); at most 8."""
+    try:
+        return [kind.__name__ for kind in type(error).__mro__
+                if kind.__module__ == "builtins" and kind is not object and kind is not type(error)][:8]
+    except BaseException:  # noqa: BLE001 - a metaclass's hostile __mro__
+        return []
 
 
 def cell_of(code_filename: str, filename: str) -> str:

@@ -186,9 +186,11 @@ def _raised(tree) -> Raised:
     if not isinstance(tree, dict):
         return Raised("Exception", "(no details)")
     line = tree.get("line")
+    kinds = tree.get("kinds")
     return Raised(safe(tree.get("type"), 80), safe(tree.get("message", ""), wire.MAX_TEXT),
                   line if type(line) is int else None, tree.get("unfit") is True,
-                  cell=safe(tree.get("cell", ""), 40), within=safe(tree.get("in", ""), 80))
+                  cell=safe(tree.get("cell", ""), 40), within=safe(tree.get("in", ""), 80),
+                  kinds=tuple(safe(kind, 80) for kind in kinds[:8]) if isinstance(kinds, list) else ())
 
 
 def size_text(n: int) -> str:
