@@ -412,6 +412,12 @@ def test_replay_shows_inputs_expected_and_returned_values(tmp_path):
     assert "expected:" in lines and "got:" in lines and "  returned:" in lines
     unknown = run_cli("replay", "nobody", "softmax.last_axis", "--db", tmp_path / "g.db")
     assert unknown.returncode == 2 and "no stored result for student 'nobody'" in unknown.stderr
+    mistyped = run_cli("replay", "eve", "softmax.lastaxis", "--db", tmp_path / "g.db")
+    assert mistyped.returncode == 2 and "has no check 'softmax.lastaxis'" in mistyped.stderr
+    assert "Traceback" not in mistyped.stderr
+    path.rename(tmp_path / "moved.py")  # the file graded is gone (a zip's temporary folder): the kept bytes replay
+    again = run_cli("replay", "eve", "softmax.last_axis", "--db", tmp_path / "g.db")
+    assert again.returncode == 0 and again.stdout == done.stdout, again.stderr
 
 
 @pytest.mark.slow  # two runs of the whole command

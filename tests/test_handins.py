@@ -15,12 +15,14 @@ import socket
 import sqlite3
 import stat
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder.grading.discover import find_submissions
 from autograder.grading.results import CHECK_BUDGET, SUBMISSION_BUDGET
 from autograder.grading.store import Store
 
@@ -276,6 +278,60 @@ def _linked_layouts(tmp_path: Path) -> tuple[Path, Path]:
         link.external_attr = (stat.S_IFLNK | 0o777) << 16
         bundle.writestr(link, str(REFERENCE))
     return course, archive
+
+
+def _as_unprivileged(function):
+    """function()'s JSON-able answer, computed in a forked child as user nobody where this is root (which reads
+    every folder whatever its permissions), else here."""
+    if os.geteuid() != 0:
+        return function()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write, json.dumps(function()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    data = b""
+    while chunk := os.read(read, 1 << 16):
+        data += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+@pytest.mark.parametrize("layout", ["flat", "nbgrader"])
+def test_a_student_folder_that_cannot_be_read_is_named_and_the_class_is_found(layout):
+    top = Path(tempfile.mkdtemp(prefix="unreadable-"))  # not under pytest's folder, which only root may enter
+    try:
+        top.chmod(0o755)
+        classroom = top / "class"
+        below = "" if layout == "flat" else f"submitted/ann/{ASSIGNMENT}/"
+        readable = classroom / (f"{below}attention.py" if below else "ann.py")
+        closed = classroom / ("zed" if layout == "flat" else "submitted/zed")
+        hidden = closed / ("attention.py" if layout == "flat" else f"{ASSIGNMENT}/attention.py")
+        for file in (readable, hidden):
+            file.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(PLAIN, file)
+        for folder in [classroom, *classroom.rglob("*")]:
+            folder.chmod(0o755 if folder.is_dir() else 0o644)
+        closed.chmod(0)
+        workdir = top / "work"
+        workdir.mkdir(mode=0o777)
+        workdir.chmod(0o777)
+        found = _as_unprivileged(lambda: [(f.student, f.stored, f.problem) for f in find_submissions(
+            [classroom], ASSIGNMENT, "attention", workdir)])
+    finally:
+        closed.chmod(0o755)
+        shutil.rmtree(top)
+    by_student = {student: (stored, problem) for student, stored, problem in found}
+    assert by_student["ann"] == (True, "")
+    stored, problem = by_student["zed"]
+    assert not stored and "cannot be read (Permission denied)" in problem and "make it readable" in problem
 
 
 @pytest.mark.slow  # two command-line grades of real hand-ins, one on a local Dask cluster

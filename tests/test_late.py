@@ -10,6 +10,7 @@ import datetime
 import io
 import json
 import os
+import shutil
 import sqlite3
 import time
 import zipfile
@@ -36,7 +37,7 @@ from autograder.grading.store import Store
 from autograder.outputs import grades_csv, gradescope
 from autograder.outputs.report import write_reports
 
-from conftest import ROOT, run_cli
+from conftest import PLAIN, ROOT, run_cli
 
 ASSIGNMENT = "w07_attention"
 DUE = "2026-11-20T23:59:00-05:00"
@@ -136,8 +137,33 @@ def test_a_file_time_is_flagged_and_an_unknown_time_applies_no_penalty(tmp_path)
     late = assess(rule, "s1", 80.0, _at(30), FILE_TIME)
     assert late.penalty == 16 and "unreliable" in late.reason and "time from the file" in late.flags()
     unknown = assess(rule, "s1", 80.0, "", "")
-    assert unknown.penalty == 0 and unknown.late_by_hours is None and "regrade with --force" in unknown.reason
+    assert unknown.penalty == 0 and unknown.late_by_hours is None and "again with --force" in unknown.reason
     assert assess(None, "s1", 80.0, _at(1000), FILE_TIME).total == 80  # no rule: nothing is late
+
+
+@pytest.mark.slow  # the whole command
+def test_grade_shows_each_total_after_the_late_rule_and_names_hand_ins_timed_by_their_files(tmp_path):
+    course = _course(tmp_path, **RULE)
+    times = {"ontime": "2026-11-20 20:00:00.000000 -0500", "late": "2026-11-22 11:00:00.000000 -0500",
+             "garbled": "yesterday-ish", "untimed": None}
+    for student, stamp in times.items():
+        folder = tmp_path / "course" / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        shutil.copy(PLAIN, folder / "attention.py")
+        if stamp is not None:
+            (folder / "timestamp.txt").write_text(stamp)
+    done = run_cli("grade", ASSIGNMENT, "course", "--course", course, "--db", "g.db", "--jobs", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines()
+            if line.split()[:1] and line.split()[0] in times and not line.startswith(" ")}  # not the legend
+    assert rows["ontime"].split()[1:4] == ["100", "/", "100"] and "late" not in rows["ontime"]
+    assert rows["late"].split()[1:4] == ["80", "/", "100"] and "late (−20)" in rows["late"]  # 2 started days × 10 %
+    assert "late (−N): handed in after the due time" in done.stdout  # the legend says what the flag means
+    exported = run_cli("export", "csv", "--db", "g.db", "--course", course, cwd=tmp_path)
+    totals = {row["student"]: float(row["total"]) for row in csv.DictReader(io.StringIO(exported.stdout))}
+    assert {student: float(rows[student].split()[1]) for student in times} == totals  # as every export says
+    assert "garbled: timestamp.txt could not be read" in done.stderr and "fix timestamp.txt" in done.stderr
+    assert "1 hand-in has no timestamp.txt" in done.stderr and "(untimed)" in done.stderr
 
 
 # ---------------------------------------------------------------- submission times

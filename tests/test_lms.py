@@ -122,3 +122,15 @@ def test_names_and_feedback_cannot_start_a_formula_but_identities_stay_exact():
     write_canvas([Row("s1", {"name": "=HYPERLINK(1)", "lms_id": "-5"}, "1", "")], Column("A", "", 1), stream)
     row = list(csv.reader(stream.getvalue().splitlines()))[2]
     assert row[0] == "'=HYPERLINK(1)" and row[1] == "-5"
+
+
+def test_a_roster_id_matches_the_stored_id_in_another_unicode_form(tmp_path):
+    """A Mac's zip names a file José.py with the accent decomposed; the roster types it composed."""
+    decomposed, composed = "Jose\u0301", "Jos\u00e9"
+    with Store(tmp_path / "grades.db") as store:
+        store.save(_result(decomposed, 7.5))
+    (tmp_path / "roster.csv").write_text(f"student,name,email,username\n{composed},José Díaz,jd@uni.edu,jdiaz\n")
+    out, stderr = _export(tmp_path, "moodle")
+    rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
+    assert [(row["Username"], row["Attention: selective retrieval"]) for row in rows] == [("jdiaz", "7.5")]
+    assert "not on the roster" not in stderr and decomposed not in stderr

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 
-from autograder.cli import assignments, cluster, course, gradescope, grading, outputs, similarity
+from autograder.cli import assignments, cluster, course, gradescope, grading, outputs, replay, similarity
 from autograder.cluster import ClusterError
 from autograder.grading.course import CourseError
 from autograder.grading.discover import LayoutError
@@ -91,6 +91,6 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="autograder", description="Grade programming assignments against hidden "
                                                                  "checks, with student code sandboxed.")
     commands = top.add_subparsers(dest="command", required=True)
-    for module in (grading, gradescope, outputs, course, assignments, cluster, similarity):
+    for module in (grading, replay, gradescope, outputs, course, assignments, cluster, similarity):
         module.add_commands(commands)
     return top

@@ -1,7 +1,6 @@
 """Commands for grading: grade, replay, checks, doctor."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -13,18 +12,15 @@ from autograder.cli.course import hold_changed_suite
 from autograder.cli.workdir import command_workdir
 from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_batch, plan_version
-from autograder.grading.boundary import Lost, grade_apart
-from autograder.grading.calibration import cached_reference_times
 from autograder.grading.class_imports import class_imports
-from autograder.grading.course import CourseError, find_course, load_course
+from autograder.grading.course import Assignment, CourseError, find_course, load_course
 from autograder.grading.discover import Found, LayoutError, find_submissions
-from autograder.grading.grader import Grader
+from autograder.grading.late import FILE_TIME, TIMESTAMP_FILE
 from autograder.grading.lms_downloads import STUDENT_IDS
 from autograder.grading.manifest import MANIFEST_FILE, public_course
 from autograder.grading.sole_writer import SUFFIX as LOCK_SUFFIX
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import (
-    Setup,
     environment_report,
     launch_sandbox,
     protect,
@@ -33,12 +29,11 @@ from autograder.grading.station import (
     warm_grader,
     worker_check,
 )
-from autograder.grading.store import Store, stored_results
-from autograder.grading.submission import prepare_notebook_reader, read_submission
+from autograder.grading.store import Store
+from autograder.grading.submission import prepare_notebook_reader
 from autograder.grading.suite import load_public_suite, load_suite, secret_places, suite_version
 from autograder.grading.suite_cache import cache_folder
 from autograder.outputs.progress import Progress, starting
-from autograder.outputs.replay import format_replay
 from autograder.outputs.terminal import FULL_TABLES, format_results, format_summary, summary_row
 from autograder.text import one_line, safe
 
@@ -81,20 +76,6 @@ def add_commands(commands) -> None:
     options.course(checks)
     checks.set_defaults(run=_checks)
 
-    replay = commands.add_parser("replay", help="re-run one check for one student as graded and print its "
-                                                "verdict beside the stored one, then the inputs, the expected "
-                                                "and the returned values")
-    replay.add_argument("student", help="student id, as stored by `grade`")
-    replay.add_argument("check", help="check name, <function>.<aspect> (`autograder checks` lists them)")
-    replay.add_argument("--assignment", help="assignment (default: the only one in the database)")
-    options.results_db(replay)
-    replay.add_argument("--file", type=Path, help="the student's file, if it moved since grading")
-    replay.add_argument("--full", action="store_true", help="print every call and every array entry (default: "
-                                                           "abbreviated to fit a screen)")
-    options.course(replay)
-    options.sandbox(replay)
-    replay.set_defaults(run=_replay)
-
 
 def _grade(args) -> int:
     if args.cluster and args.jobs:
@@ -116,6 +97,9 @@ def _grade(args) -> int:
         if not found:
             raise LayoutError(f"none of the {len(refused)} hand-ins found can be graded as the class folder stands; "
                               "fix what is named above and grade again")
+        if assignment.late.due is not None:
+            for line in _timed_by_file(found):
+                starting(line)
         # The results database may be kept in the class's folder: it and SQLite's files beside it are no hand-ins.
         ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal", LOCK_SUFFIX)}
         for line in _skipped([path for path in skipped if path.resolve() not in ours], assignment.module):
@@ -124,7 +108,7 @@ def _grade(args) -> int:
         if to_grade == 0:
             # A rerun with every hand-in current: nothing to load, launch or connect to.
             with Store(db) as store:
-                return _carry_out(args, BatchPlan([], found), store, assignment.name, None, "")
+                return _carry_out(args, BatchPlan([], found), store, assignment, None, "")
         if args.cluster:
             return _grade_on_cluster(args, course, found, db)
         jobs = args.jobs or os.cpu_count() or 1
@@ -157,6 +141,22 @@ def _grade(args) -> int:
         finally:
             for sandbox in launched:
                 sandbox.close()
+
+
+def _timed_by_file(found: list[Found]) -> list[str]:
+    """With a due time set: the hand-ins whose submission time is their file's modification time (no
+    timestamp.txt, or one that could not be read), which the late rule then uses although copying or
+    extracting the class folder changes it. Said before grading, so the TA can fix the folder first."""
+    by_file = [item for item in found if item.submitted_at_source == FILE_TIME]
+    unread = [item for item in by_file if TIMESTAMP_FILE in item.note]
+    lines = [f"{item.student}: {item.note}; fix {TIMESTAMP_FILE} and grade again with --force" for item in unread]
+    if len(by_file) > len(unread):
+        rest = sorted(item.student for item in by_file if item not in unread)
+        lines.append(f"{len(rest)} hand-in{'s have' if len(rest) > 1 else ' has'} no {TIMESTAMP_FILE}: the late rule "
+                     f"takes {'their times from their files' if len(rest) > 1 else 'its time from its file'}' "
+                     f"modification times, which copying or extracting the class folder changes "
+                     f"({', '.join(rest[:10])}{', ...' if len(rest) > 10 else ''})")
+    return lines
 
 
 def _lms_note(found: list[Found]) -> str:
@@ -238,11 +238,12 @@ def _grade_found(args, suite, found, store: Store, run, doing: str) -> int:
     """
     plan = plan_batch(found, store, suite, args.force)
     plan = hold_changed_suite(plan, store, suite, args.force)  # cli.course: a changed suite is `regrade`'s
-    return _carry_out(args, plan, store, suite.assignment.name, run, doing)
+    return _carry_out(args, plan, store, suite.assignment, run, doing)
 
 
-def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing: str) -> int:
-    """Grade `plan.todo` with `run`, then show every result of the plan, the skipped ones as stored."""
+def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run, doing: str) -> int:
+    """Grade `plan.todo` with `run`, then show every result of the plan, the skipped ones as stored, each
+    total after the assignment's late rule, as the exports and reports show it."""
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
     if plan.todo:
         progress.status(doing)
@@ -253,7 +254,7 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing:
 
     def keep(result, graded: bool) -> None:
         nonlocal failed
-        shown.append(result if few else summary_row(result))
+        shown.append(result if few else summary_row(result, assignment.late))
         if result.problem and not result.internal_error:
             not_graded.append(f"not graded: {one_line(result.student)}: {one_line(result.problem)}")
         failed += graded and bool(result.internal_error)
@@ -267,18 +268,18 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing:
     if plan.todo:
         run(plan.todo, on_result, progress.note)
     progress.finish()
-    stored = {result.student: result for result in store.results(assignment)} if plan.skipped else {}
+    stored = {result.student: result for result in store.results(assignment.name)} if plan.skipped else {}
     for result in (stored[item.student] for item in plan.skipped):
         keep(result, graded=False)
         if args.json:
             print(json.dumps(result.to_json()), flush=True)
     if not args.json:
-        print(safe(format_results(shown) if few else format_summary(shown)))
+        print(safe(format_results(shown, assignment.late) if few else format_summary(shown)))
     # Listed last: each hand-in that could not be graded, named for its student, with the reason.
     for line in not_graded:
         print(safe(line, 2000), file=sys.stderr)
     if any(Path(place).is_dir() for place in args.paths):  # a class folder: whoever is not in it was removed
-        gone = sorted(set(store.grading_keys(assignment)) - {item.student for item in (*plan.todo, *plan.skipped)})
+        gone = sorted(set(store.grading_keys(assignment.name)) - {item.student for item in (*plan.todo, *plan.skipped)})
         if gone:
             print(safe(f"{len(gone)} student{'s' if len(gone) > 1 else ''} stored from earlier runs "
                        f"{'have' if len(gone) > 1 else 'has'} no hand-in in what was passed now: "
@@ -292,43 +293,6 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: str, run, doing:
         return INTERNAL_ERROR_STATUS
     print(f"results are in {store.path}; `autograder report` writes the feedback", file=sys.stderr)
     return 0
-
-
-def _replay(args) -> int:
-    course = load_course(args.course or find_course())
-    assignment, results = stored_results(options.db_path(args), args.assignment)
-    stored = next((r for r in results if r.student == args.student), None)
-    if stored is None:
-        raise CourseError(f"no stored result for student {args.student!r} in {assignment}; grade the "
-                          "submission first, or check the id with `autograder export csv`")
-    suite = load_suite(course, assignment)
-    path = args.file or Path(stored.file)
-    if not path.is_file():
-        raise CourseError(f"{path} (the file graded for {args.student}) is gone; pass --file with its new path")
-    submission = dataclasses.replace(read_submission(path), student=args.student)
-    changed = submission.sha256 != stored.sha256 or suite.version != stored.suite_version
-    if changed:
-        print(f"note: the file or the suite changed since {args.student} was graded; the replay uses the "
-              "current ones", file=sys.stderr)
-    protections = protect(args.sandbox, suite.secret_paths(course) + [path, options.db_path(args)])
-    with Store(options.db_path(args)) as store:
-        reference = cached_reference_times(course, suite, store)
-    replayed = grade_apart(Setup(course, suite, protections, reference, command="replay"), _replay_one, submission,
-                           args.check)
-    if isinstance(replayed, Lost):
-        print(safe(f"autograder: could not replay {args.check} for {args.student}: internal error in the grader (not "
-                   f"in the student's code). Why:\n{replayed.cause}\nFix that (or report it with this message), then "
-                   "run the replay again"), file=sys.stderr)
-        return INTERNAL_ERROR_STATUS
-    was = next((test for test in stored.tests if test.name == args.check), None)
-    print(safe(format_replay(args.student, args.check, stored.seed, replayed, was, comparable=not changed,
-                             full=args.full)))
-    return 0
-
-
-def _replay_one(grader: Grader, submission, check: str):
-    """Runs in the grading process (grading.boundary)."""
-    return grader.replay(submission, check)
 
 
 def _checks(args) -> int:

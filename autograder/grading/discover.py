@@ -137,9 +137,8 @@ def _link_refused(item: Found) -> Found:
 
 def _timed(item: Found) -> Found:
     """`item` with a submission time: its own (nbgrader's), else the file's, which is unreliable."""
-    if item.submitted_at:
-        return item
-    return dataclasses.replace(item, submitted_at=file_time(item.path), submitted_at_source=FILE_TIME)
+    return item if item.submitted_at else dataclasses.replace(item, submitted_at=file_time(item.path),
+                                                              submitted_at_source=FILE_TIME)
 
 
 def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict, skipped: list) -> list[Found]:
@@ -195,6 +194,8 @@ def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
         folder = student_dir / assignment
         if os.path.islink(student_dir) or os.path.islink(folder):
             found.append(_linked(folder, f"{module}.ipynb", student_dir.name, submitted))
+        elif not os.access(student_dir, os.R_OK | os.X_OK):  # else is_dir() below is False: left out unsaid
+            found.append(_unlisted(student_dir, module, student_dir.name, PermissionError(13, "Permission denied")))
         elif folder.is_dir():
             picked = _pick(folder, module, student_dir.name) or _nothing_to_grade(folder, module, student_dir.name)
             at, source, note = submission_time(folder, picked.path)
@@ -264,9 +265,18 @@ def _linked(folder: Path, name: str, student: str, root: Path) -> Found:
 
 
 def _pick(folder: Path, module: str, student: str) -> Found | None:
-    """The submission in a student's folder, if it holds one."""
-    candidates = [p for p in _visible(folder) if p.suffix in SUFFIXES]
+    """The submission in a student's folder, if it holds one; a folder that cannot be listed is found with why."""
+    try:
+        candidates = [p for p in _visible(folder) if p.suffix in SUFFIXES]
+    except OSError as error:
+        return _unlisted(folder, module, student, error)
     return Found(student, *choose(candidates, module, folder)) if candidates else None
+
+
+def _unlisted(folder: Path, module: str, student: str, error: OSError) -> Found:
+    """A student's folder this user cannot list: the class folder's to fix, named, not stored."""
+    return Found(student, folder / f"{module}.ipynb", stored=False, problem=f"the folder {safe(str(folder), 300)} "
+                 f"cannot be read ({error.strerror}); make it readable by this user (chmod -R u+rX) and grade again")
 
 
 def _shown_entry(path: Path) -> bool:
@@ -326,10 +336,8 @@ def _extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
 
 
 def _keep_zip_time(destination: Path, member: zipfile.ZipInfo) -> None:
-    """Give an extracted file the time the zip records (local time, no zone), not the extraction's.
-
-    It is only the last resort for a submission time, flagged as unreliable, but better than "now".
-    """
+    """Give an extracted file the time the zip records (local time, no zone), not the extraction's: the last
+    resort for a submission time, flagged as unreliable, but better than "now"."""
     try:
         stamp = time.mktime((*member.date_time, 0, 0, -1))
         os.utime(destination, (stamp, stamp))

@@ -98,6 +98,14 @@ class Late:
         return found
 
 
+# The late rule's flags (`Late.flags`), as every list of flags explains them beside results.FLAG_MEANINGS.
+LATE_MEANINGS = {
+    "late (−N)": "handed in after the due time: N points were taken off (the reason is in the feedback)",
+    "late, within the grace": "handed in after the due time but within the grace period: no penalty",
+    "time from the file": "the hand-in time is the file's modification time, which the student can change",
+}
+
+
 def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, source: str) -> Late:
     """The late rule applied to one raw total handed in at `submitted_at` (ISO 8601; "" if unknown)."""
     deadline = rule.deadline(student) if rule else None
@@ -105,9 +113,10 @@ def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, s
         return Late(raw)
     shown_deadline = deadline.isoformat()
     if not submitted_at:
-        return Late(raw, deadline=shown_deadline, reason="the submission time is unknown (graded before times were "
-                                                          "recorded), so no late rule was applied; regrade with "
-                                                          "--force to apply it")
+        return Late(raw, deadline=shown_deadline, reason="the submission time is unknown (no hand-in file to take "
+                                                          "it from, or a result stored before times were recorded), "
+                                                          "so no late rule was applied; if there is a hand-in, grade "
+                                                          "it again with --force")
     try:
         handed_in = datetime.datetime.fromisoformat(submitted_at)
     except ValueError:  # not a time this package wrote: treated as unknown rather than stopping an export

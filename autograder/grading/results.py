@@ -214,6 +214,16 @@ FLAG_MEANINGS = {
 }
 
 
+def flag_kind(flag: str) -> str:
+    """The entry of FLAG_MEANINGS or late.LATE_MEANINGS that explains `flag` ("left 3 processes": "left N
+    processes", "late (−25)": "late (−N)")."""
+    if flag.startswith("left ") and flag.endswith((" process", " processes")):
+        return "left N processes"
+    if flag.startswith("late (−"):
+        return "late (−N)"
+    return flag
+
+
 def result_to_plain(result: SubmissionResult) -> dict:
     """Every field of `result` as JSON-ready plain data, losslessly (grading.schema)."""
     return to_plain(result)

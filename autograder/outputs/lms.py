@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TextIO
 
+from autograder.grading.ids import canonical
 from autograder.grading.late import LateRule, assess_result
 from autograder.grading.lms_downloads import canvas_user, moodle_participant
 from autograder.grading.results import SubmissionResult
@@ -89,11 +90,13 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
     missing: "blank" or "zero", for a roster student with no result, or whose result is the grader's own
     failure (an internal error is no grade: regrade it).
     """
-    by_student = {r.student: r for r in results}
+    # Matched as ids are everywhere (grading.ids): a name a Mac's zip wrote decomposed (José as e + ◌́) is the
+    # roster's José. Stored ids are unique in that form, as discovery settles them.
+    by_student = {canonical(r.student): r for r in results}
     empty = "0" if missing == "zero" else ""
     made = []
     for student, identity in roster.items():
-        result = by_student.get(student)
+        result = by_student.get(canonical(student))
         if result is None or result.internal_error:
             made.append(Row(student, identity, empty, "No hand-in was graded." if result is None else
                             "Not graded yet: the grader failed on this hand-in."))
@@ -104,7 +107,8 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
                              *([late.reason[0].upper() + late.reason[1:] + "."] if late.reason else []),
                              *[n for n in result.notes if n.startswith("Hand-in ")]])
         made.append(Row(student, identity, _number(late.total), feedback))
-    return made, sorted(set(by_student) - set(roster))
+    on_roster = {canonical(student) for student in roster}
+    return made, sorted(r.student for key, r in by_student.items() if key not in on_roster)
 
 
 def by_lms_user(roster: dict[str, dict[str, str]], students: set[str],

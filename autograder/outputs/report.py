@@ -24,8 +24,8 @@ from pathlib import Path
 import jinja2
 
 from autograder.grading.examples import render_value
-from autograder.grading.late import Late, LateRule, assess_result
-from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flags
+from autograder.grading.late import LATE_MEANINGS, Late, LateRule, assess_result
+from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flag_kind, flags
 from autograder.outputs import audience
 from autograder.outputs.grades_csv import write_csv
 from autograder.outputs.plots import plots
@@ -245,7 +245,7 @@ def class_report(assignment: str, results: list[SubmissionResult], files: dict[s
             functions.setdefault(function, ([], possible))[0].append(got)
     seconds = [r.seconds for r in results]
     flagged = [s for s in students if s.flags]
-    kinds = {_flag_kind(flag) for page in flagged for flag in page.flags}
+    kinds = {flag_kind(flag) for page in flagged for flag in page.flags}
     return ClassReport(
         assignment=assignment, students=students, max_score=max_score,
         histogram=histogram([s.late.total for s in students], max_score),
@@ -259,23 +259,6 @@ def class_report(assignment: str, results: list[SubmissionResult], files: dict[s
         flag_meanings=[(flag, meaning) for flag, meaning in {**FLAG_MEANINGS, **LATE_MEANINGS}.items()
                        if flag in kinds],
         flagged_groups=flagged_groups(flagged))
-
-
-# The late rule's flags (grading.late `Late.flags`), as the flagged list explains them.
-LATE_MEANINGS = {
-    "late (−N)": "handed in after the due time: N points were taken off (the reason is in the feedback)",
-    "late, within the grace": "handed in after the due time but within the grace period: no penalty",
-    "time from the file": "the hand-in time is the file's modification time, which the student can change",
-}
-
-
-def _flag_kind(flag: str) -> str:
-    """The entry of FLAG_MEANINGS or LATE_MEANINGS that explains `flag` ("left 3 processes": "left N processes")."""
-    if flag.startswith("left ") and flag.endswith((" process", " processes")):
-        return "left N processes"
-    if flag.startswith("late (−"):
-        return "late (−N)"
-    return flag
 
 
 def misconception_counts(results: list[SubmissionResult]) -> list[tuple[str, str, int, int]]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autograder.grading.results import FLAG_MEANINGS, CheckResult, SubmissionResult, flags
+from autograder.grading.late import LATE_MEANINGS, LateRule, assess_result
+from autograder.grading.results import FLAG_MEANINGS, CheckResult, SubmissionResult, flag_kind, flags
 from autograder.text import one_line
 
 FULL_TABLES = 3  # up to this many submissions are shown whole; more get one summary line each
@@ -18,7 +19,10 @@ FULL_TABLES = 3  # up to this many submissions are shown whole; more get one sum
 
 @dataclass(frozen=True)
 class SummaryRow:
-    """What a class summary shows of one result: kept instead of the result while a class of thousands grades."""
+    """What a class summary shows of one result: kept instead of the result while a class of thousands grades.
+
+    score: the total after the late rule, as every export and report shows it.
+    """
 
     student: str
     score: float
@@ -26,16 +30,17 @@ class SummaryRow:
     flags: tuple[str, ...]
 
 
-def summary_row(result: SubmissionResult) -> SummaryRow:
-    """The line a class summary shows for `result`."""
-    return SummaryRow(result.student, result.score, result.max_score, tuple(table_flags(result)))
+def summary_row(result: SubmissionResult, rule: LateRule | None = None) -> SummaryRow:
+    """The line a class summary shows for `result`, its total after `rule` (the assignment's late rule)."""
+    late = assess_result(rule, result)
+    return SummaryRow(result.student, late.total, result.max_score, tuple(table_flags(result) + late.flags()))
 
 
-def format_results(results: list[SubmissionResult]) -> str:
-    """Per-function tables for a few submissions (FULL_TABLES); a class summary for many."""
+def format_results(results: list[SubmissionResult], rule: LateRule | None = None) -> str:
+    """Per-function tables for a few submissions (FULL_TABLES); a class summary for many. rule: the late rule."""
     if len(results) <= FULL_TABLES:
-        return "\n".join(format_result(r) for r in results)
-    return format_summary([summary_row(result) for result in results])
+        return "\n".join(format_result(r, rule) for r in results)
+    return format_summary([summary_row(result, rule) for result in results])
 
 
 def format_summary(rows: list[SummaryRow]) -> str:
@@ -44,7 +49,7 @@ def format_summary(rows: list[SummaryRow]) -> str:
     lines = [f"{'student':<20}{'points':>14}  flags"]
     shown: set[str] = set()
     for row in rows:
-        shown.update(_meaning_key(flag) for flag in row.flags)
+        shown.update(flag_kind(flag) for flag in row.flags)
         lines.append(f"{one_line(row.student):<20}{f'{row.score:g} / {row.max_score:g}':>14}  "
                      f"{one_line(', '.join(row.flags))}")
     mean = sum(row.score for row in rows) / len(rows)
@@ -61,23 +66,21 @@ def table_flags(result: SubmissionResult) -> list[str]:
 
 
 def flag_legend(shown: set[str]) -> list[str]:
-    """One line per flag shown, saying what it means (in FLAG_MEANINGS' order)."""
+    """One line per flag shown, saying what it means (in FLAG_MEANINGS' order, then the late rule's)."""
     if not shown:
         return []
-    return ["flags:"] + [f"  {flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items() if flag in shown]
+    meanings = {**FLAG_MEANINGS, **LATE_MEANINGS}
+    return ["flags:"] + [f"  {flag}: {meaning}" for flag, meaning in meanings.items() if flag in shown]
 
 
-def _meaning_key(flag: str) -> str:
-    """"left 3 processes" is explained under "left N processes"."""
-    if flag.startswith("left ") and flag.endswith((" process", " processes")):
-        return "left N processes"
-    return flag
-
-
-def format_result(result: SubmissionResult) -> str:
-    """A readable per-function table and the failing checks' messages."""
-    lines = [f"{one_line(result.student)}: {result.score:g} / {result.max_score:g} points "
+def format_result(result: SubmissionResult, rule: LateRule | None = None) -> str:
+    """A readable per-function table and the failing checks' messages; the total after `rule`, the late rule."""
+    late = assess_result(rule, result)
+    lines = [f"{one_line(result.student)}: {late.total:g} / {result.max_score:g} points "
              f"({result.assignment}, sandbox {result.sandbox}, seed {result.seed}, {result.seconds:.1f} s)"]
+    if late.reason:
+        lines.append(f"  late rule: {one_line(late.reason)}" + (f" ({result.score:g} before it)" if late.penalty
+                                                                  else ""))
     if result.problem:
         lines.append(f"  {'' if result.did_not_load else 'could not grade: '}{one_line(result.problem)}")
     lines += [f"  note: {one_line(note)}" for note in result.notes]
