@@ -133,6 +133,17 @@ def test_a_large_call_is_out_of_the_workers_reach_until_its_clock_starts(tmp_pat
     assert slow == {"score.long_sequence": "timeout", "attention.long_sequence": "timeout"}, slow
 
 
+@pytest.mark.slow
+def test_a_call_marked_returned_before_it_computed_ends_when_its_reply_is_whole(tmp_path):
+    """forged_return_mark marks score's T = 512 call returned at once and writes the start of its reply, so the
+    grader reads on while it computes: the worker computing while its reply is half written has its marks
+    ignored, and the call ends when the grader read the reply's last byte."""
+    result = _graded_attack(tmp_path, "forged_return_mark")
+    assert "STREAMED EARLY" in result["printed"], result["printed"]
+    slow = {t["name"]: t["status"] for t in result["tests"] if t["status"] != "passed"}
+    assert slow.get("score.long_sequence") == "timeout", slow
+
+
 def _burn(stop):
     while not stop.is_set():
         sum(i * i for i in range(10_000))

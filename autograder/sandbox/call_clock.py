@@ -22,6 +22,15 @@ The marks are the worker's own, so they are bounded by what the grader saw
 itself: a call ends no later than its reply was read, and the next begins no
 later either. A worker that forges or drops its marks gets at most what a
 grader reading late would have given it; an honest one is timed as it ran.
+
+A reply begun is read whole however long it takes (sandbox.stream), so a
+worker could mark its return, write the start of its reply, and only then
+compute the answer, while the grader waits for the rest. An honest worker
+only writes once its reply has begun (the reply is encoded before its
+return is marked), so one that used more than MIDWAY_COMPUTING of
+processor time while its reply was half written, or ran another process
+meanwhile, has its marks of that reply ignored (`Midway`): the call ends
+when the grader, waiting for it, read the reply's last byte.
 """
 from __future__ import annotations
 
@@ -30,7 +39,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
 from autograder.sandbox import wire
-from autograder.sandbox.waiting import ProcessorUse
+from autograder.sandbox.waiting import TICK, ProcessorUse
 
 HELD_UP = 0.001  # seconds: a send that took the grader longer than this was held up (see `begun`)
 
@@ -44,6 +53,7 @@ class Frame:
     seen: float  # when the grader read it (time.monotonic)
     use: ProcessorUse | None  # the child's processor use read then
     prior: ProcessorUse | None  # the latest read before then
+    computed: bool = False  # the worker computed while this reply was half written: its marks are not believed
 
 
 @dataclass(frozen=True)
@@ -68,16 +78,46 @@ class Marks:
             if call_id in in_flight:
                 self._kept[call_id, moment] = min(when, self._kept.get((call_id, moment), when))
 
-    def ended(self, call_id: int, seen: float, started: float) -> Ended:
+    def ended(self, call_id: int, seen: float, started: float, believed: bool = True) -> Ended:
         """When the call's function returned, and when the worker was done with it and could go on: as marked,
-        within [started, seen] (seen: when the grader read its reply)."""
+        within [started, seen] (seen: when the grader read its reply). believed: False for a reply the worker
+        computed while writing (`Midway`), which ended when it was read."""
         marked = self._kept.pop((call_id, wire.RETURNED), None)
+        if not believed:
+            self._kept.pop((call_id, wire.SENT), None)
+            return Ended(max(started, seen), max(started, seen), True)
         returned = seen if marked is None else max(started, min(seen, marked))
         sent = self._kept.pop((call_id, wire.SENT), returned)
         return Ended(returned, max(returned, min(seen, sent)), marked is not None)
 
     def clear(self) -> None:
         self._kept.clear()
+
+
+MIDWAY_COMPUTING = 0.02  # seconds of processor time: sendmsg's copying takes a few ms of a 2 MB reply
+
+
+@dataclass
+class Midway:
+    """The child's processor use when the grader first saw a reply half written, until that reply is whole."""
+
+    began: ProcessorUse | None = None
+
+    def begin(self, read: Callable[[], ProcessorUse | None]) -> None:
+        """Note the child's use now (`read` reads it), unless the reply being written was noted already."""
+        if self.began is None:
+            self.began = read()
+
+    def computed(self, use: ProcessorUse | None, company: Callable[[], bool]) -> bool:
+        """Whether, since `begin`, the child computed or ran another process; `use`: its use now, as the reply
+        was read whole. Ends the half-written reply (the next `begin` notes another)."""
+        began, self.began = self.began, None
+        if began is None:
+            return False
+        if use is None:  # the child is gone: whatever it did is unknown, so its marks are not believed
+            return True
+        return (max(use.ran - began.ran, use.all_threads - began.all_threads - 1 / TICK) > MIDWAY_COMPUTING
+                or use.reaped > began.reaped or company())
 
 
 def read_by(when: float, readings: tuple, otherwise: ProcessorUse | None) -> ProcessorUse | None:

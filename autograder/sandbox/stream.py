@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import stopped_at, values, wire
-from autograder.sandbox.call_clock import Frame, Marks, begun, read_by
+from autograder.sandbox.call_clock import Frame, Marks, Midway, begun, read_by
 from autograder.sandbox.channel import NoReply, died
 from autograder.sandbox.in_flight import InFlight, Resend
 from autograder.sandbox.replies import (
@@ -98,6 +98,7 @@ class CallStream:
     _arrived: tuple | None = None  # the head call's reply: (header, buffers, call_clock.Ended)
     _reading: tuple = (None, None)  # the latest (child's /proc directory, ProcessorUse) read, see _keep
     _marks: Marks = field(default_factory=Marks)  # the worker's marks of when calls ended
+    _midway: Midway = field(default_factory=Midway)  # the child's use as a reply was first seen half written
     _ended: NoReply | None = None  # how the child went wrong, for the first call whose reply had not come
 
     def __post_init__(self):
@@ -233,6 +234,7 @@ class CallStream:
             self._keep(channel.wait(seconds))
             while channel.parser.midway and (current := self._current()) is not None \
                     and time.monotonic() < current.last_read:
+                self._midway.begin(self._child_use)
                 self._keep(channel.wait(current.last_read - time.monotonic()))
         except NoReply as stop:
             self._ended = self._ended or stop
@@ -244,11 +246,17 @@ class CallStream:
         seen = time.monotonic()
         proc = self.session.child_proc()
         prior = self._reading[1] if self._reading[0] == proc else None
-        use = processor_use(proc, files=self.session.proc_files) if proc else None
+        use = self._child_use()
         if use is not None:
             self._reading = (proc, use)
         self._marks.note(self.session.channel.stamps(), self._limits)  # the calls in flight
-        self._frames.extend(Frame(header, buffers, seen, use, prior) for header, buffers in frames)
+        computed = self._midway.computed(use, self.session.has_company)  # of the first: the one half written
+        self._frames.extend(Frame(header, buffers, seen, use, prior, computed and number == 0)
+                            for number, (header, buffers) in enumerate(frames))
+
+    def _child_use(self):
+        proc = self.session.child_proc()
+        return processor_use(proc, files=self.session.proc_files) if proc else None
 
     def _sort(self) -> None:
         """Note the head call's import, keep its reply; the frames after its reply wait for the next head."""
@@ -262,7 +270,7 @@ class CallStream:
             elif header.get("event") == "where":
                 head.where = head.where or stopped_at.place_text(header, head.call.function)
             elif header.get("event") == "reply":
-                ended = self._marks.ended(head.id, frame.seen, head.started)
+                ended = self._marks.ended(head.id, frame.seen, head.started, believed=not frame.computed)
                 self._arrived = (header, frame.buffers, ended)
                 following = self._current()
                 if following is not None:  # the worker went on to it as soon as it was done with this one
