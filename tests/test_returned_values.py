@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from autograder.authoring import CheckFailed, Opaque, expect_pair
@@ -85,6 +86,33 @@ def test_the_examples_of_a_huge_int_are_stored_in_words(huge):
     assert examples, "a public check of score or padding_mask shows its example"
     text = json.dumps(examples)
     assert "<an int of 5,001 digits>" in text
+
+
+ODD_ARRAYS = '''
+_plain_score = score
+
+
+def score(Q, K, scale=None):
+    return (_plain_score(Q, K, scale) + 1).astype(np.longdouble)  # wrong, in a dtype JSON cannot write
+
+
+def context(A, V):
+    return np.zeros((1 << 31, 0))  # no bytes at all, and 2**31 rows
+'''
+
+
+def test_arrays_of_any_dtype_or_shape_cost_their_own_checks_and_nothing_else(grade_once, tmp_path_factory):
+    result = grade_once(compose(tmp_path_factory.mktemp("odd"), "odd_arrays", _snippet(tmp_path_factory, ODD_ARRAYS)))
+    assert not result.internal_error, result.internal_error
+    by_function: dict = {}
+    for test in result.tests:
+        by_function.setdefault(test.function, set()).add(test.status)
+    assert PASSED not in by_function["score"] and PASSED not in by_function["context"]
+    for function in ("additive_score", "causal_mask", "padding_mask", "apply_mask", "softmax"):
+        assert by_function[function] == {PASSED}, function
+    shown_examples = [load_example(t.example) for t in result.tests if t.function == "score" and t.example]
+    assert any("longdouble" in json.dumps(example) or "float128" in json.dumps(example) for example in shown_examples)
+    assert value_json(np.zeros((1 << 31, 0))) == {"shape": [1 << 31, 0], "dtype": "float64"}  # no values listed
 
 
 def test_a_named_tuple_and_a_list_subclass_are_judged_by_their_items(grade_once, tmp_path_factory):

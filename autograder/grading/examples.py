@@ -81,8 +81,10 @@ def value_json(value, depth: int = 0):
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         described = {"shape": list(array.shape), "dtype": str(array.dtype)}
-        if array.size <= MAX_VALUES and array.dtype.kind in "biuf":
-            described["values"] = _plain(array.tolist())
+        # Bounded by every axis, not by the size alone: an empty array of shape (2**31, 0) would be 2**31 lists.
+        # Floats as float64: a longdouble's tolist() gives NumPy scalars, which JSON cannot write.
+        if array.size <= MAX_VALUES and max(array.shape, default=0) <= MAX_VALUES and array.dtype.kind in "biuf":
+            described["values"] = _plain((array.astype(np.float64) if array.dtype.kind == "f" else array).tolist())
         return described
     if isinstance(value, (tuple, list, dict)) and depth >= MAX_DEPTH:
         return {"object": sized(value)}
