@@ -180,3 +180,24 @@ def test_code_that_reads_its_own_source_finds_it_in_a_py_file_and_in_a_cell(grad
     module.write_text(CODE + "\n" + SCRIPTED)
     for graded in (grade_once(module), grade_once(_notebook(tmp_path, "scripted_cells", [CODE, SCRIPTED]))):
         assert graded.score == graded.max_score, (graded.problem, graded.notes)
+
+
+def test_the_released_test_cells_without_their_nbgrader_metadata_are_not_the_students_code(grade_once, tmp_path):
+    """A copy of the released notebook that lost its metadata (another editor, cells pasted into a new notebook):
+    its test cells only import this package's checks and call them, which run in Jupyter, not in the sandbox."""
+    from autograder.nbgrader.source import fill_answers
+
+    released = nbformat.read(ROOT / "assignments/w07_attention/attention.ipynb", as_version=4)
+    functions = ("score", "additive_score", "causal_mask", "padding_mask", "apply_mask", "softmax", "context",
+                 "attention", "attention_torch")
+    notebook = fill_answers(released, PLAIN.read_text(), functions)
+    tests = [cell for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("grade")
+             and not cell.metadata["nbgrader"].get("solution")]
+    assert len(tests) >= 9 and all("autograder" in cell.source for cell in tests[:9])
+    for cell in notebook.cells:
+        cell.metadata.pop("nbgrader", None)
+    path = tmp_path / "attention.ipynb"
+    nbformat.write(notebook, path)
+    result = grade_once(path, "lost_metadata")
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
+    assert not [note for note in result.notes if "autograder" in note], result.notes

@@ -135,8 +135,8 @@ def test_feedback_opens_with_the_reason_and_says_not_run_once(graded):
     progress = (out / "feedback" / "progress.md").read_text()
     assert "**Total: 100 / 100 points.**" in progress
     assert ("code cell 1 raised ModuleNotFoundError at line 1: No module named 'tqdm' (the grader has no such "
-            "module: import only what the assignment uses, and keep your code in one file); the rest of the notebook "
-            "still ran") in progress
+            "module: import only the libraries the assignment names, and keep your own code in this one file); the "
+            "rest of the notebook still ran") in progress
 
 
 def test_an_exiting_worker_is_not_counted_as_processes_left(grade, tmp_path):

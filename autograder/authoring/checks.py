@@ -302,7 +302,8 @@ def environment_hint(raised) -> str:
     """What to do about an exception that comes from where graded code runs, not from the code itself, and that
     the student's own machine would not show: a module the sandbox's Python lacks, an operation it refuses."""
     if raised.type == "ModuleNotFoundError":
-        return " (the grader has no such module: import only what the assignment uses, and keep your code in one file)"
+        return (" (the grader has no such module: import only the libraries the assignment names, and keep your own "
+                "code in this one file)")
     if raised.type == "PermissionError":
         return (" (the sandbox refused it: graded code has no network, no multiprocessing and no writing outside "
                 "its working folder; do the work in the function itself)")

@@ -7,6 +7,7 @@ becomes a Submission with a `problem` that the student's feedback shows.
 """
 from __future__ import annotations
 
+import ast
 import io
 import json
 import re
@@ -37,6 +38,7 @@ MAX_TEXT_CELLS = 20  # markdown and raw cells holding code kept for the message 
 # As grading.loading reads a top-level def: at the very start of a line.
 _DEF_AT_LINE_START = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 SUFFIXES = (".py", ".ipynb")
+PACKAGE = __name__.split(".")[0]  # the grader's own package, which released test cells import
 DEMO_TAG = "demo"  # a cell tag: an instructor's illustration the grader does not run (it defines nothing graded)
 
 
@@ -178,6 +180,8 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
         if source is None:
             skipped.append(f"code cell {number}")
             continue
+        if _only_course_checks(source):
+            continue  # a test cell that lost its nbgrader metadata (a copy of the notebook, another editor)
         cells.append(read_cell(f"code cell {number}", valid_utf8(source)))
     if skipped:
         notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "
@@ -266,6 +270,28 @@ def _tags(cell: dict) -> list:
 def _is_grader_test(cell: dict) -> bool:
     meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}
     return isinstance(meta, dict) and meta.get("grade") is True and meta.get("solution") is not True
+
+
+def _only_course_checks(source: str) -> bool:
+    """Whether the cell only imports this package's checks and calls them, as the released test cells do
+    (`from autograder.nbgrader.inkernel import check_function`, then `check_function("score", globals())`).
+
+    The package runs in the student's Jupyter, never in the sandbox: run there, the cell would only raise
+    ModuleNotFoundError, and its note would tell the student to remove an import they never wrote."""
+    if PACKAGE not in source:
+        return False
+    try:
+        statements = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    imported: set[str] = set()
+    for statement in statements:
+        if isinstance(statement, ast.ImportFrom) and (statement.module or "").split(".")[0] == PACKAGE:
+            imported.update(alias.asname or alias.name for alias in statement.names)
+        elif not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+                  and isinstance(statement.value.func, ast.Name) and statement.value.func.id in imported):
+            return False
+    return bool(imported)
 
 
 def _first_line(error: Exception) -> str:
