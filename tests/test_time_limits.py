@@ -99,10 +99,10 @@ def test_python_loops_over_the_grid_fail_the_scale_checks_and_nothing_else(tmp_p
     assert named == ({f"{SLOW[slow]['function']}.long_sequence": idea} if idea else {})
 
 
-def _graded_attack(tmp_path, attack: str) -> dict:
-    """The JSON result of `grade` (limits calibrated on this machine) for plain.py with slow/score_grid_loop.py's
-    score, then the attack, appended."""
-    path = compose(tmp_path, attack, SUBMISSIONS / "slow" / "score_grid_loop.py")
+def _graded_attack(tmp_path, attack: str, slow: str = "score_grid_loop") -> dict:
+    """The JSON result of `grade` (limits calibrated on this machine) for plain.py with slow/<slow>.py's
+    function (default: score_grid_loop's score), then the attack, appended."""
+    path = compose(tmp_path, attack, SUBMISSIONS / "slow" / f"{slow}.py")
     path.write_text(path.read_text() + "\n\n" + (SUBMISSIONS / "attacks" / f"{attack}.py").read_text())
     done = run_cli("grade", "w07_attention", path, "--json", "--db", tmp_path / "g.db")
     assert done.returncode == 0, done.stderr
@@ -142,6 +142,16 @@ def test_a_call_marked_returned_before_it_computed_ends_when_its_reply_is_whole(
     assert "STREAMED EARLY" in result["printed"], result["printed"]
     slow = {t["name"]: t["status"] for t in result["tests"] if t["status"] != "passed"}
     assert slow.get("score.long_sequence") == "timeout", slow
+
+
+@pytest.mark.slow
+def test_a_submission_cannot_have_the_kernel_reap_its_helpers_unseen(tmp_path):
+    """helpers_reaped_by_the_kernel ignores SIGCHLD so that helpers computing a T = 512 call while its reply is
+    half written leave no processor time and no process behind: the sandbox refuses a new SIGCHLD action."""
+    result = _graded_attack(tmp_path, "helpers_reaped_by_the_kernel", slow="softmax_element_loop")
+    assert "SIGCHLD REFUSED" in result["printed"] and "HELPERS STARTED" not in result["printed"], result["printed"]
+    slow = {t["name"]: t for t in result["tests"] if t["status"] != "passed"}
+    assert "attention.long_sequence" in slow, sorted(slow)
 
 
 def _burn(stop):

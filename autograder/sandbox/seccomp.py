@@ -9,7 +9,12 @@ The kernel then refuses, with EPERM:
   System V shared memory, semaphores and message queues, POSIX message
   queues, kernel keyrings, io_uring;
 - signals to the zygote (the child's parent) and to every process at once
-  (pid -1), and pidfd_send_signal, which could reach any of them.
+  (pid -1), and pidfd_send_signal, which could reach any of them;
+- a new action for SIGCHLD (asking for the current one is allowed). Ignoring
+  it, or SA_NOCLDWAIT, has the kernel reap the process's children itself: a
+  helper's processor time is then counted nowhere and it leaves no trace in
+  /proc, which is what the grader reads to see whether a call's work was done
+  by other processes (sandbox.waiting, sandbox.call_clock).
 Any other architecture's system calls (32-bit calls on x86_64, say) are
 refused too, since their numbers differ. The zygote and children are also
 not dumpable (worker.zygote_main), which alone stops /proc/<pid>/mem and
@@ -32,7 +37,8 @@ RET_ERRNO = 0x00050000
 
 # BPF opcodes: load a word of seccomp_data, compare the accumulator, return.
 _LOAD, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
-_NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (arg 0's low word on little-endian)
+_NR, _ARCH, _ARG0, _ARG1, _ARG1_HIGH = 0, 4, 16, 24, 28  # offsets in struct seccomp_data (little-endian words)
+SIGCHLD = 17  # on every architecture here (x86_64, aarch64)
 
 # (audit architecture, system call numbers) per machine, from the kernel's syscall tables.
 _ARCHES = {
@@ -40,13 +46,13 @@ _ARCHES = {
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "kcmp": 312,
         "shmget": 29, "semget": 64, "msgget": 68, "mq_open": 240, "add_key": 248, "request_key": 249,
         "keyctl": 250, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "pidfd_send_signal": 424,
+        "pidfd_send_signal": 424, "rt_sigaction": 13,
         "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "shmget": 194, "semget": 190, "msgget": 186, "mq_open": 180, "add_key": 217, "request_key": 218,
         "keyctl": 219, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "pidfd_send_signal": 424,
+        "pidfd_send_signal": 424, "rt_sigaction": 134,
         "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240}),
 }
 _X32_BIT = 0x40000000  # x86_64's x32 ABI: the same calls under other numbers
@@ -69,8 +75,12 @@ def program(parent: int, machine: str | None = None) -> list[tuple[int, int, int
     if arch == _ARCHES["x86_64"][0]:
         code += [(_JGE, 0, 1, _X32_BIT), deny]
     for name, number in numbers.items():
-        if name not in _SIGNALS:
+        if name not in (*_SIGNALS, "rt_sigaction"):
             code += [(_JEQ, 0, 1, number), deny]
+    # rt_sigaction(SIGCHLD, act, ...) with an action (a pointer whose two words are not both 0): denied.
+    code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 7, numbers["rt_sigaction"]), (_LOAD, 0, 0, _ARG0),
+             (_JEQ, 0, 5, SIGCHLD), (_LOAD, 0, 0, _ARG1), (_JEQ, 0, 2, 0), (_LOAD, 0, 0, _ARG1_HIGH),
+             (_JEQ, 1, 0, 0), deny]
     for name in _SIGNALS:
         # Not this call: skip its five instructions. Else deny when arg 0 is the parent, -1 or -parent.
         code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 5, numbers[name]), (_LOAD, 0, 0, _ARG0),
