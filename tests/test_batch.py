@@ -313,11 +313,12 @@ def test_rerun_skips_unchanged_and_regrades_changed_files_and_suites(tmp_path):
     assert "2 submissions already graded" in done.stderr
     compose(klass, "bob", SUBMISSIONS / "buggy" / "causal_hides_diagonal.py")
     second, done = _grade(klass, db=db, extra=args)
-    assert "1 submissions already graded" in done.stderr and second["bob"]["score"] < 100
+    assert "1 submission already graded" in done.stderr and second["bob"]["score"] < 100
     text = (course / "course.yaml").read_text().replace("softmax.input_unchanged: 1", "softmax.input_unchanged: 2")
     (course / "course.yaml").write_text(text)
     third, done = _grade(klass, db=db, extra=args)  # a changed suite: said, and left to `regrade` (README)
     assert third == {} and "regrade w07_attention --preview" in done.stderr and "2 unchanged hand-ins" in done.stderr
+    assert "no hand-in in what was passed" not in done.stderr  # held for `regrade`, not gone from the folder
     forced, done = _grade(klass, db=db, extra=(*args, "--force"))
     assert "already graded" not in done.stderr
     assert forced["ann"]["suite_version"] != first["ann"]["suite_version"]

@@ -6,12 +6,14 @@ import dataclasses
 import io
 import unicodedata
 
+import pytest
+
 from autograder.grading.ids import REFUSED_CATEGORIES
 from autograder.outputs.progress import Progress
 from autograder.outputs.terminal import format_check, format_result, format_summary, summary_row
 from autograder.text import visible
 
-from conftest import compose
+from conftest import compose, run_cli
 
 FENCE = '''
 def causal_mask(n_q, n_k=None):
@@ -53,3 +55,12 @@ def test_format_characters_are_escaped_like_the_ids_that_hold_them_are_refused()
     assert all(unicodedata.category(c) in REFUSED_CATEGORIES for c in escaped)
     assert [c for c in map(chr, range(0x10000)) if unicodedata.category(c) in REFUSED_CATEGORIES - {"Cs"}
             and c not in "\n\t" and c not in escaped] == []
+
+
+@pytest.mark.parametrize("command", [("grade", "w07_attention", "."), ("regrade", "w07_attention"),
+                                     ("similarity", "w07_attention", ".")])
+def test_jobs_below_one_are_refused_saying_what_to_give(command):
+    for given, words in (("0", "0 is less than 1; give 1 or more"), ("-3", "-3 is less than 1"),
+                         ("two", "'two' is not a whole number")):
+        done = run_cli(*command, "--jobs", given)
+        assert done.returncode == 2 and f"argument --jobs: {words}" in done.stderr, done.stderr

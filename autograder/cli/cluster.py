@@ -9,6 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from autograder.cli import options
 from autograder.cluster import ClusterError, install_dask_hint
 
 
@@ -27,7 +28,7 @@ def add_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--python", default="",
                          help="the Python the workers run (default: VENV/bin/python); set it when the nodes see the "
                               "environment at another path")
-    command.add_argument("--jobs", type=int, default=2, help="worker jobs to keep alive (default: 2)")
+    command.add_argument("--jobs", type=options.count, default=2, help="worker jobs to keep alive (default: 2)")
     command.add_argument("--cores", type=int, default=4, help="cores per job (default: 4)")
     command.add_argument("--processes", type=int, default=0,
                          help="worker processes per job, one thread each (default: one per core)")

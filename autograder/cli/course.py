@@ -28,7 +28,7 @@ from autograder.outputs import ExportError, lms
 from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.roster import read_roster
-from autograder.text import safe
+from autograder.text import counted, safe
 
 
 def add_commands(commands) -> None:
@@ -42,7 +42,7 @@ def add_commands(commands) -> None:
     regrade.add_argument("--students", nargs="+", metavar="STUDENT", help="regrade only these students")
     regrade.add_argument("--no-decrease", action="store_true",
                          help="keep a student's earlier result where the new total is lower (their feedback says so)")
-    regrade.add_argument("--jobs", type=int, default=0, help="parallel graders (default: number of cores)")
+    regrade.add_argument("--jobs", type=options.count, default=0, help="parallel graders (default: number of cores)")
     options.results_db(regrade)
     options.course(regrade)
     options.sandbox(regrade)
@@ -115,8 +115,9 @@ def hold_changed_suite(plan, store: Store, suite, force: bool):
     if held:
         name = suite.assignment.name
         print(safe(f"autograder: the suite of {name} (its checks, reference or settings, or the grader's own code) "
-                   f"changed since {len(held)} unchanged hand-ins were graded ({_some(held)}): they are not graded "
-                   f"again, and their results stay as they were. `autograder regrade {name} --preview` shows whom "
+                   f"changed since {counted(len(held), 'unchanged hand-in')} of this class folder were graded "
+                   f"({_some(held)}): not graded again, their results stay as they were (and are not in the "
+                   f"table below). `autograder regrade {name} --preview` shows whom "
                    f"the new suite moves and by how much; `autograder regrade {name}` applies it, keeping the "
                    "earlier results (`grade --force` regrades them too)"), file=sys.stderr)
     return plan

@@ -35,7 +35,7 @@ from autograder.grading.suite import load_public_suite, load_suite, secret_place
 from autograder.grading.suite_cache import cache_folder
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.terminal import FULL_TABLES, format_results, format_summary, summary_row
-from autograder.text import one_line, safe
+from autograder.text import counted, one_line, safe
 
 INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
 
@@ -45,7 +45,7 @@ def add_commands(commands) -> None:
     grade.add_argument("assignment", help=options.ASSIGNMENT_HELP)
     grade.add_argument("paths", nargs="+", type=Path,
                        help=".py/.ipynb files, a folder of them, an nbgrader course or submitted/ folder, or a zip")
-    grade.add_argument("--jobs", type=int, default=0, help="parallel graders (default: number of cores)")
+    grade.add_argument("--jobs", type=options.count, default=0, help="parallel graders (default: number of cores)")
     grade.add_argument("--cluster", metavar="ADDRESS",
                        help="grade on a Dask cluster instead: its scheduler's address (tcp://host:8786), or local:N "
                             "to start N worker processes here (needs the dask extra; README: Grading on a cluster)")
@@ -91,7 +91,7 @@ def _grade(args) -> int:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         refused, found = [i for i in found if not i.stored], [i for i in found if i.stored]
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
-        starting(f"{len(found)} submissions of {assignment.name} found" + _lms_note(found))
+        starting(f"{counted(len(found), 'submission')} of {assignment.name} found" + _lms_note(found))
         for problem in dict.fromkeys(item.problem for item in refused):  # the folder's to fix: nothing is stored
             starting(f"not graded, nothing stored: {problem}")
         if not found:
@@ -121,7 +121,7 @@ def _grade(args) -> int:
                     for slot in range(min(jobs, to_grade))]
         try:
             starting("loading the suite (reference, checks, libraries)" +
-                     (f" while {len(launched)} sandboxes start" if launched else ""))
+                     (f" while {counted(len(launched), 'sandbox', 'sandboxes')} start" if launched else ""))
             suite = load_suite(course, args.assignment)
             if launched and not launched[0].settle(0) and any(item.path.suffix == ".ipynb" for item in found):
                 prepare_notebook_reader()  # while they start: else each grading process forked from here pays it
@@ -136,8 +136,8 @@ def _grade(args) -> int:
                 def run(todo, on_result, say):
                     grade_batch(course, suite, protections, todo, store, jobs, on_result, launched, classwide, say,
                                 imports.modules)
-                return _grade_found(args, suite, found, store, run,
-                                    f"timing the reference and starting {min(jobs, len(found))} sandboxes")
+                starts = counted(len(launched), "sandbox", "sandboxes")
+                return _grade_found(args, suite, found, store, run, f"timing the reference and starting {starts}")
         finally:
             for sandbox in launched:
                 sandbox.close()
@@ -279,7 +279,8 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
     for line in not_graded:
         print(safe(line, 2000), file=sys.stderr)
     if any(Path(place).is_dir() for place in args.paths):  # a class folder: whoever is not in it was removed
-        gone = sorted(set(store.grading_keys(assignment.name)) - {item.student for item in (*plan.todo, *plan.skipped)})
+        passed = {item.student for item in (*plan.todo, *plan.skipped, *plan.held)}
+        gone = sorted(set(store.grading_keys(assignment.name)) - passed)
         if gone:
             print(safe(f"{len(gone)} student{'s' if len(gone) > 1 else ''} stored from earlier runs "
                        f"{'have' if len(gone) > 1 else 'has'} no hand-in in what was passed now: "
@@ -287,9 +288,9 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
                        "database, its reports and its exports", 2000), file=sys.stderr)
     if failed:
         # The last line, and the exit status, tell a script that some submissions still need grading.
-        print(f"results are in {store.path}; {failed} submissions hit an internal error in the grader (not in their "
-              "code): they are flagged in `autograder report` with the traceback, and the next `autograder grade` "
-              "grades them again", file=sys.stderr)
+        print(f"results are in {store.path}; {counted(failed, 'submission')} hit an internal error in the grader "
+              "(not in their code): they are flagged in `autograder report` with the traceback, and the next "
+              "`autograder grade` grades them again", file=sys.stderr)
         return INTERNAL_ERROR_STATUS
     print(f"results are in {store.path}; `autograder report` writes the feedback", file=sys.stderr)
     return 0

@@ -29,3 +29,15 @@ def results_db(command: argparse.ArgumentParser) -> None:
 def db_path(args) -> Path:
     """--db, or grades.db beside the course's course.yaml."""
     return args.db or default_db(load_course(args.course or find_course()))
+
+
+def count(text: str) -> int:
+    """An argparse type: a whole number of 1 or more (`--jobs 0` or `-3` is a typo, not a request)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give 1 or more") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1; give 1 or more, or leave the option out for "
+                                         "the default")
+    return value

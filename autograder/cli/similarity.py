@@ -22,8 +22,8 @@ def add_commands(commands) -> None:
     command.add_argument("--top", type=_top, default=50, help="pairs given a side-by-side page (default: %(default)s)")
     command.add_argument("--threshold", type=_threshold, default=0.6,
                          help="pair score from which students are grouped (default: %(default)s)")
-    command.add_argument("--jobs", type=int, default=0, help="processes reading the hand-ins (default: number "
-                                                             "of cores)")
+    command.add_argument("--jobs", type=options.count, default=0,
+                         help="processes reading the hand-ins (default: number of cores)")
     options.course(command)
     command.set_defaults(run=_similarity)
 

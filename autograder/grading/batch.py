@@ -38,6 +38,7 @@ class BatchPlan:
 
     todo: list[Found]
     skipped: list[Found]
+    held: list[Found] = field(default_factory=list)  # unchanged, graded under an earlier suite: `regrade`'s
 
 
 def plan_batch(found: list[Found], store: Store, suite: Suite, force: bool) -> BatchPlan:

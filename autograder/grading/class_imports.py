@@ -75,7 +75,8 @@ class ClassImports:
             install = " ".join(PIP_NAMES.get(name, name) for name in self.missing)  # ASCII names (imported_names)
             counted = self._counted(self.missing, self.missing_by)
             notes.append(f"not installed here, but imported by hand-ins: {counted}. "
-                         "A hand-in that imports one at its top will not load. If the course allows it, install it "
+                         "A hand-in that imports one at its top will not load. If the course allows it, and the name "
+                         "is the library meant (a name students made up may be anyone's package on PyPI), install it "
                          f"into the grader's Python (`{sys.executable} -m pip install {install}`) and grade again "
                          "with --force; a name that is a file the students write themselves needs nothing")
         return notes

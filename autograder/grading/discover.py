@@ -190,7 +190,7 @@ def _zipped_class(root: Path, module: str) -> Path:
 
 def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
     found = []
-    for student_dir in sorted(p for p in _folders(submitted) if p.name not in IGNORED):
+    for student_dir in sorted(p for p in _folders(submitted) if _shown_entry(p)):  # not .git, as in a flat folder
         folder = student_dir / assignment
         if os.path.islink(student_dir) or os.path.islink(folder):
             found.append(_linked(folder, f"{module}.ipynb", student_dir.name, submitted))

@@ -210,7 +210,7 @@ def held_back(plan: BatchPlan, store: Store, assignment: str, suite_version: str
         same = (old is not None and old[1] != suite_version and old[2] == item.submitted_at
                 and read_bytes(item.path, item.root).sha256 == old[0])
         (held if same else keep).append(item)
-    return BatchPlan(keep, plan.skipped), [item.student for item in held]
+    return BatchPlan(keep, plan.skipped, held), [item.student for item in held]
 
 
 def _hold(attempt: Attempt, old: Attempt, reason: str) -> Attempt:

@@ -5,7 +5,7 @@ import sys
 import time
 
 from autograder.grading.results import SubmissionResult
-from autograder.text import one_line
+from autograder.text import counted, one_line
 
 # What each count but "full marks" counts, said under the summary line when it is not zero.
 COUNT_MEANINGS = {
@@ -45,7 +45,7 @@ class Progress:
         self.counts = {"full marks": 0, "errors": 0, "timeouts": 0, "not loaded": 0, "could not grade": 0,
                        "internal errors": 0}
         if skipped:
-            self._write(f"{skipped} submissions already graded with this suite and unchanged: skipped "
+            self._write(f"{counted(skipped, 'submission')} already graded with this suite and unchanged: skipped "
                         "(--force regrades them)\n")
 
     def status(self, text: str) -> None:
@@ -80,7 +80,7 @@ class Progress:
             self._write("\n")
         elapsed = time.monotonic() - self.started
         rate = self.done / elapsed if elapsed > 0 else 0.0
-        self._write(f"graded {self.done} submissions in {elapsed:.1f} s ({rate:.1f}/s); {self._counts()}\n")
+        self._write(f"graded {counted(self.done, 'submission')} in {elapsed:.1f} s ({rate:.1f}/s); {self._counts()}\n")
         shown = [name for name, count in self.counts.items() if count and name in COUNT_MEANINGS]
         self._write("".join(f"  {name}: {COUNT_MEANINGS[name]}\n" for name in shown))
 
