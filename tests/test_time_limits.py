@@ -154,6 +154,16 @@ def test_a_submission_cannot_have_the_kernel_reap_its_helpers_unseen(tmp_path):
     assert "attention.long_sequence" in slow, sorted(slow)
 
 
+@pytest.mark.slow
+def test_a_frame_no_call_waits_for_cannot_take_the_blame_for_computing(tmp_path):
+    """junk_frame_takes_the_blame computes while a junk frame is half written, then sends its rest and the reply
+    together: the reply after it is doubted all the same, and the call times out."""
+    result = _graded_attack(tmp_path, "junk_frame_takes_the_blame", slow="softmax_element_loop")
+    assert "JUNK EARLY" in result["printed"], result["printed"]
+    slow = {t["name"]: t["status"] for t in result["tests"] if t["status"] != "passed"}
+    assert slow.get("attention.long_sequence") == "timeout", slow
+
+
 def _burn(stop):
     while not stop.is_set():
         sum(i * i for i in range(10_000))

@@ -29,8 +29,9 @@ compute the answer, while the grader waits for the rest. An honest worker
 only writes once its reply has begun (the reply is encoded before its
 return is marked), so one that used more than MIDWAY_COMPUTING of
 processor time while its reply was half written, or ran another process
-meanwhile, has its marks of that reply ignored (`Midway`): the call ends
-when the grader, waiting for it, read the reply's last byte.
+meanwhile, has the marks of its next reply ignored (`Midway`), whichever
+frame was half written (a frame no call waits for, written to take the
+blame, included): the call ends when the grader read the reply's last byte.
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ class Frame:
     seen: float  # when the grader read it (time.monotonic)
     use: ProcessorUse | None  # the child's processor use read then
     prior: ProcessorUse | None  # the latest read before then
-    computed: bool = False  # the worker computed while this reply was half written: its marks are not believed
+    computed: bool = False  # the worker computed while a frame was half written: the next reply's marks are doubted
 
 
 @dataclass(frozen=True)

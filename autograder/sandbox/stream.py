@@ -98,7 +98,8 @@ class CallStream:
     _arrived: tuple | None = None  # the head call's reply: (header, buffers, call_clock.Ended)
     _reading: tuple = (None, None)  # the latest (child's /proc directory, ProcessorUse) read, see _keep
     _marks: Marks = field(default_factory=Marks)  # the worker's marks of when calls ended
-    _midway: Midway = field(default_factory=Midway)  # the child's use as a reply was first seen half written
+    _midway: Midway = field(default_factory=Midway)  # the child's use as a frame was first seen half written
+    _doubted: bool = False  # the worker computed while a frame was half written since the last reply was taken
     _ended: NoReply | None = None  # how the child went wrong, for the first call whose reply had not come
 
     def __post_init__(self):
@@ -150,9 +151,7 @@ class CallStream:
             return None
         call = next(self._source, None)
         self._exhausted = call is None
-        if call is None:
-            return None
-        return Resend(call if isinstance(call, Request) else encode_call(call))
+        return None if call is None else Resend(call if isinstance(call, Request) else encode_call(call))
 
     def _send(self, item: Resend) -> bool:
         """Put the call's arrays in shared memory and send it; False when there is no room until replies come."""
@@ -250,9 +249,8 @@ class CallStream:
         if use is not None:
             self._reading = (proc, use)
         self._marks.note(self.session.channel.stamps(), self._limits)  # the calls in flight
-        computed = self._midway.computed(use, self.session.has_company)  # of the first: the one half written
-        self._frames.extend(Frame(header, buffers, seen, use, prior, computed and number == 0)
-                            for number, (header, buffers) in enumerate(frames))
+        computed = self._midway.computed(use, self.session.has_company)
+        self._frames.extend(Frame(header, buffers, seen, use, prior, computed) for header, buffers in frames)
 
     def _child_use(self):
         proc = self.session.child_proc()
@@ -262,6 +260,7 @@ class CallStream:
         """Note the head call's import, keep its reply; the frames after its reply wait for the next head."""
         while self._frames and self._arrived is None:
             frame = self._frames.popleft()
+            self._doubted |= frame.computed  # whichever frame was half written: the next reply's marks are doubted
             header, head = frame.header, self._flight[0] if self._flight else None
             if head is None or header.get("id") != head.id:
                 continue  # a reply to a call dropped or let go, or a frame no honest worker sends
@@ -270,7 +269,8 @@ class CallStream:
             elif header.get("event") == "where":
                 head.where = head.where or stopped_at.place_text(header, head.call.function)
             elif header.get("event") == "reply":
-                ended = self._marks.ended(head.id, frame.seen, head.started, believed=not frame.computed)
+                ended = self._marks.ended(head.id, frame.seen, head.started, believed=not self._doubted)
+                self._doubted = False
                 self._arrived = (header, frame.buffers, ended)
                 following = self._current()
                 if following is not None:  # the worker went on to it as soon as it was done with this one
