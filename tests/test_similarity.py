@@ -412,3 +412,31 @@ def test_the_command_refuses_bad_options_and_leaves_no_stale_pages(tmp_path):
     again = run_similarity(str(CLASS), "--out", str(out), "--top", "30")
     assert again.returncode == 0
     assert "none at 0.50 or more; closest: " in (out / "index.html").read_text()  # no blank column for low pairs
+
+
+def _with_function(path: Path, other: Path, name: str) -> str:
+    """`path`'s code with its `name` replaced by `other`'s, as a student who took one function would have it."""
+    text, taken = path.read_text(), other.read_text()
+    mine = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    theirs = next(n for n in ast.parse(taken).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return text.replace(ast.get_source_segment(text, mine), ast.get_source_segment(taken, theirs))
+
+
+def test_a_few_lines_alike_are_little_evidence_and_a_file_of_short_functions_copied_is_much(tmp_path):
+    """A causal mask of two lines taken from another student lists the function as alike but does not reach the
+    threshold: the textbook form is what honest students write alike. A copy of a file whose functions are
+    each a line or two scores as the copy it is."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for path in CLASS.glob("i*.py"):
+        (folder / path.name).write_text(path.read_text())
+    (folder / "one_short.py").write_text(_with_function(CLASS / "i01_einsum.py", CLASS / "i18_one_liners.py",
+                                                        "causal_mask"))
+    (folder / "short_copy.py").write_text((CLASS / "i18_one_liners.py").read_text())
+    comparison = compare_class("w07_attention", [read_submission(p) for p in sorted(folder.iterdir())], STUB,
+                               SOURCE_DIR, jobs=1)
+    pairs = {(p.a, p.b): p for p in comparison.pairs}
+    copy = pairs["i18_one_liners", "short_copy"]
+    assert copy.score == 1.0 and copy.whole == 1.0, copy
+    taken = pairs["i18_one_liners", "one_short"]
+    assert taken.by_function["causal_mask"] >= 0.5 and taken.score < 0.6, taken

@@ -18,9 +18,15 @@ COMMON_SHARE, so however large the group, its members pair with each other.
 
 A function's score for a pair is the weight they share over the mean
 weight of their two versions (a weighted Dice coefficient), the mean never
-taken below FLOOR, so that a two-line function in common cannot score like
-a copied page. A pair's score is its best function's score: a copy of one
-function scores as high as a copy of the whole file.
+taken below FLOOR, so that a few lines in common cannot score like a copied
+page: FLOOR is about three lines of distinctive code, more than the textbook
+form of a short function (a padding mask, an additive score) that two or
+three students of a class write alike. The whole file is scored the same way,
+the weight the pair shares function by function over the weight of their
+whole versions: a copy of the file shares something in every function, each
+perhaps too short to stand out alone. A pair's score is the higher of its
+best function's and its whole file's: a copy of one substantial function
+scores as high as a copy of the whole file.
 """
 from __future__ import annotations
 
@@ -33,9 +39,11 @@ from autograder.similarity.fingerprint import Fingerprint
 
 COMMON_SHARE = 0.1  # a fingerprint in more than this share of the class (and more than MIN_COMMON students) ...
 MIN_COMMON = 4  # ... is a common idiom, weight 0
-FLOOR = 8.0  # the least weight a version is counted as having: about eight distinctive fingerprints
+FLOOR = 16.0  # the least weight a version is counted as having for the pair's score: about three lines
+ALIKE_FLOOR = 8.0  # the same, for how alike two versions of one function are (what the report lists)
 GROUP_BLOCK = 40  # common fingerprints held by exactly the same students: about eight lines of code
-CONTAINED_FLOOR = 16.0  # the least weight of a version found whole inside a longer one (see score_pairs)
+WHOLE_FLOOR = 32.0
+CONTAINED_FLOOR = 16.0  # the least weight of a version found whole inside a longer one (see dice)
 MATCHING = 0.5  # a function scoring this or more is listed among the pair's matching functions
 
 
@@ -49,8 +57,12 @@ class FunctionScore:
 class Pair:
     """Two students (a < b) and how alike their code is; `functions` score MATCHING or more, best first.
 
-    shared: the fingerprints of some weight the two share in their best function, the one the score is
-    (a few for a short function: a high score may rest on little code).
+    score: the higher of their best function's score and `whole`, their whole file's.
+    functions, by_function: how alike each function's two versions are, which for a short function
+    (weighed from ALIKE_FLOOR) may be more than the pair's score (weighed from FLOOR): two identical
+    lines are alike, and little evidence.
+    shared: the fingerprints of some weight the two share in their most alike function, `best` (a few for a
+    short function: a high score may rest on little code).
     """
 
     a: str
@@ -59,10 +71,11 @@ class Pair:
     functions: tuple[FunctionScore, ...]
     by_function: dict[str, float]  # every function they share weight in, best first
     shared: int
+    whole: float = 0.0
 
     @property
     def best(self) -> str:
-        """The function the pair's score is that of."""
+        """Their most alike function."""
         return next(iter(self.by_function))
 
 
@@ -143,22 +156,29 @@ def score_pairs(students: list[str], indexes: list[FunctionIndex]) -> list[Pair]
     """Every pair of students sharing weighted code, highest score first (ties by student ids)."""
     n = len(students)
     keys, functions, scores = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
-    counts = [np.zeros(0, dtype=np.int64)]
+    counts, shares, alike = [np.zeros(0, dtype=np.int64)], [np.zeros(0)], [np.zeros(0)]
+    whole_totals = np.zeros(n)
     for number, index in enumerate(indexes):
         first, second, shared, count = shared_weights(index)
         total = np.array([index.weight(i) for i in range(n)])
+        whole_totals += total
         keys.append(first * n + second)
         counts.append(count)
+        shares.append(shared)
         functions.append(np.full(len(first), number))
-        mean = np.maximum((total[first] + total[second]) / 2, FLOOR)
-        smaller = np.maximum(np.minimum(total[first], total[second]), CONTAINED_FLOOR)
-        scores.append(np.minimum(np.round(shared / np.minimum(mean, smaller), 4), 1.0))
+        scores.append(dice(shared, total[first], total[second]))
+        alike.append(dice(shared, total[first], total[second], ALIKE_FLOOR))
     keys, functions, scores = np.concatenate(keys), np.concatenate(functions), np.concatenate(scores)
-    counts = np.concatenate(counts)
-    # by pair, then its best function first (ties: the one sharing more fingerprints, then contract order)
-    order = np.lexsort((functions, -counts, -scores, keys))
+    counts, alike = np.concatenate(counts), np.concatenate(alike)
+    # The whole file: what each pair shares in all its functions, over the weight of both whole versions.
+    wholes, where = np.unique(keys, return_inverse=True)
+    whole_scores = dice(np.bincount(where, weights=np.concatenate(shares), minlength=len(wholes)),
+                        whole_totals[wholes // n], whole_totals[wholes % n], WHOLE_FLOOR)
+    whole = dict(zip(wholes.tolist(), whole_scores.tolist()))
+    # by pair, then its most alike function first (ties: the one sharing more fingerprints, then contract order)
+    order = np.lexsort((functions, -counts, -alike, keys))
     keys, functions, scores = keys[order].tolist(), functions[order].tolist(), scores[order].tolist()
-    counts = counts[order].tolist()
+    counts, alike = counts[order].tolist(), alike[order].tolist()
     names = [index.function for index in indexes]
     pairs = []
     start = 0
@@ -167,9 +187,20 @@ def score_pairs(students: list[str], indexes: list[FunctionIndex]) -> list[Pair]
         while end < len(keys) and keys[end] == keys[start]:
             end += 1
         a, b = divmod(keys[start], n)
-        by_function = {names[functions[i]]: scores[i] for i in range(start, end)}
-        matching = tuple(FunctionScore(names[functions[i]], scores[i]) for i in range(start, end)
-                         if scores[i] >= MATCHING)
-        pairs.append(Pair(*sorted((students[a], students[b])), scores[start], matching, by_function, counts[start]))
+        by_function = {names[functions[i]]: alike[i] for i in range(start, end)}
+        matching = tuple(FunctionScore(names[functions[i]], alike[i]) for i in range(start, end)
+                         if alike[i] >= MATCHING)
+        file_score = whole[keys[start]]
+        pairs.append(Pair(*sorted((students[a], students[b])), max(*scores[start:end], file_score), matching,
+                          by_function, counts[start], file_score))
         start = end
     return sorted(pairs, key=lambda p: (-p.score, p.a, p.b))
+
+
+def dice(shared: np.ndarray, total_a: np.ndarray, total_b: np.ndarray, floor: float = FLOOR) -> np.ndarray:
+    """Scores in [0, 1] (4 decimals) of pairs sharing `shared` weight of versions weighing total_a and total_b:
+    over their mean weight (at least FLOOR), or over the smaller one's when that is at least CONTAINED_FLOOR, so
+    that junk added to a copy does not dilute it."""
+    mean = np.maximum((total_a + total_b) / 2, floor)
+    smaller = np.maximum(np.minimum(total_a, total_b), max(floor, CONTAINED_FLOOR))
+    return np.minimum(np.round(shared / np.minimum(mean, smaller), 4), 1.0)

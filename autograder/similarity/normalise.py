@@ -12,7 +12,7 @@ matters little:
 - equivalent constructs are written one way: `x += y` as `x = x + y`, `x: int = y` as `x = y`,
   `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`,
   keyword arguments sorted, operands of `+ * & |` in a fixed order, every
-  spelling of infinity as `INF`;
+  spelling of infinity as `INF`, `np.newaxis` as `None`;
 - an einsum's subscripts are kept, their index letters renamed in order of
   first use: unlike other strings, they are what the call computes;
 - a name assigned again at the top level (`Q = np.asarray(Q)`) gets a new name
@@ -215,6 +215,8 @@ class _Rewrite(ast.NodeTransformer):
             return ast.copy_location(ast.Name("INF", ast.Load()), node)
         if name == "numpy.NINF":
             return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Name("INF", ast.Load())), node)
+        if name == "numpy.newaxis":  # NumPy's alias of None, which indexing reads alike
+            return ast.copy_location(ast.Constant(None), node)
         return node
 
 

@@ -90,16 +90,16 @@ def write_report(comparison: Comparison, out: Path, top: int, threshold: float) 
 
 
 def write_csv(pairs: list[Pair], path: Path) -> None:
-    """student_a, student_b, score, functions (the matching ones, `;`-separated), best_function (the one the
-    score is), shared_fingerprints (in it), matching_functions (how many), highest score first."""
+    """student_a, student_b, score, functions (the matching ones, `;`-separated), best_function (the most alike),
+    shared_fingerprints (in it), matching_functions (how many), whole_file (its score), highest score first."""
     with open(path, "w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
         writer.writerow(["student_a", "student_b", "score", "functions", "best_function", "shared_fingerprints",
-                         "matching_functions"])
+                         "matching_functions", "whole_file"])
         for pair in pairs:
             writer.writerow([cell(pair.a), cell(pair.b), f"{pair.score:.4f}",
                              ";".join(f.function for f in pair.functions), pair.best, pair.shared,
-                             len(pair.functions)])
+                             len(pair.functions), f"{pair.whole:.4f}"])
 
 
 def clusters(pairs: list[Pair], threshold: float) -> list[Group]:
@@ -176,7 +176,7 @@ def _shared(comparison: Comparison, function: str, a: int, b: int) -> dict[int, 
 def side_by_side(comparison: Comparison, pair: Pair) -> list[SideBySide]:
     """Each function the pair shares code in (best first), both versions with the shared lines marked."""
     a, b = comparison.students.index(pair.a), comparison.students.index(pair.b)
-    ranked = list(pair.by_function.items())  # best first: the function the score is leads
+    ranked = list(pair.by_function.items())  # most alike first
     ranked = [item for item in ranked if item[1] >= SHOWN] or ranked[:1]
     blocks = []
     for function, score in ranked:
