@@ -201,3 +201,20 @@ def test_the_released_test_cells_without_their_nbgrader_metadata_are_not_the_stu
     result = grade_once(path, "lost_metadata")
     assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
     assert not [note for note in result.notes if "autograder" in note], result.notes
+
+
+def test_a_huge_line_is_not_parsed_in_the_grader():
+    """`pwd = [1, 1, ...]`, 2 MB on one line, looks like the automagic `pwd`: telling it from one parsed the whole
+    line in the grading process, which has no memory limit of its own (1.2 GB for this one). It is kept as the
+    Python it is, for the worker to parse under its limit."""
+    import tracemalloc
+
+    line = "pwd = [" + "1," * (1 << 20) + "]"
+    tracemalloc.start()
+    try:
+        cell = read_cell("code cell 1", line)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert cell.source == line
+    assert peak < 64 << 20, peak

@@ -34,6 +34,9 @@ from autograder.sandbox import notebook_modules
 # %%html...) skips the cell.
 PYTHON_CELL_MAGICS = {f"%%{name}" for name in notebook_modules.PYTHON_CELL_MAGICS}
 WRITE_CELL_MAGICS = {"%%writefile", "%%file"}
+# The most text the grader parses itself (ast.parse takes hundreds of bytes a character, and the grading process
+# has no memory limit of its own): a 2 MB line had it use 1.2 GB.
+MAX_PARSED = 1 << 18
 _LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
 _TARGET = r"[A-Za-z_][\w.]*(?:\[[^\]=]*\])*"  # x, self.out, d['k']
 _ASSIGNED = re.compile(rf"^(\s*)({_TARGET}(?:\s*,\s*{_TARGET})*)\s*=\s*([!%])")  # x = !ls, x = %timeit -o f()
@@ -123,6 +126,10 @@ def _python_line(line: str) -> str:
 
 
 def _parses(source: str) -> bool:
+    """Whether `source` is Python; text over MAX_PARSED is taken as Python unparsed: the worker parses it, under
+    its memory limit, and reports what does not parse."""
+    if len(source) > MAX_PARSED:
+        return True
     try:
         ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a null byte

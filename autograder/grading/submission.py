@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes
-from autograder.grading.ipython_cells import Cell, read_cell
+from autograder.grading.ipython_cells import MAX_PARSED, Cell, read_cell
 from autograder.text import safe, valid_utf8
 
 # jsonschema (which nbformat imports) loads every optional format checker that is installed, and
@@ -278,7 +278,7 @@ def _only_course_checks(source: str) -> bool:
 
     The package runs in the student's Jupyter, never in the sandbox: run there, the cell would only raise
     ModuleNotFoundError, and its note would tell the student to remove an import they never wrote."""
-    if PACKAGE not in source:
+    if PACKAGE not in source or len(source) > MAX_PARSED:
         return False
     try:
         statements = ast.parse(source).body
