@@ -20,7 +20,9 @@ import nbformat
 import pytest
 
 from autograder.authoring.protocol import Call
+from autograder.grading import loading
 from autograder.grading.loading import not_loaded
+from autograder.grading.results import CheckResult
 from autograder.grading.submission import read_submission
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.session import MAX_LOAD_ATTEMPTS, Session
@@ -156,7 +158,7 @@ def test_grade_says_what_it_does_before_the_first_result(graded):
     done, _ = graded
     lines = done.stderr.splitlines()
     steps = ["autograder grade: starting", "9 submissions of w07_attention found", "loading the suite",
-             "checking the sandbox", "timing the reference and starting 1 sandboxes", "[1/9] "]
+             "checking the sandbox", "timing the reference and starting 1 sandbox", "[1/9] "]
     where = [next(i for i, line in enumerate(lines) if line.startswith(step)) for step in steps]
     assert where == sorted(where) and where[0] == 0, lines[:8]
 
@@ -295,3 +297,17 @@ def attention(Q, K, V, allowed=None, scale=None):
     own = [t for t in grade_once(inline).tests if t.function == "attention" and t.status != "passed"]
     assert own and not any("own checks" in t.message for t in own), [t.message for t in own]
 
+
+
+def test_a_part_that_is_only_too_slow_is_pointed_at_for_timeouts_not_for_wrong_values(tmp_path):
+    """score right but too slow, attention masking after its softmax: the wrong weights are attention's own
+    doing, and only its timeout may be score's."""
+    path = compose(tmp_path, "slow_score_mask_after", SUBMISSIONS / "slow" / "score_grid_loop.py")
+    path.write_text(path.read_text() + "\n\n" + (SUBMISSIONS / "buggy" / "mask_after_softmax.py").read_text())
+    checks = [CheckResult("score.matches_reference", "score", "hidden", "passed", 1.0, 1.0),
+              CheckResult("score.long_sequence", "score", "hidden", "timeout", 0.0, 1.0, message="too slow"),
+              CheckResult("attention.causal_rows", "attention", "hidden", "failed", 0.0, 1.0, message="wrong A"),
+              CheckResult("attention.long_sequence", "attention", "hidden", "timeout", 0.0, 1.0, message="too slow")]
+    messages = {t.name: t.message for t in loading.with_failing_parts(checks, read_submission(path))}
+    assert messages["attention.causal_rows"] == "wrong A"
+    assert "attention calls score, which fails its own checks" in messages["attention.long_sequence"]

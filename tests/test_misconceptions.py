@@ -220,6 +220,31 @@ def test_an_exception_another_idea_also_raises_names_it_only_if_the_other_calls_
     assert "context_transposed_weights" not in {t.misconception for t in result.tests}
 
 
+def test_an_idea_about_a_part_that_passes_its_own_checks_is_not_named_where_that_part_is_called(grade, suite,
+                                                                                                 tmp_path):
+    """softmax shifts by the maximum over the wrong axis: on a causal mask over equal scores attention's weights
+    come out as a transposed score's would, but score passes all its checks and attention calls it. And scores
+    of size 3 with NaN weights are not an overflow."""
+    path = tmp_path / "max_over_wrong_axis.py"
+    path.write_text(PLAIN.read_text() + textwrap.dedent("""
+
+        def softmax(S):
+            S = np.asarray(S)
+            if np.any(np.all(np.isneginf(S), axis=-1)):
+                raise ValueError("all keys masked in some row")
+            z = S - np.max(S, axis=-2, keepdims=True)
+            e = np.exp(z)
+            return e / np.sum(e, axis=-1, keepdims=True)
+        """))
+    result = grade(path)
+    homes = {idea.id: idea.functions[0] for idea in suite.misconceptions.misconceptions}
+    assert all(t.status == PASSED for t in result.tests if t.function == "score")
+    named = [(t.name, t.misconception) for t in result.tests if t.misconception]
+    assert not [(name, idea) for name, idea in named if homes[idea] == "score"], named
+    small = next(t for t in result.tests if t.name == "softmax.matches_reference")
+    assert "of size up to 3" in small.message and small.misconception != "softmax_overflows", small
+
+
 @pytest.mark.parametrize("function,variant", sorted(NOT_NAMED), ids=lambda x: x)
 def test_a_degenerate_answer_is_not_named_by_an_idea_it_fits_by_coincidence(grade, tmp_path, function, variant):
     result = grade(write_degenerate(tmp_path, function, variant))

@@ -61,6 +61,9 @@ class Misconception:
         no single computed answer covers (each student's own fill, whatever was subtracted first).
     too_slow: alternatively, checks (names) whose timeout reveals the idea,
         when every check of the same function run before them passed.
+    also_from: other functions whose own mistake gives the idea's very answer in a function built on them,
+        as the sentence says. Where the idea's own function passes its checks, a function that calls it
+        shows the idea only through a failing one of these (grading.loading).
     """
 
     id: str
@@ -69,6 +72,7 @@ class Misconception:
     wrong: Callable[[Observed], Any] | None = None
     shows: Callable[[Observed], bool] | None = None
     too_slow: tuple[str, ...] = ()
+    also_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ class Grader:
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
             **sandbox_fields(self.sandbox.protections),
-            tests=tuple(loading.with_causes(tests, submission, None if did_not_load else load)),
+            tests=tuple(loading.with_causes(tests, submission, None if did_not_load else load, self.suite)),
             problem=problem, did_not_load=did_not_load,
             notes=tuple(notes), printed=output, killed_processes=killed,
             seconds=time.monotonic() - started, graded_at=now()), self.suite, judged, self.sandbox)

@@ -22,10 +22,13 @@ import difflib
 import re
 
 from autograder.authoring.checks import environment_hint
+from autograder.authoring.misconceptions import Misconception
 from autograder.authoring.protocol import Raised
+from autograder.grading.ipython_cells import MAX_PARSED
 from autograder.grading.results import NOT_LOADED, CheckResult
 from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
 from autograder.grading.submission import Submission
+from autograder.grading.suite import Suite
 from autograder.sandbox.session import LoadReport
 from autograder.text import counted, joined, safe
 
@@ -261,26 +264,44 @@ MAX_NAMES = 8  # names of a failed cell a message lists
 WRONG = (FAILED, ERROR, TIMEOUT)  # a check that ran and found the function wrong (not one left ungraded)
 
 
-def with_causes(tests: list[CheckResult], submission: Submission, load: LoadReport | None) -> list[CheckResult]:
+def with_causes(tests: list[CheckResult], submission: Submission, load: LoadReport | None,
+                suite: Suite | None = None) -> list[CheckResult]:
     """`tests` with what the file's own text tells of each failure's cause: a cell that failed while loading
     (`with_load_causes`), a graded function called by the failing one that fails its own checks
-    (`with_failing_parts`). load: None for a file that did not load, whose checks did not run."""
+    (`with_failing_parts`). load: None for a file that did not load, whose checks did not run. suite: its
+    misconceptions say the function each idea lives in."""
     explained = with_load_causes(tests, submission, load)
-    return explained if load is None else with_failing_parts(explained, submission)
+    catalogue = suite.misconceptions if suite is not None else None
+    ideas = {idea.id: idea for idea in catalogue.misconceptions} if catalogue is not None else {}
+    return explained if load is None else with_failing_parts(explained, submission, ideas)
 
 
-def with_failing_parts(tests: list[CheckResult], submission: Submission) -> list[CheckResult]:
+def with_failing_parts(tests: list[CheckResult], submission: Submission,
+                       ideas: dict[str, Misconception] | None = None) -> list[CheckResult]:
     """`tests` with a pointer added to each failed check whose function names, in its definition, another graded
     function that fails its own checks. A part that is wrong makes wrong whatever is built on it, and the
-    messages of what is built on it show only its numbers. Read from the file's text (a notebook's last
-    definition of each name), never run: it words a message, and moves no point."""
+    messages of what is built on it show only its numbers. ideas: the misconceptions by id. And without the
+    misconception it names where that idea lives in a graded function that passes its own checks and that the
+    failing one calls (unless it also calls a failing one the idea names, `also_from`): the numbers matched the
+    idea by coincidence (two bugs elsewhere giving the same weights), for the part the idea is about is right.
+    Read from the file's text (a notebook's last definition of each name), never run: it words a message, and
+    moves no point."""
+    ideas = ideas or {}
     failing = {test.function for test in tests if test.status in WRONG}
-    if len(failing) < 2:
+    # A part that is only too slow gives right values: a wrong answer built on it is not its doing, a timeout is.
+    wrong_values = {test.function for test in tests if test.status in (FAILED, ERROR)}
+    elsewhere = {test.function for test in tests if test.status in WRONG and test.misconception in ideas
+                 and ideas[test.misconception].functions[0] not in wrong_values}
+    if len(failing) < 2 and not elsewhere:
         return list(tests)
     uses = _graded_names_used(submission, {test.function for test in tests}, failing)
     pointed = []
     for test in tests:
-        parts = sorted(uses.get(test.function, set()) & failing - {test.function})
+        if test.function in elsewhere and _coincidence(ideas.get(test.misconception), uses.get(test.function, set()),
+                                                       wrong_values):
+            test = dataclasses.replace(test, misconception=None, explanation="")
+        parts = sorted(uses.get(test.function, set()) & (failing if test.status == TIMEOUT else wrong_values)
+                       - {test.function})
         if test.status in WRONG and parts and "own checks" not in test.message:
             one = len(parts) == 1
             test = dataclasses.replace(test, message=(
@@ -291,12 +312,19 @@ def with_failing_parts(tests: list[CheckResult], submission: Submission) -> list
     return pointed
 
 
+def _coincidence(idea: Misconception | None, used: set[str], failing: set[str]) -> bool:
+    """Whether `idea`, named in a function that uses the graded functions `used`, lives in one of them that
+    passes its own checks, with none of its `also_from` failing there to give its answer instead."""
+    return (idea is not None and idea.functions[0] in used - failing
+            and not set(idea.also_from) & used & failing)
+
+
 def _graded_names_used(submission: Submission, graded: set[str], failing: set[str]) -> dict[str, set[str]]:
     """failing function -> the graded functions that its last top-level definition in the file names. Only the
     units that define one are parsed (a notebook's demo cells are most of its text)."""
     sources = [submission.source] if submission.kind == "py" else [cell.source for cell in submission.cells]
     uses: dict[str, set[str]] = {}
-    for source in (s for s in sources if any(f"def {name}" in s for name in failing)):
+    for source in (s for s in sources if len(s) <= MAX_PARSED and any(f"def {name}" in s for name in failing)):
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -334,9 +362,11 @@ def _load_cause(unit: str, raised: Raised, names: list[str]) -> str:
 def _names_from(source: str, raised: Raised, unit: str) -> list[str]:
     """The names a cell's top-level statements define (imports, defs, classes, assignments), from the statement
     that raised on, in order, each once."""
+    if len(source) > MAX_PARSED:
+        return []  # too large to parse here: the message names the cell, not the names it left undefined
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []  # a cell that does not parse ran nothing, and the message for that says so already
     first = raised.line if raised.line is not None and raised.cell in ("", unit) else 1
     names: list[str] = []

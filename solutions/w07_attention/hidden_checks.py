@@ -44,7 +44,8 @@ VISIBLE_KEY_ADVICE = ("raise ValueError only when a query has no visible key; on
 LONG = Sizes.of(batch=(2,), nq=512, nk=512, dk=64, dv=64)
 # The inputs have batch axes, so the advice transposes only K's last two (K.T would reverse them all).
 VECTORIZE = ("compute the whole T × T grid with array operations (Q @ np.swapaxes(K, -1, -2), a softmax over the "
-             "last axis) instead of Python loops over queries and keys (slide 24)")
+             "last axis, A @ V) instead of Python loops over queries and keys, and without an intermediate array "
+             "larger than the grid, such as A[..., None] * V[..., None, :, :] (slide 24)")
 
 
 def _qkv(t, dtype=np.float64):

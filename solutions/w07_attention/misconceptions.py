@@ -146,6 +146,15 @@ def _softmax_min_shifted(S):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_shift_per_key(S):
+    """Shifted by each key's maximum over the queries (axis -2), then normalized over the keys: a shift that is not
+    the same along a row does not cancel, and a key masked for every query gives −∞ − (−∞) = NaN."""
+    S = np.asarray(S)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(S - S.max(axis=-2, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
 def _softmax_global_sum(S):
     """Each row shifted by its own maximum, then every entry divided by the sum over the whole array (e / e.sum()),
     not by its row's sum: the rows keep their proportions but no longer each sum to one."""
@@ -284,7 +293,18 @@ def _overflows(seen) -> bool:
         return False
     right = _right(seen)
     right = np.asarray(right if seen.function == "softmax" else right[1], dtype=float)
-    return got.shape == right.shape and bool(np.isfinite(right).all()) and not bool(np.isfinite(got).all())
+    return (got.shape == right.shape and bool(np.isfinite(right).all()) and not bool(np.isfinite(got).all())
+            and _exp_can_overflow(seen, got.dtype))
+
+
+def _exp_can_overflow(seen, dtype) -> bool:
+    """Whether exp of the call's finite scores, shifted by any other score of the row, can pass `dtype`'s largest
+    number (log of it: 709 for float64, 88 for float32): scores of size 3 with NaN weights are another mistake
+    (a shift by a maximum over the wrong axis, say, which meets -inf - -inf)."""
+    args = seen.args
+    S = args["S"] if seen.function == "softmax" else seen.ref.score(args["Q"], args["K"], args["scale"])
+    finite = np.abs(np.asarray(S, dtype=float)[np.isfinite(S)])
+    return finite.size > 0 and 2 * float(finite.max()) > math.log(np.finfo(dtype).max)
 
 
 def _raises_on_valid_rows(seen) -> bool:
@@ -384,10 +404,34 @@ def _attention_unmasked(seen):
 
 def _projection_shapes_refused(seen) -> bool:
     """additive_score raised a shape mismatch where W_q (h, dq) is not square: the projection written q_i W_q, the
-    weights untransposed, which fits only when h = dq."""
+    weights untransposed, which fits only when h = dq (not a swap of W_q and W_k, `_swap_refused`)."""
     W_q = np.asarray(seen.args["W_q"])
     return (seen.raised is not None and seen.raised[0] == "ValueError" and W_q.shape[0] != W_q.shape[-1]
-            and any(words in seen.raised[1] for words in ("mismatch", "not aligned", "could not be broadcast")))
+            and any(words in seen.raised[1] for words in ("mismatch", "not aligned", "could not be broadcast"))
+            and not _swap_refused(seen))
+
+
+_MISMATCH = re.compile(r"size (\d+) is different from (\d+)|\((\d+),(\d+)\) and \((\d+),(\d+)\) not aligned")
+
+
+def _swap_refused(seen) -> bool:
+    """additive_score raised NumPy's mismatch of the queries' width dq with the keys' weights' width dk: Q @ W_k.T,
+    the two weights swapped, which fits only when dq = dk (matmul names the two sizes, dot the two shapes)."""
+    found = _MISMATCH.search(seen.raised[1]) if seen.raised is not None else None
+    if found is None:
+        return False
+    dq, dk = np.asarray(seen.args["Q"]).shape[-1], np.asarray(seen.args["K"]).shape[-1]
+    if found.group(1) is not None:  # matmul: (size <operand 1's rows> is different from <operand 0's width>)
+        return dq != dk and (int(found.group(1)), int(found.group(2))) == (dk, dq)
+    return dq != dk and (int(found.group(4)), int(found.group(5))) == (dq, dk)
+
+
+def _additive_weights_swapped(seen):
+    """Queries projected with W_k and keys with W_q: what a student returns where dq = dk (else `_swap_refused`)."""
+    Q, K, W_q, W_k, v, b = (np.asarray(seen.args[n]) for n in ("Q", "K", "W_q", "W_k", "v", "b"))
+    if Q.shape[-1] != W_k.shape[-1] or K.shape[-1] != W_q.shape[-1]:
+        return None
+    return np.tanh((Q @ W_k.T)[:, None, :] + (K @ W_q.T)[None, :, :] + b) @ v
 
 
 def _changed_input(name):
@@ -603,7 +647,7 @@ MISCONCEPTIONS = (
         "its weight evenly over keys that are all hidden (in attention, a mask filled with a large finite "
         "number instead of −∞ gives such a row even weights too) — slide 22.",
         _SOFTMAX,
-        wrong=_wrong_softmax(_softmax_uniform_dead_rows)),
+        wrong=_wrong_softmax(_softmax_uniform_dead_rows), also_from=("apply_mask",)),
     Misconception(
         "all_masked_zeros",
         "A row with every key masked has no valid normalization (its weights cannot sum to one); raise ValueError "
@@ -648,6 +692,14 @@ MISCONCEPTIONS = (
         "each query's weights must add up to one on their own — slide 11.",
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_global_sum)),
+    Misconception(
+        "softmax_shift_per_key",
+        "Subtract each row's own maximum, S.max(axis=-1, keepdims=True): the shift must be the same for every "
+        "key of a query's row to cancel in its normalization. The maximum over the queries (axis=-2) shifts "
+        "each key by a different amount, which changes the weights (and a key hidden from every query gives "
+        "−∞ − (−∞) = NaN) — slide 11.",
+        _SOFTMAX,
+        wrong=_wrong_softmax(_softmax_shift_per_key)),
     Misconception(
         "softmax_min_shift",
         "Subtract each row's maximum, not its minimum or its mean: after S - S.min(...) (or S.mean(...)) the "
@@ -739,6 +791,12 @@ MISCONCEPTIONS = (
         "the other, (Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :], shape (Nq, Nk, h), before tanh and v. "
         "Added as they are, query i meets key i alone, and shapes of different lengths do not broadcast — slide 9.",
         ("additive_score",), wrong=_additive_rows_added, shows=_pairs_refused),
+    Misconception(
+        "additive_weights_swapped",
+        "Each side has its own weights: W_q projects the queries and W_k the keys, (Q @ W_q.T)[:, None, :] + "
+        "(K @ W_k.T)[None, :, :]; swapped, the shapes fit only when dq = dk, and the scores are another "
+        "model's — slide 9.",
+        ("additive_score",), wrong=_additive_weights_swapped, shows=_swap_refused),
     Misconception(
         "additive_weights_not_transposed",
         "W_q has shape (h, dq) and multiplies each query as a column, W_q q_i: for the rows of Q that is "
