@@ -77,7 +77,8 @@ def test_canvas_file_has_the_five_identity_columns_the_assignment_column_and_poi
 
 
 def test_moodle_file_has_identifier_columns_a_grade_column_and_feedback_in_its_own(stored):
-    out, _ = _export(stored, "moodle")
+    out, said = _export(stored, "moodle")
+    assert "(2 with a grade; blank for 1: s3)" in said, said  # the roster student without a grade, named
     rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
     header = list(rows[0])
     title = "Attention: selective retrieval"

@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
               "finish", file=sys.stderr)
         return 128 + signal.Signals[str(stopped)].value
     except KeyboardInterrupt:
-        print("autograder: interrupted; results already stored are kept", file=sys.stderr)
+        print("autograder: interrupted; results already stored are kept: run the same command again to finish",
+              file=sys.stderr)
         return 130
 
 

@@ -147,11 +147,10 @@ def _export_lms(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="", encoding="utf-8") as stream:
         kind.write(made, column, stream)
-    have = {r.student for r in results if not r.internal_error}
-    graded = sum(row.student in have for row in made)
-    print(f"wrote {len(made)} roster students of {assignment} ({graded} with a grade; none: "
-          f"{settings.submissions.missing}) to {out.resolve()}: import it as the LMS documents ({kind.docs})",
-          file=sys.stderr)
+    ungraded = [row.student for row in made if row.feedback in lms.NO_GRADE]
+    print(safe(f"wrote {len(made)} roster students of {assignment} ({len(made) - len(ungraded)} with a grade; "
+               f"{settings.submissions.missing} for {len(ungraded)}{': ' + _some(ungraded, 10) if ungraded else ''}) "
+               f"to {out.resolve()}: import it as the LMS documents ({kind.docs})", 2000), file=sys.stderr)
     if unknown:
         print(safe(f"autograder: warning: {len(unknown)} students with a result are not on the roster {args.roster}, "
                    f"so they are not in the file: {', '.join(unknown)}. Add them to the roster (or fix their ids) and "

@@ -104,8 +104,9 @@ def _export_nbgrader(args) -> int:
               "`nbgrader generate_feedback` show our scores", file=sys.stderr)
     else:
         print("wrote no autograded notebooks: the gradebook has no released notebook (release into it first: "
-              f"`autograder release {assignment}`), or no submission is in {root / 'submitted'}/; `nbgrader export` "
-              "shows the totals, the formgrader has nothing to grade by hand", file=sys.stderr)
+              f"`autograder release {assignment} --out {root / 'release'} --gradebook {place}`), or no submission "
+              f"is in {root / 'submitted'}/; `nbgrader export` shows the totals, the formgrader has nothing to grade "
+              "by hand", file=sys.stderr)
     for line in summary.notes:
         print(f"  note: {line}", file=sys.stderr)
     if summary.unnamed:

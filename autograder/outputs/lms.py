@@ -83,6 +83,10 @@ class Lms:
     user_of: Callable[[str], str | None] | None = None  # where the roster is keyed by the LMS's user: see by_lms_user
 
 
+# The feedback of a roster student given no grade: no result stored, or only the grader's own failure.
+NO_GRADE = ("No hand-in was graded.", "Not graded yet: the grader failed on this hand-in.")
+
+
 def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rule: LateRule | None,
          missing: str) -> tuple[list[Row], list[str]]:
     """(one row per roster student, in roster order; the students with a result who are not on the roster).
@@ -98,8 +102,7 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
     for student, identity in roster.items():
         result = by_student.get(canonical(student))
         if result is None or result.internal_error:
-            made.append(Row(student, identity, empty, "No hand-in was graded." if result is None else
-                            "Not graded yet: the grader failed on this hand-in."))
+            made.append(Row(student, identity, empty, NO_GRADE[result is not None]))
             continue
         late = assess_result(rule, result)
         feedback = " ".join([f"{_number(late.total)} of {_number(result.max_score)} points; "
