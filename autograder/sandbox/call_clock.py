@@ -100,18 +100,18 @@ MIDWAY_COMPUTING = 0.02  # seconds of processor time: sendmsg's copying takes a 
 
 @dataclass
 class Midway:
-    """The child's processor use when the grader first saw a reply half written, until that reply is whole."""
+    """The child's processor use when the grader first saw a frame half written, until that frame is whole."""
 
     began: ProcessorUse | None = None
 
     def begin(self, read: Callable[[], ProcessorUse | None]) -> None:
-        """Note the child's use now (`read` reads it), unless the reply being written was noted already."""
+        """Note the child's use now (`read` reads it), unless the frame being written was noted already."""
         if self.began is None:
             self.began = read()
 
     def computed(self, use: ProcessorUse | None, company: Callable[[], bool]) -> bool:
-        """Whether, since `begin`, the child computed or ran another process; `use`: its use now, as the reply
-        was read whole. Ends the half-written reply (the next `begin` notes another)."""
+        """Whether, since `begin`, the child computed or ran another process; `use`: its use now, as the frame
+        was read whole. Ends the half-written frame (the next `begin` notes another)."""
         began, self.began = self.began, None
         if began is None:
             return False
