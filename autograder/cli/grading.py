@@ -152,10 +152,13 @@ def _timed_by_file(found: list[Found]) -> list[str]:
     lines = [f"{item.student}: {item.note}; fix {TIMESTAMP_FILE} and grade again with --force" for item in unread]
     if len(by_file) > len(unread):
         rest = sorted(item.student for item in by_file if item not in unread)
-        lines.append(f"{len(rest)} hand-in{'s have' if len(rest) > 1 else ' has'} no {TIMESTAMP_FILE}: the late rule "
-                     f"takes {'their times from their files' if len(rest) > 1 else 'its time from its file'}' "
-                     f"modification times, which copying or extracting the class folder changes "
-                     f"({', '.join(rest[:10])}{', ...' if len(rest) > 10 else ''})")
+        lines.append(f"{len(rest)} hand-in{'s have' if len(rest) > 1 else ' has'} no {TIMESTAMP_FILE} (a flat folder "
+                     "or an LMS's download keeps none): the late rule takes "
+                     f"{'their times from their files' if len(rest) > 1 else 'its time from its file'}' modification "
+                     f"times, which copying or extracting the class folder changes "
+                     f"({', '.join(rest[:10])}{', ...' if len(rest) > 10 else ''}). Where those are not when they "
+                     f"were handed in, grade nbgrader's submitted/<student>/<assignment>/ folders with their "
+                     f"{TIMESTAMP_FILE}, or leave `due` out of course.yaml and apply the LMS's own late policy")
     return lines
 
 
