@@ -63,7 +63,7 @@ PROBLEMS = {  # student -> words their message must hold
 # The class folder's to fix, not the student's: a link (a folder copied keeping links), two files giving one id,
 # an id no output can hold. Named for the TA, and nothing is stored: no zero for a real student, no made-up id.
 UNSTORED = {"mallory.py is a symbolic link": "mallory", "trudy": "trudy", "path separator": "Eve_Mallory_1",
-            "control or format": "bad_[2Jname", "2 hand-ins give the student id 'Zed'": "Zed"}
+            "control, format or invisible": "bad_[2Jname", "2 hand-ins give the student id 'Zed'": "Zed"}
 
 
 def _class(folder: Path, secret: Path) -> None:
@@ -370,10 +370,12 @@ def test_ids_compare_in_nfkc_case_folded_form_and_refuse_what_could_impersonate_
     assert canonical("ａｌｉｃｅ") == canonical("ALICE") == canonical("alice")  # full-width, case
     assert canonical("Straße") == canonical("STRASSE")
     for bad in ("eve\u202emallory", "eve\u200dmallory", "eve\u2028mallory", "eve\x1b[2J", "a/b", "a\\b", ".", "..",
-                "", " alice", "x" * (MAX_ID_CHARS + 1), "\u0430lice", "b\u03bfb"):  # Cyrillic а, Greek ο
+                "", " alice", "x" * (MAX_ID_CHARS + 1), "\u0430lice", "b\u03bfb",  # Cyrillic а, Greek ο
+                "b\u0585b",  # Armenian օ
+                "bob\u3164", "bob\u034f", "b\u2800", "bob\ufe0f", "bob\u115f"):  # letters and marks that show nothing
         assert id_problem(bad), repr(bad)
         assert not id_problem(shown_id(bad)), (bad, shown_id(bad))  # what is stored in its place is an id
     assert not id_problem("Lastname, Firstname_123456_assignsubmission_file_")
     assert not id_problem("=SUM(A1)")  # a fine id: the CSV escapes it as a formula
-    for fine in ("Дмитрий", "Ærøskøbing", "Αλέξανδρος", "山田たろう"):  # one lookalike script, or none
+    for fine in ("Дмитрий", "Ærøskøbing", "Αλέξανδρος", "山田たろう", "Արամ", "홍길동", "José", "Jose\u0301"):
         assert not id_problem(fine), fine

@@ -311,3 +311,12 @@ def test_a_part_that_is_only_too_slow_is_pointed_at_for_timeouts_not_for_wrong_v
     messages = {t.name: t.message for t in loading.with_failing_parts(checks, read_submission(path))}
     assert messages["attention.causal_rows"] == "wrong A"
     assert "attention calls score, which fails its own checks" in messages["attention.long_sequence"]
+
+
+def test_a_file_with_hundreds_of_its_own_functions_is_graded_on_the_graded_ones(grade_once, tmp_path):
+    """Only 500 names of the loaded file are sent back: 500 helpers of its own whose names sort first (f000, ...)
+    had pushed score, padding_mask and softmax out of the list, and they were graded as missing."""
+    path = tmp_path / "many_helpers.py"
+    path.write_text(PLAIN.read_text() + "\n\nfor _n in range(500):\n    globals()[f'f{_n:03d}'] = lambda x: x\n")
+    result = grade_once(path)
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != "passed"]

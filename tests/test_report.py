@@ -402,3 +402,15 @@ def test_each_feedback_file_is_named_by_its_students_id_and_no_two_ids_share_one
     assert len(set(names.values())) == len(ids) and not any(name.startswith(".") for name in names.values())
     assert all(urllib.parse.unquote(name) == student for student, name in names.items())
 
+
+
+def test_a_long_id_that_quotes_past_a_file_names_length_gets_a_page_of_its_own(tmp_path):
+    """60 Greek letters are a fine id (120 bytes) and quote to 360 characters, over the 255 bytes of a file name:
+    the page's name is cut and ends in a digest of the whole id, so two such ids still get two pages."""
+    ids = ["α" * 60, "α" * 59 + "β", "x" * 128]
+    names = feedback_files(ids)
+    assert len(set(names.values())) == 3 and all(len(name.encode()) + len(".html") < 255 for name in names.values())
+    assert names["x" * 128] == "x" * 128  # short enough as it is: unchanged
+    for name in names.values():
+        (tmp_path / f"{name}.html").write_text("page")  # every one a file this file system takes
+    assert urllib.parse.unquote(names["α" * 60]).startswith("α" * 20)

@@ -440,3 +440,14 @@ def test_a_few_lines_alike_are_little_evidence_and_a_file_of_short_functions_cop
     assert copy.score == 1.0 and copy.whole == 1.0, copy
     taken = pairs["i18_one_liners", "one_short"]
     assert taken.by_function["causal_mask"] >= 0.5 and taken.score < 0.6, taken
+
+
+def test_a_chain_of_helpers_is_followed_only_so_far():
+    """A score that calls h0, which calls h1, ... h4999: each helper followed had rebuilt a map of every name and
+    searched a list of those already followed (50,000 helpers: 314 s). At most MAX_HELPERS are followed."""
+    from autograder.similarity.code import MAX_HELPERS
+
+    chain = "\n".join(f"def h{n}(x):\n    return h{n + 1}(x) + {n}\n" for n in range(5000))
+    text = f"def score(Q, K, scale=None):\n    return h0(Q)\n\n{chain}\ndef h5000(x):\n    return x\n"
+    found = functions_of(ast.parse(text), CONTRACT)
+    assert len(found["score"].spans) == 1 + MAX_HELPERS  # the function itself, then the helpers followed

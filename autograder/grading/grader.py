@@ -102,7 +102,7 @@ class Grader:
         if problem:
             tests = self._all(loading.NOT_RUN, FAILED)
         else:
-            spec = submission.worker_spec(assignment.module)
+            spec = submission.worker_spec(assignment.module, self.suite.functions)
             with self._session(spec) as session:
                 load = session.open()
                 graded = self._graded_functions()
@@ -161,7 +161,7 @@ class Grader:
         if submission.problem:
             return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
         prefix = self.suite.checks[:self.suite.checks.index(entry) + 1]
-        with self._session(submission.worker_spec(self.suite.assignment.module)) as session:
+        with self._session(submission.worker_spec(self.suite.assignment.module, self.suite.functions)) as session:
             load = session.open()
             if load.failure:
                 return Replayed(self._result(entry, UNGRADED, f"your file could not be loaded: {load.failure}"))

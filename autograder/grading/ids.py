@@ -7,7 +7,8 @@ name), so it is judged before anything is stored under it:
   `alice` and `ａｌｉｃｅ` (full-width) are one student;
 - refused when it holds control or format characters (Unicode categories Cc,
   Cf, Zl, Zp: terminal escapes, bidi overrides, zero-width characters, line
-  separators), mixes Latin, Cyrillic and Greek letters (Cyrillic `а` in
+  separators) or characters that show nothing (INVISIBLE: a Hangul filler, a
+  combining grapheme joiner), mixes Latin, Cyrillic, Greek or Armenian letters (Cyrillic `а` in
   `аlice` displays as Latin `a`: the mixed-script rule browsers apply to
   domain names; a name written in one script stays fine), a path separator (`/`, `\\`), is `.` or `..`, is empty, or is
   longer than MAX_ID_CHARS; such a hand-in is not graded, and its feedback
@@ -28,8 +29,14 @@ import unicodedata
 MAX_ID_CHARS = 128  # an LMS's "Lastname, Firstname_123456_assignsubmission_file_" fits
 MAX_ID_BYTES = 200  # UTF-8, below the 255 bytes of one file name
 REFUSED_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+# Characters that show nothing though they are letters or marks to Unicode (its Default_Ignorable_Code_Point
+# ranges outside those categories: the Hangul fillers, the combining grapheme joiner, variation selectors), and the
+# blank braille pattern: `bob` with one of them appended displays as `bob`.
+INVISIBLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2800, 0x2800),
+             (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xE0100, 0xE01EF))
 SEPARATORS = ("/", "\\")
-LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")  # scripts whose letters can look the same (a/а/α, o/о/ο)
+# Scripts whose letters can look the same (a/а/α, o/о/ο/օ): an id may use one of them, not several.
+LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")
 
 
 def canonical(student: str) -> str:
@@ -41,15 +48,16 @@ def id_problem(student: str) -> str:
     """Why `student` cannot be a student id ("" when it can); the sentence names what to change."""
     if student.strip() in ("", ".", ".."):
         return f"the name {student!r} cannot be a student id; rename the file or folder after the student"
-    bad = sorted({f"U+{ord(c):04X}" for c in student if unicodedata.category(c) in REFUSED_CATEGORIES})
+    bad = sorted({f"U+{ord(c):04X}" for c in student if _unseen(c)})
     if bad:
-        return (f"its name holds characters that a terminal or a table would interpret ({', '.join(bad[:5])}: "
-                "control or format characters); rename the file or folder to the student's plain id")
+        return (f"its name holds characters that a terminal or a table would interpret or not show "
+                f"({', '.join(bad[:5])}: control, format or invisible characters); rename the file or folder to the "
+                "student's plain id")
     foreign = _foreign_letters(student)
     if foreign:
         shown = ", ".join(f"{c} U+{ord(c):04X} {_script(c).title()}" for c in sorted(foreign))
-        return (f"its name mixes Latin, Cyrillic or Greek letters ({shown[:200]}), so it can look exactly like another "
-                "student's id; rename the file or folder to the student's id in one script")
+        return (f"its name mixes letters of scripts that look alike ({shown[:200]}), so it can look exactly like "
+                "another student's id; rename the file or folder to the student's id in one script")
     if any(sep in student for sep in SEPARATORS):
         return ("its name holds a path separator (/ or \\), which no folder name may hold (an LMS builds such "
                 "names from display names); rename the file or folder to the student's id without it")
@@ -68,8 +76,7 @@ def shown_id(student: str) -> str:
     """
     normal = unicodedata.normalize("NFKC", student)
     foreign = _foreign_letters(normal)
-    text = "".join("_" if unicodedata.category(c) in REFUSED_CATEGORIES or c in SEPARATORS or c in foreign else c
-                   for c in normal).strip()
+    text = "".join("_" if _unseen(c) or c in SEPARATORS or c in foreign else c for c in normal).strip()
     text = text[:MAX_ID_CHARS].encode("utf-8", "replace")[:MAX_ID_BYTES].decode("utf-8", "ignore")
     return text if text.strip(".") else "unnamed"
 
@@ -82,6 +89,14 @@ def unique(student: str, taken: set[str]) -> str:
         name = f"{student}-{n}"
     taken.add(canonical(name))
     return name
+
+
+def _unseen(character: str) -> bool:
+    """Whether a character would be interpreted by a terminal or table, or shows nothing (REFUSED_CATEGORIES,
+    INVISIBLE)."""
+    point = ord(character)
+    return (unicodedata.category(character) in REFUSED_CATEGORIES
+            or any(first <= point <= last for first, last in INVISIBLE))
 
 
 def _script(letter: str) -> str:

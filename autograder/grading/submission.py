@@ -14,6 +14,7 @@ import re
 import sys
 import tokenize
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,13 +62,15 @@ class Submission:
     # Jupyter never runs it, read only to say so when a function is missing (grading.loading)
     text_cells: tuple[tuple[str, str], ...] = ()
 
-    def worker_spec(self, module: str) -> dict:
+    def worker_spec(self, module: str, graded: Iterable[str] = ()) -> dict:
         """What the worker needs to load this submission (see sandbox.loader.load): its units' labels and sources.
 
         The code is compiled under the file's own name, so a traceback the
-        student's code prints names the file they handed in.
+        student's code prints names the file they handed in. graded: the
+        functions the checks call, which the load's list of functions names
+        first, whatever else the file defines.
         """
-        spec = {"module": module, "filename": safe(Path(self.path).name, 100)}
+        spec = {"module": module, "filename": safe(Path(self.path).name, 100), "graded": sorted(graded)}
         if self.kind == "py":
             return dict(spec, kind="py", labels=["the file"], sources=[self.source])
         return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.code() for c in self.cells])

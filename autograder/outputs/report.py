@@ -15,6 +15,7 @@ code block built here (`Verbatim`).
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import statistics
 import urllib.parse
@@ -318,15 +319,31 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
 
 def feedback_files(students: list[str]) -> dict[str, str]:
     """A file name (no suffix) per student id that reads back to it: the id, all but letters, digits and `._-~` as %XX
-    of UTF-8 (`a b` is `a%20b`, a leading `.` too); ids stored apart only by case get `-2`, `-3` (renamed files)."""
+    of UTF-8 (`a b` is `a%20b`, a leading `.` too); ids stored apart only by case get `-2`, `-3` (renamed files).
+    An id whose quoted form passes MAX_FILE_NAME (60 Greek letters quote to 360 bytes, over a file name's 255) is
+    cut there and ends in a digest of the whole id, so it stays one student's."""
     names, used = {}, set()
     for student in students:
         base = urllib.parse.quote(student, safe="") or "student"
+        if len(base) > MAX_FILE_NAME:
+            base = _shortened(base, student)
         names[student] = name = base = "%2E" + base[1:] if base.startswith(".") else base
         while name.lower() in used:
             names[student] = name = f"{base}-{len([n for n in used if n.startswith(base.lower())]) + 1}"
         used.add(name.lower())
     return names
+
+
+MAX_FILE_NAME = 200  # characters of a feedback page's name before its suffix (a file name holds 255 bytes)
+
+
+def _shortened(base: str, student: str) -> str:
+    """`base`, a quoted id, cut to MAX_FILE_NAME with a digest of `student` at its end (never inside a %XX)."""
+    digest = hashlib.blake2b(student.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+    cut = base[:MAX_FILE_NAME - len(digest) - 1]
+    if "%" in cut[-2:]:
+        cut = cut[:cut.rindex("%")]
+    return f"{cut}-{digest}"
 
 
 @dataclass(frozen=True)

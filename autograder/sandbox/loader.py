@@ -85,10 +85,13 @@ def load(spec: dict, sources: list[str], sock) -> dict:
                 break
     exit_if_forked_copy(me)
     sys.stdout.flush()
-    # The file's own functions first: a cell with `from numpy import *` (%pylab) adds hundreds of callables.
+    # The graded functions first, then the file's own: a cell with `from numpy import *` (%pylab) adds hundreds
+    # of callables, and a file may define hundreds of its own; only 500 names are sent.
+    graded = set(spec.get("graded", ()))
     functions = sorted((name for name, value in vars(module).items()
                         if callable(value) and not name.startswith("__") and given.get(name) is not value),
-                       key=lambda name: (not _defined_in(vars(module)[name], spec["filename"]), name))[:500]
+                       key=lambda name: (name not in graded, not _defined_in(vars(module)[name], spec["filename"]),
+                                         name))[:500]
     wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50]})
     return module.__dict__
 

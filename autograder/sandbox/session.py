@@ -289,7 +289,7 @@ class Session:
         """The submission itself, sent to the child over its own socket (never through the zygote)."""
         spec = self.spec
         header = {"op": "load", "kind": spec["kind"], "module": spec["module"], "filename": spec["filename"],
-                  "labels": spec["labels"], "skip": sorted(self._skip)}
+                  "labels": spec["labels"], "skip": sorted(self._skip), "graded": spec.get("graded", [])}
         return wire.pack(header, [source.encode("utf-8", "replace") for source in spec["sources"]])
 
     def _child_limits(self) -> dict:

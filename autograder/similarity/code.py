@@ -16,7 +16,7 @@ import ast
 import io
 import re
 import tokenize
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from autograder.grading.submission import Submission
 from autograder.similarity.normalise import Token, function_tokens, imported_names
 
 MAX_CODE_CHARS = 2_000_000  # of code, comments and docstrings left out: more than any hand-written answer
+MAX_HELPERS = 200  # helpers followed from one function: far more than any hand-written answer has
 
 
 @dataclass(frozen=True)
@@ -248,21 +249,22 @@ class _Module:
     def helpers(self, function: ast.AST, contract: set[str]) -> list[ast.AST]:
         """The top-level functions and methods not of the contract that `function` calls (for a method, also
         those of its class), directly or through each other, in call order."""
-        order, queue = [], [function]
-        while queue:
-            part = queue.pop(0)
-            names = {**self.defined, **self.scopes.get(part, {})}
+        order, seen, queue = [], {id(function)}, deque([function])
+        while queue and len(order) < MAX_HELPERS:
+            part = queue.popleft()
+            scope = self.scopes.get(part, {})  # a method's class; looked up first, then the module's names
             for node in ast.walk(part):
                 if isinstance(node, ast.Name):
-                    name, helper = node.id, names.get(node.id)
+                    name, helper = node.id, scope.get(node.id, self.defined.get(node.id))
                 elif isinstance(node, ast.Attribute):
                     name, helper = node.attr, self.method(node)
                 else:
                     continue
-                if helper is not None and name not in contract and helper is not function and helper not in order:
+                if helper is not None and name not in contract and id(helper) not in seen:
+                    seen.add(id(helper))
                     order.append(helper)
                     queue.append(helper)
-        return order
+        return order[:MAX_HELPERS]
 
 
 def _delegated_call(function: ast.AST) -> ast.AST | None:
