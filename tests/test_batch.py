@@ -396,7 +396,7 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
     assert "full marks 1" in terminal.getvalue() and "timeouts 1" in terminal.getvalue()
     assert log.getvalue().splitlines()[1:3] == ["[1/2] ann: 1/1", "[2/2] bob: 0/1"]
     assert "\r" not in log.getvalue()
-    assert "1 submissions already graded" in log.getvalue()
+    assert "1 submission already graded" in log.getvalue()
 
 
 def test_replay_shows_inputs_expected_and_returned_values(tmp_path):

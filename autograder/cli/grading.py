@@ -1,4 +1,4 @@
-"""Commands for grading: grade, replay, checks, doctor."""
+"""Commands for grading: grade, checks, doctor (replay is cli.replay)."""
 from __future__ import annotations
 
 import json
