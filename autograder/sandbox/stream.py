@@ -245,15 +245,15 @@ class CallStream:
         seen = time.monotonic()
         proc = self.session.child_proc()
         prior = self._reading[1] if self._reading[0] == proc else None
-        use = self._child_use()
+        use = self._child_use(proc)
         if use is not None:
             self._reading = (proc, use)
         self._marks.note(self.session.channel.stamps(), self._limits)  # the calls in flight
         computed = self._midway.computed(use, self.session.has_company)
         self._frames.extend(Frame(header, buffers, seen, use, prior, computed) for header, buffers in frames)
 
-    def _child_use(self):
-        proc = self.session.child_proc()
+    def _child_use(self, proc: str | None = None):
+        proc = proc or self.session.child_proc()
         return processor_use(proc, files=self.session.proc_files) if proc else None
 
     def _sort(self) -> None:
