@@ -31,6 +31,7 @@ from conftest import PLAIN, REFERENCE, SUBMISSIONS, compose, manifest, run_cli
 from degenerate import write_degenerate
 
 BUGGY = manifest("buggy")
+NARROW = manifest("narrow")
 CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py")) + [REFERENCE]
 TOLERANCE = {"float32": Tolerance(rtol=2e-3, atol=1e-5), "float64": Tolerance(rtol=1e-6, atol=1e-9)}
 
@@ -55,6 +56,19 @@ def test_each_bug_is_diagnosed_as_its_own_misconception(grade_once, tmp_path, bu
     assert any(t.function == BUGGY[bug]["function"] for t in named), "diagnosed only in other functions' checks"
     sentences = {t.explanation for t in named}
     assert len(sentences) == 1 and "slide" in sentences.pop()
+
+
+@pytest.mark.parametrize("bug", sorted(NARROW))
+def test_a_bug_only_some_inputs_show_costs_its_check_and_is_named(grade_once, tmp_path, bug, suite):
+    # A mask of fewer axes than the scores, and scores in the thousands inside attention_torch: each of these files
+    # had 100/100 before the checks gave such inputs.
+    case = NARROW[bug]
+    result = grade_once(compose(tmp_path, bug, SUBMISSIONS / "narrow" / f"{bug}.py"))
+    failed = [t for t in result.tests if t.status != "passed"]
+    assert [t.name for t in failed] == [case["check"]], [(t.name, t.message) for t in failed]
+    assert case["shows"] in failed[0].message, failed[0].message
+    assert failed[0].misconception == case["misconception"] and failed[0].function == case["function"]
+    assert result.score == result.max_score - suite.check(case["check"]).points
 
 
 def test_a_wrong_scale_is_not_called_a_wrong_grid(grade_once, tmp_path):

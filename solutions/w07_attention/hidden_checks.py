@@ -258,18 +258,20 @@ def attention_all_masked_raises(t):
 
 def attention_agrees_with_sdpa(t):
     """attention agrees with torch's scaled_dot_product_attention (C) and the reference (A) for the same inputs, scale
-    and mask (slide 27)."""
+    and mask (slide 27). The float32 inputs' mask is a padding mask's shape, (..., 1, Nk), one row broadcast over
+    every query: `allowed` is broadcastable to (..., Nq, Nk), as attention's docstring says."""
     d = t.sizes
-    for dtype in DTYPES:
+    for dtype, rows in ((np.float64, d["nq"]), (np.float32, 1)):
         Q, K, V = _qkv(t, dtype)
-        allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
+        allowed = mask_rows(t.rng, (*d["batch"], rows, d["nk"]))
+        inputs = _name(dtype) + ("" if rows == d["nq"] else ", the mask of shape (..., 1, Nk) broadcast over the "
+                                 "queries")
         C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.7), "attention", PAIR)
         A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=0.7)[1]
         expect_close(C, t.reused(_sdpa, Q, K, V, allowed, 0.7), t.tol(dtype),
-                     f"attention's C compared with scaled_dot_product_attention ({_name(dtype)})",
-                     terms=_terms(A_exp, V))
+                     f"attention's C compared with scaled_dot_product_attention ({inputs})", terms=_terms(A_exp, V))
         expect_close(A, A_exp, t.tol(dtype),
-                     f"attention's A for the inputs given to scaled_dot_product_attention ({_name(dtype)})")
+                     f"attention's A for the inputs given to scaled_dot_product_attention ({inputs})")
 
 
 def attention_long_sequence(t):
@@ -292,12 +294,14 @@ def _long_attention_case(t):
 
 def attention_torch_agrees_with_sdpa(t):
     """attention_torch agrees with scaled_dot_product_attention (C and the gradients of C with respect to Q, K and V)
-    and the reference (A), with a mask."""
+    and the reference (A), with a mask. The float32 tensors' mask is (Nq, Nk), one mask for every batch entry, as
+    a causal mask is: it broadcasts, as scaled_dot_product_attention's attn_mask does."""
     d = t.sizes
-    for dtype in DTYPES:
+    for dtype, shape in ((np.float64, (*d["batch"], d["nq"], d["nk"])), (np.float32, (d["nq"], d["nk"]))):
         Q, K, V = _qkv(t, dtype)
-        allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
-        _torch_checked(t, Q, K, V, allowed, None, f"attention_torch for {_name(dtype)} tensors with a mask")
+        allowed = mask_rows(t.rng, shape)
+        mask = "a mask" if len(shape) == len(Q.shape) else "one (Nq, Nk) mask broadcast over the batch axes"
+        _torch_checked(t, Q, K, V, allowed, None, f"attention_torch for {_name(dtype)} tensors with {mask}")
 
 
 def attention_torch_respects_scale(t):
@@ -308,15 +312,18 @@ def attention_torch_respects_scale(t):
 
 def attention_torch_agrees_with_numpy(t):
     """attention_torch gives the NumPy attention's C and A (the reference's) for the same inputs, with a mask and a
-    scale together (slide 27), and the same gradients as scaled_dot_product_attention.
+    scale together (slide 27), and the same gradients as scaled_dot_product_attention. The first query's scores
+    run into the thousands, where the NumPy attention's softmax stays finite (softmax.large_scores_stable) and so
+    must this one; the other queries' are ordinary, where a wrong scale shows.
 
     The student's own NumPy attention is not asked: where it is wrong, its own checks say so, and a right
     attention_torch must not lose points for it."""
     d = t.sizes
     Q, K, V = _qkv(t)
+    Q[..., 0, :] *= BIG
     allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
-    _torch_checked(t, Q, K, V, allowed, 0.6, "attention_torch with a mask and scale=0.6, which the NumPy "
-                   "attention answers with the same C and A (slide 27)")
+    _torch_checked(t, Q, K, V, allowed, 0.6, "attention_torch with a mask, scale=0.6 and the first query's scores "
+                   "in the thousands, which the NumPy attention answers with the same C and A (slide 27)")
 
 
 def _torch_checked(t, Q, K, V, allowed, scale, what):
@@ -374,6 +381,8 @@ def _sdpa(Q, K, V, allowed, scale, upstream=None):
 
 
 RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+# A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
+BIG = 1000.0
 
 CHECKS = [
     Check("score.matches_reference", score_matches_reference, sizes=RANDOM),

@@ -284,11 +284,12 @@ _BROADCAST = re.compile(r"operands could not be broadcast together with shapes \
 
 
 def _overflows(seen) -> bool:
-    """NaN or ∞ among the weights (softmax's answer, attention's A) where the reference's are all finite: what exp of
-    a large score gives, whatever was subtracted first (nothing, the row's first score, its mean). The specific
-    shifts, listed before, keep their names."""
+    """NaN or ∞ among the weights (softmax's answer, attention's and attention_torch's A) where the reference's are all
+    finite: what exp of a large score gives, whatever was subtracted first (nothing, the row's first score, its
+    mean). The specific shifts, listed before, keep their names."""
     value = seen.value
     got = value if seen.function == "softmax" else value[1] if isinstance(value, tuple) and len(value) == 2 else None
+    got = got.array if isinstance(got, TensorData) else got
     if not isinstance(got, np.ndarray) or got.dtype.kind != "f":
         return False
     right = _right(seen)
@@ -373,6 +374,14 @@ def _asked_truth_of_mask(seen) -> bool:
     """`if allowed:` on an array: NumPy and PyTorch refuse the truth value of more than one element."""
     return seen.raised is not None and seen.args.get("allowed") is not None and any(
         words in seen.raised[1] for words in ("truth value of an array", "Boolean value of Tensor"))
+
+
+def _indexed_with_a_broadcast_mask(seen) -> bool:
+    """`S[~allowed] = -inf` with a mask of fewer or length-1 axes than the scores: boolean indexing refuses it
+    (NumPy's IndexError "boolean index did not match", PyTorch's "The shape of the mask ... does not match")."""
+    allowed = seen.args.get("allowed")
+    return (seen.raised is not None and seen.raised[0] == "IndexError" and allowed is not None
+            and any(words in seen.raised[1] for words in ("boolean index did not match", "The shape of the mask")))
 
 
 def _additive_rows_added(seen):
@@ -711,8 +720,8 @@ MISCONCEPTIONS = (
         "softmax_overflows",
         "A softmax must stay finite for finite scores: exp of a score in the hundreds overflows to ∞ (and ∞/∞ is "
         "NaN) unless each row's maximum is subtracted first, S - S.max(axis=-1, keepdims=True), which keeps "
-        "every exponent ≤ 0 and gives the same weights — slide 11.",
-        _SOFTMAX, shows=_overflows),
+        "every exponent ≤ 0 and gives the same weights (torch.softmax does it for you) — slide 11.",
+        (*_SOFTMAX, "attention_torch"), shows=_overflows),
     Misconception(
         "softmax_modifies_input",
         "Subtracting the row maximum must make a new array (S - S.max(...)); `S -= ...` overwrites the "
@@ -743,6 +752,13 @@ MISCONCEPTIONS = (
         "A mask is an array, not a yes or no: test whether one was given with `if allowed is not None:`; "
         "`if allowed:` asks for the truth value of the whole array, which NumPy and PyTorch refuse — slide 20.",
         ("attention", "attention_torch"), shows=_asked_truth_of_mask),
+    Misconception(
+        "mask_indexed_at_full_shape",
+        "A mask only has to broadcast to the scores (..., Nq, Nk): a padding mask is often (..., 1, Nk), a causal "
+        "one (Nq, Nk) for every batch entry. Boolean indexing, S[~allowed] = -np.inf, needs the mask at the "
+        "scores' own shape; np.where(allowed, S, -np.inf) (PyTorch: S.masked_fill(~allowed, float('-inf'))) "
+        "broadcasts it — slides 20 and 21.",
+        _MASK_ALL, shows=_indexed_with_a_broadcast_mask),
     Misconception(
         "causal_hides_diagonal",
         "A causal mask hides only future keys (j > i); each query still sees its own position, so the "
