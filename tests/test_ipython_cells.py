@@ -218,3 +218,55 @@ def test_a_huge_line_is_not_parsed_in_the_grader():
         tracemalloc.stop()
     assert cell.source == line
     assert peak < 64 << 20, peak
+
+
+def test_a_line_that_continues_a_statement_is_python_whatever_it_starts_with():
+    # Beside a real magic the cell does not parse, so its lines are read one by one: before, each of these
+    # continuation lines became `pass`, and the cell (with its imports or its def) failed.
+    formatted = "%d of %d"
+    cell = f'%matplotlib inline\nraise ValueError("{formatted}"\n                 % (1, 2))'
+    assert read_cell("c", cell).code().split("\n")[1:] == cell.split("\n")[1:]
+    black = "!pip install -q torch\nimport numpy as np\nx = (np.ones(2)\n     != True)"
+    assert read_cell("c", black).code() == "pass  # !pip install -q torch\n" + black.split("\n", 1)[1]
+    named = "%matplotlib inline\nhistory = dict(\n    scores=[],\n)\ntime (3)\nls, that = 1, 2\ncd .."
+    assert read_cell("c", named).code().split("\n")[1:] == named.split("\n")[1:-1] + ["pass  # cd .."]
+    strings = 's = """\n%not a magic\n"""\nx = 1 + \\\n  2\n!echo'
+    assert read_cell("c", strings).code() == strings.replace("!echo", "pass  # !echo")
+
+
+def test_a_cell_is_cleaned_as_ipython_cleans_it_before_it_runs():
+    assert read_cell("c", "    def f():\n        return 1\n\n    x = f()").code() == "def f():\n    return 1\n\nx = f()"
+    assert read_cell("c", ">>> def f():\n...     return 1\n").code() == "def f():\n    return 1\n"
+    assert read_cell("c", "In [3]: def f():\n   ...:     return 1").code() == "def f():\n    return 1"
+    assert read_cell("c", "\n%%bash\necho hi").code() == ""  # a cell magic after an empty line is the cell's
+    assert read_cell("c", "%%capture out\nx = 1").code() == (
+        "out = __import__('types').SimpleNamespace(stdout='', stderr='', outputs=[], show=lambda: None)"
+        "  # %%capture out\nx = 1")
+
+
+def test_notebooks_jupyter_runs_get_full_marks(grade_once, tmp_path):
+    # Each had lost points, up to all of them: a continuation line taken for a magic, a cell pasted indented,
+    # `from __future__ import annotations` of the grader's own loader making a student's annotations strings,
+    # and an instructor's illustration whose import a later cell uses.
+    body = CODE.replace("import math\n", "").replace("import numpy as np\n", "").replace("import torch\n", "")
+    softmax = body[body.index("def softmax"):body.index("def context")]
+    cells = ["!pip install -q numpy torch\nimport math\nimport numpy as np\nimport torch\nok = (np.ones(2)\n"
+             "      != 0).all()",
+             "%matplotlib inline\nhistory = dict(\n    scores=[],\n)",
+             textwrap.indent(body.replace(softmax, ""), "    "),
+             softmax.replace("def softmax(S):", "def softmax(S: np.ndarray):\n"
+                             "    assert isinstance(softmax.__annotations__['S'], type)") + "\n%timeit -n 1 "
+             "softmax(np.ones((2, 2)))",
+             "import torch.nn.functional as F",
+             "def attention_torch(Q, K, V, allowed=None, scale=None):\n"
+             "    S = (Q @ K.transpose(-2, -1)) * (scale or 1.0 / math.sqrt(Q.shape[-1]))\n"
+             "    if allowed is not None:\n"
+             "        S = S.masked_fill(~torch.as_tensor(allowed, dtype=torch.bool), float('-inf'))\n"
+             "    A = F.softmax(S, dim=-1)\n"
+             "    return A @ V, A"]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    notebook.cells[4].metadata["tags"] = ["demo"]
+    path = tmp_path / "jupyter_style.ipynb"
+    nbformat.write(notebook, path)
+    result = grade_once(path)
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]

@@ -44,6 +44,13 @@ _HELP = re.compile(r"^\s*(\?{1,2}[\w.*%]+|[\w.*%]+\?{1,2})\s*$")  # np.dot?, ?np
 # Line magics Jupyter runs without their % (automagic, on by default), where the line is not Python.
 _AUTOMAGIC = re.compile(r"^(\s*)(pip|conda|cd|pwd|ls|mkdir|cat|rm|cp|mv|matplotlib|load_ext|reload_ext|autoreload|"
                         r"time|timeit|run|env|set_env|who|whos|history|reset|config)(\s|$)")
+# What IPython takes for Python after a magic's name, not for the magic's arguments (its AssignmentChecker and
+# PythonOpsChecker): `history = dict(`, `ls, that = 1, 2`, `time (x)`. An empty rest is the magic alone.
+_PYTHON_AFTER_NAME = set("!=()<>,+*/%^&|")
+# Prompts pasted with the code, which IPython strips (its classic_prompt and ipython_prompt transforms).
+_CLASSIC_START = re.compile(r"^>>>( |$)")
+_CLASSIC_PROMPT = re.compile(r"^(>>>|\.\.\.)( |$)")
+_IPYTHON_PROMPT = re.compile(r"^(In \[\d+\]: |\s*\.{3,}: ?)")
 # Built-ins reached through the builtins module: a student's own `open` or `exec` must not change what these do.
 _BUILTINS = "__import__('builtins')"
 
@@ -75,34 +82,124 @@ class Cell:
 
 def read_cell(label: str, source: str) -> Cell:
     """The cell `label` holding `source` (IPython syntax), as a Cell whose `code()` is plain Python."""
-    lines = source.split("\n")
-    if lines and lines[0].startswith("%%"):
-        magic, *arguments = lines[0].split(None, 1) or [""]
+    lines = _cleaned(source.split("\n"))
+    first = next((number for number, line in enumerate(lines) if line.strip()), 0)
+    if lines[first].startswith("%%"):
+        magic, *arguments = lines[first].split(None, 1) or [""]
         if magic in WRITE_CELL_MAGICS:
             target = _written_file(arguments[0] if arguments else "")
             if target is None:
                 return Cell(label, "")  # a %%writefile line IPython itself would refuse: nothing runs
-            return Cell(label, _plain("\n".join(["", *lines[1:]])), writes=target[0], append=target[1])
+            return Cell(label, _plain("\n".join(["" for _ in lines[:first + 1]] + lines[first + 1:])),
+                        writes=target[0], append=target[1])
         if magic not in PYTHON_CELL_MAGICS:
             return Cell(label, "")
-        lines[0] = ""
+        lines[first] = _captured(magic, arguments[0] if arguments else "")
     return Cell(label, _plain("\n".join(lines)))
 
 
+def _cleaned(lines: list[str]) -> list[str]:
+    """The cell's lines as IPython reads them before anything else, each kept in its place: a cell whose first line
+    is indented loses that indentation on every line that has it (code pasted from inside a function), and a cell
+    pasted from a Python or IPython prompt (`>>> `, `... `, `In [3]: `, `   ...: `) loses its prompts. Leading
+    empty lines, which IPython drops, stay empty here: a cell magic after them is still the cell's."""
+    first = next((number for number, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return lines
+    indent = lines[first][:len(lines[first]) - len(lines[first].lstrip(" \t"))]
+    if indent:
+        lines = [line[len(indent):] if line.startswith(indent) else line for line in lines]
+    for start, prompt in ((_CLASSIC_START, _CLASSIC_PROMPT), (_IPYTHON_PROMPT, _IPYTHON_PROMPT)):
+        if start.match(lines[first]) or (first + 1 < len(lines) and prompt.match(lines[first + 1])):
+            return [prompt.sub("", line, count=1) for line in lines]
+    return lines
+
+
+def _captured(magic: str, arguments: str) -> str:
+    """The line that stands for a Python cell magic's: for `%%capture NAME`, NAME holds what IPython's CapturedIO
+    would hold had nothing been captured (the cell's output stays where the worker keeps it); else empty."""
+    names = arguments.split()
+    if magic != "%%capture" or not names or not names[-1].isidentifier():
+        return ""
+    return (f"{names[-1]} = __import__('types').SimpleNamespace(stdout='', stderr='', outputs=[], "
+            f"show=lambda: None)  # {magic} {arguments}")
+
+
 def _plain(source: str) -> str:
-    """The cell's IPython lines as Python, line for line; a cell that parses as Python already is kept."""
+    """The cell's IPython lines as Python, line for line; a cell that parses as Python already is kept.
+
+    Only a line that starts a statement can be IPython's, as in IPython: a line inside brackets, a triple-quoted
+    string or after a backslash continues the Python before it, whatever it starts with (`% (a, b)`, `!= True`)."""
     lines = source.split("\n")
     ipython = [_ipython_line(line) for line in lines]  # once a line: a candidate may cost a parse
     if not any(ipython) or _parses(source):
         return source
-    return "\n".join(_python_line(line) if marked else line for line, marked in zip(lines, ipython))
+    plain, before = [], _Open()
+    for line, marked in zip(lines, ipython):
+        if marked and not before.continues():
+            plain.append(_python_line(line))  # a whole statement: it leaves nothing open
+        else:
+            plain.append(line)
+            before = before.after(line)
+    return "\n".join(plain)
+
+
+@dataclass(frozen=True)
+class _Open:
+    """What the Python lines so far leave open for the next: brackets, a triple-quoted string, a backslash."""
+
+    depth: int = 0
+    quote: str = ""  # the triple quote of a string still open
+    joined: bool = False
+
+    def continues(self) -> bool:
+        """Whether the next line continues a statement instead of starting one."""
+        return self.depth > 0 or bool(self.quote) or self.joined
+
+    def after(self, line: str) -> _Open:
+        """What is open after `line`: brackets counted outside strings and comments."""
+        depth, quote, at = self.depth, self.quote, 0
+        while at < len(line):
+            if quote:
+                end = _closing(line, at, quote)
+                if end < 0:
+                    return _Open(depth, quote)
+                quote, at = "", end
+            elif line[at] == "#":
+                break
+            elif line.startswith(('"""', "'''"), at):
+                quote, at = line[at:at + 3], at + 3
+            elif line[at] in "'\"":
+                at = _closing(line, at + 1, line[at])
+                if at < 0:  # a one-line string left open: an error Python reports; nothing stays open
+                    break
+            else:
+                depth += (line[at] in "([{") - (line[at] in ")]}" and depth > 0)
+                at += 1
+        return _Open(depth, quote, not quote and line.endswith("\\") and "#" not in line)
+
+
+def _closing(line: str, at: int, quote: str) -> int:
+    """Where in `line`, from `at`, the string closed by `quote` ends (just past it), or -1: escapes skipped."""
+    while at < len(line):
+        if line[at] == "\\":
+            at += 2
+        elif line.startswith(quote, at):
+            return at + len(quote)
+        else:
+            at += 1
+    return -1
 
 
 def _ipython_line(line: str) -> bool:
-    """A line of IPython that is not Python: a magic or shell line, an assignment from one, help, automagic."""
+    """A line of IPython that is not Python: a magic or shell line, an assignment from one, help, automagic (a
+    magic's name followed by its arguments, not by Python: IPython leaves `history = dict(` and `time(x)` alone)."""
     if _LINE_MAGIC.match(line):
         return True
-    return bool(_ASSIGNED.match(line) or _HELP.match(line) or _AUTOMAGIC.match(line)) and not _parses(line.strip())
+    automagic = _AUTOMAGIC.match(line)
+    if automagic and line[automagic.end():].lstrip()[:1] in _PYTHON_AFTER_NAME:
+        automagic = None
+    return bool(_ASSIGNED.match(line) or _HELP.match(line) or automagic) and not _parses(line.strip())
 
 
 def _python_line(line: str) -> str:
@@ -165,3 +262,21 @@ def _written_file(arguments: str) -> tuple[str, bool] | None:
     append = any(word in ("-a", "--append") for word in words)
     names = [word for word in words if not word.startswith("-")]
     return (names[0], append) if names else None
+
+
+def imports_of(cell: Cell) -> Cell:
+    """What the grader runs of an instructor's illustration (a cell tagged `demo`): its top-level import
+    statements, each in its own lines, every other line blank. A student's later cell may use what it imports
+    (`F` for torch.nn.functional); its plots, timings and prints are not the student's work."""
+    if cell.writes or len(cell.source) > MAX_PARSED:
+        return Cell(cell.label, "")
+    try:
+        statements = ast.parse(cell.source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return Cell(cell.label, "")
+    lines = cell.source.split("\n")
+    spans = [(isinstance(node, (ast.Import, ast.ImportFrom)), range(node.lineno - 1, node.end_lineno))
+             for node in statements]
+    others = {number for imports, span in spans if not imports for number in span}
+    kept = {number for imports, span in spans if imports for number in span} - others
+    return Cell(cell.label, "\n".join(line if number in kept else "" for number, line in enumerate(lines)))

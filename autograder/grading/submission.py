@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes
-from autograder.grading.ipython_cells import MAX_PARSED, Cell, read_cell
+from autograder.grading.ipython_cells import MAX_PARSED, Cell, imports_of, read_cell
 from autograder.text import safe, valid_utf8
 
 # jsonschema (which nbformat imports) loads every optional format checker that is installed, and
@@ -40,7 +40,7 @@ MAX_TEXT_CELLS = 20  # markdown and raw cells holding code kept for the message 
 _DEF_AT_LINE_START = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 SUFFIXES = (".py", ".ipynb")
 PACKAGE = __name__.split(".")[0]  # the grader's own package, which released test cells import
-DEMO_TAG = "demo"  # a cell tag: an instructor's illustration the grader does not run (it defines nothing graded)
+DEMO_TAG = "demo"  # a cell tag: an instructor's illustration, of which the grader runs only the imports
 
 
 @dataclass(frozen=True)
@@ -177,15 +177,16 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
         if number > MAX_CELLS:
             notes.append(f"{name} has more than {MAX_CELLS} code cells; only the first {MAX_CELLS} were graded")
             break
-        if _is_grader_test(cell) or DEMO_TAG in _tags(cell):
-            continue  # test cells and the instructor's illustrations are not the student's work
-        source = _source_text(cell.get("source", ""))
+        if _is_grader_test(cell):
+            continue  # test cells are not the student's work
+        source, demo = _source_text(cell.get("source", "")), DEMO_TAG in _tags(cell)
         if source is None:
-            skipped.append(f"code cell {number}")
+            skipped += [] if demo else [f"code cell {number}"]
             continue
         if _only_course_checks(source):
             continue  # a test cell that lost its nbgrader metadata (a copy of the notebook, another editor)
-        cells.append(read_cell(f"code cell {number}", valid_utf8(source)))
+        read = read_cell(f"code cell {number}", valid_utf8(source))
+        cells.append(imports_of(read) if demo else read)  # an illustration's imports only: later cells may use them
     if skipped:
         notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "
                      "open the notebook in Jupyter and save it again")

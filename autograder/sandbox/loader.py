@@ -5,9 +5,12 @@ library and `wire` only. What it reports (which units raised, which
 functions exist) is the worker's word, used only for messages.
 """
 from __future__ import annotations
+import __future__
 
 import ast
+import functools
 import linecache
+import operator
 import os
 import sys
 import types
@@ -21,22 +24,39 @@ def units(spec: dict, sources: list[str]):
     spec: {"kind": "py" or "cells", "filename", "labels": one per source}.
     """
     filename = spec["filename"]
+    compiler = _Compiler()
     if spec["kind"] == "py":
         remember_source(filename, sources[0])
         try:
             tree = ast.parse(sources[0], filename)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
             return [("the file", error)]
-        return [(f"line {node.lineno}", compile(ast.Module([node], []), filename, "exec"))
-                for node in tree.body]
+        return [(f"line {node.lineno}", compiler.compile(ast.Module([node], []), filename)) for node in tree.body]
     units = []
     for label, source in zip(spec["labels"], sources):
         remember_source(f"{filename} ({label})", source)
         try:
-            units.append((label, compile(source, f"{filename} ({label})", "exec")))
+            units.append((label, compiler.compile(source, f"{filename} ({label})")))
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
             units.append((label, error))
     return units
+
+
+class _Compiler:
+    """Compiles a submission's units as Python runs its file, or IPython its cells: with the `from __future__`
+    imports of the units before, and never with this module's own (its `annotations` would make every
+    annotation of the student's a string, which `isinstance(x, f.__annotations__["x"])` refuses)."""
+
+    FUTURE = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
+                                             for name in __future__.all_feature_names), 0)
+
+    def __init__(self):
+        self.flags = 0
+
+    def compile(self, source, filename: str) -> types.CodeType:
+        code = compile(source, filename, "exec", flags=self.flags, dont_inherit=True)
+        self.flags |= code.co_flags & self.FUTURE
+        return code
 
 
 def remember_source(filename: str, source: str) -> None:

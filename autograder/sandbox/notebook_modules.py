@@ -120,7 +120,7 @@ class Shell:
 
     def run_cell_magic(self, name, line, cell, *args, **kwargs):
         if name in PYTHON_CELL_MAGICS:
-            exec(compile(cell, f"<%%{name}>", "exec"), self.user_ns)
+            exec(compile(cell, f"<%%{name}>", "exec", dont_inherit=True), self.user_ns)
         elif name in ("writefile", "file"):
             words = shlex.split(line)
             names = [word for word in words if not word.startswith("-")]
