@@ -136,6 +136,19 @@ def test_a_half_precision_answer_fails_the_same_checks_under_every_seed_and_says
     assert "is a torch tensor of dtype=torch.bfloat16" in lost["attention_torch.lecture_example"]
 
 
+@pytest.mark.parametrize("dtype", ["float16", "complex64"])
+def test_every_check_of_scores_refuses_a_dtype_it_cannot_compare(grade_once, tmp_path, dtype):
+    # score.shape_rows_are_queries compared the entries with np.isclose before asking for a floating dtype, so
+    # the right scores as float16 or complex64 passed it (2 points) while every other check of score refused them.
+    snippet = tmp_path / "cast.py"
+    snippet.write_text(f"_right_score = score\n\n\ndef score(Q, K, scale=None):\n"
+                       f"    return _right_score(Q, K, scale).astype(np.{dtype})\n")
+    result = grade_once(compose(tmp_path, f"score_{dtype}", snippet))
+    checks = {t.name: t for t in result.tests if t.function == "score"}
+    assert all(t.status != "passed" for t in checks.values()), [n for n, t in checks.items() if t.status == "passed"]
+    assert f"has dtype {dtype}" in checks["score.shape_rows_are_queries"].message
+
+
 SEED_SENSITIVE_BUGS = {
     "padding_mask.lecture_lengths": '''
 def padding_mask(lengths, n_k):

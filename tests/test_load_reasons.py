@@ -6,6 +6,7 @@ from __future__ import annotations
 import nbformat
 
 from autograder.grading.statuses import PASSED
+from autograder.grading.submission import read_submission
 from autograder.outputs import audience
 
 from conftest import PLAIN
@@ -88,3 +89,19 @@ def test_a_function_deleted_or_replaced_after_its_def_ran_is_told_so(grade_once,
             f"{function}() is defined in code cell 2 at line {line}, which ran, but by the end of the notebook the "
             f"name {function} no longer held a function: a later line deleted or replaced it (`del {function}`, or "
             f"`{function} = ...`). Keep that name for your function"), messages[function]
+
+
+def test_more_code_than_any_solution_needs_is_not_loaded_and_never_parsed(tmp_path):
+    # Forty cells each just under the grader's parse limit had the grading process parse 10 MB (60 s) and the
+    # worker pass its load limit compiling it: "could not grade", the grader's fault. Now the file's own reason.
+    cell = "# autograder\nif False:\n    y = (" + "a," * 120_000 + ")\nx = !ls"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FUNCTIONS)] +
+                                        [nbformat.v4.new_code_cell(cell) for _ in range(40)])
+    path = tmp_path / "heavy.ipynb"
+    nbformat.write(notebook, path)
+    submission = read_submission(path)
+    assert "more than 1.0 million characters of code" in submission.problem and "resubmit" in submission.problem
+    long_py = tmp_path / "long.py"
+    long_py.write_text(FUNCTIONS + "\n#" + "x" * (1 << 20))
+    assert "million characters of code" in read_submission(long_py).problem
+    assert read_submission(PLAIN).problem == ""

@@ -14,6 +14,7 @@ from autograder.authoring import CheckFailed, Opaque, expect_pair
 from autograder.authoring.shown import int_text, shown
 from autograder.grading.examples import load_example, render_value, value_json
 from autograder.grading.statuses import FAILED, PASSED
+from autograder.sandbox.replies import REPLIES_KEPT
 
 from conftest import compose
 
@@ -56,7 +57,10 @@ def attention_torch(Q, K, V, allowed=None, scale=None):
 
 
 def test_an_int_too_long_to_write_is_shown_in_words_anywhere_in_a_value():
-    assert int_text(10**100000) == "an int of 100,001 digits"
+    assert int_text(10**19000) == "an int of 19,001 digits"
+    # Counted exactly only up to 2**16 bits: counting takes a power of ten as long (0.3 s at 2**22 bits, for each
+    # message and example that names one), and a submission returned dozens.
+    assert int_text(10**100000) == "an int of about 100,000 digits"
     assert int_text(-(10**5000)) == "an int of 5,001 digits" and int_text(-12) == "-12"
     assert shown([[10**5000]]) == "[[<an int of 5,001 digits>]]"
     assert shown({"a": (10**5000, 1)}) == "{'a': (<an int of 5,001 digits>, 1)}"
@@ -78,7 +82,7 @@ def test_a_returned_huge_int_fails_its_own_checks_and_no_others(huge):
     for function in ("additive_score", "causal_mask", "context"):  # untouched: every point kept
         assert by_function[function] == {PASSED}, function
     softmax = next(t for t in huge.tests if t.name == "softmax.lecture_example")
-    assert softmax.status == FAILED and "an int of 100,001 digits" in softmax.message, softmax.message
+    assert softmax.status == FAILED and "an int of about 100,000 digits" in softmax.message, softmax.message
 
 
 def test_the_examples_of_a_huge_int_are_stored_in_words(huge):
@@ -152,3 +156,28 @@ def test_a_returned_list_is_named_and_shown_as_the_list_it_is(grade_once, tmp_pa
     returned = [call["returned"] for call in load_example(lecture.example)["calls"] if call["function"] == "context"]
     assert [render_value(value) for value in returned] == ["[[8.022242, 5.988879]]"]
     assert render_value(value_json((1.5,))) == "(1.5,)"  # a tuple of one, as Python writes it
+
+
+NEAR_THEIR_LIMIT = """
+_ZEROS = np.zeros(4_190_000)  # 33.5 MB, just under what one reply to a small call may hold (32 MiB and a bit)
+
+
+def _zeros(*args, **kwargs):
+    return _ZEROS
+
+
+score = additive_score = causal_mask = padding_mask = apply_mask = softmax = context = _zeros
+attention = attention_torch = _zeros
+"""
+
+
+def test_replies_each_within_their_limit_are_refused_once_the_session_holds_enough(grade_once, tmp_path_factory):
+    # The grader keeps a session's replies until it judges them: about 85 replies of 33.5 MB each had the grading
+    # process hold 2.7 GB. Past REPLIES_KEPT in all, a reply may hold only a small answer's bytes.
+    result = grade_once(compose(tmp_path_factory.mktemp("near"), "near_their_limit",
+                                _snippet(tmp_path_factory, NEAR_THEIR_LIMIT)))
+    read = [t for t in result.tests if "(4190000,)" in t.message]
+    refused = [t for t in result.tests if "far more than an answer to this call can be" in t.message]
+    assert result.score == 0 and not result.internal_error
+    assert 1 <= len(read) <= REPLIES_KEPT // 33_520_000 + 1 and len(refused) >= len(result.tests) - len(read) - 2, [
+        (t.name, t.message[:80]) for t in result.tests]

@@ -117,10 +117,10 @@ def score_shape_rows_are_queries(t):
     """score of Q (2, 5, 4) and K (2, 6, 4) is S (2, 5, 6) with S[b, i, j] = q_i · k_j / √4: one row per query
     (slide 13)."""
     Q, K = normal(t.rng, (2, 5, 4)), normal(t.rng, (2, 6, 4))
-    S = as_array(t.returned("score", Q, K), "score(Q, K)", (2, 5, 6))
-    expect_shape(S, (2, 5, 6), "score(Q, K)", ROWS_ARE_QUERIES)
     # Entry by entry, as slide 13 reads the grid: query i (a row) against key j (a column), dk = 4.
     expected = np.array([[[Q[b, i] @ K[b, j] / 2.0 for j in range(6)] for i in range(5)] for b in range(2)])
+    # Shape and a floating dtype precise enough to compare, as every check of values asks first.
+    S = expect_floating(t.returned("score", Q, K), expected, "score(Q, K)", ROWS_ARE_QUERIES)
     # an answer computed in float32 (or cast back from it) is held to float32's tolerance, as expect_close holds it
     tol = t.tol(np.float32 if holds_float32_only(S) else S.dtype)
     wrong = ~np.isclose(S, expected, rtol=tol.rtol, atol=tol.atol)

@@ -391,7 +391,7 @@ def as_index(position) -> tuple:
 
 
 def shown(value) -> str:
-    """repr(value), cut to SHOWN characters; an int too long to write is shown as <an int of 100,001 digits>.
+    """repr(value), cut to SHOWN characters; an int too long to write is shown as <an int of 10,001 digits>.
 
     The one way a check should write a returned value into a message: repr() of a returned 10**100000
     raises ValueError, which would make the check, not the student's answer, the fault (authoring.shown).

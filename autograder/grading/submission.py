@@ -35,6 +35,10 @@ for _checker in _UNUSED_FORMAT_CHECKERS:
 __all__ = ["MAX_BYTES", "FileBytes", "Submission", "file_sha256", "prepare_notebook_reader", "read_bytes",
            "read_submission", "submission_from_bytes"]
 MAX_CELLS = 5000  # code cells graded in one notebook
+# Characters of code in one hand-in, all its code cells together: a week's solution is some kB, and each MB costs
+# the grader a second or more to parse and the worker to compile (10 MB of cells took the grader 60 s, and the
+# worker past its load limit).
+MAX_CODE = 1 << 20
 MAX_TEXT_CELLS = 20  # markdown and raw cells holding code kept for the message that names them
 # As grading.loading reads a top-level def: at the very start of a line.
 _DEF_AT_LINE_START = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.MULTILINE)
@@ -95,7 +99,10 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
         return Submission(student, path, kind, digest, problem=problem)
     kind, renamed = _kind_read(kind, data, shown)
     if kind == "py":
-        return Submission(student, path, kind, digest, source=_module_text(data), note=renamed)
+        source = _module_text(data)
+        if len(source) > MAX_CODE:
+            return Submission(student, path, kind, digest, problem=_too_much_code(shown))
+        return Submission(student, path, kind, digest, source=source, note=renamed)
     # JSON is UTF-8; a byte-order mark (Notepad's) is dropped as Jupyter's own reader would not choke on it.
     cells, problem, note, text_cells = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"),
                                                        shown)
@@ -171,7 +178,7 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
     if invalid:
         notes.append(f"{name} does not fully follow the notebook format ({_first_line(invalid['ValidationError'])}); "
                      "its code cells were graded anyway")
-    cells, skipped = [], []
+    cells, skipped, code = [], [], 0
     for number, cell in enumerate((c for c in raw["cells"] if isinstance(c, dict) and c.get("cell_type") == "code"),
                                   start=1):
         if number > MAX_CELLS:
@@ -183,6 +190,9 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
         if source is None:
             skipped += [] if demo else [f"code cell {number}"]
             continue
+        code += len(source)
+        if code > MAX_CODE:
+            return (), _too_much_code(name), "", ()
         if _only_course_checks(source):
             continue  # a test cell that lost its nbgrader metadata (a copy of the notebook, another editor)
         read = read_cell(f"code cell {number}", valid_utf8(source))
@@ -194,6 +204,12 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
         return (), f"{name} has no code cells with code in them; write your functions in code cells and resubmit", \
             "; ".join(notes), ()
     return tuple(cells), "", "; ".join(notes), _text_cells_with_code(raw["cells"])
+
+
+def _too_much_code(name: str) -> str:
+    return (f"{name} holds more than {MAX_CODE / 1e6:.1f} million characters of code, which the grader does not "
+            "read (a week's solution is a few thousand); keep data and generated text out of your code (read data "
+            "in a function instead) and resubmit")
 
 
 def _text_cells_with_code(cells: list) -> tuple[tuple[str, str], ...]:

@@ -87,6 +87,12 @@ class ReplyRejected(CallFailed):
     how = Stopped.REJECTED
 
 
+# The replies of one session together (the grader keeps them until it judges): a few MB for an honest file, the
+# T = 512 answers included. One reply may hold ALWAYS_ROOM however much came before.
+REPLIES_KEPT = 256 << 20
+ALWAYS_ROOM = 1 << 20
+
+
 def reply_limit(call: Call) -> int:
     """The most bytes a reply to `call` may hold: an honest answer is at most a few times the size of the inputs."""
     return (32 << 20) + 16 * call.payload_bytes()
@@ -100,7 +106,8 @@ def past_limit(function: str, seconds: float) -> CallTimedOut:
 def too_large(error: wire.FrameTooLarge) -> str:
     """What a call whose reply was refused unread for its size did, after its function's name."""
     return (f"returned {size_text(error.size)}, far more than an answer to this call can be "
-            f"(limit {size_text(error.limit)}); it was not read")
+            f"(limit {size_text(error.limit)}, lower once the submission's replies together near "
+            f"{size_text(REPLIES_KEPT)}); it was not read")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import SandboxError
 from autograder.sandbox.region import SharedRegion
 from autograder.sandbox.replies import (
+    ALWAYS_ROOM,
+    REPLIES_KEPT,
     CallFailed,
     CallTimedOut,
     CapturedOutput,
@@ -93,6 +95,7 @@ class Session:
         self.region = SharedRegion(min(REGION_BYTES, max(1 << 16, (limits.memory_mib << 20) // REGION_SHARE)))
         self.channel: Channel | None = None
         self.reply_limits: dict[int, int] = {}  # call id -> the bytes its reply may hold
+        self.replies_kept = 0  # bytes of the frames read so far: the grader keeps replies until it judges
         self.proc_files = ProcFiles()  # the child's processor use, read after every call (sandbox.waiting)
         self._zygote_files = ProcFiles()  # the zygote's children, read after every call (extra_processes)
         self._skip: dict[int, tuple[str, str]] = {}  # unit index -> (its label, why it was stopped)
@@ -123,6 +126,17 @@ class Session:
         if answer.failed:
             raise answer.reply
         return answer.reply
+
+    def _frame_limit(self, header: dict, size: int) -> int:
+        """The bytes a frame from the child may hold (sandbox.wire), judged as it begins, its `size` known: its
+        call's reply limit (EVENT_LIMIT for the rest), within what the session's frames may hold in all
+        (REPLIES_KEPT), which an admitted frame counts against. One call's limit is generous (an honest answer
+        can be a few times its inputs); a submission whose every reply came near it had the grading process
+        keep gigabytes until it judged them."""
+        limit = min(self.reply_limits.get(header.get("id"), EVENT_LIMIT),
+                    max(ALWAYS_ROOM, REPLIES_KEPT - self.replies_kept))
+        self.replies_kept += size if size <= limit else 0
+        return limit
 
     def begin_feedback(self) -> None:
         """Every graded call has been answered: the calls from now on re-run checks for feedback only
@@ -234,7 +248,7 @@ class Session:
                 self.deadline = time.monotonic() + self.budget
             self.region.close()  # each child gets a region of its own; the last one's arrays were read by now
             self.channel = Channel(sock, out, self.output, self.limits.max_output_mib << 20, self._death, stamps)
-            self.channel.parser.limit_for = lambda header: self.reply_limits.get(header.get("id"), EVENT_LIMIT)
+            self.channel.parser.limit_for = self._frame_limit
             self._unit = None
             seconds = min(self.limits.load_seconds, self.deadline - time.monotonic())
             try:

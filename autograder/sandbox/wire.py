@@ -131,14 +131,15 @@ class FrameParser:
     `limit` caps the bytes of one frame's buffers; a larger frame raises
     FrameTooLarge before its bytes are read, so a hostile side cannot make
     the reader hold gigabytes. `limit_for`, when set, gives each frame's cap
-    from its header instead (a stream's replies each have their own). Buffers
+    from its header and its size instead (a stream's replies each have their
+    own, and all of them together one more). Buffers
     come out as memoryviews of one allocation per frame, filled straight from
     the socket.
     """
 
     def __init__(self, limit: int):
         self.limit = limit
-        self.limit_for = None  # header -> the cap of that frame's buffers
+        self.limit_for = None  # (header, the frame's buffers' bytes) -> the cap of those bytes
         self._error: WireError | None = None  # found after frames that were returned; raised next
         self._head = bytearray()  # length prefix and JSON header of the frame being read
         self._header: dict | None = None
@@ -212,7 +213,7 @@ class FrameParser:
         if not (isinstance(sizes, list) and len(sizes) <= MAX_BUFFERS
                 and all(type(n) is int and n >= 0 for n in sizes)):
             raise WireError("message header is not valid")
-        limit = self.limit if self.limit_for is None else self.limit_for(header)
+        limit = self.limit if self.limit_for is None else self.limit_for(header, sum(sizes))
         if sum(sizes) > limit:
             raise FrameTooLarge(sum(sizes), limit)
         self._header, self._sizes, self._header_end = header, sizes, 4 + size
