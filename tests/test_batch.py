@@ -163,6 +163,19 @@ def _zipped(tmp_path, members: dict) -> tuple[list[str], list[str]]:
     return [item.student for item in found], [folder.name for folder in skipped]
 
 
+def test_an_assignment_folder_named_in_another_case_is_named_for_the_ta(tmp_path):
+    """submitted/s0007/W07_Attention/ left s0007 out without a word; a student with no folder for this assignment
+    at all (another week's hand-in only) is still no one's concern."""
+    for student, folder in (("s0001", "w07_attention"), ("s0007", "W07_Attention"), ("s0022", "w06_other")):
+        (tmp_path / "submitted" / student / folder).mkdir(parents=True)
+        shutil.copy(PLAIN, tmp_path / "submitted" / student / folder / "attention.py")
+    found = {item.student: item for item in find_submissions([tmp_path], "w07_attention", "attention",
+                                                             tmp_path / "work")}
+    assert sorted(found) == ["s0001", "s0007"] and found["s0001"].stored and not found["s0007"].stored
+    assert "s0007/W07_Attention/ is not named w07_attention/" in found["s0007"].problem
+    assert "rename it to w07_attention and grade again" in found["s0007"].problem
+
+
 def test_a_flat_class_zipped_with_its_folder_is_that_folders_class(tmp_path):
     # `zip -r class.zip class/` puts every hand-in under one folder; that folder is not a student.
     code = PLAIN.read_text()
@@ -439,6 +452,22 @@ def test_a_student_no_longer_in_the_class_folder_is_named_and_kept(tmp_path):
         assert {r.student for r in store.results("w07_attention")} == {"a", "b"}
     alone = run_cli("grade", "w07_attention", folder / "a.py", "--db", db, "--jobs", "1")
     assert "stored from earlier runs" not in alone.stderr  # one file named: the rest of the class is not missing
+
+
+def test_a_file_renamed_only_in_case_is_the_same_student(tmp_path):
+    """s0001.py renamed S0001.py between runs was a second student in every export, graded on other inputs."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(PLAIN, folder / "s0001.py")
+    db = tmp_path / "g.db"
+    assert run_cli("grade", "w07_attention", folder, "--db", db, "--jobs", "1").returncode == 0
+    (folder / "s0001.py").rename(folder / "S0001.py")
+    done = run_cli("grade", "w07_attention", folder, "--db", db, "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    assert "S0001.py is graded as s0001, the id stored from earlier runs" in done.stderr
+    assert "stored from earlier runs has no hand-in" not in done.stderr
+    with Store(db) as store:
+        assert store.students("w07_attention") == {"s0001"}
 
 
 @pytest.mark.slow  # the whole command

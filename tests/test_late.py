@@ -124,6 +124,19 @@ def test_the_penalty_follows_the_rule(tmp_path, hours, penalty, days):
     assert ("late" in late.reason) == (hours > 0.25) and ("grace" in late.reason) == (0 < hours <= 0.25)
 
 
+def test_a_hand_in_seconds_late_or_with_nothing_to_take_is_still_called_late(tmp_path):
+    # 17 s after a due time without grace was "late by 0.0 hours" with 10 points taken; a file that did not load
+    # (0 points), 5 hours late, was flagged "late, within the grace" beyond a grace of 0 minutes.
+    rule = load_course(_course(tmp_path, **{**RULE, "late": {"penalty_per_day": 0.1, "grace_minutes": 0}})).assignment(
+        ASSIGNMENT).late
+    seconds_late = assess(rule, "s1", 80.0, _at(17 / 3600), NBGRADER_TIMESTAMP)
+    assert seconds_late.penalty == 8 and seconds_late.late_by_hours == 0.01
+    assert "handed in 17 seconds after the due time" in seconds_late.reason
+    nothing = assess(rule, "s1", 0.0, _at(5.2), NBGRADER_TIMESTAMP)
+    assert nothing.flags() == ["late (−0)"] and "handed in 5.2 hours after" in nothing.reason
+    assert assess(rule, "s1", 80.0, _at(0.5), NBGRADER_TIMESTAMP).reason.startswith("handed in 30 minutes after")
+
+
 def test_an_extension_moves_the_students_own_deadline(tmp_path):
     rule = load_course(_course(tmp_path, **RULE)).assignment(ASSIGNMENT).late
     two_days_late = _at(48)

@@ -159,7 +159,7 @@ def test_a_canvas_zip_is_graded_and_its_students_are_canvas_users(tmp_path):
     results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert sorted(results) == ["doejane_4102", "smithjohn_4101"]
     # The TA is told the ids before anything is stored under them.
-    assert "2 submissions of w07_attention found; 2 of them in a Canvas download, each named as login_userid " \
+    assert "2 submissions of w07_attention found; all of them in a Canvas download, each named as login_userid " \
            "(smithjohn_4101)" in done.stderr
     assert results["smithjohn_4101"]["score"] == 100 > results["doejane_4102"]["score"]
     # Canvas's own gradebook export is the roster: each user gets their grade, and one with no hand-in none.

@@ -176,6 +176,16 @@ def test_three_hand_ins_are_all_kept_and_the_policy_picks_which_one_counts(tmp_p
     assert "Hand-in 2 of 3 counts" in feedback and "Hand-in 3 came after the limit of 2" in feedback
 
 
+def test_grades_table_shows_the_hand_in_that_counts_as_the_exports_do(tmp_path):
+    # Under `policy: best` the table showed the latest hand-in's total (0) while every export gave the best (2).
+    course = _course(tmp_path, "    submissions: {policy: best}\n")
+    for number, (body, when) in enumerate((("2 * x", 1.70e9), ("0 * x", 1.71e9)), start=1):
+        done = _cli("grade", "tiny", _class(tmp_path / f"round{number}", {"multi": body}, when), course=course)
+    row = next(line for line in done.stdout.splitlines() if line.startswith("multi"))
+    assert row.split()[1] == "2", done.stdout
+    assert "the hand-in that counts under `submissions: best`" in done.stdout
+
+
 @pytest.mark.parametrize("entry, message", [
     ("    submissions: {policy: first}\n", "submissions.policy: expected one of last, best, last_on_time"),
     ("    submissions: {max: 0}\n", "submissions.max: expected a whole number of hand-ins, at least 1"),

@@ -389,6 +389,33 @@ def test_one_process_left_running_and_one_point_lost_are_said_in_the_singular(tm
     assert f"### {one_point.name} ({one_point.visibility}, failed, −1 point)".replace("_", "\\_") in page
 
 
+def test_every_link_of_the_class_page_opens_its_students_page(tmp_path, reported):
+    # A page is named a%20b.html for `a b`; linked as written, a browser decoded the link to `a b.html`, which
+    # does not exist: every id with a space, a non-ASCII letter or punctuation had a dead link.
+    from autograder.outputs.report import write_reports
+    _, _, db, _, _ = reported
+    result = next(r for r in _results(db).values() if not r.problem)
+    odd = [_replace(result, student=student) for student in ("john smith", "Zoë 名前", "#hash?", "=1+2", "s0001")]
+    html = write_reports("w07_attention", odd, tmp_path).index.read_text()
+    links = set(re.findall(r'href="(feedback/[^"]*)"', html))
+    assert len(links) == len(odd)
+    for link in links:
+        assert (tmp_path / urllib.parse.unquote(link)).is_file(), link  # as a browser resolves it
+
+
+def test_a_class_where_no_file_loaded_shows_no_rate_of_zero(tmp_path, reported):
+    # Every check read "0 / 2  0 %" under "Of the submissions that loaded" when none had.
+    from autograder.outputs.report import write_reports
+    _, _, db, _, _ = reported
+    result = next(r for r in _results(db).values() if not r.problem)
+    broken = [_replace(result, student=f"bad{n}", problem="not loaded: a syntax error", did_not_load=True)
+              for n in (1, 2)]
+    html = write_reports("w07_attention", broken, tmp_path).index.read_text()
+    rows = _rows(html, "checks")
+    assert rows and all(row["graded"] == "0" for row in rows)
+    assert "none did, so no check has a rate" in html and "0 / 0</td><td class=\"num\">—" in html
+
+
 def _replace(result, **changes):
     import dataclasses
     return dataclasses.replace(result, **changes)

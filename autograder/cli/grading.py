@@ -1,6 +1,7 @@
 """Commands for grading: grade, checks, doctor (replay is cli.replay)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -11,10 +12,13 @@ from autograder.cli import options
 from autograder.cli.course import hold_changed_suite
 from autograder.cli.workdir import command_workdir
 from autograder.cluster import ClusterError, install_dask_hint
+from autograder.grading.attempts import SubmissionPolicy, counted_results
 from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_batch, plan_version
 from autograder.grading.class_imports import class_imports
 from autograder.grading.course import Assignment, CourseError, find_course, load_course
 from autograder.grading.discover import Found, LayoutError, find_submissions
+from autograder.grading.history import attempts
+from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, TIMESTAMP_FILE
 from autograder.grading.lms_downloads import STUDENT_IDS
 from autograder.grading.manifest import MANIFEST_FILE, public_course
@@ -91,11 +95,14 @@ def _grade(args) -> int:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
         refused, found = [i for i in found if not i.stored], [i for i in found if i.stored]
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
+        found = _as_stored(found, db, assignment.name)
         starting(f"{counted(len(found), 'submission')} of {assignment.name} found" + _lms_note(found))
-        for problem in dict.fromkeys(item.problem for item in refused):  # the folder's to fix: nothing is stored
+        problems = tuple(dict.fromkeys(item.problem for item in refused))  # the folder's to fix: nothing is stored
+        for problem in problems:
             starting(f"not graded, nothing stored: {problem}")
         if not found:
-            raise LayoutError(f"none of the {len(refused)} hand-ins found can be graded as the class folder stands; "
+            raise LayoutError(f"none of the {counted(len(refused), 'hand-in')} found can be graded as the class folder "
+                              "stands; "
                               "fix what is named above and grade again")
         if assignment.late.due is not None:
             for line in _timed_by_file(found):
@@ -108,9 +115,9 @@ def _grade(args) -> int:
         if to_grade == 0:
             # A rerun with every hand-in current: nothing to load, launch or connect to.
             with Store(db) as store:
-                return _carry_out(args, BatchPlan([], found), store, assignment, None, "")
+                return _carry_out(args, BatchPlan([], found), store, assignment, None, "", problems)
         if args.cluster:
-            return _grade_on_cluster(args, course, found, db)
+            return _grade_on_cluster(args, course, found, db, problems)
         jobs = args.jobs or os.cpu_count() or 1
         protections = protections_for(args.sandbox, log=sys.stderr)
         imports = class_imports(found, min(jobs, to_grade), assignment)
@@ -121,7 +128,8 @@ def _grade(args) -> int:
                     for slot in range(min(jobs, to_grade))]
         try:
             starting("loading the suite (reference, checks, libraries)" +
-                     (f" while {counted(len(launched), 'sandbox', 'sandboxes')} start" if launched else ""))
+                     (f" while {counted(len(launched), 'sandbox', 'sandboxes')} start{'s' * (len(launched) == 1)}"
+                      if launched else ""))
             suite = load_suite(course, args.assignment)
             if launched and not launched[0].settle(0) and any(item.path.suffix == ".ipynb" for item in found):
                 prepare_notebook_reader()  # while they start: else each grading process forked from here pays it
@@ -137,7 +145,8 @@ def _grade(args) -> int:
                     grade_batch(course, suite, protections, todo, store, jobs, on_result, launched, classwide, say,
                                 imports.modules)
                 starts = counted(len(launched), "sandbox", "sandboxes")
-                return _grade_found(args, suite, found, store, run, f"timing the reference and starting {starts}")
+                return _grade_found(args, suite, found, store, run, f"timing the reference and starting {starts}",
+                                    problems)
         finally:
             for sandbox in launched:
                 sandbox.close()
@@ -152,13 +161,14 @@ def _timed_by_file(found: list[Found]) -> list[str]:
     lines = [f"{item.student}: {item.note}; fix {TIMESTAMP_FILE} and grade again with --force" for item in unread]
     if len(by_file) > len(unread):
         rest = sorted(item.student for item in by_file if item not in unread)
+        times = ("their times from their files' modification times" if len(rest) > 1 else
+                 "its time from its file's modification time")
         lines.append(f"{len(rest)} hand-in{'s have' if len(rest) > 1 else ' has'} no {TIMESTAMP_FILE} (a flat folder "
-                     "or an LMS's download keeps none): the late rule takes "
-                     f"{'their times from their files' if len(rest) > 1 else 'its time from its file'}' modification "
-                     f"times, which copying or extracting the class folder changes "
-                     f"({', '.join(rest[:10])}{', ...' if len(rest) > 10 else ''}). Where those are not when they "
-                     f"were handed in, grade nbgrader's submitted/<student>/<assignment>/ folders with their "
-                     f"{TIMESTAMP_FILE}, or leave `due` out of course.yaml and apply the LMS's own late policy")
+                     f"or an LMS's download keeps none): the late rule takes {times}, which copying or extracting "
+                     f"the class folder changes ({', '.join(rest[:10])}{', ...' if len(rest) > 10 else ''}). "
+                     "Where those are not when they were handed in, grade nbgrader's "
+                     f"submitted/<student>/<assignment>/ folders with their {TIMESTAMP_FILE}, or leave `due` out "
+                     "of course.yaml and apply the LMS's own late policy")
     return lines
 
 
@@ -166,8 +176,8 @@ def _lms_note(found: list[Found]) -> str:
     """What `grade` says of students read from an LMS's download names (grading.lms_downloads), so that a TA sees
     the ids they will be stored under before any is."""
     read = Counter(item.lms for item in found if item.lms)
-    return "".join(f"; {count} of them in a {lms} download, each named as {STUDENT_IDS[lms]}"
-                   for lms, count in sorted(read.items()))
+    return "".join(f"; {'all' if count == len(found) else count} of them in a {lms} download, each named as "
+                   f"{STUDENT_IDS[lms]}" for lms, count in sorted(read.items()))
 
 
 def _skipped(skipped: list[Path], module: str) -> list[str]:
@@ -196,6 +206,27 @@ def _listed(paths: list[Path], mark: str) -> str:
     return names + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
+def _as_stored(found: list[Found], db: Path, assignment: str) -> list[Found]:
+    """`found`, each hand-in whose id differs from a stored one only in case or width (grading.ids.canonical)
+    under the stored id, with a line saying so."""
+    if not db.is_file():
+        return found
+    with Store(db) as store:
+        renamed = as_stored([item.student for item in found], store.students(assignment))
+    for item in found:
+        if item.student in renamed:
+            starting(safe(f"{item.path.name} is graded as {renamed[item.student]}, the id stored from earlier runs: "
+                          "ids that differ only in case or width are one student"))
+    return [dataclasses.replace(item, student=renamed.get(item.student, item.student)) for item in found]
+
+
+def _counted(store: Store, assignment: Assignment, result):
+    """The result that counts for `result`'s student under the assignment's `submissions` settings."""
+    counted, _ = counted_results(attempts(store.history(assignment.name, [result.student])), assignment.submissions,
+                                 assignment.late)
+    return counted[0] if counted else result
+
+
 def _to_grade(found, db: Path, course, assignment: str, force: bool) -> int:
     """How many of `found` `grade` will grade, as far as the store and the suite's files tell before it loads."""
     if force or not db.is_file():
@@ -204,7 +235,7 @@ def _to_grade(found, db: Path, course, assignment: str, force: bool) -> int:
         return len(plan_version(found, store, assignment, suite_version(course, assignment), force).todo)
 
 
-def _grade_on_cluster(args, course, found, db: Path) -> int:
+def _grade_on_cluster(args, course, found, db: Path, refused: tuple[str, ...] = ()) -> int:
     """`grade --cluster`: the store and the progress here, the grading on the cluster's workers."""
     try:
         from autograder.cluster.connect import Credentials, connect, parse_address, scheduler_identity
@@ -231,35 +262,43 @@ def _grade_on_cluster(args, course, found, db: Path) -> int:
 
             def run(todo, on_result, say):
                 graders.grade(suite, todo, on_result, say)
-            return _grade_found(args, suite, found, store, run, "sending the submissions to the cluster's workers")
+            return _grade_found(args, suite, found, store, run, "sending the submissions to the cluster's workers",
+                                refused)
 
 
-def _grade_found(args, suite, found, store: Store, run, doing: str) -> int:
+def _grade_found(args, suite, found, store: Store, run, doing: str, refused: tuple[str, ...] = ()) -> int:
     """Plan, grade what is not current with `run(todo, on_result, say)`, show and summarise the results.
 
     doing: what `run` does before its first result, shown until then.
     """
     plan = plan_batch(found, store, suite, args.force)
     plan = hold_changed_suite(plan, store, suite, args.force)  # cli.course: a changed suite is `regrade`'s
-    return _carry_out(args, plan, store, suite.assignment, run, doing)
+    return _carry_out(args, plan, store, suite.assignment, run, doing, refused)
 
 
-def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run, doing: str) -> int:
+def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run, doing: str,
+               refused: tuple[str, ...] = ()) -> int:
     """Grade `plan.todo` with `run`, then show every result of the plan, the skipped ones as stored, each
-    total after the assignment's late rule, as the exports and reports show it."""
+    total after the assignment's late rule (of the hand-in that counts), as the exports and reports show it.
+    Last come the hand-ins not graded: `refused` (the class folder's problems, nothing stored), those the
+    grader could not grade, and those graded now that did not load (0 points), each with its reason."""
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
     if plan.todo:
         progress.status(doing)
     few = len(plan.todo) + len(plan.skipped) <= FULL_TABLES  # shown whole; for more, one line each is kept
     shown: list = []  # the results (few), or their summary rows: a class of thousands is not held whole
-    not_graded: list[str] = []  # each hand-in that could not be graded, with the reason
+    not_graded = [f"not graded, nothing stored: {problem}" for problem in refused]
     failed = 0
+    another_counts = assignment.submissions != SubmissionPolicy()  # best, first or a max: not always the latest
 
     def keep(result, graded: bool) -> None:
         nonlocal failed
-        shown.append(result if few else summary_row(result, assignment.late))
-        if result.problem and not result.internal_error:
-            not_graded.append(f"not graded: {one_line(result.student)}: {one_line(result.problem)}")
+        counted = _counted(store, assignment, result) if another_counts else result
+        shown.append(counted if few else summary_row(counted, assignment.late))
+        if result.problem and not result.internal_error and (graded or not result.did_not_load):
+            # A file that did not load was graded (0 points): its reason is said once, when it is graded.
+            said = "" if result.did_not_load else "not graded: "
+            not_graded.append(f"{said}{one_line(result.student)}: {one_line(result.problem)}")
         failed += graded and bool(result.internal_error)
 
     def on_result(result):
@@ -278,6 +317,10 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
             print(json.dumps(result.to_json()), flush=True)
     if not args.json:
         print(safe(format_results(shown, assignment.late) if few else format_summary(shown)))
+        if another_counts:
+            print(f"each total is that of the hand-in that counts under `submissions: {assignment.submissions.policy}"
+                  f"{f', max {assignment.submissions.limit}' if assignment.submissions.limit else ''}` in "
+                  "course.yaml, as the exports give it; `autograder history` lists every hand-in")
     # Listed last: each hand-in that could not be graded, named for its student, with the reason.
     for line in not_graded:
         print(safe(line, 2000), file=sys.stderr)

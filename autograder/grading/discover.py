@@ -24,25 +24,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import tempfile
-import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading.class_zip import ZipRefused, extract
 from autograder.grading.handin import read_bytes
 from autograder.grading.handin_choice import choose, latest_attempt
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import FILE_TIME, file_time, submission_time
 from autograder.grading.lms_downloads import is_receipt, read_download
-from autograder.grading.submission import MAX_BYTES, SUFFIXES
+from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
 
-MAX_ZIP_BYTES = 4 << 30  # bytes really written, counted while extracting: declared sizes may lie
-MAX_ZIP_MEMBERS = 100_000
-MAX_NAME_BYTES = 255  # one part of a member's path, as most file systems allow
-MAX_PATH_BYTES = 1024
-COMPRESSIONS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
 MAX_LINE = 400  # bytes of a Blackboard receipt's first line read: a name and a username
@@ -146,8 +139,11 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
         raise LayoutError(f"{safe(path)} does not exist; pass student files, a folder of them, an nbgrader "
                           "course folder or a zip")
     if path.is_file() and path.suffix == ".zip":
-        return _find(_zipped_class(_extract(path, workdir, refused), module), assignment, module, workdir, refused,
-                     skipped)
+        try:
+            folder = extract(path, workdir, refused)
+        except ZipRefused as error:
+            raise LayoutError(str(error)) from None
+        return _find(_zipped_class(folder, module), assignment, module, workdir, refused, skipped)
     if not path.is_dir() or path.suffix in SUFFIXES:
         if path.suffix not in SUFFIXES:
             raise LayoutError(f"{path} is not a .py, .ipynb or .zip file")
@@ -202,7 +198,18 @@ def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
             note = "; ".join(n for n in (picked.note, note) if n)
             found.append(dataclasses.replace(picked, note=note, submitted_at=at, submitted_at_source=source,
                                              root=submitted))
+        else:  # no hand-in for this assignment, unless one is named as it in another case
+            found += [_misnamed(near, assignment, module, student_dir.name) for near in _folders(student_dir)
+                      if near.name.casefold() == assignment.casefold()][:1]
     return found
+
+
+def _misnamed(folder: Path, assignment: str, module: str, student: str) -> Found:
+    """A student's hand-in folder named as the assignment in another case (`HW3` for hw3): nbgrader collects
+    only submitted/<student>/<assignment>/, so it is named for the TA to rename, and nothing is stored."""
+    return Found(student, folder / f"{module}.ipynb", stored=False,
+                 problem=f"{safe(student, 60)}/{safe(folder.name, 60)}/ is not named {assignment}/, the assignment's "
+                         f"folder that nbgrader collects; rename it to {assignment} and grade again")
 
 
 def _nothing_to_grade(folder: Path, module: str, student: str) -> Found:
@@ -285,116 +292,3 @@ def _shown_entry(path: Path) -> bool:
 
 def _visible(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED)
-
-
-def _extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
-    """Extract a zip without letting it write outside `workdir` or fill the disk; return the folder.
-
-    Every member's bytes are counted as they are written, whatever the zip
-    declares. A member that cannot be extracted safely (encrypted, an
-    unsupported compression, a name too long, larger than a submission may
-    be, damaged) is skipped; if it is a .py or .ipynb, an empty stand-in is
-    left in its place and `refused` says why, so that student gets a message
-    and the rest of the class is graded.
-    """
-    target = Path(tempfile.mkdtemp(prefix=archive.stem + "-", dir=workdir)).resolve()
-    written = 0
-    try:
-        with zipfile.ZipFile(archive) as bundle:
-            members = bundle.infolist()
-            if len(members) > MAX_ZIP_MEMBERS:
-                raise LayoutError(f"{safe(archive)} holds over {MAX_ZIP_MEMBERS} files, too many to extract "
-                                  "safely; unpack it yourself and pass the folder")
-            for member in members:
-                destination = _destination(target, member)
-                if destination is None:
-                    continue  # absolute paths and ../ escapes are skipped: they name no place in the class
-                if member.is_dir():
-                    destination.mkdir(parents=True, exist_ok=True)
-                    continue
-                problem = _member_problem(member)
-                if not problem:
-                    try:
-                        written += _copy_member(bundle, member, destination, MAX_ZIP_BYTES - written)
-                        _keep_zip_time(destination, member)
-                        continue
-                    except _MemberTooLarge:
-                        problem = f"it is larger than {MAX_BYTES >> 20} MB once uncompressed"
-                    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as error:
-                        problem = f"it is damaged ({safe(error, 100)})"
-                if destination.suffix in SUFFIXES:
-                    destination.write_bytes(b"")
-                    refused[destination] = (f"{safe(member.filename, 200)} in {safe(archive.name)} could not be "
-                                            f"extracted: {problem}. Hand in the file itself, or a zip made without "
-                                            "a password with an ordinary zip tool")
-    except zipfile.BadZipFile:
-        raise LayoutError(f"{safe(archive)} is not a valid zip file; check the download and try again") from None
-    except _ZipTooLarge:
-        raise LayoutError(f"{safe(archive)} holds more than {MAX_ZIP_BYTES >> 30} GB once uncompressed, too much to "
-                          "extract safely; unpack it yourself and pass the folder") from None
-    return target
-
-
-def _keep_zip_time(destination: Path, member: zipfile.ZipInfo) -> None:
-    """Give an extracted file the time the zip records (local time, no zone), not the extraction's: the last
-    resort for a submission time, flagged as unreliable, but better than "now"."""
-    try:
-        stamp = time.mktime((*member.date_time, 0, 0, -1))
-        os.utime(destination, (stamp, stamp))
-    except (OverflowError, ValueError, OSError):
-        pass  # a nonsense date in the zip: the extraction time stays
-
-
-class _MemberTooLarge(Exception):
-    """One member is larger than any submission may be."""
-
-
-class _ZipTooLarge(Exception):
-    """The zip's members together are larger than a class's files may be."""
-
-
-def _destination(target: Path, member: zipfile.ZipInfo) -> Path | None:
-    """Where a member goes under `target`; over-long names are shortened, escapes refused (None)."""
-    parts = [_short(part) for part in member.filename.replace("\\", "/").split("/") if part not in ("", ".")]
-    if not parts or ".." in parts or member.filename.startswith("/"):
-        return None
-    destination = target.joinpath(*parts)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    return destination if destination.resolve().parent.is_relative_to(target) else None
-
-
-def _short(part: str) -> str:
-    """A path part short enough for the file system; the suffix (.py, .ipynb) is kept."""
-    if len(part.encode()) <= MAX_NAME_BYTES:
-        return part
-    suffix = Path(part).suffix if len(Path(part).suffix) < 16 else ""
-    return part.encode()[:100].decode(errors="ignore") + suffix
-
-
-def _member_problem(member: zipfile.ZipInfo) -> str:
-    if (member.external_attr >> 16) & 0o170000 == 0o120000:
-        return "it is a symbolic link, not a file (a hand-in must be the file itself)"
-    if member.flag_bits & 0x1:
-        return "it is encrypted"
-    if member.compress_type not in COMPRESSIONS:
-        return f"it uses a compression method ({member.compress_type}) this grader does not read"
-    if len(member.filename.encode()) > MAX_PATH_BYTES or any(
-            len(part.encode()) > MAX_NAME_BYTES for part in member.filename.split("/")):
-        return "its name is too long"
-    return ""
-
-
-def _copy_member(bundle: zipfile.ZipFile, member: zipfile.ZipInfo, destination: Path, room: int) -> int:
-    """Write one member, counting real bytes; stops past a submission's size or the zip's `room` left."""
-    count = 0
-    with bundle.open(member) as source, open(destination, "wb") as sink:
-        while chunk := source.read(1 << 20):
-            count += len(chunk)
-            if count > room:
-                raise _ZipTooLarge
-            if count > MAX_BYTES:
-                sink.close()
-                destination.unlink()
-                raise _MemberTooLarge
-            sink.write(chunk)
-    return count

@@ -112,3 +112,12 @@ def _foreign_letters(student: str) -> set[str]:
         return set()
     main = max(LOOKALIKE_SCRIPTS, key=scripts.count)
     return {c for c in letters if _script(c) != main}
+
+
+def as_stored(students: list[str], stored: set[str]) -> dict[str, str]:
+    """student -> the stored id it is, for each of `students` that differs from one of `stored` only in what
+    `canonical` forgives (case, width): `S0001.py` handed in where `s0001` was graded before is still s0001,
+    with s0001's inputs, not a second student beside it in every export."""
+    by_form = {canonical(student): student for student in stored}
+    return {student: by_form[canonical(student)] for student in students
+            if by_form.get(canonical(student), student) != student}

@@ -89,7 +89,7 @@ class Late:
     def flags(self) -> list[str]:
         """Short labels for a TA's flagged list."""
         found = []
-        if self.penalty:
+        if self.penalty or self.days:  # past the grace: "late (−0)" where there were no points to take
             found.append(f"late (−{_points(self.penalty)})")
         elif self.late_by_hours:
             found.append("late, within the grace")
@@ -100,7 +100,8 @@ class Late:
 
 # The late rule's flags (`Late.flags`), as every list of flags explains them beside results.FLAG_MEANINGS.
 LATE_MEANINGS = {
-    "late (−N)": "handed in after the due time: N points were taken off (the reason is in the feedback)",
+    "late (−N)": "handed in after the due time and its grace: N points were taken off (the reason is in the "
+                 "feedback; −0 where the total was 0 already)",
     "late, within the grace": "handed in after the due time but within the grace period: no penalty",
     "time from the file": "the hand-in time is the file's modification time, which the student can change",
 }
@@ -126,7 +127,8 @@ def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, s
         handed_in = handed_in.replace(tzinfo=UTC)
     unreliable = source == FILE_TIME
     seconds = (handed_in - deadline).total_seconds()
-    late = Late(raw, late_by_hours=round(max(0.0, seconds) / 3600, 2), deadline=shown_deadline,
+    # Rounded up to the hundredth: a hand-in 17 s late is late by 0.01 hours, not by 0.
+    late = Late(raw, late_by_hours=math.ceil(max(0.0, seconds) / 36) / 100, deadline=shown_deadline,
                 unreliable_time=unreliable)
     if seconds <= 0:
         return late
@@ -154,6 +156,10 @@ def _replace(late: Late, **changes) -> Late:
 
 def _duration(seconds: float) -> str:
     hours = seconds / 3600
+    if seconds < 120:
+        return f"{seconds:.0f} seconds"
+    if hours < 2:
+        return f"{seconds / 60:.0f} minutes"
     return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
 
 

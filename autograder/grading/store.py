@@ -119,6 +119,11 @@ class Store:
                                 "WHERE assignment=? AND internal_error=''", (assignment,))
         return {student: (sha256, suite, submitted_at) for student, sha256, suite, submitted_at in rows}
 
+    def students(self, assignment: str) -> set[str]:
+        """Every student id with a stored result for `assignment`, as stored."""
+        return {row[0] for row in self._db.execute("SELECT DISTINCT student FROM submissions WHERE assignment=?",
+                                                   (assignment,))}
+
     def save(self, result: SubmissionResult) -> None:
         """Replace the student's stored result with `result`, and add it to the history, atomically."""
         # Field by field rather than dataclasses.asdict, whose deep copy cost the batch's main process ~2 ms

@@ -7,6 +7,7 @@ from autograder.grading.attempts import SubmissionPolicy, choose
 from autograder.grading.history import Attempt
 from autograder.grading.late import LateRule, assess_result
 from autograder.grading.regrade import Move
+from autograder.text import counted
 
 SHORT_SHA = 12
 
@@ -42,7 +43,7 @@ def history_lines(attempts: list[Attempt], policy: SubmissionPolicy, rule: LateR
 
 def format_history(student: str, attempts: list[Attempt], policy: SubmissionPolicy, rule: LateRule | None) -> str:
     """`history`: a table of every result kept of the student's hand-ins, and which one counts."""
-    lines = [f"{student}: {len(attempts)} hand-ins (policy: {policy.policy}"
+    lines = [f"{student}: {counted(len(attempts), 'hand-in')} (policy: {policy.policy}"
              + (f", at most {policy.limit} count" if policy.limit else "") + ")",
              f"{'#':>3}  {'graded at':<26}{'handed in':<34}{'sha256':<14}{'suite':<18}{'points':>14}"
              f"{'total':>9}  status"]

@@ -119,9 +119,10 @@ def _summary(result: SubmissionResult, late: Late) -> str:
     if result.problem:  # a file that did not load says so itself ("not loaded: <file>, line 3 ...")
         lines.append(result.problem if result.did_not_load else f"Could not grade: {result.problem}")
     if counts["timeout"]:
-        lines.append(f"{counts['timeout']} checks were stopped at their time limit.")
+        lines.append(f"{counted(counts['timeout'], 'check')} {'was' if counts['timeout'] == 1 else 'were'} "
+                     "stopped at its time limit.")
     if counts["error"]:
-        lines.append(f"{counts['error']} checks ended with an error in your code.")
+        lines.append(f"{counted(counts['error'], 'check')} ended with an error in your code.")
     lines += [f"Note: {note}" for note in result.notes]
     lines.append("Points per function:")
     lines += [f"  {name:<18}{got:g} / {possible:g}" for name, (got, possible) in result.by_function().items()]

@@ -34,6 +34,7 @@ from autograder.text import counted, safe
 
 TEMPLATES = Path(__file__).parent / "templates"
 HISTOGRAM_BINS = 10
+MAX_FILE_NAME = 200  # characters of a feedback page's name before its suffix (a file name holds 255 bytes)
 
 
 # ---------------------------------------------------------------- one student
@@ -232,14 +233,13 @@ def histogram(scores: list[float], max_score: float, bins: int = HISTOGRAM_BINS)
 def class_report(assignment: str, results: list[SubmissionResult], files: dict[str, str],
                  rule: LateRule | None = None) -> ClassReport:
     students = [student_page(r, files[r.student], assess_result(rule, r)) for r in results]
-    graded = [r for r in results if not r.problem] or results
     max_score = max(r.max_score for r in results)
     checks = {}
-    for result in graded:
+    for result in results:  # a file that did not load ran no check: its rows count in no rate
         for test in result.tests:
             row = checks.setdefault(test.name, [test.function, test.visibility, 0, 0])
-            row[2] += test.status == "passed"
-            row[3] += 1
+            row[2] += test.status == "passed" and not result.problem
+            row[3] += not result.problem
     functions = {}
     for result in results:
         for function, (got, possible) in result.by_function().items():
@@ -314,6 +314,8 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     for env in (html, markdown):
         env.filters["points"] = lambda x: f"{x:g}"
         env.filters["counted_points"] = lambda x: counted(x, "point")  # "−1 point", "−2 points"
+        # A page's name holds %XX (feedback_files): a link quotes it again, or a browser reads `a%20b` as `a b`.
+        env.filters["link"] = lambda name: urllib.parse.quote(name, safe="")
     return html, markdown
 
 
@@ -332,9 +334,6 @@ def feedback_files(students: list[str]) -> dict[str, str]:
             names[student] = name = f"{base}-{len([n for n in used if n.startswith(base.lower())]) + 1}"
         used.add(name.lower())
     return names
-
-
-MAX_FILE_NAME = 200  # characters of a feedback page's name before its suffix (a file name holds 255 bytes)
 
 
 def _shortened(base: str, student: str) -> str:

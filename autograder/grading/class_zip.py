@@ -1,0 +1,140 @@
+"""A class handed over as a zip, extracted without letting it write outside its folder or fill the disk.
+
+Every member's bytes are counted as they are written, whatever the zip
+declares; a member that cannot be extracted safely is skipped, and a hand-in
+among them is left as an empty stand-in whose student is told why
+(grading.discover grades the rest).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+from autograder.grading.submission import MAX_BYTES, SUFFIXES
+from autograder.text import safe
+
+MAX_ZIP_BYTES = 4 << 30  # bytes really written, counted while extracting: declared sizes may lie
+MAX_ZIP_MEMBERS = 100_000
+MAX_NAME_BYTES = 255  # one part of a member's path, as most file systems allow
+MAX_PATH_BYTES = 1024
+COMPRESSIONS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+
+
+class ZipRefused(Exception):
+    """The zip as a whole cannot be extracted safely; the message says why and what to do."""
+
+
+def extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
+    """Extract a zip without letting it write outside `workdir` or fill the disk; return the folder.
+
+    Every member's bytes are counted as they are written, whatever the zip
+    declares. A member that cannot be extracted safely (encrypted, an
+    unsupported compression, a name too long, larger than a submission may
+    be, damaged) is skipped; if it is a .py or .ipynb, an empty stand-in is
+    left in its place and `refused` says why, so that student gets a message
+    and the rest of the class is graded.
+    """
+    target = Path(tempfile.mkdtemp(prefix=archive.stem + "-", dir=workdir)).resolve()
+    written = 0
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            members = bundle.infolist()
+            if len(members) > MAX_ZIP_MEMBERS:
+                raise ZipRefused(f"{safe(archive)} holds over {MAX_ZIP_MEMBERS} files, too many to extract "
+                                  "safely; unpack it yourself and pass the folder")
+            for member in members:
+                destination = _destination(target, member)
+                if destination is None:
+                    continue  # absolute paths and ../ escapes are skipped: they name no place in the class
+                if member.is_dir():
+                    destination.mkdir(parents=True, exist_ok=True)
+                    continue
+                problem = _member_problem(member)
+                if not problem:
+                    try:
+                        written += _copy_member(bundle, member, destination, MAX_ZIP_BYTES - written)
+                        _keep_zip_time(destination, member)
+                        continue
+                    except _MemberTooLarge:
+                        problem = f"it is larger than {MAX_BYTES >> 20} MB once uncompressed"
+                    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as error:
+                        problem = f"it is damaged ({safe(error, 100)})"
+                if destination.suffix in SUFFIXES:
+                    destination.write_bytes(b"")
+                    refused[destination] = (f"{safe(member.filename, 200)} in {safe(archive.name)} could not be "
+                                            f"extracted: {problem}. Hand in the file itself, or a zip made without "
+                                            "a password with an ordinary zip tool")
+    except zipfile.BadZipFile:
+        raise ZipRefused(f"{safe(archive)} is not a valid zip file; check the download and try again") from None
+    except _ZipTooLarge:
+        raise ZipRefused(f"{safe(archive)} holds more than {MAX_ZIP_BYTES >> 30} GB once uncompressed, too much to "
+                          "extract safely; unpack it yourself and pass the folder") from None
+    return target
+
+
+def _keep_zip_time(destination: Path, member: zipfile.ZipInfo) -> None:
+    """Give an extracted file the time the zip records (local time, no zone), not the extraction's: the last
+    resort for a submission time, flagged as unreliable, but better than "now"."""
+    try:
+        stamp = time.mktime((*member.date_time, 0, 0, -1))
+        os.utime(destination, (stamp, stamp))
+    except (OverflowError, ValueError, OSError):
+        pass  # a nonsense date in the zip: the extraction time stays
+
+
+class _MemberTooLarge(Exception):
+    """One member is larger than any submission may be."""
+
+
+class _ZipTooLarge(Exception):
+    """The zip's members together are larger than a class's files may be."""
+
+
+def _destination(target: Path, member: zipfile.ZipInfo) -> Path | None:
+    """Where a member goes under `target`; over-long names are shortened, escapes refused (None)."""
+    parts = [_short(part) for part in member.filename.replace("\\", "/").split("/") if part not in ("", ".")]
+    if not parts or ".." in parts or member.filename.startswith("/"):
+        return None
+    destination = target.joinpath(*parts)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    return destination if destination.resolve().parent.is_relative_to(target) else None
+
+
+def _short(part: str) -> str:
+    """A path part short enough for the file system; the suffix (.py, .ipynb) is kept."""
+    if len(part.encode()) <= MAX_NAME_BYTES:
+        return part
+    suffix = Path(part).suffix if len(Path(part).suffix) < 16 else ""
+    return part.encode()[:100].decode(errors="ignore") + suffix
+
+
+def _member_problem(member: zipfile.ZipInfo) -> str:
+    if (member.external_attr >> 16) & 0o170000 == 0o120000:
+        return "it is a symbolic link, not a file (a hand-in must be the file itself)"
+    if member.flag_bits & 0x1:
+        return "it is encrypted"
+    if member.compress_type not in COMPRESSIONS:
+        return f"it uses a compression method ({member.compress_type}) this grader does not read"
+    if len(member.filename.encode()) > MAX_PATH_BYTES or any(
+            len(part.encode()) > MAX_NAME_BYTES for part in member.filename.split("/")):
+        return "its name is too long"
+    return ""
+
+
+def _copy_member(bundle: zipfile.ZipFile, member: zipfile.ZipInfo, destination: Path, room: int) -> int:
+    """Write one member, counting real bytes; stops past a submission's size or the zip's `room` left."""
+    count = 0
+    with bundle.open(member) as source, open(destination, "wb") as sink:
+        while chunk := source.read(1 << 20):
+            count += len(chunk)
+            if count > room:
+                raise _ZipTooLarge
+            if count > MAX_BYTES:
+                sink.close()
+                destination.unlink()
+                raise _MemberTooLarge
+            sink.write(chunk)
+    return count
