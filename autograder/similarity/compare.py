@@ -6,6 +6,7 @@ they only parse student code, never run it. Indexing and scoring run here.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -15,7 +16,7 @@ from pathlib import Path
 from autograder.grading.submission import Submission
 from autograder.similarity.code import StudentCode, contract_functions, released_tokens, student_code
 from autograder.similarity.fingerprint import Fingerprint, fingerprints
-from autograder.similarity.index import FunctionIndex, Pair, build_indexes, score_pairs
+from autograder.similarity.index import FunctionIndex, FunctionScore, Pair, build_indexes, score_pairs
 
 PARALLEL_FROM = 64  # students; below this, starting processes costs more than it saves
 CHUNK = 32
@@ -56,7 +57,36 @@ def compare_class(assignment: str, submissions: list[Submission], stub: Path, so
         if all(p.hash in released for f in contract for p in prints[f][number]):
             notes.append(f"{student}: the unchanged stub (every function as released); paired with no one")
     pairs = score_pairs(students, list(indexes.values()))
-    return Comparison(assignment, contract, students, codes, prints, indexes, pairs, notes)
+    same = identical_groups(students, prints, contract, released)
+    return Comparison(assignment, contract, students, codes, prints, indexes, with_identical(pairs, same, prints,
+                                                                                               students), notes)
+
+
+def identical_groups(students: list[str], prints: dict[str, list[list[Fingerprint]]], contract: list[str],
+                     released: set[int]) -> list[list[str]]:
+    """Students whose every function has the same fingerprints (copies, however renamed, recommented or
+    respaced), two or more to a group; hand-ins with nothing but released code are no one's copies."""
+    groups: dict[tuple, list[str]] = {}
+    for number, student in enumerate(students):
+        own = [p.hash for f in contract for p in prints[f][number] if p.hash not in released]
+        if own:
+            groups.setdefault(tuple(tuple(p.hash for p in prints[f][number]) for f in contract), []).append(student)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def with_identical(pairs: list[Pair], groups: list[list[str]], prints: dict[str, list[list[Fingerprint]]],
+                   students: list[str]) -> list[Pair]:
+    """`pairs` with each two of a group of identical hand-ins at 1.0: down-weighting the code a tenth of the
+    class writes alike (similarity.index) had left byte-identical copies of common code at 0.08."""
+    number = {student: i for i, student in enumerate(students)}
+    copies = sorted((a, b) for group in groups for a, b in itertools.combinations(sorted(group), 2))
+    ones = []
+    for a, b in copies:
+        functions = [f for f in prints if prints[f][number[a]]]  # the same in both: they are one code
+        ones.append(Pair(a, b, 1.0, tuple(FunctionScore(f, 1.0) for f in functions), {f: 1.0 for f in functions},
+                         len(prints[functions[0]][number[a]]), 1.0))
+    taken = set(copies)
+    return ones + [pair for pair in pairs if (pair.a, pair.b) not in taken]
 
 
 def analyse(submissions: list[Submission], contract: list[str],

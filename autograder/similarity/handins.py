@@ -1,16 +1,18 @@
 """The class's hand-ins for a similarity report: from files and folders as `grade` reads them, or from the store.
 
-The store holds each graded student's file path; a file that has moved
-since grading (or lived in a zip extracted for grading) is named in a note,
-and the rest of the class is compared.
+The store holds each graded student's file path and keeps the bytes of
+hand-ins up to 16 MB (grading.history); a file that has moved since grading
+(or lived in a zip extracted for grading) is read from those, and only one
+the store kept no copy of is named in a note, the rest of the class compared.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from autograder.grading.discover import find_submissions
-from autograder.grading.store import stored_results
-from autograder.grading.submission import Submission, read_submission
+from autograder.grading.handin import FileBytes
+from autograder.grading.store import Store, stored_results
+from autograder.grading.submission import Submission, read_submission, submission_from_bytes
 from autograder.similarity.code import for_instructor
 from autograder.text import safe
 
@@ -27,14 +29,22 @@ def from_paths(paths: list[Path], assignment: str, module: str, workdir: Path) -
 
 
 def from_store(db: Path, assignment: str) -> tuple[list[Submission], list[str]]:
-    """(submissions, notes) of every student with a stored result for `assignment`, read from their files."""
+    """(submissions, notes) of every student with a stored result for `assignment`, read from their files, or
+    where a file is gone, from the copy the store kept of it."""
     _, results = stored_results(db, assignment)
+    gone = [r for r in results if not Path(r.file).is_file()]
+    with Store(db) as store:
+        kept = dict(store.handins([r.sha256 for r in gone if r.sha256]))
     submissions, notes = [], []
     for result in sorted(results, key=lambda r: r.student):
         path = Path(result.file)
-        if not path.is_file():
+        if path.is_file():
+            submissions.append(read_submission(path, result.student))
+        elif result.sha256 in kept:
+            data = kept[result.sha256]
+            submissions.append(submission_from_bytes(path, result.student, FileBytes(data, len(data), result.sha256)))
+        else:
             notes.append(f"{safe(result.student)}: not compared: the graded file {safe(path)} is no longer there "
-                         "(moved, or extracted from a zip for grading); pass the hand-ins' folder or zip as PATH")
-            continue
-        submissions.append(read_submission(path, result.student))
+                         "(moved, or extracted from a zip for grading) and the database kept no copy of it (it "
+                         "keeps hand-ins up to 16 MB); pass the hand-ins' folder or zip as PATH")
     return submissions, notes
