@@ -92,6 +92,17 @@ def test_an_exception_ordinary_input_also_raises_is_diagnosed_as_that(grade, tmp
     assert "no visible key" not in check.message.split("(if this")[0]  # not sent to the masking first
     named = {t.misconception for t in result.tests if t.misconception}
     assert not named & ALL_MASKED_IDEAS, [(t.name, t.misconception) for t in result.tests if t.misconception]
+    if case["raised"] == case.get("asked", "ValueError"):  # NumPy's own ValueError: no raise of the student's
+        assert "not a raise statement of yours" in check.message and "is your own" not in check.message, check.message
+
+
+def test_a_raise_of_the_students_own_on_ordinary_input_is_told_when_to_raise(grade, tmp_path):
+    snippet = tmp_path / "always.py"
+    snippet.write_text("def softmax(S):\n    raise ValueError('softmax: every key masked')\n")
+    result = grade(compose(tmp_path, "always_raises", snippet))
+    message = next(t.message for t in result.tests if t.name == "softmax.all_masked_raises")
+    own = "(if this ValueError is your own, raise ValueError only for a row whose every key is masked"
+    assert own in message, message
 
 
 _OWN_EXCEPTION = """

@@ -153,16 +153,19 @@ def describe(error: BaseException, filename) -> dict:
     except BaseException:  # noqa: BLE001 - a hostile __str__
         message = "(the exception's message could not be read)"
     line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None
-    code = None
+    code, last = None, None
     trace = error.__traceback__
     while trace is not None:
         if trace.tb_frame.f_code.co_filename.startswith(str(filename)):
             line, code = trace.tb_lineno, trace.tb_frame.f_code
-        trace = trace.tb_next
+        last, trace = trace, trace.tb_next
     described = {"type": type(error).__name__[:80], "message": message, "line": line, "kinds": builtin_kinds(error)}
     if code is not None:
         described["cell"] = cell_of(code.co_filename, str(filename))
         described["in"] = "" if code.co_name == "<module>" else code.co_name[:80]
+        # A raise statement of the student's own, not NumPy's error for shapes that do not fit at that line.
+        described["own"] = last.tb_frame.f_code is code and linecache.getline(
+            code.co_filename, line).lstrip().startswith("raise")
     return described
 
 

@@ -673,8 +673,8 @@ MISCONCEPTIONS = (
         "softmax_axis_1",
         "Softmax normalizes over the last axis, axis=-1 (the keys of each query): axis=1 is that axis only for a "
         "single matrix (Nq, Nk); with a batch axis in front it is the queries, and with heads too it is the heads. "
-        "The same holds for the test that a row has every key masked — slide 11.",
-        _SOFTMAX,
+        "The same holds for the test that a row has every key masked (and for torch.softmax's dim) — slide 11.",
+        (*_SOFTMAX, "attention_torch"),
         wrong=_wrong_softmax(_softmax_along_axis_1), shows=_sums_to_one_along(1, least_ndim=3)),
     Misconception(
         "softmax_no_max_subtraction",
@@ -782,8 +782,9 @@ MISCONCEPTIONS = (
     Misconception(
         "score_python_loops",
         "score is right on small inputs but too slow at T = 512: dense attention has a T × T score grid "
-        "(quadratic in T), so vectorize it: one array operation, Q @ Kᵀ over the last two axes, instead of "
-        "Python loops over queries and keys — slide 24.",
+        "(quadratic in T), so vectorize it as one matrix product, Q @ Kᵀ over the last two axes: not with Python "
+        "loops over queries and keys, nor through every product at once, (Q[..., :, None, :] * "
+        "K[..., None, :, :]).sum(-1), an array dk times the grid's size — slide 24.",
         ("score",), too_slow=("score.long_sequence",)),
     Misconception(
         "padding_off_by_one",
