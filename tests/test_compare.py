@@ -188,3 +188,16 @@ def test_only_a_float64_answer_of_float32_numbers_is_held_to_float32s_tolerance(
     expect_close(off.astype(np.float32).astype(np.float64), exact, tol, "x")
     with pytest.raises(CheckFailed):  # float32 numbers, wrong by more than float32's tolerance
         expect_close((exact * 1.001).astype(np.float32).astype(np.float64), exact, tol, "x")
+
+
+def test_rows_that_do_not_sum_to_one_are_told_what_is_missing():
+    from autograder.authoring.compare import expect_rows_sum_to_one
+    tol = Tolerance(rtol=1e-6, atol=1e-9)
+    S = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 1.0]])
+    log_weights = S - S.max(axis=-1, keepdims=True) - np.log(np.exp(S - S.max(axis=-1, keepdims=True)).sum(-1,
+                                                                                                          keepdims=True))
+    for weights, told in ((log_weights, "weights are never negative: exponentiate"),  # log-softmax: normalized already
+                          (np.exp(S), "normalize over the last axis (per query)")):
+        with pytest.raises(CheckFailed) as failed:
+            expect_rows_sum_to_one(weights, tol, "softmax(S)", "per query")
+        assert told in failed.value.message, failed.value.message

@@ -351,7 +351,9 @@ def expect_exact_zeros(got: np.ndarray, zero: np.ndarray, what: str, why: str) -
 
 
 def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: str = "") -> None:
-    """Every row (along the last axis) sums to 1; `advice` adds the assignment's own words."""
+    """Every row (along the last axis) sums to 1; `advice` adds the assignment's own words. Negative weights (log
+    weights) are told to exponentiate: normalizing them is not what is missing."""
+    advice = f" ({advice})" if advice else ""
     sums = got.astype(np.float64).sum(axis=-1)
     if got.dtype.kind == "f":
         tol = _for_precision(tol, got.dtype, sums.dtype)
@@ -360,9 +362,10 @@ def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: s
     bad = np.abs(sums - 1.0) > tol.atol * 10 + tol.rtol
     if bad.any():
         where = as_index(next(zip(*np.nonzero(bad))))
+        how = ("weights are never negative: exponentiate the shifted scores, then divide each by its row's sum"
+               if got.dtype.kind == "f" and (got < 0).any() else "normalize over the last axis" + advice)
         raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} rows do not sum to 1, e.g. row {where} "
-                          f"sums to {sums[where]:.6g}; normalize over the last axis"
-                          + (f" ({advice})" if advice else ""), got=got)
+                          f"sums to {sums[where]:.6g}; {how}", got=got)
 
 
 def _expect_same_nonfinite(flat, exp64, what, expected, got, index, block: int = BLOCK) -> None:
@@ -391,9 +394,7 @@ def as_index(position) -> tuple:
 
 
 def shown(value) -> str:
-    """repr(value), cut to SHOWN characters; an int too long to write is shown as <an int of 10,001 digits>.
-
-    The one way a check should write a returned value into a message: repr() of a returned 10**100000
-    raises ValueError, which would make the check, not the student's answer, the fault (authoring.shown).
-    """
+    """repr(value), cut to SHOWN characters; an int too long to write is shown as <an int of 10,001 digits>. The
+    one way a check should write a returned value into a message: repr() of a returned 10**100000 raises
+    ValueError, which would make the check, not the student's answer, the fault (authoring.shown)."""
     return shown_within(value, SHOWN)

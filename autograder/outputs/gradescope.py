@@ -126,7 +126,7 @@ def _summary(result: SubmissionResult, late: Late) -> str:
     lines += [f"Note: {note}" for note in result.notes]
     lines.append("Points per function:")
     lines += [f"  {name:<18}{got:g} / {possible:g}" for name, (got, possible) in result.by_function().items()]
-    lines.append("Hidden checks show their name, message and hint, never their inputs.")
+    lines.append("Hidden checks show their name, message and hint, never their input or expected arrays.")
     if note:
         lines.append(note)
     return "\n".join(lines)

@@ -499,6 +499,12 @@ def _padding_one_too_many(seen):
     return (np.arange(seen.args["n_k"])[None, :] <= lengths[:, None])[:, None, :]
 
 
+def _padding_inverted(seen):
+    """True for the padded keys (j ≥ L), as nn.MultiheadAttention's key_padding_mask marks them."""
+    lengths = np.asarray(seen.args["lengths"])
+    return (np.arange(seen.args["n_k"])[None, :] >= lengths[:, None])[:, None, :]
+
+
 def _padding_without_query_axis(seen):
     """(B, Nk) where the mask is (B, 1, Nk): without the query axis it lines the sequences up with the queries."""
     lengths = np.asarray(seen.args["lengths"])
@@ -791,6 +797,12 @@ MISCONCEPTIONS = (
         "A sequence of length L has keys 0 … L−1, so its padding mask is True for j < L, not j ≤ L "
         "— slide 21.",
         ("padding_mask",), wrong=_padding_one_too_many),
+    Misconception(
+        "padding_mask_inverted",
+        "The padding mask is True where a key exists and may be attended to, j < L, and False for the padding: "
+        "True for the padded keys is PyTorch's key_padding_mask, which marks what to hide, the opposite of "
+        "allowed — slide 21.",
+        ("padding_mask",), wrong=_padding_inverted),
     Misconception(
         "padding_without_query_axis",
         "The padding mask has shape (B, 1, Nk): the axis of length 1 stands for the queries, so one sequence's "
