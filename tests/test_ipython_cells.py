@@ -138,7 +138,7 @@ def test_a_worker_without_ipython_or_colab_gives_a_notebook_their_modules_and_a_
     script = textwrap.dedent("""
         import sys
         from autograder.sandbox import notebook_modules
-        notebook_modules.install(lambda *shown: print(*map(repr, shown), sep="\\n"))
+        notebook_modules.install(lambda *shown: print(*map(repr, shown), sep="\\n"), lambda: "the shell")
         from IPython.display import HTML, Markdown, clear_output, display
         from IPython import get_ipython
         from google.colab import drive, files
@@ -152,10 +152,11 @@ def test_a_worker_without_ipython_or_colab_gives_a_notebook_their_modules_and_a_
     bare = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT,
                           env={"PYTHONPATH": str(ROOT)})
     assert bare.returncode == 0, bare.stderr
-    assert bare.stdout.splitlines() == ["<Markdown '# weights'>", "<HTML '<b>A</b>'>", "3", "None {} False"]
+    # get_ipython() from IPython is the notebook's own, as in Jupyter: made, or given to the installed IPython
+    assert bare.stdout.splitlines() == ["<Markdown '# weights'>", "<HTML '<b>A</b>'>", "3", "the shell {} False"]
     installed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert installed.returncode == 0, installed.stderr
-    assert installed.stdout.splitlines()[-1].endswith(" {} True")  # IPython's own module, from site-packages
+    assert installed.stdout.splitlines()[-1] == "the shell {} True"  # IPython's own module, from site-packages
 
 
 SCRIPTED = '''
@@ -270,3 +271,25 @@ def test_notebooks_jupyter_runs_get_full_marks(grade_once, tmp_path):
     nbformat.write(notebook, path)
     result = grade_once(path)
     assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
+
+
+def test_more_of_what_ipython_reads_as_a_magic_and_what_as_python():
+    # Each of these had cost a correct notebook its imports cell (0 points) or left an untrue note.
+    hashed = '%matplotlib inline\nbanner = "week #%d" \\\n    % 7'  # a # in a string hides no backslash
+    assert read_cell("c", hashed).code().split("\n")[1:] == hashed.split("\n")[1:]
+    continued = "!pip install -q numpy \\\n    torch\nimport numpy as np"  # one shell command over two lines
+    assert read_cell("c", continued).code().split("\n") == ["pass  # !pip install -q numpy", "", "import numpy as np"]
+    commented = "    # week 7\nimport numpy as np\ndef f():\n    return np.ones(2)"  # only what every line shares
+    assert read_cell("c", commented).code() == commented
+    big = "%matplotlib inline\nDATA = [" + "0.5, " * 70_000 + "]"  # over the parse limit, its magic still read
+    assert read_cell("c", big).code().startswith("pass  # %matplotlib inline\nDATA = [")
+    assigned = "%matplotlib inline\nC = %time f(1)\nhere = %pwd\nn = %timeit -o f(1)"
+    assert read_cell("c", assigned).code().split("\n")[1:] == [
+        "C = f(1)  # C = %time f(1)", "here = __import__('os').getcwd()  # here = %pwd",
+        "n = None  # n = %timeit -o f(1)"]
+    assert read_cell("c", "%%capture log --no-stderr\nx = 1").code().startswith("log = __import__('types')")
+    assert read_cell("c", "%matplotlib inline\npwd\nls -la").code().split("\n")[1:] == ["pass  # pwd",
+                                                                                       "pass  # ls -la"]
+    assert read_cell("c", "fs[0]?").code() == "pass  # fs[0]?"
+    many = "a?\n" * 20_000  # past MAX_CANDIDATES no line is parsed on its own: each is read as what it looks like
+    assert read_cell("c", many).code() == "pass  # a?\n" * 20_000

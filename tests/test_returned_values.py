@@ -181,3 +181,35 @@ def test_replies_each_within_their_limit_are_refused_once_the_session_holds_enou
     assert result.score == 0 and not result.internal_error
     assert 1 <= len(read) <= REPLIES_KEPT // 33_520_000 + 1 and len(refused) >= len(result.tests) - len(read) - 2, [
         (t.name, t.message[:80]) for t in result.tests]
+
+
+FORGED_ID = """
+import sys as _sys
+
+
+def _socket():
+    frame = _sys._getframe(1)
+    while frame is not None:
+        if "inbox" in frame.f_locals:
+            return frame.f_globals["wire"], frame.f_locals["inbox"].sock
+        frame = frame.f_back
+    return None, None
+
+
+_right_softmax = softmax
+
+
+def softmax(S):
+    wire, sock = _socket()
+    if wire is not None:
+        wire.send(sock, {"event": "noise", "id": [1]})  # an id no dict can look up
+    return _right_softmax(S)
+"""
+
+
+def test_a_frame_whose_id_is_no_key_is_the_childs_problem_not_the_graders(grade_once, tmp_path_factory):
+    # The frame's size limit looked its id up in a dict: a list there raised TypeError in the grading process, and
+    # the hand-in became "internal error: the grader failed on this submission (not because of your code)".
+    result = grade_once(compose(tmp_path_factory.mktemp("forged"), "forged_id", _snippet(tmp_path_factory, FORGED_ID)))
+    assert not result.internal_error, result.internal_error[-500:]
+    assert not any(t.status == "ungraded" for t in result.tests)

@@ -475,3 +475,11 @@ def test_identical_copies_are_paired_at_one_however_common_their_code_is(tmp_pat
     group = sorted(["i01_einsum", "copy0", "copy1", "copy2", "copy3"])
     assert all(scores.get((a, b)) == 1.0 for i, a in enumerate(group) for b in group[i + 1:]), scores
     assert all(pair.whole == 1.0 for pair in comparison.pairs if pair.a in group and pair.b in group)
+    # The stub with its one-line answer filled in is what two honest students write alike: not one code.
+    stub = STUB.read_text()
+    for student, spacing in (("gina", "A @ V"), ("hank", "A@V")):
+        (tmp_path / f"{student}.py").write_text(stub.replace('raise NotImplementedError("context")',
+                                                             f"return {spacing}"))
+    stubs = compare_class("w07_attention", [read_submission(tmp_path / f"{s}.py") for s in ("gina", "hank")],
+                          STUB, SOURCE_DIR, jobs=1)
+    assert all(pair.score < 0.5 for pair in stubs.pairs), stubs.pairs

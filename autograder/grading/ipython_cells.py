@@ -24,6 +24,7 @@ line count, so a line the worker reports is the line the student sees.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -40,10 +41,14 @@ MAX_PARSED = 1 << 18
 _LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
 _TARGET = r"[A-Za-z_][\w.]*(?:\[[^\]=]*\])*"  # x, self.out, d['k']
 _ASSIGNED = re.compile(rf"^(\s*)({_TARGET}(?:\s*,\s*{_TARGET})*)\s*=\s*([!%])")  # x = !ls, x = %timeit -o f()
-_HELP = re.compile(r"^\s*(\?{1,2}[\w.*%]+|[\w.*%]+\?{1,2})\s*$")  # np.dot?, ?np.dot, np.*load*??
+_HELP = re.compile(r"^\s*(\?{1,2}[\w.*%\[\]]+|[\w.*%\[\]]+\?{1,2})\s*$")  # np.dot?, ?np.dot, np.*load*??, fs[0]?
 # Line magics Jupyter runs without their % (automagic, on by default), where the line is not Python.
 _AUTOMAGIC = re.compile(r"^(\s*)(pip|conda|cd|pwd|ls|mkdir|cat|rm|cp|mv|matplotlib|load_ext|reload_ext|autoreload|"
                         r"time|timeit|run|env|set_env|who|whos|history|reset|config)(\s|$)")
+# A line that may be IPython's, for counting before any is parsed; past MAX_CANDIDATES in a cell none is parsed.
+_CANDIDATE = re.compile(r"^\s*([%!?]|[\w.*%\[\]]+\?|[A-Za-z_][\w.,\s\[\]']*=\s*[!%])")
+MAX_CANDIDATES = 1000
+MAX_CANDIDATE_CHARS = 2000
 # What IPython takes for Python after a magic's name, not for the magic's arguments (its AssignmentChecker and
 # PythonOpsChecker): `history = dict(`, `ls, that = 1, 2`, `time (x)`. An empty rest is the magic alone.
 _PYTHON_AFTER_NAME = set("!=()<>,+*/%^&|")
@@ -99,14 +104,14 @@ def read_cell(label: str, source: str) -> Cell:
 
 
 def _cleaned(lines: list[str]) -> list[str]:
-    """The cell's lines as IPython reads them before anything else, each kept in its place: a cell whose first line
-    is indented loses that indentation on every line that has it (code pasted from inside a function), and a cell
+    """The cell's lines as IPython reads them before anything else, each kept in its place: the indentation every
+    line that holds anything shares is taken off (code pasted from inside a function, textwrap.dedent), and a cell
     pasted from a Python or IPython prompt (`>>> `, `... `, `In [3]: `, `   ...: `) loses its prompts. Leading
     empty lines, which IPython drops, stay empty here: a cell magic after them is still the cell's."""
     first = next((number for number, line in enumerate(lines) if line.strip()), None)
     if first is None:
         return lines
-    indent = lines[first][:len(lines[first]) - len(lines[first].lstrip(" \t"))]
+    indent = os.path.commonprefix([line[:len(line) - len(line.lstrip(" \t"))] for line in lines if line.strip()])
     if indent:
         lines = [line[len(indent):] if line.startswith(indent) else line for line in lines]
     for start, prompt in ((_CLASSIC_START, _CLASSIC_PROMPT), (_IPYTHON_PROMPT, _IPYTHON_PROMPT)):
@@ -118,10 +123,10 @@ def _cleaned(lines: list[str]) -> list[str]:
 def _captured(magic: str, arguments: str) -> str:
     """The line that stands for a Python cell magic's: for `%%capture NAME`, NAME holds what IPython's CapturedIO
     would hold had nothing been captured (the cell's output stays where the worker keeps it); else empty."""
-    names = arguments.split()
-    if magic != "%%capture" or not names or not names[-1].isidentifier():
+    names = [word for word in arguments.split() if not word.startswith("-")]  # --no-stderr and the like
+    if magic != "%%capture" or not names or not names[0].isidentifier():
         return ""
-    return (f"{names[-1]} = __import__('types').SimpleNamespace(stdout='', stderr='', outputs=[], "
+    return (f"{names[0]} = __import__('types').SimpleNamespace(stdout='', stderr='', outputs=[], "
             f"show=lambda: None)  # {magic} {arguments}")
 
 
@@ -131,13 +136,19 @@ def _plain(source: str) -> str:
     Only a line that starts a statement can be IPython's, as in IPython: a line inside brackets, a triple-quoted
     string or after a backslash continues the Python before it, whatever it starts with (`% (a, b)`, `!= True`)."""
     lines = source.split("\n")
-    ipython = [_ipython_line(line) for line in lines]  # once a line: a candidate may cost a parse
-    if not any(ipython) or _parses(source):
+    # Each candidate line is parsed once to tell IPython from Python; a cell of thousands is not a notebook's.
+    parse = sum(bool(_CANDIDATE.match(line) or _AUTOMAGIC.match(line)) for line in lines) <= MAX_CANDIDATES
+    ipython = [_ipython_line(line, parse) for line in lines]
+    if not any(ipython) or (len(source) <= MAX_PARSED and _parses(source)):  # longer: its magics are read too
         return source
-    plain, before = [], _Open()
+    plain, before, magic_continues = [], _Open(), False
     for line, marked in zip(lines, ipython):
-        if marked and not before.continues():
-            plain.append(_python_line(line))  # a whole statement: it leaves nothing open
+        if magic_continues:  # a magic or shell line continued with a backslash: IPython joins them into one
+            plain.append("")
+            magic_continues = line.endswith("\\")
+        elif marked and not before.continues():
+            plain.append(_python_line(line.removesuffix("\\")))  # a whole statement: it leaves nothing open
+            magic_continues = line.endswith("\\")
         else:
             plain.append(line)
             before = before.after(line)
@@ -166,7 +177,7 @@ class _Open:
                     return _Open(depth, quote)
                 quote, at = "", end
             elif line[at] == "#":
-                break
+                return _Open(depth)  # a comment: no backslash after it continues the line
             elif line.startswith(('"""', "'''"), at):
                 quote, at = line[at:at + 3], at + 3
             elif line[at] in "'\"":
@@ -176,7 +187,7 @@ class _Open:
             else:
                 depth += (line[at] in "([{") - (line[at] in ")]}" and depth > 0)
                 at += 1
-        return _Open(depth, quote, not quote and line.endswith("\\") and "#" not in line)
+        return _Open(depth, quote, not quote and line.endswith("\\"))
 
 
 def _closing(line: str, at: int, quote: str) -> int:
@@ -191,15 +202,21 @@ def _closing(line: str, at: int, quote: str) -> int:
     return -1
 
 
-def _ipython_line(line: str) -> bool:
+def _ipython_line(line: str, parse: bool = True) -> bool:
     """A line of IPython that is not Python: a magic or shell line, an assignment from one, help, automagic (a
-    magic's name followed by its arguments, not by Python: IPython leaves `history = dict(` and `time(x)` alone)."""
+    magic's name followed by its arguments, not by Python: IPython leaves `history = dict(` and `time(x)` alone;
+    alone or with options, `pwd` and `ls -la` are the magic, which Python would only take for names).
+    parse: tell a candidate from Python that looks like one by parsing it."""
     if _LINE_MAGIC.match(line):
         return True
     automagic = _AUTOMAGIC.match(line)
-    if automagic and line[automagic.end():].lstrip()[:1] in _PYTHON_AFTER_NAME:
+    rest = line[automagic.end():].strip() if automagic else ""
+    if automagic and (not rest or rest.startswith("-")):
+        return True
+    if automagic and rest[:1] in _PYTHON_AFTER_NAME:
         automagic = None
-    return bool(_ASSIGNED.match(line) or _HELP.match(line) or automagic) and not _parses(line.strip())
+    parse = parse and len(line) <= MAX_CANDIDATE_CHARS  # a magic's line is short: a long one is decided as IPython
+    return bool(_ASSIGNED.match(line) or _HELP.match(line) or automagic) and not (parse and _parses(line.strip()))
 
 
 def _python_line(line: str) -> str:
@@ -207,7 +224,10 @@ def _python_line(line: str) -> str:
     written = line.strip()
     assigned = _ASSIGNED.match(line)
     if assigned:
-        return f"{assigned.group(1)}{assigned.group(2)} = {'[]' if assigned.group(3) == '!' else 'None'}  # {written}"
+        magic = line[assigned.end():].strip()  # `x = %time f()` is f()'s value, `x = %pwd` the folder, as in IPython
+        value = (magic[len("time "):] if magic.startswith("time ") else "__import__('os').getcwd()" if magic == "pwd"
+                 else "[]" if assigned.group(3) == "!" else "None")
+        return f"{assigned.group(1)}{assigned.group(2)} = {value}  # {written}"
     if _AUTOMAGIC.match(line):
         line = _AUTOMAGIC.sub(r"\1%\2\3", line, count=1)
     indent = line[:len(line) - len(line.lstrip())]

@@ -71,10 +71,10 @@ def printed_note(output: str, audience: str, hidden_ran: bool = True) -> str:
     """The sentence that stands in for printed output `audience` may not see ("" when there is none to hide)."""
     if not output or printed_output(output, audience, hidden_ran):
         return ""
-    return ("Your code printed something while it was graded (at its top level or in its functions). All of it is "
-            "kept for your instructor only: hidden checks ran in the same process, and what a function prints can "
-            "show their inputs. Remove the prints, or use `autograder check` to see what your code prints on the "
-            "public checks.")
+    return ("Your code printed something while it was graded (at its top level or in its functions), or a library "
+            "it called printed a warning (NumPy's divide by zero, say). All of it is kept for your instructor only: "
+            "hidden checks ran in the same process, and what a function prints can show their inputs. Remove the "
+            "prints, or use `autograder check` to see what your code prints and warns on the public checks.")
 
 
 def submission_output(result: SubmissionResult, audience: str) -> str:

@@ -85,7 +85,7 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     sys.modules[module.__name__] = module
     if notebook:
         sys.path.insert(0, "")
-        notebook_modules.install(given["display"])  # google.colab, IPython.display where nothing gives them
+        notebook_modules.install(given["display"], given["get_ipython"])  # google.colab, IPython.display, ...
     problems = []
     skip = set(spec["skip"])
     me = os.getpid()

@@ -17,6 +17,8 @@ provides, so a child that imports neither pays nothing for it.
   magics calls it (`get_ipython().run_line_magic('matplotlib', 'inline')`, `.system('pip install ...')`).
   `Shell` does with those calls what the grader does with the magics themselves (grading.ipython_cells):
   nothing, but for `%pylab`, a cell magic whose body is Python (`%%time`), and `%%writefile`.
+  `IPython.get_ipython` gives it too, as in Jupyter (`from IPython import get_ipython`), whether
+  IPython is installed (its module is given the notebook's once imported) or made here.
 """
 from __future__ import annotations
 
@@ -39,9 +41,36 @@ def made(name: str) -> bool:
     return name in MADE or name.rpartition(".")[0] in ("google.colab", "IPython.display")
 
 
-def install(display) -> None:
-    """Let a notebook's cells import these modules; display: the notebook's own `display`."""
-    sys.meta_path.append(NotebookModules(display))
+def install(display, get_ipython) -> None:
+    """Let a notebook's cells import these modules; display, get_ipython: the notebook's own."""
+    sys.meta_path.append(NotebookModules(display, get_ipython))
+    if "IPython" in sys.modules:  # imported by the zygote for the class (grading.class_imports)
+        sys.modules["IPython"].get_ipython = get_ipython
+    else:
+        sys.meta_path.insert(0, _ShellGiver(get_ipython))
+
+
+class _ShellGiver(importlib.abc.MetaPathFinder):
+    """Gives an installed IPython, as it is first imported, the notebook's `get_ipython`: outside a kernel
+    its own returns None, and `from IPython import get_ipython` then `.run_line_magic(...)` stopped the cell."""
+
+    def __init__(self, get_ipython):
+        self._get_ipython = get_ipython
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "IPython":
+            return None
+        sys.meta_path.remove(self)  # once, and the rest of the path finds the installed one (or none)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        execute, given = spec.loader.exec_module, self._get_ipython
+
+        def exec_module(module):
+            execute(module)
+            module.get_ipython = given
+        spec.loader.exec_module = exec_module  # this spec's own loader: no other import sees the change
+        return spec
 
 
 class Shown:
@@ -57,9 +86,9 @@ class Shown:
 class NotebookModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds google.colab and IPython.display where no installed package does, and makes them."""
 
-    def __init__(self, display):
+    def __init__(self, display, get_ipython):
         self._makers = {"google": lambda: _package("google"), "google.colab": _colab,
-                        "IPython": _ipython, "IPython.display": lambda: _ipython_display(display)}
+                        "IPython": lambda: _ipython(get_ipython), "IPython.display": lambda: _ipython_display(display)}
 
     def find_spec(self, name, path=None, target=None):
         if name not in self._makers:
@@ -96,9 +125,9 @@ def _colab() -> types.ModuleType:
     return colab
 
 
-def _ipython() -> types.ModuleType:
+def _ipython(get_ipython) -> types.ModuleType:
     ipython = _package("IPython")
-    ipython.get_ipython = lambda: None  # not running in IPython, as a script's get_ipython() says
+    ipython.get_ipython = get_ipython
     return ipython
 
 

@@ -133,7 +133,8 @@ class Session:
         (REPLIES_KEPT), which an admitted frame counts against. One call's limit is generous (an honest answer
         can be a few times its inputs); a submission whose every reply came near it had the grading process
         keep gigabytes until it judged them."""
-        limit = min(self.reply_limits.get(header.get("id"), EVENT_LIMIT),
+        call = header.get("id")  # the child's word: a list here is no key (a TypeError in this process)
+        limit = min(self.reply_limits.get(call, EVENT_LIMIT) if type(call) is int else EVENT_LIMIT,
                     max(ALWAYS_ROOM, REPLIES_KEPT - self.replies_kept))
         self.replies_kept += size if size <= limit else 0
         return limit

@@ -16,7 +16,7 @@ from pathlib import Path
 from autograder.grading.submission import Submission
 from autograder.similarity.code import StudentCode, contract_functions, released_tokens, student_code
 from autograder.similarity.fingerprint import Fingerprint, fingerprints
-from autograder.similarity.index import FunctionIndex, FunctionScore, Pair, build_indexes, score_pairs
+from autograder.similarity.index import WHOLE_FLOOR, FunctionIndex, FunctionScore, Pair, build_indexes, score_pairs
 
 PARALLEL_FROM = 64  # students; below this, starting processes costs more than it saves
 CHUNK = 32
@@ -58,31 +58,34 @@ def compare_class(assignment: str, submissions: list[Submission], stub: Path, so
             notes.append(f"{student}: the unchanged stub (every function as released); paired with no one")
     pairs = score_pairs(students, list(indexes.values()))
     same = identical_groups(students, prints, contract, released)
-    return Comparison(assignment, contract, students, codes, prints, indexes, with_identical(pairs, same, prints,
-                                                                                               students), notes)
+    return Comparison(assignment, contract, students, codes, prints, indexes,
+                      with_identical(pairs, same, prints, students, released), notes)
 
 
 def identical_groups(students: list[str], prints: dict[str, list[list[Fingerprint]]], contract: list[str],
                      released: set[int]) -> list[list[str]]:
     """Students whose every function has the same fingerprints (copies, however renamed, recommented or
-    respaced), two or more to a group; hand-ins with nothing but released code are no one's copies."""
+    respaced), two or more to a group. Only hand-ins with as much code of their own as a whole file is weighed
+    from (WHOLE_FLOOR fingerprints, about six lines, beyond what was released): the stub with `return A @ V`
+    filled in is what two honest students write alike."""
     groups: dict[tuple, list[str]] = {}
     for number, student in enumerate(students):
-        own = [p.hash for f in contract for p in prints[f][number] if p.hash not in released]
-        if own:
+        own = {p.hash for f in contract for p in prints[f][number]} - released
+        if len(own) >= WHOLE_FLOOR:
             groups.setdefault(tuple(tuple(p.hash for p in prints[f][number]) for f in contract), []).append(student)
     return [group for group in groups.values() if len(group) > 1]
 
 
 def with_identical(pairs: list[Pair], groups: list[list[str]], prints: dict[str, list[list[Fingerprint]]],
-                   students: list[str]) -> list[Pair]:
-    """`pairs` with each two of a group of identical hand-ins at 1.0: down-weighting the code a tenth of the
-    class writes alike (similarity.index) had left byte-identical copies of common code at 0.08."""
+                   students: list[str], released: set[int]) -> list[Pair]:
+    """`pairs` with each two of a group of identical hand-ins at 1.0, every function they wrote (beyond the
+    released code) listed: down-weighting the code a tenth of the class writes alike (similarity.index) had left
+    byte-identical copies of common code at 0.08."""
     number = {student: i for i, student in enumerate(students)}
     copies = sorted((a, b) for group in groups for a, b in itertools.combinations(sorted(group), 2))
     ones = []
-    for a, b in copies:
-        functions = [f for f in prints if prints[f][number[a]]]  # the same in both: they are one code
+    for a, b in copies:  # the same in both: they are one code
+        functions = [f for f in prints if {p.hash for p in prints[f][number[a]]} - released]
         ones.append(Pair(a, b, 1.0, tuple(FunctionScore(f, 1.0) for f in functions), {f: 1.0 for f in functions},
                          len(prints[functions[0]][number[a]]), 1.0))
     taken = set(copies)
