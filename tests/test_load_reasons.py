@@ -105,3 +105,13 @@ def test_more_code_than_any_solution_needs_is_not_loaded_and_never_parsed(tmp_pa
     long_py.write_text(FUNCTIONS + "\n#" + "x" * (1 << 20))
     assert "million characters of code" in read_submission(long_py).problem
     assert read_submission(PLAIN).problem == ""
+
+
+def test_a_notebook_of_more_json_than_any_notebook_holds_is_refused_unparsed(tmp_path):
+    # 17 million empty objects in a cell's metadata (51 MB) had the grading process hold 1.5 GB while parsing.
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FUNCTIONS)])
+    notebook.cells[0].metadata["junk"] = [{}] * 600_000
+    path = tmp_path / "junk.ipynb"
+    nbformat.write(notebook, path)
+    problem = read_submission(path).problem
+    assert "holds 600,0" in problem and "JSON objects and lists" in problem and "resubmit" in problem, problem
