@@ -45,8 +45,9 @@ _HELP = re.compile(r"^\s*(\?{1,2}[\w.*%\[\]]+|[\w.*%\[\]]+\?{1,2})\s*$")  # np.d
 # Line magics Jupyter runs without their % (automagic, on by default), where the line is not Python.
 _AUTOMAGIC = re.compile(r"^(\s*)(pip|conda|cd|pwd|ls|mkdir|cat|rm|cp|mv|matplotlib|load_ext|reload_ext|autoreload|"
                         r"time|timeit|run|env|set_env|who|whos|history|reset|config)(\s|$)")
-# A line that may be IPython's, for counting before any is parsed; past MAX_CANDIDATES in a cell none is parsed.
-_CANDIDATE = re.compile(r"^\s*([%!?]|[\w.*%\[\]]+\?|[A-Za-z_][\w.,\s\[\]']*=\s*[!%])")
+# The forms of a line that may be IPython's. Past MAX_CANDIDATES of them in a cell, or past MAX_CANDIDATE_CHARS in a
+# line, a line of that form is taken for IPython's unparsed: a cell of thousands is no notebook's.
+_CANDIDATES = (_LINE_MAGIC, _ASSIGNED, _HELP, _AUTOMAGIC)
 MAX_CANDIDATES = 1000
 MAX_CANDIDATE_CHARS = 2000
 # What IPython takes for Python after a magic's name, not for the magic's arguments (its AssignmentChecker and
@@ -136,9 +137,11 @@ def _plain(source: str) -> str:
     Only a line that starts a statement can be IPython's, as in IPython: a line inside brackets, a triple-quoted
     string or after a backslash continues the Python before it, whatever it starts with (`% (a, b)`, `!= True`)."""
     lines = source.split("\n")
+    candidates = sum(any(form.match(line) for form in _CANDIDATES) for line in lines)
+    if not candidates:  # the most of a notebook's cells: nothing that looks like IPython
+        return source
     # Each candidate line is parsed once to tell IPython from Python; a cell of thousands is not a notebook's.
-    parse = sum(bool(_CANDIDATE.match(line) or _AUTOMAGIC.match(line)) for line in lines) <= MAX_CANDIDATES
-    ipython = [_ipython_line(line, parse) for line in lines]
+    ipython = [_ipython_line(line, candidates <= MAX_CANDIDATES) for line in lines]
     if not any(ipython) or (len(source) <= MAX_PARSED and _parses(source)):  # longer: its magics are read too
         return source
     plain, before, magic_continues = [], _Open(), False
