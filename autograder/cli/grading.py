@@ -102,8 +102,7 @@ def _grade(args) -> int:
             starting(f"not graded, nothing stored: {problem}")
         if not found:
             raise LayoutError(f"none of the {counted(len(refused), 'hand-in')} found can be graded as the class folder "
-                              "stands; "
-                              "fix what is named above and grade again")
+                              "stands; fix what is named above and grade again")
         if assignment.late.due is not None:
             for line in _timed_by_file(found):
                 starting(line)
