@@ -40,8 +40,8 @@ def test_each_cell_keeps_its_line_count_and_names_reach_the_worker_only_as_liter
 
 
 def test_ipython_only_lines_become_python_and_a_cell_that_parses_is_kept_as_written():
-    assert read_cell("c", "files = !ls\nd['k'], n = %timeit -o f()").code() == (
-        "files = []  # files = !ls\nd['k'], n = None  # d['k'], n = %timeit -o f()")
+    assert read_cell("c", "files = !ls\nd['k'], n = %sx ls").code() == (
+        "files = []  # files = !ls\nd['k'], n = []  # d['k'], n = %sx ls")
     assert read_cell("c", "np.dot?\n?np.dot\nnp.*load*??").code().split("\n") == [
         "pass  # np.dot?", "pass  # ?np.dot", "pass  # np.*load*??"]
     assert read_cell("c", "pip install torch\ncd ..\ntime = 5").code() == (
@@ -286,7 +286,9 @@ def test_more_of_what_ipython_reads_as_a_magic_and_what_as_python():
     assigned = "%matplotlib inline\nC = %time f(1)\nhere = %pwd\nn = %timeit -o f(1)"
     assert read_cell("c", assigned).code().split("\n")[1:] == [
         "C = f(1)  # C = %time f(1)", "here = __import__('os').getcwd()  # here = %pwd",
-        "n = None  # n = %timeit -o f(1)"]
+        "n = __import__('types').SimpleNamespace(best=0.0, worst=0.0, average=0.0, stdev=0.0, all_runs=[], "
+        "timings=[], loops=1, repeat=1)  # n = %timeit -o f(1)"]
+    assert read_cell("c", "%matplotlib inline\nfiles = %sx ls").code().endswith("files = []  # files = %sx ls")
     assert read_cell("c", "%%capture log --no-stderr\nx = 1").code().startswith("log = __import__('types')")
     assert read_cell("c", "%matplotlib inline\npwd\nls -la").code().split("\n")[1:] == ["pass  # pwd",
                                                                                        "pass  # ls -la"]

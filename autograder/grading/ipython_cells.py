@@ -57,6 +57,9 @@ _PYTHON_AFTER_NAME = set("!=()<>,+*/%^&|")
 _CLASSIC_START = re.compile(r"^>>>( |$)")
 _CLASSIC_PROMPT = re.compile(r"^(>>>|\.\.\.)( |$)")
 _IPYTHON_PROMPT = re.compile(r"^(In \[\d+\]: |\s*\.{3,}: ?)")
+# What `x = %timeit -o f()` gives here, where nothing is timed: IPython's TimeitResult's fields, all 0.
+_TIMED = ("__import__('types').SimpleNamespace(best=0.0, worst=0.0, average=0.0, stdev=0.0, all_runs=[], "
+          "timings=[], loops=1, repeat=1)")
 # Built-ins reached through the builtins module: a student's own `open` or `exec` must not change what these do.
 _BUILTINS = "__import__('builtins')"
 
@@ -229,7 +232,8 @@ def _python_line(line: str) -> str:
     if assigned:
         magic = line[assigned.end():].strip()  # `x = %time f()` is f()'s value, `x = %pwd` the folder, as in IPython
         value = (magic[len("time "):] if magic.startswith("time ") else "__import__('os').getcwd()" if magic == "pwd"
-                 else "[]" if assigned.group(3) == "!" else "None")
+                 else _TIMED if magic.startswith("timeit ") and " -o" in f" {magic}"
+                 else "[]" if assigned.group(3) == "!" or magic.split(" ", 1)[0] in ("sx", "system") else "None")
         return f"{assigned.group(1)}{assigned.group(2)} = {value}  # {written}"
     if _AUTOMAGIC.match(line):
         line = _AUTOMAGIC.sub(r"\1%\2\3", line, count=1)
