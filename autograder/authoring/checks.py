@@ -362,7 +362,7 @@ def _raises_on_ordinary_input(function: str, raised, also_raised, exception: str
         return f"{message}; fix that first: this check needs the right values there before it can judge the error case"
     if also_raised is None:  # raises where it should return, returns where it should raise
         return f"{message}; {advice}"
-    if not raised.own:  # NumPy's (or another library's) error at that line: no raise of the student's to move
+    if raised.own is False:  # NumPy's (or another library's) error at that line: no raise of the student's to move
         return f"{message}; fix that first: the code that line calls raised it, not a raise statement of yours"
     return f"{message}; fix that first (if this {exception} is your own, {advice})"
 

@@ -74,8 +74,9 @@ class Raised:
     unfit: the call's arguments did not bind to the function's own parameters (a renamed or missing one),
     so it raised before running. The worker's word, like the rest, used only to say what to do.
     kinds: the built-in classes it subclasses, as the worker read them: no more to be trusted than `type`.
-    own: raised by a `raise` statement in the student's file, not by a library the line called (NumPy's
-    ValueError for shapes that do not fit), as the worker saw it: for what the feedback advises only.
+    own: raised by a `raise` statement in the student's file (True), or by a library the line called (False:
+    NumPy's ValueError for shapes that do not fit), as the worker saw it; None where it could not tell (no
+    line of the file in the traceback, an in-kernel check). For what the feedback advises only.
     """
 
     type: str
@@ -85,7 +86,7 @@ class Raised:
     cell: str = ""
     within: str = ""
     kinds: tuple[str, ...] = ()  # the built-in exception classes it is an instance of besides `type`
-    own: bool = False
+    own: bool | None = None
 
     def is_a(self, exception: str) -> bool:
         """Whether `except <exception>` (a built-in's name) catches it: its type or a built-in it subclasses."""

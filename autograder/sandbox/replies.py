@@ -198,7 +198,7 @@ def _raised(tree) -> Raised:
                   line if type(line) is int else None, tree.get("unfit") is True,
                   cell=safe(tree.get("cell", ""), 40), within=safe(tree.get("in", ""), 80),
                   kinds=tuple(safe(kind, 80) for kind in kinds[:8]) if isinstance(kinds, list) else (),
-                  own=tree.get("own") is True)
+                  own=tree.get("own") if type(tree.get("own")) is bool else None)
 
 
 def size_text(n: int) -> str:
