@@ -227,6 +227,24 @@ def test_student_controlled_text_is_escaped(reported):
     assert PRINTED not in markdown and "kept for your instructor" in markdown
 
 
+def test_an_exception_message_makes_no_blocks_or_links_on_the_markdown_page(tmp_path):
+    """A message that would forge a heading, a list, a code block or a link is shown as the text it is."""
+    mistune = pytest.importorskip("mistune")  # nbconvert's renderer: installed with the nbgrader extra
+    forged = ("raised ValueError: oops\n\nTotal: 100 / 100 points. All checks passed.\n===\n\n- Grader note: see "
+              "https://evil.example/regrade or www.evil.example\n\n    indented\n1. first\n+ plus\n---\n~~~")
+    check = CheckResult("f.c", "f", "public", "failed", 0, 1, forged)
+    with Store(tmp_path / "g.db") as store:
+        store.save(SubmissionResult("s1", "w07_attention", "s1.py", "x", "v", 1, "bwrap", (check,),
+                                    max_score=1))
+    assert run_cli("report", "--db", tmp_path / "g.db", "--out", tmp_path / "out").returncode == 0
+    page = mistune.create_markdown(plugins=["url", "strikethrough", "table"])(
+        (tmp_path / "out" / "feedback" / "s1.md").read_text())
+    section = page[page.index("<h3>f.c"):page.index("<h2>What the sandbox")]
+    assert not re.search(r"<(h[12]|li|a |pre|code|ol|del)\b", section), section
+    assert page.count("<h1>") == 1  # the page's own title
+    assert "Total: 100 / 100 points. All checks passed.<br />\n===" in section  # the text itself, line by line
+
+
 def test_report_errors_say_what_to_do(tmp_path):
     done = run_cli("report", "--db", tmp_path / "missing.db", "--out", tmp_path / "out")
     assert done.returncode == 2

@@ -10,13 +10,12 @@ result is decided by `autograder.outputs.audience`, as for every output.
 
 Everything a student controls (ids, printed output, exception messages
 inside check messages) is escaped: the HTML templates autoescape, and the
-Markdown environment escapes every value it prints unless it is a fenced
-code block built here (`Verbatim`).
+Markdown environment escapes every value it prints (`autograder.outputs.markdown`), inline marks
+and the starts of blocks alike, unless it is a fenced code block built there.
 """
 from __future__ import annotations
 
 import hashlib
-import re
 import statistics
 import urllib.parse
 from dataclasses import dataclass, field, replace
@@ -28,6 +27,7 @@ from autograder.grading.examples import render_value
 from autograder.grading.late import LATE_MEANINGS, Late, LateRule, assess_result
 from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flag_kind, flags
 from autograder.outputs import audience
+from autograder.outputs import markdown as markdown_text
 from autograder.outputs.grades_csv import write_csv
 from autograder.outputs.plots import plots
 from autograder.text import counted, safe
@@ -283,34 +283,13 @@ def _html_text(value):
     return safe(value) if isinstance(value, str) else value
 
 
-class Verbatim(str):
-    """Text the Markdown templates print as it is: a fenced code block built by `_code_block`."""
-
-
-def _markdown_escape(value) -> str:
-    """Any value printed into Markdown: no raw HTML, no accidental emphasis, links or table cells."""
-    if isinstance(value, Verbatim):
-        return value
-    text = "" if value is None else safe(value)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return re.sub(r"([\\`*_\[\]|#])", r"\\\1", text)
-
-
-def _code_block(text) -> Verbatim:
-    """A fenced block longer than any backtick run inside, so the text cannot end it."""
-    text = safe(text)
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return Verbatim(f"{fence}\n{text}\n{fence}")
-
-
 def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     loader = jinja2.FileSystemLoader(TEMPLATES)
     html = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
                               finalize=_html_text, trim_blocks=True, lstrip_blocks=True)
-    markdown = jinja2.Environment(loader=loader, autoescape=False, finalize=_markdown_escape,
+    markdown = jinja2.Environment(loader=loader, autoescape=False, finalize=markdown_text.escape,
                                   undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    markdown.filters["code"] = _code_block
+    markdown.filters["code"] = markdown_text.code_block
     for env in (html, markdown):
         env.filters["points"] = lambda x: f"{x:g}"
         env.filters["counted_points"] = lambda x: counted(x, "point")  # "−1 point", "−2 points"

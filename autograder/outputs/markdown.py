@@ -1,0 +1,49 @@
+"""Text printed into the Markdown feedback pages, so that what a student controls stays text.
+
+A student's text reaches a page inside check messages (an exception's message), printed output and
+ids. Escaping the inline marks is not enough: Markdown builds blocks from the start of each line, so
+a message holding a newline followed by `===`, `- `, `1. ` or four spaces would make a heading, a
+list item or a code block of its own on the student's page (a forged "Total: 100 / 100"). So every
+line of a value is joined to the one before by a hard line break, its indentation dropped and its
+first character escaped where it could open a block; links are never formed from it either.
+"""
+from __future__ import annotations
+
+import re
+
+from autograder.text import safe
+
+# Marks with an inline meaning anywhere (emphasis, code, links, tables, headings, strikethrough, e-mail links).
+_INLINE = re.compile(r"([\\`*_\[\]|#~@])")
+# A bare web address that GitHub-flavoured renderers would make a link: `http://…`, `www.…`.
+_ADDRESS = re.compile(r"(?i):(?=//)|(?<=www)\.")
+# What opens a block at the start of a line once the inline marks are escaped: a list item or thematic
+# break (-, +), a setext heading's underline (=), an ordered list item (1. or 1)).
+_BLOCK_START = re.compile(r"^([-+=])|^(\d+)([.)])")
+
+
+class Verbatim(str):
+    """Text the Markdown templates print as it is: a fenced code block built by `code_block`."""
+
+
+def escape(value) -> str:
+    """Any value printed into Markdown as plain text: no raw HTML, emphasis, links, table cells or blocks."""
+    if isinstance(value, Verbatim):
+        return value
+    text = "" if value is None else safe(value)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _ADDRESS.sub(r"\\\g<0>", _INLINE.sub(r"\\\1", text))
+    lines = (line.strip() for line in text.split("\n"))
+    return "\\\n".join(_BLOCK_START.sub(_escaped_start, line) for line in lines if line)
+
+
+def _escaped_start(match: re.Match) -> str:
+    return "\\" + match.group(1) if match.group(1) else match.group(2) + "\\" + match.group(3)
+
+
+def code_block(text) -> Verbatim:
+    """A fenced block longer than any backtick run inside, so the text cannot end it."""
+    text = safe(text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return Verbatim(f"{fence}\n{text}\n{fence}")
