@@ -90,6 +90,34 @@ def test_autograd_left_off_by_the_top_level_is_named_not_called_a_detach(grader,
                and "it was detached" not in r.message for r in torch_checks), [r.message for r in torch_checks]
 
 
+def test_weights_cut_from_autograd_lose_the_gradient_checks(grader, folder):
+    """attention_torch's A must stay connected too: right values copied through NumPy earn no gradient check."""
+    path = folder / "weights_wrapped.py"
+    path.write_text(PLAIN.read_text() + "\n\n_attention_torch = attention_torch\n\n"
+                    "def attention_torch(*args, **kwargs):\n    C, A = _attention_torch(*args, **kwargs)\n"
+                    "    return C, torch.from_numpy(A.detach().numpy().copy())\n")
+    failed = [r for r in graded(grader, path) if r.status != "passed"]
+    assert {r.function for r in failed} == {"attention_torch"} and len(failed) >= 3, [r.name for r in failed]
+    assert all("returned value 2 of 2 is not connected to the autograd graph" in r.message for r in failed)
+
+
+def test_what_one_function_switches_off_reaches_no_other_functions_call(grader, folder):
+    """attention switching autograd off (and float64 tensors on, NumPy's overflow to errors) for good costs a right
+    attention_torch nothing: each call starts from the state the file's top level left. The function that switches
+    autograd off in its own call is told so, not that it detached."""
+    leaky = ("\n\n_attention = attention\n\ndef attention(*args, **kwargs):\n"
+             "    torch.set_grad_enabled(False)\n    torch.set_default_dtype(torch.float64)\n"
+             "    np.seterr(all='raise')\n    return _attention(*args, **kwargs)\n")
+    path = folder / "leaky.py"
+    path.write_text(PLAIN.read_text() + leaky)
+    assert [(r.name, r.message) for r in graded(grader, path) if r.status != "passed"] == []
+    path = folder / "own_switch.py"
+    path.write_text(PLAIN.read_text() + leaky.replace("attention", "attention_torch"))
+    torch_checks = [r for r in graded(grader, path) if r.function == "attention_torch" and r.status != "passed"]
+    assert torch_checks and all("autograd was switched off during the call" in r.message for r in torch_checks), \
+        [r.message for r in torch_checks]
+
+
 def test_always_raising_fails_the_error_path_checks_on_the_valid_neighbour(grader, folder):
     for function in ("softmax", "attention"):
         results = graded(grader, write_degenerate(folder, function, "raises"))

@@ -37,9 +37,7 @@ import socket
 import sys
 import traceback
 
-import numpy as np
-
-from autograder.sandbox import kernel, libraries, loader, region, seccomp, stopped_at, values, wire
+from autograder.sandbox import kernel, libraries, loader, region, seccomp, stopped_at, tensors, values, wire
 from autograder.sandbox.scratch import fresh_directory, readable, wipe
 
 CONTROL_LIMIT = 1 << 20  # bytes of buffers in one message from the grader to the zygote
@@ -300,6 +298,7 @@ def _serve(inbox: _Inbox, stamps: socket.socket, namespace: dict) -> None:
     sys.meta_path.insert(0, watch)  # after loading: imports at the top of the file are no call's
     stopped_at.install(inbox.sock, lambda: watch.call_id, str(namespace.get("__file__")))
     me = os.getpid()
+    state = tensors.LibraryState()  # as the file's top level left it: each call starts from it
     mappings = []  # of the grader's shared memory regions, in the order they were sent (map_region closes each)
     while True:
         frame, fds = inbox.next()
@@ -310,6 +309,7 @@ def _serve(inbox: _Inbox, stamps: socket.socket, namespace: dict) -> None:
         if header.get("shared") is not None:
             buffers = region.shared_buffers(_mapping(mappings, header.get("region")), header["shared"])
         watch.call_id = header.get("id")
+        state.restore()
         reply, reply_buffers = _call(header, buffers, namespace)
         watch.call_id = None
         loader.exit_if_forked_copy(me)
@@ -339,12 +339,12 @@ def _call(request: dict, buffers: list, namespace: dict):
     args = [values.decode(tree, buffers) for tree in request["args"]]
     kwargs = {name: values.decode(tree, buffers) for name, tree in request["kwargs"].items()}
     if request.get("as_tensors"):
-        args = [_to_tensor(a, request.get("backward") is not None) for a in args]
-        kwargs = {name: _to_tensor(a, False) for name, a in kwargs.items()}
+        args = [tensors.to_tensor(a, request.get("backward") is not None) for a in args]
+        kwargs = {name: tensors.to_tensor(a, False) for name, a in kwargs.items()}
     reply = {"event": "reply", "id": request["id"]}
     out = []
     function = namespace[request["function"]]
-    # Autograd switched off before the call (torch.set_grad_enabled(False) in the file's top level): named as such.
+    # Autograd off when the call begins: the file's top level switched it off (each call starts from its state).
     grad_on = request.get("backward") is None or sys.modules["torch"].is_grad_enabled()
     try:
         result = function(*args, **kwargs)
@@ -356,45 +356,9 @@ def _call(request: dict, buffers: list, namespace: dict):
     try:
         reply["value"] = values.encode(result, out)
         if request.get("backward") is not None:
-            reply.update(_backward(result, args, request["backward"], buffers, out, grad_on))
+            reply.update(tensors.backward(result, args, request["backward"], buffers, out, grad_on))
     except BaseException as error:  # noqa: BLE001
         out.clear()
         reply.pop("value", None)
         reply["unsendable"] = loader.describe(error, namespace.get("__file__"))
     return reply, out
-
-
-def _backward(result, args, upstream_trees, buffers, out, grad_on: bool) -> dict:
-    """Backpropagate the grader's upstream gradients; return d(output)/d(each input)."""
-    torch = sys.modules["torch"]
-    outputs = values.items_of(result) if isinstance(result, (tuple, list)) else (result,)  # as encoded
-    pairs = []
-    for output, tree in zip(outputs, upstream_trees):
-        upstream = values.decode(tree, buffers)
-        if upstream is None:
-            continue
-        if not isinstance(output, torch.Tensor) or output.grad_fn is None:
-            return {"grad_error": "the output is not connected to the autograd graph (no grad_fn): " + (
-                "it was detached, or computed outside PyTorch" if grad_on else "autograd was already switched off "
-                "when the call began (torch.set_grad_enabled(False) or torch.no_grad() left on by your file's "
-                "top-level code), so nothing was recorded")}
-        pairs.append((output, torch.from_numpy(np.array(upstream)).to(output.dtype)))
-    try:
-        # sum(output * upstream) has the same gradients as backward(output, upstream), and a scalar
-        # backward skips torch's lazy import of sympy (~1 s per fresh child).
-        total = sum((output * upstream).sum() for output, upstream in pairs)
-        total.backward()
-    except (RuntimeError, AttributeError) as error:
-        return {"grad_error": f"backward failed: {str(error)[:wire.MAX_TEXT]}"}
-    return {"grads": [values.encode(a.grad, out) if isinstance(a, torch.Tensor) else {"t": "none"}
-                      for a in args]}
-
-
-def _to_tensor(value, requires_grad: bool):
-    torch = sys.modules["torch"]
-    if not isinstance(value, np.ndarray):
-        return value
-    tensor = torch.from_numpy(value)
-    if requires_grad and tensor.is_floating_point():
-        tensor.requires_grad_(True)
-    return tensor

@@ -330,13 +330,16 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     """Call attention_torch with gradients asked for; C, A and the gradients must all be right.
 
     Q (..., Nq, dk), K (..., Nk, dk), V (..., Nk, dv), allowed bool (..., Nq, Nk) or None.
-    C and the gradients of Σ upstream·C are compared with scaled_dot_product_attention's, A with
-    the reference's. Returns the expected (C, A) as float64 arrays, which the student's matched.
+    C is compared with scaled_dot_product_attention's, A with the reference's, and the gradients of
+    Σ G·C + Σ H·A with sdpa's for G plus softmax's chain rule for H: both outputs must stay connected
+    to autograd, so an A made in NumPy and wrapped as a tensor earns nothing.
+    Returns the expected (C, A) as float64 arrays, which the student's matched.
     """
     d = t.sizes
     upstream = normal(t.rng, (*d["batch"], d["nq"], d["dv"]), Q.dtype)
+    upstream_A = normal(t.rng, (*d["batch"], d["nq"], d["nk"]), Q.dtype)
     reply = t.call("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True,
-                   backward=(upstream, None))
+                   backward=(upstream, upstream_A))
     if reply.raised is not None:
         raise_for("attention_torch", reply)
     C, A = expect_pair(reply.value, "attention_torch", PAIR)
@@ -346,21 +349,34 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
     expect_close(C.array, C_exp, t.tol(Q.dtype), f"the context C of {what}", terms=_terms(A_exp, V))
     expect_close(A.array, A_exp, t.tol(Q.dtype), f"the weights A of {what}")
-    expect_gradients(reply, dict(zip("QKV", grads)), t.tol(Q.dtype), f"C in {what}",
-                     terms=_gradient_terms(Q, K, V, A_exp, upstream, scale))
+    through_A = _weights_gradients(Q, K, A_exp, upstream_A, scale)
+    expect_gradients(reply, {name: grad + through_A.get(name, 0.0) for name, grad in zip("QKV", grads)},
+                     t.tol(Q.dtype), f"C and A in {what}",
+                     terms=_gradient_terms(Q, K, V, A_exp, upstream, scale, upstream_A))
     return C_exp, A_exp
 
 
-def _gradient_terms(Q, K, V, A, G, scale):
-    """The magnitudes of the terms each gradient of Σ G·C sums, through C = A V, A = softmax(S), S = scale Q Kᵀ.
+def _weights_gradients(Q, K, A, H, scale):
+    """The gradients of Σ H·A through A = softmax(S), S = scale Q Kᵀ (masked keys have a = 0, so none flows there).
 
-    Q (..., Nq, dk), K (..., Nk, dk), V (..., Nk, dv), A (..., Nq, Nk), G (..., Nq, dv); scale None is 1/√dk.
-    dV = Aᵀ G; dA = G Vᵀ; dS = A ⊙ (dA − Σⱼ aᵢⱼ dAᵢⱼ); dQ = scale dS K; dK = scale dSᵀ Q: each sum is
-    bounded by the same sum of absolute values, which is what rounding inside it scales with.
+    Q (..., Nq, dk), K (..., Nk, dk), A (..., Nq, Nk) float64, H (..., Nq, Nk). Returns {"Q": ..., "K": ...}.
     """
-    Q, K, V, A, G = (np.abs(np.asarray(x, dtype=np.float64)) for x in (Q, K, V, A, G))
+    Q, K, H = (np.asarray(x, dtype=np.float64) for x in (Q, K, H))
+    scale = 1.0 / np.sqrt(Q.shape[-1]) if scale is None else scale
+    dS = A * (H - (A * H).sum(axis=-1, keepdims=True))  # softmax's Jacobian
+    return {"Q": scale * dS @ K, "K": scale * np.swapaxes(dS, -1, -2) @ Q}
+
+
+def _gradient_terms(Q, K, V, A, G, scale, H):
+    """The magnitudes of the terms each gradient of Σ G·C + Σ H·A sums, through C = A V, A = softmax(S), S = scale Q Kᵀ.
+
+    Q (..., Nq, dk), K (..., Nk, dk), V (..., Nk, dv), A (..., Nq, Nk), G (..., Nq, dv), H (..., Nq, Nk); scale
+    None is 1/√dk. dV = Aᵀ G; dA = G Vᵀ + H; dS = A ⊙ (dA − Σⱼ aᵢⱼ dAᵢⱼ); dQ = scale dS K; dK = scale dSᵀ Q: each
+    sum is bounded by the same sum of absolute values, which is what rounding inside it scales with.
+    """
+    Q, K, V, A, G, H = (np.abs(np.asarray(x, dtype=np.float64)) for x in (Q, K, V, A, G, H))
     scale = 1.0 / np.sqrt(Q.shape[-1]) if scale is None else abs(scale)
-    dA = G @ np.swapaxes(V, -1, -2)
+    dA = G @ np.swapaxes(V, -1, -2) + H
     dS = A * (dA + (A * dA).sum(axis=-1, keepdims=True))
     return {"Q": scale * dS @ K, "K": scale * np.swapaxes(dS, -1, -2) @ Q, "V": np.swapaxes(A, -1, -2) @ G}
 

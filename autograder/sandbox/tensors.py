@@ -1,0 +1,77 @@
+"""A call's PyTorch side, in the worker: tensors in, gradients out, and the library state each call starts from.
+
+Runs in the child (sandbox.worker), after the student's code has loaded. Checks run in an order the
+student does not choose, so no call may see what an earlier call switched: each starts with autograd,
+PyTorch's default dtype and NumPy's error handling as the file's top-level code left them. A
+`torch.set_grad_enabled(False)` left on by one function would otherwise cost another, graded later, its
+gradient checks, and the feedback would blame that other one.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from autograder.sandbox import values, wire
+
+
+class LibraryState:
+    """What a function can switch for every later call: read once after loading, restored before each call."""
+
+    def __init__(self):
+        self.errors = np.geterr()
+        torch = sys.modules.get("torch")
+        self.grad, self.dtype = (torch.is_grad_enabled(), torch.get_default_dtype()) if torch else (None, None)
+
+    def restore(self) -> None:
+        np.seterr(**self.errors)
+        torch = sys.modules.get("torch")
+        if torch is not None and self.grad is not None:
+            torch.set_grad_enabled(self.grad)
+            torch.set_default_dtype(self.dtype)
+
+
+def to_tensor(value, requires_grad: bool):
+    """An array argument as a tensor sharing its memory (so the grader sees in-place changes); others as given."""
+    torch = sys.modules["torch"]
+    if not isinstance(value, np.ndarray):
+        return value
+    tensor = torch.from_numpy(value)
+    if requires_grad and tensor.is_floating_point():
+        tensor.requires_grad_(True)
+    return tensor
+
+
+def backward(result, args, upstream_trees, buffers, out, grad_at_start: bool) -> dict:
+    """Backpropagate the grader's upstream gradients; return d(output)/d(each input)."""
+    torch = sys.modules["torch"]
+    outputs = values.items_of(result) if isinstance(result, (tuple, list)) else (result,)  # as encoded
+    pairs = []
+    for position, (output, tree) in enumerate(zip(outputs, upstream_trees)):
+        upstream = values.decode(tree, buffers)
+        if upstream is None:
+            continue
+        if not isinstance(output, torch.Tensor) or output.grad_fn is None:
+            which = "the output" if len(outputs) == 1 else f"returned value {position + 1} of {len(outputs)}"
+            return {"grad_error": f"{which} is not connected to the autograd graph (no grad_fn): "
+                                  + _why_unconnected(grad_at_start, torch.is_grad_enabled())}
+        pairs.append((output, torch.from_numpy(np.array(upstream)).to(output.dtype)))
+    try:
+        # sum(output * upstream) has the same gradients as backward(output, upstream), and a scalar
+        # backward skips torch's lazy import of sympy (~1 s per fresh child).
+        total = sum((output * upstream).sum() for output, upstream in pairs)
+        total.backward()
+    except (RuntimeError, AttributeError) as error:
+        return {"grad_error": f"backward failed: {str(error)[:wire.MAX_TEXT]}"}
+    return {"grads": [values.encode(a.grad, out) if isinstance(a, torch.Tensor) else {"t": "none"}
+                      for a in args]}
+
+
+def _why_unconnected(at_start: bool, at_return: bool) -> str:
+    if not at_start:
+        return ("autograd was already switched off when the call began (torch.set_grad_enabled(False) or "
+                "torch.no_grad() left on by your file's top-level code), so nothing was recorded")
+    if not at_return:
+        return ("autograd was switched off during the call (torch.set_grad_enabled(False) in this function or one "
+                "it calls), so nothing was recorded; use `with torch.no_grad():` only around what needs no gradient")
+    return "it was detached, or computed outside PyTorch"
