@@ -136,6 +136,16 @@ def test_a_half_precision_answer_fails_the_same_checks_under_every_seed_and_says
     assert "is a torch tensor of dtype=torch.bfloat16" in lost["attention_torch.lecture_example"]
 
 
+def test_a_sparse_tensor_is_told_to_be_dense_not_given_precision_advice(grade_once, tmp_path):
+    snippet = tmp_path / "sparse.py"
+    snippet.write_text("\n_attention_torch = attention_torch\n\ndef attention_torch(*args, **kwargs):\n"
+                       "    C, A = _attention_torch(*args, **kwargs)\n    return C, A.to_sparse()\n")
+    result = grade_once(compose(tmp_path, "sparse_weights", snippet))
+    lost = [t.message for t in result.tests if t.status != "passed"]
+    assert lost and all("layout=torch.sparse_coo" in m and "return a dense one (.to_dense())" in m
+                        and "half precision" not in m for m in lost), lost
+
+
 @pytest.mark.parametrize("dtype", ["float16", "complex64"])
 def test_every_check_of_scores_refuses_a_dtype_it_cannot_compare(grade_once, tmp_path, dtype):
     # score.shape_rows_are_queries compared the entries with np.isclose before asking for a floating dtype, so

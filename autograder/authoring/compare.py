@@ -3,9 +3,8 @@
 Runs in the grader only, on values already rebuilt from plain bytes by
 `sandbox.values.decode`. Arrays are checked in a fixed order — missing or not
 an array, then shape, dtype, finiteness, values — and the first problem found
-becomes the message, phrased so a student knows what to change. Plain values
-(str, int, bool, None, floats, and lists, tuples and dicts of them, arrays
-inside) are compared by `plain_values.expect_equal`, which uses these for the arrays and floats inside.
+becomes the message, phrased so a student knows what to change. Plain values (str, int, bool, None, floats,
+and lists, tuples and dicts of them, arrays inside) are compared by `plain_values.expect_equal`, which uses these.
 """
 from __future__ import annotations
 
@@ -50,8 +49,9 @@ def as_tensor(got, what: str, expected_shape: tuple) -> TensorData:
     if isinstance(got, np.ndarray):
         raise CheckFailed(f"{what} is a NumPy array; this function should return torch tensors "
                           "(compute with torch operations so autograd can follow)")
-    if isinstance(got, Opaque) and got.type_name == "torch.Tensor":
-        raise CheckFailed(f"{what} is a torch tensor of {got.detail}, which NumPy cannot hold; {HALF_ADVICE}")
+    if isinstance(got, Opaque) and got.type_name == "torch.Tensor":  # a sparse layout, or a dtype NumPy has not
+        advice = "return a dense one (.to_dense())" if got.detail.startswith("layout=") else HALF_ADVICE
+        raise CheckFailed(f"{what} is a torch tensor of {got.detail}, which NumPy cannot hold; {advice}")
     as_array(got, what, expected_shape)  # raises with the right message
     raise AssertionError("unreachable")
 

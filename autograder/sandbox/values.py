@@ -131,8 +131,9 @@ def _encode(value, buffers: list, budget: Budget, depth: int) -> dict:
     if torch is not None and isinstance(value, torch.Tensor):
         try:
             array = value.detach().cpu().resolve_conj().resolve_neg().numpy()
-        except TypeError:  # a dtype NumPy has not (bfloat16): its name is what the check can say
-            return _opaque("torch.Tensor", f"dtype={value.dtype}", budget)
+        except TypeError:  # a dtype NumPy has not (bfloat16) or a sparse layout: what the check can say
+            strided = value.layout == torch.strided
+            return _opaque("torch.Tensor", f"dtype={value.dtype}" if strided else f"layout={value.layout}", budget)
         tree = _encode_array(array, buffers, budget)
         if tree["t"] == "array":
             grad_fn = type(value.grad_fn).__name__ if value.grad_fn is not None else None
