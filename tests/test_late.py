@@ -97,6 +97,9 @@ def test_the_rule_is_read_from_course_yaml(tmp_path):
     ({"due": DUE, "extensions": {"s0007": "Monday"}}, "assignments.w07_attention.extensions.s0007", "ISO 8601"),
     ({"late": {"penalty_per_day": 0.1}}, "assignments.w07_attention.late", "needs the assignment's due time"),
     ({"extensions": {"s0007": DUE}}, "assignments.w07_attention.extensions", "needs the assignment's due time"),
+    ({"due": DUE, "extensions": {12345: DUE}}, "assignments.w07_attention.extensions.12345", "write the id in quotes"),
+    ({"due": DUE, "extensions": {"S0007": DUE, "s0007": DUE}}, "assignments.w07_attention.extensions",
+     "names one student twice, as 'S0007' and 's0007'"),
 ])
 def test_bad_values_are_refused_naming_the_key(tmp_path, entry, key, words):
     with pytest.raises(CourseError) as raised:
@@ -282,6 +285,14 @@ def test_csv_totals_follow_the_rule_and_honour_the_extension(tmp_path):
     assert rows["late"]["submitted_at"] == _at(30) and rows["late"]["submitted_at_source"] == NBGRADER_TIMESTAMP
     assert "2 started days" in rows["late"]["penalty_reason"] and "unreliable" in rows["filetime"]["penalty_reason"]
     assert "more than 3 days late" in rows["gone"]["penalty_reason"]
+
+
+def test_an_extension_applies_to_the_student_whatever_the_case_of_its_id(tmp_path):
+    """Ids that differ only in case are one student everywhere (grading.ids), a hand-typed extension too."""
+    rule = load_course(_course(tmp_path, **{**RULE, "extensions": {"Zoe@Example.com": RULE["extensions"]["ext"]}}))
+    rule = rule.assignments["w07_attention"].late
+    assert rule.deadline("zoe@example.com") == rule.extensions["Zoe@Example.com"] != rule.due
+    assert rule.deadline("someone") == rule.due and rule.unknown_students({"ZOE@example.com"}) == []
 
 
 def test_the_cli_exports_the_penalised_totals_and_warns_about_an_unknown_extension(tmp_path):

@@ -13,6 +13,7 @@ import yaml
 
 from autograder.authoring.checks import INPUT_SETS, Tolerance, student_seed
 from autograder.grading.attempts import MISSING, POLICIES, SubmissionPolicy
+from autograder.grading.ids import canonical
 from autograder.grading.late import EXAMPLE_TIME, LateRule, TimeError, parse_due
 from autograder.sandbox.limits import Limits
 
@@ -253,13 +254,29 @@ class _Reader:
             self.fail(_join(key, "late", "penalty_per_day"), f"is the fraction of the total removed per day "
                                                              f"(0.1 for 10%), at most 1; got {fraction!r}")
         limit = late.get("max_days_late")
-        extensions = self.mapping(entry.get("extensions", {}), _join(key, "extensions"))
+        extensions = self.extension_ids(entry.get("extensions", {}), _join(key, "extensions"))
         return LateRule(
             due=self.time(entry["due"], _join(key, "due")), penalty_per_day=fraction,
             grace_minutes=self.number(late.get("grace_minutes", 0.0), _join(key, "late", "grace_minutes")),
             max_days_late=None if limit is None else self.number(limit, _join(key, "late", "max_days_late")),
             extensions={str(student): self.time(due, _join(key, "extensions", str(student)))
                         for student, due in extensions.items()})
+
+    def extension_ids(self, value, key: str) -> dict:
+        """`extensions`, keyed by ids that are text and name each student once (ids compare as grading.ids does)."""
+        if isinstance(value, dict):
+            for name in value:
+                if isinstance(name, (int, float)) and not isinstance(name, bool):
+                    self.fail(_join(key, str(name)), f"is a number to YAML; write the id in quotes ('{name}': ...), "
+                                                     "as YAML reads 0123 as 83 and drops the zeros of 00123")
+        extensions = self.mapping(value, key)
+        seen: dict[str, str] = {}
+        for name in extensions:
+            if canonical(name) in seen:
+                self.fail(key, f"names one student twice, as {seen[canonical(name)]!r} and {name!r} (ids that "
+                               "differ only in case are one student); keep one")
+            seen[canonical(name)] = name
+        return extensions
 
     def time(self, value, key: str):
         try:

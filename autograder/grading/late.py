@@ -9,7 +9,9 @@ regrading.
 
 A submission's time comes from, in this order of trust: nbgrader's
 `timestamp.txt` (written by `nbgrader collect`), Gradescope's
-`submission_metadata.json` (`created_at`), or the file's modification time,
+`submission_metadata.json` (`created_at`), Blackboard's attempt time in its
+download's file names (which carry no zone: read in the offset of the student's
+due time, the institution's), or the file's modification time,
 which copying, unzipping or a checkout changes, and which is therefore
 flagged as unreliable wherever it decides a penalty.
 """
@@ -24,10 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.handin import read_small
+from autograder.grading.ids import canonical
 
 NBGRADER_TIMESTAMP = "nbgrader timestamp"
 GRADESCOPE_METADATA = "gradescope metadata"
 FILE_TIME = "file time (unreliable)"
+LMS_LOCAL_TIME = "Blackboard attempt time (in the due time's offset)"  # stored without a zone
 TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's, beside the notebooks in submitted/<student>/<assignment>/
 UTC = datetime.UTC
 DAY_SECONDS = 86400.0
@@ -55,13 +59,20 @@ class LateRule:
     max_days_late: float | None = None
     extensions: dict[str, datetime.datetime] = field(default_factory=dict)
 
+    def extension(self, student: str) -> datetime.datetime | None:
+        """The student's own due time, if they have one; its id matched as ids compare (case aside)."""
+        wanted = canonical(student)
+        return next((due for name, due in self.extensions.items() if canonical(name) == wanted), None)
+
     def deadline(self, student: str) -> datetime.datetime | None:
         """The student's due time: their extension, else the assignment's."""
-        return self.extensions.get(student, self.due)
+        extension = self.extension(student)
+        return self.due if extension is None else extension
 
     def unknown_students(self, students: set[str]) -> list[str]:
         """Extensions naming students who have no result: usually a mistyped id."""
-        return sorted(set(self.extensions) - set(students))
+        known = {canonical(student) for student in students}
+        return sorted(name for name in self.extensions if canonical(name) not in known)
 
 
 @dataclass(frozen=True)
@@ -124,7 +135,7 @@ def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, s
         return Late(raw, deadline=shown_deadline, reason=f"the stored submission time {submitted_at[:40]!r} is not "
                                                           "a time, so no late rule was applied; regrade with --force")
     if handed_in.tzinfo is None:
-        handed_in = handed_in.replace(tzinfo=UTC)
+        handed_in = handed_in.replace(tzinfo=deadline.tzinfo if source == LMS_LOCAL_TIME else UTC)
     unreliable = source == FILE_TIME
     seconds = (handed_in - deadline).total_seconds()
     # Rounded up to the hundredth: a hand-in 17 s late is late by 0.01 hours, not by 0.
@@ -231,6 +242,15 @@ def _nbgrader_form(text: str) -> datetime.datetime:
 def iso(moment: datetime.datetime) -> str:
     """How the store keeps a time: ISO 8601 in UTC, to the microsecond nbgrader keeps."""
     return moment.astimezone(UTC).isoformat()
+
+
+def attempt_time(attempt: str) -> str:
+    """Blackboard's attempt time, YYYY-MM-DD-HH-MM-SS, as ISO 8601 without a zone (LMS_LOCAL_TIME); "" if none."""
+    parts = attempt.split("-")
+    try:
+        return datetime.datetime(*map(int, parts)).isoformat() if len(parts) == 6 else ""
+    except ValueError:  # not a date (month 13)
+        return ""
 
 
 def file_time(path: Path) -> str:

@@ -225,7 +225,7 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, truth: 
         summary.unnamed.append(result.student)
     submission = gradebook.update_or_create_submission(target.assignment, result.student, timestamp=stamp)
     if target.rule.due is not None:
-        extension = target.rule.extensions.get(result.student)
+        extension = target.rule.extension(result.student)
         submission.extension = None if extension is None else extension - target.rule.due
     submitted = _submitted_notebook(gradebook, submission, target)
     _save_grades(gradebook, submitted, result, cells, sources)
