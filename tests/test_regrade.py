@@ -248,6 +248,21 @@ def test_a_result_rescored_under_the_same_grading_time_counts_and_the_same_resul
     assert counted[0].score == 10.0
 
 
+def test_a_file_put_back_under_the_same_timestamp_is_the_last_hand_in(tmp_path):
+    """A TA copies the wrong file into a student's folder, grades, then puts the student's file back (the folder's
+    timestamp untouched): the file graded last is the one in the folder, and counts."""
+    own = _handed_in("s", 10.0, "2026-11-20T00:00:00+00:00", 1).first
+    wrong = dataclasses.replace(own, sha256="f" * 64, tests=(dataclasses.replace(own.tests[0], status="failed",
+                                                                                 score=0.0),), score=None)
+    with Store(tmp_path / "grades.db") as store:
+        for result in (own, wrong, dataclasses.replace(own, graded_at="2026-11-21T00:00:00+00:00")):
+            store.save(result)
+        mine = attempts(store.history("tiny"))["s"]
+    assert [a.sha256 for a in mine] == [wrong.sha256, own.sha256]
+    counted, _ = counted_results({"s": mine}, SubmissionPolicy(), None)
+    assert counted[0].score == 10.0
+
+
 def test_a_damaged_history_row_costs_only_its_student(tmp_path):
     """JSON that no longer reads: the same result in `submissions` stands in, or else that hand-in becomes an
     internal error naming how to grade it again; every other result reads as stored."""

@@ -184,7 +184,11 @@ def entries(db: sqlite3.Connection, assignment: str, latest, students: list[str]
 
 
 def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
-    """student -> their hand-ins, in the order handed in (by submission time, then by when first graded).
+    """student -> their hand-ins, in the order handed in (by submission time, then by when last graded).
+
+    Two files handed in at the same time (a class folder's timestamp kept while its file changed) are ordered by
+    their latest grading: a file put back in the folder after another was graded is graded again, and is the
+    later hand-in. A regrade grades every hand-in in this order, which keeps it.
 
     A result of no file (sha256 "": the grader failed before reading it) belongs to the hand-in of the same
     student handed in at the same time, if there is one.
@@ -199,7 +203,7 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
         mine.setdefault(key, []).append(entry)
     by_student = {}
     for student, mine in groups.items():
-        ordered = sorted(mine.values(), key=lambda group: (group[0].result.submitted_at, group[0].order))
+        ordered = sorted(mine.values(), key=lambda group: (group[0].result.submitted_at, group[-1].order))
         by_student[student] = [Attempt(n, tuple(group)) for n, group in enumerate(ordered, start=1)]
     return by_student
 
