@@ -3,6 +3,7 @@ their files, one student however many files or attempts they handed in, the LMS'
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import nbformat
 import pytest
 
 from autograder.grading.discover import find_submissions
+from autograder.grading.late import LateRule, assess
 from autograder.grading.lms_downloads import canvas_user, moodle_participant, read_download
 from autograder.outputs.lms import ROSTER_FIELDS, by_lms_user
 from autograder.outputs.roster import read_roster
@@ -80,6 +82,13 @@ def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_ou
     assert found["j_smith"].path.name == f"HW_7 Attention_j_smith_attempt_{new}_attention.py"
     assert found["j_smith"].note == "2 attempts were downloaded; graded the latest, of 2026-12-01 22:40:13"
     assert {item.lms for item in found.values()} == {"Blackboard"}
+    # The attempt's time, not the file's (unzipping or copying sets that), decides lateness.
+    assert (found["j_smith"].submitted_at, found["bob"].submitted_at) == ("2026-12-01T22:40:13", "2026-12-01T09:15:00")
+    rule = LateRule(due=datetime.datetime.fromisoformat("2026-12-01T22:00:00-05:00"), penalty_per_day=0.5)
+    late = [assess(rule, student, 10.0, found[student].submitted_at, found[student].submitted_at_source)
+            for student in ("j_smith", "bob")]
+    assert [(one.penalty, one.late_by_hours) for one in late] == [(5.0, 0.68), (0.0, 0.0)], late
+    assert "unreliable" not in late[0].reason
     skipped = []
     find_submissions([folder], "w07_attention", "attention", tmp_path / "work", skipped)
     assert skipped == []  # the receipts are the LMS's, not a student's missing hand-in

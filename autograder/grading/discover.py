@@ -31,7 +31,7 @@ from autograder.grading.class_zip import ZipRefused, extract
 from autograder.grading.handin import read_bytes
 from autograder.grading.handin_choice import choose, latest_attempt
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
-from autograder.grading.late import FILE_TIME, file_time, submission_time
+from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, attempt_time, file_time, submission_time
 from autograder.grading.lms_downloads import is_receipt, read_download
 from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
@@ -52,7 +52,7 @@ class Found:
     note: str = ""  # e.g. which of two files was picked
     problem: str = ""  # why the file cannot be graded at all, found before reading it (a refused zip member)
     submitted_at: str = ""  # ISO 8601 in UTC (grading.late)
-    submitted_at_source: str = ""  # where that time came from: late.NBGRADER_TIMESTAMP or late.FILE_TIME
+    submitted_at_source: str = ""  # where that time came from: late.NBGRADER_TIMESTAMP, LMS_LOCAL_TIME or FILE_TIME
     root: Path | None = None  # the layout's top: no link below it is followed when the file is read (grading.handin)
     lms: str = ""  # the LMS whose download named the file ("Canvas"), where its name was read (grading.lms_downloads)
     # False where the class folder must be fixed before the hand-in can be graded (two files give one id, an id
@@ -237,7 +237,9 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
     for student, paths in students.items():
         paths, attempt = latest_attempt(paths, download)
         path, note = choose(paths, module, folder, {p: download[p.name].name for p in paths if p.name in download})
-        found.append(Found(student, path, "; ".join(n for n in (attempt, note) if n),
+        at = attempt_time(download[path.name].attempt) if path.name in download else ""
+        found.append(Found(student, path, "; ".join(n for n in (attempt, note) if n), submitted_at=at,
+                           submitted_at_source=LMS_LOCAL_TIME if at else "",
                            lms=download[path.name].lms if path.name in download else ""))
     for directory in (p for p in _folders(folder) if p.suffix not in SUFFIXES and _shown_entry(p)):
         picked = _linked(directory, f"{module}.py", directory.name, folder) if os.path.islink(directory) \
