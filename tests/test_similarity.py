@@ -483,3 +483,13 @@ def test_identical_copies_are_paired_at_one_however_common_their_code_is(tmp_pat
     stubs = compare_class("w07_attention", [read_submission(tmp_path / f"{s}.py") for s in ("gina", "hank")],
                           STUB, SOURCE_DIR, jobs=1)
     assert all(pair.score < 0.5 for pair in stubs.pairs), stubs.pairs
+
+
+def test_two_honest_textbook_hand_ins_with_the_rest_left_as_released_are_not_one_code():
+    """Six short functions in their textbook form, the other three as released, names and messages their own:
+    the same once normalised, but what two students write alike. Scored as any pair, not as a copy."""
+    honest = sorted((ROOT / "tests" / "fixtures" / "similarity" / "honest_partial").glob("*.py"))
+    submissions = [read_submission(p) for p in sorted(CLASS.iterdir())] + [read_submission(p) for p in honest]
+    comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
+    pair = next(p for p in comparison.pairs if (p.a, p.b) == ("textbook_a", "textbook_b"))
+    assert pair.score < 0.6, pair

@@ -5,10 +5,12 @@ they only parse student code, never run it. Indexing and scoring run here.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import itertools
 import multiprocessing
 import os
+import textwrap
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,23 +59,42 @@ def compare_class(assignment: str, submissions: list[Submission], stub: Path, so
         if all(p.hash in released for f in contract for p in prints[f][number]):
             notes.append(f"{student}: the unchanged stub (every function as released); paired with no one")
     pairs = score_pairs(students, list(indexes.values()))
-    same = identical_groups(students, prints, contract, released)
+    same = identical_groups(codes, prints, contract, released)
     return Comparison(assignment, contract, students, codes, prints, indexes,
                       with_identical(pairs, same, prints, students, released), notes)
 
 
-def identical_groups(students: list[str], prints: dict[str, list[list[Fingerprint]]], contract: list[str],
+def identical_groups(codes: list[StudentCode], prints: dict[str, list[list[Fingerprint]]], contract: list[str],
                      released: set[int]) -> list[list[str]]:
-    """Students whose every function has the same fingerprints (copies, however renamed, recommented or
-    respaced), two or more to a group. Only hand-ins with as much code of their own as a whole file is weighed
-    from (WHOLE_FLOOR fingerprints, about six lines, beyond what was released): the stub with `return A @ V`
-    filled in is what two honest students write alike."""
+    """Students whose every function is the same code (copies, however renamed, recommented or respaced), two or
+    more to a group. Only hand-ins with as much code of their own as a whole file is weighed from (WHOLE_FLOOR
+    fingerprints, about six lines, beyond what was released): the stub with `return A @ V` filled in is what two
+    honest students write alike. So are the textbook forms of a few short functions, the rest left as released:
+    such hand-ins are one code only if written alike, names and strings too (`_as_written`), not just once
+    normalised; whole answers, every function written, are one code once normalised."""
     groups: dict[tuple, list[str]] = {}
-    for number, student in enumerate(students):
-        own = {p.hash for f in contract for p in prints[f][number]} - released
-        if len(own) >= WHOLE_FLOOR:
-            groups.setdefault(tuple(tuple(p.hash for p in prints[f][number]) for f in contract), []).append(student)
+    for number, code in enumerate(codes):
+        own = [{p.hash for p in prints[f][number]} - released for f in contract]
+        if len(set().union(*own)) >= WHOLE_FLOOR:
+            key = tuple(tuple(p.hash for p in prints[f][number]) for f in contract)
+            groups.setdefault((key, () if all(own) else _as_written(code, contract)), []).append(code.student)
     return [group for group in groups.values() if len(group) > 1]
+
+
+def _as_written(code: StudentCode, contract: list[str]) -> tuple:
+    """Each contract function's code as parsed, its names, strings and numbers kept, its comments and spacing not."""
+    lines = code.text.split("\n")
+    written = []
+    for function in contract:
+        found = code.functions.get(function)
+        for first, last in found.spans if found else ():
+            text = textwrap.dedent("\n".join(lines[first - 1:last]))
+            try:
+                written.append(ast.dump(ast.parse(text)))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):  # a span cut from a larger statement
+                written.append(" ".join(text.split()))
+        written.append("")  # where one function ends
+    return tuple(written)
 
 
 def with_identical(pairs: list[Pair], groups: list[list[str]], prints: dict[str, list[list[Fingerprint]]],
