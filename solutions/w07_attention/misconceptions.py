@@ -295,17 +295,21 @@ def _overflows(seen) -> bool:
     right = _right(seen)
     right = np.asarray(right if seen.function == "softmax" else right[1], dtype=float)
     return (got.shape == right.shape and bool(np.isfinite(right).all()) and not bool(np.isfinite(got).all())
-            and _exp_can_overflow(seen, got.dtype))
+            and _exp_can_overflow(seen, got))
 
 
-def _exp_can_overflow(seen, dtype) -> bool:
-    """Whether exp of the call's finite scores, shifted by any other score of the row, can pass `dtype`'s largest
-    number (log of it: 709 for float64, 88 for float32): scores of size 3 with NaN weights are another mistake
-    (a shift by a maximum over the wrong axis, say, which meets -inf - -inf)."""
+def _exp_can_overflow(seen, got: np.ndarray) -> bool:
+    """Whether, in every row of weights `got` (..., Nq, Nk) that is not finite, exp of the row's finite scores,
+    shifted by any other score of the row, can pass `got`'s dtype's largest number (log of it: 709 for float64,
+    88 for float32): scores of size 3 with NaN weights are another mistake (a shift by a maximum over the wrong
+    axis, say, which meets -inf - -inf, or a mask multiplied in, 0 × -inf), also where other rows' scores are large."""
     args = seen.args
     S = args["S"] if seen.function == "softmax" else seen.ref.score(args["Q"], args["K"], args["scale"])
-    finite = np.abs(np.asarray(S, dtype=float)[np.isfinite(S)])
-    return finite.size > 0 and 2 * float(finite.max()) > math.log(np.finfo(dtype).max)
+    S = np.asarray(S, dtype=float)
+    largest = np.where(np.isfinite(S), np.abs(S), 0.0).max(axis=-1)
+    if largest.shape != got.shape[:-1]:
+        return False
+    return bool((2 * largest > math.log(np.finfo(got.dtype).max))[~np.isfinite(got).all(axis=-1)].all())
 
 
 def _raises_on_valid_rows(seen) -> bool:
