@@ -63,6 +63,16 @@ def test_a_stub_cell_run_after_the_answer_is_named_as_the_definition_graded(grad
         "one before it, so only the last that ran was graded. Keep one definition of softmax()"]
 
 
+def test_an_old_version_kept_in_a_string_is_no_second_definition(grade_once, tmp_path):
+    """Old attempts commented out in a triple-quoted block never run: no note says they may have been graded."""
+    path = tmp_path / "kept_in_a_string.py"
+    path.write_text(f'{IMPORTS}\n{FUNCTIONS}\n\n"""\ndef softmax(S):\n    return S\n\ndef causal_mask(n):\n'
+                    '    return None\n"""\n')
+    result = grade_once(path)
+    assert result.score == result.max_score
+    assert [note for note in result.notes if "is defined" in note] == [], result.notes
+
+
 def test_a_function_defined_many_times_lists_the_first_definitions_and_the_one_graded(grade_once, tmp_path):
     path = tmp_path / "many.py"
     versions = "".join(f"\n\ndef softmax(S):\n    raise ValueError('version {n}')\n" for n in range(9))

@@ -19,7 +19,6 @@ from autograder.grading.results import CheckResult
 from autograder.grading.statuses import ERROR, PASSED
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox.replies import WorkerDied
-from autograder.text import joined
 
 
 @dataclass
@@ -112,9 +111,9 @@ def with_explanation(result: CheckResult, idea: Misconception | None, example: s
 
 def with_error_sources(results: list[CheckResult], judged: list[Judged]) -> list[CheckResult]:
     """`results` with a pointer added to each check whose function raised inside another of the file's graded
-    functions that passes all its own checks: that one is where it raised, not the likely cause. The message
-    then says so, and names the functions that fail their own checks (a transposed score makes `context`'s
-    matrix product raise inside the function that calls both)."""
+    functions that passes all its own checks: that one is where it raised, not the likely cause (a transposed
+    score makes `context`'s matrix product raise inside the function that calls both). Which of the functions it
+    calls fail their own checks is read from the file's text later (grading.loading.with_failing_parts)."""
     failing = {result.function for result in results if result.status != PASSED}
     graded = {result.function for result in results}
     raised_in = {one.entry.name: _raised_in(one.tried) for one in judged}
@@ -122,11 +121,8 @@ def with_error_sources(results: list[CheckResult], judged: list[Judged]) -> list
     for result in results:
         where = raised_in.get(result.name, "")
         if result.status == ERROR and where in graded - failing - {result.function}:
-            others = sorted(failing - {result.function})
-            cause = (f": {joined(others)} {'fails its' if len(others) == 1 else 'fail their'} own checks" if others
-                     else "")
             result = dataclasses.replace(result, message=f"{result.message}. {where} passes its own checks, so "
-                                         f"what {result.function} gives it is the likely cause{cause}")
+                                         f"what {result.function} gives it is the likely cause")
         pointed.append(result)
     return pointed
 

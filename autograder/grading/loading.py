@@ -119,10 +119,12 @@ MAX_PLACES = 4  # definitions of one function a note lists: the first ones and t
 def _redefinitions(submission: Submission, graded: set[str]) -> list[str]:
     """A note for each graded function with more than one top-level def: a stub cell run after the real answer, or
     an old version left above a new one, replaces what came before, and the student's question is which one ran."""
-    notes = []
+    notes, units, trees = [], _units(submission), {}
     for function in sorted(graded):
-        places = [f"{where}, line {line}" if where != "your file" else f"line {line}"
-                  for where, source in _units(submission) for line in _top_level_defs(source, function)]
+        found = [(where, source, line) for where, source in units for line in _top_level_defs(source, function)]
+        if len(found) > 1:  # a def in the text may be inside a string (an old version kept in a """ block)
+            found = [(where, source, line) for where, source, line in found if _runs(source, function, line, trees)]
+        places = [f"{where}, line {line}" if where != "your file" else f"line {line}" for where, _, line in found]
         if len(places) > 1:
             shown = places if len(places) <= MAX_PLACES else [*places[:MAX_PLACES - 1],
                                                                 f"{len(places) - MAX_PLACES} more", places[-1]]
@@ -144,6 +146,18 @@ def _top_level_defs(source: str, function: str) -> list[int]:
     `_definition`)."""
     pattern = rf"^(?:async[ \t]+)?def[ \t]+{re.escape(function)}[ \t]*\("
     return [source.count("\n", 0, found.start()) + 1 for found in re.finditer(pattern, source, re.MULTILINE)]
+
+
+def _runs(source: str, function: str, line: int, trees: dict) -> bool:
+    """Whether the def of `function` at `line` of `source` is code at the top level, not text in a string; where the
+    unit does not parse (a magic, a syntax error), as the text shows it. trees: the units parsed so far."""
+    if source not in trees:
+        try:
+            trees[source] = ast.parse(source).body if len(source) <= MAX_PARSED else None
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            trees[source] = None
+    return trees[source] is None or any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                        and node.name == function and node.lineno == line for node in trees[source])
 
 
 def _first_failure(load: LoadReport) -> tuple[str, bool, Raised | None]:
@@ -302,7 +316,7 @@ def with_failing_parts(tests: list[CheckResult], submission: Submission,
             test = dataclasses.replace(test, misconception=None, explanation="")
         parts = sorted(uses.get(test.function, set()) & (failing if test.status == TIMEOUT else wrong_values)
                        - {test.function})
-        if test.status in WRONG and parts and "own checks" not in test.message:
+        if test.status in WRONG and parts and "own checks: fix" not in test.message:
             one = len(parts) == 1
             test = dataclasses.replace(test, message=(
                 f"{test.message}. {test.function} calls {joined(parts)}, which {'fails its' if one else 'fail their'} "
