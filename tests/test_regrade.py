@@ -13,7 +13,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +28,7 @@ from autograder.grading.late import LateRule
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.store import Store
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, ROOT, repository_env, run_cli
 
 COURSE = """\
 course: {{name: Tiny, seed_salt: s}}
@@ -74,6 +77,25 @@ def _rows(db: Path) -> list[tuple]:
         return (connection.execute("SELECT * FROM submissions ORDER BY student").fetchall()
                 + connection.execute("SELECT * FROM checks ORDER BY submission_id, position").fetchall()
                 + connection.execute("SELECT id, student, suite_version, score FROM history ORDER BY id").fetchall())
+
+
+def test_a_regrade_stopped_midway_says_it_kept_nothing(tmp_path):
+    """`grade` commits each result as it lands and says so when stopped; a regrade commits at its end, and a stop
+    before then must not say its results were kept."""
+    course = _course(tmp_path)
+    _cli("grade", "tiny", _class(tmp_path / "class", STUDENTS, 1.7e9), course=course)
+    stored = _rows(tmp_path / "grades.db")
+    started = subprocess.Popen([sys.executable, "-m", "autograder", "regrade", "tiny", "--course", course,
+                                "--db", tmp_path / "grades.db"], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                               env=repository_env())
+    said = [started.stderr.readline()]
+    while said[-1] and not said[-1].startswith("regrading "):  # its grading has begun: its sandboxes are starting
+        said.append(started.stderr.readline())
+    started.send_signal(signal.SIGTERM)
+    stderr = "".join(said) + started.communicate(timeout=120)[1]
+    assert started.returncode == 128 + signal.SIGTERM, stderr
+    assert "a stop before then kept none of them" in stderr and "results already stored are kept" not in stderr
+    assert _rows(tmp_path / "grades.db") == stored
 
 
 def test_regrade_of_a_database_with_no_results_says_to_grade_first(tmp_path):

@@ -79,13 +79,19 @@ def main(argv: list[str] | None = None) -> int:
               "path and its permissions, then run again", file=sys.stderr)
         return 2
     except Stopped as stopped:
-        print(f"autograder: stopped by {stopped}; results already stored are kept: run the same command again to "
-              "finish", file=sys.stderr)
+        print(f"autograder: stopped by {stopped}; {_after_stop(args.command)}", file=sys.stderr)
         return 128 + signal.Signals[str(stopped)].value
     except KeyboardInterrupt:
-        print("autograder: interrupted; results already stored are kept: run the same command again to finish",
-              file=sys.stderr)
+        print(f"autograder: interrupted; {_after_stop(args.command)}", file=sys.stderr)
         return 130
+
+
+def _after_stop(command: str) -> str:
+    """What a stop midway kept, and what to do: `grade` commits each result as it lands, `regrade` all at once."""
+    if command == "regrade":
+        return ("a regrade keeps its results only once every hand-in is graded (so that no grade moves halfway), "
+                "so a stop before then kept none of them: run the same command again")
+    return "results already stored are kept: run the same command again to finish"
 
 
 def parser() -> argparse.ArgumentParser:
