@@ -10,7 +10,7 @@ import pytest
 
 from autograder.grading.ids import REFUSED_CATEGORIES
 from autograder.outputs.progress import Progress
-from autograder.outputs.terminal import format_check, format_result, format_summary, summary_row
+from autograder.outputs.terminal import SummaryRow, format_check, format_result, format_summary, summary_row
 from autograder.text import visible
 
 from conftest import compose, run_cli
@@ -64,3 +64,11 @@ def test_jobs_below_one_are_refused_saying_what_to_give(command):
                          ("two", "'two' is not a whole number")):
         done = run_cli(*command, "--jobs", given)
         assert done.returncode == 2 and f"argument --jobs: {words}" in done.stderr, done.stderr
+
+
+def test_a_long_id_keeps_the_summary_columns_aligned():
+    rows = [SummaryRow("ann", 100.0, 100.0, ()), SummaryRow("broadcast_shapes_mask_2", 59.0, 100.0, ("error",))]
+    lines = format_summary(rows).splitlines()
+    ends = {line.index("/ 100") + len("/ 100") for line in lines[1:3]}  # each row's points end in one column
+    assert ends == {lines[0].index("points") + len("points")}, lines
+    assert "broadcast_shapes_mask_2  " in lines[2]  # the id never runs into the points

@@ -46,11 +46,12 @@ def format_results(results: list[SubmissionResult], rule: LateRule | None = None
 def format_summary(rows: list[SummaryRow]) -> str:
     """A class summary: one line per student, in order, the mean, and what each flag shown means."""
     rows = sorted(rows, key=lambda row: row.student)
-    lines = [f"{'student':<20}{'points':>14}  flags"]
+    width = max(20, *(len(one_line(row.student)) + 2 for row in rows))  # a long id keeps the columns aligned
+    lines = [f"{'student':<{width}}{'points':>12}  flags"]
     shown: set[str] = set()
     for row in rows:
         shown.update(flag_kind(flag) for flag in row.flags)
-        lines.append(f"{one_line(row.student):<20}{f'{row.score:g} / {row.max_score:g}':>14}  "
+        lines.append(f"{one_line(row.student):<{width}}{f'{row.score:g} / {row.max_score:g}':>12}  "
                      f"{one_line(', '.join(row.flags))}")
     mean = sum(row.score for row in rows) / len(rows)
     lines.append(f"{len(rows)} submissions, mean {mean:.1f} / {rows[0].max_score:g}")
