@@ -273,6 +273,27 @@ def test_notebooks_jupyter_runs_get_full_marks(grade_once, tmp_path):
     assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
 
 
+@pytest.mark.parametrize("copied", ["demo", "test"])
+def test_a_helper_written_in_a_copy_of_a_course_cell_is_defined(grade_once, tmp_path, copied):
+    """Jupyter's copy and paste keeps a cell's tags and nbgrader metadata: a student who copies the worked-example
+    cell (tagged demo) or a test cell and writes a helper in it gets the helper, not a NameError in every check
+    of the function that calls it. What else those cells do (plots, the course's checks) still does not run."""
+    code = PLAIN.read_text().replace("e = np.exp(shifted)", "e = _stable_exp(shifted)")
+    assert "_stable_exp" in code
+    metadata = {"demo": {"tags": ["demo"]},
+                "test": {"nbgrader": {"grade": True, "solution": False, "grade_id": "softmax_test", "points": 21}}}
+    helper = ("@functools.lru_cache(maxsize=None)\ndef _unused():\n    return 1\n\n"
+              "def _stable_exp(shifted):\n    return np.exp(shifted)\n\n"
+              "raise RuntimeError('the rest of a course cell ran')")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in ("import functools", code)])
+    notebook.cells.insert(1, nbformat.v4.new_code_cell(helper, metadata=metadata[copied]))
+    path = tmp_path / f"copied_{copied}_cell.ipynb"
+    nbformat.write(notebook, path)
+    result = grade_once(path)
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
+    assert not any("the rest of a course cell ran" in note for note in result.notes), result.notes
+
+
 def test_more_of_what_ipython_reads_as_a_magic_and_what_as_python():
     # Each of these had cost a correct notebook its imports cell (0 points) or left an untrue note.
     hashed = '%matplotlib inline\nbanner = "week #%d" \\\n    % 7'  # a # in a string hides no backslash

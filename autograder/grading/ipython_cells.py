@@ -291,10 +291,26 @@ def _written_file(arguments: str) -> tuple[str, bool] | None:
     return (names[0], append) if names else None
 
 
+_IMPORTS = (ast.Import, ast.ImportFrom)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
 def imports_of(cell: Cell) -> Cell:
-    """What the grader runs of an instructor's illustration (a cell tagged `demo`): its top-level import
-    statements, each in its own lines, every other line blank. A student's later cell may use what it imports
-    (`F` for torch.nn.functional); its plots, timings and prints are not the student's work."""
+    """What the grader runs of an instructor's illustration (a cell tagged `demo`): its top-level imports and
+    definitions. A student's later cell may use what it imports (`F` for torch.nn.functional), and a student who
+    copied the cell (Jupyter keeps its tag) to write a helper in it needs the def; its plots, timings and prints
+    are not the student's work."""
+    return _statements_of(cell, _IMPORTS + _DEFINITIONS)
+
+
+def definitions_of(cell: Cell) -> Cell:
+    """What the grader runs of a cell with nbgrader's test metadata: the functions and classes it defines, there
+    only where a student copied such a cell to write in (its imports and calls are the course's checks)."""
+    return _statements_of(cell, _DEFINITIONS)
+
+
+def _statements_of(cell: Cell, kinds: tuple[type, ...]) -> Cell:
+    """`cell` with only its top-level statements of these kinds, each in its own lines, every other line blank."""
     if cell.writes or len(cell.source) > MAX_PARSED:
         return Cell(cell.label, "")
     try:
@@ -302,8 +318,12 @@ def imports_of(cell: Cell) -> Cell:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return Cell(cell.label, "")
     lines = cell.source.split("\n")
-    spans = [(isinstance(node, (ast.Import, ast.ImportFrom)), range(node.lineno - 1, node.end_lineno))
-             for node in statements]
+    spans = [(isinstance(node, kinds), range(min([node.lineno, *(d.lineno for d in _decorators(node))]) - 1,
+                                             node.end_lineno)) for node in statements]
     others = {number for imports, span in spans if not imports for number in span}
     kept = {number for imports, span in spans if imports for number in span} - others
     return Cell(cell.label, "\n".join(line if number in kept else "" for number, line in enumerate(lines)))
+
+
+def _decorators(node: ast.stmt) -> list:
+    return getattr(node, "decorator_list", [])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes
-from autograder.grading.ipython_cells import MAX_PARSED, Cell, imports_of, read_cell
+from autograder.grading.ipython_cells import MAX_PARSED, Cell, definitions_of, imports_of, read_cell
 from autograder.text import safe, valid_utf8
 
 # jsonschema (which nbformat imports) loads every optional format checker that is installed, and
@@ -189,11 +189,10 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
         if number > MAX_CELLS:
             notes.append(f"{name} has more than {MAX_CELLS} code cells; only the first {MAX_CELLS} were graded")
             break
-        if _is_grader_test(cell):
-            continue  # test cells are not the student's work
+        test = _is_grader_test(cell)  # the course's checks: not the student's work, but for a def written in a copy
         source, demo = _source_text(cell.get("source", "")), DEMO_TAG in _tags(cell)
         if source is None:
-            skipped += [] if demo else [f"code cell {number}"]
+            skipped += [] if demo or test else [f"code cell {number}"]
             continue
         code += len(source)
         if code > MAX_CODE:
@@ -201,7 +200,9 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
         if _only_course_checks(source):
             continue  # a test cell that lost its nbgrader metadata (a copy of the notebook, another editor)
         read = read_cell(f"code cell {number}", valid_utf8(source))
-        cells.append(imports_of(read) if demo else read)  # an illustration's imports only: later cells may use them
+        read = definitions_of(read) if test else imports_of(read) if demo else read
+        if read.source.strip() or not test:
+            cells.append(read)
     if skipped:
         notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "
                      "open the notebook in Jupyter and save it again")
