@@ -320,6 +320,12 @@ def test_a_student_folder_that_cannot_be_read_is_named_and_the_class_is_found(la
         for folder in [classroom, *classroom.rglob("*")]:
             folder.chmod(0o755 if folder.is_dir() else 0o644)
         closed.chmod(0)
+        shut = classroom / (f"submitted/bo/{ASSIGNMENT}/attention.py" if below else "bo.py")  # a file, not a folder
+        shut.parent.mkdir(parents=True, exist_ok=True)
+        for folder in shut.relative_to(classroom).parents:
+            (classroom / folder).chmod(0o755)
+        shutil.copy(PLAIN, shut)
+        shut.chmod(0)
         workdir = top / "work"
         workdir.mkdir(mode=0o777)
         workdir.chmod(0o777)
@@ -332,6 +338,8 @@ def test_a_student_folder_that_cannot_be_read_is_named_and_the_class_is_found(la
     assert by_student["ann"] == (True, "")
     stored, problem = by_student["zed"]
     assert not stored and "cannot be read (Permission denied)" in problem and "make it readable" in problem
+    stored, problem = by_student["bo"]  # nothing stored: an export would have written the student's 0
+    assert not stored and "could not be read (permission denied)" in problem and "chmod a+r" in problem
 
 
 @pytest.mark.slow  # two command-line grades of real hand-ins, one on a local Dask cluster

@@ -81,7 +81,7 @@ def find_submissions(paths: list[Path], assignment: str, module: str, workdir: P
     # One file named twice (grade hw a.py a.py) is one hand-in, not two that collide.
     found = list({os.path.abspath(item.path): item for item in found}.values())
     found = [dataclasses.replace(item, problem=refused.get(item.path, item.problem)) for item in found]
-    found = [_link_refused(item) for item in settle_ids(found)]
+    found = [_unreadable_refused(_link_refused(item)) for item in settle_ids(found)]
     return sorted((_timed(item) for item in found), key=lambda item: canonical(item.student))
 
 
@@ -126,6 +126,14 @@ def _link_refused(item: Found) -> Found:
         f"{safe(item.path, 300)} is in a folder that is a symbolic link; replace the link with a copy (or copy the "
         "class folder without keeping links) and grade again")
     return dataclasses.replace(item, problem=problem, stored=False)
+
+
+def _unreadable_refused(item: Found) -> Found:
+    """`item`, not to be stored where this account may not read its file: the class folder's permissions to fix,
+    not the student's 0 (an export would write it)."""
+    if item.problem or os.access(item.path, os.R_OK) or not os.path.isfile(item.path):
+        return item
+    return dataclasses.replace(item, problem=read_bytes(item.path, item.root).error, stored=False)
 
 
 def _timed(item: Found) -> Found:
