@@ -24,10 +24,10 @@ from autograder.grading.attempt import attempt
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.store import Store
 from autograder.grading.submission import read_submission
-from autograder.outputs.report import feedback_files
+from autograder.outputs.feedback_files import feedback_files
 from autograder.sandbox.session import Session
 
-from conftest import PLAIN, REFERENCE, SUBMISSIONS, compose, run_cli
+from conftest import PLAIN, REFERENCE, ROOT, SUBMISSIONS, compose, run_cli
 
 EVIL = 'x<b>y"&'  # a student id with markup in it (it comes from a file name)
 CLASS = {  # student -> (folder under fixtures/submissions, fixture); None: the file is built by the test
@@ -243,6 +243,24 @@ def test_an_exception_message_makes_no_blocks_or_links_on_the_markdown_page(tmp_
     assert not re.search(r"<(h[12]|li|a |pre|code|ol|del)\b", section), section
     assert page.count("<h1>") == 1  # the page's own title
     assert "Total: 100 / 100 points. All checks passed.<br />\n===" in section  # the text itself, line by line
+
+
+def test_a_report_written_again_removes_only_the_pages_of_the_last_that_it_did_not_write_again(tmp_path):
+    """A student graded under another id since (or a folder reused) leaves no stale page among the new ones; a
+    file the report never wrote stays. Without --out, each assignment has a folder of its own."""
+    check = CheckResult("f.c", "f", "public", "passed", 1, 1, "")
+    for db, students in (("first.db", ("ann", "bo")), ("second.db", ("ann",))):
+        with Store(tmp_path / db) as store:
+            for student in students:
+                store.save(SubmissionResult(student, "w07_attention", f"{student}.py", "x", "v", 1, "bwrap", (check,),
+                                            max_score=1))
+    feedback, course = tmp_path / "report" / "w07_attention" / "feedback", ("--course", ROOT / "course.yaml")
+    assert run_cli("report", "--db", tmp_path / "first.db", *course, cwd=tmp_path).returncode == 0
+    assert {p.name for p in feedback.glob("*.html")} == {"ann.html", "bo.html"}
+    (feedback / "notes.txt").write_text("the TA's own file")
+    assert run_cli("report", "--db", tmp_path / "second.db", *course, cwd=tmp_path).returncode == 0
+    assert sorted(p.name for p in feedback.iterdir() if not p.name.startswith(".")) == ["ann.html", "ann.md",
+                                                                                          "notes.txt"]
 
 
 def test_report_errors_say_what_to_do(tmp_path):

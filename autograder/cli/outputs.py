@@ -15,8 +15,8 @@ def add_commands(commands) -> None:
     report = commands.add_parser("report", help="write each student's feedback and the class report "
                                                 "from stored results")
     options.results_db(report)
-    report.add_argument("--out", type=Path, default=Path("report"),
-                        help="folder for index.html, grades.csv and feedback/ (default: %(default)s)")
+    report.add_argument("--out", type=Path, help="folder for index.html, grades.csv and feedback/ (default: "
+                                                 "report/<assignment>, so two assignments' pages never mix)")
     report.add_argument("--assignment", help="assignment to report on (default: the only one in the database)")
     options.course(report)
     report.set_defaults(run=_report)
@@ -132,7 +132,7 @@ def _report(args) -> int:
     from autograder.outputs.report import write_reports
 
     _, assignment, results, rule = stored_grades(args)
-    out = args.out.resolve()
+    out = (args.out or Path("report") / assignment).resolve()
     written = write_reports(assignment, results, out, rule)
     print(f"wrote feedback for {len(results) - len(written.refused)} students of {assignment} to {out / 'feedback'}/ "
           f"and {out / 'grades.csv'}", file=sys.stderr)

@@ -15,7 +15,6 @@ and the starts of blocks alike, unless it is a fenced code block built there.
 """
 from __future__ import annotations
 
-import hashlib
 import statistics
 import urllib.parse
 from dataclasses import dataclass, field, replace
@@ -28,13 +27,13 @@ from autograder.grading.late import LATE_MEANINGS, Late, LateRule, assess_result
 from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flag_kind, flags
 from autograder.outputs import audience
 from autograder.outputs import markdown as markdown_text
+from autograder.outputs.feedback_files import feedback_files, remove_stale
 from autograder.outputs.grades_csv import write_csv
 from autograder.outputs.plots import plots
 from autograder.text import counted, safe
 
 TEMPLATES = Path(__file__).parent / "templates"
 HISTOGRAM_BINS = 10
-MAX_FILE_NAME = 200  # characters of a feedback page's name before its suffix (a file name holds 255 bytes)
 
 
 # ---------------------------------------------------------------- one student
@@ -298,32 +297,6 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     return html, markdown
 
 
-def feedback_files(students: list[str]) -> dict[str, str]:
-    """A file name (no suffix) per student id that reads back to it: the id, all but letters, digits and `._-~` as %XX
-    of UTF-8 (`a b` is `a%20b`, a leading `.` too); ids stored apart only by case get `-2`, `-3` (renamed files).
-    An id whose quoted form passes MAX_FILE_NAME (60 Greek letters quote to 360 bytes, over a file name's 255) is
-    cut there and ends in a digest of the whole id, so it stays one student's."""
-    names, used = {}, set()
-    for student in students:
-        base = urllib.parse.quote(student, safe="") or "student"
-        if len(base) > MAX_FILE_NAME:
-            base = _shortened(base, student)
-        names[student] = name = base = "%2E" + base[1:] if base.startswith(".") else base
-        while name.lower() in used:
-            names[student] = name = f"{base}-{len([n for n in used if n.startswith(base.lower())]) + 1}"
-        used.add(name.lower())
-    return names
-
-
-def _shortened(base: str, student: str) -> str:
-    """`base`, a quoted id, cut to MAX_FILE_NAME with a digest of `student` at its end (never inside a %XX)."""
-    digest = hashlib.blake2b(student.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
-    cut = base[:MAX_FILE_NAME - len(digest) - 1]
-    if "%" in cut[-2:]:
-        cut = cut[:cut.rindex("%")]
-    return f"{cut}-{digest}"
-
-
 @dataclass(frozen=True)
 class Written:
     """What `write_reports` wrote: the class report, and each student whose feedback could not be written."""
@@ -346,13 +319,16 @@ def write_reports(assignment: str, results: list[SubmissionResult], out: Path,
     usable = [r for r in results if _page_or_refusal(r, files[r.student], rule, refused)]
     report = class_report(assignment, usable, files, rule) if usable else None
     html, markdown = _environments()
+    pages = []
     for page in report.students if report else []:
         context = {"page": page, "assignment": assignment}
         try:
             (out / "feedback" / f"{page.file}.html").write_text(html.get_template("student.html").render(context))
             (out / "feedback" / f"{page.file}.md").write_text(markdown.get_template("student.md").render(context))
+            pages += [f"{page.file}.html", f"{page.file}.md"]
         except (OSError, ValueError, TypeError, KeyError, jinja2.TemplateError) as error:
             refused.append(_refusal(page.result, error))
+    remove_stale(out / "feedback", pages)
     index = out / "index.html"
     if report:
         index.write_text(html.get_template("index.html").render(report=replace(report, plots=plots(report))))
