@@ -73,7 +73,7 @@ def test_canvas_file_has_the_five_identity_columns_the_assignment_column_and_poi
                         ["Grace Hopper", "102", "S-2", "grace", "Lab B", "10"],
                         ["Alan Turing", "103", "S-3", "alan", "Lab A", ""]]  # no hand-in: blank, the default
     assert all(len(row) == 6 for row in rows)
-    assert "1 students with a result are not on the roster" in said and "s4" in said
+    assert "1 student with a result is not on the roster" in said and "s4" in said
 
 
 def test_moodle_file_has_identifier_columns_a_grade_column_and_feedback_in_its_own(stored):

@@ -11,6 +11,7 @@ import csv
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -493,3 +494,12 @@ def test_two_honest_textbook_hand_ins_with_the_rest_left_as_released_are_not_one
     comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
     pair = next(p for p in comparison.pairs if (p.a, p.b) == ("textbook_a", "textbook_b"))
     assert pair.score < 0.6, pair
+
+
+def test_one_hand_in_is_told_that_nothing_could_be_paired(tmp_path):
+    (tmp_path / "class").mkdir()
+    shutil.copy(CLASS / "i01_einsum.py", tmp_path / "class" / "ann.py")
+    done = run_similarity(str(tmp_path / "class"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "compared 1 student of" in done.stderr and "0 notes" in done.stderr
+    assert "fewer than two hand-ins could be compared" in done.stderr and "Warning" not in done.stderr, done.stderr

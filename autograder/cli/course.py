@@ -152,9 +152,10 @@ def _export_lms(args) -> int:
                f"{settings.submissions.missing} for {len(ungraded)}{': ' + _some(ungraded, 10) if ungraded else ''}) "
                f"to {out.resolve()}: import it as the LMS documents ({kind.docs})", 2000), file=sys.stderr)
     if unknown:
-        print(safe(f"autograder: warning: {len(unknown)} students with a result are not on the roster {args.roster}, "
-                   f"so they are not in the file: {', '.join(unknown)}. Add them to the roster (or fix their ids) and "
-                   "export again"), file=sys.stderr)
+        who = "1 student with a result is" if len(unknown) == 1 else f"{len(unknown)} students with a result are"
+        print(safe(f"autograder: warning: {who} not on the roster {args.roster}, so not in the file: "
+                   f"{', '.join(unknown)}. Add them to the roster (or fix their ids) and export again"),
+              file=sys.stderr)
     return 0
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from autograder.cli import options
 from autograder.cli.workdir import command_workdir
 from autograder.grading.course import find_course, load_course
+from autograder.text import counted
 
 
 def add_commands(commands) -> None:
@@ -78,8 +79,11 @@ def _similarity(args) -> int:
             submissions, notes = from_store(args.db or options.db_path(args), args.assignment)
         comparison = compare_class(args.assignment, submissions, stub, settings.source_dir, notes, args.jobs)
     index = write_report(comparison, args.out.resolve(), args.top, args.threshold)
-    print(f"compared {len(comparison.students)} students of {args.assignment}: {len(comparison.pairs)} pairs share "
+    print(f"compared {counted(len(comparison.students), 'student')} of {args.assignment}: {len(comparison.pairs)} pairs share "
           f"code; {sum(p.score >= args.threshold for p in comparison.pairs)} score {args.threshold} or more. "
-          f"{len(comparison.notes)} notes (students not compared, or in part) are on the page.", file=sys.stderr)
+          f"{counted(len(comparison.notes), 'note')} (students not compared, or in part) on the page.", file=sys.stderr)
+    if len(comparison.students) < 2:
+        print("autograder: warning: fewer than two hand-ins could be compared, so no pair was; pass the whole class "
+              "(its folder, or its --db)", file=sys.stderr)
     print(f"wrote {args.out.resolve() / 'pairs.csv'}; report (for instructors only): {index}")
     return 0

@@ -217,7 +217,7 @@ def histogram(comparison: Comparison, threshold: float) -> str:
     figure = Figure(figsize=(7, 2.6))  # Figure without pyplot: no global state; Agg draws the PNG
     axes = figure.add_subplot()
     bins = [i / 20 for i in range(21)]
-    axes.hist([0.0] * zero + scores, bins=bins, color="#4878a8", log=True)
+    axes.hist([0.0] * zero + scores, bins=bins, color="#4878a8", log=bool(zero or scores))  # log of no pair: none
     axes.axvline(threshold, color="#a33", linestyle="--", linewidth=1)
     axes.set_xlabel("pair score (best-matching function)")
     axes.set_ylabel("pairs (log scale)")
