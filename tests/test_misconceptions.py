@@ -101,6 +101,8 @@ TORCH_PARTS = {
     "softmax_over_queries": [("torch.softmax(S, dim=-1)", "torch.softmax(S, dim=-2)")],
     "score_divides_by_dk": [("1.0 / math.sqrt(Q.shape[-1])", "1.0 / Q.shape[-1]")],
     "score_multiplies_by_sqrt_dk": [("1.0 / math.sqrt(Q.shape[-1])", "math.sqrt(Q.shape[-1])")],
+    "score_dk_from_wrong_axis": [("1.0 / math.sqrt(Q.shape[-1])", "1.0 / math.sqrt(Q.shape[1])")],
+    "attention_returns_a_c": [("return A @ V, A", "return A, A @ V")],
     "mask_fills_zero": [('masked_fill(~allowed, float("-inf"))', "masked_fill(~allowed, 0.0)")],
     "mask_inverted": [('masked_fill(~allowed, float("-inf"))', 'masked_fill(allowed, float("-inf"))')],
     "mask_truth_value": [("if allowed is not None:", "if allowed:")],

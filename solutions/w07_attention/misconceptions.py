@@ -544,7 +544,7 @@ MISCONCEPTIONS = (
     Misconception(
         "attention_returns_a_c",
         "attention returns the context first and the weights second, (C, A) — slide 30.",
-        ("attention",), wrong=_returns_a_c),
+        ("attention", "attention_torch"), wrong=_returns_a_c),
     Misconception(
         "attention_ignores_scale",
         "attention passes its scale on to score: an explicitly given scale replaces 1/√dk, which is used only "
@@ -592,13 +592,14 @@ MISCONCEPTIONS = (
         "dk is the width of each query and key, the last axis: Q.shape[-1]. With batch or head axes in front, "
         "Q.shape[1] is another axis (the queries, or the heads), so the default scale 1/√dk comes out wrong "
         "— slides 10 and 13.",
-        ("score", "attention"), wrong=_part(_score_dk_from_axis_1, score=_score_dk_from_axis_1)),
+        ("score", "attention", "attention_torch"), wrong=_part(_score_dk_from_axis_1, score=_score_dk_from_axis_1)),
     Misconception(
         "score_transposes_batch_axes",
         "Inputs may carry batch or head axes, (..., Nk, dk): K.T reverses every axis of K, not just the last "
         "two, so Q @ K.T breaks (or mixes the batch axes) once there is a batch; transpose only the last two "
         "axes, np.swapaxes(K, -1, -2) — slide 13.",
-        ("score", "attention"), wrong=_part(_score_all_axes_transposed, score=_score_all_axes_transposed)),
+        ("score", "attention", "attention_torch"),
+        wrong=_part(_score_all_axes_transposed, score=_score_all_axes_transposed)),
     Misconception(
         "score_dot_transposes_batch_axes",
         "Inputs may carry batch or head axes, (..., Nk, dk): np.dot(Q, K.T) works for one sequence only, as K.T "
