@@ -146,6 +146,14 @@ def test_a_sparse_tensor_is_told_to_be_dense_not_given_precision_advice(grade_on
                         and "half precision" not in m for m in lost), lost
 
 
+def test_an_attention_torch_that_raises_is_told_the_shapes_of_the_tensors_it_was_given(grade_once, tmp_path):
+    path = tmp_path / "torch_all_axes.py"
+    path.write_text(PLAIN.read_text().replace("S = (Q @ K.transpose(-2, -1)) * scale", "S = (Q @ K.T) * scale"))
+    raised = [t.message for t in grade_once(path).tests if t.status == "error"]
+    assert raised and all("attention_torch raised RuntimeError" in m and "(given Q: a float64 tensor of shape (" in m
+                          for m in raised), raised
+
+
 @pytest.mark.parametrize("dtype", ["float16", "complex64"])
 def test_every_check_of_scores_refuses_a_dtype_it_cannot_compare(grade_once, tmp_path, dtype):
     # score.shape_rows_are_queries compared the entries with np.isclose before asking for a floating dtype, so

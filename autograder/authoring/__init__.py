@@ -7,7 +7,7 @@ the whole `Reply`), judges the value with the `expect_*` functions, and raises `
 message in the course's words (a returned value goes into it as `shown(value)`, which writes any
 value, an int of 100,000 digits too); `CHECKS` lists them as `Check("f.aspect", name, sizes=...)`. A
 misconception catalogue defines `CATALOGUE = Catalogue(...)` of `Misconception`s. The modules behind
-these names (checks, compare, inputs, misconceptions, protocol) are the implementation; a check file
+these names (checks, compare, gradients, inputs, misconceptions, protocol) are the implementation; a check file
 imports only this package. Nothing here starts a process or touches the sandbox.
 """
 from autograder.authoring.checks import (
@@ -18,6 +18,7 @@ from autograder.authoring.checks import (
     StudentError,
     Tolerance,
     Trial,
+    called_with,
     expect_error_path,
     raise_for,
 )
@@ -28,13 +29,13 @@ from autograder.authoring.compare import (
     expect_equal_mask,
     expect_exact_zeros,
     expect_floating,
-    expect_gradients,
     expect_pair,
     expect_rows_sum_to_one,
     expect_shape,
     holds_float32_only,
     shown,
 )
+from autograder.authoring.gradients import expect_gradients
 from autograder.authoring.inputs import mask_rows, normal
 from autograder.authoring.misconceptions import Catalogue, Misconception, Observed
 from autograder.authoring.plain_values import expect_equal
@@ -42,8 +43,8 @@ from autograder.authoring.protocol import Opaque, Reply, TensorData
 
 __all__ = [
     "Catalogue", "Check", "CheckFailed", "Inputs", "Misconception", "Observed", "Opaque", "Reply", "Sizes",
-    "StudentError", "TensorData", "Tolerance", "Trial", "as_array", "as_tensor", "expect_close", "expect_equal",
-    "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_floating", "expect_gradients",
-    "expect_pair", "expect_rows_sum_to_one", "expect_shape", "holds_float32_only", "mask_rows", "normal",
-    "raise_for", "shown",
+    "StudentError", "TensorData", "Tolerance", "Trial", "as_array", "as_tensor", "called_with", "expect_close",
+    "expect_equal", "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_floating",
+    "expect_gradients", "expect_pair", "expect_rows_sum_to_one", "expect_shape", "holds_float32_only", "mask_rows",
+    "normal", "raise_for", "shown",
 ]

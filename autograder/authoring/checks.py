@@ -276,13 +276,13 @@ def called_with(ref, function: str, args: tuple, kwargs: dict) -> str:
     except (TypeError, ValueError):
         names = []
     named = [(names[i] if i < len(names) else f"argument {i + 1}", value) for i, value in enumerate(args)]
-    parts = [f"{name}: {_kind_of(value)}" for name, value in named + list(given.items())]
+    parts = [f"{name}: {_kind_of(value, kwargs.get('as_tensors'))}" for name, value in named + list(given.items())]
     return f" (given {', '.join(parts)})" if parts else ""
 
 
-def _kind_of(value) -> str:
+def _kind_of(value, as_tensor: bool = False) -> str:
     if isinstance(value, np.ndarray):
-        return f"a {value.dtype} array of shape {tuple(value.shape)}"
+        return f"a {value.dtype} {'tensor' if as_tensor else 'array'} of shape {tuple(value.shape)}"
     if value is None or isinstance(value, (bool, int, float)):
         return repr(value)
     return f"a {type(value).__name__}"

@@ -79,8 +79,9 @@ def _similarity(args) -> int:
             submissions, notes = from_store(args.db or options.db_path(args), args.assignment)
         comparison = compare_class(args.assignment, submissions, stub, settings.source_dir, notes, args.jobs)
     index = write_report(comparison, args.out.resolve(), args.top, args.threshold)
-    print(f"compared {counted(len(comparison.students), 'student')} of {args.assignment}: {len(comparison.pairs)} pairs share "
-          f"code; {sum(p.score >= args.threshold for p in comparison.pairs)} score {args.threshold} or more. "
+    print(f"compared {counted(len(comparison.students), 'student')} of {args.assignment}: "
+          f"{len(comparison.pairs)} pairs share code; "
+          f"{sum(p.score >= args.threshold for p in comparison.pairs)} score {args.threshold} or more. "
           f"{counted(len(comparison.notes), 'note')} (students not compared, or in part) on the page.", file=sys.stderr)
     if len(comparison.students) < 2:
         print("autograder: warning: fewer than two hand-ins could be compared, so no pair was; pass the whole class "

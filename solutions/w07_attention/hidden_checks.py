@@ -21,6 +21,7 @@ from autograder.authoring import (
     Inputs,
     Sizes,
     as_tensor,
+    called_with,
     expect_close,
     expect_equal_mask,
     expect_error_path,
@@ -341,7 +342,8 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     reply = t.call("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True,
                    backward=(upstream, upstream_A))
     if reply.raised is not None:
-        raise_for("attention_torch", reply)
+        raise_for("attention_torch", reply, called_with(t.ref, "attention_torch", (Q, K, V), {
+            "allowed": allowed, "scale": scale, "as_tensors": True}))
     C, A = expect_pair(reply.value, "attention_torch", PAIR)
     C = as_tensor(C, "the context C of attention_torch", (*d["batch"], d["nq"], d["dv"]))
     A = as_tensor(A, "the weights A of attention_torch", (*d["batch"], d["nq"], d["nk"]))
