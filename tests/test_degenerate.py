@@ -123,3 +123,13 @@ def test_always_raising_fails_the_error_path_checks_on_the_valid_neighbour(grade
         results = graded(grader, write_degenerate(folder, function, "raises"))
         check = next(r for r in results if r.name == f"{function}.all_masked_raises")
         assert check.status == "failed" and f"{function} raises on ordinary input: " in check.message, check.message
+
+
+def test_a_tensor_changed_in_place_after_autograd_used_it_is_told_so_not_called_detached(grader, folder):
+    path = folder / "in_place.py"
+    path.write_text(PLAIN.read_text().replace("    A = torch.softmax(S, dim=-1)\n",
+                                              "    A = torch.softmax(S, dim=-1)\n    A[A < 0] = 0.0\n"))
+    failed = [r for r in graded(grader, path) if r.status != "passed"]
+    assert failed and {r.function for r in failed} == {"attention_torch"}
+    assert all("changed in place after it was used" in r.message and "Hint:" not in r.message
+               and ".detach()" not in r.message for r in failed), [r.message for r in failed]

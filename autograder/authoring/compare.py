@@ -304,28 +304,6 @@ def distinct_digits(got: float, expected: float) -> tuple[str, str]:
     return f"{got:.17g}", f"{expected:.17g}"
 
 
-def expect_gradients(reply, expected: dict, tol: Tolerance, what: str, terms: dict | None = None) -> None:
-    """The gradients a call with `backward=` brought back match the trusted ones, input by input.
-
-    expected: argument name -> its expected gradient, in the call's argument
-    order (e.g. Q, K, V). The values are compared, never the worker's own
-    account of its autograd state, which the student's code could forge.
-    terms: argument name -> the magnitudes of the terms its gradient sums (see expect_close).
-    """
-    if reply.grad_error:
-        raise CheckFailed(f"{what}: {reply.grad_error}. Keep every step in torch operations on the input "
-                          "tensors, with autograd on (no .detach(), .numpy(), torch.tensor(...) re-wrapping or "
-                          "torch.no_grad()), so autograd can follow from the result back to the inputs")
-    grads = tuple(reply.grads or ())
-    for position, (name, exp) in enumerate(expected.items()):
-        got = grads[position] if position < len(grads) else None
-        if got is None:
-            raise CheckFailed(f"{what}: no gradient reached {name}; compute the result from {name} with torch "
-                              "operations so autograd can follow")
-        expect_close(got.array if isinstance(got, TensorData) else got, exp, tol,
-                     f"the gradient with respect to {name} of {what}", terms=(terms or {}).get(name))
-
-
 def expect_equal_mask(got, expected: np.ndarray, what: str) -> np.ndarray:
     """Boolean mask comparison: array → shape → bool dtype → values."""
     got = as_array(got, what, expected.shape)
