@@ -134,4 +134,5 @@ def test_a_roster_id_matches_the_stored_id_in_another_unicode_form(tmp_path):
     out, stderr = _export(tmp_path, "moodle")
     rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
     assert [(row["Username"], row["Attention: selective retrieval"]) for row in rows] == [("jdiaz", "7.5")]
-    assert "not on the roster" not in stderr and decomposed not in stderr
+    named = [line for line in stderr.splitlines() if "earlier suite" not in line]  # the result is a made-up one
+    assert "not on the roster" not in stderr and not any(decomposed in line for line in named), stderr

@@ -263,6 +263,19 @@ def test_a_report_written_again_removes_only_the_pages_of_the_last_that_it_did_n
                                                                                           "notes.txt"]
 
 
+def test_results_graded_under_an_earlier_suite_are_written_out_with_a_note(reported, tmp_path):
+    """Points changed in course.yaml (or new checks) reach stored results only by a regrade: an export says so."""
+    check = CheckResult("f.c", "f", "public", "passed", 1, 1, "")
+    with Store(tmp_path / "old.db") as store:
+        store.save(SubmissionResult("ann", "w07_attention", "ann.py", "x", "an earlier suite", 1, "bwrap", (check,),
+                                    max_score=1))
+    done = run_cli("export", "csv", "--db", tmp_path / "old.db")
+    assert done.returncode == 0 and "1 result of 1 (ann) was graded under an earlier suite" in done.stderr
+    assert "regrade w07_attention --preview" in done.stderr
+    _, _, db, _, _ = reported  # graded under the current suite: nothing to say
+    assert "earlier suite" not in run_cli("export", "csv", "--db", db).stderr
+
+
 def test_report_errors_say_what_to_do(tmp_path):
     done = run_cli("report", "--db", tmp_path / "missing.db", "--out", tmp_path / "out")
     assert done.returncode == 2

@@ -23,7 +23,7 @@ from autograder.grading.regrade import Collector, commit, hand_ins, held_back, m
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import protect
 from autograder.grading.store import Store, StoreError, stored_history
-from autograder.grading.suite import load_suite
+from autograder.grading.suite import load_suite, suite_version
 from autograder.outputs import ExportError, lms
 from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
 from autograder.outputs.progress import Progress, starting
@@ -98,11 +98,28 @@ def stored_grades(args):
         print(f"autograder: warning: {course.path}: assignments.{assignment}.extensions.{student}: no student "
               f"{student!r} has a result in {db}, so this extension applies to nobody; check the id",
               file=sys.stderr)
+    _say_if_graded_earlier(course, assignment, results)
     if over:
         print(safe(f"autograder: note: {len(over)} students handed in more than {settings.submissions.limit} times "
                    f"({_some(over)}): the later hand-ins are kept but do not count (`autograder history "
                    f"{assignment} STUDENT` lists them)"), file=sys.stderr)
     return course, assignment, results, rule
+
+
+def _say_if_graded_earlier(course, assignment: str, results) -> None:
+    """A note where results being written out were graded under an earlier suite (its checks, points, limits or
+    tolerances changed since): their points are as graded then, which a TA would otherwise take for current."""
+    try:
+        version = suite_version(course, assignment)
+    except (OSError, ValueError):  # the suite's files are not here (an export away from the course): nothing to say
+        return
+    earlier = [result.student for result in results if result.suite_version != version]
+    if earlier:
+        was, is_ = ("was", "is") if len(earlier) == 1 else ("were", "are")
+        print(safe(f"autograder: note: {counted(len(earlier), 'result')} of {len(results)} ({_some(earlier)}) {was} "
+                   "graded under an earlier suite (the checks, their points or course.yaml changed since), and "
+                   f"{is_} written out as graded then; `autograder regrade {assignment} --preview` shows whom the "
+                   "current suite moves, `autograder regrade` applies it"), file=sys.stderr)
 
 
 def hold_changed_suite(plan, store: Store, suite, force: bool):
