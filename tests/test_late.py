@@ -22,7 +22,7 @@ from nbgrader.utils import parse_utc
 
 from autograder.grading.course import CourseError, load_course
 from autograder.grading.discover import find_submissions
-from autograder.grading.gradescope_handin import MetadataError, gradescope_time
+from autograder.grading.gradescope_handin import MetadataError, gradescope_extension, gradescope_time
 from autograder.grading.late import (
     FILE_TIME,
     GRADESCOPE_METADATA,
@@ -31,6 +31,7 @@ from autograder.grading.late import (
     TimeError,
     assess,
     parse_timestamp,
+    with_extension,
 )
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.store import Store
@@ -327,3 +328,24 @@ def test_gradescope_and_the_reports_show_the_penalty_with_its_reason(tmp_path):
     index = (tmp_path / "report" / "index.html").read_text()
     assert 'data-student="late" data-score="64.0" data-raw-score="80.0"' in index and "late (−16)" in index
     assert "Late penalty" not in (tmp_path / "report" / "feedback" / "ontime.md").read_text()
+
+
+def test_an_extension_granted_in_gradescope_counts_and_never_shortens_one_from_course_yaml(tmp_path):
+    """Gradescope writes each submitter's own dates into submission_metadata.json: a due date later than the
+    assignment's is an extension a TA granted there, which course.yaml cannot see."""
+    metadata = {"created_at": "2026-11-22T10:00:00+00:00",
+                "assignment": {"due_date": "2026-11-20T23:59:00-05:00"},
+                "users": [{"email": "ann@example.edu", "assignment": {"due_date": "2026-11-23T23:59:00-05:00"}},
+                          {"email": "bo@example.edu", "assignment": {"due_date": "2026-11-20T23:59:00-05:00"}}]}
+    path = tmp_path / "submission_metadata.json"
+    path.write_text(json.dumps(metadata))
+    granted = gradescope_extension(path)
+    assert granted == datetime.datetime.fromisoformat("2026-11-23T23:59:00-05:00")
+    rule = LateRule(due=datetime.datetime.fromisoformat("2026-11-20T23:59:00-05:00"), penalty_per_day=0.1)
+    assert assess(with_extension(rule, "ann", granted), "ann", 10.0, metadata["created_at"], "").penalty == 0
+    assert assess(rule, "ann", 10.0, metadata["created_at"], "").penalty > 0  # without it: late
+    later = LateRule(due=rule.due, extensions={"ann": datetime.datetime.fromisoformat("2026-11-30T00:00:00+00:00")})
+    assert with_extension(later, "ann", granted) == later  # course.yaml's later extension stands
+    metadata["users"][0]["assignment"]["due_date"] = metadata["assignment"]["due_date"]
+    path.write_text(json.dumps(metadata))
+    assert gradescope_extension(path) is None  # every submitter on the assignment's own dates

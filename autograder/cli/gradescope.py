@@ -24,11 +24,12 @@ from autograder.grading.gradescope_handin import (
     METADATA_FILE,
     MetadataError,
     Picked,
+    gradescope_extension,
     gradescope_student,
     gradescope_time,
     pick_submission_file,
 )
-from autograder.grading.late import assess_result
+from autograder.grading.late import assess_result, with_extension
 from autograder.grading.probe import EnvironmentRefused
 from autograder.grading.results import SubmissionResult
 from autograder.grading.station import SandboxError, Setup, protect
@@ -116,7 +117,8 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
         _did_not_run(root, "its environment could not grade the reference solution")
         raise
     result = dataclasses.replace(result, submitted_at=at, submitted_at_source=source)
-    late = assess_result(suite.assignment.late, result)
+    late = assess_result(with_extension(suite.assignment.late, student, gradescope_extension(root / METADATA_FILE)),
+                         result)
     write_json(root / "results" / "results.json", gradescope_results(result, late))
     if result.internal_error:
         print(f"autograder: {student} could not be graded (internal error, not the student's code); results.json "

@@ -115,6 +115,26 @@ def gradescope_time(metadata_file: Path, picked: Path | None) -> tuple[str, str]
         raise _malformed(metadata_file, f"has a `created_at` that is not a time ({safe(error, 300)})") from None
 
 
+def gradescope_extension(metadata_file: Path):
+    """The due time Gradescope's own extension gives the submitters, or None: a submitter's `assignment.due_date`
+    later than the assignment's (for a group, the latest). A TA grants it in Gradescope's web page, where
+    course.yaml's `extensions` cannot see it. Times that do not read are no extension."""
+    metadata = _metadata(metadata_file) or {}
+    assignment, users = metadata.get("assignment"), metadata.get("users")
+    due = _due_date(assignment)
+    own = [_due_date(user.get("assignment")) for user in users if isinstance(user, dict)] \
+        if isinstance(users, list) else []
+    later = [moment for moment in own if moment is not None and (due is None or moment > due)]
+    return max(later) if later and due is not None else None
+
+
+def _due_date(assignment):
+    try:
+        return parse_timestamp(assignment["due_date"]) if isinstance(assignment, dict) else None
+    except (KeyError, TypeError, TimeError, ValueError, OverflowError, AttributeError):
+        return None
+
+
 def _metadata(path: Path) -> dict | None:
     """The metadata file's object, or None when there is no file; raises MetadataError for anything else."""
     try:

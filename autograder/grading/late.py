@@ -17,6 +17,7 @@ flagged as unreliable wherever it decides a penalty.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import os
@@ -73,6 +74,15 @@ class LateRule:
         """Extensions naming students who have no result: usually a mistyped id."""
         known = {canonical(student) for student in students}
         return sorted(name for name in self.extensions if canonical(name) not in known)
+
+
+def with_extension(rule: LateRule, student: str, due: datetime.datetime | None) -> LateRule:
+    """`rule` with `due` as the student's extension where it is later than their deadline (an extension granted
+    elsewhere, in Gradescope's page, say): a student is never held to the earlier of two extensions."""
+    deadline = rule.deadline(student)
+    if due is None or deadline is None or due <= deadline:
+        return rule
+    return dataclasses.replace(rule, extensions={**rule.extensions, student: due})
 
 
 @dataclass(frozen=True)
