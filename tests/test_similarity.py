@@ -25,6 +25,7 @@ from autograder.grading.store import Store
 from autograder.grading.submission import read_submission
 from autograder.similarity.code import functions_of, parse_pieces
 from autograder.similarity.compare import compare_class
+from autograder.similarity.report import lines_alike
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK = ROOT / "tests" / "fixtures" / "similarity"
@@ -484,6 +485,27 @@ def test_identical_copies_are_paired_at_one_however_common_their_code_is(tmp_pat
     stubs = compare_class("w07_attention", [read_submission(tmp_path / f"{s}.py") for s in ("gina", "hank")],
                           STUB, SOURCE_DIR, jobs=1)
     assert all(pair.score < 0.5 for pair in stubs.pairs), stubs.pairs
+
+
+def test_a_copy_of_code_the_class_writes_alike_shows_its_lines_as_evidence(tmp_path):
+    """Two copies of a file whose every line many others write too pair at 1.00 as the same code; the page's
+    evidence must show those lines, not "0 lines alike" under a score of 1.00."""
+    text = (ROOT / "tests" / "fixtures" / "similarity" / "honest_partial" / "textbook_a.py").read_text()
+    written = [node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)
+               and "NotImplementedError" not in ast.get_source_segment(text, node)]
+    lines = text.split("\n")
+    for number, node in enumerate(written):  # each version leaves one function as released: no block of its own
+        stub = lines[:node.lineno] + [f'    raise NotImplementedError("{node.name}")'] + lines[node.end_lineno:]
+        for twin in "ab":
+            (tmp_path / f"v{number}{twin}.py").write_text("\n".join(stub))
+    for name in ("copy_1", "copy_2"):
+        (tmp_path / f"{name}.py").write_text(text)
+    submissions = [read_submission(p) for p in sorted(CLASS.iterdir())] + \
+        [read_submission(p) for p in sorted(tmp_path.glob("*.py"))]
+    comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
+    copy = next(pair for pair in comparison.pairs if (pair.a, pair.b) == ("copy_1", "copy_2"))
+    assert copy.score == 1.0 and copy.same_code
+    assert lines_alike(comparison, copy) >= 2, lines_alike(comparison, copy)
 
 
 def test_two_honest_textbook_hand_ins_with_the_rest_left_as_released_are_not_one_code():

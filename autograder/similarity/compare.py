@@ -108,7 +108,7 @@ def with_identical(pairs: list[Pair], groups: list[list[str]], prints: dict[str,
     for a, b in copies:  # the same in both: they are one code
         functions = [f for f in prints if {p.hash for p in prints[f][number[a]]} - released]
         ones.append(Pair(a, b, 1.0, tuple(FunctionScore(f, 1.0) for f in functions), {f: 1.0 for f in functions},
-                         len(prints[functions[0]][number[a]]), 1.0))
+                         len(prints[functions[0]][number[a]]), 1.0, same_code=True))
     taken = set(copies)
     return ones + [pair for pair in pairs if (pair.a, pair.b) not in taken]
 

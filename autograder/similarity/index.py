@@ -72,6 +72,7 @@ class Pair:
     by_function: dict[str, float]  # every function they share weight in, best first
     shared: int
     whole: float = 0.0
+    same_code: bool = False  # the same code throughout (similarity.compare.identical_groups): 1.0 whatever is common
 
     @property
     def best(self) -> str:

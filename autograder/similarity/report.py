@@ -150,7 +150,7 @@ def lines_alike(comparison: Comparison, pair: Pair) -> int:
     """The lines holding code the pair shares in the function its score is (the fewer of the two students'),
     of those shown for it: a fingerprint can span the end of the function and the start of a helper."""
     a, b = comparison.students.index(pair.a), comparison.students.index(pair.b)
-    shared = _shared(comparison, pair.best, a, b)
+    shared = _shared(comparison, pair.best, a, b, pair.same_code)
     counts = []
     for student in (a, b):
         merged: list[list[int]] = []  # the lines the shared fingerprints span, as disjoint ranges
@@ -166,11 +166,12 @@ def lines_alike(comparison: Comparison, pair: Pair) -> int:
     return min(counts)
 
 
-def _shared(comparison: Comparison, function: str, a: int, b: int) -> dict[int, float]:
-    """The fingerprints of some weight students `a` and `b` share in `function` -> their weights."""
+def _shared(comparison: Comparison, function: str, a: int, b: int, every: bool = False) -> dict[int, float]:
+    """The fingerprints of some weight students `a` and `b` share in `function` -> their weights; `every`: those of
+    no weight too (a pair whose code is the same throughout, common code and all, shows all of it)."""
     weights = comparison.indexes[function].weights
     shared = {p.hash for p in comparison.prints[function][a]} & {p.hash for p in comparison.prints[function][b]}
-    return {h: weights[h] for h in shared if weights[h] > 0}
+    return {h: weights[h] for h in shared if weights[h] > 0 or every}
 
 
 def side_by_side(comparison: Comparison, pair: Pair) -> list[SideBySide]:
@@ -180,7 +181,7 @@ def side_by_side(comparison: Comparison, pair: Pair) -> list[SideBySide]:
     ranked = [item for item in ranked if item[1] >= SHOWN] or ranked[:1]
     blocks = []
     for function, score in ranked:
-        shared = _shared(comparison, function, a, b)
+        shared = _shared(comparison, function, a, b, pair.same_code)
         blocks.append(SideBySide(function, score, _lines(comparison, a, function, shared),
                                  _lines(comparison, b, function, shared)))
     return blocks
