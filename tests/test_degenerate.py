@@ -133,3 +133,17 @@ def test_a_tensor_changed_in_place_after_autograd_used_it_is_told_so_not_called_
     assert failed and {r.function for r in failed} == {"attention_torch"}
     assert all("changed in place after it was used" in r.message and "Hint:" not in r.message
                and ".detach()" not in r.message for r in failed), [r.message for r in failed]
+
+
+def test_all_zero_scores_are_not_called_a_wrong_scale(grader, folder):
+    """0 × the right grid fits "every entry is one factor × the right one": a factor of 0 is no scale."""
+    message = next(r.message for r in graded(grader, write_degenerate(folder, "score", "zeros"))
+                   if r.name == "score.shape_rows_are_queries")
+    assert "× the right one" not in message and "compares query i with key j" in message, message
+
+
+def test_nan_weights_do_not_pass_for_rows_that_sum_to_one(grader, folder):
+    path = folder / "nan_softmax.py"
+    path.write_text(PLAIN.read_text() + "\n\ndef softmax(S):\n    return np.full(np.shape(S), np.nan)\n")
+    message = next(r.message for r in graded(grader, path) if r.name == "softmax.rows_sum_to_one")
+    assert "do not sum to 1" in message and "it holds NaN" in message, message

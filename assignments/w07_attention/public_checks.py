@@ -134,14 +134,18 @@ def score_shape_rows_are_queries(t):
 def _what_differs(S, expected, tol) -> str:
     """The likely cause of S ≠ expected: every entry off by one factor is a wrong scale, not a wrong grid."""
     factor = float(np.sum(S * expected) / np.sum(expected * expected))
-    if not np.isclose(factor, 1.0) and np.allclose(S, factor * expected, rtol=tol.rtol, atol=tol.atol):
+    # A factor near 0 is no scale: scores that are all (nearly) zero compute nothing.
+    if abs(factor) > 1e-3 and not np.isclose(factor, 1.0) and np.allclose(S, factor * expected, rtol=tol.rtol,
+                                                                            atol=tol.atol):
         return (f"every entry is {factor:.4g} × the right one, so the grid is right and its scale is not: with "
                 "scale=None, divide by √dk, dk = Q.shape[-1] = 4 (slide 10)")
     return "S[..., i, j] compares query i with key j"
 
 
 def additive_score_lecture_formula(t):
-    """additive_score follows e_ij = vᵀ tanh(W_q q_i + W_k k_j + b) on a hand-checkable case (slide 9)."""
+    """additive_score follows e_ij = vᵀ tanh(W_q q_i + W_k k_j + b) on two hand-checkable cases (slide 9): the
+    identity weights, then weights, v and b that each change the answer (a missing b, a sum in place of v or an
+    untransposed W gives other numbers)."""
     Q, K = np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
     eye, v, b = np.eye(2), np.array([1.0, 1.0]), np.array([0.0, 0.0])
     # W_q = W_k = I, b = 0: e_0j = tanh(1 + k_j0) + tanh(k_j1)
@@ -151,6 +155,15 @@ def additive_score_lecture_formula(t):
         e = t.returned("additive_score", Q, K[keys], eye, eye, v, b)
         expect_close(e, expected[:, keys], t.tol(np.float64),
                      f"additive_score with W_q = W_k = I, v = [1, 1], b = 0{what}")
+    # dq = 2, dk = 3, h = 2: W_q q = [q0 + q1, 0] = [3, 0], W_k k_j = [0, k_j0 - k_j2] = [0, ±1], b = [-1, 0.5],
+    # so e_0j = 2 tanh(3 - 1) - tanh(±1 + 0.5).
+    Q, K = np.array([[1.0, 2.0]]), np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    W_q, W_k = np.array([[1.0, 1.0], [0.0, 0.0]]), np.array([[0.0, 0.0, 0.0], [1.0, 0.0, -1.0]])
+    v, b = np.array([2.0, -1.0]), np.array([-1.0, 0.5])
+    expected = np.array([[2 * np.tanh(2.0) + np.tanh(0.5), 2 * np.tanh(2.0) - np.tanh(1.5)]])
+    e = t.returned("additive_score", Q, K, W_q, W_k, v, b)
+    expect_close(e, expected, t.tol(np.float64), "additive_score with W_q = [[1, 1], [0, 0]], W_k = [[0, 0, 0], "
+                 "[1, 0, -1]], v = [2, -1], b = [-1, 0.5] (dq = 2, dk = 3, h = 2)")
 
 
 def causal_mask_lower_triangle(t):
@@ -338,11 +351,14 @@ def attention_changed_query(t):
 
 def attention_causal_rows(t):
     """With a causal mask, every future weight is exactly 0, every row sums to 1, and C and A are right (slide 26)."""
-    counts = np.array([3.0, 1.0, 2.0, 4.0, 2.0])
-    # dk = 1 and q_i = 1, so s_ij = log(counts[j]): query i weighs its keys j ≤ i as counts[j] / Σ_{m≤i} counts[m].
-    Q, K, V = np.ones((5, 1)), np.log(counts)[:, None], normal(t.rng, (5, 2))
+    counts, powers = np.array([3.0, 1.0, 2.0, 4.0, 2.0]), np.array([1.0, 2.0, 1.0, 2.0, 1.0])
+    # dk = 4, q_i = p_i (1, 1, 1, 1) and k_j = log(counts[j]) / 2 (1, 1, 1, 1), so s_ij = q_i · k_j / √4 =
+    # p_i log(counts[j]): query i weighs its keys j ≤ i as counts[j]^p_i / Σ_{m≤i} counts[m]^p_i. The queries differ
+    # and dk is not 1, so scores that leave out the queries or the √dk give other weights.
+    Q, K = powers[:, None] * np.ones((5, 4)), (np.log(counts) / 2)[:, None] * np.ones((5, 4))
+    V = normal(t.rng, (5, 2))
     allowed = np.tril(np.ones((5, 5), dtype=bool))
-    _, A_expected = weights_from_counts(np.where(allowed, counts, 0.0))
+    _, A_expected = weights_from_counts(np.where(allowed, counts[None, :] ** powers[:, None], 0.0))
     C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed), "causal attention", PAIR)
     A = as_array(A, "the weights A of causal attention", (5, 5))
     expect_shape(A, (5, 5), "the weights A of causal attention")

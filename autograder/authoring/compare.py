@@ -337,11 +337,12 @@ def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: s
         tol = _for_precision(tol, got.dtype, sums.dtype)
         if _rounded_to_lower_precision(tol, got.reshape(-1)):  # the weights are few: looked at every time
             tol = tol.coarser
-    bad = np.abs(sums - 1.0) > tol.atol * 10 + tol.rtol
+    bad = ~(np.abs(sums - 1.0) <= tol.atol * 10 + tol.rtol)  # a NaN sum is no sum of 1
     if bad.any():
         where = as_index(next(zip(*np.nonzero(bad))))
         how = ("weights are never negative: exponentiate the shifted scores, then divide each by its row's sum"
                if got.dtype.kind == "f" and (got < 0).any() else "normalize over the last axis" + advice)
+        how = f"it holds NaN (look for inf - inf or 0 / 0 in the row); {how}" if np.isnan(sums[where]) else how
         raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} rows do not sum to 1, e.g. row {where} "
                           f"sums to {sums[where]:.6g}; {how}", got=got)
 
