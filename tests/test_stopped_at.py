@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 
 import nbformat
+import pytest
 
+from autograder.grading.explain import not_computing, stopped_advice
 from autograder.grading.statuses import PASSED, TIMEOUT
+from autograder.sandbox.replies import CallTimedOut
 from autograder.sandbox.stopped_at import place_text
 
 from conftest import PLAIN, compose
@@ -75,3 +78,38 @@ def test_what_the_child_says_is_shown_only_as_plain_bounded_text():
         assert place_text(nonsense, "softmax") == ""
     shown = place_text({"line": 1, "in": "\x1b[2Jevil\u202e", "code": "y" * 10_000}, "softmax")
     assert "\x1b" not in shown and "\u202e" not in shown and len(shown) < 300
+
+
+# Each stops a call in a check with no advice of its own about speed. Waiting: at the scale check's size only
+# (T = 512), so score's smaller checks pass first, as a slowness idea would need.
+_STOPPED = {
+    "waiting": ("score", "import subprocess, sys\n    if Q.shape[-2] >= 512:\n"
+                "        subprocess.run([sys.executable, '-c', 'import time; time.sleep(60)'])\n",
+                "it was waiting (for a thread or process it started"),
+    "memory": ("context", "while True:\n        np.ones(50_000_000)\n", "look for a very large array made in the call"),
+}
+
+
+@pytest.mark.slow  # each stopped call waits out the 5 s limit these tests grade with
+@pytest.mark.parametrize("what", sorted(_STOPPED))
+def test_a_call_stopped_while_waiting_or_touching_memory_is_told_so_not_about_loops(grade, tmp_path, what):
+    function, code, advice = _STOPPED[what]
+    text = PLAIN.read_text()
+    head = next(line for line in text.splitlines() if line.startswith(f"def {function}("))
+    path = tmp_path / f"{what}.py"
+    path.write_text(text.replace(head, f"{head}\n    {code}", 1))
+    stopped = [t for t in grade(path).tests if t.status == TIMEOUT and t.function == function]
+    assert stopped and all(advice in t.message and "Python loop" not in t.message for t in stopped), "\n".join(
+        t.message for t in stopped)
+    assert not any(t.misconception for t in stopped), [(t.name, t.misconception) for t in stopped]
+
+
+def test_a_call_stopped_in_a_print_is_told_to_take_the_prints_out_and_no_slowness_idea_is_named():
+    printing = CallTimedOut("score did not return within 0.1 s and was stopped")
+    printing.where = 'line 69, in softmax (`print("softmax input:", S)`)'
+    assert not_computing(printing) and stopped_advice(printing, "compute the whole grid").startswith(
+        "it was printing when it was stopped: take the prints out")
+    computing = CallTimedOut("score did not return within 0.1 s and was stopped")
+    computing.where = "line 12 (`for i in range(n):`)"
+    assert not not_computing(computing) and stopped_advice(computing, "compute the whole grid") == \
+        "compute the whole grid"

@@ -10,15 +10,23 @@ Either way, whatever that child answers can change an example, never a point.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from autograder.authoring.checks import UNENDING_HINT
 from autograder.authoring.misconceptions import Misconception
 from autograder.grading.attempt import Attempt
 from autograder.grading.results import CheckResult
 from autograder.grading.statuses import ERROR, PASSED
 from autograder.grading.suite import SuiteCheck
-from autograder.sandbox.replies import WorkerDied
+from autograder.sandbox.replies import CallFailed, WorkerDied
+
+# Where the child said a stopped call was (sandbox.stopped_at): "line 69, in helper (`print("x:", x)`)".
+_PRINTING = re.compile(r"\(`\s*print\(")
+# Said after WaitCredit.spent's "(… of it in the operating system: allocating or touching memory …)".
+MEMORY_HINT = ("look for a very large array made in the call: a table or cache built on its first call belongs at "
+               "the top level of the file, built once")
 
 
 @dataclass
@@ -132,3 +140,24 @@ def _raised_in(tried: Attempt | None) -> str:
     raised = next((reply.raised for _, reply in reversed(tried.calls) if reply.raised is not None), None) \
         if tried is not None and tried.status == ERROR else None
     return raised.within if raised is not None else ""
+
+
+def not_computing(stopped: CallFailed | None) -> bool:
+    """Whether a stopped call was not computing when stopped: waiting (idle) or printing. Ideas about slow
+    computing (Python loops) are not named for it."""
+    return getattr(stopped, "idle", False) or bool(_PRINTING.search(getattr(stopped, "where", "")))
+
+
+def stopped_advice(stopped: CallFailed, slow_hint: str = "") -> str:
+    """What to look for in a call stopped at its limit, from what the kernel and the child saw of it: a sleep, a
+    wait, a print or memory before the check's own advice (`slow_hint`) or the general one."""
+    if getattr(stopped, "asleep", False):  # the wait is the cause: no other advice
+        return "it was asleep (time.sleep) when it was stopped: take the sleep out of your code"
+    if getattr(stopped, "idle", False):
+        return ("it used little processor time: it was waiting (for a thread or process it started, a lock or "
+                "input), not computing; do the work in the function itself, without waiting for anything")
+    if _PRINTING.search(getattr(stopped, "where", "")):
+        return "it was printing when it was stopped: take the prints out (printing a large array whole takes long)"
+    if getattr(stopped, "in_kernel", False) and not slow_hint:
+        return MEMORY_HINT
+    return slow_hint or UNENDING_HINT

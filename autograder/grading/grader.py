@@ -15,8 +15,8 @@ import time
 import traceback
 from collections.abc import Sequence
 
-from autograder.authoring.checks import UNENDING_HINT, Sizes, Trial, check_rng, class_seed
-from autograder.grading import calibration, confirm, loading
+from autograder.authoring.checks import Sizes, Trial, check_rng, class_seed
+from autograder.grading import calibration, confirm, explain, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import Evidence, diagnose, diagnose_timeout
@@ -40,7 +40,7 @@ from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
-from autograder.sandbox.replies import CallFailed, CallTimedOut, Stopped
+from autograder.sandbox.replies import CallFailed, Stopped
 from autograder.sandbox.session import LoadReport, Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -317,9 +317,11 @@ class Grader:
         return with_error_sources(results, judged)
 
     def _name_slowness(self, one: Judged, earlier: list[CheckResult]) -> CheckResult:
-        """A timeout with the idea it reveals (diagnosis.diagnose_timeout), if any."""
-        idea = diagnose_timeout(self.suite.misconceptions, one.entry.name, one.entry.function,
-                                [(result.function, result.status) for result in earlier])
+        """A timeout with the idea it reveals (diagnosis.diagnose_timeout), if any; none for a call that was waiting
+        or printing (explain.not_computing): slowness ideas are about computing."""
+        waiting = explain.not_computing(one.tried.stopped if one.tried else None)
+        idea = None if waiting else diagnose_timeout(self.suite.misconceptions, one.entry.name, one.entry.function,
+                                                     [(result.function, result.status) for result in earlier])
         return with_explanation(one.result, idea, one.result.example) if idea else one.result
 
     def _trial(self, entry: SuiteCheck, call_function, seed: int, sizes: Sizes | None) -> Trial:
@@ -378,9 +380,7 @@ class Grader:
             message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
         seen = (getattr(timeout, "spent", ""), f"it was at {timeout.where}" if getattr(timeout, "where", "") else "")
         message += "".join(f"; {part}" for part in seen if part)
-        if isinstance(timeout, CallTimedOut) and timeout.asleep:  # the wait is the cause: no other advice
-            return message + "; it was asleep (time.sleep) when it was stopped: take the sleep out of your code"
-        return f"{message}; {entry.check.slow_hint or UNENDING_HINT}"
+        return f"{message}; {explain.stopped_advice(timeout, entry.check.slow_hint)}"
 
     def _result(self, entry: SuiteCheck, status: str, message: str, hint: str = "", seconds: float = 0.0,
                 stopped: str = "") -> CheckResult:

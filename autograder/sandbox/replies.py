@@ -66,12 +66,14 @@ class CallTimedOut(CallFailed):
     where: where the child said its code was when it was stopped, for the student ("line 5 (`while True:`)";
     sandbox.stopped_at), or "".
     spent: what the kernel counted of it, for the student ("the operating system counted 0.10 s of processor
-    time for it"; WaitCredit.spent), or "".
+    time for it"; WaitCredit.spent), or "". in_kernel: most of that was the kernel's (memory allocated or
+    touched), so the call was not computing in Python.
     """
 
     how = Stopped.TIMEOUT
     idle = False
     asleep = False
+    in_kernel = False
     at_limit = True
     where = ""
     spent = ""

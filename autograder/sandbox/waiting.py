@@ -232,8 +232,8 @@ class WaitCredit:
             return ""
         # "the operating system", not "the kernel": in a notebook, the kernel is Jupyter's
         text = f"the operating system counted {self._used:.2f} s of processor time for it"
-        in_kernel = min(self._in_kernel, self._used)  # counted in clock ticks: it may round past the precise total
-        if in_kernel >= KERNEL_SHARE * self._used and self._used >= 2 / TICK:
+        if self.in_kernel():
+            in_kernel = min(self._in_kernel, self._used)  # counted in clock ticks: may round past the precise total
             text += (f" ({in_kernel:.2f} s of it in the operating system: allocating or touching memory, "
                      "reading files or other system calls)")
         if self._given > 0:
@@ -242,6 +242,12 @@ class WaitCredit:
             text += (f"{'; from then on' if self._given > 0 else '; its limit was'} not extended for waiting, as "
                      "the submission ran other processes meanwhile, whose processor time is not the call's")
         return text
+
+    def in_kernel(self) -> bool:
+        """Whether most of the processor time counted for the call by its last deadline was the kernel's (memory
+        allocated or touched, files read), and enough of it to tell; False where nothing was read."""
+        return (self._in_kernel is not None and min(self._in_kernel, self._used) >= KERNEL_SHARE * self._used
+                and self._used >= 2 / TICK)
 
     def asleep(self) -> bool:
         """Whether, at its last deadline, the idle call's child was asleep in `time.sleep` (or nanosleep by
@@ -284,14 +290,9 @@ class Extensions:
         later = min(deadline + credit, started + self._budget_left)
         return later if credit > 0 and later > deadline else None
 
-    def idle(self) -> bool:
-        """Whether the call ran out of time without using its limit of processor time (WaitCredit.idle)."""
-        return self._waits.idle()
-
-    def asleep(self) -> bool:
-        """Whether the idle call was asleep in a sleep of its own asking (WaitCredit.asleep)."""
-        return self._waits.asleep()
-
-    def spent(self) -> str:
-        """What the kernel counted of the call by its last deadline, for its timeout's message (WaitCredit.spent)."""
-        return self._waits.spent()
+    def account(self) -> tuple[bool, bool, bool, str]:
+        """What the kernel counted of a call that ran out of time, for its failure (sandbox.replies.CallTimedOut):
+        whether it was idle, asleep in a sleep of its own asking, mostly in the kernel, and the sentence saying so
+        (WaitCredit.idle, asleep, in_kernel, spent)."""
+        waits = self._waits
+        return waits.idle(), waits.asleep(), waits.in_kernel(), waits.spent()
