@@ -7,7 +7,11 @@ and ``...`` are leading batch/head axes that broadcast.
 
 Import only NumPy, PyTorch and Python's standard library: other packages
 (SciPy, seaborn, ...) may be missing where your work is graded, and a file
-whose imports fail cannot be graded at all.
+whose imports fail cannot be graded at all. Graded code runs in a sandbox
+with no network and no multiprocessing, and writes files only in its own
+folder: do the work in the function itself, and one-time setup (a table, a
+cache) at the top level of the file, not in a function's first call, which
+is timed.
 
 Check your work with the public checks:
 
