@@ -123,6 +123,17 @@ def test_a_flat_folders_files_that_are_not_hand_ins_are_named_not_graded(tmp_pat
             "is a student's hand-in, save it as STUDENT.ipynb or STUDENT.py (extract a zip; rename a .PY or a "
             ".py.txt) and grade again") in done.stderr
     assert "Thumbs.db" not in done.stderr
+    # A hidden hand-in, and a student's folder whose hand-in is one folder too deep, are named with what to do.
+    shutil.copy(PLAIN, folder / ".ben.py")
+    (folder / "dave" / "sub").mkdir(parents=True)
+    shutil.copy(PLAIN, folder / "dave" / "sub" / "attention.py")
+    _, deeper = _grade(folder, db=tmp_path / "g.db")
+    assert ("not graded: 1 hidden file (a name starting with a dot, which file browsers hide): .ben.py. If it is a "
+            "student's hand-in, rename it without the dot") in deeper.stderr
+    assert ("not graded: 1 folder whose .py or .ipynb is in a folder inside it: dave/. Move the hand-in up into "
+            "the student's folder") in deeper.stderr
+    (folder / ".ben.py").unlink()
+    shutil.rmtree(folder / "dave")
     # The results database kept in the class's folder, with SQLite's files beside it, is not named.
     (folder / "grades.db-wal").write_bytes(b"x")
     _, again = _grade(folder, db=folder / "grades.db")

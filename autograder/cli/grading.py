@@ -10,6 +10,7 @@ from pathlib import Path
 
 from autograder.cli import options
 from autograder.cli.course import hold_changed_suite
+from autograder.cli.not_graded import not_graded
 from autograder.cli.workdir import command_workdir
 from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.attempts import SubmissionPolicy, counted_results
@@ -108,7 +109,7 @@ def _grade(args) -> int:
                 starting(line)
         # The results database may be kept in the class's folder: it and SQLite's files beside it are no hand-ins.
         ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal", LOCK_SUFFIX)}
-        for line in _skipped([path for path in skipped if path.resolve() not in ours], assignment.module):
+        for line in not_graded([path for path in skipped if path.resolve() not in ours], assignment.module):
             starting(line)
         to_grade = _to_grade(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
         if to_grade == 0:
@@ -177,32 +178,6 @@ def _lms_note(found: list[Found]) -> str:
     read = Counter(item.lms for item in found if item.lms)
     return "".join(f"; {'all' if count == len(found) else count} of them in a {lms} download, each named as "
                    f"{STUDENT_IDS[lms]}" for lms, count in sorted(read.items()))
-
-
-def _skipped(skipped: list[Path], module: str) -> list[str]:
-    """What `grade` says of a flat class folder's folders that hold no hand-in and files that are not one
-    (grading.discover)."""
-    folders = [path for path in skipped if path.is_dir()]
-    files = [path for path in skipped if not path.is_dir()]
-    lines = []
-    if folders:
-        several = len(folders) > 1
-        lines.append(f"not graded: {len(folders)} folder{'s' if several else ''} with no .py or .ipynb in "
-                     f"{'them' if several else 'it'}: {_listed(folders, '/')}. If {'one' if several else 'it'} is a "
-                     f"student's, their hand-in is missing or saved as something else: put their {module}.ipynb or "
-                     f"{module}.py in it and grade again")
-    if files:
-        several = len(files) > 1
-        lines.append(f"not graded: {len(files)} file{'s' if several else ''} that {'are' if several else 'is'} not "
-                     f"a .py or .ipynb: {_listed(files, '')}. If {'one' if several else 'it'} is a student's hand-in, "
-                     "save it as STUDENT.ipynb or STUDENT.py (extract a zip; rename a .PY or a .py.txt) and grade "
-                     "again")
-    return lines
-
-
-def _listed(paths: list[Path], mark: str) -> str:
-    names = ", ".join(safe(path.name, 60) + mark for path in paths[:5])
-    return names + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
 def _as_stored(found: list[Found], db: Path, assignment: str) -> list[Found]:

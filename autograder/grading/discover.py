@@ -266,9 +266,11 @@ def _first_line(path: Path, root: Path) -> str:
 
 
 def _other_files(folder: Path) -> list[Path]:
-    """The files of a flat folder that are not hand-ins (`hw.pdf`, `hw.zip`, `hw.py.txt`, `hw.PY`)."""
-    return [p for p in _visible(folder) if p.suffix not in SUFFIXES and p.name not in NOT_HANDINS and not p.is_dir()
-            and not is_receipt(p.name)]
+    """The files of a flat folder that are not hand-ins (`hw.pdf`, `hw.zip`, `hw.py.txt`, `hw.PY`), and hidden ones
+    that would be (`.ann.py`): a file browser hides them, so a TA would not know they were left out."""
+    hidden = sorted(p for p in folder.iterdir() if p.name.startswith(".") and p.suffix in SUFFIXES and not p.is_dir())
+    return hidden + [p for p in _visible(folder) if p.suffix not in SUFFIXES and p.name not in NOT_HANDINS
+                     and not p.is_dir() and not is_receipt(p.name)]
 
 
 def _folders(folder: Path) -> list[Path]:

@@ -1,0 +1,60 @@
+"""What `grade` says of what it found in a flat class folder and did not grade (grading.discover's `skipped`).
+
+A TA reading the class folder in a file browser must not miss a student because the grader left their work
+out without a word: a folder whose hand-in sits one folder too deep, a hidden file, a folder with nothing in
+it, a file that is not a hand-in. Each is named with what to do.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from autograder.grading.submission import SUFFIXES
+from autograder.text import safe
+
+
+def not_graded(skipped: list[Path], module: str) -> list[str]:
+    """What `grade` says of a flat class folder's folders that hold no hand-in and files that are not one
+    (grading.discover)."""
+    nested = [path for path in skipped if path.is_dir() and _handed_in_below(path)]
+    folders = [path for path in skipped if path.is_dir() and path not in nested]
+    hidden = [path for path in skipped if not path.is_dir() and path.name.startswith(".")]
+    files = [path for path in skipped if not path.is_dir() and path not in hidden]
+    lines = []
+    if nested:
+        several = len(nested) > 1
+        lines.append(f"not graded: {len(nested)} folder{'s' if several else ''} whose .py or .ipynb is in a folder "
+                     f"inside {'them' if several else 'it'}: {_listed(nested, '/')}. Move the hand-in up into the "
+                     "student's folder and grade again")
+    if hidden:
+        several = len(hidden) > 1
+        lines.append(f"not graded: {len(hidden)} hidden file{'s' if several else ''} (a name starting with a dot, "
+                     f"which file browsers hide): {_listed(hidden, '')}. If {'one' if several else 'it'} is a "
+                     "student's hand-in, rename it without the dot and grade again")
+    if folders:
+        several = len(folders) > 1
+        lines.append(f"not graded: {len(folders)} folder{'s' if several else ''} with no .py or .ipynb in "
+                     f"{'them' if several else 'it'}: {_listed(folders, '/')}. If {'one' if several else 'it'} is a "
+                     f"student's, their hand-in is missing or saved as something else: put their {module}.ipynb or "
+                     f"{module}.py in it and grade again")
+    if files:
+        several = len(files) > 1
+        lines.append(f"not graded: {len(files)} file{'s' if several else ''} that {'are' if several else 'is'} not "
+                     f"a .py or .ipynb: {_listed(files, '')}. If {'one' if several else 'it'} is a student's hand-in, "
+                     "save it as STUDENT.ipynb or STUDENT.py (extract a zip; rename a .PY or a .py.txt) and grade "
+                     "again")
+    return lines
+
+
+def _handed_in_below(folder: Path, depth: int = 3) -> bool:
+    """Whether a .py or .ipynb lies in a folder inside `folder`, at most `depth` levels down (links not followed)."""
+    for root, folders, files in os.walk(folder):
+        if any(Path(name).suffix in SUFFIXES for name in files) and Path(root) != folder:
+            return True
+        folders[:] = [] if len(Path(root).relative_to(folder).parts) >= depth else folders
+    return False
+
+
+def _listed(paths: list[Path], mark: str) -> str:
+    names = ", ".join(safe(path.name, 60) + mark for path in paths[:5])
+    return names + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
