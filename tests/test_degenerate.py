@@ -147,3 +147,12 @@ def test_nan_weights_do_not_pass_for_rows_that_sum_to_one(grader, folder):
     path.write_text(PLAIN.read_text() + "\n\ndef softmax(S):\n    return np.full(np.shape(S), np.nan)\n")
     message = next(r.message for r in graded(grader, path) if r.name == "softmax.rows_sum_to_one")
     assert "do not sum to 1" in message and "it holds NaN" in message, message
+
+
+def test_a_file_that_breaks_the_libraries_switches_still_has_each_call_graded(grader, folder):
+    """np.seterr and torch.set_grad_enabled replaced by the file's own code: restoring the state between calls
+    must not stop the worker, which would cost the file every later check."""
+    path = folder / "broken_switches.py"
+    path.write_text(PLAIN.read_text() + "\n\ndef _refuse(*args, **kwargs):\n    raise RuntimeError('no')\n\n"
+                    "np.seterr = _refuse\ntorch.set_grad_enabled = _refuse\ntorch.set_default_dtype = _refuse\n")
+    assert [(r.name, r.message) for r in graded(grader, path) if r.status != "passed"] == []

@@ -14,21 +14,34 @@ import numpy as np
 
 from autograder.sandbox import values, wire
 
+# Taken when the zygote imports this module, before any student code: a file that replaces np.seterr changes
+# what its own code calls, not what restores the state between calls.
+_GETERR, _SETERR = np.geterr, np.seterr
+
 
 class LibraryState:
-    """What a function can switch for every later call: read once after loading, restored before each call."""
+    """What a function can switch for every later call: read once after loading, restored before each call.
+
+    A file that replaced PyTorch's switches with functions of its own (or broke them) has its calls start from
+    whatever those leave: restoring never stops the worker, which would cost the file every later check."""
 
     def __init__(self):
-        self.errors = np.geterr()
+        self.errors = _GETERR()
         torch = sys.modules.get("torch")
-        self.grad, self.dtype = (torch.is_grad_enabled(), torch.get_default_dtype()) if torch else (None, None)
+        try:
+            self.grad, self.dtype = (torch.is_grad_enabled(), torch.get_default_dtype()) if torch else (None, None)
+        except Exception:  # noqa: BLE001 - replaced by the file's own code
+            self.grad = self.dtype = None
 
     def restore(self) -> None:
-        np.seterr(**self.errors)
+        _SETERR(**self.errors)
         torch = sys.modules.get("torch")
         if torch is not None and self.grad is not None:
-            torch.set_grad_enabled(self.grad)
-            torch.set_default_dtype(self.dtype)
+            try:
+                torch.set_grad_enabled(self.grad)
+                torch.set_default_dtype(self.dtype)
+            except Exception:  # noqa: BLE001 - replaced by the file's own code
+                pass
 
 
 def to_tensor(value, requires_grad: bool):
