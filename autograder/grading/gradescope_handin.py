@@ -12,6 +12,7 @@ LOCAL_STUDENT.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from dataclasses import dataclass
@@ -115,7 +116,7 @@ def gradescope_time(metadata_file: Path, picked: Path | None) -> tuple[str, str]
         raise _malformed(metadata_file, f"has a `created_at` that is not a time ({safe(error, 300)})") from None
 
 
-def gradescope_extension(metadata_file: Path):
+def gradescope_extension(metadata_file: Path) -> datetime.datetime | None:
     """The due time Gradescope's own extension gives the submitters, or None: a submitter's `assignment.due_date`
     later than the assignment's (for a group, the latest). A TA grants it in Gradescope's web page, where
     course.yaml's `extensions` cannot see it. Times that do not read are no extension."""
@@ -128,7 +129,7 @@ def gradescope_extension(metadata_file: Path):
     return max(later) if later and due is not None else None
 
 
-def _due_date(assignment):
+def _due_date(assignment) -> datetime.datetime | None:
     try:
         return parse_timestamp(assignment["due_date"]) if isinstance(assignment, dict) else None
     except (KeyError, TypeError, TimeError, ValueError, OverflowError, AttributeError):

@@ -72,12 +72,16 @@ def identical_groups(codes: list[StudentCode], prints: dict[str, list[list[Finge
     honest students write alike. So are the textbook forms of a few short functions, the rest left as released:
     such hand-ins are one code only if written alike, names and strings too (`_as_written`), not just once
     normalised; whole answers, every function written, are one code once normalised."""
-    groups: dict[tuple, list[str]] = {}
+    normalised: dict[tuple, list[tuple[StudentCode, bool]]] = {}
     for number, code in enumerate(codes):
         own = [{p.hash for p in prints[f][number]} - released for f in contract]
         if len(set().union(*own)) >= WHOLE_FLOOR:
             key = tuple(tuple(p.hash for p in prints[f][number]) for f in contract)
-            groups.setdefault((key, () if all(own) else _as_written(code, contract)), []).append(code.student)
+            normalised.setdefault(key, []).append((code, all(own)))
+    groups: dict[tuple, list[str]] = {}
+    for key, alike in normalised.items():  # read as written only where two are alike once normalised
+        for code, whole in alike if len(alike) > 1 else ():
+            groups.setdefault((key, () if whole else _as_written(code, contract)), []).append(code.student)
     return [group for group in groups.values() if len(group) > 1]
 
 
