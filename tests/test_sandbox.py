@@ -49,7 +49,8 @@ SAYS = {
     "lying_subclass": "differs from the expected values",
     "object_array": "object",
     "import_reference": "differs from the expected values",
-    "exit_in_function": "softmax stopped the worker process (it exited with status 0)",
+    "exit_in_function": "softmax stopped the worker process (it exited with status 0); graded code must never end "
+                        "its process: remove the os._exit()",
     "sys_exit_in_function": "causal_mask called sys.exit()",
     "infinite_loop_in_function": "softmax did not return within 5 s and was stopped",
     "sleep_in_function": "context did not return within 5 s and was stopped",

@@ -33,8 +33,18 @@ class NoReply(Exception):
 
 
 def died(cause: str, ended: tuple | None = None) -> NoReply:
-    """The child's process ended; cause: how ("it exited with status 1")."""
-    return NoReply(Stopped.CRASHED, f"stopped the worker process ({cause})", cause, ended)
+    """The child's process ended; cause: how ("it exited with status 1"). The student's message adds what to look
+    for, by how it ended."""
+    return NoReply(Stopped.CRASHED, f"stopped the worker process ({cause}){_look_for(ended)}", cause, ended)
+
+
+def _look_for(ended: tuple | None) -> str:
+    if ended is not None and ended[0] == "exit":  # an exception, SystemExit too, is a reply: this ended the process
+        return ("; graded code must never end its process: remove the os._exit() (or the exit in a thread or a "
+                "library) it reached, and return the result instead")
+    return {("signal", "SIGKILL"): "; look for a very large array made in the call",
+            ("signal", "SIGSEGV"): "; the crash is in compiled code: look for ctypes, a C extension, or arrays "
+                                   "made from memory NumPy does not own (as_strided, frombuffer)"}.get(ended, "")
 
 
 # Linux's numbers (asm-generic), where Python's socket module has no name for them: the receive time of each
