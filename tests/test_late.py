@@ -346,6 +346,8 @@ def test_an_extension_granted_in_gradescope_counts_and_never_shortens_one_from_c
     assert assess(rule, "ann", 10.0, metadata["created_at"], "").penalty > 0  # without it: late
     later = LateRule(due=rule.due, extensions={"ann": datetime.datetime.fromisoformat("2026-11-30T00:00:00+00:00")})
     assert with_extension(later, "ann", granted) == later  # course.yaml's later extension stands
+    earlier = LateRule(due=rule.due, extensions={"Ann": datetime.datetime.fromisoformat("2026-11-21T00:00:00+00:00")})
+    assert with_extension(earlier, "ann", granted).deadline("ann") == granted  # its earlier one, in another case
     metadata["users"][0]["assignment"]["due_date"] = metadata["assignment"]["due_date"]
     path.write_text(json.dumps(metadata))
     assert gradescope_extension(path) is None  # every submitter on the assignment's own dates

@@ -82,7 +82,8 @@ def with_extension(rule: LateRule, student: str, due: datetime.datetime | None) 
     deadline = rule.deadline(student)
     if due is None or deadline is None or due <= deadline:
         return rule
-    return dataclasses.replace(rule, extensions={**rule.extensions, student: due})
+    others = {name: when for name, when in rule.extensions.items() if canonical(name) != canonical(student)}
+    return dataclasses.replace(rule, extensions={**others, student: due})
 
 
 @dataclass(frozen=True)
