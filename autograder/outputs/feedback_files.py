@@ -58,6 +58,6 @@ def remove_stale(folder: Path, written: list[str]) -> None:
         if isinstance(name, str) and name not in keep and os.path.basename(name) == name and name not in (".", ".."):
             try:
                 (Path(folder) / name).unlink()
-            except OSError:  # gone already, or not ours to remove
+            except (OSError, ValueError):  # gone already, not ours to remove, or no file name (a NUL in it)
                 pass
     manifest.write_text(json.dumps(sorted(keep)), encoding="utf-8")

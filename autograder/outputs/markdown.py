@@ -13,8 +13,9 @@ import re
 
 from autograder.text import safe
 
-# Marks with an inline meaning anywhere (emphasis, code, links, tables, headings, strikethrough, e-mail links).
-_INLINE = re.compile(r"([\\`*_\[\]|#~@])")
+# Marks with an inline meaning (emphasis, code, links, tables, headings, strikethrough, e-mail links); `_` but between
+# two letters or digits, where (additive_score) it never makes emphasis.
+_INLINE = re.compile(r"([\\`*\[\]|#~@]|(?<![^\W_])_|_(?![^\W_]))")
 # A bare web address that GitHub-flavoured renderers would make a link: `http://…`, `www.…`.
 _ADDRESS = re.compile(r"(?i):(?=//)|(?<=www)\.")
 # What opens a block at the start of a line once the inline marks are escaped: a list item or thematic
