@@ -282,8 +282,10 @@ def test_a_helper_written_in_a_copy_of_a_course_cell_is_defined(grade_once, tmp_
     assert "_stable_exp" in code
     metadata = {"demo": {"tags": ["demo"]},
                 "test": {"nbgrader": {"grade": True, "solution": False, "grade_id": "softmax_test", "points": 21}}}
+    # The cell's own softmax (an illustration's naive one) never replaces the student's, defined in another cell.
     helper = ("@functools.lru_cache(maxsize=None)\ndef _unused():\n    return 1\n\n"
               "def _stable_exp(shifted):\n    return np.exp(shifted)\n\n"
+              "def softmax(S):\n    return S\n\n"
               "raise RuntimeError('the rest of a course cell ran')")
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in ("import functools", code)])
     notebook.cells.insert(1, nbformat.v4.new_code_cell(helper, metadata=metadata[copied]))
@@ -292,6 +294,19 @@ def test_a_helper_written_in_a_copy_of_a_course_cell_is_defined(grade_once, tmp_
     result = grade_once(path)
     assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
     assert not any("the rest of a course cell ran" in note for note in result.notes), result.notes
+    assert not any("is defined 2 times" in note for note in result.notes), result.notes
+
+
+def test_a_note_about_a_demo_cell_says_that_only_its_imports_and_definitions_ran(grade_once, tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLAIN.read_text())])
+    notebook.cells.append(nbformat.v4.new_code_cell("width = 4\n\ndef show(x, w=width):\n    return x[:w]",
+                                                    metadata={"tags": ["demo"]}))
+    path = tmp_path / "demo_default.ipynb"
+    nbformat.write(notebook, path)
+    result = grade_once(path)
+    assert result.score == result.max_score
+    assert any(note.startswith("code cell 2 (tagged demo: only its imports and definitions run) raised NameError")
+               for note in result.notes), result.notes
 
 
 def test_more_of_what_ipython_reads_as_a_magic_and_what_as_python():

@@ -77,6 +77,7 @@ class Cell:
     source: str
     writes: str = ""
     append: bool = False
+    part: str = ""  # for a course's cell (demo, test), what of it runs, for notes about it; "" for the student's
 
     def code(self) -> str:
         """What the worker runs for this cell: its source, or for a `%%writefile` cell the write itself (one line
@@ -295,34 +296,39 @@ _IMPORTS = (ast.Import, ast.ImportFrom)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def imports_of(cell: Cell) -> Cell:
-    """What the grader runs of an instructor's illustration (a cell tagged `demo`): its top-level imports and
-    definitions. A student's later cell may use what it imports (`F` for torch.nn.functional), and a student who
-    copied the cell (Jupyter keeps its tag) to write a helper in it needs the def; its plots, timings and prints
-    are not the student's work."""
-    return _statements_of(cell, _IMPORTS + _DEFINITIONS)
+def imports_of(cell: Cell, defined: frozenset[str] = frozenset()) -> Cell:
+    """What the grader runs of an instructor's illustration (a cell tagged `demo`): its top-level imports and the
+    functions and classes it defines that no other cell does. A student's later cell may use what it imports (`F`
+    for torch.nn.functional), and a student who copied the cell (Jupyter keeps its tag) to write a helper in it
+    needs the def; its plots, timings and prints are not the student's work, and an illustration's own version
+    of a function (a naive one to compare with) never replaces the student's. defined: the names the
+    notebook's other cells define."""
+    return _statements_of(cell, _IMPORTS + _DEFINITIONS, defined, "tagged demo: only its imports and definitions run")
 
 
-def definitions_of(cell: Cell) -> Cell:
-    """What the grader runs of a cell with nbgrader's test metadata: the functions and classes it defines, there
-    only where a student copied such a cell to write in (its imports and calls are the course's checks)."""
-    return _statements_of(cell, _DEFINITIONS)
+def definitions_of(cell: Cell, defined: frozenset[str] = frozenset()) -> Cell:
+    """What the grader runs of a cell with nbgrader's test metadata: the functions and classes it defines that no
+    other cell does, there only where a student copied such a cell to write in (its imports and calls are the
+    course's checks, and nbgrader puts the released cell back before it grades)."""
+    return _statements_of(cell, _DEFINITIONS, defined, "a test cell: only its definitions run")
 
 
-def _statements_of(cell: Cell, kinds: tuple[type, ...]) -> Cell:
-    """`cell` with only its top-level statements of these kinds, each in its own lines, every other line blank."""
+def _statements_of(cell: Cell, kinds: tuple[type, ...], defined: frozenset[str], why: str) -> Cell:
+    """`cell` with only its top-level statements of these kinds, each in its own lines, every other line blank,
+    but definitions of names in `defined`; its `part` says so (`why`), for a note about the cell."""
     if cell.writes or len(cell.source) > MAX_PARSED:
-        return Cell(cell.label, "")
+        return Cell(cell.label, "", part=why)
     try:
         statements = ast.parse(cell.source).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return Cell(cell.label, "")
+        return Cell(cell.label, "", part=why)
     lines = cell.source.split("\n")
-    spans = [(isinstance(node, kinds), range(min([node.lineno, *(d.lineno for d in _decorators(node))]) - 1,
-                                             node.end_lineno)) for node in statements]
+    spans = [(isinstance(node, kinds) and getattr(node, "name", "") not in defined,
+              range(min([node.lineno, *(d.lineno for d in _decorators(node))]) - 1, node.end_lineno))
+             for node in statements]
     others = {number for imports, span in spans if not imports for number in span}
     kept = {number for imports, span in spans if imports for number in span} - others
-    return Cell(cell.label, "\n".join(line if number in kept else "" for number, line in enumerate(lines)))
+    return Cell(cell.label, "\n".join(line if number in kept else "" for number, line in enumerate(lines)), part=why)
 
 
 def _decorators(node: ast.stmt) -> list:

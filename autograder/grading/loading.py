@@ -101,9 +101,9 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
     than once (graded: the functions the suite's checks call)."""
     if not loaded:
         return []  # the reason is the result's problem, shown first
-    notes = _redefinitions(submission, graded)
-    notes += [f"{unit} {_what_it_did(unit, raised)}{environment_hint(raised)}; the rest of the notebook still ran"
-              for unit, raised in load.problems]
+    notes, parts = _redefinitions(submission, graded), {c.label: f" ({c.part})" for c in submission.cells if c.part}
+    notes += [f"{unit}{parts.get(unit, '')} {_what_it_did(unit, raised)}{environment_hint(raised)}; the rest of the "
+              "notebook still ran" for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
               for unit, reason in load.stopped]
     if load.stray_processes:

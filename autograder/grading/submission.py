@@ -45,6 +45,7 @@ MAX_TEXT_CELLS = 20  # markdown and raw cells holding code kept for the message 
 _DEF_AT_LINE_START = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 SUFFIXES = (".py", ".ipynb")
 PACKAGE = __name__.split(".")[0]  # the grader's own package, which released test cells import
+_TOP_LEVEL_NAME = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 DEMO_TAG = "demo"  # a cell tag: an instructor's illustration, of which the grader runs only the imports
 
 
@@ -199,10 +200,13 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
             return (), _too_much_code(name), "", ()
         if _only_course_checks(source):
             continue  # a test cell that lost its nbgrader metadata (a copy of the notebook, another editor)
-        read = read_cell(f"code cell {number}", valid_utf8(source))
-        read = definitions_of(read) if test else imports_of(read) if demo else read
-        if read.source.strip() or not test:
-            cells.append(read)
+        cells.append((read_cell(f"code cell {number}", valid_utf8(source)), "test" if test else "demo" if demo else ""))
+    # A course cell's definitions run only where no cell of the student's defines the name (nbgrader itself puts
+    # those cells back as released before it grades).
+    defined = frozenset(name for read, kind in cells if not kind for name in _TOP_LEVEL_NAME.findall(read.code()))
+    cells = [(definitions_of(read, defined) if kind == "test" else imports_of(read, defined) if kind else read, kind)
+             for read, kind in cells]
+    cells = [read for read, kind in cells if read.source.strip() or kind != "test"]
     if skipped:
         notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "
                      "open the notebook in Jupyter and save it again")
