@@ -55,8 +55,10 @@ def test_a_sleep_is_named_in_the_function_that_called_it(grade, tmp_path):
     path.write_text(PLAIN.read_text() + "\n\nimport time\n\n\ndef context(A, V):\n    time.sleep(1000)\n")
     said = _timed_out(grade(path))
     line = path.read_text().splitlines().index("    time.sleep(1000)") + 1
-    assert re.search(r"; the operating system counted 0\.00 s of processor time for it(, and its limit was extended "
-                     rf"by the \d\.\d\d s it waited for a processor)?; it was at line {line} \(`time\.sleep\(1000\)`\)",
+    # A sleeping call may still be counted a clock tick or two (0.01 s each) on a busy machine: never more.
+    assert re.search(r"; the operating system counted 0\.0[0-2] s of processor time for it(, and its limit was "
+                     rf"extended by the \d\.\d\d s it waited for a processor)?; it was at line {line} "
+                     r"\(`time\.sleep\(1000\)`\)",
                      said["context.lecture_example"]), said["context.lecture_example"]
     # attention calls the student's own context: the place is in context, which the message names.
     assert f"; it was at line {line}, in context (`time.sleep(1000)`)" in said["attention.lecture_example"]

@@ -183,7 +183,8 @@ def test_a_stopped_call_is_told_the_processor_time_it_had_and_the_wait_given_bac
     assert _seconds_in(crowded, "of processor time") >= 0.4  # it computed past its limit in the end
     assert _seconds_in(crowded, "it waited for a processor") > 0.2  # after being given its wait back
     asleep = _spent_after("import time; time.sleep(60)", seconds=0.1)
-    assert asleep == "the operating system counted 0.00 s of processor time for it"
+    # a tick or two (0.01 s each) on a busy machine, never more, and nothing in the kernel worth naming
+    assert re.fullmatch(r"the operating system counted 0\.0[0-2] s of processor time for it", asleep), asleep
 
 
 def test_a_stopped_call_whose_time_went_to_the_kernel_is_told_so():
