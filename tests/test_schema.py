@@ -10,8 +10,12 @@ import csv
 import dataclasses
 import io
 import json
+import shlex
 import sqlite3
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +23,8 @@ from autograder.grading.results import CheckResult, SubmissionResult, flags
 from autograder.grading.schema import described, fields_of, from_plain, to_plain
 from autograder.grading.store import Store, StoreError
 from autograder.outputs import grades_csv, gradescope
+
+from conftest import PLAIN, ROOT, repository_env
 
 # Gradescope's documented top-level keys (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
 GRADESCOPE_KEYS = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
@@ -204,3 +210,47 @@ def test_a_file_that_is_no_results_database_is_refused_with_what_to_do(tmp_path)
     with pytest.raises(StoreError, match=r"it is not one, or it is damaged .*Move it away \(nothing is deleted\)"):
         Store(spoiled)
     assert spoiled.read_bytes().startswith(b"these are not")  # left as it was
+
+
+def _read_only_here(share: Path, command: str) -> subprocess.CompletedProcess:
+    """`command` (shell) run where `share` is mounted read-only, as a TA sees an instructor's share: even root
+    cannot write it (a mount namespace of its own, so nothing outside changes)."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -m is refused here, so no read-only mount can be made")
+    mount = f"mount --bind {share} {share} && mount -o remount,bind,ro {share} && {command}"
+    return subprocess.run(["unshare", "-m", "sh", "-c", mount], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT, env=repository_env())
+
+
+def test_a_database_on_a_read_only_share_is_read_where_it_lies(tmp_path, grade_once):
+    """report, export and history only read the grades: they open a database they cannot write read-only (SQLite
+    would write -wal and -shm beside it), and write nothing there."""
+    share, out = tmp_path / "share", tmp_path / "out"
+    share.mkdir()
+    result = dataclasses.replace(grade_once(PLAIN, "ann"), student="ann")
+    with Store(share / "grades.db") as store:
+        store.save(result)
+    python = shlex.quote(sys.executable)
+    ran = _read_only_here(share, f"{python} -m autograder export csv --db {share}/grades.db --out {out}/g.csv && "
+                                 f"{python} -m autograder history w07_attention ann --db {share}/grades.db && "
+                                 f"{python} -m autograder report --db {share}/grades.db --out {out}/report")
+    assert ran.returncode == 0, ran.stderr
+    assert next(csv.DictReader(io.StringIO((out / "g.csv").read_text())))["student"] == "ann"
+    assert f"{result.score:g} / {result.max_score:g}" in ran.stdout  # history's line of the hand-in
+    assert (out / "report" / "feedback").is_dir()
+    assert sorted(p.name for p in share.iterdir()) == ["grades.db"]
+
+
+def test_an_old_database_on_a_read_only_share_is_refused_with_what_to_do(tmp_path):
+    """One that needs new columns (or its history recorded) cannot be brought up to date where it lies."""
+    share = tmp_path / "share"
+    share.mkdir()
+    with sqlite3.connect(share / "old.db") as raw:
+        raw.executescript(OLD_TABLES)
+    ran = _read_only_here(share, f"{shlex.quote(sys.executable)} -m autograder export csv --assignment w01 "
+                                 f"--db {share}/old.db --out {tmp_path}/g.csv")
+    assert ran.returncode != 0
+    assert "written by an earlier version of autograder" in ran.stderr
+    assert "Copy it to a writable folder and pass --db with the copy" in ran.stderr
+    with Store(share / "old.db") as store:  # the copy's way: writable, it is brought up to date as it opens
+        assert len(store.results("w01")) == 3

@@ -277,7 +277,7 @@ def _history(args) -> int:
     db = options.db_path(args)
     if not Path(db).is_file():
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
-    with Store(db) as store:
+    with Store.for_reading(db) as store:
         student = args.student
         mine = attempts(store.history(settings.name, [student])).get(student)  # their rows only
         if not mine:  # ids compare as everywhere else, case and width folded: `ST02` finds st02's rows

@@ -52,7 +52,7 @@ def _replay(args) -> int:
         print(f"note: the file or the suite changed since {args.student} was graded; the replay uses the "
               "current ones", file=sys.stderr)
     protections = protect(args.sandbox, suite.secret_paths(course) + [path, options.db_path(args)])
-    with Store(options.db_path(args)) as store:
+    with Store.for_reading(options.db_path(args)) as store:
         reference = cached_reference_times(course, suite, store)
     replayed = grade_apart(Setup(course, suite, protections, reference, command="replay"), _replay_one, submission,
                            args.check)
@@ -81,7 +81,7 @@ def _replayed_submission(path: Path, stored, db: Path, given: bool):
 
 
 def _kept(db: Path, sha256: str) -> list[tuple[str, bytes]]:
-    with Store(db) as store:
+    with Store.for_reading(db) as store:
         return list(store.handins([sha256])) if sha256 else []
 
 

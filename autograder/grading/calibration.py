@@ -184,7 +184,7 @@ def cached_reference_times(course: Course, suite: Suite, store: Store, quiet: Ca
         if not measured_quietly and say is not None:
             say(busy_note(busy))
     plain = {name: (t.seconds, t.calls) for name, t in times.items()}
-    if plain != stored:
+    if plain != stored and not store.read_only:  # a database only read (replay's) keeps what it has
         store.save_reference_times(suite.version, here, plain)
     if measured_quietly:
         suite_cache.write_entry(CACHE_KIND, suite.version, here, {name: list(t) for name, t in plain.items()})

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import types
 import typing
 from dataclasses import MISSING, dataclass
+
+from autograder.text import valid_utf8
 
 SCALARS = (str, int, float, bool)
 
@@ -121,3 +124,53 @@ def checked(field: Field, value, where: str):
         raise ValueError(f"{where}: expected {field.type.__name__}{' or None' if field.optional else ''}, "
                          f"got {type(value).__name__}")
     return float(value) if field.type is float else value
+
+
+# The store's columns (grading.store): one a field, its SQL type from the field's type.
+SQL_TYPES = {str: "TEXT", int: "INTEGER", bool: "INTEGER", float: "REAL", tuple: "TEXT"}  # tuple: a JSON list
+
+
+def column_definition(field: Field) -> str:
+    """The column that holds `field`; every one has a default, so a column added to an old table fills its rows."""
+    column = f"{field.name} {SQL_TYPES[field.type]}"
+    if field.optional:
+        return column  # NULL is its default
+    default = field.default if field.default is not MISSING else field.type()
+    return f"{column} NOT NULL DEFAULT {sql_literal(default)}"
+
+
+def sql_literal(value) -> str:
+    """A default in SQL: the values a field's declaration holds (never anything a student wrote)."""
+    if isinstance(value, tuple):
+        value = json.dumps(list(value))
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return str(int(value)) if isinstance(value, bool) else repr(value)
+
+
+def to_column(field: Field, value):
+    value = storable(value)
+    return json.dumps(list(value)) if field.type is tuple else value
+
+
+def from_columns(fields: tuple[Field, ...] | list[Field], values) -> dict:
+    """The fields' values from their columns: a JSON list back to a tuple, 0/1 back to a bool."""
+    found = {}
+    for field, value in zip(fields, values):
+        if value is not None and field.type is tuple:
+            value = tuple(json.loads(value))
+        elif value is not None and field.type is bool:
+            value = bool(value)
+        found[field.name] = value
+    return found
+
+
+def storable(value):
+    """`value` with every string valid UTF-8, which SQLite requires; student text was made so already."""
+    if isinstance(value, str):
+        return valid_utf8(value)
+    if isinstance(value, dict):
+        return {key: storable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(storable(item) for item in value)
+    return value

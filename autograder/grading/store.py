@@ -11,15 +11,15 @@ the hand-in's bytes, so nothing a regrade or a new hand-in replaces is lost.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
-from dataclasses import MISSING
+import urllib.parse
 from pathlib import Path
 
 from autograder.grading import history
 from autograder.grading.results import SubmissionResult
-from autograder.grading.schema import Field, fields_of
-from autograder.text import valid_utf8
+from autograder.grading.schema import column_definition, fields_of, from_columns, to_column
 
 # The tables of results, one column per field of the result classes (grading.schema), so a new field is
 # a new column; a database written before it gets it added on open, and its rows read the default.
@@ -48,7 +48,6 @@ FILLED_WHEN_ADDED = {("submissions", "isolated"): "UPDATE submissions SET isolat
                      # Before the field, a file that did not load was known by its problem's first words.
                      ("submissions", "did_not_load"):
                          "UPDATE submissions SET did_not_load = (problem LIKE 'not loaded:%')"}
-_SQL_TYPES = {str: "TEXT", int: "INTEGER", bool: "INTEGER", float: "REAL", tuple: "TEXT"}  # tuple: a JSON list
 RETRIES = 20
 
 
@@ -63,21 +62,46 @@ def _unusable(path: Path, error: sqlite3.DatabaseError) -> str:
     if "not a database" in words or "malformed" in words:
         return (f"cannot use {path} as the results database: it is not one, or it is damaged ({words}). Move it "
                 "away (nothing is deleted), then grade again to make a new one, or pass --db with another path.")
-    return (f"cannot open {path} as the results database ({words}): SQLite writes {path.name}-wal and "
-            f"{path.name}-shm beside it, even to read, so the file and its folder must be writable by this user. "
-            "Make them writable, or copy the database to a writable folder and pass --db with the copy.")
+    return (f"cannot open {path} as the results database ({words}): grading writes it, and SQLite writes "
+            f"{path.name}-wal and {path.name}-shm beside it, so the file and its folder must be writable by this user. "
+            "Make them writable, or copy the database to a writable folder and pass --db with the copy (report, "
+            "export and history can read it where it lies).")
+
+
+def _opened_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that can only read `path`: for a database on a read-only share or owned by another user, which
+    the commands that read grades (report, export, history, replay, similarity) can then read where it lies."""
+    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+    db = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    try:
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+    except sqlite3.OperationalError:
+        db.close()
+        if Path(f"{path}-wal").exists():
+            raise
+        # WAL mode reads through a -shm file it cannot make here; with no -wal left either, no writer has this
+        # database open (it would need both), so SQLite may read it as a file that does not change.
+        db = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+    return db
 
 
 class Store:
     """Results of every graded submission, in SQLite at `path`."""
 
-    def __init__(self, path: Path, kind: type = SubmissionResult):
+    def __init__(self, path: Path, kind: type = SubmissionResult, read_only: bool = False):
+        """read_only: never write (reading commands, where the file or its folder cannot be written:
+        `Store.for_reading`); a database that an older version wrote, which would need new columns, is refused."""
         self.path = Path(path)
+        self.read_only = read_only
         self.kind = kind  # the result class whose fields are the columns (a subclass with more fields: more)
         schema = fields_of(kind)
         self._tests = next(f for f in schema if f.nested)  # the checks, a table of their own
         self._columns = {"submissions": [f for f in schema if not f.nested], "checks": fields_of(self._tests.items)}
         try:
+            if read_only:
+                self._db = _opened_read_only(self.path)
+                self._refuse_if_outdated()
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -90,8 +114,28 @@ class Store:
         except sqlite3.DatabaseError as error:
             raise StoreError(_unusable(self.path, error)) from None
 
+    @classmethod
+    def for_reading(cls, path: Path) -> Store:
+        """The store at `path` for a command that only reads it: opened read-only where this user cannot write the
+        file or its folder (SQLite writes files beside it even to read), as usual elsewhere."""
+        path = Path(path)
+        return cls(path, read_only=not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)))
+
     def close(self) -> None:
         self._db.close()
+
+    def _refuse_if_outdated(self) -> None:
+        """A read-only database that lacks what this version reads (new columns, the history) cannot be brought up
+        to date here: say how to read it."""
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        unrecorded = "history" not in tables or (  # results from before the history, which an open records
+            not self._db.execute("SELECT 1 FROM history LIMIT 1").fetchone()
+            and self._db.execute("SELECT 1 FROM submissions LIMIT 1").fetchone())
+        if unrecorded or self._changes():
+            self._db.close()
+            raise StoreError(f"{self.path} was written by an earlier version of autograder and cannot be updated "
+                             "where it lies (this user cannot write it or its folder). Copy it to a writable folder "
+                             "and pass --db with the copy, which is updated as it is opened.")
 
     def __enter__(self):
         return self
@@ -128,9 +172,9 @@ class Store:
         """Replace the student's stored result with `result`, and add it to the history, atomically."""
         # Field by field rather than dataclasses.asdict, whose deep copy cost the batch's main process ~2 ms
         # per result; the schema is read once per store.
-        row = {f.name: _to_column(f, getattr(result, f.name)) for f in self._columns["submissions"]}
+        row = {f.name: to_column(f, getattr(result, f.name)) for f in self._columns["submissions"]}
         checks = self._columns["checks"]
-        tests = [[_to_column(f, getattr(test, f.name)) for f in checks] for test in getattr(result, self._tests.name)]
+        tests = [[to_column(f, getattr(test, f.name)) for f in checks] for test in getattr(result, self._tests.name)]
         columns, check_columns = ", ".join(row), ", ".join(f.name for f in checks)
         # Every result is kept in the history too (grading.history); built here, as it may read the hand-in.
         kept = history.kept(result, history.known_handin(self._db, result.sha256))
@@ -214,14 +258,14 @@ class Store:
         for submission_id, *values in self._db.execute(
                 f"SELECT submission_id, {', '.join(f.name for f in checks)} FROM checks WHERE submission_id IN "
                 f"(SELECT id FROM submissions{where}) ORDER BY submission_id, position", args):
-            tests[submission_id].append(self._tests.items(**_from_columns(checks, values)))
-        return [self.kind(**_from_columns(submissions, values), **{self._tests.name: tuple(tests[submission_id])})
+            tests[submission_id].append(self._tests.items(**from_columns(checks, values)))
+        return [self.kind(**from_columns(submissions, values), **{self._tests.name: tuple(tests[submission_id])})
                 for submission_id, *values in rows]
 
     def _create(self) -> str:
         """The tables, for a new database."""
-        return ";".join((SUBMISSIONS.format(", ".join(map(_definition, self._columns["submissions"]))),
-                         CHECKS.format(", ".join(map(_definition, self._columns["checks"]))), INDICES,
+        return ";".join((SUBMISSIONS.format(", ".join(map(column_definition, self._columns["submissions"]))),
+                         CHECKS.format(", ".join(map(column_definition, self._columns["checks"]))), INDICES,
                          REFERENCE_TIMES))
 
     def _migrate(self) -> None:
@@ -243,7 +287,7 @@ class Store:
                 if field.was in present:
                     statements.append(f"ALTER TABLE {table} RENAME COLUMN {field.was} TO {field.name}")
                 else:
-                    statements.append(f"ALTER TABLE {table} ADD COLUMN {_definition(field)}")
+                    statements.append(f"ALTER TABLE {table} ADD COLUMN {column_definition(field)}")
                     if (table, field.name) in FILLED_WHEN_ADDED:
                         statements.append(FILLED_WHEN_ADDED[table, field.name])
         return statements
@@ -267,52 +311,6 @@ class Store:
                        "new file to start a fresh one)")
                 raise StoreError(f"could not write the results database ({error}); {why}. Rerun: finished "
                                  "submissions are kept") from None
-
-
-def _definition(field: Field) -> str:
-    """The column that holds `field`; every one has a default, so a column added to an old table fills its rows."""
-    column = f"{field.name} {_SQL_TYPES[field.type]}"
-    if field.optional:
-        return column  # NULL is its default
-    default = field.default if field.default is not MISSING else field.type()
-    return f"{column} NOT NULL DEFAULT {_literal(default)}"
-
-
-def _literal(value) -> str:
-    """A default in SQL: the values a field's declaration holds (never anything a student wrote)."""
-    if isinstance(value, tuple):
-        value = json.dumps(list(value))
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    return str(int(value)) if isinstance(value, bool) else repr(value)
-
-
-def _to_column(field: Field, value):
-    value = _storable(value)
-    return json.dumps(list(value)) if field.type is tuple else value
-
-
-def _from_columns(fields: tuple[Field, ...] | list[Field], values) -> dict:
-    """The fields' values from their columns: a JSON list back to a tuple, 0/1 back to a bool."""
-    found = {}
-    for field, value in zip(fields, values):
-        if value is not None and field.type is tuple:
-            value = tuple(json.loads(value))
-        elif value is not None and field.type is bool:
-            value = bool(value)
-        found[field.name] = value
-    return found
-
-
-def _storable(value):
-    """`value` with every string valid UTF-8, which SQLite requires; student text was made so already."""
-    if isinstance(value, str):
-        return valid_utf8(value)
-    if isinstance(value, dict):
-        return {key: _storable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_storable(item) for item in value)
-    return value
 
 
 class _Transaction:
@@ -351,7 +349,7 @@ def _stored(db: Path, assignment: str | None, read) -> tuple[str, list]:
     if not db.is_file():
         raise StoreError(f"there is no results database at {db}. Grade first (`autograder grade ASSIGNMENT "
                          "PATH... --db PATH`) or pass --db with the database the grades went to.")
-    with Store(db) as store:
+    with Store.for_reading(db) as store:
         known = store.assignments()
         if assignment is None:
             if not known:

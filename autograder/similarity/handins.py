@@ -33,7 +33,7 @@ def from_store(db: Path, assignment: str) -> tuple[list[Submission], list[str]]:
     where a file is gone, from the copy the store kept of it."""
     _, results = stored_results(db, assignment)
     gone = [r for r in results if not Path(r.file).is_file()]
-    with Store(db) as store:
+    with Store.for_reading(db) as store:
         kept = dict(store.handins([r.sha256 for r in gone if r.sha256]))
     submissions, notes = [], []
     for result in sorted(results, key=lambda r: r.student):
