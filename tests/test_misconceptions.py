@@ -559,7 +559,7 @@ def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade
     example = json.loads(check.example)
     # Missing 1/√dk only shows when √dk ≠ 1: one query, one key, dk = 2 is the smallest failing input.
     assert example["sizes"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
-    assert example["shrunk_from"] == {"batch": [2, 3], "nq": 5, "nk": 7, "dk": 4, "dv": 3}
+    assert example["shrunk_from"] == {"batch": [2, 3], "nq": 5, "nk": 7, "dk": 6, "dv": 3}
     assert set(example) == {"sizes", "shrunk_from"}  # a hidden check: sizes, never values
     entry = suite.check("score.matches_reference")
     smallest = Sizes.of(**example["sizes"])

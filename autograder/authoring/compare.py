@@ -332,6 +332,8 @@ def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: s
     """Every row (along the last axis) sums to 1; `advice` adds the assignment's own words. Negative weights (log
     weights) are told to exponentiate: normalizing them is not what is missing."""
     advice = f" ({advice})" if advice else ""
+    if got.dtype.kind == "f" and got.dtype.itemsize < 4:  # its rounding alone can miss 1 by more than any tolerance
+        raise CheckFailed(f"{what} has dtype {got.dtype}; {HALF_ADVICE}", got=got)
     sums = got.astype(np.float64).sum(axis=-1)
     if got.dtype.kind == "f":
         tol = _for_precision(tol, got.dtype, sums.dtype)

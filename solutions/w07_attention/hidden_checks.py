@@ -20,6 +20,7 @@ from autograder.authoring import (
     CheckFailed,
     Inputs,
     Sizes,
+    StudentError,
     as_tensor,
     called_with,
     expect_close,
@@ -86,14 +87,39 @@ def _returned_unchanged(t, function: str, names: tuple[str, ...], *args, **kwarg
 
 # ------------------------------------------------------------------ score
 
+BROADCAST_ADVICE = ("leading batch and head axes broadcast, as np.matmul's do: one head's keys or values (an axis "
+                    "of length 1) serve every head of the other argument; use @ or np.matmul on the whole arrays, "
+                    "not a reshape to (-1, N, d) or loops that index both arguments by the same batch position")
+
+
+def _returned_broadcasting(t, function: str, *args):
+    """t.returned for a call whose arguments' batch axes differ; a raise says that they broadcast."""
+    try:
+        return t.returned(function, *args)
+    except StudentError as error:
+        raise StudentError(f"{error}; {BROADCAST_ADVICE}") from None
+
+
+def _shared_by_heads(array):
+    """`array` (..., N, d) with its last batch axis cut to length 1: one set of keys or values for every head, as
+    in multi-query attention, which broadcasts against the queries' heads (the stub: "leading batch/head axes
+    that broadcast"). None where there is no batch axis to share."""
+    return array[..., :1, :, :] if array.ndim > 2 else None
+
+
 def score_matches_reference(t):
-    """score matches the reference on batched cross-attention inputs (Nq ≠ Nk), float32 and float64, and leaves
-    Q and K unchanged."""
+    """score matches the reference on batched cross-attention inputs (Nq ≠ Nk), float32 and float64, and on keys
+    shared by every head (broadcast), and leaves Q and K unchanged."""
     for dtype in DTYPES:
         Q, K, _ = _qkv(t, dtype)
         expected = t.ref.score(*_f64(Q, K))
         expect_close(_returned_unchanged(t, "score", ("Q", "K"), Q, K), expected, t.tol(dtype),
                      f"score(Q, K) for {_name(dtype)} inputs", shape_hint=ROWS_ARE_QUERIES)
+    shared = _shared_by_heads(K)
+    if shared is not None:
+        expect_close(_returned_broadcasting(t, "score", Q, shared), t.ref.score(*_f64(Q, shared)), t.tol(Q.dtype),
+                     f"score(Q, K) with keys of shape {shared.shape}, shared by every head of queries of shape "
+                     f"{Q.shape} (batch axes broadcast)", shape_hint=ROWS_ARE_QUERIES)
 
 
 def score_explicit_scale(t):
@@ -139,13 +165,18 @@ def causal_mask_rectangular(t):
 
 
 def padding_mask_matches_reference(t):
-    """padding_mask matches the reference for random lengths, including a full-length sequence."""
+    """padding_mask matches the reference for random lengths, including a full-length sequence, and for a batch
+    padded past its longest sequence (n_k fixed elsewhere, so the mask is n_k wide, not max(lengths))."""
     n_k = t.sizes["nk"]
     lengths = t.rng.integers(1, n_k + 1, size=4)
     lengths[0] = n_k
     lengths[1] = max(1, min(lengths[1], n_k - 1))  # and a padded one (n_k > 1), so all True is wrong too
     expect_equal_mask(t.returned("padding_mask", lengths, n_k), t.ref.padding_mask(lengths, n_k),
                       f"padding_mask(lengths, {n_k}) for {len(lengths)} random lengths")  # hidden: never the inputs
+    if n_k > 1:
+        shorter = t.rng.integers(1, n_k, size=3)
+        expect_equal_mask(t.returned("padding_mask", shorter, n_k), t.ref.padding_mask(shorter, n_k),
+                          f"padding_mask(lengths, {n_k}) for {len(shorter)} random lengths, all shorter than {n_k}")
 
 
 def apply_mask_matches_reference(t):
@@ -209,15 +240,20 @@ def softmax_input_unchanged(t):
 # ------------------------------------------------------------------ context
 
 def context_matches_reference(t):
-    """context matches the reference on reference weights with batch axes and dk ≠ dv, and leaves A and V
-    unchanged."""
+    """context matches the reference on reference weights with batch axes and dk ≠ dv, and on values shared by
+    every head (broadcast), and leaves A and V unchanged."""
     d = t.sizes
+    rows = "C has one row per query and one column per value dimension"
     for dtype in DTYPES:
         A = t.ref.softmax(normal(t.rng, (*d["batch"], d["nq"], d["nk"]), scale=2.0)).astype(dtype)
         V = normal(t.rng, (*d["batch"], d["nk"], d["dv"]), dtype)
         expect_close(_returned_unchanged(t, "context", ("A", "V"), A, V), t.ref.context(*_f64(A, V)), t.tol(dtype),
-                     f"context(A, V) for {_name(dtype)} inputs",
-                     shape_hint="C has one row per query and one column per value dimension", terms=_terms(A, V))
+                     f"context(A, V) for {_name(dtype)} inputs", shape_hint=rows, terms=_terms(A, V))
+    shared = _shared_by_heads(V)
+    if shared is not None:
+        expect_close(_returned_broadcasting(t, "context", A, shared), t.ref.context(*_f64(A, shared)), t.tol(A.dtype),
+                     f"context(A, V) with values of shape {shared.shape}, shared by every head of weights of shape "
+                     f"{A.shape} (batch axes broadcast)", shape_hint=rows, terms=_terms(A, shared))
 
 
 # ------------------------------------------------------------------ attention
@@ -228,7 +264,7 @@ def attention_matches_reference(t):
     d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
-        # 0.3, not 0.5: RANDOM's dk is 4, where 0.5 is the default 1/√dk and a dropped scale would pass.
+        # 0.3: no default scale of RANDOM's sizes, so a dropped scale fails.
         for allowed, scale in ((None, None), (mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"])), 0.3)):
             C_exp, A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)
             what = f"attention for {_name(dtype)} inputs" + (" with a mask and scale=0.3" if scale else "")
@@ -398,7 +434,9 @@ def _sdpa(Q, K, V, allowed, scale, upstream=None):
     return out.detach().numpy(), (q.grad.numpy(), k.grad.numpy(), v.grad.numpy())
 
 
-RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=4, dv=3)
+# dk = 6 is no other size and no axis count, so no wrong default scale equals 1/√dk here: dk = 4 let a scale
+# of 1/2, 2/dk or 1/√(Q.ndim) (4 axes with the batch) pass every default-scale check.
+RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=3)
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
 
