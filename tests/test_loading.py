@@ -320,3 +320,17 @@ def test_a_file_with_hundreds_of_its_own_functions_is_graded_on_the_graded_ones(
     path.write_text(PLAIN.read_text() + "\n\nfor _n in range(500):\n    globals()[f'f{_n:03d}'] = lambda x: x\n")
     result = grade_once(path)
     assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != "passed"]
+
+
+def test_a_figure_drawn_after_ipython_is_imported_costs_the_cell_nothing(grade_once, tmp_path):
+    """pyplot's first figure, once IPython is imported (by the cell, or by the zygote for classmates who import
+    it), registers a redraw with the shell's `events`: the notebook's shell had none, so the cell stopped there and
+    every function defined after the plot was lost (60 points)."""
+    source = PLAIN.read_text()
+    split = source.index("def context(")
+    path = tmp_path / "plots.ipynb"
+    _notebook(path, "import IPython\nimport matplotlib.pyplot as plt\n" + source[:split],
+              "plt.plot([1, 2, 3])\nplt.ion()\n" + source[split:])
+    result = grade_once(path)
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != "passed"]
+    assert not any("events" in note for note in result.notes), result.notes
