@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder.authoring.checks import CheckFailed, Tolerance, Trial, check_rng
+from autograder.authoring.checks import CheckFailed, Tolerance, Trial
 from autograder.authoring.compare import expect_close
+from autograder.authoring.seeds import check_rng
 from autograder.grading.attempt import attempt
 from autograder.grading.submission import read_submission
 from autograder.sandbox.session import Session

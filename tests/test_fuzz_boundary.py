@@ -24,7 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.authoring.checks import Check, Trial, check_rng
+from autograder.authoring.checks import Check, Trial
+from autograder.authoring.seeds import check_rng
 from autograder.grading.attempt import attempt
 from autograder.grading.grader import Grader
 from autograder.grading.results import STATUSES, CheckResult, SubmissionResult

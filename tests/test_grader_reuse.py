@@ -9,9 +9,10 @@ import types
 import numpy as np
 import pytest
 
-from autograder.authoring.checks import Check, CheckFailed, Tolerance, Trial, check_rng
+from autograder.authoring.checks import Check, CheckFailed, Tolerance, Trial
 from autograder.authoring.compare import expect_close
 from autograder.authoring.protocol import Raised, Reply, TensorData
+from autograder.authoring.seeds import check_rng
 from autograder.grading.plan import MAX_KEPT_SETS, KeptPlans, Plan, ReferenceAnswers, Sent, _same, identical, plan_check
 from autograder.grading.reference_cache import CachedReference, _fingerprint, copied
 from autograder.grading.suite import SuiteCheck

@@ -9,7 +9,7 @@ from collections import Counter
 import nbformat
 import pytest
 
-from autograder.authoring.checks import class_seed, student_seed
+from autograder.authoring.seeds import class_seed, student_seed
 from autograder.grading import plan as plan_module
 from autograder.grading.grader import Grader
 from autograder.grading.loading import undefined_messages
@@ -69,7 +69,7 @@ def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade_once, s
         messages = {t.message for t in result.tests if t.function == function}
         assert len(messages) == 1 and messages.pop().startswith(
             f"{function} is not implemented yet (it raises NotImplementedError); if you did write it, delete the "
-            "template's `raise NotImplementedError()` line"), function
+            "template's `raise NotImplementedError(...)` line"), function
     assert not any("Traceback" in t.message for t in result.tests)
 
 

@@ -125,3 +125,31 @@ def test_a_notebook_of_more_json_than_any_notebook_holds_is_refused_unparsed(tmp
     nbformat.write(notebook, path)
     problem = read_submission(path).problem
     assert "holds 600,0" in problem and "JSON objects and lists" in problem and "resubmit" in problem, problem
+
+
+def test_a_py_stopped_for_printing_at_its_top_level_is_not_sent_to_look_for_an_error(grade_once, tmp_path):
+    """Running the file shows no error: it is told to guard its demo, not that Python stopped at its first error."""
+    path = tmp_path / "chatty.py"
+    path.write_text(f"{IMPORTS}\n{FUNCTIONS}\n\nfor i in range(400_000):\n    print('debug line', i, 'x' * 40)\n")
+    result = grade_once(path)
+    assert result.did_not_load and "printed more than" in result.problem, result.problem
+    assert "first error" not in result.problem and "to see the error" not in result.problem, result.problem
+    assert 'if __name__ == "__main__":' in result.problem
+
+
+def test_a_template_raise_in_a_function_another_calls_is_blamed_on_that_one(grade_once, tmp_path):
+    """context left as the stub: attention, which is written, raised its NotImplementedError. attention is not "not
+    implemented", and a NotImplementedError of a student's own words is reported as any exception is."""
+    path = tmp_path / "stub_context.py"
+    path.write_text(PLAIN.read_text() + '\n\ndef context(A, V):\n    raise NotImplementedError("context")\n'
+                    '\n\n_score = score\n\n\ndef score(Q, K, scale=None):\n    if np.ndim(Q) > 2:\n'
+                    '        raise NotImplementedError("batched inputs are not supported yet")\n'
+                    '    return _score(Q, K, scale)\n')
+    tests = {t.name: t.message for t in grade_once(path).tests}
+    assert tests["context.lecture_example"].startswith("context is not implemented yet")
+    attention = tests["attention.lecture_example"]
+    assert "not implemented yet" not in attention and "in context" in attention, attention
+    assert "context still raises the template's NotImplementedError" in attention
+    batched = tests["score.shape_rows_are_queries"]
+    assert "not implemented" not in batched and "batched inputs are not supported yet" in batched, batched
+    assert "given Q: a float64 array of shape (2, 5, 4)" in batched

@@ -15,9 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.authoring.checks import Sizes, Tolerance, Trial, check_rng
+from autograder.authoring.checks import Sizes, Tolerance, Trial
 from autograder.authoring.misconceptions import Catalogue, Misconception
 from autograder.authoring.protocol import Call, Raised, Reply
+from autograder.authoring.seeds import check_rng
 from autograder.grading.attempt import attempt
 from autograder.grading.diagnosis import Evidence, diagnose, diagnose_timeout
 from autograder.grading.explain import FreshChild, GradedChild

@@ -276,6 +276,11 @@ def test_a_hang_costs_no_more_time_than_before(course, suite, sandbox, reference
     uses = {entry.name: set(entry.check.functions) for entry in suite.checks}
     assert all(uses[t.name] & {"softmax", "attention"} for t in result.tests if t.status != "passed")
     assert limits[first.name].seconds < 1  # calibrated, not call_seconds
+    # The checks not run after it say so, and where it was stopped, not the stopped call's account again.
+    skipped = [t.message for t in result.tests if t.function == "softmax" and t.message.startswith("not run")]
+    assert skipped and all(m.startswith(f"not run: softmax was stopped at its time limit in {first.name}, on work "
+                                        "at least as large, so it was not called again") for m in skipped), skipped
+    assert not any("processor time" in m for m in skipped)
 
 
 def test_a_score_looping_in_python_is_named_on_its_scale_check_only(course, suite, sandbox, reference, tmp_path):

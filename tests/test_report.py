@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 from markupsafe import escape
 
-from autograder.authoring.checks import Sizes, Trial, check_rng
+from autograder.authoring.checks import Sizes, Trial
+from autograder.authoring.seeds import check_rng
 from autograder.grading.attempt import attempt
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.store import Store

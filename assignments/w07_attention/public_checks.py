@@ -220,7 +220,8 @@ def apply_mask_input_unchanged(t):
         raise CheckFailed("apply_mask changed its input S in place; work on a copy "
                           "(e.g. np.where(allowed, S, -np.inf)) so the caller's scores survive")
     # The masked copy is the definition of apply_mask (slide 20), so checking it needs no reference.
-    expect_close(reply.value, np.where(allowed, S, -np.inf), t.tol(np.float64), "apply_mask(S, allowed)")
+    expect_close(reply.value, np.where(allowed, S, -np.inf), t.tol(np.float64),
+                 "apply_mask(S, allowed), which left S unchanged as it should,")
 
 
 def softmax_lecture_example(t):

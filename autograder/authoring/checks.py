@@ -20,7 +20,6 @@ student pays for the author's mistake (grading.attempt).
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from autograder.authoring.protocol import Call, Reply
+from autograder.authoring.seeds import check_rng
 
 
 @dataclass(frozen=True)
@@ -251,15 +251,25 @@ class Trial:
 def raise_for(function: str, reply: Reply, arguments: str = ""):
     """Turn a student exception into the right failure. arguments: what the call was given (`called_with`)."""
     raised = reply.raised
-    if raised.type == "NotImplementedError":
+    if raised.type == "NotImplementedError" and raised.within in ("", function) and \
+            raised.message.strip().strip("'\"") in ("", function):
         raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError); if you did write it, "
-                          "delete the template's `raise NotImplementedError()` line, which still runs before your code")
+                          f"delete the template's `raise NotImplementedError(...)` line, which still runs before your "
+                          "code")
     if raised.type == "SystemExit":
         raise StudentError(f"{function} called sys.exit() or exit(); a function should return its result")
     # What the call was given is beside the point where the place it ran is the cause (a module it lacks).
     where = environment_hint(raised)
     raise StudentError(f"{function} raised {raised.describe(called=function)}{'' if where else arguments}"
-                       f"{_signature_hint(raised)}{where}")
+                       f"{_signature_hint(raised)}{_template_hint(raised)}{where}")
+
+
+def _template_hint(raised) -> str:
+    """Where another function of the file still raises its template's NotImplementedError, which one."""
+    if raised.type != "NotImplementedError" or not raised.within or raised.message.strip().strip("'\"") not in (
+            "", raised.within):
+        return ""
+    return f"; {raised.within} still raises the template's NotImplementedError: write it (or delete that line)"
 
 
 _CALL_OPTIONS = ("as_tensors", "backward", "return_inputs")  # Trial.call's own keywords, not the function's
@@ -282,10 +292,15 @@ def called_with(ref, function: str, args: tuple, kwargs: dict) -> str:
 
 def _kind_of(value, as_tensor: bool = False) -> str:
     if isinstance(value, np.ndarray):
-        return f"a {value.dtype} {'tensor' if as_tensor else 'array'} of shape {tuple(value.shape)}"
+        return f"{_a(str(value.dtype))} {'tensor' if as_tensor else 'array'} of shape {tuple(value.shape)}"
     if value is None or isinstance(value, (bool, int, float)):
         return repr(value)
-    return f"a {type(value).__name__}"
+    return _a(type(value).__name__)
+
+
+def _a(name: str) -> str:
+    """"an int64", "a float64": the article a name takes as the feedback reads it."""
+    return f"an {name}" if name[:1] in ("a", "e", "i", "o", "u") else f"a {name}"
 
 
 def _signature_hint(raised) -> str:
@@ -357,43 +372,11 @@ def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, 
 def _raises_on_ordinary_input(function: str, raised, also_raised, exception: str, what: str, advice: str) -> str:
     """The message for a function that raised on the valid neighbour of an error case (see expect_error_path)."""
     message = (f"{function} raises on ordinary input: {what} raised {raised.describe(called=function)}"
-               f"{environment_hint(raised)}")
+               f"{environment_hint(raised)}").rstrip(".")  # a library's message may end its sentence
     if not raised.is_a(exception):
-        return f"{message}; fix that first: this check needs the right values there before it can judge the error case"
+        return f"{message}; this check needs the right values there before it can judge the error case"
     if also_raised is None:  # raises where it should return, returns where it should raise
         return f"{message}; {advice}"
     if raised.own is False:  # NumPy's (or another library's) error at that line: no raise of the student's to move
-        return f"{message}; fix that first: the code that line calls raised it, not a raise statement of yours"
-    return f"{message}; fix that first (if this {exception} is your own, {advice})"
-
-
-# Sets of randomized inputs per assignment when course.yaml names none: a class of 200 graded with two jobs
-# plans each set's checks against the reference once per job, not once per student (README, Grading).
-INPUT_SETS = 16
-
-
-def student_seed(salt: str, assignment: str, student: str, sets: int) -> int:
-    """The seed of a student's randomized inputs: that of one of the assignment's `sets` input sets.
-
-    Which set is fixed by the salted id: stable for a student, unpredictable without the salt, and spread
-    evenly over the class. Students of one set get the same inputs, so the grader plans (and the reference
-    answers) each set's calls once instead of once per student; more sets than students give nearly every
-    student inputs of their own.
-    """
-    picked = _seed(f"{salt}\0{assignment}\0{student}") % sets
-    return _seed(f"{salt}\0{assignment}\0\0input set {picked} of {sets}")  # no student id holds a NUL
-
-
-def class_seed(salt: str, assignment: str) -> int:
-    """The seed of the cases every student gets (`Trial.shared`) and of the reference's timing."""
-    return _seed(f"{salt}\0{assignment}\0")
-
-
-def _seed(text: str) -> int:
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1  # fits SQLite's signed integers
-
-
-def check_rng(seed: int, check_name: str) -> np.random.Generator:
-    """Each check draws from its own stream, so adding a check changes no other input."""
-    name_key = int.from_bytes(hashlib.sha256(check_name.encode()).digest()[:4], "big")
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(name_key,)))
+        return f"{message}; the code that line calls raised it, not a raise statement of yours"
+    return f"{message} (if this {exception} is your own, {advice})"

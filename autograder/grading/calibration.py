@@ -38,7 +38,8 @@ from dataclasses import dataclass
 
 from threadpoolctl import threadpool_limits
 
-from autograder.authoring.checks import Trial, check_rng, class_seed
+from autograder.authoring.checks import Trial
+from autograder.authoring.seeds import check_rng, class_seed
 from autograder.grading import suite_cache
 from autograder.grading.attempt import SuiteFault, attempt
 from autograder.grading.course import Course

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from autograder.authoring.checks import INPUT_SETS, Tolerance, student_seed
+from autograder.authoring.checks import Tolerance
+from autograder.authoring.seeds import INPUT_SETS, student_seed
 from autograder.grading.attempts import MISSING, POLICIES, SubmissionPolicy
 from autograder.grading.ids import canonical
 from autograder.grading.late import EXAMPLE_TIME, LateRule, TimeError, parse_due
@@ -55,7 +56,7 @@ class Assignment:
     preload_class_imports: bool = True
     # Which of several hand-ins counts, how many may, and what an LMS export writes for none (grading.attempts).
     submissions: SubmissionPolicy = field(default_factory=SubmissionPolicy)
-    # How many sets of randomized inputs the class shares (authoring.checks.student_seed).
+    # How many sets of randomized inputs the class shares (authoring.seeds.student_seed).
     input_sets: int = INPUT_SETS
 
     @property
@@ -63,7 +64,7 @@ class Assignment:
         return sum(c.points for c in self.checks.values())
 
     def seed_for(self, salt: str, student: str) -> int:
-        """The seed of `student`'s randomized inputs: their input set's (authoring.checks.student_seed)."""
+        """The seed of `student`'s randomized inputs: their input set's (authoring.seeds.student_seed)."""
         return student_seed(salt, self.name, student, self.input_sets)
 
 

@@ -3,10 +3,9 @@
 The Grader lives in the trusted process with the suite (reference and hidden
 checks) and a Sandbox; only calls and their plain-data replies cross over.
 The calls a submission's session sees are fixed before any answer is judged
-(autograder.grading.plan); feedback that needs more calls (shrinking) runs
-once every graded call is answered (autograder.grading.explain). One broken
-function costs only the checks that call it: a missing function fails its
-own checks, a hang or crash restarts the worker for the next one.
+(autograder.grading.plan); feedback that needs more calls (shrinking) runs once every graded call is
+answered (autograder.grading.explain). One broken function costs only the checks that call it: a missing
+function fails its own checks, a hang or crash restarts the worker for the next one.
 """
 from __future__ import annotations
 
@@ -15,7 +14,8 @@ import time
 import traceback
 from collections.abc import Sequence
 
-from autograder.authoring.checks import Sizes, Trial, check_rng, class_seed
+from autograder.authoring.checks import Sizes, Trial
+from autograder.authoring.seeds import check_rng, class_seed
 from autograder.grading import calibration, confirm, explain, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.course import Course
@@ -48,9 +48,8 @@ from autograder.sandbox.zygote import Sandbox
 class Grader:
     """Grades submissions of one assignment with one sandbox (one job's worth).
 
-    sandbox: None for a Grader that only runs checks against a session it is
-    given (`run_checks`), as nbgrader's in-kernel test cells do.
-    """
+    sandbox: None for a Grader that only runs checks against a session it is given (`run_checks`), as
+    nbgrader's in-kernel test cells do."""
 
     def __init__(self, course: Course, suite: Suite, sandbox: Sandbox | None,
                  reference: dict[str, calibration.ReferenceTime] | None = None, shares_with: Grader | None = None):
@@ -235,13 +234,14 @@ class Grader:
             yield from planned.to_send()
 
     def _not_run(self, entry: SuiteCheck, hung: dict, sent: dict) -> bool:
-        """Whether a function of the check timed out on work as large (timings wobble, so only work well
-        under half of it counts as smaller); if so, the check's message goes into `sent`."""
+        """Whether a function of the check timed out (hung: function -> (work, check)) on work as large (timings
+        wobble, so only work well under half of it counts as smaller); if so, the check's message goes into `sent`."""
         size = self.time_limits[entry.name].reference  # how much work the check is, in the reference's seconds
         stuck = next((f for f in entry.check.functions if f in hung and (size is None or size >= hung[f][0] / 2)),
                      None)
         if stuck:
-            sent[entry.name] = f"not run: {hung[stuck][1]}"
+            sent[entry.name] = (f"not run: {stuck} was stopped at its time limit in {hung[stuck][1]}, on work at least "
+                                f"as large, so it was not called again; {hung[stuck][1]} says where it was")
         return stuck is not None
 
     def _record(self, entry: SuiteCheck, planned: Plan, replies: Sent, sent: dict, hung: dict) -> None:
@@ -249,7 +249,7 @@ class Grader:
         timeout = timed_out(replies)
         if timeout is not None:
             function = planned.calls[len(replies.replies) - 1].function
-            hung[function] = (self.time_limits[entry.name].reference or 0.0, self._too_slow(entry, timeout))
+            hung[function] = (self.time_limits[entry.name].reference or 0.0, entry.name)
 
     def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> Plan:
         """The check's calls with the reference answering them, planned once per input set (plan.KeptPlans)."""
@@ -336,11 +336,12 @@ class Grader:
                 budget: ShrinkBudget, guesses: Sequence[Sizes] = ()) -> Shrunk | None:
         """The smallest sizes at which a failed randomized check still fails, re-run in `child`.
 
-        Not for errors (a raise is already small), nor for checks with their
-        own time limit in course.yaml: those time a fixed large case.
-        Smaller inputs take no longer than the failing run did, so its limit is the re-runs' limit too.
+        Not for errors or failures a raise decided (a raise is already small; a template's NotImplementedError
+        fails at every size), nor for checks with their own time limit in course.yaml: those time a fixed large
+        case. Smaller inputs take no longer than the failing run did, so its limit is the re-runs' limit too.
         """
-        if first.status != FAILED or entry.check.sizes is None or entry.seconds is not None:
+        raised = bool(first.calls) and first.calls[-1][1].raised is not None
+        if first.status != FAILED or raised or entry.check.sizes is None or entry.seconds is not None:
             return None
         if not self._follows_sizes(entry, seed):
             return None
@@ -352,11 +353,8 @@ class Grader:
                       guesses=guesses)
 
     def _follows_sizes(self, entry: SuiteCheck, seed: int) -> bool:
-        """Whether the check's inputs shrink with its sizes, planned with the reference once per check.
-
-        A check on a class-wide case (the T = 512 ones) keeps its inputs at
-        any sizes: re-running it smaller would repeat the same large call.
-        """
+        """Whether the check's inputs shrink with its sizes, planned with the reference once per check. A check on a
+        class-wide case (the T = 512 ones) keeps its inputs at any sizes: re-running it smaller would repeat it."""
         if self._reference is None:
             return True
         if entry.name not in self._follows:

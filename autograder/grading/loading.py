@@ -56,13 +56,13 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
     if submission.kind == "py":
         if unparsed:
             ran = "nothing in it ran"
-        elif load.hung:
+        elif load.hung or load.stopped:  # a demo that hung, printed without end or ended the worker
             ran = "a file is imported whole before any of its functions can be called"
         else:
             ran = "Python stops a file at its first error"
         # The student's own `python file.py` shows no error for a module their machine has and the grader lacks,
         # nor for a download or another operation only the sandbox refuses.
-        if load.hung:
+        if load.hung or load.stopped:
             todo = ("Top-level code should only import and define: put demo and test code under "
                     '`if __name__ == "__main__":`, where it runs when you run the file but not when it is imported '
                     "or graded (or remove it), and hand the file in again")

@@ -123,7 +123,7 @@ class KeptPlans:
 
     For the class, a check that drew nothing from its student's generator (fixed cases, the class-wide
     T = 512 ones): no student's calls can differ. For its seed, any other: every student of one input set
-    gets the same (authoring.checks.student_seed), so the reference answers each set's calls once.
+    gets the same (authoring.seeds.student_seed), so the reference answers each set's calls once.
     """
 
     by_check: dict[str, Plan] = field(default_factory=dict)

@@ -234,7 +234,7 @@ def softmax_input_unchanged(t):
     if not np.array_equal(reply.inputs[0], S):
         raise CheckFailed("softmax changed its input S in place (e.g. `S -= S.max(...)`); compute into a "
                           "new array so the caller's scores survive")
-    expect_close(reply.value, t.ref.softmax(S), t.tol(S.dtype), "softmax(S)")
+    expect_close(reply.value, t.ref.softmax(S), t.tol(S.dtype), "softmax(S), which left S unchanged as it should,")
 
 
 # ------------------------------------------------------------------ context
