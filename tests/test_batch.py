@@ -443,6 +443,7 @@ def test_replay_shows_inputs_expected_and_returned_values(tmp_path):
     path.rename(tmp_path / "moved.py")  # the file graded is gone (a zip's temporary folder): the kept bytes replay
     again = run_cli("replay", "eve", "softmax.last_axis", "--db", tmp_path / "g.db")
     assert again.returncode == 0 and again.stdout == done.stdout, again.stderr
+    assert run_cli("replay", "EVE", "softmax.last_axis", "--db", tmp_path / "g.db").stdout == done.stdout  # case folded
 
 
 @pytest.mark.slow  # two runs of the whole command

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import sqlite3
+import struct
 import time
 import zipfile
 from pathlib import Path
@@ -226,6 +227,26 @@ def test_a_zipped_file_keeps_the_time_the_zip_records(tmp_path):
     assert found.submitted_at == expected.isoformat() and found.submitted_at_source == FILE_TIME
 
 
+def test_a_zip_made_elsewhere_keeps_its_utc_time_and_its_utf8_names(tmp_path):
+    """Info-ZIP (Linux, macOS) writes UTF-8 names without the flag that says so, and keeps the UTC time beside the
+    zip's zoneless local one: a zip made in Berlin of an on-time hand-in was read an hour late, and "Zoë Ünicode"
+    became the student "Zo├½ ├£nicode" beside the real one."""
+    moment = datetime.datetime(2026, 11, 20, 23, 20, tzinfo=datetime.UTC)
+    berlin = (2026, 11, 21, 0, 20, 0)  # the same instant on a Berlin clock, as the zip's own time holds it
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for name, extra in (("Zo__X__nicode.py", b""),
+                            ("ontime.py", struct.pack("<HHBi", 0x5455, 5, 1, int(moment.timestamp())))):
+            member = zipfile.ZipInfo(name, date_time=berlin)
+            member.extra = extra
+            bundle.writestr(member, "x = 1\n")
+    # The name's UTF-8 bytes where the placeholder's (as many) are, with no UTF-8 flag: Info-ZIP's way.
+    archive.write_bytes(archive.read_bytes().replace(b"Zo__X__nicode", "Zoë Ünicode".encode()))
+    found = {item.student: item for item in find_submissions([archive], ASSIGNMENT, "attention", tmp_path)}
+    assert set(found) == {"Zoë Ünicode", "ontime"}
+    assert found["ontime"].submitted_at == moment.isoformat()
+
+
 def test_gradescope_time_comes_from_its_metadata(tmp_path):
     metadata = tmp_path / "submission_metadata.json"
     metadata.write_text(json.dumps({"created_at": "2026-11-21T06:59:00.5-05:00", "users": []}))
@@ -351,3 +372,16 @@ def test_an_extension_granted_in_gradescope_counts_and_never_shortens_one_from_c
     metadata["users"][0]["assignment"]["due_date"] = metadata["assignment"]["due_date"]
     path.write_text(json.dumps(metadata))
     assert gradescope_extension(path) is None  # every submitter on the assignment's own dates
+
+
+def test_an_impossible_date_written_plainly_is_named_with_its_key(tmp_path):
+    """YAML reads an unquoted time itself, and an impossible one (30 November has no 31st) failed the whole file with
+    a traceback; the due time and extensions are read as the keys they are, valid unquoted times included."""
+    path = _course(tmp_path, due=DUE, extensions={"ext": "2026-11-23T23:59:00-05:00"})
+    later = "2026-11-23T23:59:00-05:00"
+    plain = path.read_text().replace(f"'{DUE}'", DUE).replace(f"'{later}'", later)
+    path.write_text(plain)
+    assert load_course(path).assignment(ASSIGNMENT).late.deadline("ext") > DUE_UTC  # unquoted, read as times
+    path.write_text(plain.replace(DUE, "2026-11-31T23:59:00-05:00"))
+    with pytest.raises(CourseError, match=r"assignments\.w07_attention\.due: .*day is out of range for month"):
+        load_course(path)

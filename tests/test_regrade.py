@@ -148,7 +148,7 @@ def test_a_planted_suite_change_is_previewed_exactly_then_committed_and_both_res
     assert grades == {"a_good": "2", "b_abs": "2", "c_zero": "0", "d_sum": "2"}
 
     hidden.write_text(hidden.read_text().replace(PLANTED[1], PLANTED[0]))  # reverted: b_abs would go down again
-    kept = _cli("regrade", "tiny", "--students", "b_abs", "a_good", "--no-decrease", "--json", course=course)
+    kept = _cli("regrade", "tiny", "--students", "B_ABS", "a_good", "--no-decrease", "--json", course=course)
     assert [(m["student"], m["before"], m["after"], m["kept_earlier"]) for m in map(json.loads, kept.stdout
                                                                                     .splitlines())] == \
         [("b_abs", 2, 1, True)]

@@ -18,7 +18,7 @@ from autograder.grading.class_imports import class_imports
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
-from autograder.grading.ids import canonical
+from autograder.grading.ids import as_stored
 from autograder.grading.regrade import Collector, commit, hand_ins, held_back, moves, regraded
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import protect
@@ -211,8 +211,9 @@ def _regrade(args) -> int:
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
     suite = load_suite(course, args.assignment)
     with Store(db) as store, SoleWriter(db, "regrade", starting), command_workdir("regrade") as workdir:
-        before = _chosen(attempts(store.history(settings.name, args.students)), args.students, db,
-                         settings.name)
+        stored = store.students(settings.name)
+        asked = args.students and [as_stored([s], stored).get(s, s) for s in args.students]  # case folded too
+        before = _chosen(attempts(store.history(settings.name, asked)), asked, db, settings.name)
         class_files = _class_files(args.paths, settings, workdir / "found")
         todo, lost = hand_ins(store, before, workdir / "handins", settings.module, class_files)
         for line in lost:
@@ -281,8 +282,7 @@ def _history(args) -> int:
         student = args.student
         mine = attempts(store.history(settings.name, [student])).get(student)  # their rows only
         if not mine:  # ids compare as everywhere else, case and width folded: `ST02` finds st02's rows
-            named = [stored for stored in store.grading_keys(settings.name) if canonical(stored) == canonical(student)]
-            student = named[0] if len(named) == 1 else student
+            student = as_stored([student], store.students(settings.name)).get(student, student)
             mine = attempts(store.history(settings.name, [student])).get(student)
     if not mine:
         raise CourseError(f"{db} has no result of student {args.student!r} for {settings.name}; check the id "

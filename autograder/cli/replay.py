@@ -12,6 +12,7 @@ from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.grader import Grader
 from autograder.grading.handin import FileBytes
+from autograder.grading.ids import as_stored
 from autograder.grading.station import Setup, protect
 from autograder.grading.store import Store, stored_results
 from autograder.grading.submission import read_submission, submission_from_bytes
@@ -39,7 +40,8 @@ def add_commands(commands) -> None:
 def _replay(args) -> int:
     course = load_course(args.course or find_course())
     assignment, results = stored_results(options.db_path(args), args.assignment)
-    stored = next((r for r in results if r.student == args.student), None)
+    student = as_stored([args.student], {r.student for r in results}).get(args.student, args.student)  # case folded
+    stored = next((r for r in results if r.student == student), None)
     if stored is None:
         raise CourseError(f"no stored result for student {args.student!r} in {assignment}; grade the "
                           "submission first, or check the id with `autograder export csv`")
@@ -49,7 +51,7 @@ def _replay(args) -> int:
     submission = _replayed_submission(path, stored, options.db_path(args), given=args.file is not None)
     changed = submission.sha256 != stored.sha256 or suite.version != stored.suite_version
     if changed:
-        print(f"note: the file or the suite changed since {args.student} was graded; the replay uses the "
+        print(f"note: the file or the suite changed since {student} was graded; the replay uses the "
               "current ones", file=sys.stderr)
     protections = protect(args.sandbox, suite.secret_paths(course) + [path, options.db_path(args)])
     with Store.for_reading(options.db_path(args)) as store:
@@ -57,12 +59,12 @@ def _replay(args) -> int:
     replayed = grade_apart(Setup(course, suite, protections, reference, command="replay"), _replay_one, submission,
                            args.check)
     if isinstance(replayed, Lost):
-        print(safe(f"autograder: could not replay {args.check} for {args.student}: internal error in the grader (not "
+        print(safe(f"autograder: could not replay {args.check} for {student}: internal error in the grader (not "
                    f"in the student's code). Why:\n{replayed.cause}\nFix that (or report it with this message), then "
                    "run the replay again"), file=sys.stderr)
         return INTERNAL_ERROR_STATUS
     was = next((test for test in stored.tests if test.name == args.check), None)
-    print(safe(format_replay(args.student, args.check, stored.seed, replayed, was, comparable=not changed,
+    print(safe(format_replay(student, args.check, stored.seed, replayed, was, comparable=not changed,
                              full=args.full)))
     return 0
 

@@ -8,6 +8,7 @@ among them is left as an empty stand-in whose student is told why
 from __future__ import annotations
 
 import os
+import struct
 import tempfile
 import time
 import zipfile
@@ -46,13 +47,14 @@ def extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
                 raise ZipRefused(f"{safe(archive)} holds over {MAX_ZIP_MEMBERS} files, too many to extract "
                                   "safely; unpack it yourself and pass the folder")
             for member in members:
-                destination = _destination(target, member)
+                name = _name(member)
+                destination = _destination(target, name)
                 if destination is None:
                     continue  # absolute paths and ../ escapes are skipped: they name no place in the class
                 if member.is_dir():
                     destination.mkdir(parents=True, exist_ok=True)
                     continue
-                problem = _member_problem(member)
+                problem = _member_problem(member, name)
                 if not problem:
                     try:
                         written += _copy_member(bundle, member, destination, MAX_ZIP_BYTES - written)
@@ -64,7 +66,7 @@ def extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
                         problem = f"it is damaged ({safe(error, 100)})"
                 if destination.suffix in SUFFIXES:
                     destination.write_bytes(b"")
-                    refused[destination] = (f"{safe(member.filename, 200)} in {safe(archive.name)} could not be "
+                    refused[destination] = (f"{safe(name, 200)} in {safe(archive.name)} could not be "
                                             f"extracted: {problem}. Hand in the file itself, or a zip made without "
                                             "a password with an ordinary zip tool")
     except zipfile.BadZipFile:
@@ -75,14 +77,56 @@ def extract(archive: Path, workdir: Path, refused: dict[Path, str]) -> Path:
     return target
 
 
-def _keep_zip_time(destination: Path, member: zipfile.ZipInfo) -> None:
-    """Give an extracted file the time the zip records (local time, no zone), not the extraction's: the last
-    resort for a submission time, flagged as unreliable, but better than "now"."""
+def _name(member: zipfile.ZipInfo) -> str:
+    """The member's name as its author wrote it. Zip tools on Linux and macOS (Info-ZIP's `zip`) write UTF-8 names
+    without the flag that says so, which Python then reads as the old DOS code page ("Zoë" as "Zo├½"), making a
+    student of the garbled name; Info-ZIP's Unicode path field holds the name when the tool wrote one."""
+    unicode_path = _extra_fields(member.extra).get(0x7075, b"")
+    if len(unicode_path) > 5 and unicode_path[0] == 1:
+        try:
+            return unicode_path[5:].decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    if member.flag_bits & 0x800:
+        return member.filename
     try:
-        stamp = time.mktime((*member.date_time, 0, 0, -1))
+        return member.filename.encode("cp437").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return member.filename  # not UTF-8 bytes: the code page was meant
+
+
+def _extra_fields(extra: bytes) -> dict[int, bytes]:
+    """A member's extra fields by their id (APPNOTE 4.5: a 2-byte id, a 2-byte length, then the data)."""
+    fields, at = {}, 0
+    while at + 4 <= len(extra):
+        kind, size = struct.unpack_from("<HH", extra, at)
+        fields.setdefault(kind, extra[at + 4:at + 4 + size])
+        at += 4 + size
+    return fields
+
+
+def _keep_zip_time(destination: Path, member: zipfile.ZipInfo) -> None:
+    """Give an extracted file the time the zip records, not the extraction's: the last resort for a submission
+    time, flagged as unreliable, but better than "now". The UTC time Info-ZIP (field 0x5455) or Windows (NTFS,
+    0x000a) keep beside the zip's own where there is one; the zip's own has no zone, and is read as this machine's
+    local time, which may not be where the zip was made."""
+    try:
+        stamp = _utc_time(member)
+        stamp = time.mktime((*member.date_time, 0, 0, -1)) if stamp is None else stamp
         os.utime(destination, (stamp, stamp))
     except (OverflowError, ValueError, OSError):
         pass  # a nonsense date in the zip: the extraction time stays
+
+
+def _utc_time(member: zipfile.ZipInfo) -> float | None:
+    fields = _extra_fields(member.extra)
+    unix = fields.get(0x5455, b"")
+    if len(unix) >= 5 and unix[0] & 1:  # flag 1: the modification time comes first
+        return float(struct.unpack_from("<i", unix, 1)[0])
+    ntfs = fields.get(0x000A, b"")
+    if len(ntfs) >= 32 and struct.unpack_from("<HH", ntfs, 4) == (1, 24):  # attribute 1: three FILETIMEs
+        return struct.unpack_from("<Q", ntfs, 8)[0] / 1e7 - 11_644_473_600  # 100 ns since 1601
+    return None
 
 
 class _MemberTooLarge(Exception):
@@ -93,10 +137,10 @@ class _ZipTooLarge(Exception):
     """The zip's members together are larger than a class's files may be."""
 
 
-def _destination(target: Path, member: zipfile.ZipInfo) -> Path | None:
-    """Where a member goes under `target`; over-long names are shortened, escapes refused (None)."""
-    parts = [_short(part) for part in member.filename.replace("\\", "/").split("/") if part not in ("", ".")]
-    if not parts or ".." in parts or member.filename.startswith("/"):
+def _destination(target: Path, name: str) -> Path | None:
+    """Where a member named `name` goes under `target`; over-long names are shortened, escapes refused (None)."""
+    parts = [_short(part) for part in name.replace("\\", "/").split("/") if part not in ("", ".")]
+    if not parts or ".." in parts or name.startswith("/"):
         return None
     destination = target.joinpath(*parts)
     destination.parent.mkdir(parents=True, exist_ok=True)
@@ -111,15 +155,14 @@ def _short(part: str) -> str:
     return part.encode()[:100].decode(errors="ignore") + suffix
 
 
-def _member_problem(member: zipfile.ZipInfo) -> str:
+def _member_problem(member: zipfile.ZipInfo, name: str) -> str:
     if (member.external_attr >> 16) & 0o170000 == 0o120000:
         return "it is a symbolic link, not a file (a hand-in must be the file itself)"
     if member.flag_bits & 0x1:
         return "it is encrypted"
     if member.compress_type not in COMPRESSIONS:
         return f"it uses a compression method ({member.compress_type}) this grader does not read"
-    if len(member.filename.encode()) > MAX_PATH_BYTES or any(
-            len(part.encode()) > MAX_NAME_BYTES for part in member.filename.split("/")):
+    if len(name.encode()) > MAX_PATH_BYTES or any(len(part.encode()) > MAX_NAME_BYTES for part in name.split("/")):
         return "its name is too long"
     return ""
 

@@ -98,11 +98,19 @@ def find_course(start: Path | None = None) -> Path:
                       "inside the course repository, or pass --course PATH/TO/course.yaml.")
 
 
+class _TimesAsText(yaml.SafeLoader):
+    """YAML's safe loader, leaving times as their text: `parse_due` reads them, so an impossible date
+    (2026-11-31) is named with its key, where YAML's own reading failed the whole file with a traceback."""
+
+
+_TimesAsText.add_constructor("tag:yaml.org,2002:timestamp", _TimesAsText.construct_yaml_str)
+
+
 def load_course(path: Path) -> Course:
     """Read and validate course.yaml."""
     path = Path(path).resolve()
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_TimesAsText)  # noqa: S506 - a SafeLoader
     except OSError as error:
         raise CourseError(f"cannot read {path}: {error.strerror}. Pass --course with the right path.") from None
     except yaml.YAMLError as error:

@@ -203,8 +203,9 @@ def parse_due(value) -> datetime.datetime:
     elif isinstance(value, str):
         try:
             moment = datetime.datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise TimeError(f"expected an ISO 8601 time with its offset, e.g. {EXAMPLE_TIME}; got {value!r}") from None
+        except ValueError as error:  # not the form, or no such day ("day is out of range for month")
+            raise TimeError(f"expected an ISO 8601 time with its offset, e.g. {EXAMPLE_TIME}; got {value!r} "
+                            f"({error})") from None
     else:
         raise TimeError(f"expected an ISO 8601 time with its offset, e.g. {EXAMPLE_TIME}; got {value!r}")
     if moment.tzinfo is None or moment.utcoffset() is None:

@@ -56,6 +56,7 @@ class Collector:
 
     def __init__(self, store: Store):
         self.store = store
+        self.read_only = store.read_only  # as the store is, for the timings
         self.results: list[SubmissionResult] = []
 
     def save(self, result: SubmissionResult) -> None:
