@@ -525,3 +525,31 @@ def test_one_hand_in_is_told_that_nothing_could_be_paired(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "compared 1 student of" in done.stderr and "0 notes" in done.stderr
     assert "fewer than two hand-ins could be compared" in done.stderr and "Warning" not in done.stderr, done.stderr
+
+
+def test_copies_of_the_reference_are_found_by_its_own_wording_and_honest_work_is_not():
+    """The reference copied by three students, each changing a function or renaming locals, scored 0.30 as code
+    (the lecture's form is common in the class) and formed no group; its docstrings and messages, which nothing
+    released holds, name them. The benchmark's independent and copied hand-ins hold none of them."""
+    reference = (ROOT / "solutions" / "w07_attention" / "reference.py").read_text()
+    edits = {"ref_edit1": reference.replace("a row has no finite score", "every key of a row is masked"),
+             "ref_edit2": reference.replace("scale = 1.0 / math.sqrt", "scale = 1 / math.sqrt"),
+             "ref_code_only": _without_docstrings(reference)}
+    comparison = compare_class("w07_attention", _class_with(edits), STUB, SOURCE_DIR, jobs=1,
+                               reference=ROOT / "solutions" / "w07_attention" / "reference.py")
+    listed = {w.student: len(w.lines) for w in comparison.wording}
+    assert set(listed) == {"ref_edit1", "ref_edit2"}, listed
+    assert all(w.of >= listed[w.student] >= 10 for w in comparison.wording)
+    assert "Row-wise softmax over the last axis (keys), stable for large scores (slides 11, 22)." in \
+        comparison.wording[0].lines + comparison.wording[1].lines
+
+
+def _without_docstrings(text: str) -> str:
+    """`text` as its code alone: docstrings and comments gone (a copy of the code, not of its words)."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
+                getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)

@@ -8,6 +8,7 @@ from pathlib import Path
 from autograder.cli import options
 from autograder.cli.workdir import command_workdir
 from autograder.grading.course import find_course, load_course
+from autograder.grading.suite import REFERENCE_FILE
 from autograder.text import counted
 
 
@@ -77,12 +78,18 @@ def _similarity(args) -> int:
             submissions, notes = from_paths(args.paths, args.assignment, settings.module, workdir)
         else:
             submissions, notes = from_store(args.db or options.db_path(args), args.assignment)
-        comparison = compare_class(args.assignment, submissions, stub, settings.source_dir, notes, args.jobs)
+        reference = settings.solution_dir / REFERENCE_FILE
+        comparison = compare_class(args.assignment, submissions, stub, settings.source_dir, notes, args.jobs,
+                                   reference if reference.is_file() else None)
     index = write_report(comparison, args.out.resolve(), args.top, args.threshold)
     print(f"compared {counted(len(comparison.students), 'student')} of {args.assignment}: "
           f"{len(comparison.pairs)} pairs share code; "
           f"{sum(p.score >= args.threshold for p in comparison.pairs)} score {args.threshold} or more. "
           f"{counted(len(comparison.notes), 'note')} (students not compared, or in part) on the page.", file=sys.stderr)
+    if comparison.wording:
+        print(f"{counted(len(comparison.wording), 'hand-in')} hold the reference solution's own wording (comments, "
+              f"docstrings or messages no released file holds): {', '.join(w.student for w in comparison.wording[:5])}"
+              f"{', …' if len(comparison.wording) > 5 else ''}; listed first on the page", file=sys.stderr)
     if len(comparison.students) < 2:
         print("autograder: warning: fewer than two hand-ins could be compared, so no pair was; pass the whole class "
               "(its folder, or its --db)", file=sys.stderr)

@@ -25,6 +25,7 @@ from autograder.similarity.normalise import Token, function_tokens, imported_nam
 
 MAX_CODE_CHARS = 2_000_000  # of code, comments and docstrings left out: more than any hand-written answer
 MAX_HELPERS = 200  # helpers followed from one function: far more than any hand-written answer has
+BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"  # nbgrader's marks in a source notebook
 
 
 @dataclass(frozen=True)
@@ -332,6 +333,21 @@ def released_tokens(source_dir: Path, stub: Path) -> list[list[Token]]:
         streams += [function_tokens(node, imports) for node in tree.body if isinstance(node, ast.FunctionDef)]
         streams.append(function_tokens(_as_function(tree), imports))
     return streams
+
+
+def released_texts(source_dir: Path, stub: Path) -> list[str]:
+    """The text of everything students were given: the stub, and each notebook's cells (markdown too) without the
+    solution regions and cells nbgrader replaces (in the instructor's source they hold the solution)."""
+    import nbformat  # the grader's own reader; imported here as only this needs it
+
+    texts = [Path(stub).read_text(encoding="utf-8")]
+    for notebook in sorted(Path(source_dir).glob("*.ipynb")):
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            if BEGIN_SOLUTION in cell.source:
+                texts.append(re.sub(f"{BEGIN_SOLUTION}.*?({END_SOLUTION}|$)", "", cell.source, flags=re.S))
+            elif not cell.metadata.get("nbgrader", {}).get("solution", False):
+                texts.append(cell.source)
+    return texts
 
 
 def _as_function(tree: ast.Module) -> ast.FunctionDef:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.submission import Submission
-from autograder.similarity.code import StudentCode, contract_functions, released_tokens, student_code
+from autograder.similarity.code import StudentCode, contract_functions, released_texts, released_tokens, student_code
 from autograder.similarity.fingerprint import Fingerprint, fingerprints
 from autograder.similarity.index import WHOLE_FLOOR, FunctionIndex, FunctionScore, Pair, build_indexes, score_pairs
+from autograder.similarity.wording import Wording, reference_wording
 
 PARALLEL_FROM = 64  # students; below this, starting processes costs more than it saves
 CHUNK = 32
@@ -36,14 +37,16 @@ class Comparison:
     indexes: dict[str, FunctionIndex]
     pairs: list[Pair]
     notes: list[str] = field(default_factory=list)
+    wording: list[Wording] = field(default_factory=list)  # hand-ins holding the reference solution's own lines
 
 
 def compare_class(assignment: str, submissions: list[Submission], stub: Path, source_dir: Path,
-                  notes: list[str] | None = None, jobs: int = 0) -> Comparison:
+                  notes: list[str] | None = None, jobs: int = 0, reference: Path | None = None) -> Comparison:
     """Compare every pair of `submissions` function by function (see autograder.similarity.index).
 
     stub: the assignment's <module>.py, whose functions are the contract; source_dir: what was released
     (its notebooks' non-answer code is down-weighted with the stub's). jobs: processes (0: one per core).
+    reference: the reference solution, whose own wording each hand-in is searched for (similarity.wording).
     """
     contract = contract_functions(stub)
     released = {p.hash for tokens in released_tokens(source_dir, stub) for p in fingerprints(tokens)}
@@ -60,8 +63,10 @@ def compare_class(assignment: str, submissions: list[Submission], stub: Path, so
             notes.append(f"{student}: the unchanged stub (every function as released); paired with no one")
     pairs = score_pairs(students, list(indexes.values()))
     same = identical_groups(codes, prints, contract, released)
+    wording = [] if reference is None else reference_wording(
+        reference, released_texts(source_dir, stub), {c.student: c.text for c, _ in analysed})
     return Comparison(assignment, contract, students, codes, prints, indexes,
-                      with_identical(pairs, same, prints, students, released), notes)
+                      with_identical(pairs, same, prints, students, released), notes, wording)
 
 
 def identical_groups(codes: list[StudentCode], prints: dict[str, list[list[Fingerprint]]], contract: list[str],

@@ -84,7 +84,7 @@ def write_report(comparison: Comparison, out: Path, top: int, threshold: float) 
         assignment=comparison.assignment, students=n, all_pairs=n * (n - 1) // 2, pairs=shown,
         sharing=len(comparison.pairs), above=sum(p.score >= threshold for p in comparison.pairs),
         clusters=groups, threshold=threshold, notes=comparison.notes, alike=alike, links_shown=LINKS_SHOWN,
-        histogram=histogram(comparison, threshold), contract=comparison.contract)
+        histogram=histogram(comparison, threshold), contract=comparison.contract, wording=comparison.wording)
     (out / "index.html").write_text(index, encoding="utf-8")
     return out / "index.html"
 
