@@ -208,6 +208,35 @@ def test_grades_table_shows_the_hand_in_that_counts_as_the_exports_do(tmp_path):
     assert "the hand-in that counts under `submissions: best`" in done.stdout
 
 
+def test_an_earlier_hand_in_graded_last_is_not_shown_as_the_one_that_counts(tmp_path):
+    # Under the default policy (the last handed in counts) the table showed the result graded last.
+    course = _course(tmp_path)
+    _cli("grade", "tiny", _class(tmp_path / "later", {"multi": "2 * x"}, 1.71e9), course=course)
+    done = _cli("grade", "tiny", _class(tmp_path / "earlier", {"multi": "0 * x"}, 1.70e9), course=course)
+    row = next(line for line in done.stdout.splitlines() if line.startswith("multi"))
+    exported = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
+    assert row.split()[1] == exported["total"] == "2", done.stdout
+
+
+def test_a_mended_timestamp_makes_no_second_later_hand_in_of_the_same_file(tmp_path):
+    """timestamp.txt unreadable: the file's own time stood in, and `grade` said to mend it and grade again. The
+    mended time made a second hand-in of the same bytes, and the file's time (later) counted, late, for good."""
+    course = _course(tmp_path, '    due: "2026-11-20T23:59:00+00:00"\n    late: {penalty_per_day: 0.5}\n')
+    folder = tmp_path / "submitted" / "badts" / "tiny"
+    folder.mkdir(parents=True)
+    (folder / "tiny.py").write_text("def double(x):\n    return 2 * x\n")
+    (folder / "timestamp.txt").write_text("yesterday-ish")
+    first = _cli("grade", "tiny", tmp_path / "submitted", course=course)
+    assert "timestamp.txt could not be read" in first.stderr
+    (folder / "timestamp.txt").write_text("2026-11-20 21:00:00.000000 UTC")
+    _cli("grade", "tiny", tmp_path / "submitted", course=course)
+    history = [json.loads(line) for line in _cli("history", "tiny", "badts", "--json", course=course)
+               .stdout.splitlines()]
+    assert {h["hand_in"] for h in history} == {1}, history
+    exported = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
+    assert exported["total"] == "2", exported
+
+
 @pytest.mark.parametrize("entry, message", [
     ("    submissions: {policy: first}\n", "submissions.policy: expected one of last, best, last_on_time"),
     ("    submissions: {max: 0}\n", "submissions.max: expected a whole number of hand-ins, at least 1"),

@@ -43,6 +43,7 @@ from autograder.outputs.terminal import FULL_TABLES, format_results, format_summ
 from autograder.text import counted, one_line, safe
 
 INTERNAL_ERROR_STATUS = 3  # `grade` finished, but the grader failed on some submissions
+CHUNK = 500  # students whose history the results table reads at once
 
 
 def add_commands(commands) -> None:
@@ -194,11 +195,16 @@ def _as_stored(found: list[Found], db: Path, assignment: str) -> list[Found]:
     return [dataclasses.replace(item, student=renamed.get(item.student, item.student)) for item in found]
 
 
-def _counted(store: Store, assignment: Assignment, result):
-    """The result that counts for `result`'s student under the assignment's `submissions` settings."""
-    counted, _ = counted_results(attempts(store.history(assignment.name, [result.student])), assignment.submissions,
-                                 assignment.late)
-    return counted[0] if counted else result
+def _counted_rows(store: Store, assignment: Assignment, students: list[str], whole: bool) -> list:
+    """The result that counts for each of `students` under the assignment's `submissions` settings (whole) or
+    its summary row, as the exports count it: not always the one graded last (an earlier hand-in graded again,
+    a lower regrade held back). Read a few hundred students at a time: a class of thousands is not held whole."""
+    rows = []
+    for start in range(0, len(students), CHUNK):
+        counted, _ = counted_results(attempts(store.history(assignment.name, students[start:start + CHUNK])),
+                                     assignment.submissions, assignment.late)
+        rows += counted if whole else [summary_row(result, assignment.late) for result in counted]
+    return rows
 
 
 def _to_grade(found, db: Path, course, assignment: str, force: bool) -> int:
@@ -260,15 +266,13 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
     if plan.todo:
         progress.status(doing)
     few = len(plan.todo) + len(plan.skipped) <= FULL_TABLES  # shown whole; for more, one line each is kept
-    shown: list = []  # the results (few), or their summary rows: a class of thousands is not held whole
+    students: list[str] = []  # shown, each by the hand-in that counts, read once the batch is done
     not_graded = [f"not graded, nothing stored: {problem}" for problem in refused]
     failed = 0
-    another_counts = assignment.submissions != SubmissionPolicy()  # best, first or a max: not always the latest
 
     def keep(result, graded: bool) -> None:
         nonlocal failed
-        counted = _counted(store, assignment, result) if another_counts else result
-        shown.append(counted if few else summary_row(counted, assignment.late))
+        students.append(result.student)
         if result.problem and not result.internal_error and (graded or not result.did_not_load):
             # A file that did not load was graded (0 points): its reason is said once, when it is graded.
             said = "" if result.did_not_load else "not graded: "
@@ -290,8 +294,9 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
         if args.json:
             print(json.dumps(result.to_json()), flush=True)
     if not args.json:
+        shown = _counted_rows(store, assignment, students, few)
         print(safe(format_results(shown, assignment.late) if few else format_summary(shown)))
-        if another_counts:
+        if assignment.submissions != SubmissionPolicy():
             print(f"each total is that of the hand-in that counts under `submissions: {assignment.submissions.policy}"
                   f"{f', max {assignment.submissions.limit}' if assignment.submissions.limit else ''}` in "
                   "course.yaml, as the exports give it; `autograder history` lists every hand-in")

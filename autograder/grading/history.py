@@ -20,6 +20,7 @@ missing from the history, it stands in for its hand-in (`entries`).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from autograder.grading.handin import read_bytes
+from autograder.grading.late import FILE_TIME
 from autograder.grading.results import SubmissionResult, result_from_plain, result_to_plain
 
 SCHEMA = """
@@ -191,8 +193,13 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
     later hand-in. A regrade grades every hand-in in this order, which keeps it.
 
     A result of no file (sha256 "": the grader failed before reading it) belongs to the hand-in of the same
-    student handed in at the same time, if there is one.
+    student handed in at the same time, if there is one. A time read off the file itself (FILE_TIME: no
+    timestamp.txt or LMS time could be read) is no time the student handed in at: such a result belongs to the
+    hand-in of the same bytes with a time stated for it, if there is one, so a timestamp.txt mended after the
+    fact makes no second, later hand-in of the same file.
     """
+    stated = {(e.result.student, e.result.sha256): e.result for e in found
+              if e.result.sha256 and e.result.submitted_at_source != FILE_TIME}
     groups: dict[str, dict[tuple[str, str], list[Entry]]] = {}
     for entry in sorted(found, key=lambda e: e.order):
         result = entry.result
@@ -200,6 +207,11 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
         key = (result.submitted_at, result.sha256)
         if not result.sha256:
             key = next((k for k in mine if k[0] == result.submitted_at), key)
+        elif result.submitted_at_source == FILE_TIME and (result.student, result.sha256) in stated:
+            known = stated[result.student, result.sha256]  # its time and source, whichever was graded last
+            key = (known.submitted_at, known.sha256)
+            entry = dataclasses.replace(entry, result=dataclasses.replace(
+                result, submitted_at=known.submitted_at, submitted_at_source=known.submitted_at_source))
         mine.setdefault(key, []).append(entry)
     by_student = {}
     for student, mine in groups.items():
