@@ -237,6 +237,25 @@ def test_a_mended_timestamp_makes_no_second_later_hand_in_of_the_same_file(tmp_p
     assert exported["total"] == "2", exported
 
 
+def test_a_hand_in_with_nothing_to_grade_is_regraded_as_nothing(tmp_path):
+    """A folder holding only a PDF: no bytes kept, none to find. Every regrade said it could not regrade it and
+    exited 1, and `grade` pointed at `regrade` for it ever after."""
+    course = _course(tmp_path)
+    for student in ("pdfonly", "a_good"):
+        (tmp_path / "submitted" / student / "tiny").mkdir(parents=True)
+    (tmp_path / "submitted" / "pdfonly" / "tiny" / "tiny.pdf").write_bytes(b"%PDF-1.4\n")
+    (tmp_path / "submitted" / "a_good" / "tiny" / "tiny.py").write_text("def double(x):\n    return 2 * x\n")
+    _cli("grade", "tiny", tmp_path / "submitted", course=course)
+    hidden = tmp_path / "solutions" / "tiny" / "hidden_checks.py"
+    hidden.write_text(hidden.read_text().replace(*PLANTED))
+    done = _cli("regrade", "tiny", course=course)  # _cli: exit code 0
+    assert "not regraded" not in done.stderr, done.stderr
+    again = _cli("grade", "tiny", tmp_path / "submitted", course=course)
+    assert "2 submissions already graded with this suite and unchanged" in again.stderr, again.stderr
+    rows = {r["student"]: r for r in csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines())}
+    assert rows["pdfonly"]["total"] == "0" and "nothing to grade" in rows["pdfonly"]["problem"], rows["pdfonly"]
+
+
 @pytest.mark.parametrize("entry, message", [
     ("    submissions: {policy: first}\n", "submissions.policy: expected one of last, best, last_on_time"),
     ("    submissions: {max: 0}\n", "submissions.max: expected a whole number of hand-ins, at least 1"),

@@ -254,3 +254,20 @@ def test_an_old_database_on_a_read_only_share_is_refused_with_what_to_do(tmp_pat
     assert "Copy it to a writable folder and pass --db with the copy" in ran.stderr
     with Store(share / "old.db") as store:  # the copy's way: writable, it is brought up to date as it opens
         assert len(store.results("w01")) == 3
+
+
+def test_a_database_this_user_cannot_write_is_refused_when_opened_for_grading(tmp_path):
+    """It opened, and failed at the first result, after the sandbox's start and the reference's timing: `grade` said
+    to rerun. An immutable file (chattr +i) is one even root cannot write."""
+    db = tmp_path / "grades.db"
+    with Store(db) as store:
+        store.save(_lab_result("ann"))
+    if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is refused on this file system, so no file here is unwritable by root")
+    try:
+        with pytest.raises(StoreError, match=r"must be writable by this user.*copy the database to a writable folder"):
+            Store(db)
+        with Store.for_reading(db) as store:  # reading it needs no write: report and export still can
+            assert [r.student for r in store.results("w01")] == ["ann"]
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True)

@@ -38,6 +38,7 @@ from autograder.text import safe
 
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
+NOTHING_TO_GRADE = "nothing to grade"  # a hand-in with no .py or .ipynb (a PDF alone): graded as 0, said why
 MAX_LINE = 400  # bytes of a Blackboard receipt's first line read: a name and a username
 
 
@@ -228,7 +229,7 @@ def _nothing_to_grade(folder: Path, module: str, student: str) -> Found:
         (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
     holds = f"holds only {held}" if entries else "is empty"
     return Found(student, folder / f"{module}.ipynb",
-                 problem=f"nothing to grade: this hand-in {holds}, with no .py or .ipynb file in it. Hand in your "
+                 problem=f"{NOTHING_TO_GRADE}: this hand-in {holds}, with no .py or .ipynb file in it. Hand in your "
                          f"notebook itself ({module}.ipynb, as saved by Jupyter) or your .py file")
 
 

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from autograder.grading.attempts import SubmissionPolicy, choose, counted_result, total_of
 from autograder.grading.batch import BatchPlan
-from autograder.grading.discover import Found
+from autograder.grading.discover import NOTHING_TO_GRADE, Found
 from autograder.grading.handin import read_bytes
 from autograder.grading.history import Attempt, Entry, kept
 from autograder.grading.late import LateRule
-from autograder.grading.results import SubmissionResult
+from autograder.grading.results import NOT_LOADED, SubmissionResult
 from autograder.grading.store import Store
 
 
@@ -83,6 +83,11 @@ def hand_ins(store: Store, attempts: dict[str, list[Attempt]], folder: Path, mod
     todo, lost = [], []
     for number, (student, attempt) in enumerate(every):
         first = attempt.first
+        nothing = _nothing_handed_in(first)
+        if nothing:  # graded again as what it was (a PDF alone): 0 points under the current suite, and said why
+            todo.append(Todo(Found(student, places[number], problem=nothing, submitted_at=first.submitted_at,
+                                   submitted_at_source=first.submitted_at_source), attempt))
+            continue
         if number not in written:
             data = _from_files(attempt, class_files.get(student, []))
             if data is None:
@@ -94,6 +99,15 @@ def hand_ins(store: Store, attempts: dict[str, list[Attempt]], folder: Path, mod
         todo.append(Todo(Found(student, places[number], submitted_at=first.submitted_at,
                                submitted_at_source=first.submitted_at_source, root=places[number].parent), attempt))
     return todo, lost
+
+
+def _nothing_handed_in(result: SubmissionResult) -> str:
+    """Why a hand-in with no file to grade was not loaded (a folder with only a PDF), as discover said it; ""
+    for one with a file, whose bytes are regraded."""
+    prefix = f"{NOT_LOADED}: "
+    if result.sha256 or not result.did_not_load or not result.problem.startswith(prefix + NOTHING_TO_GRADE):
+        return ""
+    return result.problem.removeprefix(prefix)
 
 
 def _write_kept(store: Store, every: list[Attempt], places: list[Path]) -> set[int]:

@@ -59,6 +59,9 @@ def _unusable(path: Path, error: sqlite3.DatabaseError) -> str:
     """What to do about a results database that could not be opened: a file that is no database, or damaged,
     is moved away; one that cannot be written (its folder read-only, another user's) is made writable or copied."""
     words = str(error)
+    if "locked" in words:  # SQLite waited out its timeout (30 s) for another program's write
+        return (f"cannot open {path} as the results database: another program has held it for writing for 30 s "
+                f"({words}). Wait for it (another `autograder grade`?), then run this again.")
     if "not a database" in words or "malformed" in words:
         return (f"cannot use {path} as the results database: it is not one, or it is damaged ({words}). Move it "
                 "away (nothing is deleted), then grade again to make a new one, or pass --db with another path.")
@@ -111,6 +114,10 @@ class Store:
             self._retry(self._migrate)
             self._retry(lambda: self._db.executescript(history.SCHEMA))
             self._retry(lambda: history.backfill(self._db, self.results, self._transaction))
+            # A file this user may not write opens all the same, and failed only at the first result, after the
+            # sandbox's start and the reference's timing: asked for the write lock now, it fails here.
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            self._db.execute(f"PRAGMA user_version = {version}")  # a write that changes nothing
         except sqlite3.DatabaseError as error:
             raise StoreError(_unusable(self.path, error)) from None
 
