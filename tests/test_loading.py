@@ -25,7 +25,7 @@ from autograder.grading.loading import not_loaded
 from autograder.grading.results import CheckResult
 from autograder.grading.submission import read_submission
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.session import MAX_LOAD_ATTEMPTS, Session
+from autograder.sandbox.session import MAX_LOAD_ATTEMPTS, LoadReport, Session
 
 from conftest import PLAIN, SUBMISSIONS, compose, run_cli
 
@@ -178,21 +178,37 @@ def test_two_hanging_cells_are_skipped_and_the_rest_still_loads_and_runs(sandbox
         assert session.call(Call("double", (3,))).value == 6
 
 
-def test_a_notebook_whose_loads_are_all_stopped_did_not_load_and_says_which_cells(sandbox, suite, tmp_path):
-    """More hanging cells than loads the grader tries: the notebook's own doing, so it is "not loaded", with each
-    cell named, not the worker's failure ("could not grade", which tells the TA to fix a cause and grade again)."""
+def test_a_notebook_stopped_at_every_load_is_graded_on_the_cells_before_the_first_stop(sandbox, suite, tmp_path):
+    """More hanging (or merely long) cells than loads the grader tries: each load is stopped at a later cell, and
+    the cells before the first stopped one loaded every time. The last load runs only those, so their functions are
+    graded (nine finished demo cells of 2.5 s each, 23 s in all against the 10 s load limit, had cost 100 points)."""
     path = tmp_path / "hangs.ipynb"
     _notebook(path, "def double(x):\n    return 2 * x", *["while True:\n    pass"] * (MAX_LOAD_ATTEMPTS + 1))
     spec = read_submission(path).worker_spec(suite.assignment.module)
     with Session(sandbox, spec, Limits(load_seconds=0.3, call_seconds=0.5), budget=0.5) as session:
         report = session.open()
-    assert report.gave_up and not report.failure
+        assert not report.gave_up and not report.failure and "double" in report.functions
+        assert session.call(Call("double", (3,))).value == 6
+    stopped = dict(report.stopped)
+    assert list(stopped) == [f"code cell {n}" for n in range(2, MAX_LOAD_ATTEMPTS + 3)]
+    ran = [f"code cell {n}" for n in range(2, MAX_LOAD_ATTEMPTS + 1)]
+    assert all(stopped[cell].startswith("was still running at the load limit of 0.3 s") for cell in ran)
+    assert all(stopped[cell].startswith("was not run: the loads before had each been stopped at a later cell")
+               for cell in stopped if cell not in ran)
+
+
+def test_a_notebook_whose_loads_were_all_stopped_is_told_which_cells_and_why(tmp_path):
+    """Where even the cells before the first stopped one no longer load in time (a machine slower at the last load):
+    "not loaded", with each cell named, not the worker's failure ("could not grade", which tells the TA to fix a
+    cause and grade again)."""
     cells = [f"code cell {n}" for n in range(2, MAX_LOAD_ATTEMPTS + 2)]
-    assert [unit for unit, _ in report.stopped] == cells
-    assert all(reason.startswith("was still running at the load limit of 0.3 s") for _, reason in report.stopped)
-    problem = not_loaded(read_submission(path), report, {"double"})
+    report = LoadReport(frozenset(), stopped=tuple((cell, "was still running at the load limit") for cell in cells),
+                        gave_up=True)
+    _notebook(tmp_path / "hangs.ipynb", "def double(x):\n    return 2 * x")
+    problem = not_loaded(read_submission(tmp_path / "hangs.ipynb"), report, {"double"})
     assert problem.startswith(f"not loaded: hangs.ipynb: loading stopped at {MAX_LOAD_ATTEMPTS} cells in turn "
-                              f"({', '.join(cells)}), each of which hung or ended the worker process")
+                              f"({', '.join(cells)}), each of which was still running at the load limit (which "
+                              "counts the cells before it too) or ended the worker process")
     assert "Restart & Run All finishes quickly" in problem
 
 

@@ -48,11 +48,11 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
     if load.gave_up:
         places = ", ".join(unit for unit, _ in load.stopped)
         return (f"{NOT_LOADED}: {name}: loading stopped at {len(load.stopped)} cells in turn ({places}), each of "
-                "which hung or ended the worker process; each was skipped and the notebook loaded again, and then "
-                "the grader stopped trying, so no function could be graded. Top-level code should only import, "
-                "define and run quickly: put demo and training loops in a function you call when you want them (or "
-                "delete them), call no exit(), check that Kernel → Restart & Run All finishes quickly, and hand it "
-                "in again")
+                "which was still running at the load limit (which counts the cells before it too) or ended the "
+                "worker process; each was skipped and the notebook loaded again, and then the grader stopped "
+                "trying, so no function could be graded. Top-level code should only import, define and run "
+                "quickly: put demo and training loops in a function you call when you want them (or delete them), "
+                "call no exit(), check that Kernel → Restart & Run All finishes quickly, and hand it in again")
     if submission.kind == "py":
         if unparsed:
             ran = "nothing in it ran"

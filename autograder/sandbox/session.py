@@ -239,7 +239,9 @@ class Session:
     # -------------------------------------------------------------- loading
 
     def _start_child(self) -> LoadReport:
-        for _ in range(MAX_LOAD_ATTEMPTS):
+        for attempt in range(MAX_LOAD_ATTEMPTS):
+            if attempt == MAX_LOAD_ATTEMPTS - 1 and self.spec["kind"] != "py":
+                self._skip_after_first_stopped()
             attempt_started = time.monotonic()
             try:
                 sock, out, stamps, self._pid = self.sandbox.spawn(self._child_limits())
@@ -279,6 +281,17 @@ class Session:
             return self._load_report(header, stray)
         # The file's doing, not the worker's: it did not load (grading.loading says so), rather than "could not grade".
         return LoadReport(frozenset(), stopped=self._stopped(), gave_up=True)
+
+    def _skip_after_first_stopped(self) -> None:
+        """Before a notebook's last load, every cell after the first one stopped is skipped as well. Each load so
+        far was stopped at a later cell (demo cells that each finish, but together outlast the load limit, which
+        counts the cells before them too), and every time the cells before the first one stopped had loaded:
+        those are loaded, and their functions graded, rather than none."""
+        first = min(self._skip)
+        for index, label in enumerate(self.spec["labels"]):
+            if index > first and index not in self._skip:
+                self._skip[index] = (safe(label, 40), "was not run: the loads before had each been stopped at a "
+                                     "later cell, so the last load ran only the cells before the first one stopped")
 
     def _load(self, seconds: float) -> dict:
         """Send the submission and wait up to `seconds` for the child to be ready; its report's header.
