@@ -553,3 +553,22 @@ def _without_docstrings(text: str) -> str:
                 getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
             node.body = body[1:] or [ast.Pass()]
     return ast.unparse(tree)
+
+
+def test_a_notebooks_lines_are_shown_by_cell_and_a_student_s_other_file_is_named(tmp_path):
+    """A notebook's lines were numbered in its cells joined, which no one can open; and of a student's two files the
+    one not compared was left out without a word."""
+    folder = tmp_path / "handins"
+    folder.mkdir()
+    shutil.copy(CLASS / "d10_notebook.ipynb", folder / "d10.ipynb")
+    shutil.copy(CLASS / "i19_isneginf.py", folder / "i19.py")
+    shutil.copy(CLASS / "i19_isneginf.py", folder / "d10.py")  # the same student's .py beside the notebook
+    done = run_similarity(str(folder), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "out" / "pairs" / "0001.html").read_text()
+    cells = [c.source for c in nbformat.read(CLASS / "d10_notebook.ipynb", as_version=4).cells if c.cell_type == "code"]
+    first_def = next(n for n, source in enumerate(cells, start=1) if source.lstrip().startswith("def "))
+    assert re.search(rf'<span class="n">cell {first_def}:1</span>', page), page[:3000]
+    assert re.search(r'<span class="n">\d+</span>', page)  # the .py's own numbers
+    index = (tmp_path / "out" / "index.html").read_text()
+    assert "d10: " in index and "d10.py" in index, index[-3000:]

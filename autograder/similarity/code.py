@@ -50,6 +50,15 @@ class StudentCode:
     text: str  # the parsed code (a notebook's cells joined); its lines are the ones `FunctionCode` points at
     functions: dict[str, FunctionCode]
     note: str = ""  # what could not be compared, for the instructor
+    cells: tuple[tuple[int, str], ...] = ()  # a notebook's: (the line of `text` each cell starts at, its label)
+
+    def place(self, line: int) -> str:
+        """Where line `line` of `text` is in the student's own file: "12", or a notebook's "cell 4:1"."""
+        starts = [start for start, _ in self.cells if start <= line]
+        if not starts:
+            return str(line)
+        start, label = self.cells[len(starts) - 1]
+        return f"{label.removeprefix('code ')}:{line - start + 1}"
 
 
 def contract_functions(stub: Path) -> list[str]:
@@ -85,7 +94,20 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
         notes.append(f"defines no {', '.join(missing)}")
     elif missing and not (failed and submission.kind == "py"):
         notes.append("not compared: none of the assignment's functions is defined")
-    return StudentCode(submission.student, path, text, functions, "; ".join(notes))
+    return StudentCode(submission.student, path, text, functions, "; ".join(notes),
+                       _cell_starts(submission, pieces, {number for number, _, _ in failed}))
+
+
+def _cell_starts(submission: Submission, pieces: list[str], failed: set[int]) -> tuple[tuple[int, str], ...]:
+    """(the line of the joined text each parsed cell starts at, its label), for a notebook; () for a .py."""
+    if submission.kind == "py":
+        return ()
+    starts, line = [], 1
+    for number, piece in enumerate(pieces, start=1):
+        if number not in failed:  # parse_pieces joins the cells that parse, each on the line after the last
+            starts.append((line, submission.cells[number - 1].label))
+            line += piece.count("\n") + 1
+    return tuple(starts)
 
 
 def for_instructor(problem: str) -> str:

@@ -24,6 +24,8 @@ def from_paths(paths: list[Path], assignment: str, module: str, workdir: Path) -
         if found.problem:
             notes.append(f"{safe(found.student)}: not compared: {for_instructor(found.problem)}")
             continue
+        if found.note:  # which of two files was compared, as `grade` says which it graded
+            notes.append(f"{safe(found.student)}: {safe(found.note, 300)}")
         submissions.append(read_submission(found.path, found.student))
     return submissions, notes
 

@@ -30,9 +30,10 @@ LINKS_SHOWN = 3  # of each group member's pairs at the threshold or more, on the
 
 @dataclass(frozen=True)
 class Line:
-    number: int
+    number: int  # in the compared text; 0 for the gap before a helper
     text: str
     mark: str  # "", "weak" or "strong": how rare the shared code on this line is
+    place: str = ""  # where it is in the student's own file: "12", or a notebook's "cell 4:1"
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ def _lines(comparison: Comparison, student: int, function: str, shared: dict[int
     for first, last in code.functions[function].spans:
         if lines:
             lines.append(Line(0, "", ""))  # a gap between the function and a helper it calls
-        lines += [Line(n, text[n - 1], marks.get(n, "")) for n in range(first, min(last, len(text)) + 1)]
+        lines += [Line(n, text[n - 1], marks.get(n, ""), code.place(n)) for n in range(first, min(last, len(text)) + 1)]
     return lines[:MAX_SHOWN_LINES]
 
 
