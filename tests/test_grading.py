@@ -514,3 +514,14 @@ def test_an_error_raised_in_a_function_that_passes_its_checks_points_at_the_ones
     result = grade_once(compose(tmp_path, "score_transposed_torch_detached", both))
     message = next(t.message for t in result.tests if t.name == "attention.lecture_example")
     assert "attention calls score, which fails its own checks" in message and "attention_torch" not in message
+
+
+def test_an_attention_torch_returning_a_then_c_is_told_so_not_given_a_shape(grade_once, tmp_path):
+    path = tmp_path / "torch_ac.py"
+    path.write_text(PLAIN.read_text() + "\n\n_torch = attention_torch\n\n\ndef attention_torch(*args, **kwargs):\n"
+                    "    C, A = _torch(*args, **kwargs)\n    return A, C\n")
+    tests = {t.name: t for t in grade_once(path).tests}
+    lecture = tests["attention_torch.lecture_example"]
+    assert lecture.message.startswith("attention_torch returned (A, C): its first value has the weights' shape"), \
+        lecture.message
+    assert "attention_torch return the context first" in tests["attention_torch.agrees_with_sdpa"].explanation

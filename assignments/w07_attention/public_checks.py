@@ -324,12 +324,18 @@ def attention_lecture_example(t):
     """attention on the worked example returns the pair (C, A), in that order:
     C ≈ [8.0222, 5.9889], A ≈ [0.4011, 0.1978, 0.4011]."""
     C, A = expect_pair(t.returned("attention", Q_LECTURE, K_LECTURE, V_LECTURE), "attention(q, K, V)", PAIR)
-    if getattr(C, "shape", None) == WEIGHTS_LECTURE.shape and getattr(A, "shape", None) == CONTEXT_LECTURE.shape:
-        raise CheckFailed("attention returned (A, C): its first value has the weights' shape (1, 3) and its "
-                          "second the context's (1, 2); return the context first: (C, A)")
+    expect_context_first(C, A, "attention")
     expect_close(C, CONTEXT_LECTURE, SLIDE_ROUNDING, "the context C of attention(q, K, V)")
     expect_close(A, WEIGHTS_LECTURE, SLIDE_ROUNDING, "the weights A of attention(q, K, V)")
     expect_memory_reordered(t, Q_LECTURE, CONTEXT_LECTURE, "attention(q, K, V)")
+
+
+def expect_context_first(C, A, function: str) -> None:
+    """The worked example's pair returned the other way round, (A, C), told as such, not as a wrong shape."""
+    shapes = [getattr(getattr(value, "array", value), "shape", None) for value in (C, A)]  # an array or a tensor's
+    if shapes == [WEIGHTS_LECTURE.shape, CONTEXT_LECTURE.shape]:
+        raise CheckFailed(f"{function} returned (A, C): its first value has the weights' shape (1, 3) and its "
+                          "second the context's (1, 2); return the context first: (C, A)")
 
 
 def expect_memory_reordered(t, q, context, what: str) -> None:
@@ -380,6 +386,7 @@ def attention_torch_lecture_example(t):
     if reply.raised is not None:
         raise_for("attention_torch", reply)
     C, A = expect_pair(reply.value, "attention_torch(q, K, V)", PAIR)
+    expect_context_first(C, A, "attention_torch")
     C = as_tensor(C, "the context C of attention_torch", (1, 2))
     A = as_tensor(A, "the weights A of attention_torch", (1, 3))
     expect_close(C.array, CONTEXT_LECTURE, SLIDE_ROUNDING, "the context C of attention_torch(q, K, V)")

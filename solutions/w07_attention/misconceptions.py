@@ -543,7 +543,7 @@ _MASK_ALL = ("apply_mask", "attention", "attention_torch")
 MISCONCEPTIONS = (
     Misconception(
         "attention_returns_a_c",
-        "attention returns the context first and the weights second, (C, A) — slide 30.",
+        "attention and attention_torch return the context first and the weights second, (C, A) — slide 30.",
         ("attention", "attention_torch"), wrong=_returns_a_c),
     Misconception(
         "attention_ignores_scale",
