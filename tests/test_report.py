@@ -494,3 +494,19 @@ def test_a_long_id_that_quotes_past_a_file_names_length_gets_a_page_of_its_own(t
     for name in names.values():
         (tmp_path / f"{name}.html").write_text("page")  # every one a file this file system takes
     assert urllib.parse.unquote(names["α" * 60]).startswith("α" * 20)
+
+
+def test_one_error_most_checks_end_in_is_said_once_first(grade_once, tmp_path):
+    """A file without `import numpy as np`: 30-odd checks each said NameError, and nothing said it once."""
+    from autograder.outputs.report import student_page
+
+    path = tmp_path / "no_numpy.py"
+    path.write_text(PLAIN.read_text().replace("import numpy as np\n", ""))
+    result = grade_once(path)
+    failed = [t for t in result.tests if t.status != "passed"]
+    summary = student_page(result, "no_numpy").summary
+    said = (rf"\d+ of the {len(failed)} checks that did not pass end in the same error, NameError: name 'np' is not "
+            r"defined \(line \d+; line \d+; line \d+; and \d+ more places\)\. Fix that first")
+    assert re.search(said, summary), summary
+    plain = student_page(grade_once(PLAIN), "plain").summary
+    assert "same error" not in plain

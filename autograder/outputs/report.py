@@ -15,8 +15,10 @@ and the starts of blocks alike, unless it is a fenced code block built there.
 """
 from __future__ import annotations
 
+import re
 import statistics
 import urllib.parse
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -98,6 +100,28 @@ def summary_sentence(result: SubmissionResult) -> str:
             f"{_count(failed['hidden'], 'hidden check')} of {total['hidden']} did not pass.")
 
 
+# "f raised NameError at line 5, in helper: name 'x' is not defined (given a: ...)": the error, where, what.
+_RAISED = re.compile(r" raised (\w+) at (.+?): (.+?)(?: \(given |; |\. \w+ calls |$)")
+ONE_CAUSE_FROM = 3  # failed checks ending in the same error, and at least half of them, to say it once first
+
+
+def one_cause(result: SubmissionResult) -> str:
+    """A sentence naming the error most failed checks end in (a missing import, a helper that raises), which each
+    of their messages says again further down; "" where no one error is most of them."""
+    failed = [t for t in result.tests if t.status != "passed"]
+    raised = [match.groups() for match in (_RAISED.search(t.message) for t in failed) if match]
+    found = Counter((kind, words) for kind, _, words in raised)
+    if not found:
+        return ""
+    (kind, words), count = found.most_common(1)[0]
+    if count < ONE_CAUSE_FROM or 2 * count < len(failed):
+        return ""
+    places = list(dict.fromkeys(where for k, where, w in raised if (k, w) == (kind, words)))  # in order, once each
+    shown = "; ".join(places[:3]) + (f"; and {len(places) - 3} more places" if len(places) > 3 else "")
+    return (f"{count} of the {len(failed)} checks that did not pass end in the same error, {kind}: {words} "
+            f"({shown}). Fix that first: they may all pass with it.")
+
+
 def student_page(result: SubmissionResult, file: str, late: Late | None = None) -> StudentPage:
     late = late or Late(result.score)
     functions = []
@@ -105,7 +129,8 @@ def student_page(result: SubmissionResult, file: str, late: Late | None = None) 
         tests = [t for t in result.tests if t.function == function]
         functions.append((function, got, possible, sum(t.status == "passed" for t in tests), len(tests)))
     failures = [] if result.problem else [_shown_failure(t) for t in result.tests if t.status != "passed"]
-    return StudentPage(result, file, summary_sentence(result), functions, failures, sandbox_events(result),
+    summary = " ".join(part for part in (summary_sentence(result), "" if result.problem else one_cause(result)) if part)
+    return StudentPage(result, file, summary, functions, failures, sandbox_events(result),
                        flags(result) + late.flags(), late, audience.submission_output(result, audience.STUDENT),
                        audience.submission_output_note(result, audience.STUDENT))
 
