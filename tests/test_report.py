@@ -510,3 +510,10 @@ def test_one_error_most_checks_end_in_is_said_once_first(grade_once, tmp_path):
     assert re.search(said, summary), summary
     plain = student_page(grade_once(PLAIN), "plain").summary
     assert "same error" not in plain
+
+
+def test_the_smallest_sizes_read_as_words():
+    from autograder.outputs.report import _sizes
+
+    assert _sizes({"batch": [], "nq": 1, "nk": 2}) == "no batch axes, nq = 1, nk = 2"  # was "batch = none"
+    assert _sizes({"batch": [2], "h": 5}) == "batch = (2,), h = 5"

@@ -152,9 +152,9 @@ def _shown_failure(check: CheckResult) -> ShownFailure:
 
 
 def _sizes(sizes: dict) -> str:
-    """The assignment's own size names: "n = 1, batch = (2,)"; an empty tuple of axes is "none"."""
-    shown = [f"{name} = {tuple(value) if value else 'none'}" if isinstance(value, list) else f"{name} = {value}"
-             for name, value in sizes.items()]
+    """The assignment's own size names: "n = 1, batch = (2,)"; an empty tuple of axes is "no batch axes"."""
+    shown = [(f"{name} = {tuple(value)}" if value else f"no {name} axes") if isinstance(value, list) else
+             f"{name} = {value}" for name, value in sizes.items()]
     return ", ".join(shown)
 
 

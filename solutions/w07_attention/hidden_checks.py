@@ -147,7 +147,7 @@ def additive_score_matches_reference(t):
     """additive_score matches the reference for Nq ≠ Nk, dq ≠ dk and a hidden width h."""
     for dtype in DTYPES:
         d = t.sizes
-        h = d["dv"]
+        h = d["h"]
         args = [normal(t.rng, shape, dtype) for shape in ((d["nq"], d["dk"] + 1), (d["nk"], d["dk"]), (h, d["dk"] + 1),
                                                           (h, d["dk"]), (h,), (h,))]
         expected = t.ref.additive_score(*_f64(*args))
@@ -444,7 +444,7 @@ CHECKS = [
     Check("score.matches_reference", score_matches_reference, sizes=RANDOM),
     Check("score.explicit_scale", score_explicit_scale, sizes=RANDOM),
     Check("score.long_sequence", score_long_sequence, sizes=LONG, slow_hint=VECTORIZE),
-    Check("additive_score.matches_reference", additive_score_matches_reference, sizes=Sizes.of(nq=4, nk=6, dk=3, dv=5)),
+    Check("additive_score.matches_reference", additive_score_matches_reference, sizes=Sizes.of(nq=4, nk=6, dk=3, h=5)),
     Check("causal_mask.rectangular", causal_mask_rectangular, sizes=Sizes.of(nq=4, nk=7)),
     Check("padding_mask.matches_reference", padding_mask_matches_reference, sizes=Sizes.of(nk=7)),
     Check("apply_mask.matches_reference", apply_mask_matches_reference, sizes=RANDOM),
