@@ -195,15 +195,16 @@ def _as_stored(found: list[Found], db: Path, assignment: str) -> list[Found]:
     return [dataclasses.replace(item, student=renamed.get(item.student, item.student)) for item in found]
 
 
-def _counted_rows(store: Store, assignment: Assignment, students: list[str], whole: bool) -> list:
-    """The result that counts for each of `students` under the assignment's `submissions` settings (whole) or
-    its summary row, as the exports count it: not always the one graded last (an earlier hand-in graded again,
-    a lower regrade held back). Read a few hundred students at a time: a class of thousands is not held whole."""
-    rows = []
+def _counted_rows(store: Store, assignment: Assignment, students: list[str], whole: bool) -> dict:
+    """student -> the result that counts for them under the assignment's `submissions` settings (whole) or its
+    summary row, as the exports count it: not always the one graded last (an earlier hand-in graded again, a
+    lower regrade held back). students: those with several hand-ins (the others' is the one at hand), read a few
+    hundred at a time: a class of thousands is not held whole."""
+    rows = {}
     for start in range(0, len(students), CHUNK):
         counted, _ = counted_results(attempts(store.history(assignment.name, students[start:start + CHUNK])),
                                      assignment.submissions, assignment.late)
-        rows += counted if whole else [summary_row(result, assignment.late) for result in counted]
+        rows.update({r.student: r if whole else summary_row(r, assignment.late) for r in counted})
     return rows
 
 
@@ -266,13 +267,13 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
     if plan.todo:
         progress.status(doing)
     few = len(plan.todo) + len(plan.skipped) <= FULL_TABLES  # shown whole; for more, one line each is kept
-    students: list[str] = []  # shown, each by the hand-in that counts, read once the batch is done
+    shown: dict = {}  # student -> their result (few) or its summary row: a class of thousands is not held whole
     not_graded = [f"not graded, nothing stored: {problem}" for problem in refused]
     failed = 0
 
     def keep(result, graded: bool) -> None:
         nonlocal failed
-        students.append(result.student)
+        shown[result.student] = result if few else summary_row(result, assignment.late)
         if result.problem and not result.internal_error and (graded or not result.did_not_load):
             # A file that did not load was graded (0 points): its reason is said once, when it is graded.
             said = "" if result.did_not_load else "not graded: "
@@ -294,8 +295,10 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
         if args.json:
             print(json.dumps(result.to_json()), flush=True)
     if not args.json:
-        shown = _counted_rows(store, assignment, students, few)
-        print(safe(format_results(shown, assignment.late) if few else format_summary(shown)))
+        shown.update(_counted_rows(store, assignment, sorted(store.several_handins(assignment.name, list(shown))),
+                                   few))
+        rows = list(shown.values())
+        print(safe(format_results(rows, assignment.late) if few else format_summary(rows)))
         if assignment.submissions != SubmissionPolicy():
             print(f"each total is that of the hand-in that counts under `submissions: {assignment.submissions.policy}"
                   f"{f', max {assignment.submissions.limit}' if assignment.submissions.limit else ''}` in "
