@@ -254,7 +254,7 @@ def raise_for(function: str, reply: Reply, arguments: str = ""):
     if raised.type == "NotImplementedError" and raised.within in ("", function) and \
             raised.message.strip().strip("'\"") in ("", function):
         raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError); if you did write it, "
-                          f"delete the template's `raise NotImplementedError(...)` line, which still runs before your "
+                          "delete the template's `raise NotImplementedError(...)` line, which still runs before your "
                           "code")
     if raised.type == "SystemExit":
         raise StudentError(f"{function} called sys.exit() or exit(); a function should return its result")

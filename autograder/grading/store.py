@@ -115,7 +115,7 @@ class Store:
             self._retry(lambda: self._db.executescript(history.SCHEMA))
             self._retry(lambda: history.backfill(self._db, self.results, self._transaction))
             # A file this user may not write opens all the same, and failed only at the first result, after the
-            # sandbox's start and the reference's timing: asked for the write lock now, it fails here.
+            # sandbox's start and the reference's timing: written once now, it fails here.
             version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
             self._db.execute(f"PRAGMA user_version = {version}")  # a write that changes nothing
         except sqlite3.DatabaseError as error:
