@@ -387,3 +387,22 @@ def test_ids_compare_in_nfkc_case_folded_form_and_refuse_what_could_impersonate_
     assert not id_problem("=SUM(A1)")  # a fine id: the CSV escapes it as a formula
     for fine in ("Дмитрий", "Ærøskøbing", "Αλέξανδρος", "山田たろう", "Արամ", "홍길동", "José", "Jose\u0301"):
         assert not id_problem(fine), fine
+
+
+def test_one_students_py_and_notebook_under_ids_that_differ_in_case_are_their_two_formats(tmp_path):
+    """`bob.py` beside `bob.ipynb`: the notebook is graded, with a note. `Alice.py` beside `alice.ipynb` were two
+    hand-ins of one id and both refused. Two files of one format under such ids are still refused."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLAIN.read_text())])
+    for name in ("alice.ipynb", "bob.ipynb"):
+        nbformat.write(notebook, tmp_path / name)
+    for name in ("Alice.py", "bob.py", "Zed.py", "zed.py"):
+        shutil.copy(PLAIN, tmp_path / name)
+    found = {item.student: item for item in find_submissions([tmp_path], "w07_attention", "attention", tmp_path)}
+    for student in ("alice", "bob"):
+        assert found[student].path.name == f"{student}.ipynb" and not found[student].problem, found[student]
+        assert "several files were handed in" in found[student].note
+    assert "Alice" not in found
+    zeds = [item for item in found.values() if item.path.name in ("Zed.py", "zed.py")]
+    assert len(zeds) == 2 and all("2 hand-ins give the student id" in item.problem for item in zeds)

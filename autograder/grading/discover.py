@@ -243,7 +243,7 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
     students: dict[str, list[Path]] = {}
     for path in handins:
         students.setdefault(download[path.name].student if path.name in download else path.stem, []).append(path)
-    for student, paths in students.items():
+    for student, paths in _two_formats_joined(students).items():
         paths, attempt = latest_attempt(paths, download)
         path, note = choose(paths, module, folder, {p: download[p.name].name for p in paths if p.name in download})
         at = attempt_time(download[path.name].attempt) if path.name in download else ""
@@ -258,6 +258,24 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         else:
             empty.append(directory)
     return found
+
+
+def _two_formats_joined(students: dict[str, list[Path]]) -> dict[str, list[Path]]:
+    """student -> their files, with `Alice.py` beside `alice.ipynb` one student's two formats, under the notebook's
+    id, as `bob.py` beside `bob.ipynb` is (`choose` grades the notebook and says so): ids compare case-folded, and
+    two ids of one form would each be refused as a collision. Two files of one format stay apart, and are refused."""
+    by_form: dict[str, list[str]] = {}
+    for student in students:
+        by_form.setdefault(canonical(student), []).append(student)
+    joined = {}
+    for names in by_form.values():
+        suffixes = sorted(path.suffix for name in names for path in students[name])
+        if len(names) == 2 and suffixes == [".ipynb", ".py"]:
+            notebook = next(name for name in names if students[name][0].suffix == ".ipynb")
+            joined[notebook] = [path for name in names for path in students[name]]
+        else:
+            joined.update({name: students[name] for name in names})
+    return joined
 
 
 def _first_line(path: Path, root: Path) -> str:
