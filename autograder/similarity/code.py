@@ -77,7 +77,7 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
         return StudentCode(submission.student, path, "", {}, f"not compared: over {MAX_CODE_CHARS:,} characters "
                                                              "of code (comments and docstrings aside), too large "
                                                              "to be a hand-written answer")
-    text, tree, failed = parse_pieces(pieces)
+    text, tree, failed, starts = parse_pieces(pieces)
     notes = []
     if failed and submission.kind == "py":
         notes.append(f"not compared: a syntax error at line {failed[0][1]} ({failed[0][2]}); nothing of the file "
@@ -94,20 +94,9 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
         notes.append(f"defines no {', '.join(missing)}")
     elif missing and not (failed and submission.kind == "py"):
         notes.append("not compared: none of the assignment's functions is defined")
-    return StudentCode(submission.student, path, text, functions, "; ".join(notes),
-                       _cell_starts(submission, pieces, {number for number, _, _ in failed}))
-
-
-def _cell_starts(submission: Submission, pieces: list[str], failed: set[int]) -> tuple[tuple[int, str], ...]:
-    """(the line of the joined text each parsed cell starts at, its label), for a notebook; () for a .py."""
-    if submission.kind == "py":
-        return ()
-    starts, line = [], 1
-    for number, piece in enumerate(pieces, start=1):
-        if number not in failed:  # parse_pieces joins the cells that parse, each on the line after the last
-            starts.append((line, submission.cells[number - 1].label))
-            line += piece.count("\n") + 1
-    return tuple(starts)
+    cells = () if submission.kind == "py" else tuple((line, submission.cells[number - 1].label)
+                                                     for number, line in starts)
+    return StudentCode(submission.student, path, text, functions, "; ".join(notes), cells)
 
 
 def for_instructor(problem: str) -> str:
@@ -118,12 +107,13 @@ def for_instructor(problem: str) -> str:
     return " ".join(kept or parts).rstrip(";. ")
 
 
-def parse_pieces(pieces: list[str]) -> tuple[str, ast.Module, list[tuple[int, int, str]]]:
-    """(the pieces joined, one module of those that parse, (piece number, line, error) of each that did not).
+def parse_pieces(pieces: list[str]) -> tuple[str, ast.Module, list[tuple[int, int, str]], list[tuple[int, int]]]:
+    """(the pieces joined, one module of those that parse, (piece number, line, error) of each that did not,
+    (piece number, the joined text's line it starts at) of each that did).
 
     Line numbers in the module match the joined text; an error's line is the piece's own (from 1).
     """
-    kept, body, failed, offset = [], [], [], 0
+    kept, body, failed, starts, offset = [], [], [], [], 0
     for number, piece in enumerate(pieces, start=1):
         try:  # blank lines first give the piece's lines their numbers in the joined text, at no cost
             tree = ast.parse("\n" * offset + piece)
@@ -135,8 +125,9 @@ def parse_pieces(pieces: list[str]) -> tuple[str, ast.Module, list[tuple[int, in
             continue
         body.extend(tree.body)
         kept.append(piece)
+        starts.append((number, offset + 1))
         offset += piece.count("\n") + 1
-    return "\n".join(kept), ast.Module(body=body, type_ignores=[]), failed
+    return "\n".join(kept), ast.Module(body=body, type_ignores=[]), failed, starts
 
 
 def code_chars(piece: str) -> int:
@@ -350,7 +341,7 @@ def released_tokens(source_dir: Path, stub: Path) -> list[list[Token]]:
         cells = nbformat.read(notebook, as_version=4).cells
         sources = [c.source for c in cells if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get(
             "solution", False)]
-        _, tree, _ = parse_pieces(sources)
+        _, tree, _, _ = parse_pieces(sources)
         imports = imported_names(tree)
         streams += [function_tokens(node, imports) for node in tree.body if isinstance(node, ast.FunctionDef)]
         streams.append(function_tokens(_as_function(tree), imports))
