@@ -153,3 +153,16 @@ def test_a_template_raise_in_a_function_another_calls_is_blamed_on_that_one(grad
     batched = tests["score.shape_rows_are_queries"]
     assert "not implemented" not in batched and "batched inputs are not supported yet" in batched, batched
     assert "given Q: a float64 array of shape (2, 5, 4)" in batched
+
+
+def test_a_plot_at_the_top_level_prints_no_fontconfig_error(grade_once, tmp_path):
+    # matplotlib asks fontconfig for the system's fonts when it first builds its font list, in the worker's fresh
+    # home; without the system's /etc/fonts that prints an error the student did not cause into their output.
+    path = tmp_path / "plots.py"
+    plot = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "figure, axes = plt.subplots()\naxes.plot([1, 2, 3])\naxes.set_title('weights')\n"
+            "figure.savefig('weights.png')\nprint('plotted')\n")
+    path.write_text(f"{IMPORTS}\n{FUNCTIONS}\n\n{plot}")
+    result = grade_once(path)
+    assert result.score == 100 and "plotted" in result.printed
+    assert "Fontconfig" not in result.printed, result.printed

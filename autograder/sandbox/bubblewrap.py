@@ -107,7 +107,10 @@ def bwrap_command(uid: int | None, tmp_mib: int, python: Interpreter) -> list[st
             command += ["--symlink", os.readlink(name), name]
         elif os.path.isdir(name):
             command += ["--ro-bind", name, name]
-    for name in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
+    # /etc/fonts: matplotlib asks fontconfig (fc-list) for fonts, which prints an error into the student's
+    # output when its configuration is missing. /etc is made readable, or the workers' uid could not reach it.
+    command += ["--perms", "0755", "--dir", "/etc"]
+    for name in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/fonts"):
         command += ["--ro-bind-try", name, name]
     # glibc reads the transparent-huge-page mode from /sys before using it (see worker_environment);
     # the folders above it are made readable, or the workers' uid could not reach it.
