@@ -572,3 +572,18 @@ def test_a_notebooks_lines_are_shown_by_cell_and_a_student_s_other_file_is_named
     assert re.search(r'<span class="n">\d+</span>', page)  # the .py's own numbers
     index = (tmp_path / "out" / "index.html").read_text()
     assert "d10: " in index and "d10.py" in index, index[-3000:]
+
+
+def test_a_line_nested_too_deeply_to_analyse_hides_no_copy():
+    """A sum of 260 terms runs, but nests deeper than the comparison's recursive passes follow: that statement is
+    left out and named, and the rest of the copy is compared, instead of the whole hand-in."""
+    original = (CLASS / "i09_copyto.py").read_text()
+    junk = "    _eps = " + " + ".join(["0.0"] * 260) + "\n"
+    padded = {"deep": re.sub(r"(def softmax\(.*\):\n)", lambda m: m.group(1) + junk, original, count=1)}
+    assert padded["deep"] != original
+    comparison = compare_class("w07_attention", _class_with(padded), STUB, SOURCE_DIR, jobs=1)
+    scores = {(p.a, p.b): p.score for p in comparison.pairs}
+    assert scores.get(("deep", "i09_copyto")) >= 0.95, scores.get(("deep", "i09_copyto"))
+    deep_line = padded["deep"].splitlines().index(junk.rstrip("\n")) + 1
+    assert any(f"nested too deeply to analyse: the statement at {deep_line}" in note and "deep" in note
+               for note in comparison.notes), comparison.notes

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.submission import Submission
+from autograder.similarity.depth import drop_deep_statements
 from autograder.similarity.normalise import Token, function_tokens, imported_names
 
 MAX_CODE_CHARS = 2_000_000  # of code, comments and docstrings left out: more than any hand-written answer
@@ -54,11 +55,16 @@ class StudentCode:
 
     def place(self, line: int) -> str:
         """Where line `line` of `text` is in the student's own file: "12", or a notebook's "cell 4:1"."""
-        starts = [start for start, _ in self.cells if start <= line]
-        if not starts:
-            return str(line)
-        start, label = self.cells[len(starts) - 1]
-        return f"{label.removeprefix('code ')}:{line - start + 1}"
+        return place_in(self.cells, line)
+
+
+def place_in(cells: tuple[tuple[int, str], ...], line: int) -> str:
+    """`StudentCode.place` for a hand-in whose cells (none for a .py) start at these lines of its joined text."""
+    starts = [start for start, _ in cells if start <= line]
+    if not starts:
+        return str(line)
+    start, label = cells[len(starts) - 1]
+    return f"{label.removeprefix('code ')}:{line - start + 1}"
 
 
 def contract_functions(stub: Path) -> list[str]:
@@ -83,19 +89,24 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
         notes.append(f"not compared: a syntax error at line {failed[0][1]} ({failed[0][2]}); nothing of the file "
                      "could be parsed")
     elif failed:
-        cells = [f"{submission.cells[number - 1].label} (line {line}: {message})" for number, line, message in failed]
-        notes.append(f"left out, as they could not be parsed: {'; '.join(cells)}")
+        broken = [f"{submission.cells[number - 1].label} (line {line}: {message})" for number, line, message in failed]
+        notes.append(f"left out, as they could not be parsed: {'; '.join(broken)}")
+    cells = () if submission.kind == "py" else tuple((line, submission.cells[number - 1].label)
+                                                     for number, line in starts)
+    deep = drop_deep_statements(tree)
+    if deep:
+        where = ", ".join(place_in(cells, line) for line in deep[:5]) + (" and more" if len(deep) > 5 else "")
+        notes.append(f"left out, as nested too deeply to analyse: the statement{'s' * (len(deep) > 1)} at {where}")
     try:
         functions = functions_of(tree, contract)
-    except (RecursionError, MemoryError):
-        functions, notes = {}, [*notes, "not compared: the code is nested too deeply to analyse"]
+    except (RecursionError, MemoryError):  # nested statements (drop_deep_statements measures expressions)
+        return StudentCode(submission.student, path, text, {}, "; ".join(
+            [*notes, "not compared: the code is nested too deeply to analyse"]), cells)
     missing = [name for name in contract if name not in functions]
     if missing and len(missing) < len(contract):
         notes.append(f"defines no {', '.join(missing)}")
     elif missing and not (failed and submission.kind == "py"):
         notes.append("not compared: none of the assignment's functions is defined")
-    cells = () if submission.kind == "py" else tuple((line, submission.cells[number - 1].label)
-                                                     for number, line in starts)
     return StudentCode(submission.student, path, text, functions, "; ".join(notes), cells)
 
 
