@@ -26,7 +26,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.cli.gradescope import grade_for_gradescope
-from autograder.grading import gradescope_handin
+from autograder.grading import gradescope_export, gradescope_handin
 from autograder.grading.store import Store
 from autograder.outputs import grades_csv, gradescope
 
@@ -193,8 +193,8 @@ def test_gradescope_export_writes_valid_results_matching_the_store(graded, tmp_p
         assert document["score"] == result.score == pytest.approx(sum(t["score"] for t in document["tests"]))
         assert document["extra_data"]["suite_version"] == result.suite_version
         assert document["extra_data"]["sha256"] == result.sha256
-        assert len(document["tests"]) == len(result.tests) == 38
-        assert len({t["number"] for t in document["tests"]}) == 38
+        assert len(document["tests"]) == len(result.tests) == 39
+        assert len({t["number"] for t in document["tests"]}) == 39
         for ours, theirs in zip(result.tests, document["tests"]):
             assert theirs["name"] == ours.name
             assert (theirs["score"], theirs["max_score"]) == (ours.score, ours.max_score)
@@ -435,22 +435,22 @@ def test_picking_prefers_the_named_file_and_ignores_links_out_of_the_submission(
     folder = tmp_path / "submission"
     (folder / "sub").mkdir(parents=True)
     (folder / "sub" / "helper.py").write_text("x = 1")
-    assert gradescope_handin.pick_submission_file(folder, "attention").path == folder / "sub" / "helper.py"
+    assert gradescope_export.pick_submission_file(folder, "attention").path == folder / "sub" / "helper.py"
     (folder / "attention.py").symlink_to(REFERENCE)
     (folder / ".hidden").mkdir()
     (folder / ".hidden" / "attention.py").write_text("x = 2")
-    picked = gradescope_handin.pick_submission_file(folder, "attention")
+    picked = gradescope_export.pick_submission_file(folder, "attention")
     assert picked.path == folder / "sub" / "helper.py"  # not the link to the reference, not the hidden copy
     (folder / "attention.py").unlink()
     (folder / "attention.py").write_text(PLAIN.read_text())
     (folder / "attention.ipynb").write_text("{}")
-    picked = gradescope_handin.pick_submission_file(folder, "attention")
+    picked = gradescope_export.pick_submission_file(folder, "attention")
     assert picked.path == folder / "attention.py" and "not attention.ipynb" in picked.note  # the one with the work
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLAIN.read_text())]),
                    folder / "attention.ipynb")
-    picked = gradescope_handin.pick_submission_file(folder, "attention")
+    picked = gradescope_export.pick_submission_file(folder, "attention")
     assert picked.path == folder / "attention.ipynb" and "not attention.py" in picked.note  # the same work
-    assert gradescope_handin.pick_submission_file(tmp_path / "nothing", "attention").problem
+    assert gradescope_export.pick_submission_file(tmp_path / "nothing", "attention").problem
 
 
 def test_the_seed_student_is_the_sorted_group_emails(tmp_path):

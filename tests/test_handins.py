@@ -358,7 +358,7 @@ def test_a_link_is_refused_with_a_message_in_every_layout(tmp_path, where):
 
 
 def test_gradescope_grades_the_real_file_and_refuses_a_lone_link_with_a_message(tmp_path):
-    from autograder.grading.gradescope_handin import pick_submission_file
+    from autograder.grading.gradescope_export import pick_submission_file
     from autograder.grading.submission import read_submission
 
     folder = tmp_path / "submission"

@@ -283,3 +283,99 @@ def test_a_blackboard_download_is_graded_and_exported_against_its_grade_center(t
     assert lines[0] == "Last Name\tFirst Name\tUsername\tStudent ID\tWeek 7, Attention [Total Pts: 100 Score] |1234567"
     assert lines[1:] == ["Lee\tAnn\ts_1234\t1234\t100", f"Chan\tBo\ts_5678\t5678\t{scores['s_5678']:g}"]
     assert "not on the roster" not in done.stderr
+
+
+# Gradescope's Export Submissions download: the metadata as Gradescope writes it (Ruby's YAML, symbol keys), one
+# submission from a group, one whose submitter has no email (its sid names it), and one file in a subfolder.
+GRADESCOPE_METADATA = """submission_101:
+  :submitters:
+  - :name: Ann Lee
+    :sid: '4101'
+    :email: ann@uni.example
+  :created_at: 2026-11-20 23:41:07.123456000 -05:00
+  :score:
+  :status: !ruby/symbol processed
+submission_102:
+  :submitters:
+  - :name: Ben Roe
+    :sid: '4102'
+    :email: ben@uni.example
+  - :name: Ada Cho
+    :sid: '4103'
+    :email: ada@uni.example
+  :created_at: 2026-11-21 08:00:00.000000000 +01:00
+submission_103:
+  :submitters:
+  - :name: Cy Poe
+    :sid: '4104'
+  :created_at: 2026-11-19 12:00:00.000000000 -05:00
+submission_104:
+  :submitters: []
+  :created_at: 2026-11-19 12:00:00.000000000 -05:00
+"""
+
+
+def _gradescope_download(tmp_path):
+    export = tmp_path / "assignment_777_export"
+    for folder, source in [("submission_101", PLAIN), ("submission_102", BUGGY), ("submission_103/work", PLAIN),
+                           ("submission_104", PLAIN), ("submission_105", PLAIN)]:
+        (export / folder).mkdir(parents=True)
+        shutil.copy(source, export / folder / "attention.py")
+    (export / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    return export
+
+
+def test_a_gradescope_download_names_each_submission_as_gradescope_run_does_at_its_own_time(tmp_path):
+    """The student is the submitters' emails (joined for a group, the sid where no email is given), as
+    `gradescope-run` names the submission on Gradescope; the time is Gradescope's, in UTC, not the file's."""
+    found = _found(_gradescope_download(tmp_path), tmp_path)
+    assert sorted(found) == ["4104", "ada@uni.example,ben@uni.example", "ann@uni.example", "submission_104",
+                             "submission_105"]
+    ann = found["ann@uni.example"]
+    assert ann.submitted_at == "2026-11-21T04:41:07.123456+00:00" and ann.submitted_at_source == "gradescope metadata"
+    assert ann.lms == "Gradescope" and ann.stored
+    assert found["ada@uni.example,ben@uni.example"].submitted_at == "2026-11-21T07:00:00+00:00"
+    assert found["4104"].path.parts[-2:] == ("work", "attention.py")
+    # No submitter named: not stored under a made-up id, and the TA is told what to fix.
+    assert not found["submission_104"].stored and "does not say whose submission_104/ is" in \
+        found["submission_104"].problem
+    # Not in the metadata: graded under its folder's name, at its file's time, said so.
+    assert "is not in the download's submission_metadata.yml" in found["submission_105"].note
+    assert found["submission_105"].submitted_at_source == "file time (unreliable)"
+
+
+def test_a_gradescope_download_is_found_zipped_and_in_the_folder_it_was_extracted_to(tmp_path):
+    downloads = tmp_path / "downloads"
+    export = _gradescope_download(downloads)
+    archive = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for path in sorted(export.rglob("*")):
+            bundle.write(path, path.relative_to(downloads))
+    (tmp_path / "work").mkdir()
+    assert "ann@uni.example" in _found(archive, tmp_path)
+    assert "ann@uni.example" in _found(downloads, tmp_path)  # the folder holding the extracted download
+
+
+def test_a_gradescope_download_with_unreadable_metadata_is_refused_with_what_to_do(tmp_path):
+    from autograder.grading.discover import LayoutError
+    export = _gradescope_download(tmp_path)
+    (export / "submission_metadata.yml").write_text("submission_101: [unclosed\n")
+    with pytest.raises(LayoutError, match="is not YAML .*download the submissions again from Gradescope"):
+        _found(export, tmp_path)
+
+
+def test_a_file_name_that_holds_another_lms_part_poses_as_no_other_student_or_time():
+    """What follows the LMS's part of a name is the student's own file name: a second `_<n>_assignsubmission_file_`
+    or `_attempt_<time>_` in it names neither another participant (whose worksheet row it would fill) nor an
+    earlier attempt time (which the late rule would believe)."""
+    moodle = read_download(["Mallory Moe_1002_assignsubmission_file_attention.py",
+                            "Mallory Moe_1002_assignsubmission_file_x_1001_assignsubmission_file_attention.py",
+                            "Bob Roe_1003_assignsubmission_file_attention.py"])
+    assert {entry.student for entry in moodle.values()} == {"Mallory Moe_1002_assignsubmission_file_",
+                                                            "Bob Roe_1003_assignsubmission_file_"}
+    assert moodle_participant("Mallory Moe_1002_assignsubmission_file_") == "1002"
+    name = "HW7_mallory_attempt_2026-11-25-10-00-00_a_attempt_2026-11-19-10-00-00_attention.py"
+    blackboard = read_download([name, "HW7_eve_attempt_2026-11-25-10-00-00_attention.py"],
+                               {"HW7_mallory_attempt_2026-11-25-10-00-00.txt": lambda: "Name: Mal Lory (mallory)"})
+    assert blackboard[name].student == "mallory" and blackboard[name].attempt == "2026-11-25-10-00-00"
+    assert blackboard[name].name == "a_attempt_2026-11-19-10-00-00_attention.py"

@@ -19,15 +19,14 @@ from autograder.cli.grading import INTERNAL_ERROR_STATUS
 from autograder.grading.boundary import grade_submission
 from autograder.grading.calibration import time_reference
 from autograder.grading.course import Course, find_course, load_course
+from autograder.grading.gradescope_export import Picked, pick_submission_file
 from autograder.grading.gradescope_handin import (
     LOCAL_STUDENT,
     METADATA_FILE,
     MetadataError,
-    Picked,
     gradescope_extension,
     gradescope_student,
     gradescope_time,
-    pick_submission_file,
 )
 from autograder.grading.late import assess_result, with_extension
 from autograder.grading.probe import EnvironmentRefused

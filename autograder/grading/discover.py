@@ -6,11 +6,13 @@ Layouts understood, for an assignment whose module (course.yaml) is `hw`:
 - an LMS's download of every hand-in (Canvas, Moodle, Blackboard), flat, its students read from the
   names the LMS gave the files (grading.lms_downloads);
 - an nbgrader course (or its `submitted/` folder): `submitted/<student>/<assignment>/hw.ipynb`;
+- Gradescope's Export Submissions download: `submission_<n>/` folders named by its submission_metadata.yml
+  (grading.gradescope_export);
 - a .zip of any of these, extracted safely to a temporary folder, the class's own folder included
   (`class/ann.py`: the students are ann and the rest, not "class").
 
 Each submission carries when it was handed in (grading.late): nbgrader's
-timestamp.txt in its submitted/ folder, else the file's modification time
+timestamp.txt in its submitted/ folder, Gradescope's metadata, else the file's modification time
 (for a zip member, the time the zip records), flagged as unreliable.
 
 Every entry named like a hand-in (`.py`, `.ipynb`) is found whatever it is —
@@ -28,10 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.class_zip import ZipRefused, extract
+from autograder.grading.gradescope_export import ExportError, is_export, pick_submission_file, read_export
 from autograder.grading.handin import read_bytes
 from autograder.grading.handin_choice import choose, latest_attempt
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
-from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, attempt_time, file_time, submission_time
+from autograder.grading.late import (
+    FILE_TIME,
+    GRADESCOPE_METADATA,
+    LMS_LOCAL_TIME,
+    attempt_time,
+    file_time,
+    submission_time,
+)
 from autograder.grading.lms_downloads import is_receipt, read_download
 from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
@@ -80,7 +90,7 @@ def find_submissions(paths: list[Path], assignment: str, module: str, workdir: P
     for path in paths:
         found += _find(Path(path), assignment, module, workdir, refused, skipped if skipped is not None else [])
     # One file named twice (grade hw a.py a.py) is one hand-in, not two that collide.
-    found = list({os.path.abspath(item.path): item for item in found}.values())
+    found = list({(os.path.abspath(item.path), item.student): item for item in found}.values())
     found = [dataclasses.replace(item, problem=refused.get(item.path, item.problem)) for item in found]
     found = [_unreadable_refused(_link_refused(item)) for item in settle_ids(found)]
     return sorted((_timed(item) for item in found), key=lambda item: canonical(item.student))
@@ -163,6 +173,8 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
     submitted = path if path.name == "submitted" else path / "submitted"
     if submitted.is_dir():
         return _nbgrader(submitted, assignment, module)
+    if is_export(path):
+        return _gradescope(path, module)
     empty: list[Path] = []
     flat = [dataclasses.replace(item, root=path) for item in _flat(path, module, empty)]
     skipped += empty + _other_files(path) if flat else []
@@ -170,6 +182,9 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
         inner = [p for p in path.iterdir() if p.is_dir() and p.name not in IGNORED and (p / "submitted").is_dir()]
         if len(inner) == 1:  # a zip of a course folder extracts to one top-level folder
             return _nbgrader(inner[0] / "submitted", assignment, module)
+        exports = [p for p in _folders(path) if _shown_entry(p) and is_export(p)]
+        if len(exports) == 1:  # the folder a Gradescope download was extracted into
+            return _gradescope(exports[0], module)
         raise LayoutError(f"{path} holds no .py or .ipynb submissions, no <student>/ folders with one, and "
                           "no nbgrader submitted/ tree")
     return flat
@@ -210,6 +225,35 @@ def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
         else:  # no hand-in for this assignment, unless one is named as it in another case
             found += [_misnamed(near, assignment, module, student_dir.name) for near in _folders(student_dir)
                       if near.name.casefold() == assignment.casefold()][:1]
+    return found
+
+
+def _gradescope(folder: Path, module: str) -> list[Found]:
+    """The submissions of a Gradescope download, each under the id and time its metadata gives; a folder the
+    metadata does not name keeps its own name, with its file's time."""
+    try:
+        exported = read_export(folder)
+    except ExportError as error:
+        raise LayoutError(str(error)) from None
+    found = []
+    for submission in (p for p in _folders(folder) if _shown_entry(p)):
+        entry = exported.get(submission.name)
+        student = entry.student if entry and entry.student else submission.name
+        if os.path.islink(submission):
+            found.append(_linked(submission, f"{module}.ipynb", student, folder))
+            continue
+        picked = pick_submission_file(submission, module)
+        item = Found(student, picked.path, picked.note, root=folder) if picked.path \
+            else _nothing_to_grade(submission, module, student)
+        if entry is None:
+            item = dataclasses.replace(item, note="; ".join(n for n in (item.note, (
+                f"{submission.name}/ is not in the download's submission_metadata.yml: graded under its folder's "
+                "name, at its file's time")) if n))
+        elif entry.problem:
+            item = dataclasses.replace(item, problem=entry.problem, stored=False)
+        elif entry.submitted_at:
+            item = dataclasses.replace(item, submitted_at=entry.submitted_at, submitted_at_source=GRADESCOPE_METADATA)
+        found.append(dataclasses.replace(item, lms="Gradescope"))
     return found
 
 

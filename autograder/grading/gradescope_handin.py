@@ -1,4 +1,5 @@
-"""What Gradescope hands the autograder: the student's file, and who handed it in when.
+"""What Gradescope hands the autograder: who handed the submission in, and when (its file is picked by
+grading.gradescope_export, as in the class download).
 
 https://gradescope-autograders.readthedocs.io/en/latest/specs/ . Gradescope
 unpacks the submission into ROOT/submission and describes it in
@@ -14,14 +15,11 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.discover import LayoutError
-from autograder.grading.handin_choice import choose
+from autograder.grading.gradescope_export import submitters_id
 from autograder.grading.late import FILE_TIME, GRADESCOPE_METADATA, TimeError, file_time, iso, parse_timestamp
-from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
 
 METADATA_FILE = "submission_metadata.json"
@@ -31,48 +29,6 @@ _EXPECTED = '{"created_at": "2026-11-20T23:59:00-05:00", "users": [{"email": "st
 
 class MetadataError(LayoutError):
     """Gradescope's submission_metadata.json is there but does not say who handed the submission in, or when."""
-
-
-@dataclass(frozen=True)
-class Picked:
-    """The file run_autograder grades, or why there is none."""
-
-    path: Path | None
-    note: str = ""
-    problem: str = ""
-
-
-def pick_submission_file(folder: Path, module: str) -> Picked:
-    """The student's file in Gradescope's submission folder, chosen as `grade` chooses (handin_choice.choose).
-
-    Nothing is followed: a repository submitted from GitHub could link the
-    file to the reference under /autograder/source. A link is graded only when
-    no regular file is there, and then refused with a message (grading.handin).
-    """
-    folder = Path(folder)
-    candidates = _candidate_files(folder)
-    if not candidates:
-        return Picked(None, problem=f"no {module}.py or {module}.ipynb was found in your submission; "
-                                    f"upload that file (with that name) and submit again")
-    return Picked(*choose(candidates, module, folder))
-
-
-def _candidate_files(folder: Path) -> list[Path]:
-    """Every entry named like a hand-in under `folder`, whatever it is; links to folders are not entered.
-
-    A link, a FIFO or a folder named like a hand-in is a candidate too: `choose`
-    prefers regular files, and reading one that is not (grading.handin) gives
-    the student a message instead of a silent "no file found".
-    """
-    if not folder.is_dir():
-        return []
-    found = []
-    for directory, subdirs, files in os.walk(folder, followlinks=False):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in ("__pycache__", "__MACOSX"))
-        for name in sorted(files + [d for d in subdirs if Path(d).suffix in SUFFIXES]):
-            if Path(name).suffix in SUFFIXES and not name.startswith("."):
-                found.append(Path(directory) / name)
-    return found
 
 
 def gradescope_student(metadata_file: Path) -> str:
@@ -88,13 +44,10 @@ def gradescope_student(metadata_file: Path) -> str:
     users = metadata.get("users")
     if not isinstance(users, list) or not users:
         raise _malformed(metadata_file, "has no list of submitters (`users`)")
-    ids = []
-    for number, user in enumerate(users, 1):
-        found = (user.get("email") or user.get("id")) if isinstance(user, dict) else None
-        if not isinstance(found, str | int) or isinstance(found, bool) or not str(found).strip():
-            raise _malformed(metadata_file, f"names no email or id for submitter {number} ({safe(user, 200)})")
-        ids.append(str(found).strip())
-    return ",".join(sorted(ids))
+    try:
+        return submitters_id(users, ("email", "id"))
+    except ValueError as error:
+        raise _malformed(metadata_file, str(error).removeprefix("it ")) from None
 
 
 def gradescope_time(metadata_file: Path, picked: Path | None) -> tuple[str, str]:

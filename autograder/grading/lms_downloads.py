@@ -29,9 +29,12 @@ from dataclasses import dataclass
 _CANVAS = re.compile(r"(?P<login>[^\W_]*)_(?:[Ll][Aa][Tt][Ee]_)?(?P<user>\d+)_\d+_(?P<name>.+)")
 _CANVAS_STUDENT = re.compile(r"[^\W_]*_(\d+)")  # the student id _canvas gives
 _CANVAS_AGAIN = re.compile(r"-\d+(?=\.[^.]+$)")  # Canvas's mark on a file uploaded again under one name
-_MOODLE = re.compile(r"(?P<student>.+_\d+_assignsubmission_file_)(?P<name>.+)")
+# The LMS's part is the first such part of a name: what follows it is the student's own file name, which may
+# hold another (`x_1001_assignsubmission_file_a.py`, `a_attempt_2026-11-19-10-00-00_b.py`) to pose as another
+# student or another time.
+_MOODLE = re.compile(r"(?P<student>.+?_\d+_assignsubmission_file_)(?P<name>.+)")
 _MOODLE_STUDENT = re.compile(r".+_(\d+)_assignsubmission_file_")  # the student id _moodle gives
-_BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
+_BLACKBOARD = re.compile(r"(?P<prefix>.+?)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
 _RECEIPT = re.compile(r"(?P<prefix>.+)_attempt_\d{4}(?:-\d\d){5}\.txt")
 _RECEIPT_NAME = re.compile(r"Name:.*\(([^()\s]+)\)\s*")  # a receipt's first line: Name: John Smith (j_smith)
 
@@ -39,7 +42,8 @@ _RECEIPT_NAME = re.compile(r"Name:.*\(([^()\s]+)\)\s*")  # a receipt's first lin
 # How each LMS's students are named, as `grade` tells the TA.
 STUDENT_IDS = {"Canvas": "login_userid (smithjohn_4101)",
                "Moodle": "Moodle's folder name (Full Name_123456_assignsubmission_file_)",
-               "Blackboard": "the username"}
+               "Blackboard": "the username",
+               "Gradescope": "the submitters' emails (joined with , for a group), as on Gradescope"}
 
 
 @dataclass(frozen=True)
