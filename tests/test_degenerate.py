@@ -107,7 +107,7 @@ def test_what_one_function_switches_off_reaches_no_other_functions_call(grader, 
     autograd off in its own call is told so, not that it detached."""
     leaky = ("\n\n_attention = attention\n\ndef attention(*args, **kwargs):\n"
              "    torch.set_grad_enabled(False)\n    torch.set_default_dtype(torch.float64)\n"
-             "    np.seterr(all='raise')\n    return _attention(*args, **kwargs)\n")
+             "    np.seterr(over='raise')\n    return _attention(*args, **kwargs)\n")
     path = folder / "leaky.py"
     path.write_text(PLAIN.read_text() + leaky)
     assert [(r.name, r.message) for r in graded(grader, path) if r.status != "passed"] == []

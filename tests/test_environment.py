@@ -175,7 +175,7 @@ def test_a_reference_that_fails_in_the_sandbox_is_refused_with_its_check(tmp_pat
     db = tmp_path / "g.db"
     done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db)
     assert done.returncode == 2, done.stderr
-    assert re.search(r"the reference solution \(.*reference.py\) passed \d+ of 38 checks in this sandbox; "
+    assert re.search(r"the reference solution \(.*reference.py\) passed \d+ of 39 checks in this sandbox; "
                      r"(\w+\.\w+ \w+|not loaded): |a worker child .*could not .*(Cannot allocate memory|MemoryError)",
                      done.stderr), done.stderr
     assert "raise `memory_mib` in course.yaml (now 1 MiB" in done.stderr, done.stderr
@@ -285,7 +285,7 @@ def test_a_reference_that_does_not_load_in_the_sandbox_is_refused_with_the_reaso
     db = tmp_path / "g.db"
     done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db)
     assert done.returncode == 2, done.stderr
-    assert re.search(r"the reference solution \(.*reference.py\) passed 0 of 38 checks in this sandbox; not "
+    assert re.search(r"the reference solution \(.*reference.py\) passed 0 of 39 checks in this sandbox; not "
                      r"loaded: .*raised MemoryError", done.stderr), done.stderr
     assert "not run: the file did not load" not in done.stderr
     assert "raise `memory_mib` in course.yaml" in done.stderr and _stored(db) == 0

@@ -560,7 +560,7 @@ def test_a_failing_randomized_check_is_stored_at_its_smallest_failing_size(grade
     example = json.loads(check.example)
     # Missing 1/√dk only shows when √dk ≠ 1: one query, one key, dk = 2 is the smallest failing input.
     assert example["sizes"] == {"batch": [], "nq": 1, "nk": 1, "dk": 2, "dv": 1}
-    assert example["shrunk_from"] == {"batch": [2, 3], "nq": 5, "nk": 7, "dk": 6, "dv": 3}
+    assert example["shrunk_from"] == {"batch": [2, 3], "nq": 5, "nk": 7, "dk": 6, "dv": 8}
     assert set(example) == {"sizes", "shrunk_from"}  # a hidden check: sizes, never values
     entry = suite.check("score.matches_reference")
     smallest = Sizes.of(**example["sizes"])
@@ -694,3 +694,44 @@ def test_hidden_examples_hold_sizes_only_and_public_ones_hold_the_values(grade_o
                                            [-1000.0, 1000.0, 999.0]]
     assert "nan" in json.dumps(call["returned"]["values"])
     assert example["expected"]["shape"] == [3, 3]
+
+
+IN_PLACE = {
+    "apply_mask": ("def apply_mask(S, allowed):\n    hidden = np.asarray(allowed)\n"
+                   "    np.logical_not(hidden, out=hidden)  # the caller's mask, flipped\n"
+                   "    return np.where(np.broadcast_to(hidden, np.shape(S)), -np.inf, S)\n"),
+    "attention_torch": ("_attention_torch = attention_torch\n\n"
+                        "def attention_torch(Q, K, V, allowed=None, scale=None):\n"
+                        "    if allowed is not None:\n        allowed.logical_not_()  # the caller's mask, flipped\n"
+                        "        allowed = ~allowed\n"
+                        "    return _attention_torch(Q, K, V, allowed=allowed, scale=scale)\n"),
+}
+
+
+@pytest.mark.parametrize("function", sorted(IN_PLACE))
+def test_a_mask_changed_in_place_costs_its_function_and_is_named(grade_once, tmp_path, function):
+    # Right weights, but the caller's mask flipped: its next call would hide the keys it meant to show. Both files
+    # had 100/100 when only the scores, queries, keys and values were read back after a call.
+    path = tmp_path / f"flips_{function}.py"
+    path.write_text(PLAIN.read_text() + "\n\n" + IN_PLACE[function])
+    result = grade_once(path)
+    failed = [t for t in result.tests if t.status != "passed"]
+    assert failed and {t.function for t in failed} <= {function, "attention"}, [t.name for t in failed]
+    assert any(t.function == function and "changed its argument allowed in place" in t.message for t in failed)
+
+
+def test_a_softmax_that_raises_for_its_last_row_only_loses_its_own_point_and_attention_points_at_it(grade_once,
+                                                                                                    tmp_path):
+    # The all-masked check sits after the loop over the rows: only the last row is looked at. It kept all 21 points
+    # of softmax, and attention lost 2 with no word of softmax.
+    snippet = ("def softmax(S):\n    S = np.asarray(S)\n    for row in S.reshape(-1, S.shape[-1]):\n"
+               "        visible = np.isfinite(row)\n    if not visible.any():\n"
+               "        raise ValueError('a query has every key masked')\n"
+               "    e = np.exp(S - S.max(axis=-1, keepdims=True))\n    return e / e.sum(axis=-1, keepdims=True)\n")
+    path = tmp_path / "last_row_only.py"
+    path.write_text(PLAIN.read_text() + "\n\n" + snippet)
+    result = grade_once(path)
+    failed = {t.name: t for t in result.tests if t.status != "passed"}
+    assert set(failed) == {"softmax.all_masked_anywhere", "attention.all_masked_raises"}, sorted(failed)
+    assert "look at every row, in every batch entry" in failed["softmax.all_masked_anywhere"].message
+    assert "attention calls softmax, which fails its own checks" in failed["attention.all_masked_raises"].message

@@ -33,6 +33,7 @@ from autograder.authoring.compare import (
     expect_rows_sum_to_one,
     expect_shape,
     holds_float32_only,
+    precision_of_factors,
     shown,
 )
 from autograder.authoring.gradients import expect_gradients
@@ -46,5 +47,5 @@ __all__ = [
     "StudentError", "TensorData", "Tolerance", "Trial", "as_array", "as_tensor", "called_with", "expect_close",
     "expect_equal", "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_floating",
     "expect_gradients", "expect_pair", "expect_rows_sum_to_one", "expect_shape", "holds_float32_only", "mask_rows",
-    "normal", "raise_for", "shown",
+    "normal", "precision_of_factors", "raise_for", "shown",
 ]

@@ -145,6 +145,21 @@ def _rounded_to_lower_precision(tol: Tolerance, flat: np.ndarray) -> bool:
     return tol.coarser is not None and holds_float32_only(flat)
 
 
+def precision_of_factors(tol: Tolerance, *factors) -> Tolerance:
+    """The tolerance for a product of the student's own `factors` (C = A V, of the weights A they returned): its
+    coarser one where a factor holds float32 numbers only. A result can be no more precise than what it was
+    computed from, so mixed-precision code (one step run in float32 and cast back) is held to float32's tolerance
+    in the product too, not to float64's by where its values happen to round."""
+    if tol.coarser is None:
+        return tol
+    for factor in factors:
+        values = factor if isinstance(factor, np.ndarray) else None
+        if values is not None and values.dtype.kind == "f" and (
+                values.dtype.itemsize < 8 or holds_float32_only(values.reshape(-1))):
+            return tol.coarser
+    return tol
+
+
 def holds_float32_only(values: np.ndarray) -> bool:
     """Whether a float64 answer holds float32 numbers only: computed in float32 and cast back, it is held to
     float32's tolerance, as the same answer returned in float32 is. (Any answer could be rounded so on purpose;

@@ -113,8 +113,9 @@ def place(line: int, cell: str = "", within: str = "", called: str = "", unit: s
 class Reply:
     """What one call produced, decoded and validated by the grader.
 
-    inputs: the positional arguments as the call left them (when the call
-        asked for them), read by the grader from its own memory.
+    inputs: the arguments as the call left them, positional then keyword in
+        the call's order (when the call asked for them), read by the grader
+        from its own memory.
     grads: for a call with `backward`, one gradient per positional argument
         (None where none reached it), each of its argument's shape.
     """

@@ -132,7 +132,9 @@ def observe(call: Call, reply: Reply, ref: ModuleType) -> Observed | None:
         return None
     after = None
     if reply.inputs is not None:
-        after = bind_arguments(ref, call.function, reply.inputs, {})
+        positional = len(call.args)
+        after = bind_arguments(ref, call.function, reply.inputs[:positional],
+                               dict(zip(call.kwargs, reply.inputs[positional:])))
     raised = (reply.raised.type, reply.raised.message) if reply.raised is not None else None
     return Observed(call.function, args, _arrays(reply.value), raised, after, call, reply, ref)
 

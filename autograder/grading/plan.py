@@ -37,7 +37,7 @@ from autograder.authoring.protocol import Call, Reply
 from autograder.grading.reference_cache import copied
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox import values, worker
-from autograder.sandbox.replies import CallFailed, encode_call, read_reply, request_frame
+from autograder.sandbox.replies import CallFailed, argument_trees, encode_call, read_reply, request_frame
 
 # Input sets whose plans a Grader keeps: all of course.yaml's default 16; a course that gives every student a set
 # of their own plans each student's calls once anyway, and keeps only the latest sets' plans.
@@ -83,7 +83,7 @@ class ReferenceAnswers:
         header, buffers = request_frame(call, 0)
         buffers = [bytearray(buffer) for buffer in buffers]
         reply, out = worker._call(header, buffers, self.namespace)
-        inputs = tuple(values.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
+        inputs = tuple(values.decode(tree, buffers) for tree in argument_trees(header)) if call.return_inputs else None
         return read_reply(reply, out, call, inputs)
 
 

@@ -18,7 +18,7 @@ class InFlight:
 
     request: Request
     id: int
-    args: list  # the header's trees of its positional arguments, to read them back
+    args: list  # the header's trees of its arguments (replies.argument_trees), to read them back
     layout: list  # where its buffers are in the region
     sent_at: float  # when its frame was handed to the socket (set by _send, just before)
     grace: bool  # it may be run again warm if it is still importing at its limit (sandbox.grace)

@@ -31,6 +31,7 @@ from autograder.sandbox.replies import (
     CallFailed,
     ReplyRejected,
     Request,
+    argument_trees,
     encode_call,
     past_limit,
     read_reply,
@@ -154,7 +155,7 @@ class InProcessSession:
         if alarm.rang:
             raise past_limit(call.function, seconds)
         # The function worked on these buffers in place, as a sandboxed one works on shared memory.
-        inputs = tuple(values.decode(tree, buffers) for tree in header["args"]) if call.return_inputs else None
+        inputs = tuple(values.decode(tree, buffers) for tree in argument_trees(header)) if call.return_inputs else None
         reply_header, reply_buffers = answer
         if (reply_header.get("raised") or {}).get("type") == "KeyboardInterrupt":
             raise KeyboardInterrupt  # the cell was interrupted (e.g. nbgrader's cell timeout): stop it

@@ -141,6 +141,12 @@ def encode_call(call: Call) -> Request:
     return Request(call, header, buffers)
 
 
+def argument_trees(header: dict) -> list:
+    """A call header's trees of its arguments, positional then keyword in the call's order: what `Reply.inputs`
+    reads back after the call."""
+    return [*header["args"], *header["kwargs"].values()]
+
+
 def request_frame(call: Call, call_id: int) -> tuple[dict, list]:
     """The wire header and buffers asking a worker to make `call`."""
     return encode_call(call).frame(call_id)

@@ -57,6 +57,7 @@ from autograder.sandbox.replies import (
     Request,
     Stopped,
     WorkerDied,
+    argument_trees,
     encode_call,
     read_reply,
     reply_limit,
@@ -168,8 +169,8 @@ class CallStream:
         fds = [region.fd] if region.unsent else []
         region.unsent = False
         proc, use = self._reading
-        sent = InFlight(item.request, call_id, header["args"], layout, 0.0, item.grace, item.warm_up, item.again,
-                        before=use if proc == session.child_proc() else None)
+        sent = InFlight(item.request, call_id, argument_trees(header), layout, 0.0, item.grace, item.warm_up,
+                        item.again, before=use if proc == session.child_proc() else None)
         self._flight.append(sent)
         self._limits[call_id] = reply_limit(item.request.call)
         waiting = self._current() is sent  # the worker has nothing else to do: it begins once this arrives

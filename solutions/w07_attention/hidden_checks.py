@@ -30,6 +30,7 @@ from autograder.authoring import (
     expect_pair,
     mask_rows,
     normal,
+    precision_of_factors,
     raise_for,
 )
 
@@ -73,16 +74,34 @@ def _terms(A, V):
     return np.abs(np.asarray(A, dtype=np.float64)) @ np.abs(np.asarray(V, dtype=np.float64))
 
 
+def _expect_attention(C, A, expected: tuple, V, tol, what: str) -> None:
+    """The context C and weights A of `what` against the expected (C, A), both float64. C = A V is held to the
+    precision of the student's own A: weights computed in float32 and cast back (a float32 softmax, as mixed-
+    precision code runs it) bound C's precision to float32's, whatever dtype C is returned in."""
+    C_exp, A_exp = expected
+    expect_close(C, C_exp, precision_of_factors(tol, A), f"the context C of {what}", terms=_terms(A_exp, V))
+    expect_close(A, A_exp, tol, f"the weights A of {what}")
+
+
 def _returned_unchanged(t, function: str, names: tuple[str, ...], *args, **kwargs):
-    """What `function` returned for `args` (arrays named `names`, in order); the check fails if the function
-    changed one of them in place, since that is the caller's array (np.asarray makes no copy)."""
+    """What `function` returned for `args` (arrays named `names`, in order) and `kwargs`; the check fails if the
+    function changed one of its array arguments in place, since that is the caller's array (np.asarray makes no
+    copy): a mask or lengths changed so would differ at the caller's next call."""
     value = t.returned(function, *args, return_inputs=True, **kwargs)  # a raise fails as t.returned words it
-    for name, before, after in zip(names, args, t.calls[-1][1].inputs or ()):
-        if not np.array_equal(after, before, equal_nan=True):
-            raise CheckFailed(f"{function} (or a function it calls) changed its argument {name} in place (e.g. "
-                              f"`{name} *= ...` after np.asarray({name}), which is still the caller's array); "
-                              f"compute into a new array so the caller's {name} is left as it was")
+    _expect_unchanged(function, [*zip(names, args), *kwargs.items()], t.calls[-1][1].inputs)
     return value
+
+
+def _expect_unchanged(function: str, given: list, after: tuple | None) -> None:
+    """CheckFailed if `function` changed an array argument in place. given: (name, array as sent), positional then
+    keyword in the call's order; after: the arguments as the call left them (Reply.inputs)."""
+    for (name, before), now in zip(given, after or ()):
+        if isinstance(before, np.ndarray) and not np.array_equal(now, before, equal_nan=True):
+            raise CheckFailed(f"{function} (or a function it calls) changed its argument {name} in place (an "
+                              f"in-place operation such as `{name} -= 1`, `{name}[...] = ...` or "
+                              f"`np.logical_not({name}, out={name})` on np.asarray({name}), or a tensor method "
+                              f"ending in `_`, works on the caller's array); compute into a new array so the "
+                              f"caller's {name} is left as it was")
 
 
 # ------------------------------------------------------------------ score
@@ -166,12 +185,14 @@ def causal_mask_rectangular(t):
 
 def padding_mask_matches_reference(t):
     """padding_mask matches the reference for random lengths, including a full-length sequence, and for a batch
-    padded past its longest sequence (n_k fixed elsewhere, so the mask is n_k wide, not max(lengths))."""
+    padded past its longest sequence (n_k fixed elsewhere, so the mask is n_k wide, not max(lengths)), and leaves
+    the lengths unchanged."""
     n_k = t.sizes["nk"]
     lengths = t.rng.integers(1, n_k + 1, size=4)
     lengths[0] = n_k
     lengths[1] = max(1, min(lengths[1], n_k - 1))  # and a padded one (n_k > 1), so all True is wrong too
-    expect_equal_mask(t.returned("padding_mask", lengths, n_k), t.ref.padding_mask(lengths, n_k),
+    expect_equal_mask(_returned_unchanged(t, "padding_mask", ("lengths",), lengths, n_k),
+                      t.ref.padding_mask(lengths, n_k),
                       f"padding_mask(lengths, {n_k}) for {len(lengths)} random lengths")  # hidden: never the inputs
     if n_k > 1:
         shorter = t.rng.integers(1, n_k, size=3)
@@ -180,12 +201,14 @@ def padding_mask_matches_reference(t):
 
 
 def apply_mask_matches_reference(t):
-    """apply_mask matches the reference on random float32 and float64 scores and masks."""
+    """apply_mask matches the reference on random float32 and float64 scores and masks, and leaves the mask
+    unchanged."""
     d = t.sizes
     for dtype in DTYPES:
         S = normal(t.rng, (*d["batch"], d["nq"], d["nk"]), dtype, scale=5.0)
         allowed = mask_rows(t.rng, S.shape)
-        expect_close(t.returned("apply_mask", S, allowed), t.ref.apply_mask(S.astype(np.float64), allowed),
+        expect_close(_returned_unchanged(t, "apply_mask", ("S", "allowed"), S, allowed),
+                     t.ref.apply_mask(S.astype(np.float64), allowed),
                      t.tol(dtype), f"apply_mask(S, allowed) for {_name(dtype)} scores")
 
 
@@ -224,6 +247,25 @@ def softmax_matches_reference(t):
         expect_close(t.returned("softmax", S), t.ref.softmax(S), t.tol(S.dtype), f"softmax of shape {S.shape}")
 
 
+def softmax_all_masked_anywhere(t):
+    """softmax raises ValueError for batched scores where one row in their midst, not the last and not alone in its
+    batch entry, has every key masked (slide 22), and gives the right weights once one of its keys is visible."""
+    d = t.sizes
+    S = t.ref.apply_mask(normal(t.rng, (*d["batch"], d["nq"], d["nk"]), scale=3.0),
+                         mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"])))
+    row = (*(n // 2 for n in d["batch"]), d["nq"] // 2)
+    S[row] = -np.inf
+    neighbour = S.copy()
+    neighbour[row + (int(t.rng.integers(d["nk"])),)] = 0.5
+    where = ", ".join(map(str, row))
+    what = f"softmax of scores of shape {S.shape} whose row [{where}] has every key masked"
+    valid = f"softmax of the same scores with one key of row [{where}] visible"
+    A = expect_error_path(t, "ValueError", "softmax", Inputs((S,)), Inputs((neighbour,)), what=what,
+                          advice=f"{ALL_MASKED_ADVICE}; look at every row, in every batch entry", valid_what=valid,
+                          valid_advice=VISIBLE_KEY_ADVICE)
+    expect_close(A, t.ref.softmax(neighbour), t.tol(S.dtype), valid)
+
+
 def softmax_input_unchanged(t):
     """softmax returns the right weights and leaves its input S unmodified."""
     d = t.sizes
@@ -259,8 +301,8 @@ def context_matches_reference(t):
 # ------------------------------------------------------------------ attention
 
 def attention_matches_reference(t):
-    """attention matches the reference with and without a mask, default and explicit scale, and leaves Q, K and V
-    unchanged."""
+    """attention matches the reference with and without a mask, default and explicit scale, and with one query's
+    scores in the thousands, and leaves Q, K, V and the mask unchanged."""
     d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
@@ -270,8 +312,26 @@ def attention_matches_reference(t):
             what = f"attention for {_name(dtype)} inputs" + (" with a mask and scale=0.3" if scale else "")
             C, A = expect_pair(_returned_unchanged(t, "attention", ("Q", "K", "V"), Q, K, V, allowed=allowed,
                                                    scale=scale), what, PAIR)
-            expect_close(C, C_exp, t.tol(dtype), f"the context C of {what}", terms=_terms(A_exp, V))
-            expect_close(A, A_exp, t.tol(dtype), f"the weights A of {what}")
+            _expect_attention(C, A, (C_exp, A_exp), V, t.tol(dtype), what)
+    if d["nk"] > 1:
+        _attention_large_scores(t)
+
+
+def _attention_large_scores(t):
+    """The first query's scores in the thousands, past exp's 709, with its highest-scoring key masked: an
+    exponential taken before subtracting the row's max overflows, and weights masked after the softmax (then
+    renormalized) are all zero there (slide 20 masks before the softmax)."""
+    d = t.sizes
+    Q, K, V = _qkv(t)
+    Q[..., 0, :] *= BIG
+    allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
+    first = (Q[..., :1, :] @ np.swapaxes(K, -1, -2))[..., 0, :]
+    allowed[..., 0, :] = first < first.max(axis=-1, keepdims=True)
+    what = ("attention with a mask, the first query's scores in the thousands and its highest-scoring key masked "
+            "(subtract each row's largest visible score before exp, and mask before the softmax: slide 20)")
+    C_exp, A_exp = t.ref.attention(Q, K, V, allowed=allowed)
+    C, A = expect_pair(_returned_unchanged(t, "attention", ("Q", "K", "V"), Q, K, V, allowed=allowed), what, PAIR)
+    _expect_attention(C, A, (C_exp, A_exp), V, t.tol(Q.dtype), what)
 
 
 def attention_all_masked_raises(t):
@@ -289,8 +349,7 @@ def attention_all_masked_raises(t):
                                          what="attention with a fully masked query", advice=ALL_MASKED_ADVICE,
                                          valid_what=what, valid_advice=VISIBLE_KEY_ADVICE), what, PAIR)
     C_exp, A_exp = t.ref.attention(Q, K, V, allowed=neighbour)
-    expect_close(C, C_exp, t.tol(Q.dtype), f"the context C of {what}", terms=_terms(A_exp, V))
-    expect_close(A, A_exp, t.tol(Q.dtype), f"the weights A of {what}")
+    _expect_attention(C, A, (C_exp, A_exp), V, t.tol(Q.dtype), what)
 
 
 def attention_agrees_with_sdpa(t):
@@ -305,7 +364,7 @@ def attention_agrees_with_sdpa(t):
                                  "queries")
         C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=0.7), "attention", PAIR)
         A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=0.7)[1]
-        expect_close(C, t.reused(_sdpa, Q, K, V, allowed, 0.7), t.tol(dtype),
+        expect_close(C, t.reused(_sdpa, Q, K, V, allowed, 0.7), precision_of_factors(t.tol(dtype), A),
                      f"attention's C compared with scaled_dot_product_attention ({inputs})", terms=_terms(A_exp, V))
         expect_close(A, A_exp, t.tol(dtype),
                      f"attention's A for the inputs given to scaled_dot_product_attention ({inputs})")
@@ -376,20 +435,20 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     upstream = normal(t.rng, (*d["batch"], d["nq"], d["dv"]), Q.dtype)
     upstream_A = normal(t.rng, (*d["batch"], d["nq"], d["nk"]), Q.dtype)
     reply = t.call("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True,
-                   backward=(upstream, upstream_A))
+                   backward=(upstream, upstream_A), return_inputs=True)
     if reply.raised is not None:
         raise_for("attention_torch", reply, called_with(t.ref, "attention_torch", (Q, K, V), {
             "allowed": allowed, "scale": scale, "as_tensors": True}))
+    _expect_unchanged("attention_torch", [("Q", Q), ("K", K), ("V", V), ("allowed", allowed)], reply.inputs)
     C, A = expect_pair(reply.value, "attention_torch", PAIR)
     C = as_tensor(C, "the context C of attention_torch", (*d["batch"], d["nq"], d["dv"]))
     A = as_tensor(A, "the weights A of attention_torch", (*d["batch"], d["nq"], d["nk"]))
     C_exp, grads = t.reused(_sdpa, Q, K, V, allowed, scale, upstream)
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
-    expect_close(C.array, C_exp, t.tol(Q.dtype), f"the context C of {what}", terms=_terms(A_exp, V))
-    expect_close(A.array, A_exp, t.tol(Q.dtype), f"the weights A of {what}")
+    _expect_attention(C.array, A.array, (C_exp, A_exp), V, t.tol(Q.dtype), what)
     through_A = _weights_gradients(Q, K, A_exp, upstream_A, scale)
     expect_gradients(reply, {name: grad + through_A.get(name, 0.0) for name, grad in zip("QKV", grads)},
-                     t.tol(Q.dtype), f"C and A in {what}",
+                     precision_of_factors(t.tol(Q.dtype), A.array), f"C and A in {what}",
                      terms=_gradient_terms(Q, K, V, A_exp, upstream, scale, upstream_A))
     return C_exp, A_exp
 
@@ -436,7 +495,8 @@ def _sdpa(Q, K, V, allowed, scale, upstream=None):
 
 # dk = 6 is no other size and no axis count, so no wrong default scale equals 1/√dk here: dk = 4 let a scale
 # of 1/2, 2/dk or 1/√(Q.ndim) (4 axes with the batch) pass every default-scale check.
-RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=3)
+# No two sizes alike, so a size taken from the wrong axis shows, and is named for the axis it came from.
+RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=8)
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
 
@@ -452,6 +512,7 @@ CHECKS = [
     Check("softmax.last_axis", softmax_last_axis, sizes=RANDOM),
     Check("softmax.matches_reference", softmax_matches_reference, sizes=RANDOM),
     Check("softmax.input_unchanged", softmax_input_unchanged, sizes=RANDOM),
+    Check("softmax.all_masked_anywhere", softmax_all_masked_anywhere, sizes=RANDOM),
     Check("context.matches_reference", context_matches_reference, sizes=RANDOM),
     Check("attention.matches_reference", attention_matches_reference, sizes=RANDOM),
     Check("attention.all_masked_raises", attention_all_masked_raises, sizes=RANDOM),
