@@ -114,7 +114,11 @@ def test_a_hanging_function_is_stopped_at_its_limit_and_not_called_again(course,
     assert time.monotonic() - started < 3
     assert ran.results[0].status == "timeout"
     assert ran.results[0].message == f"causal_mask did not return within 0.5 s and was stopped; {UNENDING_HINT}"
-    assert all(r.status == "timeout" and r.message.startswith("not run: ") for r in ran.results[1:])
+    # Stopped on small work, it is called once more (it may hang on that input alone), and after a second stop no
+    # more (grading.stopped_functions).
+    assert all(r.status == "timeout" for r in ran.results)
+    assert [r.message.startswith("not run: ") for r in ran.results][:2] == [False, False]
+    assert all(r.message.startswith("not run: ") for r in ran.results[2:])
     assert ran.score == 0
 
 

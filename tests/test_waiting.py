@@ -298,3 +298,44 @@ def _loaded_calls(session: Session) -> None:
     with pytest.raises(CallTimedOut):
         session.call(Call("hangs", (X,)))
     assert time.monotonic() - started < MAX_FACTOR * 0.1 + 1.0
+
+
+# A top level that does 0.3 s of processor work (a one-time table, as the stub allows), then defines a function.
+# Beside two spinning processes on its processor it takes about 0.9 s, over a load limit of 0.5 s.
+SLOW_TOP_LEVEL = """
+import time
+
+until = time.process_time() + 0.3
+while time.process_time() < until:
+    pass
+
+def works(x):
+    return x
+"""
+
+
+def test_a_top_level_that_loads_within_its_limit_on_a_quiet_machine_loads_on_a_loaded_one(suite, tmp_path):
+    """The load is given back its wait for a processor, as a call is: a file whose top level had 100 on a quiet
+    machine got 0 ("still running at the load limit") beside two busy processes. One that computes past its
+    limit is still stopped."""
+    path = tmp_path / "attention.py"
+    path.write_text(SLOW_TOP_LEVEL)
+    spec = read_submission(path).worker_spec("attention")
+    endless = tmp_path / "endless" / "attention.py"
+    endless.parent.mkdir()
+    endless.write_text("while True:\n    pass\n")
+    with Sandbox(probe("auto"), suite.assignment.preload) as sandbox:
+        sandbox.start()
+        os.sched_setaffinity(sandbox.zygote_pid(), {CPU})
+        with _processes(SPIN, SPIN):
+            time.sleep(0.3)  # the spinning processes have their share by now
+            started = time.monotonic()
+            with Session(sandbox, spec, Limits(load_seconds=0.5)) as session:
+                load = session.open()
+                assert not load.failure and not load.stopped and "works" in load.functions, load
+                assert time.monotonic() - started > 0.5  # it did wait past its limit, and was given that back
+                assert session.call(Call("works", (X,))).value.tolist() == X.tolist()
+            spec = read_submission(endless).worker_spec("attention")
+            with Session(sandbox, spec, Limits(load_seconds=0.5)) as session:
+                load = session.open()
+                assert load.hung and load.stopped, load

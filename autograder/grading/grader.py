@@ -38,6 +38,7 @@ from autograder.grading.reference_cache import CachedReference
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
+from autograder.grading.stopped_functions import StoppedFunctions
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
 from autograder.sandbox.replies import CallFailed, Stopped
@@ -197,15 +198,11 @@ class Grader:
 
         Nothing here looks at an answer. The planned calls go as one stream,
         planned as they are sent; a call that gives no reply ends the stream
-        and the checks after its own go in a new one. A function that timed
-        out is not called again on work as large: otherwise one hanging
-        function would spend the submission's budget on its remaining checks
-        and take honest functions' points with it. Checks the reference
-        finishes in well under the time still run, so a function that is
-        merely slow on the largest input keeps its other points.
+        and the checks after its own go in a new one. A function stopped at its
+        limit is not called again where that would happen again (grading.stopped_functions).
         """
         planner = ReferenceAnswers(self._reference.namespace()) if self._reference is not None else None
-        hung: dict[str, tuple[float, str]] = {}  # function -> (the reference's time where it timed out, message)
+        hung = StoppedFunctions()
         sent: dict = {}
         todo = [entry for entry in entries if not _missing(entry, load)]
         if planner is None:  # no reference to plan with (a student's own public checks): sent as they run
@@ -223,7 +220,7 @@ class Grader:
             todo = todo[todo.index(checks[-1][0]) + 1:] if stopped else []
         return sent
 
-    def _planned_calls(self, todo: list, order: list, planner, seed: int, hung: dict, sent: dict):
+    def _planned_calls(self, todo: list, order: list, planner, seed: int, hung: StoppedFunctions, sent: dict):
         """The calls of the checks in `todo`, planned as they are asked for; each check goes into `order` as its
         calls start, and a check not run into `sent`."""
         for entry in todo:
@@ -233,23 +230,19 @@ class Grader:
             order.append((entry, planned))
             yield from planned.to_send()
 
-    def _not_run(self, entry: SuiteCheck, hung: dict, sent: dict) -> bool:
-        """Whether a function of the check timed out (hung: function -> (work, check)) on work as large (timings
-        wobble, so only work well under half of it counts as smaller); if so, the check's message goes into `sent`."""
-        size = self.time_limits[entry.name].reference  # how much work the check is, in the reference's seconds
-        stuck = next((f for f in entry.check.functions if f in hung and (size is None or size >= hung[f][0] / 2)),
-                     None)
-        if stuck:
-            sent[entry.name] = (f"not run: {stuck} was stopped at its time limit in {hung[stuck][1]}, on work at least "
-                                f"as large, so it was not called again; {hung[stuck][1]} says where it was")
-        return stuck is not None
+    def _not_run(self, entry: SuiteCheck, hung: StoppedFunctions, sent: dict) -> bool:
+        """Whether a function of the check was stopped where calling it again would stop it again; if so, the
+        check's message goes into `sent`."""
+        why = hung.not_run(entry.check.functions, self.time_limits[entry.name].reference)  # work: reference seconds
+        if why:
+            sent[entry.name] = why
+        return bool(why)
 
-    def _record(self, entry: SuiteCheck, planned: Plan, replies: Sent, sent: dict, hung: dict) -> None:
+    def _record(self, entry: SuiteCheck, planned: Plan, replies: Sent, sent: dict, hung: StoppedFunctions) -> None:
         sent[entry.name] = (planned, replies)
-        timeout = timed_out(replies)
-        if timeout is not None:
-            function = planned.calls[len(replies.replies) - 1].function
-            hung[function] = (self.time_limits[entry.name].reference or 0.0, entry.name)
+        if timed_out(replies) is not None:
+            hung.record(planned.calls[len(replies.replies) - 1].function, self.time_limits[entry.name].reference,
+                        entry.name)
 
     def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> Plan:
         """The check's calls with the reference answering them, planned once per input set (plan.KeptPlans)."""

@@ -45,7 +45,7 @@ from autograder.sandbox.replies import (
     past_limit,
 )
 from autograder.sandbox.stream import Answer, CallStream
-from autograder.sandbox.waiting import ProcFiles
+from autograder.sandbox.waiting import Extensions, ProcFiles, WaitCredit
 from autograder.sandbox.zygote import Sandbox
 from autograder.text import safe
 
@@ -298,7 +298,12 @@ class Session:
 
         Raises NoReply at the deadline, and when the child dies or sends something malformed.
         """
-        deadline = time.monotonic() + max(seconds, 0.0)
+        started = time.monotonic()
+        deadline = started + max(seconds, 0.0)
+        # The time the load waited for a processor is given back, as a call's is (sandbox.waiting): a top level
+        # that finishes within the limit on a quiet machine must not be stopped on a busy one.
+        extensions = Extensions(WaitCredit(self.child_proc(), seconds, files=self.proc_files,
+                                           company=self.has_company), self.deadline - started)
         self.channel.output_mark = self.output.total  # the flood limit is per load, too
         self.channel.send(self._load_frame())
         while True:
@@ -311,7 +316,10 @@ class Session:
                     self.channel.drain_output()
                     return header
             if deadline - time.monotonic() <= 0:
-                raise NoReply(Stopped.TIMEOUT)
+                later = extensions.extended(deadline, started)
+                if later is None:
+                    raise NoReply(Stopped.TIMEOUT)
+                deadline = later
 
     def _load_frame(self) -> list:
         """The submission itself, sent to the child over its own socket (never through the zygote)."""
