@@ -166,3 +166,28 @@ def test_a_plot_at_the_top_level_prints_no_fontconfig_error(grade_once, tmp_path
     result = grade_once(path)
     assert result.score == 100 and "plotted" in result.printed
     assert "Fontconfig" not in result.printed, result.printed
+
+
+def test_syntax_a_newer_python_accepts_is_told_which_python_grades_it(grade_once, tmp_path):
+    # Python 3.12's f-strings may reuse their quotes: the student's own `python file.py` runs this line, and the
+    # message sent them there to see an error it does not show.
+    demo = 'if __name__ == "__main__":\n    names = ["C", "A"]\n    print(f"returns {", ".join(names)}")\n'
+    path = tmp_path / "newer.py"
+    path.write_text(f"{IMPORTS}\n{FUNCTIONS}\n\n{demo}")
+    problem = grade_once(path).problem
+    assert "SyntaxError" in problem and "The grader runs Python 3." in problem, problem
+    assert "if your own Python runs this line without an error, it is a newer one" in problem
+    notebook = tmp_path / "newer.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"{IMPORTS}\n{FUNCTIONS}\n{demo}")]),
+                   notebook)
+    assert "The grader runs Python 3." in grade_once(notebook).problem
+
+
+def test_a_notebook_cell_with_a_top_level_await_runs_as_in_jupyter(grade_once, tmp_path):
+    # IPython runs a cell's top-level `await` (autoawait); compiled as plain Python it was a SyntaxError, and the
+    # cell that also held the definitions left the notebook with 0 points.
+    path = tmp_path / "awaits.ipynb"
+    cell = f"import asyncio\n{IMPORTS}\nawait asyncio.sleep(0)\n{FUNCTIONS}"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)]), path)
+    result = grade_once(path)
+    assert result.score == result.max_score and not result.problem, (result.problem, result.notes)

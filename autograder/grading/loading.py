@@ -25,6 +25,7 @@ from autograder.authoring.checks import environment_hint
 from autograder.authoring.misconceptions import Misconception
 from autograder.authoring.protocol import Raised
 from autograder.grading.ipython_cells import MAX_PARSED
+from autograder.grading.load_advice import newer_python_hint, py_advice
 from autograder.grading.results import NOT_LOADED, CheckResult
 from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
 from autograder.grading.submission import Submission
@@ -54,46 +55,13 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
                 "quickly: put demo and training loops in a function you call when you want them (or delete them), "
                 "call no exit(), check that Kernel → Restart & Run All finishes quickly, and hand it in again")
     if submission.kind == "py":
-        if unparsed:
-            ran = "nothing in it ran"
-        elif load.hung or load.stopped:  # a demo that hung, printed without end or ended the worker
-            ran = "a file is imported whole before any of its functions can be called"
-        else:
-            ran = "Python stops a file at its first error"
-        # The student's own `python file.py` shows no error for a module their machine has and the grader lacks,
-        # nor for a download or another operation only the sandbox refuses.
-        if load.hung or load.stopped:
-            todo = ("Top-level code should only import and define: put demo and test code under "
-                    '`if __name__ == "__main__":`, where it runs when you run the file but not when it is imported '
-                    "or graded (or remove it), and hand the file in again")
-        elif raised is not None and raised.type == "EOFError" and environment_hint(raised):  # input()
-            todo = ('Put the code that asks for input (and any other demo code) under `if __name__ == "__main__":`, '
-                    "where it runs when you run the file but not when it is imported or graded, and hand the file "
-                    "in again")
-        elif raised is not None and ran_a_magic(raised):
-            todo = ("get_ipython() exists only in Jupyter: a .py exported from a notebook turns its magics "
-                    "(%matplotlib, !pip, ...) into get_ipython() calls. Remove those lines from the file, or hand "
-                    "in the notebook itself")
-        elif raised is not None and raised.type == "ModuleNotFoundError":
-            todo = ("Remove that import, or move it into the function that needs it so that the others can be "
-                    "graded, and hand the file in again")
-        elif raised is not None and environment_hint(raised):
-            todo = ("Your own `python` may not show this error: remove that line from the file's top level "
-                    "(top-level code should only import and define) and hand the file in again")
-        else:
-            todo = (f"Run `python {name}` to see the error, fix it and hand the file in again (top-level code "
-                    "should only import and define)")
+        ran, todo = py_advice(name, load, raised, unparsed)
         return f"{NOT_LOADED}: {name}, {first}; {ran}, so no function could be graded. {todo}"
     if graded & load.functions:
         return ""
     return (f"{NOT_LOADED}: {name}, {first}, and no cell defined any of the graded functions "
             f"({', '.join(sorted(graded))}). Fix that cell, run the notebook from the top (Kernel → Restart & "
-            "Run All) and hand it in again")
-
-
-def ran_a_magic(raised: Raised) -> bool:
-    """Whether the code called get_ipython(), as a .py exported from a notebook does for each magic."""
-    return raised.type == "NameError" and "'get_ipython'" in raised.message
+            f"Run All) and hand it in again{newer_python_hint(raised)}")
 
 
 def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: set[str]) -> list[str]:
@@ -182,7 +150,7 @@ def _first_failure(load: LoadReport) -> tuple[str, bool, Raised | None]:
 
 def _what_it_did(unit: str, raised) -> str:
     if raised.type == "SystemExit":
-        return "called sys.exit()"
+        return "called sys.exit() (or exit(), or raised SystemExit)"
     # A statement's own line is its label; a line deeper in (a function it called, a cell's line) is shown.
     return f"raised {raised.describe(line=f'line {raised.line}' != unit, unit=unit)}"
 
@@ -260,7 +228,8 @@ def _why_not_run(where: str, line: int, load: LoadReport) -> str:
         if unit != where:
             continue
         if raised.type == "SyntaxError":
-            return f"that cell has a syntax error ({raised.describe()}), so nothing in it ran. Fix it, then {RESTART}"
+            return (f"that cell has a syntax error ({raised.describe()}), so nothing in it ran. Fix it, then "
+                    f"{RESTART}{newer_python_hint(raised)}")
         if raised.line is None or raised.cell not in ("", unit) or raised.line < line:  # or in another cell's code
             return (f"that cell {_what_it_did(unit, raised)} before reaching it{environment_hint(raised)}. Fix that "
                     f"line or give the function a cell of its own, then {RESTART}")

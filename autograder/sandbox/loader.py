@@ -9,6 +9,7 @@ import __future__
 
 import ast
 import functools
+import inspect
 import linecache
 import operator
 import os
@@ -35,8 +36,8 @@ def units(spec: dict, sources: list[str]):
     units = []
     for label, source in zip(spec["labels"], sources):
         remember_source(f"{filename} ({label})", source)
-        try:
-            units.append((label, compiler.compile(source, f"{filename} ({label})")))
+        try:  # IPython runs a cell's top-level `await` (autoawait), so it compiles here
+            units.append((label, compiler.compile(source, f"{filename} ({label})", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)))
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
             units.append((label, error))
     return units
@@ -53,8 +54,8 @@ class _Compiler:
     def __init__(self):
         self.flags = 0
 
-    def compile(self, source, filename: str) -> types.CodeType:
-        code = compile(source, filename, "exec", flags=self.flags, dont_inherit=True)
+    def compile(self, source, filename: str, flags: int = 0) -> types.CodeType:
+        code = compile(source, filename, "exec", flags=self.flags | flags, dont_inherit=True)
         self.flags |= code.co_flags & self.FUTURE
         return code
 
@@ -98,7 +99,7 @@ def load(spec: dict, sources: list[str], sock) -> dict:
         if os.getpid() == me:  # a process the file forked runs the rest of the file silently, as in Python
             wire.send(sock, {"event": "unit", "index": index, "label": label})
         try:
-            exec(code, module.__dict__)
+            run_unit(code, module.__dict__)
         except BaseException as error:  # noqa: BLE001 - SystemExit at import is the student's problem
             problems.append({"unit": label, "raised": describe(error, spec["filename"])})
             if spec["kind"] == "py":
@@ -114,6 +115,17 @@ def load(spec: dict, sources: list[str], sock) -> dict:
                                          name))[:500]
     wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50]})
     return module.__dict__
+
+
+def run_unit(code: types.CodeType, namespace: dict) -> None:
+    """Run one unit of top-level code; a cell with a top-level `await` runs to its end in an event loop of its own,
+    as IPython runs it."""
+    if code.co_flags & inspect.CO_COROUTINE:
+        import asyncio  # only for such a cell: most notebooks never need it
+
+        asyncio.run(eval(code, namespace))
+    else:
+        exec(code, namespace)
 
 
 def notebook_names(namespace: dict) -> dict:

@@ -1,0 +1,63 @@
+"""What a student whose .py file did not load is told happened, and what to do about it.
+
+The student's own `python file.py` shows no error for a module their machine has and the grader lacks, for
+a download or another operation only the sandbox refuses, nor for syntax their newer Python accepts: the
+advice says so where it applies, instead of sending them to a command that shows nothing.
+"""
+from __future__ import annotations
+
+import sys
+
+from autograder.authoring.checks import environment_hint
+from autograder.authoring.protocol import Raised
+from autograder.sandbox.session import LoadReport
+
+GRADER_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"  # the workers run the grader's own Python
+
+
+def py_advice(name: str, load: LoadReport, raised: Raised | None, unparsed: bool) -> tuple[str, str]:
+    """(what ran of the file, what to do) for the .py file `name` that did not load; unparsed: it did not parse."""
+    if unparsed:
+        ran = "nothing in it ran"
+    elif load.hung or load.stopped:  # a demo that hung, printed without end or ended the worker
+        ran = "a file is imported whole before any of its functions can be called"
+    else:
+        ran = "Python stops a file at its first error"
+    if load.hung or load.stopped:
+        todo = ("Top-level code should only import, define and do quick one-time setup: put demo and test code "
+                'under `if __name__ == "__main__":`, where it runs when you run the file but not when it is '
+                "imported or graded (or remove it), build a large table the first time a function needs it "
+                "instead of at the top, and hand the file in again")
+    elif raised is not None and raised.type == "EOFError" and environment_hint(raised):  # input()
+        todo = ('Put the code that asks for input (and any other demo code) under `if __name__ == "__main__":`, '
+                "where it runs when you run the file but not when it is imported or graded, and hand the file "
+                "in again")
+    elif raised is not None and ran_a_magic(raised):
+        todo = ("get_ipython() exists only in Jupyter: a .py exported from a notebook turns its magics "
+                "(%matplotlib, !pip, ...) into get_ipython() calls. Remove those lines from the file, or hand "
+                "in the notebook itself")
+    elif raised is not None and raised.type == "ModuleNotFoundError":
+        todo = ("Remove that import, or move it into the function that needs it so that the others can be "
+                "graded, and hand the file in again")
+    elif raised is not None and environment_hint(raised):
+        todo = ("Your own `python` may not show this error: remove that line from the file's top level "
+                "(top-level code should only import and define) and hand the file in again")
+    else:
+        todo = (f"Run `python {name}` to see the error, fix it and hand the file in again (top-level code "
+                "should only import and define)")
+    return ran, todo + newer_python_hint(raised)
+
+
+def newer_python_hint(raised: Raised | None) -> str:
+    """For a syntax error, which Python grades the file: a newer one accepts syntax it does not, and shows no error."""
+    if raised is None or raised.type != "SyntaxError":
+        return ""
+    return (f". The grader runs Python {GRADER_PYTHON}: if your own Python runs this line without an error, it is "
+            f"a newer one, which accepts syntax {GRADER_PYTHON} does not (Python 3.12's f-strings may reuse their "
+            "quotes or hold a backslash: f\"{', '.join(names)}\"). Write that line the way Python "
+            f"{GRADER_PYTHON} reads it: joined = ', '.join(names), then f\"{{joined}}\"")
+
+
+def ran_a_magic(raised: Raised) -> bool:
+    """Whether the code called get_ipython(), as a .py exported from a notebook does for each magic."""
+    return raised.type == "NameError" and "'get_ipython'" in raised.message
