@@ -218,6 +218,23 @@ def test_discover_takes_nbgrader_timestamps_else_the_file_time(tmp_path):
     assert found["c"].submitted_at_source == FILE_TIME
 
 
+def test_one_students_part_of_a_submitted_tree_is_that_student_at_their_timestamp(tmp_path):
+    """A TA grading one student's hand-in names their folder, its assignment folder or the notebook in it: each is
+    the student, at their timestamp.txt, as grading the class finds them. It had been stored as a student named
+    after the assignment's folder or the file (`w07_attention`, `attention`), at the file's time: late, and one
+    "student" for every hand-in graded so."""
+    folder = tmp_path / "submitted" / "s0121" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / "attention.ipynb").write_text("{}")
+    (folder / "scratch.py").write_text("x = 1\n")
+    (folder / "timestamp.txt").write_text("2026-11-21 01:00:00.000000 UTC\n")
+    for path in (folder.parent, folder, folder / "attention.ipynb", folder / "scratch.py"):
+        [found] = find_submissions([path], ASSIGNMENT, "attention", tmp_path)
+        assert (found.student, found.submitted_at_source) == ("s0121", NBGRADER_TIMESTAMP), path
+        assert found.submitted_at == "2026-11-21T01:00:00+00:00"
+        assert found.path.name == (path.name if path.is_file() else "attention.ipynb")
+
+
 def test_a_zipped_file_keeps_the_time_the_zip_records(tmp_path):
     archive = tmp_path / "class.zip"
     with zipfile.ZipFile(archive, "w") as bundle:

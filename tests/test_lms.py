@@ -136,3 +136,25 @@ def test_a_roster_id_matches_the_stored_id_in_another_unicode_form(tmp_path):
     assert [(row["Username"], row["Attention: selective retrieval"]) for row in rows] == [("jdiaz", "7.5")]
     named = [line for line in stderr.splitlines() if "earlier suite" not in line]  # the result is a made-up one
     assert "not on the roster" not in stderr and not any(decomposed in line for line in named), stderr
+
+
+def test_a_roster_that_names_a_student_twice_is_refused_naming_both_entries(tmp_path):
+    # The later entry's name and email had gone to the LMS at the earlier entry's place, without a word.
+    from autograder.outputs import ExportError
+    from autograder.outputs.roster import read_roster
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,name,email\ns0101,Ann One,a@uni.edu\ns0102,Ben Two,b@uni.edu\nS0101,Ann Dup,x@uni.edu\n")
+    with pytest.raises(ExportError, match="entries 1 and 3 both give the student id 'S0101'.*keep one entry"):
+        read_roster(roster, ("name", "email"))
+
+
+def test_history_of_an_id_a_download_named_otherwise_says_which_id_was_meant(tmp_path):
+    # A Canvas download names the student `smithjohn_4101`: `history ... smithjohn` only said there was no result.
+    with Store(tmp_path / "grades.db") as store:
+        for student in ("smithjohn_4101", "doejane_4102"):
+            store.save(_result(student, 5.0))
+    asked_meant = (("smithjohn", "smithjohn_4101"), ("4102", "doejane_4102"), ("smithjohm_4101", "smithjohn_4101"))
+    for asked, meant in asked_meant:
+        done = run_cli("history", ASSIGNMENT, asked, "--db", tmp_path / "grades.db", "--course", ROOT / "course.yaml")
+        assert done.returncode == 2 and f"did you mean {meant}?" in done.stderr, done.stderr

@@ -65,6 +65,12 @@ def test_a_moodle_download_grades_the_student_its_folder_form_would(tmp_path):
     assert sorted(_found(flat, tmp_path)) == ["John Smith_123457_assignsubmission_file_",
                                               "Mary-Kate O'Brien_123456_assignsubmission_file_"]
     assert sorted(_found(folders, tmp_path)) == ["Mary-Kate O'Brien_123456_assignsubmission_file_"]
+    # A Moodle folder holding no .py or .ipynb is still a hand-in: its student is listed with why nothing was graded,
+    # as in nbgrader's layout, not left blank in the export.
+    (folders / "Eve Ng_123458_assignsubmission_file_").mkdir()
+    (folders / "Eve Ng_123458_assignsubmission_file_" / "attention.pdf").write_bytes(b"%PDF-1.4")
+    eve = _found(folders, tmp_path)["Eve Ng_123458_assignsubmission_file_"]
+    assert eve.problem.startswith("nothing to grade: this hand-in holds only attention.pdf"), eve.problem
 
 
 def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_out_its_receipts(tmp_path):
@@ -379,3 +385,20 @@ def test_a_file_name_that_holds_another_lms_part_poses_as_no_other_student_or_ti
                                {"HW7_mallory_attempt_2026-11-25-10-00-00.txt": lambda: "Name: Mal Lory (mallory)"})
     assert blackboard[name].student == "mallory" and blackboard[name].attempt == "2026-11-25-10-00-00"
     assert blackboard[name].name == "a_attempt_2026-11-19-10-00-00_attention.py"
+
+
+def test_a_canvas_re_upload_is_graded_rather_than_the_file_it_replaced(tmp_path):
+    """The README's own example: `attention.ipynb`, then `attention-1.ipynb` uploaded again under the same name
+    with a larger file id. The earlier one, with more functions defined, had been graded."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    _notebook(folder / "smithjohn_4101_90001_attention.ipynb", PLAIN.read_text() + "\n\ndef helper():\n    pass\n")
+    _notebook(folder / "smithjohn_LATE_4101_90002_attention-1.ipynb", PLAIN.read_text())
+    _notebook(folder / "doejane_4102_90003_attention.ipynb", PLAIN.read_text())
+    shutil.copy(PLAIN, folder / "doejane_4102_90004_attention.py")
+    found = _found(folder, tmp_path)
+    assert found["smithjohn_4101"].path.name == "smithjohn_LATE_4101_90002_attention-1.ipynb"
+    assert "smithjohn_4101_90001_attention.ipynb was uploaded again later" in found["smithjohn_4101"].note
+    # Two names are two files, not an upload again: the choice between them says which rule decided it.
+    assert found["doejane_4102"].path.suffix == ".ipynb"
+    assert found["doejane_4102"].note.endswith("(a notebook over a .py of as many functions)"), found["doejane_4102"]

@@ -241,3 +241,21 @@ def _assert_grades(url: str, student: str, cell: str, manual: float | None, flag
     with Gradebook(url) as book:
         grade = book.find_grade(cell, "attention", ASSIGNMENT, student)
         assert (grade.manual_score, grade.needs_manual_grade) == (manual, flagged), (student, cell)
+
+
+def test_a_counted_hand_in_that_nbgrader_no_longer_holds_is_named_with_what_to_do(tmp_path, suite):
+    """Under `last_on_time` a late resubmission leaves the on-time hand-in counting, while submitted/ holds the
+    late one. The export said to grade again, which changed nothing: it now says why, and what to do instead."""
+    root = make_course(tmp_path / "course")
+    released = release(root)
+    _hand_in(root, released, suite, "again", REFERENCE.read_text(), -5.0)
+    _course_yaml(root)
+    data = yaml.safe_load((root / "course.yaml").read_text())
+    data["assignments"][ASSIGNMENT]["submissions"] = {"policy": "last_on_time"}
+    (root / "course.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    assert _grade(root).returncode == 0
+    _hand_in(root, released, suite, "again", REFERENCE.read_text(), 30.0)  # resubmitted, late
+    assert _grade(root).returncode == 0
+    done = _export(root)
+    assert "again: " in done.stderr and "course.yaml's `submissions` policy counts an earlier hand-in" in done.stderr
+    assert "write this student's grade with `autograder export csv` or to the LMS" in done.stderr, done.stderr

@@ -129,6 +129,8 @@ def test_a_planted_suite_change_is_previewed_exactly_then_committed_and_both_res
     assert (moved[0]["before"], moved[0]["after"]) == (1, 2)
     assert moved[0]["flipped"] == [{"check": "double.matches_reference", "before": "failed", "after": "passed"}]
     assert _rows(tmp_path / "grades.db") == stored  # a preview stores nothing
+    # A TA who moved the due time is told that this shows in the exports, not here.
+    assert "which every report and export applies to the stored results without a regrade" in preview.stderr
     table = _cli("regrade", "tiny", "--preview", course=course).stdout
     assert "b_abs" in table and "double.matches_reference failed→passed" in table and "a_good" not in table
 
@@ -254,6 +256,23 @@ def test_a_hand_in_with_nothing_to_grade_is_regraded_as_nothing(tmp_path):
     assert "2 submissions already graded with this suite and unchanged" in again.stderr, again.stderr
     rows = {r["student"]: r for r in csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines())}
     assert rows["pdfonly"]["total"] == "0" and "nothing to grade" in rows["pdfonly"]["problem"], rows["pdfonly"]
+
+
+def test_the_same_download_fetched_again_is_no_later_hand_in(tmp_path):
+    """A class folder copied or downloaded again gives its files new times, the only times a flat folder has: the
+    same bytes were graded again as a second, later hand-in, late for the whole class, and an attempt used up."""
+    course = _course(tmp_path, '    due: "2026-11-20T23:59:00+00:00"\n    late: {penalty_per_day: 0.5}\n')
+    _cli("grade", "tiny", _class(tmp_path / "class", {"ann": "2 * x"}, 1795200000), course=course)  # on time
+    again = _cli("grade", "tiny", _class(tmp_path / "class", {"ann": "2 * x"}, 1795400000), course=course)  # late
+    assert "already graded" in again.stderr, again.stderr
+    history = [json.loads(line) for line in _cli("history", "tiny", "ann", "--json", course=course).stdout.splitlines()]
+    assert len(history) == 1 and history[0]["hand_in"] == 1, history
+    # Graded again all the same (--force), it joins the earliest hand-in of those bytes.
+    _cli("grade", "tiny", tmp_path / "class", "--force", course=course)
+    history = [json.loads(line) for line in _cli("history", "tiny", "ann", "--json", course=course).stdout.splitlines()]
+    assert {h["hand_in"] for h in history} == {1} and len(history) == 2, history
+    exported = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
+    assert exported["total"] == "2" and exported["penalty"] == "0", exported
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -18,7 +18,7 @@ from autograder.grading.class_imports import class_imports
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
-from autograder.grading.ids import as_stored
+from autograder.grading.ids import as_stored, near_ids
 from autograder.grading.regrade import Collector, commit, hand_ins, held_back, moves, regraded
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import protect
@@ -242,6 +242,11 @@ def _regrade(args) -> int:
     if args.preview:
         print(f"preview: {len(moved)} of {len(before)} students would move; nothing was stored. `autograder regrade "
               f"{settings.name}` commits it (earlier results are kept)", file=sys.stderr)
+        # A TA who moved the due time asks this first: that change shows in every export at once, and not here.
+        print("preview: the totals before and after both apply course.yaml's due time, late rule, extensions and "
+              "policy as they are now, which every report and export applies to the stored results without a "
+              "regrade; to see what a change to those does, compare `autograder export csv` before and after it",
+              file=sys.stderr)
     else:
         print(f"regraded: {added} results added, {len(moved)} of {len(before)} students moved; earlier results are "
               f"kept (`autograder history {settings.name} STUDENT`)", file=sys.stderr)
@@ -257,9 +262,15 @@ def _chosen(by_student: dict, students: list[str] | None, db: Path, assignment: 
         return by_student
     unknown = [s for s in students if s not in by_student]
     if unknown:
-        raise CourseError(f"no stored hand-in of {', '.join(unknown)}; check the ids (`autograder export csv` lists "
-                          "the students graded)")
+        raise CourseError(f"no stored hand-in of {', '.join(unknown)}; {_meant(unknown, set(by_student))}check the "
+                          "ids (`autograder export csv` lists the students graded)")
     return {s: by_student[s] for s in students}
+
+
+def _meant(unknown: list[str], stored: set[str]) -> str:
+    """"did you mean …? " for the stored ids near those asked for, "" where there are none."""
+    near = sorted({s for student in unknown for s in near_ids(student, stored)})
+    return f"did you mean {', '.join(near)}? " if near else ""
 
 
 def _class_files(paths: list[Path], settings, workdir: Path) -> dict[str, list[Path]]:
@@ -282,11 +293,13 @@ def _history(args) -> int:
         student = args.student
         mine = attempts(store.history(settings.name, [student])).get(student)  # their rows only
         if not mine:  # ids compare as everywhere else, case and width folded: `ST02` finds st02's rows
-            student = as_stored([student], store.students(settings.name)).get(student, student)
+            known = store.students(settings.name)
+            student = as_stored([student], known).get(student, student)
             mine = attempts(store.history(settings.name, [student])).get(student)
     if not mine:
-        raise CourseError(f"{db} has no result of student {args.student!r} for {settings.name}; check the id "
-                          "(`autograder export csv` lists the students graded)")
+        raise CourseError(f"{db} has no result of student {args.student!r} for {settings.name}; "
+                          f"{_meant([args.student], known)}check the id (`autograder export csv` lists the students "
+                          "graded)")
     lines = history_lines(mine, settings.submissions, settings.late) if args.json else \
         [format_history(student, mine, settings.submissions, settings.late)]
     print("\n".join(safe(line) for line in lines))

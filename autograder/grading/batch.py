@@ -25,6 +25,7 @@ from autograder.grading.course import Course
 from autograder.grading.discover import Found
 from autograder.grading.grader import Grader
 from autograder.grading.grader_faults import internal_error_result, sandbox_fields
+from autograder.grading.late import FILE_TIME
 from autograder.grading.results import SubmissionResult
 from autograder.grading.station import Protections, Sandbox, Setup
 from autograder.grading.store import Store, StoreError
@@ -51,9 +52,17 @@ def plan_version(found: list[Found], store: Store, assignment: str, version: str
     stored = store.grading_keys(assignment)
     for item in found:
         digest = file_sha256(item.path, item.root)  # by the hand-in rule (grading.handin), as grading reads it
-        current = stored.get(item.student) == (digest, version, item.submitted_at)
+        old = stored.get(item.student)
+        current = old is not None and old[1] == version and same_handin(old, digest, item)
         (skipped if current and not force else todo).append(item)
     return BatchPlan(todo, skipped)
+
+
+def same_handin(stored: tuple[str, str, str], digest: str, item: Found) -> bool:
+    """Whether `item`, whose file's sha256 is `digest`, is the hand-in whose (sha256, suite version, time) is
+    stored: the same bytes at the same time, or at a time read off the file itself (FILE_TIME), which says when
+    the class folder was copied or downloaded again, not when the student handed it in (grading.history)."""
+    return stored[0] == digest and (stored[2] == item.submitted_at or item.submitted_at_source == FILE_TIME)
 
 
 def grade_batch(course: Course, suite: Suite, protections: Protections, todo: list[Found], store: Store,

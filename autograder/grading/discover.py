@@ -32,7 +32,7 @@ from pathlib import Path
 from autograder.grading.class_zip import ZipRefused, extract
 from autograder.grading.gradescope_export import ExportError, is_export, pick_submission_file, read_export
 from autograder.grading.handin import read_bytes
-from autograder.grading.handin_choice import choose, latest_attempt
+from autograder.grading.handin_choice import choose, latest_attempt, latest_uploads
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import (
     FILE_TIME,
@@ -42,7 +42,7 @@ from autograder.grading.late import (
     file_time,
     submission_time,
 )
-from autograder.grading.lms_downloads import is_receipt, read_download
+from autograder.grading.lms_downloads import is_receipt, moodle_participant, read_download
 from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
 
@@ -157,6 +157,9 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
     if not os.path.lexists(path):
         raise LayoutError(f"{safe(path)} does not exist; pass student files, a folder of them, an nbgrader "
                           "course folder or a zip")
+    inside = _in_nbgrader_tree(path, assignment)
+    if inside is not None:  # one student's part of a submitted/ tree: their id and timestamp.txt, as for the class
+        return _nbgrader_one(path, *inside, assignment, module)
     if path.is_file() and path.suffix == ".zip":
         try:
             folder = extract(path, workdir, refused)
@@ -208,9 +211,32 @@ def _zipped_class(root: Path, module: str) -> Path:
     return folder if students or handins else root
 
 
-def _nbgrader(submitted: Path, assignment: str, module: str) -> list[Found]:
+def _in_nbgrader_tree(path: Path, assignment: str) -> tuple[Path, str] | None:
+    """(the submitted/ folder, the student) where `path` is a student's folder of nbgrader's submitted/ tree, their
+    assignment folder in it, or a file there; None elsewhere. Graded as a flat folder or a file, the student would
+    be named after the assignment's folder or the file (`hw3`, `hw`), at the file's time."""
+    path = Path(os.path.abspath(path))
+    if path.is_dir() and path.parent.name == "submitted" and (path / assignment).is_dir():
+        return path.parent, path.name
+    folder = path if path.is_dir() else path.parent
+    if folder.name == assignment and folder.parent.parent.name == "submitted":
+        return folder.parent.parent, folder.parent.name
+    return None
+
+
+def _nbgrader_one(path: Path, submitted: Path, student: str, assignment: str, module: str) -> list[Found]:
+    """The one student's hand-in that `path` in their submitted/ folder names, as grading the class finds it; a
+    file named among several is the one graded."""
+    found = _nbgrader(submitted, assignment, module, only=student)
+    if found and path.is_file() and os.path.abspath(found[0].path) != os.path.abspath(path):
+        found = [dataclasses.replace(found[0], path=path, note=f"graded {safe(path.name, 100)}, the file named")]
+    return found
+
+
+def _nbgrader(submitted: Path, assignment: str, module: str, only: str | None = None) -> list[Found]:
+    """Every student's hand-in in nbgrader's submitted/ tree (only: that student's alone)."""
     found = []
-    for student_dir in sorted(p for p in _folders(submitted) if _shown_entry(p)):  # not .git, as in a flat folder
+    for student_dir in sorted(p for p in _folders(submitted) if _shown_entry(p) and only in (None, p.name)):
         folder = student_dir / assignment
         if os.path.islink(student_dir) or os.path.islink(folder):
             found.append(_linked(folder, f"{module}.ipynb", student_dir.name, submitted))
@@ -289,6 +315,8 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         students.setdefault(download[path.name].student if path.name in download else path.stem, []).append(path)
     for student, paths in _two_formats_joined(students).items():
         paths, attempt = latest_attempt(paths, download)
+        paths, upload = latest_uploads(paths, download)
+        attempt = "; ".join(n for n in (attempt, upload) if n)
         path, note = choose(paths, module, folder, {p: download[p.name].name for p in paths if p.name in download})
         at = attempt_time(download[path.name].attempt) if path.name in download else ""
         found.append(Found(student, path, "; ".join(n for n in (attempt, note) if n), submitted_at=at,
@@ -299,6 +327,8 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
             else _pick(directory, module, directory.name)
         if picked:
             found.append(picked)
+        elif moodle_participant(directory.name):  # Moodle made this folder for a hand-in: the student is listed
+            found.append(dataclasses.replace(_nothing_to_grade(directory, module, directory.name), lms="Moodle"))
         else:
             empty.append(directory)
     return found

@@ -53,13 +53,45 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
     """
     if len(paths) == 1:
         return paths[0], ""
-    ranked = sorted(paths, key=lambda p: (not _regular(p), Path((names or {}).get(p, p.name)).stem != module,
-                                          -_functions_defined(p),
-                                          p.suffix != ".ipynb", -_mtime(p), len(p.parts)))
+
+    def rank(p: Path) -> tuple:
+        return (not _regular(p), Path((names or {}).get(p, p.name)).stem != module, -_functions_defined(p),
+                p.suffix != ".ipynb", -_mtime(p), len(p.parts))
+
+    ranked = sorted(paths, key=rank)
     others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")
                        for p in ranked[1:])
-    return ranked[0], (f"several files were handed in; graded {safe(ranked[0].relative_to(folder))}, not {others} "
-                       "(a file named after the assignment first, then the one defining the most functions)")
+    first, second = rank(ranked[0]), rank(ranked[1])
+    why = next((reason for reason, a, b in zip(_REASONS, first, second) if a != b), _REASONS[-1])
+    graded = safe(ranked[0].relative_to(folder))
+    return ranked[0], f"several files were handed in; graded {graded}, not {others} ({why})"
+
+
+# Why `choose` graded the file it did: the first of its rules that told the two best files apart.
+_REASONS = ("a regular file over one that is not", "the file named after the assignment",
+            "the file that defines the most functions", "a notebook over a .py of as many functions",
+            "the newest of files alike by those rules", "the one nearest the top of the folder")
+
+
+def latest_uploads(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str]:
+    """Of a student's files in a Canvas download, each name's latest upload (Canvas names a file uploaded again
+    under a name the student used `name-1.ipynb`, with a larger file id), and a note when one was left out."""
+    latest: dict[str, Path] = {}
+    for path in paths:
+        entry = download.get(path.name)
+        key = entry.name if entry is not None and entry.upload else path.name
+        kept = latest.get(key)
+        if kept is None or _upload(path, download) > _upload(kept, download):
+            latest[key] = path
+    left = [p for p in paths if p not in latest.values()]
+    if not left:
+        return paths, ""
+    return list(latest.values()), (f"graded the latest upload of each name: {', '.join(safe(p.name) for p in left)} "
+                                   "was uploaded again later")
+
+
+def _upload(path: Path, download: dict[str, LmsName]) -> int:
+    return download[path.name].upload if path.name in download else 0
 
 
 def _functions_defined(path: Path) -> int:

@@ -196,10 +196,14 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
     student handed in at the same time, if there is one. A time read off the file itself (FILE_TIME: no
     timestamp.txt or LMS time could be read) is no time the student handed in at: such a result belongs to the
     hand-in of the same bytes with a time stated for it, if there is one, so a timestamp.txt mended after the
-    fact makes no second, later hand-in of the same file.
+    fact makes no second, later hand-in of the same file; else to the earliest hand-in of the same bytes, so the
+    same download fetched again (its files' times are the download's) makes no later hand-in either.
     """
     stated = {(e.result.student, e.result.sha256): e.result for e in found
               if e.result.sha256 and e.result.submitted_at_source != FILE_TIME}
+    earliest = {}
+    for result in sorted((e.result for e in found), key=lambda r: r.submitted_at, reverse=True):
+        earliest[result.student, result.sha256] = result  # the earliest comes last, and stays
     groups: dict[str, dict[tuple[str, str], list[Entry]]] = {}
     for entry in sorted(found, key=lambda e: e.order):
         result = entry.result
@@ -207,8 +211,9 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
         key = (result.submitted_at, result.sha256)
         if not result.sha256:
             key = next((k for k in mine if k[0] == result.submitted_at), key)
-        elif result.submitted_at_source == FILE_TIME and (result.student, result.sha256) in stated:
-            known = stated[result.student, result.sha256]  # its time and source, whichever was graded last
+        elif result.submitted_at_source == FILE_TIME:
+            # the stated time's, whichever was graded last; else the earliest file time's (itself, if it is that)
+            known = stated.get((result.student, result.sha256)) or earliest[result.student, result.sha256]
             key = (known.submitted_at, known.sha256)
             entry = dataclasses.replace(entry, result=dataclasses.replace(
                 result, submitted_at=known.submitted_at, submitted_at_source=known.submitted_at_source))

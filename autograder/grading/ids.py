@@ -24,6 +24,7 @@ not the id's.
 """
 from __future__ import annotations
 
+import difflib
 import unicodedata
 
 MAX_ID_CHARS = 128  # an LMS's "Lastname, Firstname_123456_assignsubmission_file_" fits
@@ -121,3 +122,14 @@ def as_stored(students: list[str], stored: set[str]) -> dict[str, str]:
     by_form = {canonical(student): student for student in stored}
     return {student: by_form[canonical(student)] for student in students
             if by_form.get(canonical(student), student) != student}
+
+
+def near_ids(student: str, stored: set[str], most: int = 3) -> list[str]:
+    """Stored ids a TA may have meant by `student`, which is none of them: those holding it (`smithjohn` for a
+    Canvas download's `smithjohn_4101`), else those spelled alike; at most `most`, sorted."""
+    wanted = canonical(student)
+    holding = sorted(s for s in stored if wanted and wanted in canonical(s))
+    if holding:
+        return holding[:most]
+    by_form = {canonical(s): s for s in stored}
+    return sorted(by_form[s] for s in difflib.get_close_matches(wanted, list(by_form), n=most, cutoff=0.75))

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 # The login may be empty: Canvas drops every character of a name that is not a letter or digit.
-_CANVAS = re.compile(r"(?P<login>[^\W_]*)_(?:[Ll][Aa][Tt][Ee]_)?(?P<user>\d+)_\d+_(?P<name>.+)")
+_CANVAS = re.compile(r"(?P<login>[^\W_]*)_(?:[Ll][Aa][Tt][Ee]_)?(?P<user>\d+)_(?P<file>\d+)_(?P<name>.+)")
 _CANVAS_STUDENT = re.compile(r"[^\W_]*_(\d+)")  # the student id _canvas gives
 _CANVAS_AGAIN = re.compile(r"-\d+(?=\.[^.]+$)")  # Canvas's mark on a file uploaded again under one name
 # The LMS's part is the first such part of a name: what follows it is the student's own file name, which may
@@ -53,6 +53,7 @@ class LmsName:
     student: str
     name: str  # the file's name as the student handed it in
     attempt: str = ""  # Blackboard's attempt time, YYYY-MM-DD-HH-MM-SS: a later attempt sorts later
+    upload: int = 0  # Canvas's file id: a file uploaded again (`name-1.ipynb`) has a larger one
 
 
 def read_download(names: list[str], receipts: Mapping[str, Callable[[], str]] | None = None) -> dict[str, LmsName]:
@@ -89,7 +90,8 @@ def _most(pattern: re.Pattern, names: list[str]) -> dict[str, re.Match]:
 
 
 def _canvas(names: list[str]) -> dict[str, LmsName]:
-    return {name: LmsName("Canvas", f"{m['login']}_{m['user']}", _CANVAS_AGAIN.sub("", m["name"]))
+    return {name: LmsName("Canvas", f"{m['login']}_{m['user']}", _CANVAS_AGAIN.sub("", m["name"]),
+                          upload=int(m["file"]))
             for name, m in _most(_CANVAS, names).items()}
 
 

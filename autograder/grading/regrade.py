@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.attempts import SubmissionPolicy, choose, counted_result, total_of
-from autograder.grading.batch import BatchPlan
+from autograder.grading.batch import BatchPlan, same_handin
 from autograder.grading.discover import NOTHING_TO_GRADE, Found
 from autograder.grading.handin import read_bytes
 from autograder.grading.history import Attempt, Entry, kept
@@ -222,8 +222,8 @@ def held_back(plan: BatchPlan, store: Store, assignment: str, suite_version: str
     keep, held = [], []
     for item in plan.todo:
         old = stored.get(item.student)
-        same = (old is not None and old[1] != suite_version and old[2] == item.submitted_at
-                and read_bytes(item.path, item.root).sha256 == old[0])
+        same = old is not None and old[1] != suite_version and same_handin(old, read_bytes(item.path, item.root).sha256,
+                                                                          item)
         (held if same else keep).append(item)
     return BatchPlan(keep, plan.skipped, held), [item.student for item in held]
 

@@ -190,8 +190,12 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, truth: 
     released = bool(truth)
     places = Places(target.root, target.assignment, result.student, target.notebook)
     stamp, stale = _nbgrader_timestamp(places, result)
-    if stale:
-        summary.skipped.append(f"{result.student}: {stale}; regrade (`autograder grade`) and export again")
+    if stale:  # not graded yet, or an earlier hand-in counts: nbgrader's gradebook holds the one in submitted/
+        summary.skipped.append(f"{result.student}: {stale}. If that hand-in was not graded yet, grade the class "
+                               "again (`autograder grade`) and export again. If it was, course.yaml's `submissions` "
+                               "policy counts an earlier hand-in, and nbgrader's gradebook holds only the one in "
+                               "submitted/: write this student's grade with `autograder export csv` or to the LMS, "
+                               "or count the latest hand-in (`submissions: {policy: last}`)")
         return
     path = _graded_notebook(places, result)
     sources = previous_sources(places)

@@ -21,6 +21,7 @@ import json
 import re
 from pathlib import Path
 
+from autograder.grading.ids import canonical
 from autograder.outputs import ExportError
 from autograder.text import safe
 
@@ -47,12 +48,16 @@ def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]
         raise ExportError(f"cannot read the roster {path} ({error}); pass --roster with a readable CSV or JSON "
                           "file") from None
     rows = _json_rows(path, text) if path.suffix.lower() == ".json" else _csv_rows(text)
-    roster = {}
+    roster, entry_of = {}, {}
     for number, row in enumerate(rows, start=1):
         student = (row.get("student") or row.get("id")) if isinstance(row, dict) else None
         if not isinstance(student, str) or not student.strip():
             raise ExportError(f"{path}: entry {number} has no student id (a `student` or `id` field); every entry "
                               "needs one, as `autograder grade` stores it")
+        earlier = entry_of.setdefault(canonical(student.strip()), number)
+        if earlier != number:  # which entry's name and email would go to the LMS is anyone's guess
+            raise ExportError(f"{path}: entries {earlier} and {number} both give the student id {safe(student, 100)!r}"
+                              " (ids match whatever their case); keep one entry per student and export again")
         roster[student.strip()] = {name: safe(row[name].strip(), 200) for name in fields
                                    if isinstance(row.get(name), str) and row[name].strip()}
     return roster
