@@ -115,6 +115,36 @@ def softmax(scores):
     assert tokens[0] != tokens[2]
 
 
+def test_everyday_equivalent_spellings_give_the_same_tokens():
+    """A line-for-line copy with a NumPy function for each method, float64 spelled another way and a default as a
+    conditional expression scored 0.50, under an honest pair."""
+    original = """
+import numpy as np
+def attention(Q, K, V, scale=None):
+    if scale is None:
+        scale = 1.0 / np.sqrt(Q.shape[-1])
+    S = np.asarray(Q, dtype=float) @ K.swapaxes(-1, -2) * scale
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = e / e.sum(axis=-1, keepdims=True)
+    return A.astype(float) @ V, A
+"""
+    respelled = """
+import numpy as np
+def attention(Q, K, V, scale=None):
+    scale = 1.0 / np.sqrt(Q.shape[-1]) if scale is None else scale
+    S = np.asarray(Q, dtype=np.float64) @ np.swapaxes(K, -1, -2) * scale
+    e = np.exp(S - np.max(S, axis=-1, keepdims=True))
+    A = e / np.sum(e, axis=-1, keepdims=True)
+    return A.astype(np.double) @ V, A
+"""
+    mirrored = respelled.replace("scale = 1.0 / np.sqrt(Q.shape[-1]) if scale is None else scale",
+                                 "scale = scale if scale is not None else 1.0 / np.sqrt(Q.shape[-1])")
+    different = original.replace("dtype=float", "dtype=np.float32")
+    texts = [_texts(code, "attention") for code in (original, respelled, mirrored, different)]
+    assert texts[0] == texts[1] == texts[2]
+    assert texts[0] != texts[3]
+
+
 def test_reordered_independent_statements_give_the_same_tokens():
     first = "def f(Q, K):\n    a = g(Q)\n    b = h(K)\n    return a @ b\n"
     second = "def f(Q, K):\n    b = h(K)\n    a = g(Q)\n    return a @ b\n"
@@ -525,6 +555,19 @@ def test_one_hand_in_is_told_that_nothing_could_be_paired(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "compared 1 student of" in done.stderr and "0 notes" in done.stderr
     assert "fewer than two hand-ins could be compared" in done.stderr and "Warning" not in done.stderr, done.stderr
+
+
+def test_a_small_class_is_told_that_a_score_says_little_there(tmp_path):
+    # Honest pairs of textbook code scored 0.60-0.68 in classes of 3 to 8, and nothing said so.
+    (tmp_path / "class").mkdir()
+    for name, source in (("ann", "i01_einsum.py"), ("ben", "i09_copyto.py"), ("cy", "i05_broadcast_sum.py")):
+        shutil.copy(CLASS / source, tmp_path / "class" / f"{name}.py")
+    done = run_similarity(str(tmp_path / "class"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "with 3 students there are too few to tell what students write alike from a copy" in done.stderr
+    assert "With 3 students there are too few" in (tmp_path / "out" / "index.html").read_text()
+    big = run_similarity(str(CLASS), "--out", str(tmp_path / "big"))
+    assert "too few to tell" not in big.stderr and "too few" not in (tmp_path / "big" / "index.html").read_text()
 
 
 def test_copies_of_the_reference_are_found_by_its_own_wording_and_honest_work_is_not():

@@ -64,7 +64,7 @@ def _similarity(args) -> int:
     # Imported here: matplotlib and jinja2 would slow every other command's start.
     from autograder.similarity.compare import compare_class
     from autograder.similarity.handins import from_paths, from_store
-    from autograder.similarity.report import write_report
+    from autograder.similarity.report import SMALL_CLASS, write_report
 
     course = load_course(args.course or find_course())
     settings = course.assignment(args.assignment)
@@ -87,9 +87,15 @@ def _similarity(args) -> int:
           f"{sum(p.score >= args.threshold for p in comparison.pairs)} score {args.threshold} or more. "
           f"{counted(len(comparison.notes), 'note')} (students not compared, or in part) on the page.", file=sys.stderr)
     if comparison.wording:
-        print(f"{counted(len(comparison.wording), 'hand-in')} hold the reference solution's own wording (comments, "
+        holds = "holds" if len(comparison.wording) == 1 else "hold"
+        print(f"{counted(len(comparison.wording), 'hand-in')} {holds} the reference solution's own wording (comments, "
               f"docstrings or messages no released file holds): {', '.join(w.student for w in comparison.wording[:5])}"
               f"{', …' if len(comparison.wording) > 5 else ''}; listed first on the page", file=sys.stderr)
+    if 2 <= len(comparison.students) < SMALL_CLASS:
+        print(f"autograder: warning: with {counted(len(comparison.students), 'student')} there are too few to tell "
+              "what students write alike from a copy (two honest hand-ins of a textbook idiom can score 0.6 or "
+              "more): read a pair's lines before drawing anything from its score, or compare this class together "
+              "with another", file=sys.stderr)
     if len(comparison.students) < 2:
         print("autograder: warning: fewer than two hand-ins could be compared, so no pair was; pass the whole class "
               "(its folder, or its --db)", file=sys.stderr)

@@ -49,6 +49,12 @@ COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
 MATMUL_FUNCTIONS = {"numpy.matmul", "numpy.dot", "torch.matmul", "torch.mm", "torch.bmm"}
 EINSUM_FUNCTIONS = {"numpy.einsum", "torch.einsum"}
 INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
+# Functions of NumPy and PyTorch that are also methods of their arrays: `np.max(S, axis=-1)` is `S.max(axis=-1)`.
+METHOD_FUNCTIONS = {"max", "min", "sum", "mean", "any", "all", "prod", "argmax", "argmin", "std", "var", "cumsum",
+                    "swapaxes", "transpose", "reshape", "squeeze", "clip", "round"}
+# Spellings of float64 as a dtype (`dtype=float`, `.astype(np.double)`), written one way.
+FLOAT64_NAMES = {"float", "numpy.float64", "numpy.double", "numpy.float_", "torch.float64", "torch.double"}
+CANONICAL_NAMES = {"INF", "FLOAT64"}  # names the rewriting itself puts in, emitted as they are
 EXPRESSION_TOKENS = 2_000  # per expression of a statement, after repeats are collapsed: none hand-written is longer
 REPEATS_KEPT = 6  # a run of the same few tokens repeated more often than this keeps only this many
 LONGEST_REPEAT = 8  # tokens in the longest pattern whose runs are collapsed
@@ -188,10 +194,33 @@ class _Rewrite(ast.NodeTransformer):
             node.left, node.right = node.right, node.left
         return node
 
+    def visit_Assign(self, node):
+        """`x = a if c else x` as `if c: x = a` (and `x = x if c else a` as `if not c: x = a`): the same default."""
+        self.generic_visit(node)
+        value, target = node.value, node.targets[0]
+        if len(node.targets) != 1 or not isinstance(target, ast.Name) or not isinstance(value, ast.IfExp):
+            return node
+        if _is_name(value.orelse, target.id):
+            test, new = value.test, value.body
+        elif _is_name(value.body, target.id):
+            test, new = _negated(value.test), value.orelse
+        else:
+            return node
+        return ast.copy_location(ast.If(test, [ast.copy_location(ast.Assign([target], new), node)], []), node)
+
     def visit_Call(self, node):
         self.generic_visit(node)
         node.keywords.sort(key=lambda k: k.arg or "")
+        for keyword in node.keywords:
+            if keyword.arg == "dtype":
+                keyword.value = self._dtype(keyword.value)
         name = dotted(node.func, self.imports)
+        if name and name.split(".")[0] in ("numpy", "torch") and name.count(".") == 1 \
+                and name.split(".")[1] in METHOD_FUNCTIONS and node.args:
+            method = ast.Attribute(node.args[0], name.split(".")[1], ast.Load())
+            return ast.copy_location(ast.Call(method, node.args[1:], node.keywords), node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "astype" and len(node.args) == 1:
+            node.args[0] = self._dtype(node.args[0])
         if name in MATMUL_FUNCTIONS and len(node.args) == 2 and not node.keywords:
             return ast.copy_location(ast.BinOp(node.args[0], ast.MatMult(), node.args[1]), node)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "dot" and name is None and len(node.args) == 1:
@@ -208,6 +237,13 @@ class _Rewrite(ast.NodeTransformer):
                 return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Name("INF", ast.Load())), node)
         return node
 
+    def _dtype(self, node: ast.expr) -> ast.expr:
+        """A dtype as written: float64 by any of its spellings as one name."""
+        name = node.id if isinstance(node, ast.Name) and node.id not in self.imports else dotted(node, self.imports)
+        if name in FLOAT64_NAMES or (isinstance(node, ast.Constant) and node.value in ("float64", "float", "double")):
+            return ast.copy_location(ast.Name("FLOAT64", ast.Load()), node)
+        return node
+
     def visit_Attribute(self, node):
         self.generic_visit(node)
         name = dotted(node, self.imports)
@@ -218,6 +254,18 @@ class _Rewrite(ast.NodeTransformer):
         if name == "numpy.newaxis":  # NumPy's alias of None, which indexing reads alike
             return ast.copy_location(ast.Constant(None), node)
         return node
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _negated(test: ast.expr) -> ast.expr:
+    """`test` negated, as its writer would: `x is not None` as `x is None`, `a != b` as `a == b`, else `not test`."""
+    opposite = {ast.IsNot: ast.Is, ast.Is: ast.IsNot, ast.NotEq: ast.Eq, ast.Eq: ast.NotEq}
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in opposite:
+        return ast.copy_location(ast.Compare(test.left, [opposite[type(test.ops[0])]()], test.comparators), test)
+    return ast.copy_location(ast.UnaryOp(ast.Not(), test), test)
 
 
 class _Subscripts(str):
@@ -307,7 +355,7 @@ def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token], l
         return
     line = getattr(node, "lineno", line)
     if isinstance(node, ast.Name):
-        out.append(Token(node.id if node.id == "INF" else imports.get(node.id, "N"), line))
+        out.append(Token(node.id if node.id in CANONICAL_NAMES else imports.get(node.id, "N"), line))
         return
     if isinstance(node, ast.Constant):
         out.append(Token(_constant(node.value), line))
