@@ -6,6 +6,7 @@ Fast: real course.yaml files, a real SQLite store, the real CLI on stored result
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import io
 import json
@@ -27,6 +28,7 @@ from autograder.grading.gradescope_handin import MetadataError, gradescope_exten
 from autograder.grading.late import (
     FILE_TIME,
     GRADESCOPE_METADATA,
+    LMS_LOCAL_TIME,
     NBGRADER_TIMESTAMP,
     LateRule,
     TimeError,
@@ -98,6 +100,7 @@ def test_the_rule_is_read_from_course_yaml(tmp_path):
      "unknown key"),
     ({"due": DUE, "extensions": {"s0007": "Monday"}}, "assignments.w07_attention.extensions.s0007", "ISO 8601"),
     ({"late": {"penalty_per_day": 0.1}}, "assignments.w07_attention.late", "needs the assignment's due time"),
+    ({"due": DUE, "time_zone": "Eastern"}, "assignments.w07_attention.time_zone", "IANA database names it"),
     ({"extensions": {"s0007": DUE}}, "assignments.w07_attention.extensions", "needs the assignment's due time"),
     ({"due": DUE, "extensions": {12345: DUE}}, "assignments.w07_attention.extensions.12345", "write the id in quotes"),
     ({"due": DUE, "extensions": {"S0007": DUE, "s0007": DUE}}, "assignments.w07_attention.extensions",
@@ -160,6 +163,26 @@ def test_a_file_time_is_flagged_and_an_unknown_time_applies_no_penalty(tmp_path)
 
 
 @pytest.mark.slow  # the whole command
+def test_blackboard_times_are_read_on_the_institutions_clock_however_the_due_time_is_written(tmp_path):
+    """A Blackboard attempt time has no zone. Read in the due time's offset, it was three hours late against
+    `due: ...-05:00` and on time against the same instant written in UTC. With `time_zone` it is read on the
+    institution's clock, summer time included, and both forms of the due time agree."""
+    attempt = "2026-11-20T22:00:00"  # 22:00 in New York, 03:00 UTC the next day: 2 minutes before the due time
+    for due in ("2026-11-20T22:02:00-05:00", "2026-11-21T03:02:00Z"):
+        rule = load_course(_course(tmp_path, due=due, time_zone="America/New_York")).assignment(ASSIGNMENT).late
+        assert assess(rule, "s1", 80.0, attempt, LMS_LOCAL_TIME).penalty == 0, due
+    summer = load_course(_course(tmp_path, due="2026-07-01T12:00:00Z", time_zone="America/New_York",
+                                 late={"penalty_per_day": 0.1})).assignment(ASSIGNMENT).late
+    assert assess(summer, "s1", 80.0, "2026-07-01T07:30:00", LMS_LOCAL_TIME).late_by_hours == 0  # EDT, −04:00
+    assert assess(summer, "s1", 80.0, "2026-07-01T08:30:00", LMS_LOCAL_TIME).late_by_hours == 0.5
+    # 01:00 in New York is 06:00 UTC, three hours late; without a zone it is read as 01:00 UTC, on time.
+    zoned = load_course(_course(tmp_path, due="2026-11-21T03:00:00Z", time_zone="America/New_York",
+                                late={"penalty_per_day": 0.1})).assignment(ASSIGNMENT).late
+    assert assess(zoned, "s1", 80.0, "2026-11-21T01:00:00", LMS_LOCAL_TIME).late_by_hours == 3
+    zoneless = dataclasses.replace(zoned, time_zone="")
+    assert assess(zoneless, "s1", 80.0, "2026-11-21T01:00:00", LMS_LOCAL_TIME).late_by_hours == 0
+
+
 def test_grade_shows_each_total_after_the_late_rule_and_names_hand_ins_timed_by_their_files(tmp_path):
     course = _course(tmp_path, **RULE)
     times = {"ontime": "2026-11-20 20:00:00.000000 -0500", "late": "2026-11-22 11:00:00.000000 -0500",

@@ -3,6 +3,7 @@ their files, one student however many files or attempts they handed in, the LMS'
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import json
 import os
@@ -95,6 +96,11 @@ def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_ou
             for student in ("j_smith", "bob")]
     assert [(one.penalty, one.late_by_hours) for one in late] == [(5.0, 0.68), (0.0, 0.0)], late
     assert "unreliable" not in late[0].reason
+    # `grade` says in which offset it reads them, and how to give the institution's clock instead.
+    from autograder.cli.grading import _zoneless
+    said = _zoneless(list(found.values()), rule)
+    assert len(said) == 1 and "read in the due time's offset (-05:00)" in said[0] and "time_zone:" in said[0], said
+    assert _zoneless(list(found.values()), dataclasses.replace(rule, time_zone="America/New_York")) == []
     skipped = []
     find_submissions([folder], "w07_attention", "attention", tmp_path / "work", skipped)
     assert skipped == []  # the receipts are the LMS's, not a student's missing hand-in

@@ -20,7 +20,7 @@ from autograder.grading.course import Assignment, CourseError, find_course, load
 from autograder.grading.discover import Found, LayoutError, find_submissions
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
-from autograder.grading.late import FILE_TIME, TIMESTAMP_FILE
+from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
 from autograder.grading.lms_downloads import STUDENT_IDS
 from autograder.grading.manifest import MANIFEST_FILE, public_course
 from autograder.grading.sole_writer import SUFFIX as LOCK_SUFFIX
@@ -106,7 +106,7 @@ def _grade(args) -> int:
             raise LayoutError(f"none of the {counted(len(refused), 'hand-in')} found can be graded as the class folder "
                               "stands; fix what is named above and grade again")
         if assignment.late.due is not None:
-            for line in _timed_by_file(found):
+            for line in _timed_by_file(found) + _zoneless(found, assignment.late):
                 starting(line)
         # The results database may be kept in the class's folder: it and SQLite's files beside it are no hand-ins.
         ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal", LOCK_SUFFIX)}
@@ -151,6 +151,19 @@ def _grade(args) -> int:
         finally:
             for sandbox in launched:
                 sandbox.close()
+
+
+def _zoneless(found: list[Found], rule) -> list[str]:
+    """With a due time set and no `time_zone`: that the LMS's zoneless times are read in the due time's offset,
+    which is the institution's clock only if the due time was written in it (not in UTC, nor across a change to
+    summer time)."""
+    if rule.time_zone or not any(item.submitted_at_source == LMS_LOCAL_TIME for item in found):
+        return []
+    offset = rule.due.strftime("%z")
+    return [f"Blackboard's attempt times carry no time zone: they are read in the due time's offset ({offset[:3]}:"
+            f"{offset[3:]}), the institution's clock only if the due time is written in it. Add the institution's "
+            "zone to the assignment in course.yaml (`time_zone: America/New_York`) to read them on its clock, "
+            "summer time included"]
 
 
 def _timed_by_file(found: list[Found]) -> list[str]:

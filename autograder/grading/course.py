@@ -6,6 +6,7 @@ changes a grade. Point values live here and nowhere else.
 """
 from __future__ import annotations
 
+import zoneinfo
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -136,7 +137,8 @@ class _Reader:
     """Validating accessors that name the offending key in every error."""
 
     ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "preload_class_imports", "warmup", "limits",
-                       "tolerance", "checks", "written", "due", "late", "extensions", "submissions", "input_sets"}
+                       "tolerance", "checks", "written", "due", "late", "extensions", "submissions", "input_sets",
+                       "time_zone"}
     LATE_KEYS = {"penalty_per_day", "grace_minutes", "max_days_late"}
 
     def __init__(self, path: Path):
@@ -269,7 +271,17 @@ class _Reader:
             grace_minutes=self.number(late.get("grace_minutes", 0.0), _join(key, "late", "grace_minutes")),
             max_days_late=None if limit is None else self.number(limit, _join(key, "late", "max_days_late")),
             extensions={str(student): self.time(due, _join(key, "extensions", str(student)))
-                        for student, due in extensions.items()})
+                        for student, due in extensions.items()},
+            time_zone=self.zone(entry.get("time_zone", ""), _join(key, "time_zone")))
+
+    def zone(self, value, key: str) -> str:
+        """An IANA time zone's name ("" for none)."""
+        value = self.text(value, key) if value else ""
+        try:
+            return value and str(zoneinfo.ZoneInfo(value))
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            self.fail(key, f"is not a time zone's name: {value!r}; write the institution's as the IANA database "
+                           "names it, e.g. America/New_York or Europe/Berlin")
 
     def extension_ids(self, value, key: str) -> dict:
         """`extensions`, keyed by ids that are text and name each student once (ids compare as grading.ids does)."""

@@ -32,7 +32,9 @@ from autograder.grading.ids import canonical
 NBGRADER_TIMESTAMP = "nbgrader timestamp"
 GRADESCOPE_METADATA = "gradescope metadata"
 FILE_TIME = "file time (unreliable)"
-LMS_LOCAL_TIME = "Blackboard attempt time (in the due time's offset)"  # stored without a zone
+# Stored without a zone, and read by LateRule.local: in `time_zone` where course.yaml sets one. The text is what
+# results store, so it stays as the first ones stored it.
+LMS_LOCAL_TIME = "Blackboard attempt time (in the due time's offset)"
 TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's, beside the notebooks in submitted/<student>/<assignment>/
 UTC = datetime.UTC
 DAY_SECONDS = 86400.0
@@ -52,6 +54,8 @@ class LateRule:
     day after the due time plus the grace. max_days_late: past that many days
     after the due time plus the grace, the total is 0 (None: no limit).
     extensions: student -> their own due time, replacing `due` for them.
+    time_zone: the institution's zone (IANA, "America/New_York"), where the LMS's times carry none (Blackboard's
+        attempt times); "": they are read in the offset of the due time they are held to.
     """
 
     due: datetime.datetime | None = None
@@ -59,6 +63,12 @@ class LateRule:
     grace_minutes: float = 0.0
     max_days_late: float | None = None
     extensions: dict[str, datetime.datetime] = field(default_factory=dict)
+    time_zone: str = ""
+
+    def local(self, moment: datetime.datetime, deadline: datetime.datetime) -> datetime.datetime:
+        """A time the LMS wrote without a zone, read on the institution's clock: `time_zone` (its summer time
+        included), else the offset of `deadline`, the due time it is held to."""
+        return moment.replace(tzinfo=zoneinfo.ZoneInfo(self.time_zone) if self.time_zone else deadline.tzinfo)
 
     def extension(self, student: str) -> datetime.datetime | None:
         """The student's own due time, if they have one; its id matched as ids compare (case aside)."""
@@ -146,7 +156,7 @@ def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, s
         return Late(raw, deadline=shown_deadline, reason=f"the stored submission time {submitted_at[:40]!r} is not "
                                                           "a time, so no late rule was applied; regrade with --force")
     if handed_in.tzinfo is None:
-        handed_in = handed_in.replace(tzinfo=deadline.tzinfo if source == LMS_LOCAL_TIME else UTC)
+        handed_in = rule.local(handed_in, deadline) if source == LMS_LOCAL_TIME else handed_in.replace(tzinfo=UTC)
     unreliable = source == FILE_TIME
     seconds = (handed_in - deadline).total_seconds()
     # Rounded up to the hundredth: a hand-in 17 s late is late by 0.01 hours, not by 0.
