@@ -61,12 +61,13 @@ SAYS = {
     "print_flood": "softmax printed more than 16 MB of output and was stopped",
     "fork_flood": "processes running after it returned, which the grader stopped; do not start processes",
     "exit_at_import": "not loaded: student.py, line 105 stopped the worker process (it exited with status 0)",
-    "sys_exit_at_import": "called sys.exit() while loading; Python stops a file at its first error",
+    "sys_exit_at_import": "called sys.exit() (or exit(), or raised SystemExit) while loading; Python stops a file at "
+                          "its first error",
     "import_hang_ignoring_signals": "was still running at the load limit of 10 s (which counts the code before it "
                                     "too) and was stopped while loading; a file is imported "
                                     "whole before any of its functions can be called, so no function could be "
-                                    'graded. Top-level code should only import and define: put demo and test code '
-                                    'under `if __name__ == "__main__":`',
+                                    "graded. Top-level code should only import, define and do quick one-time setup: "
+                                    'put demo and test code under `if __name__ == "__main__":`',
 }
 STOPPED_WHILE_LOADING = {"exit_at_import", "sys_exit_at_import", "import_hang_ignoring_signals"}
 CONTAINED_IN_FALLBACK = ["exit_in_function", "infinite_loop_in_function", "daemon", "print_flood",

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -25,7 +26,7 @@ from autograder.grading.store import Store
 from autograder.grading.submission import read_submission
 from autograder.similarity.code import functions_of, parse_pieces
 from autograder.similarity.compare import compare_class
-from autograder.similarity.report import lines_alike
+from autograder.similarity.report import lines_alike, shared_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK = ROOT / "tests" / "fixtures" / "similarity"
@@ -611,7 +612,7 @@ def test_a_notebooks_lines_are_shown_by_cell_and_a_student_s_other_file_is_named
     page = (tmp_path / "out" / "pairs" / "0001.html").read_text()
     cells = [c.source for c in nbformat.read(CLASS / "d10_notebook.ipynb", as_version=4).cells if c.cell_type == "code"]
     first_def = next(n for n, source in enumerate(cells, start=1) if source.lstrip().startswith("def "))
-    assert re.search(rf'<span class="n">cell {first_def}:1</span>', page), page[:3000]
+    assert re.search(rf'<span class="n">code cell {first_def}:1</span>', page), page[:3000]
     assert re.search(r'<span class="n">\d+</span>', page)  # the .py's own numbers
     index = (tmp_path / "out" / "index.html").read_text()
     assert "d10: " in index and "d10.py" in index, index[-3000:]
@@ -629,4 +630,48 @@ def test_a_line_nested_too_deeply_to_analyse_hides_no_copy():
     assert scores.get(("deep", "i09_copyto")) >= 0.95, scores.get(("deep", "i09_copyto"))
     deep_line = padded["deep"].splitlines().index(junk.rstrip("\n")) + 1
     assert any(f"nested too deeply to analyse: the statement at {deep_line}" in note and "deep" in note
+               for note in comparison.notes), comparison.notes
+
+
+def test_a_docstring_betweenshared_lines_is_not_marked_as_shared_code():
+    """A fingerprint's tokens can come from lines far apart (the end of a function and the start of the helper it
+    calls, or the `def` line and the first statement after the released docstring): the lines between them that
+    hold no code, the docstring given to every student among them, were shaded as code rare in the class."""
+    from types import SimpleNamespace
+
+    from autograder.similarity.fingerprint import Fingerprint
+
+    function = SimpleNamespace(coded=frozenset({11, 18, 19, 20}))  # 12-17: the docstring
+    code = SimpleNamespace(functions={"score": function})
+    comparison = SimpleNamespace(codes=[code], prints={"score": [[Fingerprint(7, 11, 19), Fingerprint(8, 19, 20)]]})
+    assert shared_lines(comparison, 0, "score", {7: 0.9, 8: 0.1}) == {11: "strong", 18: "strong", 19: "strong",
+                                                                       20: "weak"}
+
+
+def test_a_zipped_class_names_each_file_in_its_zip_not_a_folder_that_is_gone(tmp_path):
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for name in ("i01_einsum.py", "i09_copyto.py", "i05_broadcast_sum.py"):
+            bundle.write(CLASS / name, name)
+    done = run_similarity(str(archive), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "out" / "pairs" / "0001.html").read_text()
+    assert f"{archive}: i0" in page and "autograder-similarity" not in page, page[:2000]
+
+
+def test_a_note_for_the_instructor_drops_what_the_student_was_told_to_do():
+    from autograder.grading.discover import NOTHING_TO_GRADE
+    from autograder.similarity.code import for_instructor
+
+    what = f"{NOTHING_TO_GRADE}: this hand-in holds only a.pdf, with no .py or .ipynb file in it"
+    problem = f"{what}. Hand in your notebook itself (attention.ipynb, as saved by Jupyter) or your .py file"
+    assert for_instructor(problem) == what
+
+
+def test_a_file_that_defines_a_function_twice_is_noted():
+    # A copy followed by a second definition of every function compares as the second: the page now says so.
+    original = (CLASS / "i09_copyto.py").read_text()
+    twice = original + "\n\n" + (CLASS / "i01_einsum.py").read_text()
+    comparison = compare_class("w07_attention", _class_with({"twice": twice}), STUB, SOURCE_DIR, jobs=1)
+    assert any(note.startswith("twice: defines score, ") and "more than once; the last definition of each" in note
                for note in comparison.notes), comparison.notes

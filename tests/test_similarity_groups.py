@@ -67,12 +67,12 @@ def test_each_pair_says_what_its_score_rests_on(tmp_path):
 
     page = (out / "index.html").read_text()
     assert "linked only through p01_copies_softmax</span> i02_batch_loops: 1.00 with p01_copies_softmax" in page
-    lines = re.search(r"1\.00 with p01_copies_softmax \(1 of 9 functions match, the whole file 0\.\d\d; softmax: "
-                      r"(\d+) lines alike, \d+ fingerprints\)", page)
+    lines = re.search(r"1\.00 with p01_copies_softmax \(1 of 9 functions match, the whole file 0\.\d\d; "
+                      r"the most alike function, softmax: (\d+) lines alike, \d+ fingerprints\)", page)
     assert lines and 5 <= int(lines.group(1)) <= 30, page[page.index("Groups"):page.index("Top pairs")]
     assert "strongest pair: i21_masked_fill_numpy – p01_copies_softmax, 1.00 (" in page
     assert page.count('<span class="through">') == 2  # the legend, and i02 (none in the group of three copies)
     rank = list(rows).index(("i02_batch_loops", "p01_copies_softmax")) + 1
     pair_page = (out / "pairs" / f"{rank:04d}.html").read_text()
-    assert re.search(r"The score rests on:</b> 1 of 9 functions match, the whole file 0\.\d\d; softmax: "
-                     r"\d+ lines alike", pair_page)
+    assert re.search(r"The score rests on:</b> 1 of 9 functions match, the whole file 0\.\d\d; "
+                     r"the most alike function, softmax: \d+ lines alike", pair_page)

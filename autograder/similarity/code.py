@@ -40,6 +40,7 @@ class FunctionCode:
     name: str
     tokens: tuple[Token, ...]
     spans: tuple[tuple[int, int], ...]
+    coded: frozenset[int] = frozenset()  # the lines holding its code, kept once the tokens are dropped
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class StudentCode:
     cells: tuple[tuple[int, str], ...] = ()  # a notebook's: (the line of `text` each cell starts at, its label)
 
     def place(self, line: int) -> str:
-        """Where line `line` of `text` is in the student's own file: "12", or a notebook's "cell 4:1"."""
+        """Where line `line` of `text` is in the student's own file: "12", or a notebook's "code cell 4:1"."""
         return place_in(self.cells, line)
 
 
@@ -64,7 +65,7 @@ def place_in(cells: tuple[tuple[int, str], ...], line: int) -> str:
     if not starts:
         return str(line)
     start, label = cells[len(starts) - 1]
-    return f"{label.removeprefix('code ')}:{line - start + 1}"
+    return f"{label}:{line - start + 1}"  # "code cell 4": counted among the code cells, as `grade` counts them
 
 
 def contract_functions(stub: Path) -> list[str]:
@@ -102,6 +103,11 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
     except (RecursionError, MemoryError):  # nested statements (drop_deep_statements measures expressions)
         return StudentCode(submission.student, path, text, {}, "; ".join(
             [*notes, "not compared: the code is nested too deeply to analyse"]), cells)
+    defined = Counter(node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
+    twice = [name for name in contract if defined[name] > 1]
+    if twice:  # an earlier definition, perhaps a copy, is code the file holds but does not run
+        notes.append(f"defines {', '.join(twice)} more than once; the last definition of each, which runs, was "
+                     "compared, not the earlier ones")
     missing = [name for name in contract if name not in functions]
     if missing and len(missing) < len(contract):
         notes.append(f"defines no {', '.join(missing)}")
@@ -114,7 +120,8 @@ def for_instructor(problem: str) -> str:
     """A hand-in's problem as `grade` tells the student, without what it asks the student to do (resubmit, …):
     the report's reader is the instructor."""
     parts = re.split(r"(?<=[;.]) ", problem)
-    kept = [p for p in parts if not re.match(r"(re)?submit|clear the|write your|open (it|your)", p, re.IGNORECASE)]
+    kept = [p for p in parts if not re.match(r"(re)?submit|clear the|write your|open (it|your)|hand (it |your |the )?",
+                                             p, re.IGNORECASE)]
     return " ".join(kept or parts).rstrip(";. ")
 
 

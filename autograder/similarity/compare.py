@@ -141,5 +141,6 @@ def _analyse_chunk(submissions: list[Submission], contract: list[str]):
 def _analyse_one(submission: Submission, contract: list[str]) -> tuple[StudentCode, dict[str, list[Fingerprint]]]:
     code = student_code(submission, contract)
     prints = {name: fingerprints(list(f.tokens)) for name, f in code.functions.items()}
-    functions = {name: dataclasses.replace(f, tokens=()) for name, f in code.functions.items()}
+    functions = {name: dataclasses.replace(f, tokens=(), coded=frozenset(t.line for t in f.tokens))
+                 for name, f in code.functions.items()}
     return dataclasses.replace(code, functions=functions), prints

@@ -159,17 +159,25 @@ def lines_alike(comparison: Comparison, pair: Pair) -> int:
     shared = _shared(comparison, pair.best, a, b, pair.same_code)
     counts = []
     for student in (a, b):
-        merged: list[list[int]] = []  # the lines the shared fingerprints span, as disjoint ranges
-        for first, last in sorted((p.first_line, p.last_line) for p in comparison.prints[pair.best][student]
-                                  if p.hash in shared):
-            if merged and first <= merged[-1][1] + 1:
-                merged[-1][1] = max(merged[-1][1], last)
-            else:
-                merged.append([first, last])
-        spans = comparison.codes[student].functions[pair.best].spans
-        counts.append(sum(max(0, min(last, end) - max(first, start) + 1) for first, last in spans
-                          for start, end in merged))
+        shown = {n for first, last in comparison.codes[student].functions[pair.best].spans
+                 for n in range(first, last + 1)}
+        counts.append(len(shared_lines(comparison, student, pair.best, shared).keys() & shown))
     return min(counts)
+
+
+def shared_lines(comparison: Comparison, student: int, function: str, shared: dict[int, float]) -> dict[int, str]:
+    """The lines of `student`'s code holding code shared in `function` -> "strong" or "weak", by how rare it is.
+    Only lines that hold code: a fingerprint spanning a docstring or comments (the `def` line, then the first
+    statement after the released docstring) does not mark the text between, which is no code and may be given."""
+    coded = comparison.codes[student].functions[function].coded
+    marks: dict[int, str] = {}
+    for p in comparison.prints[function][student]:
+        if p.hash in shared:
+            strength = "strong" if shared[p.hash] >= STRONG else "weak"
+            for number in range(p.first_line, p.last_line + 1):
+                if number in coded and marks.get(number) != "strong":
+                    marks[number] = strength
+    return marks
 
 
 def _shared(comparison: Comparison, function: str, a: int, b: int, every: bool = False) -> dict[int, float]:
@@ -195,13 +203,7 @@ def side_by_side(comparison: Comparison, pair: Pair) -> list[SideBySide]:
 
 def _lines(comparison: Comparison, student: int, function: str, shared: dict[int, float]) -> list[Line]:
     code = comparison.codes[student]
-    marks: dict[int, str] = {}
-    for p in comparison.prints[function][student]:
-        if p.hash in shared:
-            strength = "strong" if shared[p.hash] >= STRONG else "weak"
-            for number in range(p.first_line, p.last_line + 1):
-                if marks.get(number) != "strong":
-                    marks[number] = strength
+    marks = shared_lines(comparison, student, function, shared)
     text = code.text.split("\n")
     lines = []
     for first, last in code.functions[function].spans:
