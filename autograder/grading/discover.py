@@ -218,8 +218,8 @@ def _in_nbgrader_tree(path: Path, assignment: str) -> tuple[Path, str] | None:
     path = Path(os.path.abspath(path))
     if path.is_dir() and path.parent.name == "submitted" and (path / assignment).is_dir():
         return path.parent, path.name
-    folder = path if path.is_dir() else path.parent
-    if folder.name == assignment and folder.parent.parent.name == "submitted":
+    folder = path if path.is_dir() else path.parent if path.suffix in SUFFIXES else None  # not its timestamp.txt
+    if folder is not None and folder.name == assignment and folder.parent.parent.name == "submitted":
         return folder.parent.parent, folder.parent.name
     return None
 

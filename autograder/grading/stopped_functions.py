@@ -4,8 +4,9 @@ A function stopped on some work is not called again on work as large (the refere
 its work): otherwise one hanging function would spend the submission's budget on its remaining checks and
 take honest functions' points with it. But a function stopped once on small work may hang only on what that
 input held (a loop looking for a visible key in an all-masked row), so its other checks run until it is
-stopped a second time, which says it hangs whatever the input. Slow code stopped on large work (a loop over
-a T × T grid) is not called again on work as large at once: a larger input only makes it slower.
+stopped a second time, and no more after that: a hang on every input costs two limits, not one per check.
+Slow code stopped on large work (a loop over a T × T grid) is not called again on work as large at once: a
+larger input only makes it slower.
 """
 from __future__ import annotations
 
