@@ -197,3 +197,26 @@ def test_the_student_is_the_folder_above_the_notebooks(tmp_path):
     assert nbgrader_student("w07_attention", tmp_path / "autograded" / "s0042" / "w07_attention") == "s0042"
     with pytest.raises(CourseError, match="nbgrader autograde"):
         nbgrader_student("w07_attention", tmp_path / "somewhere")
+
+
+@pytest.mark.parametrize("bug", ["attention_masks_after_softmax", "attention_exp_overflows"])
+def test_a_bug_only_large_scores_show_fails_for_every_input_set(course, suite, tmp_path, bug):
+    """Weights masked after the softmax gave 0/0 only where a masked key happened to score 745 above the visible
+    ones: 2 of the 16 input sets missed it, and the same file scored 97 or 100 by the student's id. The masked key
+    is now put far above them, in every set. Every set is met among these ids (seeds.student_seed)."""
+    from autograder.authoring.seeds import student_seed
+
+    namespace = namespace_of(compose(tmp_path, bug, SUBMISSIONS / "narrow" / f"{bug}.py"))
+    sets = course.assignment(suite.assignment.name).input_sets
+    ids, seen = [], set()
+    for number in range(400):
+        student = f"s{number:04d}"
+        seed = student_seed(course.seed_salt, suite.assignment.name, student, sets)
+        if seed not in seen:
+            seen.add(seed)
+            ids.append(student)
+    assert len(ids) == sets
+    for student in ids:
+        ran = run_checks(course, suite, "attention", namespace, student)
+        failed = {r.name for r in ran.results if r.status != "passed"}
+        assert failed == {"attention.matches_reference"}, (student, failed)

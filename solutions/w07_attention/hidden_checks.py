@@ -88,7 +88,8 @@ def _returned_unchanged(t, function: str, names: tuple[str, ...], *args, **kwarg
     function changed one of its array arguments in place, since that is the caller's array (np.asarray makes no
     copy): a mask or lengths changed so would differ at the caller's next call."""
     value = t.returned(function, *args, return_inputs=True, **kwargs)  # a raise fails as t.returned words it
-    _expect_unchanged(function, [*zip(names, args), *kwargs.items()], t.calls[-1][1].inputs)
+    unnamed = [("", arg) for arg in args[len(names):]]  # read back too, so the keywords' places line up; not judged
+    _expect_unchanged(function, [*zip(names, args), *unnamed, *kwargs.items()], t.calls[-1][1].inputs)
     return value
 
 
@@ -96,7 +97,7 @@ def _expect_unchanged(function: str, given: list, after: tuple | None) -> None:
     """CheckFailed if `function` changed an array argument in place. given: (name, array as sent), positional then
     keyword in the call's order; after: the arguments as the call left them (Reply.inputs)."""
     for (name, before), now in zip(given, after or ()):
-        if isinstance(before, np.ndarray) and not np.array_equal(now, before, equal_nan=True):
+        if name and isinstance(before, np.ndarray) and not np.array_equal(now, before, equal_nan=True):
             raise CheckFailed(f"{function} (or a function it calls) changed its argument {name} in place (an "
                               f"in-place operation such as `{name} -= 1`, `{name}[...] = ...` or "
                               f"`np.logical_not({name}, out={name})` on np.asarray({name}), or a tensor method "
@@ -142,11 +143,11 @@ def score_matches_reference(t):
 
 
 def score_explicit_scale(t):
-    """score multiplies by an explicitly given scale (1.0 and 0.25) instead of 1/√dk."""
+    """score multiplies by an explicitly given scale (1.0 and 0.25) instead of 1/√dk, and leaves Q and K unchanged."""
     Q, K, _ = _qkv(t)
     for scale in (1.0, 0.25):
-        expect_close(t.returned("score", Q, K, scale=scale), t.ref.score(Q, K, scale), t.tol(Q.dtype),
-                     f"score(Q, K, scale={scale})")
+        expect_close(_returned_unchanged(t, "score", ("Q", "K"), Q, K, scale=scale), t.ref.score(Q, K, scale),
+                     t.tol(Q.dtype), f"score(Q, K, scale={scale})")
 
 
 def score_long_sequence(t):
@@ -163,15 +164,16 @@ def _long_score_case(t):
 # ------------------------------------------------------------------ additive_score
 
 def additive_score_matches_reference(t):
-    """additive_score matches the reference for Nq ≠ Nk, dq ≠ dk and a hidden width h."""
+    """additive_score matches the reference for Nq ≠ Nk, dq ≠ dk and a hidden width h, and leaves its arguments
+    unchanged."""
     for dtype in DTYPES:
         d = t.sizes
         h = d["h"]
         args = [normal(t.rng, shape, dtype) for shape in ((d["nq"], d["dk"] + 1), (d["nk"], d["dk"]), (h, d["dk"] + 1),
                                                           (h, d["dk"]), (h,), (h,))]
         expected = t.ref.additive_score(*_f64(*args))
-        expect_close(t.returned("additive_score", *args), expected, t.tol(dtype),
-                     f"additive_score for {_name(dtype)} inputs")
+        expect_close(_returned_unchanged(t, "additive_score", ("Q", "K", "W_q", "W_k", "v", "b"), *args), expected,
+                     t.tol(dtype), f"additive_score for {_name(dtype)} inputs")
 
 
 # ------------------------------------------------------------------ masks
@@ -313,25 +315,41 @@ def attention_matches_reference(t):
             C, A = expect_pair(_returned_unchanged(t, "attention", ("Q", "K", "V"), Q, K, V, allowed=allowed,
                                                    scale=scale), what, PAIR)
             _expect_attention(C, A, (C_exp, A_exp), V, t.tol(dtype), what)
-    if d["nk"] > 1:
+    if d["nk"] > 1 and d["nq"] > 1:
         _attention_large_scores(t)
 
 
 def _attention_large_scores(t):
-    """The first query's scores in the thousands, past exp's 709, with its highest-scoring key masked: an
-    exponential taken before subtracting the row's max overflows, and weights masked after the softmax (then
-    renormalized) are all zero there (slide 20 masks before the softmax)."""
+    """The first query's scores in the thousands, past exp's 709: an exponential taken before subtracting the row's
+    max overflows. Then a masked key far above every visible one (`_masked_far_above`): a maximum taken over the
+    masked keys too, or weights masked after the softmax and renormalized, give 0/0 there (slide 20 masks first)."""
     d = t.sizes
-    Q, K, V = _qkv(t)
-    Q[..., 0, :] *= BIG
-    allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
-    first = (Q[..., :1, :] @ np.swapaxes(K, -1, -2))[..., 0, :]
-    allowed[..., 0, :] = first < first.max(axis=-1, keepdims=True)
-    what = ("attention with a mask, the first query's scores in the thousands and its highest-scoring key masked "
-            "(subtract each row's largest visible score before exp, and mask before the softmax: slide 20)")
-    C_exp, A_exp = t.ref.attention(Q, K, V, allowed=allowed)
-    C, A = expect_pair(_returned_unchanged(t, "attention", ("Q", "K", "V"), Q, K, V, allowed=allowed), what, PAIR)
-    _expect_attention(C, A, (C_exp, A_exp), V, t.tol(Q.dtype), what)
+    Q, K, V = _qkv(t)  # first: where scores stay small, a NaN can only come from the masked key
+    cases = {"the second query's masked key scoring thousands above its visible ones (mask before the softmax, and "
+             "subtract the largest visible score: slide 20)": _masked_far_above(t, Q, K, 1 / np.sqrt(d["dk"]))}
+    Q2, K2, V2 = _qkv(t)
+    Q2[..., 0, :] *= BIG
+    cases["the first query's scores in the thousands (subtract each row's largest score before exp)"] = \
+        mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
+    for (what, allowed), (q, k, v) in zip(cases.items(), ((Q, K, V), (Q2, K2, V2))):
+        what = f"attention with a mask and {what}"
+        C_exp, A_exp = t.ref.attention(q, k, v, allowed=allowed)
+        C, A = expect_pair(_returned_unchanged(t, "attention", ("Q", "K", "V"), q, k, v, allowed=allowed), what, PAIR)
+        _expect_attention(C, A, (C_exp, A_exp), v, t.tol(q.dtype), what)
+
+
+def _masked_far_above(t, Q, K, scale: float) -> np.ndarray:
+    """A mask (..., Nq, Nk) hiding the last key from every query, with K changed in place so that the second query
+    scores it FAR above each of its visible keys, whose scores stay of ordinary size: exp of a visible score less
+    that masked one is 0 for every visible key. Q (..., Nq, dk), K (..., Nk, dk), with Nq ≥ 2 and Nk ≥ 2."""
+    q = Q[..., 1, :]
+    visible = scale * np.einsum("...d,...kd->...k", q, K[..., :-1, :]).max(axis=-1)  # (...,)
+    wanted = visible + FAR - scale * np.einsum("...d,...d->...", q, K[..., -1, :])
+    K[..., -1, :] += (wanted / (scale * np.einsum("...d,...d->...", q, q)))[..., None] * q
+    allowed = mask_rows(t.rng, Q.shape[:-1] + (K.shape[-2],))
+    allowed[..., -1] = False
+    allowed[..., 0] = True  # every query keeps a visible key
+    return allowed
 
 
 def attention_all_masked_raises(t):
@@ -410,11 +428,17 @@ def attention_torch_agrees_with_numpy(t):
     """attention_torch gives the NumPy attention's C and A (the reference's) for the same inputs, with a mask and a
     scale together (slide 27), and the same gradients as scaled_dot_product_attention. The first query's scores
     run into the thousands, where the NumPy attention's softmax stays finite (softmax.large_scores_stable) and so
-    must this one; the other queries' are ordinary, where a wrong scale shows.
+    must this one; the other queries' are ordinary, where a wrong scale shows. Then a masked key scores far above
+    the visible ones (_masked_far_above), where weights masked after the softmax are 0/0.
 
     The student's own NumPy attention is not asked: where it is wrong, its own checks say so, and a right
     attention_torch must not lose points for it."""
     d = t.sizes
+    if d["nq"] > 1 and d["nk"] > 1:  # first: where scores stay small, a NaN can only come from the masked key
+        Q, K, V = _qkv(t)
+        _torch_checked(t, Q, K, V, _masked_far_above(t, Q, K, 0.6), 0.6, "attention_torch with scale=0.6 and the "
+                       "second query's masked key scoring thousands above its visible ones, which the NumPy attention "
+                       "answers with the same C and A (mask before the softmax: slides 20 and 27)")
     Q, K, V = _qkv(t)
     Q[..., 0, :] *= BIG
     allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
@@ -499,6 +523,8 @@ def _sdpa(Q, K, V, allowed, scale, upstream=None):
 RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=8)
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
+# How far above every visible score a masked one is put (_masked_far_above): past exp's range from each (745).
+FAR = 2500.0
 
 CHECKS = [
     Check("score.matches_reference", score_matches_reference, sizes=RANDOM),

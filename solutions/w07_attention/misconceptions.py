@@ -283,6 +283,27 @@ def _raises_other_than_value_error(seen) -> bool:
 _BROADCAST = re.compile(r"operands could not be broadcast together with shapes \(([\d,]*)\) \(([\d,]*)\)")
 
 
+def _masked_maximum(seen) -> bool:
+    """NaN or ∞ weights (attention's or attention_torch's A) where the reference's are finite, only in rows whose
+    visible scores are all of ordinary size and a masked score lies past exp's range (745) above them: no exp of a
+    visible score overflows there, but a maximum that takes the masked key in (or weights masked after the softmax,
+    then renormalized) leaves every visible exponent 0, and 0/0."""
+    value, args = seen.value, seen.args
+    got = value[1] if isinstance(value, tuple) and len(value) == 2 else None
+    got = got.array if isinstance(got, TensorData) else got
+    if not isinstance(got, np.ndarray) or got.dtype.kind != "f" or args.get("allowed") is None:
+        return False
+    S = np.asarray(seen.ref.score(args["Q"], args["K"], args["scale"]), dtype=float)
+    if S.shape != got.shape or not np.isfinite(np.asarray(_right(seen)[1], dtype=float)).all():
+        return False
+    allowed = np.broadcast_to(np.asarray(args["allowed"], dtype=bool), S.shape)
+    visible = np.where(allowed, S, -np.inf).max(axis=-1)
+    hidden = np.where(allowed, -np.inf, S).max(axis=-1)
+    bad = ~np.isfinite(got).all(axis=-1)
+    ordinary = visible < math.log(np.finfo(got.dtype).max) / 2  # no visible exponent could overflow
+    return bool(bad.any() and (ordinary & (hidden - visible > 745))[bad].all())
+
+
 def _overflows(seen) -> bool:
     """NaN or ∞ among the weights (softmax's answer, attention's and attention_torch's A) where the reference's are all
     finite: what exp of a large score gives, whatever was subtracted first (nothing, the row's first score, its
@@ -306,6 +327,8 @@ def _exp_can_overflow(seen, got: np.ndarray) -> bool:
     args = seen.args
     S = args["S"] if seen.function == "softmax" else seen.ref.score(args["Q"], args["K"], args["scale"])
     S = np.asarray(S, dtype=float)
+    if seen.function != "softmax" and args.get("allowed") is not None:  # a masked score is no exponent
+        S = np.where(np.broadcast_to(np.asarray(args["allowed"], dtype=bool), S.shape), S, -np.inf)
     largest = np.where(np.isfinite(S), np.abs(S), 0.0).max(axis=-1)
     if largest.shape != got.shape[:-1]:
         return False
@@ -727,6 +750,13 @@ MISCONCEPTIONS = (
         "makes the whole row ∞ or NaN. Shifting by the maximum keeps every exponent ≤ 0 — slide 11.",
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_min_shifted)),
+    Misconception(
+        "masked_key_in_the_maximum",
+        "Masked keys take no part in the softmax: mask the scores first (slide 20), then subtract each row's "
+        "maximum over its visible keys. A maximum taken before masking, or weights masked after the softmax and "
+        "renormalized, let a masked key that scores far above the visible ones make every visible exp 0, and "
+        "0/0 is NaN.",
+        ("attention", "attention_torch"), shows=_masked_maximum),
     Misconception(
         "softmax_overflows",
         "A softmax must stay finite for finite scores: exp of a score in the hundreds overflows to ∞ (and ∞/∞ is "
