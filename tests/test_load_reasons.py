@@ -188,6 +188,19 @@ def test_a_notebook_cell_with_a_top_level_await_runs_as_in_jupyter(grade_once, t
     # cell that also held the definitions left the notebook with 0 points.
     path = tmp_path / "awaits.ipynb"
     cell = f"import asyncio\n{IMPORTS}\nawait asyncio.sleep(0)\n{FUNCTIONS}"
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)]), path)
+    # A task one cell starts, a later cell awaits: IPython keeps one event loop for the kernel.
+    cells = ["async def prepare():\n    return 1\n\ntask = asyncio.create_task(prepare())\nawait asyncio.sleep(0)",
+             f"ready = await task\n{FUNCTIONS}"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (cell, *cells)]), path)
     result = grade_once(path)
     assert result.score == result.max_score and not result.problem, (result.problem, result.notes)
+    assert not any("raised" in note for note in result.notes), result.notes
+
+
+def test_a_py_with_an_error_only_compiling_finds_is_not_loaded_with_that_error(grade_once, tmp_path):
+    # ast.parse accepts a `return` outside a function; compiling each statement then killed the worker, and the
+    # student was told the file "could not be graded", not why.
+    path = tmp_path / "stray_return.py"
+    path.write_text(f"{IMPORTS}\n{FUNCTIONS}\nreturn None\n")
+    result = grade_once(path)
+    assert result.did_not_load and "SyntaxError: 'return' outside function" in result.problem, result.problem

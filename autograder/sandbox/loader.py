@@ -30,6 +30,9 @@ def units(spec: dict, sources: list[str]):
         remember_source(filename, sources[0])
         try:
             tree = ast.parse(sources[0], filename)
+            # What only compiling finds (`return` outside a function, `await` at the top level), found before any
+            # statement runs, as `import` finds it.
+            compile(tree, filename, "exec", dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
             return [("the file", error)]
         return [(f"line {node.lineno}", compiler.compile(ast.Module([node], []), filename)) for node in tree.body]
@@ -88,6 +91,7 @@ def load(spec: dict, sources: list[str], sock) -> dict:
         sys.path.insert(0, "")
         notebook_modules.install(given["display"], given["get_ipython"])  # google.colab, IPython.display, ...
     problems = []
+    events = EventLoop()
     skip = set(spec["skip"])
     me = os.getpid()
     for index, (label, code) in enumerate(units(spec, sources)):
@@ -99,7 +103,7 @@ def load(spec: dict, sources: list[str], sock) -> dict:
         if os.getpid() == me:  # a process the file forked runs the rest of the file silently, as in Python
             wire.send(sock, {"event": "unit", "index": index, "label": label})
         try:
-            run_unit(code, module.__dict__)
+            run_unit(code, module.__dict__, events)
         except BaseException as error:  # noqa: BLE001 - SystemExit at import is the student's problem
             problems.append({"unit": label, "raised": describe(error, spec["filename"])})
             if spec["kind"] == "py":
@@ -117,15 +121,27 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     return module.__dict__
 
 
-def run_unit(code: types.CodeType, namespace: dict) -> None:
-    """Run one unit of top-level code; a cell with a top-level `await` runs to its end in an event loop of its own,
-    as IPython runs it."""
+def run_unit(code: types.CodeType, namespace: dict, events: EventLoop) -> None:
+    """Run one unit of top-level code; a cell with a top-level `await` runs to its end in `events`."""
     if code.co_flags & inspect.CO_COROUTINE:
-        import asyncio  # only for such a cell: most notebooks never need it
-
-        asyncio.run(eval(code, namespace))
+        events.run(eval(code, namespace))
     else:
         exec(code, namespace)
+
+
+class EventLoop:
+    """The one event loop of a notebook's cells with a top-level `await`, made for the first of them: IPython's
+    autoawait keeps one for the kernel, so a task one cell starts, a later cell can await."""
+
+    def __init__(self):
+        self._loop = None
+
+    def run(self, coroutine) -> None:
+        if self._loop is None:
+            import asyncio  # only for such a cell: most notebooks never need it
+
+            self._loop = asyncio.new_event_loop()
+        self._loop.run_until_complete(coroutine)
 
 
 def notebook_names(namespace: dict) -> dict:
