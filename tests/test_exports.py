@@ -464,8 +464,8 @@ def test_the_seed_student_is_the_sorted_group_emails(tmp_path):
     ("not json", "is not JSON"),
     ("[]", "holds a list, not a JSON object"),
     (json.dumps({"created_at": "2026-11-21T06:59:00-05:00"}), "has no list of submitters"),
-    (json.dumps({"users": [{"email": "a@x.edu"}, {"name": "B Student"}]}), "no email or id for submitter 2"),
-    (json.dumps({"users": [{"email": True}]}), "no email or id for submitter 1"),
+    (json.dumps({"users": [{"email": "a@x.edu"}, {"name": "B Student"}]}), "no email or sid or id for submitter 2"),
+    (json.dumps({"users": [{"email": True}]}), "no email or sid or id for submitter 1"),
 ])
 def test_metadata_that_names_no_submitter_is_an_error_never_a_shared_id(tmp_path, text, what):
     metadata = tmp_path / "submission_metadata.json"
@@ -481,7 +481,7 @@ def test_run_autograder_grades_no_one_from_malformed_metadata_and_tells_the_stud
         "created_at": "2026-11-21T06:59:00.5-05:00", "users": [{"name": "A Student"}]}))
     done = _run_autograder(root)
     assert done.returncode == 2, done.stderr
-    assert "submission_metadata.json names no email or id for submitter 1" in done.stderr
+    assert "submission_metadata.json names no email or sid or id for submitter 1" in done.stderr
     assert "so this submission was not graded" in done.stderr and "Regrade Submission" in done.stderr
     document = json.loads((root / "results" / "results.json").read_text())
     _validate(document)

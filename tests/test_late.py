@@ -251,11 +251,16 @@ def test_one_students_part_of_a_submitted_tree_is_that_student_at_their_timestam
     (folder / "attention.ipynb").write_text("{}")
     (folder / "scratch.py").write_text("x = 1\n")
     (folder / "timestamp.txt").write_text("2026-11-21 01:00:00.000000 UTC\n")
-    for path in (folder.parent, folder, folder / "attention.ipynb", folder / "scratch.py"):
+    for path in (folder.parent, folder, folder / "attention.ipynb"):
         [found] = find_submissions([path], ASSIGNMENT, "attention", tmp_path)
         assert (found.student, found.submitted_at_source) == ("s0121", NBGRADER_TIMESTAMP), path
-        assert found.submitted_at == "2026-11-21T01:00:00+00:00"
-        assert found.path.name == (path.name if path.is_file() else "attention.ipynb")
+        assert found.submitted_at == "2026-11-21T01:00:00+00:00" and found.path.name == "attention.ipynb"
+        assert found.stored and not found.problem
+    # Another file of theirs, named: stored, it would replace their hand-in at the same time. Refused, said why.
+    [scratch] = find_submissions([folder / "scratch.py"], ASSIGNMENT, "attention", tmp_path)
+    assert scratch.student == "s0121" and not scratch.stored
+    assert "scratch.py is not the file grading the class takes from s0121's hand-in (attention.ipynb)" in \
+        scratch.problem
 
 
 def test_a_zipped_file_keeps_the_time_the_zip_records(tmp_path):

@@ -158,3 +158,21 @@ def test_history_of_an_id_a_download_named_otherwise_says_which_id_was_meant(tmp
     for asked, meant in asked_meant:
         done = run_cli("history", ASSIGNMENT, asked, "--db", tmp_path / "grades.db", "--course", ROOT / "course.yaml")
         assert done.returncode == 2 and f"did you mean {meant}?" in done.stderr, done.stderr
+    done = run_cli("regrade", ASSIGNMENT, "--preview", "--students", "smithjohn", "--db", tmp_path / "grades.db",
+                   "--course", ROOT / "course.yaml")
+    assert done.returncode == 2 and "did you mean smithjohn_4101?" in done.stderr, done.stderr
+
+
+def test_each_member_of_a_gradescope_group_gets_the_groups_grade(tmp_path):
+    # A group's hand-in is stored under its submitters' emails joined: no roster row matched it, so each member was
+    # left blank (or given 0), and the warning named "ann@uni.edu,bo@uni.edu" as if three students.
+    with Store(tmp_path / "grades.db") as store:
+        store.save(_result("ann@uni.edu,bo@uni.edu", 7.5))
+        store.save(_result("cy@uni.edu", 10.0))
+    (tmp_path / "roster.csv").write_text("student,name,email,username\nann@uni.edu,Ann,ann@uni.edu,ann\n"
+                                         "bo@uni.edu,Bo,bo@uni.edu,bo\ncy@uni.edu,Cy,cy@uni.edu,cy\n")
+    out, said = _export(tmp_path, "moodle")
+    rows = {row["Username"]: row["Attention: selective retrieval"]
+            for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
+    assert rows == {"ann": "7.5", "bo": "7.5", "cy": "10"}, rows
+    assert "not on the roster" not in said, said

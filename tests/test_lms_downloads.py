@@ -72,6 +72,8 @@ def test_a_moodle_download_grades_the_student_its_folder_form_would(tmp_path):
     (folders / "Eve Ng_123458_assignsubmission_file_" / "attention.pdf").write_bytes(b"%PDF-1.4")
     eve = _found(folders, tmp_path)["Eve Ng_123458_assignsubmission_file_"]
     assert eve.problem.startswith("nothing to grade: this hand-in holds only attention.pdf"), eve.problem
+    assert eve.submitted_at and eve.lms == "Moodle"  # the folder's time: the student's feedback has no TA advice
+    assert _found(folders, tmp_path)["Mary-Kate O'Brien_123456_assignsubmission_file_"].lms == "Moodle"
 
 
 def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_out_its_receipts(tmp_path):
@@ -404,7 +406,70 @@ def test_a_canvas_re_upload_is_graded_rather_than_the_file_it_replaced(tmp_path)
     shutil.copy(PLAIN, folder / "doejane_4102_90004_attention.py")
     found = _found(folder, tmp_path)
     assert found["smithjohn_4101"].path.name == "smithjohn_LATE_4101_90002_attention-1.ipynb"
-    assert "smithjohn_4101_90001_attention.ipynb was uploaded again later" in found["smithjohn_4101"].note
+    assert ("smithjohn_LATE_4101_90002_attention-1.ipynb was uploaded after smithjohn_4101_90001_attention.ipynb under "
+            "the same name") in found["smithjohn_4101"].note
     # Two names are two files, not an upload again: the choice between them says which rule decided it.
     assert found["doejane_4102"].path.suffix == ".ipynb"
     assert found["doejane_4102"].note.endswith("(a notebook over a .py of as many functions)"), found["doejane_4102"]
+
+
+def test_folders_nested_deeper_than_any_class_cost_nothing_but_their_own_depth(tmp_path, monkeypatch):
+    """1,500 nested folders in one student's Gradescope submission, or one member nested so deep in a zip: os.walk and
+    Path.mkdir ran out of recursion, and `grade` stopped with a traceback, grading no one."""
+    export = _gradescope_download(tmp_path / "download")
+    monkeypatch.chdir(export / "submission_102")
+    for _ in range(1500):
+        os.mkdir("a")
+        os.chdir("a")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "work").mkdir()
+    assert "ann@uni.example" in _found(export, tmp_path)
+    monkeypatch.chdir(export / "submission_102")  # removed here, from the bottom: pytest's own clean-up recurses
+    for _ in range(1500):
+        os.chdir("a")
+    for _ in range(1500):
+        os.chdir("..")
+        os.rmdir("a")
+    monkeypatch.chdir(tmp_path)
+    archive = tmp_path / "deep.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("class/" + "a/" * 1500 + "notes.txt", "x")
+        bundle.write(PLAIN, "class/ann.py")
+    assert list(_found(archive, tmp_path)) == ["ann"]
+
+
+def test_one_submission_of_a_gradescope_download_is_that_submission_whatever_it_holds(tmp_path):
+    """A TA grading one submission folder of the download, or a file in it: stored under the submission's id at its
+    time, not the folder's or the file's name. And what the student uploaded is never read as a layout: a
+    submitted/ tree or a submission_metadata.yml in it had stored a 0 under another student's id."""
+    export = _gradescope_download(tmp_path / "download")
+    (tmp_path / "work").mkdir()
+    planted = export / "submission_102" / "submitted" / "ann@uni.example" / "w07_attention"
+    planted.mkdir(parents=True)
+    (planted / "attention.py").write_text("def score(Q, K, scale=None):\n    return 0\n")
+    (planted / "timestamp.txt").write_text("2026-11-25 10:00:00.000000 UTC\n")
+    (export / "submission_101" / "submission_metadata.yml").write_text(
+        "x:\n  :submitters:\n  - :email: bob@uni.example\n")
+    for path, student in ((export / "submission_102", "ada@uni.example,ben@uni.example"),
+                          (export / "submission_101", "ann@uni.example"),
+                          (export / "submission_101" / "attention.py", "ann@uni.example")):
+        [found] = find_submissions([path], "w07_attention", "attention", tmp_path / "work")
+        assert found.student == student and found.submitted_at_source == "gradescope metadata", (path, found)
+        assert (export / path.relative_to(export).parts[0]) in found.path.parents, found.path  # its own file
+
+
+def test_a_file_the_ta_put_beside_a_students_blackboard_attempts_is_not_taken_for_an_earlier_attempt(tmp_path):
+    # jsmith.py (emailed late work, say) beside jsmith's two attempts sorted first as an attempt of no time, and was
+    # left out as an earlier attempt, without a word.
+    folder = tmp_path / "gradebook"
+    folder.mkdir()
+    for when in ("2026-12-01-09-15-00", "2026-12-01-22-40-13"):
+        shutil.copy(BUGGY, folder / f"HW7_jsmith_attempt_{when}_attention.py")
+        (folder / f"HW7_jsmith_attempt_{when}.txt").write_text("Name: J Smith (jsmith)\nFiles:\n")
+    shutil.copy(PLAIN, folder / "jsmith.py")
+    found = _found(folder, tmp_path)["jsmith"]
+    # Between it and the latest attempt, choose's own rules decide (the attempt's file is named after the
+    # assignment), and the note names the one not graded.
+    assert found.path.name == "HW7_jsmith_attempt_2026-12-01-22-40-13_attention.py", found
+    assert "graded the latest, of 2026-12-01 22:40:13" in found.note
+    assert "not jsmith.py (the file named after the assignment)" in found.note, found.note

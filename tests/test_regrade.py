@@ -275,6 +275,29 @@ def test_the_same_download_fetched_again_is_no_later_hand_in(tmp_path):
     assert exported["total"] == "2" and exported["penalty"] == "0", exported
 
 
+def test_a_file_handed_in_again_after_another_is_a_hand_in_of_its_own_and_an_earlier_copy_gives_its_time(tmp_path):
+    """Joining same-bytes hand-ins must not swallow a real later one: a student who handed in A, then B, then A
+    again is graded on the last A (the B in between had counted). And a copy with later file times graded first,
+    then the class with its first times, gives the hand-in the earlier time."""
+    course = _course(tmp_path, '    due: "2026-11-20T23:59:00+00:00"\n    late: {penalty_per_day: 0.5}\n')
+    folder = tmp_path / "class"
+    for body, when in (("2 * x", 1795100000), ("3 * x", 1795150000), ("2 * x", 1795200000)):
+        _cli("grade", "tiny", _class(folder, {"ann": body}, when), course=course)
+    exported = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
+    assert exported["total"] == "2", exported  # the last hand-in, A again (B scored 0 here)
+    history = [json.loads(line) for line in _cli("history", "tiny", "ann", "--json", course=course).stdout.splitlines()]
+    assert sorted({h["hand_in"] for h in history}) == [1, 2, 3], history
+
+    late = tmp_path / "late"
+    late.mkdir()
+    _cli("grade", "tiny", _class(tmp_path / "copy", {"bob": "2 * x"}, 1795400000), course=course)  # copied late
+    _cli("grade", "tiny", _class(tmp_path / "original", {"bob": "2 * x"}, 1795200000), course=course)
+    rows = {r["student"]: r for r in csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines())}
+    assert rows["bob"]["penalty"] == "0", rows["bob"]
+    history = [json.loads(line) for line in _cli("history", "tiny", "bob", "--json", course=course).stdout.splitlines()]
+    assert {h["hand_in"] for h in history} == {1}, history
+
+
 @pytest.mark.parametrize("entry, message", [
     ("    submissions: {policy: first}\n", "submissions.policy: expected one of last, best, last_on_time"),
     ("    submissions: {max: 0}\n", "submissions.max: expected a whole number of hand-ins, at least 1"),

@@ -213,7 +213,7 @@ def _regrade(args) -> int:
     with Store(db) as store, SoleWriter(db, "regrade", starting), command_workdir("regrade") as workdir:
         stored = store.students(settings.name)
         asked = args.students and [as_stored([s], stored).get(s, s) for s in args.students]  # case folded too
-        before = _chosen(attempts(store.history(settings.name, asked)), asked, db, settings.name)
+        before = _chosen(attempts(store.history(settings.name, asked)), asked, db, settings.name, stored)
         class_files = _class_files(args.paths, settings, workdir / "found")
         todo, lost = hand_ins(store, before, workdir / "handins", settings.module, class_files)
         for line in lost:
@@ -253,7 +253,7 @@ def _regrade(args) -> int:
     return 1 if lost or failed else 0
 
 
-def _chosen(by_student: dict, students: list[str] | None, db: Path, assignment: str) -> dict:
+def _chosen(by_student: dict, students: list[str] | None, db: Path, assignment: str, stored: set[str]) -> dict:
     if not students:
         if not by_student:
             raise StoreError(f"{db} holds no results of {assignment} to regrade; grade the class first (`autograder "
@@ -262,7 +262,7 @@ def _chosen(by_student: dict, students: list[str] | None, db: Path, assignment: 
         return by_student
     unknown = [s for s in students if s not in by_student]
     if unknown:
-        raise CourseError(f"no stored hand-in of {', '.join(unknown)}; {_meant(unknown, set(by_student))}check the "
+        raise CourseError(f"no stored hand-in of {', '.join(unknown)}; {_meant(unknown, stored)}check the "
                           "ids (`autograder export csv` lists the students graded)")
     return {s: by_student[s] for s in students}
 

@@ -60,9 +60,11 @@ def plan_version(found: list[Found], store: Store, assignment: str, version: str
 
 def same_handin(stored: tuple[str, str, str], digest: str, item: Found) -> bool:
     """Whether `item`, whose file's sha256 is `digest`, is the hand-in whose (sha256, suite version, time) is
-    stored: the same bytes at the same time, or at a time read off the file itself (FILE_TIME), which says when
-    the class folder was copied or downloaded again, not when the student handed it in (grading.history)."""
-    return stored[0] == digest and (stored[2] == item.submitted_at or item.submitted_at_source == FILE_TIME)
+    stored: the same bytes at the same time, or at a later time read off the file itself (FILE_TIME), which says
+    when the class folder was copied or downloaded again, not when the student handed it in (grading.history).
+    An earlier file time is graded, so that the hand-in takes it."""
+    return stored[0] == digest and (stored[2] == item.submitted_at or (
+        item.submitted_at_source == FILE_TIME and item.submitted_at >= stored[2]))
 
 
 def grade_batch(course: Course, suite: Suite, protections: Protections, todo: list[Found], store: Store,

@@ -19,6 +19,7 @@ from autograder.text import safe
 
 MAX_ZIP_BYTES = 4 << 30  # bytes really written, counted while extracting: declared sizes may lie
 MAX_ZIP_MEMBERS = 100_000
+MAX_DEPTH = 32  # folders deep: far more than a class folder, a course or a student's repository nests
 MAX_NAME_BYTES = 255  # one part of a member's path, as most file systems allow
 MAX_PATH_BYTES = 1024
 COMPRESSIONS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
@@ -140,8 +141,8 @@ class _ZipTooLarge(Exception):
 def _destination(target: Path, name: str) -> Path | None:
     """Where a member named `name` goes under `target`; over-long names are shortened, escapes refused (None)."""
     parts = [_short(part) for part in name.replace("\\", "/").split("/") if part not in ("", ".")]
-    if not parts or ".." in parts or name.startswith("/"):
-        return None
+    if not parts or ".." in parts or name.startswith("/") or len(parts) > MAX_DEPTH:
+        return None  # a path nested deeper than any class's (its folders would overflow Path.mkdir's recursion)
     destination = target.joinpath(*parts)
     destination.parent.mkdir(parents=True, exist_ok=True)
     return destination if destination.resolve().parent.is_relative_to(target) else None

@@ -30,9 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.class_zip import ZipRefused, extract
-from autograder.grading.gradescope_export import ExportError, is_export, pick_submission_file, read_export
+from autograder.grading.gradescope_export import (
+    ExportError,
+    gradescope_export_of,
+    is_export,
+    pick_submission_file,
+    read_export,
+)
 from autograder.grading.handin import read_bytes
-from autograder.grading.handin_choice import choose, latest_attempt, latest_uploads
+from autograder.grading.handin_choice import choose, latest_attempt, latest_uploads, two_formats_joined
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import (
     FILE_TIME,
@@ -148,18 +154,24 @@ def _unreadable_refused(item: Found) -> Found:
 
 
 def _timed(item: Found) -> Found:
-    """`item` with a submission time: its own (nbgrader's), else the file's, which is unreliable."""
-    return item if item.submitted_at else dataclasses.replace(item, submitted_at=file_time(item.path),
-                                                              submitted_at_source=FILE_TIME)
+    """`item` with a submission time: its own (nbgrader's), else the file's, which is unreliable; for a hand-in of
+    no file to grade (a PDF alone), its folder's."""
+    return item if item.submitted_at else dataclasses.replace(
+        item, submitted_at=file_time(item.path) or file_time(item.path.parent), submitted_at_source=FILE_TIME)
 
 
 def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict, skipped: list) -> list[Found]:
     if not os.path.lexists(path):
         raise LayoutError(f"{safe(path)} does not exist; pass student files, a folder of them, an nbgrader "
                           "course folder or a zip")
+    # One student's part of a class layout is graded as the class's grading finds them (id, time, file), and
+    # nothing inside it is read as a layout of its own: a student's upload may hold a submitted/ tree or metadata.
+    export = gradescope_export_of(Path(os.path.abspath(path)))
+    if export is not None:
+        return _one_of(path, _gradescope(export, module, only=Path(os.path.abspath(path)).relative_to(export).parts[0]))
     inside = _in_nbgrader_tree(path, assignment)
-    if inside is not None:  # one student's part of a submitted/ tree: their id and timestamp.txt, as for the class
-        return _nbgrader_one(path, *inside, assignment, module)
+    if inside is not None:
+        return _one_of(path, _nbgrader(inside[0], assignment, module, only=inside[1]))
     if path.is_file() and path.suffix == ".zip":
         try:
             folder = extract(path, workdir, refused)
@@ -224,13 +236,18 @@ def _in_nbgrader_tree(path: Path, assignment: str) -> tuple[Path, str] | None:
     return None
 
 
-def _nbgrader_one(path: Path, submitted: Path, student: str, assignment: str, module: str) -> list[Found]:
-    """The one student's hand-in that `path` in their submitted/ folder names, as grading the class finds it; a
-    file named among several is the one graded."""
-    found = _nbgrader(submitted, assignment, module, only=student)
-    if found and path.is_file() and os.path.abspath(found[0].path) != os.path.abspath(path):
-        found = [dataclasses.replace(found[0], path=path, note=f"graded {safe(path.name, 100)}, the file named")]
-    return found
+def _one_of(path: Path, found: list[Found]) -> list[Found]:
+    """The hand-in grading the class finds for the student whose part of the class `path` is. A file named that is
+    not the one the class's grading takes is refused, and nothing stored: stored as the student's hand-in at the
+    same time, it would replace the one that counts, and a TA who names it may only mean to look at it."""
+    if not found or not path.is_file() or os.path.abspath(found[0].path) == os.path.abspath(path):
+        return found
+    graded = found[0]
+    return [dataclasses.replace(graded, path=path, stored=False, problem=(
+        f"{safe(path.name, 100)} is not the file grading the class takes from {safe(graded.student, 100)}'s hand-in "
+        f"({safe(graded.path.name, 100)}); stored, it would replace that one, handed in at the same time. Grade "
+        f"their folder to grade their hand-in; to look at {safe(path.name, 100)} alone, grade a copy of it kept "
+        "elsewhere, with a --db of its own"))]
 
 
 def _nbgrader(submitted: Path, assignment: str, module: str, only: str | None = None) -> list[Found]:
@@ -254,15 +271,15 @@ def _nbgrader(submitted: Path, assignment: str, module: str, only: str | None = 
     return found
 
 
-def _gradescope(folder: Path, module: str) -> list[Found]:
+def _gradescope(folder: Path, module: str, only: str | None = None) -> list[Found]:
     """The submissions of a Gradescope download, each under the id and time its metadata gives; a folder the
-    metadata does not name keeps its own name, with its file's time."""
+    metadata does not name keeps its own name, with its file's time. only: that submission folder's alone."""
     try:
         exported = read_export(folder)
     except ExportError as error:
         raise LayoutError(str(error)) from None
     found = []
-    for submission in (p for p in _folders(folder) if _shown_entry(p)):
+    for submission in (p for p in _folders(folder) if _shown_entry(p) and only in (None, p.name)):
         entry = exported.get(submission.name)
         student = entry.student if entry and entry.student else submission.name
         if os.path.islink(submission):
@@ -313,7 +330,7 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
     students: dict[str, list[Path]] = {}
     for path in handins:
         students.setdefault(download[path.name].student if path.name in download else path.stem, []).append(path)
-    for student, paths in _two_formats_joined(students).items():
+    for student, paths in two_formats_joined(students).items():
         paths, attempt = latest_attempt(paths, download)
         paths, upload = latest_uploads(paths, download)
         attempt = "; ".join(n for n in (attempt, upload) if n)
@@ -326,30 +343,12 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         picked = _linked(directory, f"{module}.py", directory.name, folder) if os.path.islink(directory) \
             else _pick(directory, module, directory.name)
         if picked:
-            found.append(picked)
+            found.append(dataclasses.replace(picked, lms="Moodle" if moodle_participant(directory.name) else ""))
         elif moodle_participant(directory.name):  # Moodle made this folder for a hand-in: the student is listed
             found.append(dataclasses.replace(_nothing_to_grade(directory, module, directory.name), lms="Moodle"))
         else:
             empty.append(directory)
     return found
-
-
-def _two_formats_joined(students: dict[str, list[Path]]) -> dict[str, list[Path]]:
-    """student -> their files, with `Alice.py` beside `alice.ipynb` one student's two formats, under the notebook's
-    id, as `bob.py` beside `bob.ipynb` is (`choose` grades the notebook and says so): ids compare case-folded, and
-    two ids of one form would each be refused as a collision. Two files of one format stay apart, and are refused."""
-    by_form: dict[str, list[str]] = {}
-    for student in students:
-        by_form.setdefault(canonical(student), []).append(student)
-    joined = {}
-    for names in by_form.values():
-        suffixes = sorted(path.suffix for name in names for path in students[name])
-        if len(names) == 2 and suffixes == [".ipynb", ".py"]:
-            notebook = next(name for name in names if students[name][0].suffix == ".ipynb")
-            joined[notebook] = [path for name in names for path in students[name]]
-        else:
-            joined.update({name: students[name] for name in names})
-    return joined
 
 
 def _first_line(path: Path, root: Path) -> str:

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from autograder.grading.class_zip import MAX_DEPTH
 from autograder.grading.handin import read_small
 from autograder.grading.handin_choice import choose
 from autograder.grading.late import TimeError, iso, parse_timestamp
@@ -32,6 +35,10 @@ from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
 
 EXPORT_METADATA = "submission_metadata.yml"
+# What names a submitter, in this order, in the download and in `gradescope-run` alike, so that both give one
+# submission one id: the email, else the student id (SID) the course gave, else Gradescope's own user id.
+SUBMITTER_IDS = ("email", "sid", "id")
+SUBMISSION_FOLDER = re.compile(r"submission_\d+")  # the download's name for each submission's folder
 MAX_METADATA_BYTES = 32 << 20  # a class of thousands, each with a few submitters and its scores
 
 
@@ -43,9 +50,9 @@ class ExportError(Exception):
 class Exported:
     """What the metadata says of one submission folder: its student id and time, or why there is none."""
 
-    student: str
-    submitted_at: str  # ISO 8601 in UTC, "" if the metadata gives no time that reads
-    problem: str = ""
+    student: str  # "" where the metadata names no submitter
+    submitted_at: str  # ISO 8601 in UTC
+    problem: str = ""  # why the submission cannot be graded as the metadata stands: no submitter, or no time
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,16 @@ def is_export(folder: Path) -> bool:
     return os.path.lexists(Path(folder) / EXPORT_METADATA)
 
 
+def gradescope_export_of(path: Path) -> Path | None:
+    """The download `path` (absolute) is part of: a submission folder or what is in one; None elsewhere. The
+    outermost such folder, named so below it (`submission_123456`): a submission_metadata.yml a student uploaded
+    in their submission names no one, nor does one left higher up in the TA's folders."""
+    for folder in reversed(path.parents):
+        if is_export(folder) and SUBMISSION_FOLDER.fullmatch(path.relative_to(folder).parts[0]):
+            return folder
+    return None
+
+
 def read_export(folder: Path) -> dict[str, Exported]:
     """Submission folder name -> what the download's metadata says of it. ExportError if it cannot be read."""
     path = Path(folder) / EXPORT_METADATA
@@ -73,9 +90,11 @@ def read_export(folder: Path) -> dict[str, Exported]:
         metadata = yaml.load(data, Loader=_MetadataLoader)  # noqa: S506 - a safe loader that keeps unknown tags inert
     except yaml.YAMLError as error:
         raise ExportError(f"{safe(path, 300)} is not YAML ({_yaml_problem(error)}); {again}") from None
+    except RecursionError:
+        raise ExportError(f"{safe(path, 300)} nests its values too deeply to be Gradescope's; {again}") from None
     if not isinstance(metadata, dict):
         raise ExportError(f"{safe(path, 300)} does not map submission folders to their submitters; {again}")
-    return {str(name): _exported(str(name), _plain_keys(entry)) for name, entry in metadata.items()}
+    return {name: _exported(name, _plain_keys(entry)) for name, entry in metadata.items() if isinstance(name, str)}
 
 
 def submitters_id(users: list, key_names: tuple[str, ...]) -> str:
@@ -87,9 +106,12 @@ def submitters_id(users: list, key_names: tuple[str, ...]) -> str:
         raise ValueError("it names no submitter")
     ids = []
     for number, user in enumerate(users, 1):
-        found = next((user[key] for key in key_names if isinstance(user, dict) and user.get(key)), None)
-        if not isinstance(found, str | int) or isinstance(found, bool) or not str(found).strip():
-            raise ValueError(f"it names no {' or '.join(key_names)} for submitter {number} ({safe(user, 200)})")
+        given = [user.get(key) for key in key_names] if isinstance(user, dict) else []
+        found = next((value for value in given if isinstance(value, str | int) and not isinstance(value, bool)
+                      and str(value).strip()), None)
+        if found is None:  # reprlib: a value YAML's aliases make huge is not written out whole
+            raise ValueError(f"it names no {' or '.join(key_names)} for submitter {number} "
+                             f"({safe(reprlib.repr(user), 200)})")
         ids.append(str(found).strip())
     return ",".join(sorted(ids))
 
@@ -120,7 +142,10 @@ def _candidate_files(folder: Path) -> list[Path]:
         return []
     found = []
     for directory, subdirs, files in os.walk(folder, followlinks=False):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in ("__pycache__", "__MACOSX"))
+        # Not below MAX_DEPTH folders: deeper, os.walk's own recursion would fail, and with it the class's grading.
+        deep = len(Path(directory).relative_to(folder).parts) >= MAX_DEPTH
+        subdirs[:] = [] if deep else sorted(d for d in subdirs if not d.startswith(".")
+                                            and d not in ("__pycache__", "__MACOSX"))
         for name in sorted(files + [d for d in subdirs if Path(d).suffix in SUFFIXES]):
             if Path(name).suffix in SUFFIXES and not name.startswith("."):
                 found.append(Path(directory) / name)
@@ -150,25 +175,29 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 
 
 def _plain_keys(entry) -> dict:
-    """A metadata mapping with Ruby's symbol marks taken off its keys (`:submitters` -> `submitters`)."""
+    """A metadata mapping with Ruby's symbol marks taken off its own keys (`:submitters` -> `submitters`); its
+    values as they are (YAML's aliases can make a small file's values huge: nothing is copied)."""
     if not isinstance(entry, dict):
         return {}
-    return {str(key).lstrip(":"): (_plain_list(value) if isinstance(value, list) else value)
-            for key, value in entry.items()}
-
-
-def _plain_list(values: list) -> list:
-    return [_plain_keys(value) if isinstance(value, dict) else value for value in values]
+    return {key.lstrip(":"): value for key, value in entry.items() if isinstance(key, str)}
 
 
 def _exported(name: str, entry: dict) -> Exported:
+    submitters = entry.get("submitters")
+    if isinstance(submitters, list):
+        submitters = [_plain_keys(user) if isinstance(user, dict) else user for user in submitters]
     try:
-        student = submitters_id(entry.get("submitters"), ("email", "sid"))
+        student = submitters_id(submitters, SUBMITTER_IDS)
     except ValueError as error:
         return Exported("", "", f"{EXPORT_METADATA} does not say whose {safe(name, 80)}/ is: {error}. Name its "
                                 "submitters in Gradescope (Manage Submissions), download the submissions again and "
                                 "grade again")
-    return Exported(student, _created_at(entry.get("created_at")))
+    created = _created_at(entry.get("created_at"))
+    if not created:  # as gradescope-run refuses it: the late rule would judge the extraction's time instead
+        return Exported(student, "", f"{EXPORT_METADATA} gives {safe(name, 80)}/ no time it was handed in (its "
+                                     "`:created_at:` is missing or not a time); download the submissions again from "
+                                     "Gradescope and grade again")
+    return Exported(student, created)
 
 
 def _created_at(value) -> str:

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from autograder.grading.discover import LayoutError
-from autograder.grading.gradescope_export import submitters_id
+from autograder.grading.gradescope_export import SUBMITTER_IDS, submitters_id
 from autograder.grading.late import FILE_TIME, GRADESCOPE_METADATA, TimeError, file_time, iso, parse_timestamp
 from autograder.text import safe
 
@@ -32,7 +32,7 @@ class MetadataError(LayoutError):
 
 
 def gradescope_student(metadata_file: Path) -> str:
-    """The student id that seeds the randomized inputs: the submitters' emails (else their Gradescope ids).
+    """The student id that seeds the randomized inputs: the submitters' emails (else SIDs, else Gradescope ids).
 
     Sorted and joined for a group, so every resubmission of the group gets the
     same inputs; LOCAL_STUDENT when there is no metadata file. Raises
@@ -45,7 +45,7 @@ def gradescope_student(metadata_file: Path) -> str:
     if not isinstance(users, list) or not users:
         raise _malformed(metadata_file, "has no list of submitters (`users`)")
     try:
-        return submitters_id(users, ("email", "id"))
+        return submitters_id(users, SUBMITTER_IDS)
     except ValueError as error:
         raise _malformed(metadata_file, str(error).removeprefix("it ")) from None
 

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 from autograder.grading.handin import read_bytes
+from autograder.grading.ids import canonical
 from autograder.grading.lms_downloads import LmsName
 from autograder.text import safe
 
@@ -20,12 +21,12 @@ _TOP_LEVEL_DEF = re.compile(rb'(?:^|\n|"|\\n)(?:async[ \t]+)?def[ \t]+([A-Za-z_]
 
 
 def latest_attempt(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str]:
-    """Of a student's files in an LMS download, those of their latest attempt (Blackboard keeps each), and a note
-    when there were several attempts."""
-    attempts = sorted({_attempt(p, download) for p in paths})
-    if len(attempts) == 1:
+    """Of a student's files in an LMS download, those of their latest attempt (Blackboard keeps each) and any the TA
+    put beside them (no attempt of the download's), and a note when there were several attempts."""
+    attempts = sorted({_attempt(p, download) for p in paths} - {""})
+    if len(attempts) < 2:
         return paths, ""
-    return ([p for p in paths if _attempt(p, download) == attempts[-1]],
+    return ([p for p in paths if _attempt(p, download) in ("", attempts[-1])],
             f"{len(attempts)} attempts were downloaded; graded the latest, of {_shown(attempts[-1])}")
 
 
@@ -76,22 +77,41 @@ _REASONS = ("a regular file over one that is not", "the file named after the ass
 def latest_uploads(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str]:
     """Of a student's files in a Canvas download, each name's latest upload (Canvas names a file uploaded again
     under a name the student used `name-1.ipynb`, with a larger file id), and a note when one was left out."""
-    latest: dict[str, Path] = {}
+    by_name: dict[str, list[Path]] = {}
     for path in paths:
         entry = download.get(path.name)
-        key = entry.name if entry is not None and entry.upload else path.name
-        kept = latest.get(key)
-        if kept is None or _upload(path, download) > _upload(kept, download):
-            latest[key] = path
-    left = [p for p in paths if p not in latest.values()]
-    if not left:
-        return paths, ""
-    return list(latest.values()), (f"graded the latest upload of each name: {', '.join(safe(p.name) for p in left)} "
-                                   "was uploaded again later")
+        by_name.setdefault(entry.name if entry is not None and entry.upload else path.name, []).append(path)
+    kept, notes = [], []
+    for uploads in by_name.values():
+        latest = max(uploads, key=lambda p: _upload(p, download))
+        kept.append(latest)
+        earlier = [safe(p.name) for p in uploads if p is not latest]
+        if earlier:
+            notes.append(f"{safe(latest.name)} was uploaded after {', '.join(earlier)} under the same name (a larger "
+                         "file id): the later upload is the one graded")
+    return kept, "; ".join(notes)
 
 
 def _upload(path: Path, download: dict[str, LmsName]) -> int:
     return download[path.name].upload if path.name in download else 0
+
+
+def two_formats_joined(students: dict[str, list[Path]]) -> dict[str, list[Path]]:
+    """student -> their files, with `Alice.py` beside `alice.ipynb` one student's two formats, under the notebook's
+    id, as `bob.py` beside `bob.ipynb` is (`choose` grades the notebook and says so): ids compare case-folded, and
+    two ids of one form would each be refused as a collision. Two files of one format stay apart, and are refused."""
+    by_form: dict[str, list[str]] = {}
+    for student in students:
+        by_form.setdefault(canonical(student), []).append(student)
+    joined = {}
+    for names in by_form.values():
+        suffixes = sorted(path.suffix for name in names for path in students[name])
+        if len(names) == 2 and suffixes == [".ipynb", ".py"]:
+            notebook = next(name for name in names if students[name][0].suffix == ".ipynb")
+            joined[notebook] = [path for name in names for path in students[name]]
+        else:
+            joined.update({name: students[name] for name in names})
+    return joined
 
 
 def _functions_defined(path: Path) -> int:

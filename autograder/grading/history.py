@@ -196,14 +196,11 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
     student handed in at the same time, if there is one. A time read off the file itself (FILE_TIME: no
     timestamp.txt or LMS time could be read) is no time the student handed in at: such a result belongs to the
     hand-in of the same bytes with a time stated for it, if there is one, so a timestamp.txt mended after the
-    fact makes no second, later hand-in of the same file; else to the earliest hand-in of the same bytes, so the
-    same download fetched again (its files' times are the download's) makes no later hand-in either.
+    fact makes no second, later hand-in of the same file. Else it joins the hand-in just before it in time if
+    that one is of the same bytes (`_fetched_again`).
     """
     stated = {(e.result.student, e.result.sha256): e.result for e in found
               if e.result.sha256 and e.result.submitted_at_source != FILE_TIME}
-    earliest = {}
-    for result in sorted((e.result for e in found), key=lambda r: r.submitted_at, reverse=True):
-        earliest[result.student, result.sha256] = result  # the earliest comes last, and stays
     groups: dict[str, dict[tuple[str, str], list[Entry]]] = {}
     for entry in sorted(found, key=lambda e: e.order):
         result = entry.result
@@ -211,18 +208,37 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
         key = (result.submitted_at, result.sha256)
         if not result.sha256:
             key = next((k for k in mine if k[0] == result.submitted_at), key)
-        elif result.submitted_at_source == FILE_TIME:
-            # the stated time's, whichever was graded last; else the earliest file time's (itself, if it is that)
-            known = stated.get((result.student, result.sha256)) or earliest[result.student, result.sha256]
+        elif result.submitted_at_source == FILE_TIME and (result.student, result.sha256) in stated:
+            known = stated[result.student, result.sha256]  # its time and source, whichever was graded last
             key = (known.submitted_at, known.sha256)
             entry = dataclasses.replace(entry, result=dataclasses.replace(
                 result, submitted_at=known.submitted_at, submitted_at_source=known.submitted_at_source))
         mine.setdefault(key, []).append(entry)
     by_student = {}
     for student, mine in groups.items():
-        ordered = sorted(mine.values(), key=lambda group: (group[0].result.submitted_at, group[-1].order))
+        ordered = _fetched_again(sorted(mine.values(), key=lambda group: (group[0].result.submitted_at,
+                                                                         group[-1].order)))
         by_student[student] = [Attempt(n, tuple(group)) for n, group in enumerate(ordered, start=1)]
     return by_student
+
+
+def _fetched_again(ordered: list[list[Entry]]) -> list[list[Entry]]:
+    """One student's hand-ins in time order, each whose every time was read off its file (FILE_TIME) joined to the
+    hand-in just before it when that one is of the same bytes: the class folder copied or an LMS's zip downloaded
+    again gives its files new times, and no new hand-in. The same file handed in again after another one is a
+    hand-in of its own; the joined one takes the earlier time, its results kept in the order they were graded."""
+    joined: list[list[Entry]] = []
+    for group in ordered:
+        before = joined[-1][0].result if joined else None
+        if before is not None and before.sha256 and group[0].result.sha256 == before.sha256 and all(
+                entry.result.submitted_at_source == FILE_TIME for entry in group):
+            moved = [dataclasses.replace(entry, result=dataclasses.replace(
+                entry.result, submitted_at=before.submitted_at, submitted_at_source=before.submitted_at_source))
+                for entry in group]
+            joined[-1] = sorted(joined[-1] + moved, key=lambda entry: entry.order)
+        else:
+            joined.append(list(group))
+    return joined
 
 
 def _key(result: SubmissionResult) -> tuple:

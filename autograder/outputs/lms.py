@@ -97,10 +97,11 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
     # Matched as ids are everywhere (grading.ids): a name a Mac's zip wrote decomposed (José as e + ◌́) is the
     # roster's José. Stored ids are unique in that form, as discovery settles them.
     by_student = {canonical(r.student): r for r in results}
+    by_member = _group_members(results)
     empty = "0" if missing == "zero" else ""
     made = []
     for student, identity in roster.items():
-        result = by_student.get(canonical(student))
+        result = by_student.get(canonical(student)) or by_member.get(canonical(student))
         if result is None or result.internal_error:
             made.append(Row(student, identity, empty, NO_GRADE[result is not None]))
             continue
@@ -111,7 +112,20 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
                              *[n for n in result.notes if n.startswith("Hand-in ")]])
         made.append(Row(student, identity, _number(late.total), feedback))
     on_roster = {canonical(student) for student in roster}
-    return made, sorted(r.student for key, r in by_student.items() if key not in on_roster)
+    return made, sorted(r.student for key, r in by_student.items()
+                        if key not in on_roster and not on_roster & set(key.split(",")))
+
+
+def _group_members(results: list[SubmissionResult]) -> dict[str, SubmissionResult]:
+    """Each member of a group hand-in -> the group's result: a Gradescope group is stored under its submitters'
+    emails joined with "," (grading.gradescope_export), and each member's LMS row gets its grade. A member of two
+    groups gets neither (which counts is for a person to say)."""
+    members: dict[str, list[SubmissionResult]] = {}
+    for result in results:
+        parts = canonical(result.student).split(",")
+        for member in parts if len(parts) > 1 else ():
+            members.setdefault(member, []).append(result)
+    return {member: groups[0] for member, groups in members.items() if len(groups) == 1}
 
 
 def by_lms_user(roster: dict[str, dict[str, str]], students: set[str],
