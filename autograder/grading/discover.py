@@ -166,9 +166,10 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
                           "course folder or a zip")
     # One student's part of a class layout is graded as the class's grading finds them (id, time, file), and
     # nothing inside it is read as a layout of its own: a student's upload may hold a submitted/ tree or metadata.
-    export = gradescope_export_of(Path(os.path.abspath(path)))
+    absolute = Path(os.path.abspath(path))
+    export = gradescope_export_of(absolute)
     if export is not None:
-        return _one_of(path, _gradescope(export, module, only=Path(os.path.abspath(path)).relative_to(export).parts[0]))
+        return _one_of(path, _gradescope(export, module, only=absolute.relative_to(export).parts[0]))
     inside = _in_nbgrader_tree(path, assignment)
     if inside is not None:
         return _one_of(path, _nbgrader(inside[0], assignment, module, only=inside[1]))

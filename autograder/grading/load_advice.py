@@ -12,7 +12,9 @@ from autograder.authoring.checks import environment_hint
 from autograder.authoring.protocol import Raised
 from autograder.sandbox.session import LoadReport
 
-GRADER_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"  # the workers run the grader's own Python
+# The workers run the grader's own Python, unless $AUTOGRADER_WORKER_PYTHON names another (sandbox.protections):
+# then this names the grader's, which a course that sets it should keep the same.
+GRADER_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def py_advice(name: str, load: LoadReport, raised: Raised | None, unparsed: bool) -> tuple[str, str]:
