@@ -260,7 +260,7 @@ def test_notebooks_jupyter_runs_get_full_marks(grade_once, tmp_path):
              "softmax(np.ones((2, 2)))",
              "import torch.nn.functional as F",
              "def attention_torch(Q, K, V, allowed=None, scale=None):\n"
-             "    S = (Q @ K.transpose(-2, -1)) * (scale or 1.0 / math.sqrt(Q.shape[-1]))\n"
+             "    S = (Q @ K.transpose(-2, -1)) * (1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale)\n"
              "    if allowed is not None:\n"
              "        S = S.masked_fill(~torch.as_tensor(allowed, dtype=torch.bool), float('-inf'))\n"
              "    A = F.softmax(S, dim=-1)\n"

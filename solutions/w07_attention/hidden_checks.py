@@ -129,7 +129,7 @@ def _shared_by_heads(array):
 
 def score_matches_reference(t):
     """score matches the reference on batched cross-attention inputs (Nq ≠ Nk), float32 and float64, and on keys
-    shared by every head (broadcast), and leaves Q and K unchanged."""
+    or queries shared by every head (broadcast), and leaves Q and K unchanged."""
     for dtype in DTYPES:
         Q, K, _ = _qkv(t, dtype)
         expected = t.ref.score(*_f64(Q, K))
@@ -140,14 +140,28 @@ def score_matches_reference(t):
         expect_close(_returned_broadcasting(t, "score", Q, shared), t.ref.score(*_f64(Q, shared)), t.tol(Q.dtype),
                      f"score(Q, K) with keys of shape {shared.shape}, shared by every head of queries of shape "
                      f"{Q.shape} (batch axes broadcast)", shape_hint=ROWS_ARE_QUERIES)
+        one_query = _shared_by_heads(Q)  # and the other way round: K broadcast to Q's batch shape fails here
+        expect_close(_returned_broadcasting(t, "score", one_query, K), t.ref.score(*_f64(one_query, K)),
+                     t.tol(Q.dtype), f"score(Q, K) with queries of shape {one_query.shape}, shared by every head of "
+                     f"keys of shape {K.shape} (batch axes broadcast)", shape_hint=ROWS_ARE_QUERIES)
+
+
+ZERO_SCALE = "0.0 multiplies every score by 0, and only None means 1/√dk (`scale or 1/√dk` takes 0.0 for None)"
+
+
+def _scaled(call: str, scale) -> str:
+    """`call` with its explicit scale, and for 0.0 what it means: a falsy scale is still a scale."""
+    return f"{call} with scale={scale}" + (f" ({ZERO_SCALE})" if scale == 0 else "")
 
 
 def score_explicit_scale(t):
-    """score multiplies by an explicitly given scale (1.0 and 0.25) instead of 1/√dk, and leaves Q and K unchanged."""
+    """score multiplies by an explicitly given scale (1.0, -0.25 and 0.0) instead of 1/√dk, and leaves Q and K
+    unchanged. 0.0 is a scale, not "none given" (`scale or 1/√dk` takes it for None), and a negative one keeps its
+    sign."""
     Q, K, _ = _qkv(t)
-    for scale in (1.0, 0.25):
+    for scale in (1.0, -0.25, 0.0):
         expect_close(_returned_unchanged(t, "score", ("Q", "K"), Q, K, scale=scale), t.ref.score(Q, K, scale),
-                     t.tol(Q.dtype), f"score(Q, K, scale={scale})")
+                     t.tol(Q.dtype), _scaled("score(Q, K)", scale))
 
 
 def score_long_sequence(t):
@@ -186,16 +200,17 @@ def causal_mask_rectangular(t):
 
 
 def padding_mask_matches_reference(t):
-    """padding_mask matches the reference for random lengths, including a full-length sequence, and for a batch
-    padded past its longest sequence (n_k fixed elsewhere, so the mask is n_k wide, not max(lengths)), and leaves
-    the lengths unchanged."""
+    """padding_mask matches the reference for random lengths, including a full-length sequence and an empty one
+    (no key exists: a row of False, not a last key kept), and for a batch padded past its longest sequence (n_k
+    fixed elsewhere, so the mask is n_k wide, not max(lengths)), and leaves the lengths unchanged."""
     n_k = t.sizes["nk"]
     lengths = t.rng.integers(1, n_k + 1, size=4)
     lengths[0] = n_k
     lengths[1] = max(1, min(lengths[1], n_k - 1))  # and a padded one (n_k > 1), so all True is wrong too
+    lengths[2] = 0
     expect_equal_mask(_returned_unchanged(t, "padding_mask", ("lengths",), lengths, n_k),
                       t.ref.padding_mask(lengths, n_k),
-                      f"padding_mask(lengths, {n_k}) for {len(lengths)} random lengths")  # hidden: never the inputs
+                      f"padding_mask(lengths, {n_k}) for {len(lengths)} random lengths, one of them 0")
     if n_k > 1:
         shorter = t.rng.integers(1, n_k, size=3)
         expect_equal_mask(t.returned("padding_mask", shorter, n_k), t.ref.padding_mask(shorter, n_k),
@@ -303,18 +318,27 @@ def context_matches_reference(t):
 # ------------------------------------------------------------------ attention
 
 def attention_matches_reference(t):
-    """attention matches the reference with and without a mask, default and explicit scale, and with one query's
-    scores in the thousands, and leaves Q, K, V and the mask unchanged."""
+    """attention matches the reference with and without a mask, default and explicit scale (0.0 among them, with
+    no mask: uniform weights), on keys and values shared by every head (broadcast), and with one query's scores in
+    the thousands, and leaves Q, K, V and the mask unchanged."""
     d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
         # 0.3: no default scale of RANDOM's sizes, so a dropped scale fails.
-        for allowed, scale in ((None, None), (mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"])), 0.3)):
+        cases = [(None, None), (mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"])), 0.3)]
+        for allowed, scale in cases + [(None, 0.0)] * (dtype == np.float64):
             C_exp, A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)
-            what = f"attention for {_name(dtype)} inputs" + (" with a mask and scale=0.3" if scale else "")
+            what = f"attention for {_name(dtype)} inputs" + (" with a mask" if allowed is not None else "")
+            what = what if scale is None else _scaled(what, scale)
             C, A = expect_pair(_returned_unchanged(t, "attention", ("Q", "K", "V"), Q, K, V, allowed=allowed,
                                                    scale=scale), what, PAIR)
             _expect_attention(C, A, (C_exp, A_exp), V, t.tol(dtype), what)
+    K, V = _shared_by_heads(K), _shared_by_heads(V)
+    if K is not None:
+        what = f"attention with keys and values of shapes {K.shape} and {V.shape}, shared by every head of queries " \
+               f"of shape {Q.shape} (batch axes broadcast)"
+        C, A = expect_pair(_returned_broadcasting(t, "attention", Q, K, V), what, PAIR)
+        _expect_attention(C, A, t.ref.attention(*_f64(Q, K, V)), V, t.tol(Q.dtype), what)
     if d["nk"] > 1 and d["nq"] > 1:
         _attention_large_scores(t)
 
@@ -354,7 +378,7 @@ def _masked_far_above(t, Q, K, scale: float) -> np.ndarray:
 
 def attention_all_masked_raises(t):
     """attention raises ValueError when a query has every key masked (slide 22), and matches the reference once one of
-    its keys is visible."""
+    its keys is visible; and raises it for a mask that hides every key."""
     Q, K, V = _qkv(t)
     allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
     query = (0,) * len(t.sizes["batch"]) + (0,)
@@ -368,6 +392,12 @@ def attention_all_masked_raises(t):
                                          valid_what=what, valid_advice=VISIBLE_KEY_ADVICE), what, PAIR)
     C_exp, A_exp = t.ref.attention(Q, K, V, allowed=neighbour)
     _expect_attention(C, A, (C_exp, A_exp), V, t.tol(Q.dtype), what)
+    # A mask hiding every key: `if allowed is not None and allowed.any():` skipped masking and returned weights.
+    nothing = t.call("attention", Q, K, V, allowed=np.zeros_like(allowed))
+    if nothing.raised is None or not nothing.raised.is_a("ValueError"):
+        got = "returned" if nothing.raised is None else f"raised {nothing.raised.describe(called='attention')}"
+        raise CheckFailed(f"attention with a mask that hides every key from every query {got} instead of raising "
+                          f"ValueError; {ALL_MASKED_ADVICE}: apply the mask whatever it holds")
 
 
 def attention_agrees_with_sdpa(t):
@@ -409,19 +439,27 @@ def _long_attention_case(t):
 def attention_torch_agrees_with_sdpa(t):
     """attention_torch agrees with scaled_dot_product_attention (C and the gradients of C with respect to Q, K and V)
     and the reference (A), with a mask. The float32 tensors' mask is (Nq, Nk), one mask for every batch entry, as
-    a causal mask is: it broadcasts, as scaled_dot_product_attention's attn_mask does."""
+    a causal mask is: it broadcasts, as scaled_dot_product_attention's attn_mask does. Then keys and values shared
+    by every head (broadcast)."""
     d = t.sizes
     for dtype, shape in ((np.float64, (*d["batch"], d["nq"], d["nk"])), (np.float32, (d["nq"], d["nk"]))):
         Q, K, V = _qkv(t, dtype)
         allowed = mask_rows(t.rng, shape)
         mask = "a mask" if len(shape) == len(Q.shape) else "one (Nq, Nk) mask broadcast over the batch axes"
         _torch_checked(t, Q, K, V, allowed, None, f"attention_torch for {_name(dtype)} tensors with {mask}")
+    K, V = _shared_by_heads(K), _shared_by_heads(V)
+    if K is not None:  # a reshape to (-1, N, d) for torch.bmm fails here
+        _torch_checked(t, Q, K, V, allowed, None, f"attention_torch with keys and values of shapes {tuple(K.shape)} "
+                       f"and {tuple(V.shape)}, shared by every head of queries of shape {tuple(Q.shape)} (batch axes "
+                       f"broadcast, as in scaled_dot_product_attention; {BROADCAST_ADVICE})")
 
 
 def attention_torch_respects_scale(t):
-    """attention_torch uses an explicitly given scale (0.3) instead of 1/√dk, in C, A and the gradients."""
+    """attention_torch uses an explicitly given scale (0.3, then 0.0: uniform weights, not "none given") instead of
+    1/√dk, in C, A and the gradients."""
     Q, K, V = _qkv(t)
-    _torch_checked(t, Q, K, V, None, 0.3, "attention_torch(scale=0.3)")
+    for scale in (0.3, 0.0):
+        _torch_checked(t, Q, K, V, None, scale, _scaled("attention_torch", scale))
 
 
 def attention_torch_agrees_with_numpy(t):
@@ -471,10 +509,24 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
     _expect_attention(C.array, A.array, (C_exp, A_exp), V, t.tol(Q.dtype), what)
     through_A = _weights_gradients(Q, K, A_exp, upstream_A, scale)
-    expect_gradients(reply, {name: grad + through_A.get(name, 0.0) for name, grad in zip("QKV", grads)},
+    shapes = {"Q": Q.shape, "K": K.shape, "V": V.shape}
+    terms = _gradient_terms(Q, K, V, A_exp, upstream, scale, upstream_A)
+    expect_gradients(reply, {name: grad + _summed_to(through_A.get(name, 0.0), shapes[name])
+                             for name, grad in zip("QKV", grads)},
                      precision_of_factors(t.tol(Q.dtype), A.array), f"C and A in {what}",
-                     terms=_gradient_terms(Q, K, V, A_exp, upstream, scale, upstream_A))
+                     terms={name: _summed_to(term, shapes[name]) for name, term in terms.items()})
     return C_exp, A_exp
+
+
+def _summed_to(gradient, shape: tuple):
+    """A gradient (or its terms) over the broadcast shape, summed back to the shape of the argument it is for: keys
+    shared by every head (..., 1, Nk, dk) get the sum over the heads. A scalar stays one."""
+    gradient = np.asarray(gradient)
+    if gradient.ndim == 0 or gradient.shape == tuple(shape):
+        return gradient
+    gradient = gradient.sum(axis=tuple(range(gradient.ndim - len(shape))))
+    return gradient.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1 and gradient.shape[i] != 1),
+                        keepdims=True)
 
 
 def _weights_gradients(Q, K, A, H, scale):
