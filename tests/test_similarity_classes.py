@@ -154,3 +154,19 @@ def test_code_behind_a_module_flag_that_is_off_is_dead_code():
         function.body.insert(0, ast.parse("if VERBOSE:\n    print('entering', len(locals()))").body[0])
     assert _tokens(ast.unparse(tree))["softmax"] != _tokens(text)["softmax"]
 
+
+
+def test_every_spelling_of_a_transpose_gives_the_same_tokens():
+    """A whole-file copy with `W.T` written `np.transpose(W)`, swapaxes written moveaxis, and PyTorch's transpose
+    written `.mT` scored 0.80, under two honest pairs; a transpose is now one token, however it is spelled."""
+    spellings = ["W_q.T", "np.transpose(W_q)", "W_q.transpose()", "np.swapaxes(W_q, -1, -2)", "W_q.swapaxes(-2, -1)",
+                 "np.moveaxis(W_q, -1, -2)"]
+    tokens = {spelling: _tokens(f"import numpy as np\n\ndef score(Q, W_q):\n    return Q @ {spelling}\n")["score"]
+              for spelling in spellings}
+    assert len({tuple(t) for t in tokens.values()}) == 1, tokens
+    torch_spellings = ["K.mT", "K.transpose(-2, -1)", "torch.transpose(K, -1, -2)", "K.T"]
+    tokens = {spelling: _tokens(f"import torch\n\ndef score(Q, K):\n    return Q @ {spelling}\n")["score"]
+              for spelling in torch_spellings}
+    assert len({tuple(t) for t in tokens.values()}) == 1, tokens
+    other = _tokens("import numpy as np\n\ndef score(Q, K):\n    return Q @ np.swapaxes(K, 0, 1)\n")["score"]
+    assert other != next(iter(tokens.values()))  # a swap of other axes is another computation

@@ -10,7 +10,8 @@ matters little:
 - docstrings, bare strings, `pass`, code after `return`/`raise`, `if False:`
   branches and assignments to names never read are dropped (dead code);
 - equivalent constructs are written one way: `x += y` as `x = x + y`, `x: int = y` as `x = y`,
-  `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`,
+  `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`, a transpose
+  (`np.transpose(x)`, `x.swapaxes(-1, -2)`, `np.moveaxis(x, -1, -2)`, PyTorch's `x.mT`) as `x.T`,
   keyword arguments sorted, operands of `+ * & |` in a fixed order, every
   spelling of infinity as `INF`, `np.newaxis` as `None`;
 - an einsum's subscripts are kept, their index letters renamed in order of
@@ -40,6 +41,7 @@ from autograder.similarity.statements import (
     TERMINAL,
     blocks,
     depends,
+    drop_dead_assignments,
     effects,
     inline_temporaries,
     rename_rebindings,
@@ -76,7 +78,7 @@ def function_tokens(function: ast.FunctionDef, imports: dict[str, str]) -> list[
     tree = _Rewrite(imports).visit(function)
     rename_rebindings(tree)
     for _ in range(3):  # removing one dead assignment can make another dead
-        if not _drop_dead_assignments(tree):
+        if not drop_dead_assignments(tree):
             break
     if inline_temporaries(tree):  # rewritten again, so that an inlined expression's operands are ordered in place
         tree = _Rewrite(imports).visit(tree)
@@ -218,7 +220,9 @@ class _Rewrite(ast.NodeTransformer):
         if name and name.split(".")[0] in ("numpy", "torch") and name.count(".") == 1 \
                 and name.split(".")[1] in METHOD_FUNCTIONS and node.args:
             method = ast.Attribute(node.args[0], name.split(".")[1], ast.Load())
-            return ast.copy_location(ast.Call(method, node.args[1:], node.keywords), node)
+            node, name = ast.copy_location(ast.Call(method, node.args[1:], node.keywords), node), None
+        if _swaps_last_axes(node, name):
+            return ast.copy_location(ast.Attribute(node.args[0] if name else node.func.value, "T", ast.Load()), node)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "astype" and len(node.args) == 1:
             node.args[0] = self._dtype(node.args[0])
         if name in MATMUL_FUNCTIONS and len(node.args) == 2 and not node.keywords:
@@ -253,7 +257,27 @@ class _Rewrite(ast.NodeTransformer):
             return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Name("INF", ast.Load())), node)
         if name == "numpy.newaxis":  # NumPy's alias of None, which indexing reads alike
             return ast.copy_location(ast.Constant(None), node)
+        if node.attr in ("mT", "mH", "H") and name is None:  # PyTorch's transposes of the last two axes
+            node.attr = "T"
         return node
+
+
+def _swaps_last_axes(node: ast.Call, name: str | None) -> bool:
+    """Whether a call transposes as students write it: `x.transpose()`, or the last two axes swapped by
+    `x.swapaxes(-1, -2)`, `x.transpose(-2, -1)` (PyTorch's) or `np.moveaxis(x, -1, -2)`: each is written `x.T`."""
+    if node.keywords:
+        return False
+    if name in ("numpy.moveaxis", "torch.movedim"):
+        axes = node.args[1:]
+    elif isinstance(node.func, ast.Attribute) and node.func.attr in ("transpose", "swapaxes") and name is None:
+        axes = node.args
+        if not axes and node.func.attr == "transpose":
+            return True
+    else:
+        return False
+    last = [-arg.operand.value for arg in axes if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub)
+            and isinstance(arg.operand, ast.Constant) and isinstance(arg.operand.value, int)]
+    return len(axes) == 2 and sorted(last) == [-2, -1]
 
 
 def _is_name(node: ast.AST, name: str) -> bool:
@@ -297,29 +321,6 @@ def _key(node: ast.AST, imports: dict[str, str]) -> str:
     out: list[Token] = []
     _emit(node, 0, imports, out, KEY_TOKENS)
     return " ".join(t.text for t in out)
-
-
-def _drop_dead_assignments(function: ast.FunctionDef) -> bool:
-    """Remove `name = …` statements whose names are never read in `function`; True if any was removed."""
-    read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
-    removed = False
-    for node, field, block in blocks(function):
-        kept = [s for s in block if not _is_dead(s, read)]
-        if len(kept) != len(block):
-            removed = True
-            setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
-    return removed
-
-
-def _is_dead(statement: ast.stmt, read: set[str]) -> bool:
-    if isinstance(statement, ast.Assign | ast.AnnAssign):
-        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        names = [n for t in targets for n in ast.walk(t) if not isinstance(n, ast.expr_context)]
-        return all(isinstance(n, ast.Name | ast.Tuple | ast.List) for n in names) and not any(
-            isinstance(n, ast.Name) and n.id in read for n in names)
-    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
-        return statement.name not in read
-    return False
 
 
 # ---------------------------------------------------------------- statement order

@@ -255,3 +255,26 @@ def _depth(node: ast.AST) -> int:
         deepest = max(deepest, level)
         stack.extend((child, level + 1) for child in ast.iter_child_nodes(node))
     return deepest
+
+
+def drop_dead_assignments(function: ast.FunctionDef) -> bool:
+    """Remove `name = …` statements whose names are never read in `function`; True if any was removed."""
+    read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+    removed = False
+    for node, field, block in blocks(function):
+        kept = [s for s in block if not _is_dead(s, read)]
+        if len(kept) != len(block):
+            removed = True
+            setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
+    return removed
+
+
+def _is_dead(statement: ast.stmt, read: set[str]) -> bool:
+    if isinstance(statement, ast.Assign | ast.AnnAssign):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        names = [n for t in targets for n in ast.walk(t) if not isinstance(n, ast.expr_context)]
+        return all(isinstance(n, ast.Name | ast.Tuple | ast.List) for n in names) and not any(
+            isinstance(n, ast.Name) and n.id in read for n in names)
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+        return statement.name not in read
+    return False
