@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 from autograder.grading.course import load_course
-from autograder.grading.discover import Found, find_submissions
+from autograder.grading.discover import find_submissions
+from autograder.grading.found import Found
 from autograder.grading.handin import file_sha256
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.store import Store

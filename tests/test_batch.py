@@ -109,6 +109,22 @@ def test_a_students_work_is_graded_over_an_empty_or_scratch_notebook_saved_after
     assert found.path.name == "attention.ipynb"  # the released name, as nbgrader grades it
 
 
+def test_the_released_name_in_another_case_or_as_a_second_download_is_the_released_name(tmp_path):
+    # Attention.ipynb (a Mac keeps the case it was saved in) lost to an older draft defining more helpers, and a
+    # browser's second download, attention (1).ipynb, to the older attention.ipynb: 59 where the work scored 100.
+    ann, bob = tmp_path / "ann", tmp_path / "bob"
+    ann.mkdir(), bob.mkdir()
+    _notebook(ann / "Attention.ipynb", PLAIN.read_text())
+    _notebook(ann / "attention_v1.ipynb", PLAIN.read_text() + "\ndef helper_a():\n    pass\ndef helper_b():\n    pass")
+    _notebook(bob / "attention.ipynb", PLAIN.read_text())
+    _notebook(bob / "attention (1).ipynb", PLAIN.read_text())
+    os.utime(bob / "attention.ipynb", (time.time() - 60, time.time() - 60))
+    found = {f.student: f for f in find_submissions([tmp_path], "w07_attention", "attention", tmp_path / "work")}
+    assert found["ann"].path.name == "Attention.ipynb" and "(the file named after the assignment)" in \
+        found["ann"].note, found["ann"].note
+    assert found["bob"].path.name == "attention (1).ipynb" and "(the newest of files alike" in found["bob"].note
+
+
 def test_a_flat_folders_files_that_are_not_hand_ins_are_named_not_graded(tmp_path):
     """A PDF, a zip, `.py.txt` or `.PY` handed in instead of the file: not graded, but named, so the TA sees
     whose hand-in is missing. What an operating system leaves in a folder is not named."""
@@ -121,7 +137,8 @@ def test_a_flat_folders_files_that_are_not_hand_ins_are_named_not_graded(tmp_pat
     assert sorted(results) == ["ann"]
     assert ("not graded: 4 files that are not a .py or .ipynb: erin.zip, frank.pdf, ivan.py.txt, jill.PY. If one "
             "is a student's hand-in, save it as STUDENT.ipynb or STUDENT.py (extract a zip; rename a .PY or a "
-            ".py.txt) and grade again") in done.stderr
+            ".py.txt; in an LMS's download, keep the name the LMS gave it and change only its ending, as the LMS's "
+            "name says who the student is) and grade again") in done.stderr
     assert "Thumbs.db" not in done.stderr
     # A hidden hand-in, and a student's folder whose hand-in is one folder too deep, are named with what to do.
     shutil.copy(PLAIN, folder / ".ben.py")
@@ -464,6 +481,12 @@ def test_a_student_no_longer_in_the_class_folder_is_named_and_kept(tmp_path):
         assert {r.student for r in store.results("w07_attention")} == {"a", "b"}
     alone = run_cli("grade", "w07_attention", folder / "a.py", "--db", db, "--jobs", "1")
     assert "stored from earlier runs" not in alone.stderr  # one file named: the rest of the class is not missing
+    (folder / "c").mkdir()
+    shutil.copy(PLAIN, folder / "c" / "attention.py")
+    alone = run_cli("grade", "w07_attention", folder / "c", "--db", db, "--jobs", "1")
+    assert alone.returncode == 0 and "stored from earlier runs" not in alone.stderr, alone.stderr  # c's folder
+    with Store(db) as store:
+        assert {r.student for r in store.results("w07_attention")} == {"a", "b", "c"}
 
 
 def test_a_file_renamed_only_in_case_is_the_same_student(tmp_path):

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autograder.grading.batch import Lanes
-from autograder.grading.discover import Found
+from autograder.grading.found import Found
 
 
 def _class(sets: list[int]) -> list[Found]:

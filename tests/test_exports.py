@@ -619,3 +619,24 @@ def test_export_errors_say_what_to_do(graded, tmp_path):
     done = run_cli("export", "csv", "--db", two, "--assignment", "w09")
     assert done.returncode == 2 and "no results for 'w09'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_file_an_export_replaces_stays_whole_when_writing_fails_midway(tmp_path):
+    """On a full disk `export csv --out grades.csv` had cut an earlier, good grades.csv short mid-row, and said
+    "check that path and its permissions" with no file named."""
+    import errno
+
+    from autograder.cli import _os_error
+    from autograder.outputs import replaced_whole
+
+    out = tmp_path / "grades.csv"
+    out.write_text("student,total\nann,100\n")
+    full = OSError(errno.ENOSPC, "No space left on device")
+    with pytest.raises(OSError), replaced_whole(out) as stream:
+        stream.write("student,total\nben,")
+        raise full
+    assert out.read_text() == "student,total\nann,100\n" and list(tmp_path.iterdir()) == [out]
+    with replaced_whole(out) as stream:
+        stream.write("student,total\nben,90\n")
+    assert out.read_text() == "student,total\nben,90\n" and list(tmp_path.iterdir()) == [out]
+    assert _os_error(full).startswith("the disk is full (No space left on device); free some space")

@@ -406,3 +406,25 @@ def test_one_students_py_and_notebook_under_ids_that_differ_in_case_are_their_tw
     assert "Alice" not in found
     zeds = [item for item in found.values() if item.path.name in ("Zed.py", "zed.py")]
     assert len(zeds) == 2 and all("2 hand-ins give the student id" in item.problem for item in zeds)
+
+
+def test_a_flat_class_students_folder_passed_alone_is_that_student_and_holds_no_layout(tmp_path):
+    """A TA regrading one student of a flat class names `class/ann/`: it had been stored as a new student named
+    after the file (`attention`), and a submitted/ tree ann uploaded in it was read as an nbgrader course, which
+    stored eve's 0 under eve's id. A class folder with the released notebook left in it is still a class."""
+    from autograder.grading.discover import one_students_part
+
+    ann = tmp_path / "class" / "ann"
+    planted = ann / "submitted" / "eve" / ASSIGNMENT
+    planted.mkdir(parents=True)
+    shutil.copy(PLAIN, ann / "attention.py")
+    (planted / "attention.py").write_text("def score(Q, K, scale=None):\n    return 0\n")
+    shutil.copy(PLAIN, tmp_path / "class" / "ben.py")
+    [found] = find_submissions([ann], ASSIGNMENT, "attention", tmp_path)
+    assert (found.student, found.path) == ("ann", ann / "attention.py") and found.stored and not found.problem
+    assert one_students_part(ann, ASSIGNMENT, "attention")
+    assert not one_students_part(tmp_path / "class", ASSIGNMENT, "attention")
+    shutil.copy(PLAIN, tmp_path / "class" / "attention.py")  # the released file, left in the class folder
+    assert {f.student for f in find_submissions([tmp_path / "class"], ASSIGNMENT, "attention", tmp_path)} == \
+        {"ann", "attention", "ben"}
+    assert not one_students_part(tmp_path / "class", ASSIGNMENT, "attention")

@@ -101,6 +101,8 @@ def test_the_rule_is_read_from_course_yaml(tmp_path):
     ({"due": DUE, "extensions": {"s0007": "Monday"}}, "assignments.w07_attention.extensions.s0007", "ISO 8601"),
     ({"late": {"penalty_per_day": 0.1}}, "assignments.w07_attention.late", "needs the assignment's due time"),
     ({"due": DUE, "time_zone": "Eastern"}, "assignments.w07_attention.time_zone", "IANA database names it"),
+    ({"due": DUE, "time_zone": "EST"}, "assignments.w07_attention.time_zone", "stay on standard time all summer"),
+    ({"due": DUE, "time_zone": "PST8PDT"}, "assignments.w07_attention.time_zone", "America/New_York"),
     ({"extensions": {"s0007": DUE}}, "assignments.w07_attention.extensions", "needs the assignment's due time"),
     ({"due": DUE, "extensions": {12345: DUE}}, "assignments.w07_attention.extensions.12345", "write the id in quotes"),
     ({"due": DUE, "extensions": {"S0007": DUE, "s0007": DUE}}, "assignments.w07_attention.extensions",
@@ -203,6 +205,9 @@ def test_grade_shows_each_total_after_the_late_rule_and_names_hand_ins_timed_by_
     exported = run_cli("export", "csv", "--db", "g.db", "--course", course, cwd=tmp_path)
     totals = {row["student"]: float(row["total"]) for row in csv.DictReader(io.StringIO(exported.stdout))}
     assert {student: float(rows[student].split()[1]) for student in times} == totals  # as every export says
+    # Every output says so too: a due time added after grading had zeroed such hand-ins in an LMS file unsaid.
+    assert "the late rule cuts 2 totals by the hand-in's file modification time, which copying or extracting the " \
+           "class folder changes (garbled, untimed)" in exported.stderr, exported.stderr
     assert "garbled: timestamp.txt could not be read" in done.stderr and "fix timestamp.txt" in done.stderr
     assert "1 hand-in has no timestamp.txt" in done.stderr and "(untimed)" in done.stderr
 
@@ -215,6 +220,17 @@ def test_grade_shows_each_total_after_the_late_rule_and_names_hand_ins_timed_by_
                                   "2026-11-30 20:46:00.123456"])
 def test_nbgrader_timestamps_are_read_in_utc(text):
     assert parse_timestamp(text) == datetime.datetime(2026, 11, 30, 20, 46, 0, 123456, tzinfo=datetime.UTC)
+
+
+@pytest.mark.parametrize("text", ["2026-07-30 16:46:00.5 EDT", "2026-07-30 13:46:00.5 PDT",
+                                  "2026-07-30 22:46:00.5 CEST", "2026-01-31 07:46:00.5 AEDT",
+                                  "2026-07-30 20:46:00.5 utc"])
+def test_the_zone_abbreviations_nbgrader_writes_for_a_place_are_read(text):
+    # With nbgrader's `timezone = "America/New_York"`, a summer hand-in's timestamp.txt ends in EDT: it had been
+    # refused, and the file's time taken instead, which made a hand-in ten minutes late 100 % late.
+    assert parse_timestamp(text).astimezone(datetime.UTC).time() == datetime.time(20, 46, 0, 500000)
+    with pytest.raises(TimeError, match="names several zones, as CST, IST or BST"):
+        parse_timestamp("2026-07-30 20:46:00.5 IST")
 
 
 def test_nbgrader_reads_its_own_format_as_we_do():

@@ -149,6 +149,18 @@ def test_a_roster_that_names_a_student_twice_is_refused_naming_both_entries(tmp_
         read_roster(roster, ("name", "email"))
 
 
+def test_a_roster_that_gives_two_students_one_email_is_refused_naming_both_entries(tmp_path):
+    # Moodle's import finds the row by email: Ben's grade had gone to Ann's row, and Ann's row had two grades.
+    from autograder.outputs import ExportError
+    from autograder.outputs.roster import read_roster
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,name,email\ns0101,Ann One,a@uni.edu\ns0102,Ann One,b@uni.edu\ns0103,Ben,A@Uni.edu\n")
+    with pytest.raises(ExportError, match="entries 1 and 3 both give the email 'A@Uni.edu'.*each student has their"):
+        read_roster(roster, ("name", "email"))
+    assert list(read_roster(roster, ("name",))) == ["s0101", "s0102", "s0103"]  # a shared name is two students
+
+
 def test_history_of_an_id_a_download_named_otherwise_says_which_id_was_meant(tmp_path):
     # A Canvas download names the student `smithjohn_4101`: `history ... smithjohn` only said there was no result.
     with Store(tmp_path / "grades.db") as store:

@@ -371,7 +371,7 @@ def test_a_gradescope_download_is_found_zipped_and_in_the_folder_it_was_extracte
 
 
 def test_a_gradescope_download_with_unreadable_metadata_is_refused_with_what_to_do(tmp_path):
-    from autograder.grading.discover import LayoutError
+    from autograder.grading.found import LayoutError
     export = _gradescope_download(tmp_path)
     (export / "submission_metadata.yml").write_text("submission_101: [unclosed\n")
     with pytest.raises(LayoutError, match="is not YAML .*download the submissions again from Gradescope"):

@@ -85,20 +85,35 @@ def test_a_function_defined_many_times_lists_the_first_definitions_and_the_one_g
 
 
 def test_a_function_deleted_or_replaced_after_its_def_ran_is_told_so(grade_once, tmp_path):
-    """A clean-up cell (`del softmax`) or a name taken for something else: the def is there and ran, so "your file
-    does not define softmax()" would send the student looking for a def they can see."""
-    path = tmp_path / "taken_back.ipynb"
-    cells = [IMPORTS, FUNCTIONS, "del softmax\ncontext = None"]
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    """A .py file's later line that deletes a function (`del softmax`) or takes its name: the def is there and ran,
+    so "your file does not define softmax()" would send the student looking for a def they can see."""
+    path = tmp_path / "taken_back.py"
+    path.write_text(f"{IMPORTS}\n{FUNCTIONS}\ndel softmax\ncontext = None\n")
     result = grade_once(path)
     messages = {t.function: t.message for t in result.tests if t.name.endswith(".lecture_example")}
+    lines = path.read_text().splitlines()
     for function in ("softmax", "context"):
-        line = FUNCTIONS.splitlines().index(next(row for row in FUNCTIONS.splitlines()
-                                                 if row.startswith(f"def {function}("))) + 1
+        line = next(n for n, row in enumerate(lines, start=1) if row.startswith(f"def {function}("))
         assert messages[function] == (
-            f"{function}() is defined in code cell 2 at line {line}, which ran, but by the end of the notebook the "
+            f"{function}() is defined in your file at line {line}, which ran, but by the end of the file the "
             f"name {function} no longer held a function: a later line deleted or replaced it (`del {function}`, or "
             f"`{function} = ...`). Keep that name for your function"), messages[function]
+
+
+def test_a_notebooks_function_whose_name_a_later_cell_takes_is_graded_as_its_cells_left_it(grade_once, tmp_path):
+    """`score = score(Q, Q)` in a demo cell after the check cells: Jupyter's check cells, and nbgrader, had passed
+    every function, and grade failed score and, through it, attention (68/100). Now each is graded as the notebook
+    last defined it, and a note names the cell."""
+    path = tmp_path / "taken_back.ipynb"
+    cells = [IMPORTS, FUNCTIONS, "del softmax\ncontext = None\nQ = np.ones((2, 3))", "score = score(Q, Q)"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    result = grade_once(path)
+    assert result.score == result.max_score, [t.message for t in result.tests if t.message]
+    notes = sorted(note for note in result.notes if "took the name" in note)
+    assert [note.split(" took the name ")[0] for note in notes] == ["code cell 3", "code cell 3", "code cell 4"], notes
+    assert notes[-1].startswith("code cell 4 took the name score for something else (`score = ...` or `del score`); "
+                                "score() was graded as your notebook last defined it, but in Jupyter every cell after "
+                                "that one that calls score() fails"), notes
 
 
 def test_more_code_than_any_solution_needs_is_not_loaded_and_never_parsed(tmp_path):
@@ -204,3 +219,35 @@ def test_a_py_with_an_error_only_compiling_finds_is_not_loaded_with_that_error(g
     path.write_text(f"{IMPORTS}\n{FUNCTIONS}\nreturn None\n")
     result = grade_once(path)
     assert result.did_not_load and "SyntaxError: 'return' outside function" in result.problem, result.problem
+
+
+def test_a_notebook_of_another_kernel_is_told_so_not_given_python_advice(grade_once, tmp_path):
+    # An R notebook's syntax error had advice about Python 3.12's f-strings.
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("score <- function(Q, K) {\n  Q %*% t(K)\n}")])
+    notebook.metadata["kernelspec"] = {"display_name": "R", "language": "R", "name": "ir"}
+    path = tmp_path / "r_student.ipynb"
+    nbformat.write(notebook, path)
+    problem = grade_once(path).problem
+    assert "This notebook was made for the R kernel (its kernelspec)" in problem and "f-string" not in problem, problem
+
+
+def test_a_name_a_stopped_or_trimmed_cell_would_have_set_is_traced_to_that_cell(tmp_path):
+    # softmax used SCALE_EPS, set in a demo cell that then looped past the load limit: every softmax check said
+    # only "name 'SCALE_EPS' is not defined", and the note that the cell was skipped never named it.
+    from autograder.grading.loading import with_load_causes
+    from autograder.grading.results import CheckResult
+    from autograder.sandbox.session import LoadReport
+
+    cells = [IMPORTS, "SCALE_EPS = 1e-12\nwhile True:\n    pass", "OFFSET = 0.0\nfor _ in range(10**9):\n    pass",
+             "def softmax(S):\n    return np.exp(S - OFFSET) / SCALE_EPS"]
+    path = tmp_path / "stopped.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    load = LoadReport(frozenset({"softmax"}), stopped=(("code cell 2", "was still running at the load limit"),),
+                      trimmed=(("code cell 3", 2.5),))
+    tests = [CheckResult(f"softmax.{n}", "softmax", "hidden", "error", 0.0, 1.0,
+                         message=f"softmax raised NameError at line 2: name '{name}' is not defined")
+             for n, name in enumerate(("SCALE_EPS", "OFFSET"))]
+    first, second = with_load_causes(tests, read_submission(path), load)
+    assert "The cause: code cell 2 was still running at the load limit while loading; so the names it would have " \
+           "defined from there on (SCALE_EPS) are missing. Make that cell quick" in first.message, first.message
+    assert "The cause: code cell 3 ran only its imports" in second.message and "(OFFSET)" in second.message

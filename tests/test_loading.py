@@ -21,7 +21,7 @@ import pytest
 
 from autograder.authoring.protocol import Call
 from autograder.grading import loading
-from autograder.grading.loading import not_loaded
+from autograder.grading.loading import load_notes, not_loaded
 from autograder.grading.results import CheckResult
 from autograder.grading.submission import read_submission
 from autograder.sandbox.limits import Limits
@@ -178,23 +178,69 @@ def test_two_hanging_cells_are_skipped_and_the_rest_still_loads_and_runs(sandbox
         assert session.call(Call("double", (3,))).value == 6
 
 
+def test_a_stopped_cell_is_told_of_the_processes_it_left_running(sandbox, suite, tmp_path):
+    # A cell that started three busy processes and then waited was stopped, and they with it, without a word.
+    path = tmp_path / "forks.ipynb"
+    _notebook(path, "def double(x):\n    return 2 * x",
+              "import subprocess, sys, time\nkept = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) "
+              "for _ in range(2)]\ntime.sleep(60)")
+    spec = read_submission(path).worker_spec(suite.assignment.module)
+    with Session(sandbox, spec, Limits(load_seconds=1.0, call_seconds=0.5), budget=2.0) as session:
+        report = session.open()
+        assert "double" in report.functions, report
+    [(cell, why)] = report.stopped
+    assert cell == "code cell 2" and why.endswith("and was stopped, and the 2 processes it had started with it"), why
+
+
+def test_demo_cells_that_together_outlast_the_load_limit_run_only_their_imports_and_every_function_loads(
+        sandbox, suite, tmp_path):
+    """A short demo after each function, each finishing but together past the load limit (which counts the cells
+    before the one running): every load had run the same demos again and been stopped a cell further on, and the
+    functions after them were never loaded (31/100 for a notebook of nine 3 s demos). A demo that ran for a tenth
+    of the limit now runs only its imports in the next load."""
+    demo = "import time\nstarted = time.monotonic()\nwhile time.monotonic() - started < 0.25:\n    pass"
+    functions = [f"def f{n}(x):\n    return {n} * x" for n in range(6)]
+    path = tmp_path / "demos.ipynb"
+    _notebook(path, *[cell for function in functions for cell in (function, demo)])
+    spec = read_submission(path).worker_spec(suite.assignment.module)
+    with Session(sandbox, spec, Limits(load_seconds=0.6, call_seconds=0.5), budget=2.0) as session:
+        report = session.open()
+        assert not report.gave_up and not report.failure, report
+        assert {f"f{n}" for n in range(6)} <= report.functions, report
+        assert session.call(Call("f5", (3,))).value == 15
+    assert report.trimmed and all(took is None or took >= 0.06 for _, took in report.trimmed), report.trimmed
+    notes = load_notes(report, True, read_submission(path), set())
+    assert any(re.search(r"ran for 0\.[23] s and defines no function", note) and "only its imports were run" in note
+               for note in notes), notes
+
+
 def test_a_notebook_stopped_at_every_load_is_graded_on_the_cells_before_the_first_stop(sandbox, suite, tmp_path):
-    """More hanging (or merely long) cells than loads the grader tries: each load is stopped at a later cell, and
-    the cells before the first stopped one loaded every time. The last load runs only those, so their functions are
-    graded (nine finished demo cells of 2.5 s each, 23 s in all against the 10 s load limit, had cost 100 points)."""
+    """More hanging cells than loads the grader tries, each also defining a function (so not a demo to trim): each
+    load is stopped at a later cell, and the cells before the first stopped one loaded every time. The last load
+    runs only those, so their functions are graded. Demo cells that hang are trimmed to their imports first, so a
+    function after them is graded too."""
     path = tmp_path / "hangs.ipynb"
-    _notebook(path, "def double(x):\n    return 2 * x", *["while True:\n    pass"] * (MAX_LOAD_ATTEMPTS + 1))
+    hanging = "def spare():\n    pass\nwhile True:\n    pass"
+    _notebook(path, "def double(x):\n    return 2 * x", *[hanging] * (MAX_LOAD_ATTEMPTS + 1))
     spec = read_submission(path).worker_spec(suite.assignment.module)
     with Session(sandbox, spec, Limits(load_seconds=0.3, call_seconds=0.5), budget=0.5) as session:
         report = session.open()
         assert not report.gave_up and not report.failure and "double" in report.functions
         assert session.call(Call("double", (3,))).value == 6
     stopped = dict(report.stopped)
-    assert list(stopped) == [f"code cell {n}" for n in range(2, MAX_LOAD_ATTEMPTS + 3)]
-    ran = [f"code cell {n}" for n in range(2, MAX_LOAD_ATTEMPTS + 1)]
-    assert all(stopped[cell].startswith("was still running at the load limit of 0.3 s") for cell in ran)
-    assert all(stopped[cell].startswith("was not run: the loads before had each been stopped at a later cell")
-               for cell in stopped if cell not in ran)
+    ran = [cell for cell, why in stopped.items() if why.startswith("was still running at the load limit of 0.3 s")]
+    assert ran == [f"code cell {n}" for n in range(2, len(ran) + 2)] and len(ran) >= 3, stopped
+    assert all(why.startswith("was not run: the loads before had each been stopped at a later cell")
+               for cell, why in stopped.items() if cell not in ran) and len(stopped) == MAX_LOAD_ATTEMPTS + 1
+    path = tmp_path / "demo_hangs.ipynb"
+    _notebook(path, "def double(x):\n    return 2 * x", *["import math\nwhile True:\n    pass"] * 8,
+              "def triple(x):\n    return 3 * x")
+    spec = read_submission(path).worker_spec(suite.assignment.module)
+    with Session(sandbox, spec, Limits(load_seconds=0.3, call_seconds=0.5), budget=0.5) as session:
+        report = session.open()
+        assert {"double", "triple"} <= report.functions and not report.gave_up, report
+        assert session.call(Call("triple", (3,))).value == 9
+    assert [took for _, took in report.trimmed] == [None] * (8 - len(report.stopped)), report
 
 
 def test_a_notebook_whose_loads_were_all_stopped_is_told_which_cells_and_why(tmp_path):

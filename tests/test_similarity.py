@@ -660,7 +660,7 @@ def test_a_zipped_class_names_each_file_in_its_zip_not_a_folder_that_is_gone(tmp
 
 
 def test_a_note_for_the_instructor_drops_what_the_student_was_told_to_do():
-    from autograder.grading.discover import NOTHING_TO_GRADE
+    from autograder.grading.found import NOTHING_TO_GRADE
     from autograder.similarity.code import for_instructor
 
     what = f"{NOTHING_TO_GRADE}: this hand-in holds only a.pdf, with no .py or .ipynb file in it"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -20,7 +21,7 @@ import threading
 from autograder.cli import assignments, cluster, course, gradescope, grading, outputs, replay, similarity
 from autograder.cluster import ClusterError
 from autograder.grading.course import CourseError
-from autograder.grading.discover import LayoutError
+from autograder.grading.found import LayoutError
 from autograder.grading.station import SandboxError
 from autograder.grading.store import StoreError
 from autograder.nbgrader import ReleaseError
@@ -75,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as error:
-        print(f"autograder: {safe(error.strerror or error)} ({safe(error.filename or 'no file name')}); check that "
-              "path and its permissions, then run again", file=sys.stderr)
+        print(f"autograder: {_os_error(error)}", file=sys.stderr)
         return 2
     except Stopped as stopped:
         print(f"autograder: stopped by {stopped}; {_after_stop(args.command)}", file=sys.stderr)
@@ -84,6 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"autograder: interrupted; {_after_stop(args.command)}", file=sys.stderr)
         return 130
+
+
+def _os_error(error: OSError) -> str:
+    """What a failed read or write of the system says, and what to do about it."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f", writing {safe(error.filename)}" if error.filename else ""
+        return (f"the disk is full ({safe(error.strerror)}{where}); free some space (or write elsewhere with --out "
+                "or --db), then run again: a file this command was replacing was left as it was, and results "
+                "already stored are kept")
+    return (f"{safe(error.strerror or error)} ({safe(error.filename or 'no file name')}); check that path and its "
+            "permissions, then run again")
 
 
 def _after_stop(command: str) -> str:

@@ -8,7 +8,7 @@ from autograder.cli import options
 from autograder.cli.grading import INTERNAL_ERROR_STATUS
 from autograder.grading.boundary import grade_submission
 from autograder.grading.course import find_course, load_course
-from autograder.grading.discover import LayoutError
+from autograder.grading.found import LayoutError
 from autograder.grading.manifest import public_course
 from autograder.grading.station import Setup, protect
 from autograder.grading.submission import SUFFIXES, read_submission

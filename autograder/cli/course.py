@@ -19,12 +19,13 @@ from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored, near_ids
+from autograder.grading.late import FILE_TIME, assess_result
 from autograder.grading.regrade import Collector, commit, hand_ins, held_back, moves, regraded
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import protect
 from autograder.grading.store import Store, StoreError, stored_history
 from autograder.grading.suite import load_suite, suite_version
-from autograder.outputs import ExportError, lms
+from autograder.outputs import ExportError, lms, replaced_whole
 from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.roster import read_roster
@@ -99,11 +100,25 @@ def stored_grades(args):
               f"{student!r} has a result in {db}, so this extension applies to nobody; check the id",
               file=sys.stderr)
     _say_if_graded_earlier(course, assignment, results)
+    _say_if_late_by_file_time(rule, results)
     if over:
         print(safe(f"autograder: note: {len(over)} students handed in more than {settings.submissions.limit} times "
                    f"({_some(over)}): the later hand-ins are kept but do not count (`autograder history "
                    f"{assignment} STUDENT` lists them)"), file=sys.stderr)
     return course, assignment, results, rule
+
+
+def _say_if_late_by_file_time(rule, results) -> None:
+    """A warning where the late rule cuts totals by the file's modification time: a due time added after grading
+    applies to hand-ins `grade` had no reason to warn about, and copying or extracting the folder moves those times."""
+    cut = sorted(result.student for result in results if result.submitted_at_source == FILE_TIME
+                 and assess_result(rule, result).penalty > 0)
+    if cut:
+        print(safe(f"autograder: warning: the late rule cuts {counted(len(cut), 'total')} by the hand-in's file "
+                   f"modification time, which copying or extracting the class folder changes ({_some(cut)}); check "
+                   "those times (`autograder history`), and where they are not when the students handed in, grade "
+                   "with the LMS's or nbgrader's own times, or leave `due` out of course.yaml and apply the LMS's "
+                   "late policy"), file=sys.stderr)
 
 
 def _say_if_graded_earlier(course, assignment: str, results) -> None:
@@ -162,7 +177,7 @@ def _export_lms(args) -> int:
                           "Grade), download the grading worksheet again, and export with that one")
     out = args.out or Path(f"{assignment}-{args.lms}{kind.suffix}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="", encoding="utf-8") as stream:
+    with replaced_whole(out) as stream:
         kind.write(made, column, stream)
     ungraded = [row.student for row in made if row.feedback in lms.NO_GRADE]
     print(safe(f"wrote {len(made)} roster students of {assignment} ({len(made) - len(ungraded)} with a grade; "

@@ -17,7 +17,8 @@ from autograder.grading.attempts import SubmissionPolicy, counted_results
 from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_batch, plan_version
 from autograder.grading.class_imports import class_imports
 from autograder.grading.course import Assignment, CourseError, find_course, load_course
-from autograder.grading.discover import Found, LayoutError, find_submissions
+from autograder.grading.discover import find_submissions, one_students_part
+from autograder.grading.found import Found, LayoutError
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
@@ -319,7 +320,8 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
     # Listed last: each hand-in that could not be graded, named for its student, with the reason.
     for line in not_graded:
         print(safe(line, 2000), file=sys.stderr)
-    if any(Path(place).is_dir() for place in args.paths):  # a class folder: whoever is not in it was removed
+    # A class folder: whoever is not in it was removed. One student's folder says nothing of the others.
+    if not all(one_students_part(Path(place), assignment.name, assignment.module) for place in args.paths):
         passed = {item.student for item in (*plan.todo, *plan.skipped, *plan.held)}
         gone = sorted(set(store.grading_keys(assignment.name)) - passed)
         if gone:

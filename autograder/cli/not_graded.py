@@ -41,8 +41,9 @@ def not_graded(skipped: list[Path], module: str) -> list[str]:
         several = len(files) > 1
         lines.append(f"not graded: {len(files)} file{'s' if several else ''} that {'are' if several else 'is'} not "
                      f"a .py or .ipynb: {_listed(files, '')}. If {'one' if several else 'it'} is a student's hand-in, "
-                     "save it as STUDENT.ipynb or STUDENT.py (extract a zip; rename a .PY or a .py.txt) and grade "
-                     "again")
+                     "save it as STUDENT.ipynb or STUDENT.py (extract a zip; rename a .PY or a .py.txt; in an LMS's "
+                     "download, keep the name the LMS gave it and change only its ending, as the LMS's name says who "
+                     "the student is) and grade again")
     return lines
 
 
@@ -56,5 +57,5 @@ def _handed_in_below(folder: Path, depth: int = 3) -> bool:
 
 
 def _listed(paths: list[Path], mark: str) -> str:
-    names = ", ".join(safe(path.name, 60) + mark for path in paths[:5])
+    names = ", ".join(safe(path.name, 60) + ("…" if len(path.name) > 60 else "") + mark for path in paths[:5])
     return names + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")

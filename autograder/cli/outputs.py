@@ -8,7 +8,7 @@ from autograder.cli import options
 from autograder.cli.course import add_export_formats, stored_grades
 from autograder.cli.gradescope import run_script
 from autograder.grading.course import find_course, load_course
-from autograder.outputs import bundle, grades_csv, gradescope
+from autograder.outputs import bundle, grades_csv, gradescope, replaced_whole
 
 
 def add_commands(commands) -> None:
@@ -69,7 +69,7 @@ def _export_csv(args) -> int:
         where = "standard output (--out FILE writes a file)"
     else:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        with open(args.out, "w", newline="") as stream:
+        with replaced_whole(args.out) as stream:
             refused = grades_csv.write_csv(results, stream, rule)
         where = str(args.out.resolve())
     print(f"wrote {len(results) - len(refused)} students of {assignment} to {where}", file=sys.stderr)

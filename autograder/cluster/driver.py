@@ -39,7 +39,7 @@ from autograder.cluster.warm import Orders, WarmGrader, grade_task
 from autograder.grading.batch import deliver
 from autograder.grading.course import Course
 from autograder.grading.coursefiles import grading_files
-from autograder.grading.discover import Found
+from autograder.grading.found import Found
 from autograder.grading.grader_faults import internal_error_result
 from autograder.grading.results import SubmissionResult, result_from_plain
 from autograder.grading.store import Store

@@ -39,7 +39,7 @@ from autograder.grading.boundary import RETRIES, GradingProcess, Lost, one_threa
 from autograder.grading.calibration import ReferenceTime, machine, stored_or_timed
 from autograder.grading.course import COURSE_FILE, Course, CourseError, load_course
 from autograder.grading.coursefiles import CourseFile, write_files
-from autograder.grading.discover import Found
+from autograder.grading.found import Found
 from autograder.grading.results import result_to_plain
 from autograder.grading.station import Protections, SandboxError, Setup, protect
 from autograder.grading.submission import FileBytes

@@ -22,7 +22,7 @@ from pathlib import Path
 from autograder.grading.boundary import RETRIES, GradingProcess, Lost, tried
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import Course
-from autograder.grading.discover import Found
+from autograder.grading.found import Found
 from autograder.grading.grader import Grader
 from autograder.grading.grader_faults import internal_error_result, sandbox_fields
 from autograder.grading.late import FILE_TIME

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from autograder.grading.course import Assignment
-from autograder.grading.discover import Found
+from autograder.grading.found import Found
 from autograder.grading.handin import read_bytes
 from autograder.sandbox import notebook_modules
 

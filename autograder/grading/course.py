@@ -20,6 +20,9 @@ from autograder.grading.late import EXAMPLE_TIME, LateRule, TimeError, parse_due
 from autograder.sandbox.limits import Limits
 
 COURSE_FILE = "course.yaml"
+# Zone names that are abbreviations, not places: EST is UTC-5 all year, so `time_zone: EST` put every summer
+# hand-in an hour off New York's clock; a place's zone follows its summer time.
+ABBREVIATED_ZONES = {"EST", "MST", "HST", "CET", "EET", "MET", "WET", "EST5EDT", "CST6CDT", "MST7MDT", "PST8PDT"}
 
 
 class CourseError(Exception):
@@ -275,13 +278,18 @@ class _Reader:
             time_zone=self.zone(entry.get("time_zone", ""), _join(key, "time_zone")))
 
     def zone(self, value, key: str) -> str:
-        """An IANA time zone's name ("" for none)."""
+        """An IANA time zone's name ("" for none); never one of the database's legacy abbreviations."""
         value = self.text(value, key) if value else ""
         try:
-            return value and str(zoneinfo.ZoneInfo(value))
+            zone = value and zoneinfo.ZoneInfo(value)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             self.fail(key, f"is not a time zone's name: {value!r}; write the institution's as the IANA database "
                            "names it, e.g. America/New_York or Europe/Berlin")
+        if value.upper() in ABBREVIATED_ZONES:
+            self.fail(key, f"{value!r} is an abbreviation the time zone database keeps for old systems, not an "
+                           "institution's clock (EST, MST and HST stay on standard time all summer); write the "
+                           "zone of the institution's city, e.g. America/New_York or Europe/Berlin")
+        return value and str(zone)
 
     def extension_ids(self, value, key: str) -> dict:
         """`extensions`, keyed by ids that are text and name each student once (ids compare as grading.ids does)."""

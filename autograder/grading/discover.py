@@ -19,17 +19,25 @@ Every entry named like a hand-in (`.py`, `.ipynb`) is found whatever it is —
 a link, a FIFO, a folder — and judged when it is read (grading.handin), so it
 gets a message in that student's feedback instead of being skipped without a
 word. A student's folder that is a link is found too, and refused the same way.
-Ids are settled here, once, for every output (grading.ids).
+Ids are settled once, for every output (grading.found).
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.class_zip import ZipRefused, extract
+from autograder.grading.found import (
+    NOTHING_TO_GRADE,
+    Found,
+    LayoutError,
+    link_refused,
+    settle_ids,
+    timed,
+    unreadable_refused,
+)
 from autograder.grading.gradescope_export import (
     ExportError,
     gradescope_export_of,
@@ -38,14 +46,12 @@ from autograder.grading.gradescope_export import (
     read_export,
 )
 from autograder.grading.handin import read_bytes
-from autograder.grading.handin_choice import choose, latest_attempt, latest_uploads, two_formats_joined
-from autograder.grading.ids import canonical, id_problem, shown_id, unique
+from autograder.grading.handin_choice import choose, latest_attempt, latest_uploads, named_after, two_formats_joined
+from autograder.grading.ids import canonical
 from autograder.grading.late import (
-    FILE_TIME,
     GRADESCOPE_METADATA,
     LMS_LOCAL_TIME,
     attempt_time,
-    file_time,
     submission_time,
 )
 from autograder.grading.lms_downloads import is_receipt, moodle_participant, read_download
@@ -54,27 +60,7 @@ from autograder.text import safe
 
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
-NOTHING_TO_GRADE = "nothing to grade"  # a hand-in with no .py or .ipynb (a PDF alone): graded as 0, said why
 MAX_LINE = 400  # bytes of a Blackboard receipt's first line read: a name and a username
-
-
-class LayoutError(Exception):
-    """A path given to `grade` holds no submissions we can recognise."""
-
-
-@dataclass(frozen=True)
-class Found:
-    student: str
-    path: Path
-    note: str = ""  # e.g. which of two files was picked
-    problem: str = ""  # why the file cannot be graded at all, found before reading it (a refused zip member)
-    submitted_at: str = ""  # ISO 8601 in UTC (grading.late)
-    submitted_at_source: str = ""  # where that time came from: late.NBGRADER_TIMESTAMP, LMS_LOCAL_TIME or FILE_TIME
-    root: Path | None = None  # the layout's top: no link below it is followed when the file is read (grading.handin)
-    lms: str = ""  # the LMS whose download named the file ("Canvas"), where its name was read (grading.lms_downloads)
-    # False where the class folder must be fixed before the hand-in can be graded (two files give one id, an id
-    # no output can hold, a link): `grade` names it with `problem` and stores nothing under an id made up for it
-    stored: bool = True
 
 
 def find_submissions(paths: list[Path], assignment: str, module: str, workdir: Path,
@@ -98,66 +84,8 @@ def find_submissions(paths: list[Path], assignment: str, module: str, workdir: P
     # One file named twice (grade hw a.py a.py) is one hand-in, not two that collide.
     found = list({(os.path.abspath(item.path), item.student): item for item in found}.values())
     found = [dataclasses.replace(item, problem=refused.get(item.path, item.problem)) for item in found]
-    found = [_unreadable_refused(_link_refused(item)) for item in settle_ids(found)]
-    return sorted((_timed(item) for item in found), key=lambda item: canonical(item.student))
-
-
-def settle_ids(found: list[Found]) -> list[Found]:
-    """Every hand-in with an id every output can hold, unique; refused and colliding ones get their problem."""
-    by_id: dict[str, list[Found]] = {}
-    for item in found:
-        by_id.setdefault(canonical(item.student), []).append(item)
-    settled, taken = [], set()
-    for group in by_id.values():
-        for item in group:
-            folder_problem = _collision(item, group) or _id_refused(item)
-            student = item.student if not id_problem(item.student) else shown_id(item.student)
-            settled.append(dataclasses.replace(item, student=unique(student, taken),
-                                               problem=item.problem or folder_problem,
-                                               stored=item.stored and not folder_problem))
-    return settled
-
-
-def _collision(item: Found, group: list[Found]) -> str:
-    if len(group) == 1:
-        return ""
-    files = " and ".join(safe(other.path, 300) for other in group)
-    return (f"{len(group)} hand-ins give the student id {safe(group[0].student, 200)!r}: {files}. None of them was "
-            "graded, so no result replaces another; keep one (rename or remove the others) and grade again")
-
-
-def _id_refused(item: Found) -> str:
-    reason = id_problem(item.student)
-    return f"{safe(item.path, 300)} was not graded: {reason}, and grade again" if reason else ""
-
-
-def _link_refused(item: Found) -> Found:
-    """`item`, not to be stored where its file (or the student's folder, below the layout's top) is a symbolic link:
-    the class folder was copied keeping links (`cp -a`), which the hand-in rule refuses to follow, and a zero for
-    the student would stand for the copy, not their work. Its problem is what reading it says (grading.handin).
-    The folder the TA passed may itself be a link: it is not the student's part of the path."""
-    below_top = item.root is not None and item.path.parent != Path(item.root)
-    if item.problem or not any(os.path.islink(path) for path in (item.path, *[item.path.parent] * below_top)):
-        return item
-    problem = read_bytes(item.path, item.root).error or (
-        f"{safe(item.path, 300)} is in a folder that is a symbolic link; replace the link with a copy (or copy the "
-        "class folder without keeping links) and grade again")
-    return dataclasses.replace(item, problem=problem, stored=False)
-
-
-def _unreadable_refused(item: Found) -> Found:
-    """`item`, not to be stored where this account may not read its file: the class folder's permissions to fix,
-    not the student's 0 (an export would write it)."""
-    if item.problem or os.access(item.path, os.R_OK) or not os.path.isfile(item.path):
-        return item
-    return dataclasses.replace(item, problem=read_bytes(item.path, item.root).error, stored=False)
-
-
-def _timed(item: Found) -> Found:
-    """`item` with a submission time: its own (nbgrader's), else the file's, which is unreliable; for a hand-in of
-    no file to grade (a PDF alone), its folder's."""
-    return item if item.submitted_at else dataclasses.replace(
-        item, submitted_at=file_time(item.path) or file_time(item.path.parent), submitted_at_source=FILE_TIME)
+    found = [unreadable_refused(link_refused(item)) for item in settle_ids(found)]
+    return sorted((timed(item) for item in found), key=lambda item: canonical(item.student))
 
 
 def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict, skipped: list) -> list[Found]:
@@ -173,6 +101,8 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
     inside = _in_nbgrader_tree(path, assignment)
     if inside is not None:
         return _one_of(path, _nbgrader(inside[0], assignment, module, only=inside[1]))
+    if _student_folder(absolute, module):
+        return [dataclasses.replace(_student_in(absolute, module), root=absolute.parent)]
     if path.is_file() and path.suffix == ".zip":
         try:
             folder = extract(path, workdir, refused)
@@ -341,15 +271,43 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
                            submitted_at_source=LMS_LOCAL_TIME if at else "",
                            lms=download[path.name].lms if path.name in download else ""))
     for directory in (p for p in _folders(folder) if p.suffix not in SUFFIXES and _shown_entry(p)):
-        picked = _linked(directory, f"{module}.py", directory.name, folder) if os.path.islink(directory) \
-            else _pick(directory, module, directory.name)
+        picked = _student_in(directory, module)
         if picked:
-            found.append(dataclasses.replace(picked, lms="Moodle" if moodle_participant(directory.name) else ""))
-        elif moodle_participant(directory.name):  # Moodle made this folder for a hand-in: the student is listed
-            found.append(dataclasses.replace(_nothing_to_grade(directory, module, directory.name), lms="Moodle"))
+            found.append(picked)
         else:
             empty.append(directory)
     return found
+
+
+def _student_in(directory: Path, module: str) -> Found | None:
+    """The hand-in of a flat class's student folder, named for the folder; None where it holds none."""
+    if os.path.islink(directory):
+        return _linked(directory, f"{module}.py", directory.name, directory.parent)
+    picked = _pick(directory, module, directory.name)
+    if picked:
+        return dataclasses.replace(picked, lms="Moodle" if moodle_participant(directory.name) else "")
+    if moodle_participant(directory.name):  # Moodle made this folder for a hand-in: the student is listed
+        return dataclasses.replace(_nothing_to_grade(directory, module, directory.name), lms="Moodle")
+    return None
+
+
+def _student_folder(path: Path, module: str) -> bool:
+    """Whether `path` is a flat class's student folder passed alone (`class/ann`, holding hw.ipynb): graded as
+    the class's grading finds it, named for the folder, and nothing in it (a planted submitted/ tree) read as a
+    layout. Only the module's own files make one: a class folder with the released notebook left in it holds
+    other hand-ins too, and stays a class."""
+    if not path.is_dir() or os.path.islink(path):
+        return False
+    handins = [p for p in _visible(path) if p.suffix in SUFFIXES]
+    return bool(handins) and all(named_after(p.stem, module) for p in handins)
+
+
+def one_students_part(path: Path, assignment: str, module: str) -> bool:
+    """Whether grading `path` grades one student's part of a class layout (their folder or file), so the other
+    students stored from the class are not missing from it."""
+    absolute = Path(os.path.abspath(path))
+    return (not absolute.is_dir() or gradescope_export_of(absolute) is not None
+            or _in_nbgrader_tree(absolute, assignment) is not None or _student_folder(absolute, module))
 
 
 def _first_line(path: Path, root: Path) -> str:

@@ -17,7 +17,7 @@ import datetime
 import json
 from pathlib import Path
 
-from autograder.grading.discover import LayoutError
+from autograder.grading.found import LayoutError
 from autograder.grading.gradescope_export import SUBMITTER_IDS, submitters_id
 from autograder.grading.late import FILE_TIME, GRADESCOPE_METADATA, TimeError, file_time, iso, parse_timestamp
 from autograder.text import safe

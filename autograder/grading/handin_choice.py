@@ -44,11 +44,12 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
 
     Regular files first (a link or a FIFO among them is never preferred to
     the student's real file), then the file named after the assignment's
-    module (as nbgrader grades the released notebook's name), then the one
-    that defines the most functions (the work, not an empty Untitled.ipynb or
-    a scratch notebook saved after it), then a notebook over a .py, then the
-    newest, then the one nearest `folder` (which the note's names are relative
-    to). Nothing is followed.
+    module, in any case or as a browser names a second download of it
+    (`hw (1).ipynb`), as nbgrader grades the released notebook's name;
+    then the one that defines the most functions (the work, not an empty
+    Untitled.ipynb or a scratch notebook saved after it), then a notebook over
+    a .py, then the newest, then the one nearest `folder` (which the note's
+    names are relative to). Nothing is followed.
     names: the name each file was handed in under, where an LMS's download
     renamed it (lms_downloads); the file's own name otherwise.
     """
@@ -56,8 +57,8 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
         return paths[0], ""
 
     def rank(p: Path) -> tuple:
-        return (not _regular(p), Path((names or {}).get(p, p.name)).stem != module, -_functions_defined(p),
-                p.suffix != ".ipynb", -_mtime(p), len(p.parts))
+        return (not _regular(p), not named_after(Path((names or {}).get(p, p.name)).stem, module),
+                -_functions_defined(p), p.suffix != ".ipynb", -_mtime(p), len(p.parts))
 
     ranked = sorted(paths, key=rank)
     others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")
@@ -66,6 +67,12 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
     why = next((reason for reason, a, b in zip(_REASONS, first, second) if a != b), _REASONS[-1])
     graded = safe(ranked[0].relative_to(folder))
     return ranked[0], f"several files were handed in; graded {graded}, not {others} ({why})"
+
+
+def named_after(stem: str, module: str) -> bool:
+    """Whether a file's name is the assignment's module's, as saved on any machine: in any case (`HW.ipynb`,
+    as a Mac or Windows keeps it) or as a browser names a second download of it (`hw (1).ipynb`)."""
+    return re.fullmatch(rf"{re.escape(module)}(?: \(\d+\))?", stem, flags=re.IGNORECASE) is not None
 
 
 # Why `choose` graded the file it did: the first of its rules that told the two best files apart.

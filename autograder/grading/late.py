@@ -224,6 +224,14 @@ def parse_due(value) -> datetime.datetime:
     return moment
 
 
+# The zone abbreviations nbgrader writes (its timestamp_format ends in %Z) where its `timezone` is a place with
+# summer time, or west of UTC, and that the zone database does not know as names: America/New_York writes EDT in
+# summer, America/Los_Angeles PST or PDT. Each names one offset wherever it is used; CST, IST, BST and AST name
+# several (US Central or China, India or Ireland), so they are not read.
+ABBREVIATED_OFFSETS = {"EDT": -4, "CDT": -5, "MDT": -6, "PDT": -7, "PST": -8, "AKDT": -8, "AKST": -9, "HDT": -9,
+                       "NDT": -2.5, "NST": -3.5, "ADT": -3, "WEST": 1, "CEST": 2, "EEST": 3, "MSK": 3, "SAST": 2,
+                       "JST": 9, "KST": 9, "HKT": 8, "SGT": 8, "AWST": 8, "ACST": 9.5, "ACDT": 10.5, "AEST": 10,
+                       "AEDT": 11, "NZST": 12, "NZDT": 13}
 _NBGRADER_FORM = re.compile(r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?)(?:\s+(\S+))?$")
 
 
@@ -255,10 +263,15 @@ def _nbgrader_form(text: str) -> datetime.datetime:
         return moment.replace(tzinfo=UTC)
     if re.fullmatch(r"[+-]\d\d:?\d\d", zone):
         return datetime.datetime.fromisoformat(match.group(1) + zone[:3] + ":" + zone[-2:])
+    if zone.upper() in ABBREVIATED_OFFSETS:
+        hours = ABBREVIATED_OFFSETS[zone.upper()]
+        return moment.replace(tzinfo=datetime.timezone(datetime.timedelta(hours=hours), zone.upper()))
     try:
         return moment.replace(tzinfo=zoneinfo.ZoneInfo(zone))
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise TimeError(f"{zone!r} in {text[:60]!r} is not a time zone") from None
+        raise TimeError(f"{zone!r} in {text[:60]!r} is not a time zone this grader can read (an abbreviation that "
+                        "names several zones, as CST, IST or BST do, is not read); write the time in UTC or with its "
+                        "offset (2026-11-30 20:46:00 +0100)") from None
 
 
 def iso(moment: datetime.datetime) -> str:

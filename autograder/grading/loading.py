@@ -61,7 +61,7 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
         return ""
     return (f"{NOT_LOADED}: {name}, {first}, and no cell defined any of the graded functions "
             f"({', '.join(sorted(graded))}). Fix that cell, run the notebook from the top (Kernel → Restart & "
-            f"Run All) and hand it in again{newer_python_hint(raised)}")
+            f"Run All) and hand it in again{_syntax_hint(submission, raised)}")
 
 
 def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: set[str]) -> list[str]:
@@ -74,6 +74,13 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
               "notebook still ran" for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
               for unit, reason in load.stopped]
+    notes += [f"{unit} {'' if took is None else f'ran for {took:.1f} s and '}defines no function, and the notebook's "
+              "cells together ran past the load limit (which counts every cell before the one running); so that the "
+              "cells after it could load, only its imports were run. Keep demos short, or put them in a function you "
+              "call when you want them" for unit, took in load.trimmed]
+    notes += [f"{cell} took the name {name} for something else (`{name} = ...` or `del {name}`); {name}() was graded "
+              f"as your notebook last defined it, but in Jupyter every cell after that one that calls {name}() fails. "
+              "Give the other thing a name of its own" for name, cell in load.restored]
     if load.stray_processes:
         left = counted(load.stray_processes, "process", "processes")
         notes.append(f"the file's top-level code left {left} running while loading. The grader stopped what was "
@@ -222,6 +229,15 @@ def _definition(source: str, function: str) -> tuple[int | None, bool]:
     return source.count("\n", 0, found.start()) + 1, top is not None
 
 
+def _syntax_hint(submission: Submission, raised) -> str:
+    """What a syntax error may mean: a notebook of another kernel's language, else a newer Python's syntax."""
+    if submission.kernel and raised is not None and raised.type == "SyntaxError":
+        return (f". This notebook was made for the {safe(submission.kernel, 20)} kernel (its kernelspec), but the "
+                "assignment's notebook runs Python, and so does the grader: write your answers in the released "
+                "notebook, in Python, and hand that in")
+    return newer_python_hint(raised)
+
+
 def _why_not_run(where: str, line: int, load: LoadReport) -> str:
     """Why the definition at `line` of the unit `where` never ran, with what to do; "" if the load says nothing."""
     for unit, raised in load.problems:
@@ -322,36 +338,49 @@ def with_load_causes(tests: list[CheckResult], submission: Submission, load: Loa
     """`tests` with the cause added to each that failed on a NameError for a name a notebook cell would have
     defined, had it not failed while loading (an import the grader lacks, in the imports cell, leaves `np`
     undefined for every check: the cell is what to fix, and each such message says so)."""
-    if load is None or submission.kind == "py" or not load.problems:
+    if load is None or submission.kind == "py" or not (load.problems or load.stopped or load.trimmed):
         return list(tests)
     sources = {cell.label: cell.source for cell in submission.cells}
-    failed = [(unit, raised, _names_from(sources.get(unit, ""), raised, unit)) for unit, raised in load.problems]
+    # (cell, its first line whose names are missing, what happened, what to do)
+    cells = [(unit, _first_line(raised, unit), f"failed while loading: it {_what_it_did(unit, raised)}"
+              f"{environment_hint(raised)}", "Fix that cell") for unit, raised in load.problems]
+    cells += [(unit, 1, f"{reason} while loading", "Make that cell quick (a demo or a loop in a function you call "
+               "when you want it), or set those names in a cell of their own") for unit, reason in load.stopped]
+    cells += [(unit, 1, "ran only its imports, for the notebook's demo cells together ran past the load limit (see "
+               "the notes)", "Set those names in a cell of their own") for unit, _ in load.trimmed]
+    causes = []  # (the names a cell left undefined, why, in words that list them)
+    for unit, first, happened, todo in cells:
+        names = _names_from(sources.get(unit, ""), first)
+        causes.append((names, f". The cause: {unit} {happened}; so the names it would have defined from there on "
+                              f"({_listed(names)}) are missing. {todo}, then {RESTART}"))
     explained = []
     for test in tests:
         missing = _MISSING_NAME.search(test.message) if test.status != PASSED else None
-        cause = next((one for one in failed if missing and missing.group(1) in one[2]), None)
+        cause = next((why for names, why in causes if missing and missing.group(1) in names), None)
         if cause is not None:
-            test = dataclasses.replace(test, message=test.message + _load_cause(*cause))
+            test = dataclasses.replace(test, message=test.message + cause)
         explained.append(test)
     return explained
 
 
-def _load_cause(unit: str, raised: Raised, names: list[str]) -> str:
-    listed = ", ".join(names[:MAX_NAMES]) + (", ..." if len(names) > MAX_NAMES else "")
-    return (f". The cause: {unit} failed while loading: it {_what_it_did(unit, raised)}{environment_hint(raised)}; "
-            f"so the names it would have defined from there on ({listed}) are missing. Fix that cell, then {RESTART}")
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:MAX_NAMES]) + (", ..." if len(names) > MAX_NAMES else "")
 
 
-def _names_from(source: str, raised: Raised, unit: str) -> list[str]:
+def _first_line(raised: Raised, unit: str) -> int:
+    """The line of a cell its statement that raised is on; 1 where the raise was in another cell's code."""
+    return raised.line if raised.line is not None and raised.cell in ("", unit) else 1
+
+
+def _names_from(source: str, first: int) -> list[str]:
     """The names a cell's top-level statements define (imports, defs, classes, assignments), from the statement
-    that raised on, in order, each once."""
+    on line `first` on, in order, each once."""
     if len(source) > MAX_PARSED:
         return []  # too large to parse here: the message names the cell, not the names it left undefined
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []  # a cell that does not parse ran nothing, and the message for that says so already
-    first = raised.line if raised.line is not None and raised.cell in ("", unit) else 1
     names: list[str] = []
     for statement in tree.body:
         if (statement.end_lineno or statement.lineno) >= first:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from autograder.grading.attempts import SubmissionPolicy, choose, counted_result, total_of
 from autograder.grading.batch import BatchPlan, same_handin
-from autograder.grading.discover import NOTHING_TO_GRADE, Found
+from autograder.grading.found import NOTHING_TO_GRADE, Found
 from autograder.grading.handin import read_bytes
 from autograder.grading.history import Attempt, Entry, kept
 from autograder.grading.late import LateRule

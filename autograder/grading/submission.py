@@ -67,6 +67,7 @@ class Submission:
     # (label, source) of a notebook's markdown and raw cells with a def at the start of a line: code where
     # Jupyter never runs it, read only to say so when a function is missing (grading.loading)
     text_cells: tuple[tuple[str, str], ...] = ()
+    kernel: str = ""  # a notebook's kernel language where it is not Python (an R notebook): its code is not ours
 
     def worker_spec(self, module: str, graded: Iterable[str] = ()) -> dict:
         """What the worker needs to load this submission (see sandbox.loader.load): its units' labels and sources.
@@ -109,7 +110,15 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
     cells, problem, note, text_cells = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"),
                                                        shown)
     return Submission(student, path, kind, digest, cells=cells, problem=problem,
-                      note="; ".join(n for n in (renamed, note) if n), text_cells=text_cells)
+                      note="; ".join(n for n in (renamed, note) if n), text_cells=text_cells, kernel=_kernel(data))
+
+
+def _kernel(data: bytes) -> str:
+    """The kernel language a notebook names in its metadata where it is not Python ("R", "Julia"); "" otherwise.
+    Read with a pattern, not the JSON: a notebook's metadata is student data like the rest of it."""
+    found = _KERNEL_LANGUAGE.search(data[-8192:]) or _KERNEL_LANGUAGE.search(data[:8192])
+    language = found.group(1).decode("ascii", "replace") if found else ""
+    return "" if language.lower().startswith("python") else language[:20]
 
 
 def _kind_read(kind: str, data: bytes, name: str) -> tuple[str, str]:
@@ -123,6 +132,9 @@ def _kind_read(kind: str, data: bytes, name: str) -> tuple[str, str]:
         return "py", (f"{name} is not a notebook (it is plain text, not JSON), so it was read as Python code, as a "
                       ".py file is. Hand in Python code as a .py file, or a notebook as saved by Jupyter")
     return kind, ""
+
+
+_KERNEL_LANGUAGE = re.compile(rb'"kernelspec"\s*:\s*\{[^{}]*"language"\s*:\s*"([A-Za-z][\w+#.-]{0,30})"')
 
 
 def _module_text(data: bytes) -> str:

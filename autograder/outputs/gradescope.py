@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from autograder.grading.ids import id_problem
 from autograder.grading.late import Late, LateRule, assess_result
 from autograder.grading.results import SubmissionResult
 from autograder.grading.schema import to_plain
-from autograder.outputs import ExportError, audience
+from autograder.outputs import ExportError, audience, write_whole
 from autograder.text import counted, safe
 
 # Gradescope's visibility for our checks. Public checks are released with the stub, so
@@ -168,9 +167,7 @@ def _write_one(result: SubmissionResult, out: Path, rule: LateRule | None) -> Pa
 def write_json(path: Path, data: dict) -> None:
     """Write atomically, so Gradescope or a TA never reads half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(partial, path)
+    write_whole(path, json.dumps(data, indent=2) + "\n")
 
 
 def not_graded_results(why: str) -> dict:

@@ -27,7 +27,7 @@ import jinja2
 from autograder.grading.examples import render_value
 from autograder.grading.late import LATE_MEANINGS, Late, LateRule, assess_result
 from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flag_kind, flags
-from autograder.outputs import audience
+from autograder.outputs import audience, replaced_whole, write_whole
 from autograder.outputs import markdown as markdown_text
 from autograder.outputs.feedback_files import feedback_files, remove_stale
 from autograder.outputs.grades_csv import write_csv
@@ -348,16 +348,16 @@ def write_reports(assignment: str, results: list[SubmissionResult], out: Path,
     for page in report.students if report else []:
         context = {"page": page, "assignment": assignment}
         try:
-            (out / "feedback" / f"{page.file}.html").write_text(html.get_template("student.html").render(context))
-            (out / "feedback" / f"{page.file}.md").write_text(markdown.get_template("student.md").render(context))
+            write_whole(out / "feedback" / f"{page.file}.html", html.get_template("student.html").render(context))
+            write_whole(out / "feedback" / f"{page.file}.md", markdown.get_template("student.md").render(context))
             pages += [f"{page.file}.html", f"{page.file}.md"]
         except (OSError, ValueError, TypeError, KeyError, jinja2.TemplateError) as error:
             refused.append(_refusal(page.result, error))
     remove_stale(out / "feedback", pages)
     index = out / "index.html"
     if report:
-        index.write_text(html.get_template("index.html").render(report=replace(report, plots=plots(report))))
-    with open(out / "grades.csv", "w", newline="") as stream:
+        write_whole(index, html.get_template("index.html").render(report=replace(report, plots=plots(report))))
+    with replaced_whole(out / "grades.csv") as stream:
         refused += write_csv(results, stream, rule)
     return Written(index, refused)
 

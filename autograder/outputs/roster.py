@@ -25,6 +25,8 @@ from autograder.grading.ids import canonical
 from autograder.outputs import ExportError
 from autograder.text import safe
 
+# Roster fields an LMS finds a student's row by (outputs.lms): each names one student. Names may repeat.
+IDENTITIES = ("email", "username", "lms_id", "sis_user_id", "sis_login_id", "participant")
 # Canvas's gradebook export's columns, and the roster fields they are.
 CANVAS_COLUMNS = {"Student": "name", "ID": "lms_id", "SIS User ID": "sis_user_id", "SIS Login ID": "sis_login_id",
                   "Section": "section"}
@@ -60,7 +62,22 @@ def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]
                               " (ids match whatever their case); keep one entry per student and export again")
         roster[student.strip()] = {name: safe(row[name].strip(), 200) for name in fields
                                    if isinstance(row.get(name), str) and row[name].strip()}
+    _refuse_shared_identities(path, list(roster.values()))
     return roster
+
+
+def _refuse_shared_identities(path: Path, entries: list[dict[str, str]]) -> None:
+    """Two entries with one email, username or LMS id would put two students' grades in one LMS row."""
+    for name in IDENTITIES:
+        first_of: dict[str, int] = {}
+        for number, who in enumerate(entries, start=1):
+            if name not in who:
+                continue
+            earlier = first_of.setdefault(canonical(who[name]), number)
+            if earlier != number:
+                raise ExportError(f"{path}: entries {earlier} and {number} both give the {name} {who[name]!r}, and an "
+                                  f"LMS finds a student's row by it, so one row would get both grades; correct the "
+                                  "roster so each student has their own, and export again")
 
 
 def _csv_rows(text: str) -> list[dict]:

@@ -94,6 +94,8 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     events = EventLoop()
     skip = set(spec["skip"])
     me = os.getpid()
+    graded = set(spec.get("graded", ()))
+    kept = KeptFunctions(graded, spec["filename"]) if notebook else None
     for index, (label, code) in enumerate(units(spec, sources)):
         if index in skip:
             continue
@@ -108,17 +110,51 @@ def load(spec: dict, sources: list[str], sock) -> dict:
             problems.append({"unit": label, "raised": describe(error, spec["filename"])})
             if spec["kind"] == "py":
                 break
+        if kept is not None:
+            kept.after(label, module.__dict__)
     exit_if_forked_copy(me)
     sys.stdout.flush()
+    restored = kept.restore(module.__dict__) if kept is not None else []
     # The graded functions first, then the file's own: a cell with `from numpy import *` (%pylab) adds hundreds
     # of callables, and a file may define hundreds of its own; only 500 names are sent.
-    graded = set(spec.get("graded", ()))
     functions = sorted((name for name, value in vars(module).items()
                         if callable(value) and not name.startswith("__") and given.get(name) is not value),
                        key=lambda name: (name not in graded, not _defined_in(vars(module)[name], spec["filename"]),
                                          name))[:500]
-    wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50]})
+    wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50], "restored": restored})
     return module.__dict__
+
+
+class KeptFunctions:
+    """A notebook's graded functions as its cells left them, for the ones a later cell takes the name of.
+
+    Jupyter runs a notebook's check cells in order, so `score = score(Q, Q)` in a demo cell after them takes
+    nothing from what they saw: each function is kept as the last of the notebook's own functions its name
+    held, and put back where the name ends holding no function at all (a value, or deleted). A name that ends
+    holding another function is graded as that one, the notebook's last word.
+    """
+
+    def __init__(self, graded: set, filename: str):
+        self._graded, self._filename = sorted(graded), filename
+        self._kept: dict = {}  # name -> its last function of the notebook's own
+        self._lost: dict = {}  # name -> the label of the cell after which it held no function
+
+    def after(self, label: str, namespace: dict) -> None:
+        for name in self._graded:
+            value = namespace.get(name)
+            if _defined_in(value, self._filename):
+                self._kept[name] = value
+                self._lost.pop(name, None)
+            elif name in self._kept and not callable(value):
+                self._lost.setdefault(name, label)
+
+    def restore(self, namespace: dict) -> list:
+        """[{"name", "cell"}] for each function put back in `namespace`, with the cell that had taken its name."""
+        restored = []
+        for name, label in self._lost.items():
+            namespace[name] = self._kept[name]
+            restored.append({"name": name, "cell": label})
+        return restored
 
 
 def run_unit(code: types.CodeType, namespace: dict, events: EventLoop) -> None:

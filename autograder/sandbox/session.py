@@ -44,12 +44,14 @@ from autograder.sandbox.replies import (
     child_end,
     past_limit,
 )
+from autograder.sandbox.slow_cells import demo_cells_after, slow_demo_cells
 from autograder.sandbox.stream import Answer, CallStream
 from autograder.sandbox.waiting import Extensions, ProcFiles, WaitCredit
 from autograder.sandbox.zygote import Sandbox
-from autograder.text import safe
+from autograder.text import counted, safe
 
 MAX_LOAD_ATTEMPTS = 6
+LOADS_SECONDS = 3  # load limits' worth of stopped loads, after which a notebook's next load is its last
 NOT_RELOADED = ("the file could not be loaded again after a call ended the worker process: its top-level code did "
                 "not finish in the time the submission had left (top-level code should only import and define)")
 EVENT_LIMIT = 1 << 20
@@ -68,6 +70,8 @@ class LoadReport:
     stray_processes: int = 0  # processes the top-level code left running, stopped after loading
     hung: bool = False  # a .py file's top-level code ran past the load limit (a demo loop, a wait), and stopped there
     gave_up: bool = False  # a notebook's loads were stopped MAX_LOAD_ATTEMPTS times, each at a cell then skipped
+    restored: tuple = ()  # (function, cell) for each one a later cell of a notebook took the name of (loader)
+    trimmed: tuple = ()  # (cell, seconds it ran) of demo cells that ran only their imports (sandbox.slow_cells)
 
 
 class Session:
@@ -102,6 +106,8 @@ class Session:
         self._pid = 0
         self._next_id = 0
         self._unit: tuple[int, str] | None = None
+        self._unit_starts: list[tuple[int, str, float]] = []  # this load's cells as they began: (index, label, time)
+        self._trimmed: dict[int, tuple] = {}  # unit index -> (label, seconds it ran or None, its imports' code)
         self._exits: dict = {}
 
     # -------------------------------------------------------------- public
@@ -239,9 +245,18 @@ class Session:
     # -------------------------------------------------------------- loading
 
     def _start_child(self) -> LoadReport:
+        # A notebook's loads that keep being stopped fall back in two steps: every demo cell after the first stopped
+        # one runs only its imports (stage 1), then only the cells before the first stopped one run (stage 2).
+        loading, stage = 0.0, 0  # seconds the loads stopped so far took; the fallback reached
         for attempt in range(MAX_LOAD_ATTEMPTS):
-            if attempt == MAX_LOAD_ATTEMPTS - 1 and self.spec["kind"] != "py":
-                self._skip_after_first_stopped()
+            long = loading >= LOADS_SECONDS * self.limits.load_seconds
+            if self.spec["kind"] != "py" and self._skip:
+                if stage == 0 and (attempt >= MAX_LOAD_ATTEMPTS - 2 or long):
+                    stage = 1
+                    self._trim_after_first_stopped()
+                elif stage == 1:
+                    stage = 2
+                    self._skip_after_first_stopped()
             attempt_started = time.monotonic()
             try:
                 sock, out, stamps, self._pid = self.sandbox.spawn(self._child_limits())
@@ -252,14 +267,14 @@ class Session:
             self.region.close()  # each child gets a region of its own; the last one's arrays were read by now
             self.channel = Channel(sock, out, self.output, self.limits.max_output_mib << 20, self._death, stamps)
             self.channel.parser.limit_for = self._frame_limit
-            self._unit = None
+            self._unit, self._unit_starts = None, []
             seconds = min(self.limits.load_seconds, self.deadline - time.monotonic())
             try:
                 header = self._load(seconds)
             except NoReply as stop:
-                unit = self._unit
+                unit, killed = self._unit, self.killed_processes
                 self.stop_child()
-                timed_out = stop.how is Stopped.TIMEOUT
+                left, timed_out = self.killed_processes - killed, stop.how is Stopped.TIMEOUT
                 if unit is None:
                     waited = (f"it was not ready within {seconds:g} s" if seconds > 0 else
                               f"the submission's {self.budget:g} s budget was used up before it was ready")
@@ -268,19 +283,40 @@ class Session:
                 # The limit is the whole load's: a cell that takes 6 s may be the one running when it is reached.
                 reason = (f"was still running at the load limit of {seconds:g} s (which counts the code before it "
                           "too) and was stopped") if timed_out else stop.says
+                reason += f", and the {counted(left, 'process', 'processes')} it had started with it" if left else ""
                 self._skip[unit[0]] = (unit[1], reason)
+                if timed_out:
+                    self._trim_slow_demos()
                 # The budget holds one load and every call: each load a skipped unit spoiled is given back, or
                 # a notebook's second hanging demo cell would leave no time to load the rest or call anything.
+                # The loads' own time is bounded instead: past LOADS_SECONDS limits, the next load is the last.
                 self.deadline += time.monotonic() - attempt_started
+                loading += time.monotonic() - attempt_started
                 if self.spec["kind"] == "py":
                     # A module stops at its first failing statement, as `import` would: nothing to retry.
                     return LoadReport(frozenset(), stopped=self._stopped(), hung=timed_out)
+                if stage == 2:
+                    break
                 continue
             # Processes the top-level code started would otherwise be charged to the first function called.
             stray = self.sandbox.stop_others(self._pid)
             return self._load_report(header, stray)
         # The file's doing, not the worker's: it did not load (grading.loading says so), rather than "could not grade".
         return LoadReport(frozenset(), stopped=self._stopped(), gave_up=True)
+
+    def _trim_slow_demos(self) -> None:
+        """After a notebook's load ran past its limit, its slow demo cells run only their imports (slow_cells)."""
+        starts, sources = self._unit_starts, self.spec["sources"]
+        for index, label, took, imports in slow_demo_cells(starts, time.monotonic(), sources, self.limits.load_seconds):
+            if index not in self._skip and index not in self._trimmed:
+                self._trimmed[index] = (label, took, imports)
+
+    def _trim_after_first_stopped(self) -> None:
+        """Before a notebook's last load but one, every cell after the first one stopped that defines no function or
+        class runs only its imports: the loads kept being stopped, each at a later demo (sandbox.slow_cells)."""
+        for index, label, imports in demo_cells_after(min(self._skip), self.spec["labels"], self.spec["sources"]):
+            if index not in self._skip:
+                self._trimmed.setdefault(index, (safe(label, 40), None, imports))
 
     def _skip_after_first_stopped(self) -> None:
         """Before a notebook's last load, every cell after the first one stopped is skipped as well. Each load so
@@ -312,6 +348,8 @@ class Session:
             for header, _ in self.channel.wait(deadline - time.monotonic()):
                 if header.get("event") == "unit" and type(header.get("index")) is int:
                     self._unit = (header["index"], safe(header.get("label"), 40))
+                    if self.spec["kind"] != "py" and 0 <= header["index"] < len(self.spec["sources"]):  # cells
+                        self._unit_starts.append((*self._unit, time.monotonic()))
                 elif header.get("event") == "ready":
                     self.channel.drain_output()
                     return header
@@ -326,7 +364,9 @@ class Session:
         spec = self.spec
         header = {"op": "load", "kind": spec["kind"], "module": spec["module"], "filename": spec["filename"],
                   "labels": spec["labels"], "skip": sorted(self._skip), "graded": spec.get("graded", [])}
-        return wire.pack(header, [source.encode("utf-8", "replace") for source in spec["sources"]])
+        sources = [self._trimmed[index][2] if index in self._trimmed else source
+                   for index, source in enumerate(spec["sources"])]
+        return wire.pack(header, [source.encode("utf-8", "replace") for source in sources])
 
     def _child_limits(self) -> dict:
         """The rlimits of worker._set_limits; CPU time backs up the wall-clock budget."""
@@ -338,15 +378,18 @@ class Session:
 
     def _load_report(self, header: dict, stray: int) -> LoadReport:
         functions = header.get("functions")
-        problems = header.get("problems")
-        if not isinstance(functions, list) or not isinstance(problems, list):
+        problems, restored = header.get("problems"), header.get("restored", [])
+        if not isinstance(functions, list) or not isinstance(problems, list) or not isinstance(restored, list):
             return LoadReport(frozenset(), failure="the worker sent a malformed report")
         self.killed_processes += stray
         return LoadReport(
             functions=frozenset(safe(f, 100) for f in functions[:500]),
             problems=tuple((safe(p.get("unit"), 40), _raised(p.get("raised"))) for p in problems[:50]
                            if isinstance(p, dict)),
-            stopped=self._stopped(), stray_processes=stray)
+            stopped=self._stopped(), stray_processes=stray,
+            restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40)) for r in restored[:20]
+                           if isinstance(r, dict)),
+            trimmed=tuple((label, took) for label, took, _ in self._trimmed.values()))
 
     def _stopped(self) -> tuple:
         return tuple(self._skip[index] for index in sorted(self._skip))
