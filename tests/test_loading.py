@@ -396,3 +396,15 @@ def test_a_figure_drawn_after_ipython_is_imported_costs_the_cell_nothing(grade_o
     result = grade_once(path)
     assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != "passed"]
     assert not any("events" in note for note in result.notes), result.notes
+
+
+def test_a_slow_cell_that_sets_a_global_a_function_reads_is_never_trimmed():
+    """A table built once at the top (`LOOKUP = ...`, however slow) is the functions' to use, and a demo's `S` is
+    not a function's own `S`: only what no function reads goes with a trimmed demo."""
+    from autograder.sandbox.slow_cells import demo_cells_after
+
+    sources = ["import numpy as np", "LOOKUP = np.ones(3)\nfor _ in range(10**8):\n    pass",
+               "def softmax(S):\n    A = np.exp(S) * LOOKUP[0]\n    return A / A.sum(-1, keepdims=True)",
+               "import time\nS = np.ones(4)\ntime.sleep(3)\nprint(softmax(S))", "class Model:\n    pass"]
+    labels = [f"code cell {n}" for n in range(1, 6)]
+    assert demo_cells_after(0, labels, sources) == [(3, "code cell 4", "import time")]
