@@ -303,8 +303,8 @@ def _student_folder(path: Path, module: str) -> bool:
 
 
 def one_students_part(path: Path, assignment: str, module: str) -> bool:
-    """Whether grading `path` grades one student's part of a class layout (their folder or file), so the other
-    students stored from the class are not missing from it."""
+    """Whether `path` is not a class folder: a file (a zip is read as a class, but may be anyone's), or one
+    student's folder of a class layout. Grading it says nothing of the other students stored from the class."""
     absolute = Path(os.path.abspath(path))
     return (not absolute.is_dir() or gradescope_export_of(absolute) is not None
             or _in_nbgrader_tree(absolute, assignment) is not None or _student_folder(absolute, module))

@@ -51,7 +51,7 @@ from autograder.sandbox.zygote import Sandbox
 from autograder.text import counted, safe
 
 MAX_LOAD_ATTEMPTS = 6
-LOADS_SECONDS = 3  # load limits' worth of stopped loads, after which a notebook's next load is its last
+LOADS_SECONDS = 3  # load limits' worth of stopped loads, after which a notebook's loads fall back (_start_child)
 NOT_RELOADED = ("the file could not be loaded again after a call ended the worker process: its top-level code did "
                 "not finish in the time the submission had left (top-level code should only import and define)")
 EVENT_LIMIT = 1 << 20
@@ -251,7 +251,7 @@ class Session:
         for attempt in range(MAX_LOAD_ATTEMPTS):
             long = loading >= LOADS_SECONDS * self.limits.load_seconds
             if self.spec["kind"] != "py" and self._skip:
-                if stage == 0 and (attempt >= MAX_LOAD_ATTEMPTS - 2 or long):
+                if stage == 0 and (long or attempt >= MAX_LOAD_ATTEMPTS - 2):
                     stage = 1
                     self._trim_after_first_stopped()
                 elif stage == 1:
@@ -289,7 +289,7 @@ class Session:
                     self._trim_slow_demos()
                 # The budget holds one load and every call: each load a skipped unit spoiled is given back, or
                 # a notebook's second hanging demo cell would leave no time to load the rest or call anything.
-                # The loads' own time is bounded instead: past LOADS_SECONDS limits, the next load is the last.
+                # The loads' own time is bounded instead: past LOADS_SECONDS limits, the fallbacks begin.
                 self.deadline += time.monotonic() - attempt_started
                 loading += time.monotonic() - attempt_started
                 if self.spec["kind"] == "py":
@@ -312,8 +312,8 @@ class Session:
                 self._trimmed[index] = (label, took, imports)
 
     def _trim_after_first_stopped(self) -> None:
-        """Before a notebook's last load but one, every cell after the first one stopped that defines no function or
-        class runs only its imports: the loads kept being stopped, each at a later demo (sandbox.slow_cells)."""
+        """Before a notebook's last load but one, every demo cell after the first one stopped runs only its imports:
+        the loads kept being stopped, each at a later demo (sandbox.slow_cells)."""
         for index, label, imports in demo_cells_after(min(self._skip), self.spec["labels"], self.spec["sources"]):
             if index not in self._skip:
                 self._trimmed.setdefault(index, (safe(label, 40), None, imports))
