@@ -193,8 +193,9 @@ def additive_score_matches_reference(t):
 # ------------------------------------------------------------------ masks
 
 def causal_mask_rectangular(t):
-    """causal_mask(n_q, n_k) with n_q ≠ n_k is True exactly where j ≤ i."""
-    for n_q, n_k in ((t.sizes["nq"], t.sizes["nk"]), (t.sizes["nk"], t.sizes["nq"])):
+    """causal_mask(n_q, n_k) with n_q ≠ n_k is True exactly where j ≤ i, small and past any table of positions
+    kept at the top level (a GPT-2-style `bias` buffer of 10 or 64 positions, sliced)."""
+    for n_q, n_k in ((t.sizes["nq"], t.sizes["nk"]), (t.sizes["nk"], t.sizes["nq"]), (WIDE, WIDE + 3)):
         expect_equal_mask(t.returned("causal_mask", n_q, n_k), t.ref.causal_mask(n_q, n_k),
                           f"causal_mask({n_q}, {n_k})")
 
@@ -211,10 +212,13 @@ def padding_mask_matches_reference(t):
     expect_equal_mask(_returned_unchanged(t, "padding_mask", ("lengths",), lengths, n_k),
                       t.ref.padding_mask(lengths, n_k),
                       f"padding_mask(lengths, {n_k}) for {len(lengths)} random lengths, one of them 0")
-    if n_k > 1:
-        shorter = t.rng.integers(1, n_k, size=3)
+    if n_k > 1:  # as many lengths as before, and as wide: a mask kept by (B, n_k) alone comes back wrong
+        shorter = t.rng.integers(1, n_k, size=len(lengths))
         expect_equal_mask(t.returned("padding_mask", shorter, n_k), t.ref.padding_mask(shorter, n_k),
                           f"padding_mask(lengths, {n_k}) for {len(shorter)} random lengths, all shorter than {n_k}")
+    wide = t.rng.integers(0, WIDE + 1, size=2)
+    expect_equal_mask(t.returned("padding_mask", wide, WIDE), t.ref.padding_mask(wide, WIDE),
+                      f"padding_mask(lengths, {WIDE}) for 2 random lengths up to {WIDE}")
 
 
 def apply_mask_matches_reference(t):
@@ -230,13 +234,17 @@ def apply_mask_matches_reference(t):
 
 
 def apply_mask_broadcasts(t):
-    """apply_mask broadcasts a padding mask (B, 1, 1, Nk) and a causal mask (Nq, Nk) over batch and heads."""
+    """apply_mask broadcasts a padding mask (B, 1, 1, Nk) and a causal mask (Nq, Nk) over batch and heads, and a
+    padding mask (B, 1, Nk) over the queries of 3-D scores (B, Nq, Nk)."""
     d = t.sizes
     S = normal(t.rng, (3, 2, d["nq"], d["nk"]), scale=5.0)
-    masks = {"a padding mask of shape (3, 1, 1, Nk)": mask_rows(t.rng, (3, 1, 1, d["nk"])),
-             "a causal mask of shape (Nq, Nk)": t.ref.causal_mask(d["nq"], d["nk"])}
-    for what, allowed in masks.items():
-        expect_close(t.returned("apply_mask", S, allowed), t.ref.apply_mask(S, allowed), t.tol(S.dtype),
+    S3 = S.reshape(-1, d["nq"], d["nk"])  # a batch and no heads, as slide 21's padding mask is used
+    cases = {"a padding mask of shape (3, 1, 1, Nk)": (S, mask_rows(t.rng, (3, 1, 1, d["nk"]))),
+             "a causal mask of shape (Nq, Nk)": (S, t.ref.causal_mask(d["nq"], d["nk"])),
+             f"3-D scores of shape {S3.shape} and a padding mask of shape ({len(S3)}, 1, Nk)":
+                 (S3, mask_rows(t.rng, (len(S3), 1, d["nk"])))}
+    for what, (scores, allowed) in cases.items():
+        expect_close(t.returned("apply_mask", scores, allowed), t.ref.apply_mask(scores, allowed), t.tol(S.dtype),
                      f"apply_mask(S, allowed) with {what}")
 
 
@@ -351,15 +359,20 @@ def _attention_large_scores(t):
     Q, K, V = _qkv(t)  # first: where scores stay small, a NaN can only come from the masked key
     cases = {"the second query's masked key scoring thousands above its visible ones (mask before the softmax, and "
              "subtract the largest visible score: slide 20)": _masked_far_above(t, Q, K, 1 / np.sqrt(d["dk"]))}
-    Q2, K2, V2 = _qkv(t)
+    Q2, K2, V2 = _as_3d(*_qkv(t))  # and 3-D, with slide 21's padding mask: (B, 1, Nk) broadcast over the queries
     Q2[..., 0, :] *= BIG
-    cases["the first query's scores in the thousands (subtract each row's largest score before exp)"] = \
-        mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
+    cases["the first query's scores in the thousands, in 3-D inputs with a padding mask of shape (B, 1, Nk) "
+          "(subtract each row's largest score before exp)"] = mask_rows(t.rng, (len(Q2), 1, d["nk"]))
     for (what, allowed), (q, k, v) in zip(cases.items(), ((Q, K, V), (Q2, K2, V2))):
         what = f"attention with a mask and {what}"
         C_exp, A_exp = t.ref.attention(q, k, v, allowed=allowed)
         C, A = expect_pair(_returned_unchanged(t, "attention", ("Q", "K", "V"), q, k, v, allowed=allowed), what, PAIR)
         _expect_attention(C, A, (C_exp, A_exp), v, t.tol(q.dtype), what)
+
+
+def _as_3d(*arrays):
+    """Each array (..., N, d) with its batch axes made one: (B, N, d), a batch and no heads."""
+    return [a.reshape(-1, *a.shape[-2:]) for a in arrays]
 
 
 def _masked_far_above(t, Q, K, scale: float) -> np.ndarray:
@@ -448,10 +461,12 @@ def attention_torch_agrees_with_sdpa(t):
         mask = "a mask" if len(shape) == len(Q.shape) else "one (Nq, Nk) mask broadcast over the batch axes"
         _torch_checked(t, Q, K, V, allowed, None, f"attention_torch for {_name(dtype)} tensors with {mask}")
     K, V = _shared_by_heads(K), _shared_by_heads(V)
-    if K is not None:  # a reshape to (-1, N, d) for torch.bmm fails here
+    if K is not None:  # a reshape to (-1, N, d) for torch.bmm fails here, and indexing with a padding mask
+        allowed = mask_rows(t.rng, (*d["batch"], 1, d["nk"]))
         _torch_checked(t, Q, K, V, allowed, None, f"attention_torch with keys and values of shapes {tuple(K.shape)} "
-                       f"and {tuple(V.shape)}, shared by every head of queries of shape {tuple(Q.shape)} (batch axes "
-                       f"broadcast, as in scaled_dot_product_attention; {BROADCAST_ADVICE})")
+                       f"and {tuple(V.shape)}, shared by every head of queries of shape {tuple(Q.shape)}, and a "
+                       f"padding mask of shape {allowed.shape} (batch axes broadcast, as in "
+                       f"scaled_dot_product_attention; {BROADCAST_ADVICE})")
 
 
 def attention_torch_respects_scale(t):
@@ -477,11 +492,12 @@ def attention_torch_agrees_with_numpy(t):
         _torch_checked(t, Q, K, V, _masked_far_above(t, Q, K, 0.6), 0.6, "attention_torch with scale=0.6 and the "
                        "second query's masked key scoring thousands above its visible ones, which the NumPy attention "
                        "answers with the same C and A (mask before the softmax: slides 20 and 27)")
-    Q, K, V = _qkv(t)
+    Q, K, V = _as_3d(*_qkv(t))
     Q[..., 0, :] *= BIG
-    allowed = mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))
-    _torch_checked(t, Q, K, V, allowed, 0.6, "attention_torch with a mask, scale=0.6 and the first query's scores "
-                   "in the thousands, which the NumPy attention answers with the same C and A (slide 27)")
+    allowed = mask_rows(t.rng, (len(Q), 1, d["nk"]))
+    _torch_checked(t, Q, K, V, allowed, 0.6, "attention_torch with 3-D tensors, a padding mask of shape (B, 1, Nk), "
+                   "scale=0.6 and the first query's scores in the thousands, which the NumPy attention answers with "
+                   "the same C and A (slide 27)")
 
 
 def _torch_checked(t, Q, K, V, allowed, scale, what):
@@ -493,9 +509,9 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     to autograd, so an A made in NumPy and wrapped as a tensor earns nothing.
     Returns the expected (C, A) as float64 arrays, which the student's matched.
     """
-    d = t.sizes
-    upstream = normal(t.rng, (*d["batch"], d["nq"], d["dv"]), Q.dtype)
-    upstream_A = normal(t.rng, (*d["batch"], d["nq"], d["nk"]), Q.dtype)
+    d, batch = t.sizes, np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+    upstream = normal(t.rng, (*batch, d["nq"], d["dv"]), Q.dtype)
+    upstream_A = normal(t.rng, (*batch, d["nq"], d["nk"]), Q.dtype)
     reply = t.call("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True,
                    backward=(upstream, upstream_A), return_inputs=True)
     if reply.raised is not None:
@@ -503,8 +519,8 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
             "allowed": allowed, "scale": scale, "as_tensors": True}))
     _expect_unchanged("attention_torch", [("Q", Q), ("K", K), ("V", V), ("allowed", allowed)], reply.inputs)
     C, A = expect_pair(reply.value, "attention_torch", PAIR)
-    C = as_tensor(C, "the context C of attention_torch", (*d["batch"], d["nq"], d["dv"]))
-    A = as_tensor(A, "the weights A of attention_torch", (*d["batch"], d["nq"], d["nk"]))
+    C = as_tensor(C, "the context C of attention_torch", (*batch, d["nq"], d["dv"]))
+    A = as_tensor(A, "the weights A of attention_torch", (*batch, d["nq"], d["nk"]))
     C_exp, grads = t.reused(_sdpa, Q, K, V, allowed, scale, upstream)
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
     _expect_attention(C.array, A.array, (C_exp, A_exp), V, t.tol(Q.dtype), what)
@@ -573,6 +589,9 @@ def _sdpa(Q, K, V, allowed, scale, upstream=None):
 # of 1/2, 2/dk or 1/√(Q.ndim) (4 axes with the batch) pass every default-scale check.
 # No two sizes alike, so a size taken from the wrong axis shows, and is named for the axis it came from.
 RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=8)
+# A mask builder's largest size: past any table of positions a student keeps at the top level and slices (10, 64,
+# 512); a mask of it is a quarter of a megabyte.
+WIDE = 520
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
 # How far above every visible score a masked one is put (_masked_far_above): past exp's range from each (745).
