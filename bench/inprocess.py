@@ -24,7 +24,7 @@ from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
 from autograder.grading.suite import load_suite
 from autograder.sandbox.inprocess import InProcessSession
-from autograder.sandbox.session import LoadReport
+from autograder.sandbox.load_report import LoadReport
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "w07_attention"

@@ -42,9 +42,10 @@ from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
 from autograder.grading.suite import load_suite
 from autograder.sandbox.inprocess import InProcessSession
+from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.protections import probe
 from autograder.sandbox.replies import encode_call
-from autograder.sandbox.session import LoadReport, Session
+from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]

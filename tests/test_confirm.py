@@ -20,8 +20,8 @@ from autograder.grading import confirm
 from autograder.grading.grader import Grader
 from autograder.grading.statuses import PASSED, TIMEOUT
 from autograder.grading.submission import read_submission
+from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.processes import parent_map
-from autograder.sandbox.session import LoadReport
 
 from conftest import SUBMISSIONS, compose
 

@@ -15,7 +15,7 @@ from autograder.grading.grader import Grader
 from autograder.grading.loading import undefined_messages
 from autograder.grading.plan import plan_check
 from autograder.grading.submission import read_submission
-from autograder.sandbox.session import LoadReport
+from autograder.sandbox.load_report import LoadReport
 
 from conftest import PARTS_OF_ATTENTION, PLAIN, REFERENCE, STUB, SUBMISSIONS, compose, manifest, run_cli
 

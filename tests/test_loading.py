@@ -25,7 +25,8 @@ from autograder.grading.loading import load_notes, not_loaded
 from autograder.grading.results import CheckResult
 from autograder.grading.submission import read_submission
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.session import MAX_LOAD_ATTEMPTS, LoadReport, Session
+from autograder.sandbox.load_report import LoadReport
+from autograder.sandbox.session import MAX_LOAD_ATTEMPTS, Session
 
 from conftest import PLAIN, SUBMISSIONS, compose, run_cli
 
@@ -173,9 +174,23 @@ def test_two_hanging_cells_are_skipped_and_the_rest_still_loads_and_runs(sandbox
     with Session(sandbox, spec, limits, budget=0.8) as session:  # under two loads' worth
         report = session.open()
         assert not report.failure, report.failure
-        assert [unit for unit, _ in report.stopped] == ["code cell 2", "code cell 3"]
+        assert [unit for unit, _ in report.stopped] == ["code cell 2"]  # its loop, stopped, defines nothing
+        assert [unit for unit, _ in report.trimmed] == ["code cell 3"]  # its import ran, not its wait
         assert "double" in report.functions
         assert session.call(Call("double", (3,))).value == 6
+
+
+def test_a_thread_the_top_level_left_running_is_named(sandbox, suite, tmp_path):
+    # A spinning daemon thread cost a random check its time limit, with advice about loops in the function.
+    path = tmp_path / "thread.ipynb"
+    _notebook(path, "def double(x):\n    return 2 * x",
+              "import threading\nthreading.Thread(target=lambda: [None for _ in iter(int, 1)], daemon=True).start()")
+    spec = read_submission(path).worker_spec(suite.assignment.module)
+    with Session(sandbox, spec, Limits(load_seconds=2.0, call_seconds=0.5), budget=3.0) as session:
+        report = session.open()
+    assert report.threads == 1 and "double" in report.functions, report
+    [note] = [n for n in load_notes(report, True, read_submission(path), set()) if "thread" in n]
+    assert note.startswith("the file's top-level code left 1 thread running after loading; threads share"), note
 
 
 def test_a_stopped_cell_is_told_of_the_processes_it_left_running(sandbox, suite, tmp_path):
@@ -197,31 +212,31 @@ def test_demo_cells_that_together_outlast_the_load_limit_run_only_their_imports_
     """A short demo after each function, each finishing but together past the load limit (which counts the cells
     before the one running): every load had run the same demos again and been stopped a cell further on, and the
     functions after them were never loaded (31/100 for a notebook of nine 3 s demos). A demo that ran for a tenth
-    of the limit now runs only its imports in the next load."""
+    of the limit now runs only its definitions in the next load."""
     demo = "import time\nstarted = time.monotonic()\nwhile time.monotonic() - started < 0.25:\n    pass"
     functions = [f"def f{n}(x):\n    return {n} * x" for n in range(6)]
     path = tmp_path / "demos.ipynb"
     _notebook(path, *[cell for function in functions for cell in (function, demo)])
     spec = read_submission(path).worker_spec(suite.assignment.module)
-    with Session(sandbox, spec, Limits(load_seconds=0.6, call_seconds=0.5), budget=2.0) as session:
+    with Session(sandbox, spec, Limits(load_seconds=0.6, call_seconds=0.5), budget=5.0) as session:
         report = session.open()
         assert not report.gave_up and not report.failure, report
         assert {f"f{n}" for n in range(6)} <= report.functions, report
         assert session.call(Call("f5", (3,))).value == 15
     assert report.trimmed and all(took is None or took >= 0.06 for _, took in report.trimmed), report.trimmed
     notes = load_notes(report, True, read_submission(path), set())
-    assert any(re.search(r"ran for 0\.[23] s and defines no function", note) and "only its imports were run" in note
+    assert any(re.search(r"ran for \d+\.\d s, and the notebook.s cells", note) and "only its definitions were" in note
                for note in notes), notes
 
 
 def test_a_notebook_stopped_at_every_load_is_graded_on_the_cells_before_the_first_stop(sandbox, suite, tmp_path):
-    """More hanging cells than loads the grader tries, each also defining a function (so not a demo to trim): each
-    load is stopped at a later cell, and the cells before the first stopped one loaded every time. The last load
-    runs only those, so their functions are graded. Demo cells that hang are trimmed to their imports first, so a
-    function after them is graded too."""
+    """More hanging cells than loads the grader tries, each hanging where it sets a name a function reads (so not a
+    demo to trim): each load is stopped at a later cell, and the cells before the first stopped one loaded every
+    time. The last load runs only those, so their functions are graded. Demo cells that hang are trimmed to their
+    definitions first, so a function after them is graded too."""
     path = tmp_path / "hangs.ipynb"
-    hanging = "def spare():\n    pass\nwhile True:\n    pass"
-    _notebook(path, "def double(x):\n    return 2 * x", *[hanging] * (MAX_LOAD_ATTEMPTS + 1))
+    hanging = "while True:\n    TABLE += 1"
+    _notebook(path, "TABLE = 0\ndef double(x):\n    return 2 * x + 0 * TABLE", *[hanging] * (MAX_LOAD_ATTEMPTS + 1))
     spec = read_submission(path).worker_spec(suite.assignment.module)
     with Session(sandbox, spec, Limits(load_seconds=0.3, call_seconds=0.5), budget=0.5) as session:
         report = session.open()
@@ -240,7 +255,7 @@ def test_a_notebook_stopped_at_every_load_is_graded_on_the_cells_before_the_firs
         report = session.open()
         assert {"double", "triple"} <= report.functions and not report.gave_up, report
         assert session.call(Call("triple", (3,))).value == 9
-    assert [took for _, took in report.trimmed] == [None] * (8 - len(report.stopped)), report
+    assert len(report.trimmed) + len(report.stopped) == 8 and not report.gave_up, report
 
 
 def test_a_notebook_whose_loads_were_all_stopped_is_told_which_cells_and_why(tmp_path):
@@ -398,13 +413,16 @@ def test_a_figure_drawn_after_ipython_is_imported_costs_the_cell_nothing(grade_o
     assert not any("events" in note for note in result.notes), result.notes
 
 
-def test_a_slow_cell_that_sets_a_global_a_function_reads_is_never_trimmed():
-    """A table built once at the top (`LOOKUP = ...`, however slow) is the functions' to use, and a demo's `S` is
-    not a function's own `S`: only what no function reads goes with a trimmed demo."""
-    from autograder.sandbox.slow_cells import demo_cells_after
+def test_a_slow_cell_keeps_its_definitions_and_what_the_functions_read():
+    """A table built once at the top (`LOOKUP = ...`, however slow) is the functions' to use, a helper defined in a
+    demo cell is kept, and a demo's `S` is not a function's own `S`: only what no function needs goes."""
+    from autograder.sandbox.slow_cells import trimmed_after
 
     sources = ["import numpy as np", "LOOKUP = np.ones(3)\nfor _ in range(10**8):\n    pass",
                "def softmax(S):\n    A = np.exp(S) * LOOKUP[0]\n    return A / A.sum(-1, keepdims=True)",
-               "import time\nS = np.ones(4)\ntime.sleep(3)\nprint(softmax(S))", "class Model:\n    pass"]
-    labels = [f"code cell {n}" for n in range(1, 6)]
-    assert demo_cells_after(0, labels, sources) == [(3, "code cell 4", "import time")]
+               "import time\nS = np.ones(4)\ntime.sleep(3)\nprint(softmax(S))",
+               "def show(x):\n    print(x)\nwhile True:\n    show(1)", "class Model:\n    pass"]
+    labels = [f"code cell {n}" for n in range(1, 7)]
+    assert trimmed_after(0, labels, sources) == [(1, "code cell 2", "LOOKUP = np.ones(3)"),
+                                                 (3, "code cell 4", "import time"),
+                                                 (4, "code cell 5", "def show(x):\n    print(x)")]

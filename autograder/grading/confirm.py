@@ -22,8 +22,8 @@ from __future__ import annotations
 from autograder.grading.explain import Judged
 from autograder.grading.statuses import TIMEOUT
 from autograder.grading.suite import SuiteCheck
+from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.replies import CallTimedOut, Stopped
-from autograder.sandbox.session import LoadReport
 
 
 def to_run_again(judged: list[Judged]) -> list[SuiteCheck]:

@@ -41,8 +41,9 @@ from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
 from autograder.grading.stopped_functions import StoppedFunctions
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
+from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.replies import CallFailed, Stopped
-from autograder.sandbox.session import LoadReport, Session
+from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
 
 

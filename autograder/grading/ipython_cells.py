@@ -29,15 +29,13 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from autograder.code_names import MAX_PARSED
 from autograder.sandbox import notebook_modules
 
 # Cell magics whose body is still Python (as a notebook's get_ipython() runs them too); any other (%%bash,
 # %%html...) skips the cell.
 PYTHON_CELL_MAGICS = {f"%%{name}" for name in notebook_modules.PYTHON_CELL_MAGICS}
 WRITE_CELL_MAGICS = {"%%writefile", "%%file"}
-# The most text the grader parses itself (ast.parse takes hundreds of bytes a character, and the grading process
-# has no memory limit of its own): a 2 MB line had it use 1.2 GB.
-MAX_PARSED = 1 << 18
 _LINE_MAGIC = re.compile(r"^(\s*)(%|!)")
 _TARGET = r"[A-Za-z_][\w.]*(?:\[[^\]=]*\])*"  # x, self.out, d['k']
 _ASSIGNED = re.compile(rf"^(\s*)({_TARGET}(?:\s*,\s*{_TARGET})*)\s*=\s*([!%])")  # x = !ls, x = %timeit -o f()

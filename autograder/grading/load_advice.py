@@ -10,7 +10,7 @@ import sys
 
 from autograder.authoring.checks import environment_hint
 from autograder.authoring.protocol import Raised
-from autograder.sandbox.session import LoadReport
+from autograder.sandbox.load_report import LoadReport
 
 # The workers run the grader's own Python, unless $AUTOGRADER_WORKER_PYTHON names another (sandbox.protections):
 # then this names the grader's, which a course that sets it should keep the same.

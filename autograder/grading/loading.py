@@ -24,13 +24,13 @@ import re
 from autograder.authoring.checks import environment_hint
 from autograder.authoring.misconceptions import Misconception
 from autograder.authoring.protocol import Raised
-from autograder.grading.ipython_cells import MAX_PARSED
+from autograder.code_names import MAX_PARSED, globals_read, names_set
 from autograder.grading.load_advice import newer_python_hint, py_advice
 from autograder.grading.results import NOT_LOADED, CheckResult
 from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite
-from autograder.sandbox.session import LoadReport
+from autograder.sandbox.load_report import LoadReport
 from autograder.text import counted, joined, safe
 
 NOT_RUN = "not run: the file did not load (see the top of this feedback)"
@@ -74,17 +74,21 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
               "notebook still ran" for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
               for unit, reason in load.stopped]
-    notes += [f"{unit} {'' if took is None else f'ran for {took:.1f} s and '}defines no function, and the notebook's "
-              "cells together ran past the load limit (which counts every cell before the one running); so that the "
-              "cells after it could load, only its imports were run. Keep demos short, or put them in a function you "
-              "call when you want them" for unit, took in load.trimmed]
-    notes += [f"{cell} took the name {name} for something else (`{name} = ...` or `del {name}`); {name}() was graded "
-              f"as your notebook last defined it, but in Jupyter every cell after that one that calls {name}() fails. "
-              "Give the other thing a name of its own" for name, cell in load.restored]
-    if load.stray_processes:
-        left = counted(load.stray_processes, "process", "processes")
-        notes.append(f"the file's top-level code left {left} running while loading. The grader stopped what was "
-                     "left and charged no function for it. Start no processes at the top level of your file")
+    notes += [f"{unit} {'' if took is None else f'ran for {took:.1f} s, and '}the notebook's cells together ran past "
+              "the load limit (which counts every cell before the one running); so that the cells after it could load, "
+              "only its definitions were run (imports, defs, classes, and the names your functions read), not its "
+              "demo. Keep demos short, or put them in a function you call when you want them"
+              for unit, took in load.trimmed]
+    notes += [f"{cell} took the name {name} for something else (`{name} = ...`, an import of that name, or `del "
+              f"{name}`); {name}() was graded as your notebook last defined it, but in Jupyter every cell after that "
+              f"one that calls {name}() gets the other thing. Give the other thing a name of its own"
+              for name, cell in load.restored]
+    notes += [f"the file's top-level code left {counted(load.threads, 'thread')} running after loading; threads "
+              "share the processor with every call the grader times, so a call may be stopped at its limit for their "
+              "work: start no thread at the top level, or join it before the code ends"] if load.threads else []
+    notes += [f"the file's top-level code left {counted(load.stray_processes, 'process', 'processes')} running while "
+              "loading. The grader stopped what was left and charged no function for it. Start no processes at the "
+              "top level of your file"] if load.stray_processes else []
     return notes
 
 
@@ -319,8 +323,9 @@ def _coincidence(idea: Misconception | None, used: set[str], failing: set[str]) 
 
 
 def _graded_names_used(submission: Submission, graded: set[str], failing: set[str]) -> dict[str, set[str]]:
-    """failing function -> the graded functions that its last top-level definition in the file names. Only the
-    units that define one are parsed (a notebook's demo cells are most of its text)."""
+    """failing function -> the graded functions that its last top-level definition in the file reads as globals
+    (a local `score = ...` or a parameter of that name is not the function). Only the units that define one are
+    parsed (a notebook's demo cells are most of its text)."""
     sources = [submission.source] if submission.kind == "py" else [cell.source for cell in submission.cells]
     uses: dict[str, set[str]] = {}
     for source in (s for s in sources if len(s) <= MAX_PARSED and any(f"def {name}" in s for name in failing)):
@@ -330,7 +335,7 @@ def _graded_names_used(submission: Submission, graded: set[str], failing: set[st
             continue  # its load problem is reported already
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name in failing:
-                uses[statement.name] = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)} & graded
+                uses[statement.name] = globals_read(statement) & graded
     return uses
 
 
@@ -346,11 +351,11 @@ def with_load_causes(tests: list[CheckResult], submission: Submission, load: Loa
               f"{environment_hint(raised)}", "Fix that cell") for unit, raised in load.problems]
     cells += [(unit, 1, f"{reason} while loading", "Make that cell quick (a demo or a loop in a function you call "
                "when you want it), or set those names in a cell of their own") for unit, reason in load.stopped]
-    cells += [(unit, 1, "ran only its imports, for the notebook's demo cells together ran past the load limit (see "
+    cells += [(unit, 1, "ran only its definitions, for the notebook's cells together ran past the load limit (see "
                "the notes)", "Set those names in a cell of their own") for unit, _ in load.trimmed]
     causes = []  # (the names a cell left undefined, why, in words that list them)
     for unit, first, happened, todo in cells:
-        names = _names_from(sources.get(unit, ""), first)
+        names = names_set(sources.get(unit, ""), first)
         causes.append((names, f". The cause: {unit} {happened}; so the names it would have defined from there on "
                               f"({_listed(names)}) are missing. {todo}, then {RESTART}"))
     explained = []
@@ -370,29 +375,3 @@ def _listed(names: list[str]) -> str:
 def _first_line(raised: Raised, unit: str) -> int:
     """The line of a cell its statement that raised is on; 1 where the raise was in another cell's code."""
     return raised.line if raised.line is not None and raised.cell in ("", unit) else 1
-
-
-def _names_from(source: str, first: int) -> list[str]:
-    """The names a cell's top-level statements define (imports, defs, classes, assignments), from the statement
-    on line `first` on, in order, each once."""
-    if len(source) > MAX_PARSED:
-        return []  # too large to parse here: the message names the cell, not the names it left undefined
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []  # a cell that does not parse ran nothing, and the message for that says so already
-    names: list[str] = []
-    for statement in tree.body:
-        if (statement.end_lineno or statement.lineno) >= first:
-            names += [name for name in _defined(statement) if name not in names]
-    return names
-
-
-def _defined(statement: ast.stmt) -> list[str]:
-    if isinstance(statement, (ast.Import, ast.ImportFrom)):
-        return [alias.asname or alias.name.split(".")[0] for alias in statement.names if alias.name != "*"]
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [statement.name]
-    targets = statement.targets if isinstance(statement, ast.Assign) else \
-        [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []
-    return [node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)]

@@ -35,9 +35,9 @@ from autograder.grading.grader import Grader
 from autograder.grading.probe import PROBE_STUDENT, ProbeReport, probe_environment, require_environment
 from autograder.grading.suite import Suite
 from autograder.sandbox.inprocess import InProcessSession
+from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.preflight import refuse_readable, worker_check
 from autograder.sandbox.protections import KINDS, REQUESTS, Protections, SandboxError, probe
-from autograder.sandbox.session import LoadReport
 from autograder.sandbox.zygote import Sandbox
 
 # The sandbox's names the layers above grading need (its kinds, its error, a worker's check for `doctor`) are

@@ -18,8 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.code_names import MAX_PARSED
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes
-from autograder.grading.ipython_cells import MAX_PARSED, Cell, definitions_of, imports_of, read_cell
+from autograder.grading.ipython_cells import Cell, definitions_of, imports_of, read_cell
 from autograder.text import safe, valid_utf8
 
 # jsonschema (which nbformat imports) loads every optional format checker that is installed, and

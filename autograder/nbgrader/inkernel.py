@@ -39,7 +39,7 @@ from autograder.grading.suite import Suite, load_public_suite, load_suite
 from autograder.outputs import audience
 from autograder.outputs.terminal import format_check
 from autograder.sandbox.inprocess import CapturedText, InProcessSession
-from autograder.sandbox.session import LoadReport
+from autograder.sandbox.load_report import LoadReport
 
 GRADING = "autograde"  # NBGRADER_EXECUTION's value while `nbgrader autograde` runs a notebook
 COURSE_VARIABLE = "AUTOGRADER_COURSE"  # path to course.yaml when it is not above the notebook's folder

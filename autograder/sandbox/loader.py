@@ -8,12 +8,14 @@ from __future__ import annotations
 import __future__
 
 import ast
+import collections
 import functools
 import inspect
 import linecache
 import operator
 import os
 import sys
+import threading
 import types
 
 from autograder.sandbox import notebook_modules, wire
@@ -114,15 +116,18 @@ def load(spec: dict, sources: list[str], sock) -> dict:
             kept.after(label, module.__dict__)
     exit_if_forked_copy(me)
     sys.stdout.flush()
-    restored = kept.restore(module.__dict__) if kept is not None else []
+    restored, graded_as = kept.restore(module.__dict__) if kept is not None else ([], {})
     # The graded functions first, then the file's own: a cell with `from numpy import *` (%pylab) adds hundreds
     # of callables, and a file may define hundreds of its own; only 500 names are sent.
     functions = sorted((name for name, value in vars(module).items()
                         if callable(value) and not name.startswith("__") and given.get(name) is not value),
                        key=lambda name: (name not in graded, not _defined_in(vars(module)[name], spec["filename"]),
                                          name))[:500]
-    wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50], "restored": restored})
-    return module.__dict__
+    wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50], "restored": restored,
+                     "threads": threading.active_count() - 1})
+    # Calls find each graded function here: as the notebook defined it where a library's function was imported
+    # over its name later, while the notebook's own code still finds that one under the name, as in Jupyter.
+    return collections.ChainMap(graded_as, module.__dict__) if graded_as else module.__dict__
 
 
 class KeptFunctions:
@@ -130,31 +135,54 @@ class KeptFunctions:
 
     Jupyter runs a notebook's check cells in order, so `score = score(Q, Q)` in a demo cell after them takes
     nothing from what they saw: each function is kept as the last of the notebook's own functions its name
-    held, and put back where the name ends holding no function at all (a value, or deleted). A name that ends
-    holding another function is graded as that one, the notebook's last word.
+    held. Where the name ends holding a value, or nothing, the function is put back under it. Where it ends
+    holding a library's function (`from scipy.special import logsumexp` over a graded name, for a later function's
+    use), the name keeps that, as the later cells' code calls it; the grader's calls get the notebook's function, and each graded
+    function defined before that cell finds the notebook's under the name, as its check cells did. A name that
+    ends holding another function of the notebook's is graded as that one, the notebook's last word.
     """
 
     def __init__(self, graded: set, filename: str):
         self._graded, self._filename = sorted(graded), filename
-        self._kept: dict = {}  # name -> its last function of the notebook's own
-        self._lost: dict = {}  # name -> the label of the cell after which it held no function
+        self._kept: dict = {}  # name -> (its last function of the notebook's own, the cell's number then)
+        self._lost: dict = {}  # name -> (the label of the cell after which it held another thing, its number)
+        self._cells = 0
 
     def after(self, label: str, namespace: dict) -> None:
+        self._cells += 1
         for name in self._graded:
             value = namespace.get(name)
             if _defined_in(value, self._filename):
-                self._kept[name] = value
+                if self._kept.get(name, (None,))[0] is not value:
+                    self._kept[name] = (value, self._cells)
                 self._lost.pop(name, None)
-            elif name in self._kept and not callable(value):
-                self._lost.setdefault(name, label)
+            elif name in self._kept:
+                self._lost.setdefault(name, (label, self._cells))
 
-    def restore(self, namespace: dict) -> list:
-        """[{"name", "cell"}] for each function put back in `namespace`, with the cell that had taken its name."""
-        restored = []
-        for name, label in self._lost.items():
-            namespace[name] = self._kept[name]
-            restored.append({"name": name, "cell": label})
-        return restored
+    def restore(self, namespace: dict) -> tuple[list, dict]:
+        """([{"name", "cell"}] for each function whose name a later cell took, with that cell; {name: function}
+        for the grader's calls where they differ from `namespace`). The others are put back in `namespace`."""
+        graded_as, shadowed = {}, {}  # shadowed: name -> (the notebook's function, the cell that took the name)
+        for name, (_, taken) in self._lost.items():
+            if callable(namespace.get(name)):
+                graded_as[name] = self._kept[name][0]
+                shadowed[name] = (self._kept[name][0], taken)
+            else:
+                namespace[name] = self._kept[name][0]
+        for name, (function, defined) in self._kept.items():
+            seen = {other: kept for other, (kept, taken) in shadowed.items() if defined < taken
+                    and other in getattr(getattr(function, "__code__", None), "co_names", ())}
+            if seen and isinstance(function, types.FunctionType):
+                graded_as[name] = _with_globals(function, {**namespace, **seen})
+        return [{"name": name, "cell": label} for name, (label, _) in self._lost.items()], graded_as
+
+
+def _with_globals(function: types.FunctionType, namespace: dict) -> types.FunctionType:
+    """`function` looking its globals up in `namespace` instead of its module's."""
+    copy = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__,
+                              function.__closure__)
+    copy.__kwdefaults__ = function.__kwdefaults__
+    return copy
 
 
 def run_unit(code: types.CodeType, namespace: dict, events: EventLoop) -> None:
@@ -193,7 +221,12 @@ def notebook_names(namespace: dict) -> dict:
 
 
 def _defined_in(value, filename) -> bool:
-    """Whether `value` is a function whose code was compiled from the submission (any of its cells)."""
+    """Whether `value` is a function whose code was compiled from the submission (any of its cells), decorated
+    or not (`@functools.lru_cache` and `@np.errstate(...)` keep the function as `__wrapped__`)."""
+    try:
+        value = inspect.unwrap(value) if callable(value) else value
+    except Exception:  # noqa: BLE001 - a loop of __wrapped__ (ValueError), or a student's attribute that raises
+        return False
     code = getattr(value, "__code__", None)
     return isinstance(getattr(code, "co_filename", None), str) and code.co_filename.startswith(str(filename))
 

@@ -161,9 +161,9 @@ def read_reply(header: dict, buffers: list, call: Call, inputs: tuple | None = N
     """
     try:
         if header.get("raised") is not None:
-            return Reply(raised=_raised(header["raised"]), inputs=inputs)
+            return Reply(raised=read_raised(header["raised"]), inputs=inputs)
         if header.get("unsendable") is not None:
-            problem = _raised(header["unsendable"])
+            problem = read_raised(header["unsendable"])
             raise ReplyRejected(f"the returned value could not be sent back ({problem.describe()})")
         grad_error = header.get("grad_error")
         budget = values.Budget()  # one for the whole reply: its value and its gradients
@@ -197,7 +197,8 @@ def _gradients(trees, buffers: list, call: Call, budget: values.Budget) -> tuple
     return grads
 
 
-def _raised(tree) -> Raised:
+def read_raised(tree) -> Raised:
+    """The worker's account of an exception (sandbox.loader.describe) as a Raised, whatever shape it came in."""
     if not isinstance(tree, dict):
         return Raised("Exception", "(no details)")
     line = tree.get("line")

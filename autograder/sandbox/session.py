@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import processes, stopped_at, wire
 from autograder.sandbox.channel import Channel, NoReply
 from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
+from autograder.sandbox.load_report import LoadReport, read_ready
 from autograder.sandbox.protections import SandboxError
 from autograder.sandbox.region import SharedRegion
 from autograder.sandbox.replies import (
@@ -40,11 +40,10 @@ from autograder.sandbox.replies import (
     Request,
     Stopped,
     WorkerDied,
-    _raised,
     child_end,
     past_limit,
 )
-from autograder.sandbox.slow_cells import demo_cells_after, slow_demo_cells
+from autograder.sandbox.slow_cells import slow_demo_cells, trimmed_after
 from autograder.sandbox.stream import Answer, CallStream
 from autograder.sandbox.waiting import Extensions, ProcFiles, WaitCredit
 from autograder.sandbox.zygote import Sandbox
@@ -57,21 +56,6 @@ NOT_RELOADED = ("the file could not be loaded again after a call ended the worke
 EVENT_LIMIT = 1 << 20
 REGION_BYTES = 4 << 20  # a stream's calls' arrays side by side, so it seldom waits for room (used as written)
 REGION_SHARE = 16  # ... but no more of a child's memory (limits.memory_mib) than this fraction of it, up front
-
-
-@dataclass(frozen=True)
-class LoadReport:
-    """How loading the submission's top-level code went."""
-
-    functions: frozenset
-    problems: tuple = ()  # (unit label, Raised) for units that raised
-    stopped: tuple = ()  # (unit label, reason) for units that hung or killed the worker
-    failure: str = ""  # non-empty when the submission could not be loaded at all
-    stray_processes: int = 0  # processes the top-level code left running, stopped after loading
-    hung: bool = False  # a .py file's top-level code ran past the load limit (a demo loop, a wait), and stopped there
-    gave_up: bool = False  # a notebook's loads were stopped MAX_LOAD_ATTEMPTS times, each at a cell then skipped
-    restored: tuple = ()  # (function, cell) for each one a later cell of a notebook took the name of (loader)
-    trimmed: tuple = ()  # (cell, seconds it ran) of demo cells that ran only their imports (sandbox.slow_cells)
 
 
 class Session:
@@ -103,11 +87,12 @@ class Session:
         self.proc_files = ProcFiles()  # the child's processor use, read after every call (sandbox.waiting)
         self._zygote_files = ProcFiles()  # the zygote's children, read after every call (extra_processes)
         self._skip: dict[int, tuple[str, str]] = {}  # unit index -> (its label, why it was stopped)
+        self._stops: set[int] = set()  # the units a load was stopped at, skipped or trimmed
         self._pid = 0
         self._next_id = 0
         self._unit: tuple[int, str] | None = None
         self._unit_starts: list[tuple[int, str, float]] = []  # this load's cells as they began: (index, label, time)
-        self._trimmed: dict[int, tuple] = {}  # unit index -> (label, seconds it ran or None, its imports' code)
+        self._trimmed: dict[int, tuple] = {}  # unit index -> (label, seconds it ran or None, its definitions' code)
         self._exits: dict = {}
 
     # -------------------------------------------------------------- public
@@ -245,12 +230,12 @@ class Session:
     # -------------------------------------------------------------- loading
 
     def _start_child(self) -> LoadReport:
-        # A notebook's loads that keep being stopped fall back in two steps: every demo cell after the first stopped
-        # one runs only its imports (stage 1), then only the cells before the first stopped one run (stage 2).
+        # A notebook's loads that keep being stopped fall back in two steps: every cell after the first stopped one
+        # runs only its definitions (stage 1), then only the cells before the first stopped one run (stage 2).
         loading, stage = 0.0, 0  # seconds the loads stopped so far took; the fallback reached
         for attempt in range(MAX_LOAD_ATTEMPTS):
             long = loading >= LOADS_SECONDS * self.limits.load_seconds
-            if self.spec["kind"] != "py" and self._skip:
+            if self.spec["kind"] != "py" and self._stops:
                 if stage == 0 and (long or attempt >= MAX_LOAD_ATTEMPTS - 2):
                     stage = 1
                     self._trim_after_first_stopped()
@@ -284,9 +269,15 @@ class Session:
                 reason = (f"was still running at the load limit of {seconds:g} s (which counts the code before it "
                           "too) and was stopped") if timed_out else stop.says
                 reason += f", and the {counted(left, 'process', 'processes')} it had started with it" if left else ""
-                self._skip[unit[0]] = (unit[1], reason)
+                # Trimmed (slow_cells) unless it was already (its definitions alone ran past the limit), trims to
+                # nothing, or started processes: those are skipped whole, as is any cell that ended the worker.
+                again = unit[0] in self._trimmed
                 if timed_out:
                     self._trim_slow_demos()
+                self._stops.add(unit[0])
+                if again or left or not self._trimmed.get(unit[0], ("", 0, ""))[2]:
+                    self._trimmed.pop(unit[0], None)
+                    self._skip[unit[0]] = (unit[1], reason)
                 # The budget holds one load and every call: each load a skipped unit spoiled is given back, or
                 # a notebook's second hanging demo cell would leave no time to load the rest or call anything.
                 # The loads' own time is bounded instead: past LOADS_SECONDS limits, the fallbacks begin.
@@ -305,16 +296,16 @@ class Session:
         return LoadReport(frozenset(), stopped=self._stopped(), gave_up=True)
 
     def _trim_slow_demos(self) -> None:
-        """After a notebook's load ran past its limit, its slow demo cells run only their imports (slow_cells)."""
+        """After a notebook's load ran past its limit, its slow cells run only their definitions (slow_cells)."""
         starts, sources = self._unit_starts, self.spec["sources"]
         for index, label, took, imports in slow_demo_cells(starts, time.monotonic(), sources, self.limits.load_seconds):
             if index not in self._skip and index not in self._trimmed:
                 self._trimmed[index] = (label, took, imports)
 
     def _trim_after_first_stopped(self) -> None:
-        """Before a notebook's last load but one, every demo cell after the first one stopped runs only its imports:
+        """Before a notebook's last load but one, every cell after the first one stopped runs only its definitions:
         the loads kept being stopped, each at a later demo (sandbox.slow_cells)."""
-        for index, label, imports in demo_cells_after(min(self._skip), self.spec["labels"], self.spec["sources"]):
+        for index, label, imports in trimmed_after(min(self._stops), self.spec["labels"], self.spec["sources"]):
             if index not in self._skip:
                 self._trimmed.setdefault(index, (safe(label, 40), None, imports))
 
@@ -323,7 +314,7 @@ class Session:
         far was stopped at a later cell (demo cells that each finish, but together outlast the load limit, which
         counts the cells before them too), and every time the cells before the first one stopped had loaded:
         those are loaded, and their functions graded, rather than none."""
-        first = min(self._skip)
+        first = min(self._stops)
         for index, label in enumerate(self.spec["labels"]):
             if index > first and index not in self._skip:
                 self._skip[index] = (safe(label, 40), "was not run: the loads before had each been stopped at a "
@@ -377,19 +368,9 @@ class Session:
                 "max_processes": limits.max_processes if self.sandbox.protections.separate_user else 0}
 
     def _load_report(self, header: dict, stray: int) -> LoadReport:
-        functions = header.get("functions")
-        problems, restored = header.get("problems"), header.get("restored", [])
-        if not isinstance(functions, list) or not isinstance(problems, list) or not isinstance(restored, list):
-            return LoadReport(frozenset(), failure="the worker sent a malformed report")
         self.killed_processes += stray
-        return LoadReport(
-            functions=frozenset(safe(f, 100) for f in functions[:500]),
-            problems=tuple((safe(p.get("unit"), 40), _raised(p.get("raised"))) for p in problems[:50]
-                           if isinstance(p, dict)),
-            stopped=self._stopped(), stray_processes=stray,
-            restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40)) for r in restored[:20]
-                           if isinstance(r, dict)),
-            trimmed=tuple((label, took) for label, took, _ in self._trimmed.values()))
+        return read_ready(header, stopped=self._stopped(), stray_processes=stray,
+                          trimmed=tuple((label, took) for label, took, _ in self._trimmed.values()))
 
     def _stopped(self) -> tuple:
         return tuple(self._skip[index] for index in sorted(self._skip))

@@ -1,0 +1,44 @@
+"""How loading a submission's top-level code went (`LoadReport`), and the worker's account of it read.
+
+Everything the worker reports here is the student's process's word: it is checked for type and size, made
+safe to show, and decides nothing but what the feedback says (the functions it names are called, and fail if
+they are not there).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autograder.sandbox.replies import read_raised
+from autograder.text import safe
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """How loading the submission's top-level code went."""
+
+    functions: frozenset
+    problems: tuple = ()  # (unit label, Raised) for units that raised
+    stopped: tuple = ()  # (unit label, reason) for units that hung or killed the worker
+    failure: str = ""  # non-empty when the submission could not be loaded at all
+    stray_processes: int = 0  # processes the top-level code left running, stopped after loading
+    hung: bool = False  # a .py file's top-level code ran past the load limit (a demo loop, a wait), and stopped there
+    gave_up: bool = False  # a notebook's loads were stopped MAX_LOAD_ATTEMPTS times, each at a cell then skipped
+    restored: tuple = ()  # (function, cell) for each one a later cell of a notebook took the name of (loader)
+    trimmed: tuple = ()  # (cell, seconds it ran or None) of slow cells that ran only their definitions (slow_cells)
+    threads: int = 0  # threads of its own the top-level code left running after loading (the worker's word)
+
+
+def read_ready(header: dict, **session) -> LoadReport:
+    """The LoadReport of a worker's "ready" report; session: what the session itself knows of the load (stopped,
+    stray_processes, trimmed). A report of the wrong shape is the worker's failure."""
+    functions, problems = header.get("functions"), header.get("problems")
+    restored, threads = header.get("restored", []), header.get("threads", 0)
+    if not all(isinstance(x, list) for x in (functions, problems, restored)) or type(threads) is not int:
+        return LoadReport(frozenset(), failure="the worker sent a malformed report")
+    return LoadReport(
+        functions=frozenset(safe(f, 100) for f in functions[:500]),
+        problems=tuple((safe(p.get("unit"), 40), read_raised(p.get("raised"))) for p in problems[:50]
+                       if isinstance(p, dict)),
+        restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40)) for r in restored[:20]
+                       if isinstance(r, dict)),
+        threads=min(max(threads, 0), 10_000), **session)
