@@ -69,6 +69,16 @@ def test_unknown_key_is_named(tmp_path):
         load_course(path)
 
 
+def test_a_key_written_twice_is_refused_naming_both_lines(tmp_path):
+    # YAML keeps the last: a check's points given twice made the maximum 101, and a `due:` added above the old
+    # one was silently overridden by it.
+    text = COURSE_TEXT.replace("      score.lecture_example: 2\n", "      score.lecture_example: 2\n"
+                               "      score.lecture_example: 3\n")
+    assert text != COURSE_TEXT
+    with pytest.raises(CourseError, match=r"the key 'score.lecture_example' is written twice, at lines \d+ and \d+"):
+        load_course(_course_copy(tmp_path, text))
+
+
 @pytest.mark.parametrize("value", ["0", "2.5", "true", "many"])
 def test_input_sets_must_be_a_whole_number_of_sets(tmp_path, value):
     path = _course_copy(tmp_path, COURSE_TEXT.replace("    input_sets: 16", f"    input_sets: {value}"))

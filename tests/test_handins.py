@@ -424,7 +424,24 @@ def test_a_flat_class_students_folder_passed_alone_is_that_student_and_holds_no_
     assert (found.student, found.path) == ("ann", ann / "attention.py") and found.stored and not found.problem
     assert one_students_part(ann, ASSIGNMENT, "attention")
     assert not one_students_part(tmp_path / "class", ASSIGNMENT, "attention")
+    (ann / "Untitled.ipynb").write_text("{}")  # a scratch notebook beside the work: still ann's folder
+    [found] = find_submissions([ann], ASSIGNMENT, "attention", tmp_path)
+    assert found.student == "ann" and "not Untitled.ipynb" in found.note, found
+    for student in ("cat", "dan", "eve", "fay"):
+        shutil.copy(PLAIN, tmp_path / "class" / f"{student}.py")
     shutil.copy(PLAIN, tmp_path / "class" / "attention.py")  # the released file, left in the class folder
     assert {f.student for f in find_submissions([tmp_path / "class"], ASSIGNMENT, "attention", tmp_path)} == \
-        {"ann", "attention", "ben"}
+        {"ann", "attention", "ben", "cat", "dan", "eve", "fay"}
     assert not one_students_part(tmp_path / "class", ASSIGNMENT, "attention")
+
+
+def test_an_empty_folder_named_as_a_student_with_a_file_is_no_missing_hand_in(tmp_path):
+    # `dan/` (left by an unzip) beside `dan.py` was named as a student's folder with nothing in it, while dan was
+    # graded from dan.py in the same run.
+    folder = tmp_path / "class"
+    (folder / "dan").mkdir(parents=True)
+    (folder / "eve").mkdir()
+    shutil.copy(PLAIN, folder / "dan.py")
+    skipped: list = []
+    found = find_submissions([folder], ASSIGNMENT, "attention", tmp_path, skipped)
+    assert [f.student for f in found] == ["dan"] and skipped == [folder / "eve"], skipped

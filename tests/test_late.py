@@ -101,7 +101,7 @@ def test_the_rule_is_read_from_course_yaml(tmp_path):
     ({"due": DUE, "extensions": {"s0007": "Monday"}}, "assignments.w07_attention.extensions.s0007", "ISO 8601"),
     ({"late": {"penalty_per_day": 0.1}}, "assignments.w07_attention.late", "needs the assignment's due time"),
     ({"due": DUE, "time_zone": "Eastern"}, "assignments.w07_attention.time_zone", "IANA database names it"),
-    ({"due": DUE, "time_zone": "EST"}, "assignments.w07_attention.time_zone", "stay on standard time all summer"),
+    ({"due": DUE, "time_zone": "EST"}, "assignments.w07_attention.time_zone", "stays on standard time all summer"),
     ({"due": DUE, "time_zone": "PST8PDT"}, "assignments.w07_attention.time_zone", "America/New_York"),
     ({"extensions": {"s0007": DUE}}, "assignments.w07_attention.extensions", "needs the assignment's due time"),
     ({"due": DUE, "extensions": {12345: DUE}}, "assignments.w07_attention.extensions.12345", "write the id in quotes"),
@@ -433,6 +433,18 @@ def test_an_extension_granted_in_gradescope_counts_and_never_shortens_one_from_c
     metadata["users"][0]["assignment"]["due_date"] = metadata["assignment"]["due_date"]
     path.write_text(json.dumps(metadata))
     assert gradescope_extension(path) is None  # every submitter on the assignment's own dates
+    # Moved on Gradescope for everyone: course.yaml's rule stands, and the autograder's log says so.
+    from autograder.cli.gradescope import _say_if_due_differs
+    from autograder.grading.gradescope_handin import gradescope_due
+
+    log = io.StringIO()
+    _say_if_due_differs(rule, gradescope_due(path), log)
+    assert log.getvalue() == ""
+    metadata["assignment"]["due_date"] = "2026-11-22T16:00:00-05:00"
+    path.write_text(json.dumps(metadata))
+    _say_if_due_differs(rule, gradescope_due(path), log)
+    assert "Gradescope's due time for this assignment is 2026-11-22T16:00:00-05:00, course.yaml's is " \
+           "2026-11-20T23:59:00-05:00; the late rule uses course.yaml's" in log.getvalue(), log.getvalue()
 
 
 def test_an_impossible_date_written_plainly_is_named_with_its_key(tmp_path):

@@ -9,6 +9,7 @@ same command and script run anywhere.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import shlex
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from autograder.grading.gradescope_handin import (
     LOCAL_STUDENT,
     METADATA_FILE,
     MetadataError,
+    gradescope_due,
     gradescope_extension,
     gradescope_student,
     gradescope_time,
@@ -116,6 +118,7 @@ def grade_for_gradescope(course: Course, assignment: str, root: Path = GRADESCOP
         _did_not_run(root, "its environment could not grade the reference solution")
         raise
     result = dataclasses.replace(result, submitted_at=at, submitted_at_source=source)
+    _say_if_due_differs(suite.assignment.late, gradescope_due(root / METADATA_FILE), log)
     late = assess_result(with_extension(suite.assignment.late, student, gradescope_extension(root / METADATA_FILE)),
                          result)
     write_json(root / "results" / "results.json", gradescope_results(result, late))
@@ -141,3 +144,15 @@ def _submission(root: Path, picked: Picked, student: str, module: str) -> Submis
 
 def _did_not_run(root: Path, why: str) -> None:
     write_json(root / "results" / "results.json", not_graded_results(why))
+
+
+def _say_if_due_differs(rule, gradescope: datetime.datetime | None, log: TextIO) -> None:
+    """A warning in the autograder's log where Gradescope's due time for the whole assignment is not course.yaml's:
+    the late rule follows course.yaml (and a submitter's own extension on Gradescope), so a due time moved on
+    Gradescope for everyone would otherwise change nothing, without a word."""
+    if gradescope is not None and rule.due is not None and gradescope != rule.due:
+        print(f"autograder: warning: Gradescope's due time for this assignment is "
+              f"{gradescope.astimezone(rule.due.tzinfo).isoformat()}, "
+              f"course.yaml's is {rule.due.isoformat()}; the late rule uses course.yaml's. If the due time moved, "
+              "set `due` in course.yaml, build the bundle again (autograder gradescope-bundle) and upload it",
+              file=log)

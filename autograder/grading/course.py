@@ -104,7 +104,22 @@ def find_course(start: Path | None = None) -> Path:
 
 class _TimesAsText(yaml.SafeLoader):
     """YAML's safe loader, leaving times as their text: `parse_due` reads them, so an impossible date
-    (2026-11-31) is named with its key, where YAML's own reading failed the whole file with a traceback."""
+    (2026-11-31) is named with its key, where YAML's own reading failed the whole file with a traceback. A key
+    written twice in one mapping is refused: YAML keeps the last, so a `due:` added above the old one, or a
+    check's points given twice, changed grades without a word."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                continue  # a key YAML itself refuses (a list) or that no course.yaml has
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is written twice, at lines {seen[key] + 1} and "
+                    f"{key_node.start_mark.line + 1}; keep one", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
 
 
 _TimesAsText.add_constructor("tag:yaml.org,2002:timestamp", _TimesAsText.construct_yaml_str)
@@ -286,9 +301,10 @@ class _Reader:
             self.fail(key, f"is not a time zone's name: {value!r}; write the institution's as the IANA database "
                            "names it, e.g. America/New_York or Europe/Berlin")
         if value.upper() in ABBREVIATED_ZONES:
+            fixed = " (it stays on standard time all summer)" if value.upper() in ("EST", "MST", "HST") else ""
             self.fail(key, f"{value!r} is an abbreviation the time zone database keeps for old systems, not an "
-                           "institution's clock (EST, MST and HST stay on standard time all summer); write the "
-                           "zone of the institution's city, e.g. America/New_York or Europe/Berlin")
+                           f"institution's clock{fixed}; write the zone of the institution's city, e.g. "
+                           "America/New_York or Europe/Berlin")
         return value and str(zone)
 
     def extension_ids(self, value, key: str) -> dict:

@@ -61,6 +61,7 @@ from autograder.text import safe
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
 MAX_LINE = 400  # bytes of a Blackboard receipt's first line read: a name and a username
+STUDENT_FILES = 4  # hand-ins a student's own folder holds at most (the work, a copy, scratch); a class has more
 
 
 def find_submissions(paths: list[Path], assignment: str, module: str, workdir: Path,
@@ -274,8 +275,8 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         picked = _student_in(directory, module)
         if picked:
             found.append(picked)
-        else:
-            empty.append(directory)
+        elif canonical(directory.name) not in {canonical(item.student) for item in found}:
+            empty.append(directory)  # `dan/` beside `dan.py` is no missing hand-in
     return found
 
 
@@ -292,14 +293,14 @@ def _student_in(directory: Path, module: str) -> Found | None:
 
 
 def _student_folder(path: Path, module: str) -> bool:
-    """Whether `path` is a flat class's student folder passed alone (`class/ann`, holding hw.ipynb): graded as
-    the class's grading finds it, named for the folder, and nothing in it (a planted submitted/ tree) read as a
-    layout. Only the module's own files make one: a class folder with the released notebook left in it holds
-    other hand-ins too, and stays a class."""
+    """Whether `path` is a flat class's student folder passed alone (`class/ann`, holding hw.ipynb, perhaps beside
+    an Untitled.ipynb): graded as the class's grading finds it, named for the folder, and nothing in it (a planted
+    submitted/ tree) read as a layout. It holds the module's own file and a few others at most: a class folder
+    with the released notebook left in it holds a hand-in for each student, and stays a class."""
     if not path.is_dir() or os.path.islink(path):
         return False
     handins = [p for p in _visible(path) if p.suffix in SUFFIXES]
-    return bool(handins) and all(named_after(p.stem, module) for p in handins)
+    return any(named_after(p.stem, module) for p in handins) and len(handins) <= STUDENT_FILES
 
 
 def one_students_part(path: Path, assignment: str, module: str) -> bool:

@@ -82,6 +82,11 @@ def gradescope_extension(metadata_file: Path) -> datetime.datetime | None:
     return max(later) if later and due is not None else None
 
 
+def gradescope_due(metadata_file: Path) -> datetime.datetime | None:
+    """The assignment's due time as Gradescope's metadata gives it; None where it gives none that reads."""
+    return _due_date((_metadata(metadata_file) or {}).get("assignment"))
+
+
 def _due_date(assignment) -> datetime.datetime | None:
     try:
         return parse_timestamp(assignment["due_date"]) if isinstance(assignment, dict) else None
