@@ -28,7 +28,7 @@ from nbgrader.api import Gradebook
 from autograder.cli.gradescope import grade_for_gradescope
 from autograder.grading import gradescope_export, gradescope_handin
 from autograder.grading.store import Store
-from autograder.outputs import grades_csv, gradescope
+from autograder.outputs import ExportError, grades_csv, gradescope
 
 from conftest import PLAIN, REFERENCE, ROOT, STUB, SUBMISSIONS, compose, run_cli
 
@@ -227,6 +227,9 @@ def test_gradescope_export_refuses_only_the_student_whose_id_is_not_a_folder_nam
     assert written.files == [tmp_path / "out" / "reference" / "results.json"]
     assert len(written.refused) == 1 and "cannot be a folder name" in written.refused[0]
     assert not (tmp_path / "escape").exists()
+    (tmp_path / "a_file").write_text("x")  # --out names a file: said once, with what to do, not per student
+    with pytest.raises(ExportError, match=r"cannot write .*a_file.* \(Not a directory\); export to a folder"):
+        gradescope.write_gradescope_dir([graded[1]["reference"]], tmp_path / "a_file")
 
 
 # ---------------------------------------------------------------- Gradescope bundle

@@ -421,8 +421,12 @@ def test_a_slow_cell_keeps_its_definitions_and_what_the_functions_read():
     sources = ["import numpy as np", "LOOKUP = np.ones(3)\nfor _ in range(10**8):\n    pass",
                "def softmax(S):\n    A = np.exp(S) * LOOKUP[0]\n    return A / A.sum(-1, keepdims=True)",
                "import time\nS = np.ones(4)\ntime.sleep(3)\nprint(softmax(S))",
-               "def show(x):\n    print(x)\nwhile True:\n    show(1)", "class Model:\n    pass"]
-    labels = [f"code cell {n}" for n in range(1, 7)]
+               "def show(x):\n    print(x)\nwhile True:\n    show(1)", "class Model:\n    pass",
+               "X = np.ones(2)\nfor _ in range(10**8):\n    pass",
+               "print(X.shape)\ndef context(A, V):\n    return A @ V"]
+    labels = [f"code cell {n}" for n in range(1, 9)]
     assert trimmed_after(0, labels, sources) == [(1, "code cell 2", "LOOKUP = np.ones(3)"),
                                                  (3, "code cell 4", "import time"),
-                                                 (4, "code cell 5", "def show(x):\n    print(x)")]
+                                                 (4, "code cell 5", "def show(x):\n    print(x)"),
+                                                 (6, "code cell 7", "X = np.ones(2)"),  # a def cell's top reads X
+                                                 (7, "code cell 8", "def context(A, V):\n    return A @ V")]

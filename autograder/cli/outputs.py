@@ -9,6 +9,7 @@ from autograder.cli.course import add_export_formats, stored_grades
 from autograder.cli.gradescope import run_script
 from autograder.grading.course import find_course, load_course
 from autograder.outputs import bundle, grades_csv, gradescope, replaced_whole
+from autograder.text import counted
 
 
 def add_commands(commands) -> None:
@@ -72,7 +73,7 @@ def _export_csv(args) -> int:
         with replaced_whole(args.out) as stream:
             refused = grades_csv.write_csv(results, stream, rule)
         where = str(args.out.resolve())
-    print(f"wrote {len(results) - len(refused)} students of {assignment} to {where}", file=sys.stderr)
+    print(f"wrote {counted(len(results) - len(refused), 'student')} of {assignment} to {where}", file=sys.stderr)
     return _refused(refused, "not exported")
 
 
@@ -134,7 +135,7 @@ def _report(args) -> int:
     _, assignment, results, rule = stored_grades(args)
     out = (args.out or Path("report") / assignment).resolve()
     written = write_reports(assignment, results, out, rule)
-    print(f"wrote feedback for {len(results) - len(written.refused)} students of {assignment} to {out / 'feedback'}/ "
-          f"and {out / 'grades.csv'}", file=sys.stderr)
+    print(f"wrote feedback for {counted(len(results) - len(written.refused), 'student')} of {assignment} to "
+          f"{out / 'feedback'}/ and {out / 'grades.csv'}", file=sys.stderr)
     print(f"class report: {written.index}")
     return _refused(written.refused, "no feedback")

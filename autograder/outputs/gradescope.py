@@ -150,8 +150,11 @@ def write_gradescope_dir(results: list[SubmissionResult], out: Path, rule: LateR
     for result in results:
         try:
             written.files.append(_write_one(result, Path(out), rule))
-        except (ExportError, OSError, ValueError) as error:
+        except (ExportError, ValueError) as error:
             written.refused.append(f"{safe(result.student, 200)}: {error}")
+        except OSError as error:  # the folder's to fix, not the student's: said once, not for every student
+            raise ExportError(f"cannot write {safe(error.filename or out, 300)} ({error.strerror}); export to a "
+                              "folder this user can write, on a disk with free space (--out), then again") from None
     return written
 
 

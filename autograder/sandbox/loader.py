@@ -136,8 +136,8 @@ class KeptFunctions:
     Jupyter runs a notebook's check cells in order, so `score = score(Q, Q)` in a demo cell after them takes
     nothing from what they saw: each function is kept as the last of the notebook's own functions its name
     held. Where the name ends holding a value, or nothing, the function is put back under it. Where it ends
-    holding a library's function (`from scipy.special import logsumexp` over a graded name, for a later function's
-    use), the name keeps that, as the later cells' code calls it; the grader's calls get the notebook's function, and each graded
+    holding a library's function (imported over a graded name, for a later function's use), the name keeps
+    that, as the later cells' code calls it; the grader's calls get the notebook's function, and each graded
     function defined before that cell finds the notebook's under the name, as its check cells did. A name that
     ends holding another function of the notebook's is graded as that one, the notebook's last word.
     """

@@ -79,12 +79,16 @@ def _root(node: ast.expr) -> ast.expr:
 
 
 def read_by_functions(sources: list[str]) -> set[str]:
-    """The globals the notebook's top-level functions and classes read (a function's own `S` is not a demo's)."""
+    """The globals the notebook's top-level functions and classes read (a function's own `S` is not a demo's), and
+    what the top level of a cell that defines one reads."""
     read: set[str] = set()
     for tree in filter(None, map(_parsed, sources)):
+        defines = any(isinstance(node, DEFINITIONS) for node in tree.body)
         for node in tree.body:
             if isinstance(node, DEFINITIONS) or isinstance(getattr(node, "value", None), ast.Lambda):
                 read |= globals_read(node if isinstance(node, DEFINITIONS) else node.value)
+            elif defines:  # a cell's own top level before its defs: `print(X.shape)` there stops them too
+                read |= {name.id for name in ast.walk(node) if isinstance(name, ast.Name)}
     return read
 
 
