@@ -430,3 +430,9 @@ def test_a_slow_cell_keeps_its_definitions_and_what_the_functions_read():
                                                  (4, "code cell 5", "def show(x):\n    print(x)"),
                                                  (6, "code cell 7", "X = np.ones(2)"),  # a def cell's top reads X
                                                  (7, "code cell 8", "def context(A, V):\n    return A @ V")]
+    from autograder.sandbox.slow_cells import definitions_of
+
+    decorated = ("import functools\n@functools.lru_cache(maxsize=None)\ndef f(n):\n    return n\n"
+                 "import time; time.sleep(3)")
+    assert definitions_of(decorated, set()) == "import functools\n@functools.lru_cache(maxsize=None)\ndef f(n):\n" \
+                                               "    return n\nimport time"  # its decorator kept, not the sleep

@@ -52,7 +52,16 @@ def definitions_of(source: str, read: set[str]) -> str | None:
     kept = [node for node in tree.body if _defines(node, read)]
     if len(kept) == len(tree.body):
         return None
-    return "\n".join(code for code in (ast.get_source_segment(source, node) for node in kept) if code)
+    return "\n".join(_code_of(source, node) for node in kept)
+
+
+def _code_of(source: str, node: ast.stmt) -> str:
+    """A statement's own code, to its column (`import time; time.sleep(3)` is two), with its decorators'
+    lines above a def (`@functools.lru_cache`)."""
+    decorators = getattr(node, "decorator_list", ())
+    if decorators:
+        return "\n".join(source.splitlines()[min(d.lineno for d in decorators) - 1:node.end_lineno])
+    return ast.get_source_segment(source, node) or ""
 
 
 def _defines(statement: ast.stmt, read: set[str]) -> bool:
