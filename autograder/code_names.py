@@ -44,3 +44,15 @@ def _set_by(statement: ast.stmt) -> list[str]:
     targets = statement.targets if isinstance(statement, ast.Assign) else \
         [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []
     return [node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)]
+
+
+def kept_lines(source: str, statements: list[ast.stmt], keep) -> str:
+    """`source` with only the lines of its top-level `statements` that `keep(statement)` holds, a def's decorators
+    included, each in its own lines and every other line blank: a line number in a traceback stays the student's.
+    A line shared with a statement left out (`import time; time.sleep(3)`) is left out too."""
+    lines = source.split("\n")
+    spans = [(keep(node), range(min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))]) - 1,
+                                node.end_lineno)) for node in statements]
+    others = {number for kept, span in spans if not kept for number in span}
+    kept = {number for kept, span in spans if kept for number in span} - others
+    return "\n".join(line if number in kept else "" for number, line in enumerate(lines))

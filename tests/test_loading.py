@@ -425,14 +425,15 @@ def test_a_slow_cell_keeps_its_definitions_and_what_the_functions_read():
                "X = np.ones(2)\nfor _ in range(10**8):\n    pass",
                "print(X.shape)\ndef context(A, V):\n    return A @ V"]
     labels = [f"code cell {n}" for n in range(1, 9)]
-    assert trimmed_after(0, labels, sources) == [(1, "code cell 2", "LOOKUP = np.ones(3)"),
-                                                 (3, "code cell 4", "import time"),
-                                                 (4, "code cell 5", "def show(x):\n    print(x)"),
-                                                 (6, "code cell 7", "X = np.ones(2)"),  # a def cell's top reads X
-                                                 (7, "code cell 8", "def context(A, V):\n    return A @ V")]
+    # Each kept line stays where it was, so a traceback's line numbers are the student's.
+    assert trimmed_after(0, labels, sources) == [(1, "code cell 2", "LOOKUP = np.ones(3)\n\n"),
+                                                 (3, "code cell 4", "import time\n\n\n"),
+                                                 (4, "code cell 5", "def show(x):\n    print(x)\n\n"),
+                                                 (6, "code cell 7", "X = np.ones(2)\n\n"),  # a def cell's top reads X
+                                                 (7, "code cell 8", "\ndef context(A, V):\n    return A @ V")]
     from autograder.sandbox.slow_cells import definitions_of
 
     decorated = ("import functools\n@functools.lru_cache(maxsize=None)\ndef f(n):\n    return n\n"
                  "import time; time.sleep(3)")
     assert definitions_of(decorated, set()) == "import functools\n@functools.lru_cache(maxsize=None)\ndef f(n):\n" \
-                                               "    return n\nimport time"  # its decorator kept, not the sleep
+                                               "    return n\n"  # its decorator kept; a line that also sleeps not

@@ -29,7 +29,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from autograder.code_names import MAX_PARSED
+from autograder.code_names import MAX_PARSED, kept_lines
 from autograder.sandbox import notebook_modules
 
 # Cell magics whose body is still Python (as a notebook's get_ipython() runs them too); any other (%%bash,
@@ -320,14 +320,6 @@ def _statements_of(cell: Cell, kinds: tuple[type, ...], defined: frozenset[str],
         statements = ast.parse(cell.source).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return Cell(cell.label, "", part=why)
-    lines = cell.source.split("\n")
-    spans = [(isinstance(node, kinds) and getattr(node, "name", "") not in defined,
-              range(min([node.lineno, *(d.lineno for d in _decorators(node))]) - 1, node.end_lineno))
-             for node in statements]
-    others = {number for imports, span in spans if not imports for number in span}
-    kept = {number for imports, span in spans if imports for number in span} - others
-    return Cell(cell.label, "\n".join(line if number in kept else "" for number, line in enumerate(lines)), part=why)
-
-
-def _decorators(node: ast.stmt) -> list:
-    return getattr(node, "decorator_list", [])
+    code = kept_lines(cell.source, statements,
+                      lambda node: isinstance(node, kinds) and getattr(node, "name", "") not in defined)
+    return Cell(cell.label, code, part=why)

@@ -275,7 +275,7 @@ class Session:
                 if timed_out:
                     self._trim_slow_demos()
                 self._stops.add(unit[0])
-                if again or left or not self._trimmed.get(unit[0], ("", 0, ""))[2]:
+                if again or left or not self._trimmed.get(unit[0], ("", 0, ""))[2].strip():
                     self._trimmed.pop(unit[0], None)
                     self._skip[unit[0]] = (unit[1], reason)
                 # The budget holds one load and every call: each load a skipped unit spoiled is given back, or

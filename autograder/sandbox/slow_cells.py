@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from autograder.code_names import MAX_PARSED, globals_read
+from autograder.code_names import MAX_PARSED, globals_read, kept_lines
 
 SLOW_SHARE = 0.1  # of the load limit a cell ran for, in a load that was stopped, to be trimmed in the next (1 s of 10)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -43,25 +43,15 @@ def trimmed_after(first: int, labels: list[str], sources: list[str]) -> list[tup
 
 
 def definitions_of(source: str, read: set[str]) -> str | None:
-    """A slow cell's code with only its definitions kept: its imports, defs and classes, and each statement that
-    sets a global one of the notebook's functions reads (`read`). None where that is the whole cell (nothing to
-    leave out) or the cell cannot be read here."""
+    """A slow cell's code with only its definitions kept, in their lines (code_names.kept_lines): its imports, defs
+    and classes, and each statement that sets a global one of the notebook's functions reads (`read`). None where
+    that is the whole cell (nothing to leave out) or the cell cannot be read here."""
     tree = _parsed(source)
     if tree is None:
         return None
-    kept = [node for node in tree.body if _defines(node, read)]
-    if len(kept) == len(tree.body):
+    if all(_defines(node, read) for node in tree.body):
         return None
-    return "\n".join(_code_of(source, node) for node in kept)
-
-
-def _code_of(source: str, node: ast.stmt) -> str:
-    """A statement's own code, to its column (`import time; time.sleep(3)` is two), with its decorators'
-    lines above a def (`@functools.lru_cache`)."""
-    decorators = getattr(node, "decorator_list", ())
-    if decorators:
-        return "\n".join(source.splitlines()[min(d.lineno for d in decorators) - 1:node.end_lineno])
-    return ast.get_source_segment(source, node) or ""
+    return kept_lines(source, tree.body, lambda node: _defines(node, read))
 
 
 def _defines(statement: ast.stmt, read: set[str]) -> bool:
