@@ -32,11 +32,12 @@ def names_set(source: str, first: int = 1) -> list[str]:
     names: list[str] = []
     for statement in tree.body:
         if (statement.end_lineno or statement.lineno) >= first:
-            names += [name for name in _set_by(statement) if name not in names]
+            names += [name for name in set_by(statement) if name not in names]
     return names
 
 
-def _set_by(statement: ast.stmt) -> list[str]:
+def set_by(statement: ast.stmt) -> list[str]:
+    """The names one top-level statement binds: an import's (`np`), a def's or a class's, an assignment's targets."""
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
         return [alias.asname or alias.name.split(".")[0] for alias in statement.names if alias.name != "*"]
     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import struct
 import subprocess
@@ -76,6 +77,25 @@ def test_no_child_can_read_or_write_the_zygotes_memory(job, tmp_path):
     assert "signal: denied (PermissionError)" in note, note  # the zygote's seccomp filter, loaded by the child
     after = job.grade(read_submission(honest(tmp_path, "after")))
     assert after.score == 100, [(t.name, t.message) for t in after.tests if t.status != "passed"]
+
+
+def test_no_child_can_have_the_kernel_signal_the_zygote_or_make_namespaces(job, tmp_path):
+    """A pipe with O_ASYNC had the kernel send the zygote SIGINT for the child, which ended it: the next student
+    waited for a new sandbox. The filter refuses naming an owner, and the zygote ignores what it would be sent."""
+    zygote = job.sandbox.zygote_pid()
+    attacker = job.grade(read_submission(attack(tmp_path, "signal_zygote_by_sigio")))
+    note = attacker.problem
+    for what in ("setown", "fiosetown", "unshare"):
+        assert f"{what}: denied (PermissionError)" in note, note
+    assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
+    assert job.sandbox.zygote_pid() == zygote  # the same zygote: never restarted
+    ignored = _signal_mask(zygote, "SigIgn")
+    assert all(ignored >> (number - 1) & 1 for number in (signal.SIGINT, signal.SIGTERM, signal.SIGIO)), hex(ignored)
+
+
+def _signal_mask(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1], 16) for line in status if line.startswith(f"{field}:"))
 
 
 def test_no_child_can_read_code_graded_before_it(job, tmp_path):

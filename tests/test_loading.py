@@ -437,3 +437,17 @@ def test_a_slow_cell_keeps_its_definitions_and_what_the_functions_read():
                  "import time; time.sleep(3)")
     assert definitions_of(decorated, set()) == "import functools\n@functools.lru_cache(maxsize=None)\ndef f(n):\n" \
                                                "    return n\n"  # its decorator kept; a line that also sleeps not
+
+
+def test_a_slow_cell_keeps_the_calls_that_set_its_libraries_up_and_not_a_figures():
+    """The functions run under `torch.set_default_dtype(torch.float64)` in Jupyter, slow demo or not; `ax.set_title`
+    would fail once the trim removed the `ax` it is called on."""
+    from autograder.sandbox.slow_cells import definitions_of, imported
+
+    sources = ["import numpy as np\nimport torch\nfrom numpy import random",
+               "torch.set_default_dtype(torch.float64)\nnp.seterr(all='raise')\nrandom.seed(0)\n"
+               "fig, ax = plt.subplots()\nax.set_title('demo')\ntorch.manual_seed(1)\nprint(np.ones(2))"]
+    assert imported(sources) == {"np", "torch", "random"}
+    assert definitions_of(sources[1], set(), imported(sources)) == (
+        "torch.set_default_dtype(torch.float64)\nnp.seterr(all='raise')\nrandom.seed(0)\n\n\n"
+        "torch.manual_seed(1)\n")

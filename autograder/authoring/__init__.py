@@ -26,8 +26,6 @@ from autograder.authoring.compare import (
     as_array,
     as_tensor,
     expect_close,
-    expect_equal_mask,
-    expect_exact_zeros,
     expect_floating,
     expect_pair,
     expect_rows_sum_to_one,
@@ -36,6 +34,7 @@ from autograder.authoring.compare import (
     precision_of_factors,
     shown,
 )
+from autograder.authoring.exact import expect_equal_mask, expect_exact_zeros
 from autograder.authoring.gradients import expect_gradients
 from autograder.authoring.inputs import mask_rows, normal
 from autograder.authoring.misconceptions import Catalogue, Misconception, Observed

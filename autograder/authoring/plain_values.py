@@ -15,10 +15,10 @@ from autograder.authoring.compare import (
     as_index,
     distinct_digits,
     expect_close,
-    expect_equal_mask,
     expect_shape,
     shown,
 )
+from autograder.authoring.exact import expect_equal_mask
 from autograder.authoring.protocol import Opaque, TensorData
 
 

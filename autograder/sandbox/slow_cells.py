@@ -4,19 +4,23 @@ The load limit counts every cell before the one running, so demo cells that each
 3 s after each function) can together outlast it: the load is stopped at whichever cell is running then. Skipping
 only that cell, each later load ran the same demos again, was stopped a cell further on, and the functions after
 them were never loaded. So each cell that ran for a tenth of the limit or more, the stopped one too, is trimmed
-to its definitions for the next load: its imports, defs and classes, and what it sets that one of the notebook's
-functions reads (a table `LOOKUP = build()` a function uses stays, however slow); its demo goes, and the feedback
-names the cell. Loads stopped again and again (each at a later demo) trim every cell after the first stopped one
-so (`trimmed_after`), before the last resort of loading only the cells before it.
+to its definitions for the next load: its imports, defs and classes, what it sets that one of the notebook's
+functions reads (a table `LOOKUP = build()` a function uses stays, however slow), and its calls that set a library
+up (`torch.set_default_dtype(...)`, `np.seterr(...)`); its demo goes, and the feedback names the cell. Loads
+stopped again and again (each at a later demo) trim every cell after the first stopped one so (`trimmed_after`),
+before the last resort of loading only the cells before it.
 """
 from __future__ import annotations
 
 import ast
 
-from autograder.code_names import MAX_PARSED, globals_read, kept_lines
+from autograder.code_names import MAX_PARSED, globals_read, kept_lines, set_by
 
 SLOW_SHARE = 0.1  # of the load limit a cell ran for, in a load that was stopped, to be trimmed in the next (1 s of 10)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# A call `library.<...>.<name>(...)` standing alone whose name starts so sets the library up for what follows
+# (np.seterr, torch.set_default_dtype, torch.manual_seed, warnings.filterwarnings): the functions run under it.
+SETUP_CALLS = ("set", "seed", "manual_seed", "filterwarnings", "simplefilter", "use_deterministic_algorithms")
 
 
 def slow_demo_cells(starts: list[tuple[int, str, float]], stopped_at: float, sources: list[str],
@@ -30,35 +34,39 @@ def slow_demo_cells(starts: list[tuple[int, str, float]], stopped_at: float, sou
     ends = [began for _, _, began in starts[1:]] + [stopped_at]
     slow = [(index, label, end - began) for (index, label, began), end in zip(starts, ends)
             if end - began >= SLOW_SHARE * limit]
-    read = read_by_functions(sources) if slow else set()
-    demos = [(index, label, took, definitions_of(sources[index], read)) for index, label, took in slow]
+    read, modules = (read_by_functions(sources), imported(sources)) if slow else (set(), set())
+    demos = [(index, label, took, definitions_of(sources[index], read, modules)) for index, label, took in slow]
     return [demo for demo in demos if demo[3] is not None]
 
 
 def trimmed_after(first: int, labels: list[str], sources: list[str]) -> list[tuple[int, str, str]]:
     """(index, label, its definitions' code) of each cell after `first` that does more than define."""
-    read = read_by_functions(sources)
-    demos = [(index, labels[index], definitions_of(sources[index], read)) for index in range(first + 1, len(sources))]
+    read, modules = read_by_functions(sources), imported(sources)
+    demos = [(index, labels[index], definitions_of(sources[index], read, modules))
+             for index in range(first + 1, len(sources))]
     return [(index, label, code) for index, label, code in demos if code is not None]
 
 
-def definitions_of(source: str, read: set[str]) -> str | None:
+def definitions_of(source: str, read: set[str], modules: set[str] = frozenset()) -> str | None:
     """A slow cell's code with only its definitions kept, in their lines (code_names.kept_lines): its imports, defs
-    and classes, and each statement that sets a global one of the notebook's functions reads (`read`). None where
-    that is the whole cell (nothing to leave out) or the cell cannot be read here."""
+    and classes, each statement that sets a global one of the notebook's functions reads (`read`), and each call
+    that sets up a library imported under one of the names `modules`. None where that is the whole cell (nothing
+    to leave out) or the cell cannot be read here."""
     tree = _parsed(source)
     if tree is None:
         return None
-    if all(_defines(node, read) for node in tree.body):
+    if all(_defines(node, read, modules) for node in tree.body):
         return None
-    return kept_lines(source, tree.body, lambda node: _defines(node, read))
+    return kept_lines(source, tree.body, lambda node: _defines(node, read, modules))
 
 
-def _defines(statement: ast.stmt, read: set[str]) -> bool:
-    """Whether a cell's statement defines something: an import (in a `try:` too), a def, a class or a lambda, or a
-    change to a global a function reads, whether by name (`EPS = 1e-9`), in place (`FILL[0] = -np.inf`,
-    `Config.fill = ...`) or through `globals()`."""
+def _defines(statement: ast.stmt, read: set[str], modules: set[str]) -> bool:
+    """Whether a cell's statement defines something: an import (in a `try:` too), a def, a class or a lambda, a
+    call that sets a library up, or a change to a global a function reads, whether by name (`EPS = 1e-9`), in
+    place (`FILL[0] = -np.inf`, `Config.fill = ...`) or through `globals()`."""
     if isinstance(statement, DEFINITIONS) or isinstance(getattr(statement, "value", None), ast.Lambda):
+        return True
+    if _sets_up_a_library(statement, modules):
         return True
     for node in ast.walk(statement):
         if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.Name) and node.id == "globals"):
@@ -68,6 +76,16 @@ def _defines(statement: ast.stmt, read: set[str]) -> bool:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in read:
             return True
     return False
+
+
+def _sets_up_a_library(statement: ast.stmt, modules: set[str]) -> bool:
+    """`np.seterr(all="raise")`, `torch.set_default_dtype(torch.float64)`: a call standing alone of a setting taken
+    from an imported module (`modules`); a demo's `ax.set_title(...)` is a figure's, whose `ax` the trim removes."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return False
+    root = _root(call.func)
+    return isinstance(root, ast.Name) and root.id in modules and call.func.attr.startswith(SETUP_CALLS)
 
 
 def _root(node: ast.expr) -> ast.expr:
@@ -89,6 +107,12 @@ def read_by_functions(sources: list[str]) -> set[str]:
             elif defines:  # a cell's own top level before its defs: `print(X.shape)` there stops them too
                 read |= {name.id for name in ast.walk(node) if isinstance(name, ast.Name)}
     return read
+
+
+def imported(sources: list[str]) -> set[str]:
+    """The names the notebook's top-level imports bind (`np` of `import numpy as np`), in any cell."""
+    return {name for tree in filter(None, map(_parsed, sources)) for node in tree.body
+            if isinstance(node, (ast.Import, ast.ImportFrom)) for name in set_by(node)}
 
 
 def _parsed(source: str) -> ast.Module | None:

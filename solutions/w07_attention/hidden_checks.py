@@ -235,7 +235,8 @@ def apply_mask_matches_reference(t):
 
 def apply_mask_broadcasts(t):
     """apply_mask broadcasts a padding mask (B, 1, 1, Nk) and a causal mask (Nq, Nk) over batch and heads, and a
-    padding mask (B, 1, Nk) over the queries of 3-D scores (B, Nq, Nk)."""
+    padding mask (B, 1, Nk) over the queries of 3-D scores (B, Nq, Nk), and leaves S and the mask unchanged (a
+    fill in place only where the mask broadcasts had full marks)."""
     d = t.sizes
     S = normal(t.rng, (3, 2, d["nq"], d["nk"]), scale=5.0)
     S3 = S.reshape(-1, d["nq"], d["nk"])  # a batch and no heads, as slide 21's padding mask is used
@@ -244,8 +245,8 @@ def apply_mask_broadcasts(t):
              f"3-D scores of shape {S3.shape} and a padding mask of shape ({len(S3)}, 1, Nk)":
                  (S3, mask_rows(t.rng, (len(S3), 1, d["nk"])))}
     for what, (scores, allowed) in cases.items():
-        expect_close(t.returned("apply_mask", scores, allowed), t.ref.apply_mask(scores, allowed), t.tol(S.dtype),
-                     f"apply_mask(S, allowed) with {what}")
+        expect_close(_returned_unchanged(t, "apply_mask", ("S", "allowed"), scores, allowed),
+                     t.ref.apply_mask(scores, allowed), t.tol(S.dtype), f"apply_mask(S, allowed) with {what}")
 
 
 # ------------------------------------------------------------------ softmax
@@ -292,9 +293,11 @@ def softmax_all_masked_anywhere(t):
 
 
 def softmax_input_unchanged(t):
-    """softmax returns the right weights and leaves its input S unmodified."""
+    """softmax returns the right weights and leaves its input S unmodified: batched scores, so that a loop over the
+    batch writing each entry's weights back (`S[i] = softmax(S[i])`) is seen as well as `S -= S.max(...)`."""
     d = t.sizes
-    S = t.ref.apply_mask(normal(t.rng, (d["nq"], d["nk"]), scale=3.0), mask_rows(t.rng, (d["nq"], d["nk"])))
+    shape = (*d["batch"], d["nq"], d["nk"])
+    S = t.ref.apply_mask(normal(t.rng, shape, scale=3.0), mask_rows(t.rng, shape))
     reply = t.call("softmax", S, return_inputs=True)
     if reply.raised is not None:
         raise_for("softmax", reply)
@@ -327,13 +330,16 @@ def context_matches_reference(t):
 
 def attention_matches_reference(t):
     """attention matches the reference with and without a mask, default and explicit scale (0.0 among them, with
-    no mask: uniform weights), on keys and values shared by every head (broadcast), and with one query's scores in
-    the thousands, and leaves Q, K, V and the mask unchanged."""
+    no mask: uniform weights; and a negative one with a mask, the scores scaled before they are masked), on keys
+    and values shared by every head (broadcast), and with one query's scores in the thousands, and leaves Q, K, V
+    and the mask unchanged."""
     d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
-        # 0.3: no default scale of RANDOM's sizes, so a dropped scale fails.
-        cases = [(None, None), (mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"])), 0.3)]
+        # ±0.3: no default scale of RANDOM's sizes, so a dropped scale fails. Negative in float64: a mask applied
+        # before the scale turns −∞ into +∞ (slide 30: softmax(QKᵀ/√dk + mask)).
+        masked_scale = 0.3 if dtype == np.float32 else -0.3
+        cases = [(None, None), (mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"])), masked_scale)]
         cases += [(None, 0.0)] if dtype == np.float64 else []  # uniform weights: one dtype is enough
         for allowed, scale in cases:
             C_exp, A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)
@@ -358,7 +364,7 @@ def _attention_large_scores(t):
     masked keys too, or weights masked after the softmax and renormalized, give 0/0 there (slide 20 masks first)."""
     d = t.sizes
     Q, K, V = _qkv(t)  # first: where scores stay small, a NaN can only come from the masked key
-    cases = {"the second query's masked key scoring thousands above its visible ones (mask before the softmax, and "
+    cases = {"the second query's masked key scoring 100,000 above its visible ones (mask before the softmax, and "
              "subtract the largest visible score: slide 20)": _masked_far_above(t, Q, K, 1 / np.sqrt(d["dk"]))}
     Q2, K2, V2 = _as_3d(*_qkv(t))  # and 3-D, with slide 21's padding mask: (B, 1, Nk) broadcast over the queries
     Q2[..., 0, :] *= BIG
@@ -471,11 +477,13 @@ def attention_torch_agrees_with_sdpa(t):
 
 
 def attention_torch_respects_scale(t):
-    """attention_torch uses an explicitly given scale (0.3, then 0.0: uniform weights, not "none given") instead of
-    1/√dk, in C, A and the gradients."""
+    """attention_torch uses an explicitly given scale (0.3, then 0.0 with a mask: uniform weights over the visible
+    keys, not "none given") instead of 1/√dk, in C, A and the gradients. The scores are scaled before they are
+    masked (slide 30: softmax(QKᵀ/√dk + mask)): masked first, 0.0 × −∞ is NaN."""
     Q, K, V = _qkv(t)
-    for scale in (0.3, 0.0):
-        _torch_checked(t, Q, K, V, None, scale, _scaled("attention_torch", scale))
+    _torch_checked(t, Q, K, V, None, 0.3, _scaled("attention_torch", 0.3))
+    allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
+    _torch_checked(t, Q, K, V, allowed, 0.0, _scaled("attention_torch with a mask", 0.0))
 
 
 def attention_torch_agrees_with_numpy(t):
@@ -491,7 +499,7 @@ def attention_torch_agrees_with_numpy(t):
     if d["nq"] > 1 and d["nk"] > 1:  # first: where scores stay small, a NaN can only come from the masked key
         Q, K, V = _qkv(t)
         _torch_checked(t, Q, K, V, _masked_far_above(t, Q, K, 0.6), 0.6, "attention_torch with scale=0.6 and the "
-                       "second query's masked key scoring thousands above its visible ones, which the NumPy attention "
+                       "second query's masked key scoring 100,000 above its visible ones, which the NumPy attention "
                        "answers with the same C and A (mask before the softmax: slides 20 and 27)")
     Q, K, V = _as_3d(*_qkv(t))
     Q[..., 0, :] *= BIG
@@ -595,8 +603,10 @@ RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=8)
 WIDE = 520
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
-# How far above every visible score a masked one is put (_masked_far_above): past exp's range from each (745).
-FAR = 2500.0
+# How far above every visible score a masked one is put (_masked_far_above): past exp's range from each (745), and
+# past a finite fill added to masked scores (-1e4, an old Hugging Face constant; -65504, float16's largest), which
+# left such a key the whole weight. A fill of -1e9 or of the dtype's smallest number still hides it.
+FAR = 1e5
 
 CHECKS = [
     Check("score.matches_reference", score_matches_reference, sizes=RANDOM),

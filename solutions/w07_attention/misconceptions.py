@@ -138,6 +138,14 @@ def _softmax_global_max(S):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_matrix_max(S):
+    """Shifted by each matrix's maximum (axis=(-2, -1)), not each row's: a row whose scores all lie far below the
+    largest of its matrix underflows to exp = 0 everywhere, and 0/0 = NaN, where the student's does."""
+    S = np.asarray(S)  # of one matrix, the whole array's maximum: softmax_global_max, listed first, names it
+    e = np.exp(S - S.max(axis=(-2, -1), keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _softmax_min_shifted(S):
     """Shifted by each row's minimum, in the input's dtype: the row's largest score then lies far above 0 and
     overflows where the student's does, and a masked key's −∞ minimum turns the whole row into ∞ − ∞ = NaN."""
@@ -288,20 +296,44 @@ def _masked_maximum(seen) -> bool:
     visible scores are all of ordinary size and a masked score lies past exp's range (745) above them: no exp of a
     visible score overflows there, but a maximum that takes the masked key in (or weights masked after the softmax,
     then renormalized) leaves every visible exponent 0, and 0/0."""
-    value, args = seen.value, seen.args
-    got = value[1] if isinstance(value, tuple) and len(value) == 2 else None
-    got = got.array if isinstance(got, TensorData) else got
-    if not isinstance(got, np.ndarray) or got.dtype.kind != "f" or args.get("allowed") is None:
+    masked = _masked_weights(seen)
+    if masked is None:
         return False
-    S = np.asarray(seen.ref.score(args["Q"], args["K"], args["scale"]), dtype=float)
-    if S.shape != got.shape or not np.isfinite(np.asarray(_right(seen)[1], dtype=float)).all():
-        return False
-    allowed = np.broadcast_to(np.asarray(args["allowed"], dtype=bool), S.shape)
+    got, S, allowed = masked
     visible = np.where(allowed, S, -np.inf).max(axis=-1)
     hidden = np.where(allowed, -np.inf, S).max(axis=-1)
     bad = ~np.isfinite(got).all(axis=-1)
     ordinary = visible < math.log(np.finfo(got.dtype).max) / 2  # no visible exponent could overflow
     return bool(bad.any() and (ordinary & (hidden - visible > 745))[bad].all())
+
+
+def _finite_fill_outweighed(seen) -> bool:
+    """Weight (attention's or attention_torch's A) on masked keys, finite, and only where a masked score lies past
+    exp's range (745) above its row's visible ones: what a finite fill gives (−1e4 added, or written in), which a
+    masked key scoring further above than that number outweighs; −∞ never does."""
+    masked = _masked_weights(seen)
+    if masked is None:
+        return False
+    got, S, allowed = masked
+    leaked = ~allowed & (got > 0)
+    if not leaked.any() or not np.isfinite(got).all():
+        return False
+    visible = np.where(allowed, S, -np.inf).max(axis=-1, keepdims=True)
+    return bool(((S - visible)[leaked] > 745).all())
+
+
+def _masked_weights(seen) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(A, the scores, the mask at their shape) of a masked attention call whose A (..., Nq, Nk) is a float array
+    of the scores' shape, where the reference's weights are finite; None otherwise."""
+    value, args = seen.value, seen.args
+    got = value[1] if isinstance(value, tuple) and len(value) == 2 else None
+    got = got.array if isinstance(got, TensorData) else got
+    if not isinstance(got, np.ndarray) or got.dtype.kind != "f" or args.get("allowed") is None:
+        return None
+    S = np.asarray(seen.ref.score(args["Q"], args["K"], args["scale"]), dtype=float)
+    if S.shape != got.shape or not np.isfinite(np.asarray(_right(seen)[1], dtype=float)).all():
+        return None
+    return got, S, np.broadcast_to(np.asarray(args["allowed"], dtype=bool), S.shape)
 
 
 def _overflows(seen) -> bool:
@@ -506,6 +538,17 @@ def _mask_after_softmax(seen):
     if args["allowed"] is None:
         return None
     A = ref.softmax(ref.score(args["Q"], args["K"], args["scale"])) * np.asarray(args["allowed"], dtype=bool)
+    return ref.context(A, args["V"]), A
+
+
+def _scaled_after_masking(seen):
+    """The scores masked to −∞ first and multiplied by the scale after: (C, A). Only a scale ≤ 0 shows it: −∞ × 0 is
+    NaN, and −∞ times a negative scale is +∞."""
+    ref, args = seen.ref, seen.args
+    if args["allowed"] is None or args["scale"] is None or args["scale"] > 0:
+        return None
+    S = ref.apply_mask(ref.score(args["Q"], args["K"], 1.0), args["allowed"]) * args["scale"]
+    A = _softmax_without_check(S)
     return ref.context(A, args["V"]), A
 
 
@@ -730,6 +773,13 @@ MISCONCEPTIONS = (
         _SOFTMAX,
         wrong=_wrong_softmax(_softmax_global_max)),
     Misconception(
+        "softmax_matrix_max",
+        "Subtract each row's own maximum, S.max(axis=-1, keepdims=True), not each matrix's, S.max(axis=(-2, -1)): "
+        "each query is normalized separately, and a row whose scores all lie far below the largest score of its "
+        "batch entry underflows to exp(...) = 0 everywhere and gives 0/0 = NaN — slide 11.",
+        _SOFTMAX,
+        wrong=_wrong_softmax(_softmax_matrix_max)),
+    Misconception(
         "softmax_global_sum",
         "Divide each row by its own sum, e.sum(axis=-1, keepdims=True), not by the sum over the whole array: "
         "each query's weights must add up to one on their own — slide 11.",
@@ -757,6 +807,12 @@ MISCONCEPTIONS = (
         "renormalized, let a masked key that scores far above the visible ones make every visible exp 0, and "
         "0/0 is NaN.",
         ("attention", "attention_torch"), shows=_masked_maximum),
+    Misconception(
+        "masked_with_a_finite_fill",
+        "Hide a masked key with −∞, np.where(allowed, S, -np.inf) (PyTorch: S.masked_fill(~allowed, "
+        "float('-inf'))), not with a finite number added or written in (−1e4): a masked key whose score lies "
+        "further above the visible ones than that number still takes the weight — slide 20.",
+        ("attention", "attention_torch"), shows=_finite_fill_outweighed),
     Misconception(
         "softmax_overflows",
         "A softmax must stay finite for finite scores: exp of a score in the hundreds overflows to ∞ (and ∞/∞ is "
@@ -881,6 +937,12 @@ MISCONCEPTIONS = (
         "attention_torch must use the scale it is given and fall back to 1/√dk only when scale is None, "
         "like the NumPy attention — slides 10 and 27.",
         ("attention_torch",), wrong=_torch_default_scale),
+    Misconception(
+        "scaled_after_masking",
+        "Scale the scores, then mask them: A = softmax(QKᵀ/√dk + mask). Masked first, a hidden score's −∞ is "
+        "multiplied by the scale, which for a scale of 0 gives NaN (0 × −∞) and for a negative one +∞, so the "
+        "hidden key takes the weight — slides 20 and 30.",
+        ("attention", "attention_torch"), wrong=_scaled_after_masking),
     # Answers of the right shape that compute nothing (issue 11). Last, so the specific ideas above
     # keep their names where both would match (an all-True causal mask is causal_shows_future).
     Misconception(
