@@ -299,14 +299,33 @@ def test_a_helper_written_in_a_copy_of_a_course_cell_is_defined(grade_once, tmp_
 
 def test_a_note_about_a_demo_cell_says_that_only_its_imports_and_definitions_ran(grade_once, tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLAIN.read_text())])
-    notebook.cells.append(nbformat.v4.new_code_cell("width = 4\n\ndef show(x, w=width):\n    return x[:w]",
+    notebook.cells.append(nbformat.v4.new_code_cell("def show(x, w=WIDTH_NEVER_SET):\n    return x[:w]",
                                                     metadata={"tags": ["demo"]}))
     path = tmp_path / "demo_default.ipynb"
     nbformat.write(notebook, path)
     result = grade_once(path)
     assert result.score == result.max_score
-    assert any(note.startswith("code cell 2 (tagged demo: only its imports and definitions run) raised NameError")
-               for note in result.notes), result.notes
+    assert any(note.startswith("code cell 2 (tagged demo: only its imports, definitions and the examples other "
+                               "cells use run) raised NameError") for note in result.notes), result.notes
+
+
+def test_an_example_a_demo_cell_builds_is_there_for_the_students_cells_that_read_it(grade_once, tmp_path):
+    """In Jupyter every demo cell ran whole before the student's: `print(A_causal.shape)` above a def found the
+    example. Run for its imports alone, the demo left it undefined, the cell stopped at that line and its def never
+    ran (86 points for a right notebook, and advice to Restart & Run All, which shows no error). The example and
+    what it is built from run, and what the demo's own helper reads (`w=WIDTH`); nothing else of the demo does."""
+    lines = PLAIN.read_text().split("\n")
+    split = next(i for i, line in enumerate(lines) if line.startswith("def attention_torch"))
+    demo = ("WIDTH = 2\nQ_x = np.eye(3)\nC_x, A_causal = attention(Q_x, Q_x, Q_x, allowed=causal_mask(3, 3))\n"
+            "raise RuntimeError('the rest of the demo ran')\ndef show(x, w=WIDTH):\n    return x[:w]")
+    cells = [nbformat.v4.new_code_cell("\n".join(lines[:split])),
+             nbformat.v4.new_code_cell(demo, metadata={"tags": ["demo"]}),
+             nbformat.v4.new_code_cell("print(A_causal.shape, show([1, 2, 3]))\n" + "\n".join(lines[split:]))]
+    path = tmp_path / "demo_example.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    result = grade_once(path)
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != PASSED]
+    assert "(3, 3) [1, 2]" in result.printed and not any("rest of the demo" in note for note in result.notes)
 
 
 def test_more_of_what_ipython_reads_as_a_magic_and_what_as_python():

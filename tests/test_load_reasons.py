@@ -198,6 +198,11 @@ def test_syntax_a_newer_python_accepts_is_told_which_python_grades_it(grade_once
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"{IMPORTS}\n{FUNCTIONS}\n{demo}")]),
                    notebook)
     assert "The grader runs Python 3." in grade_once(notebook).problem
+    # Any other syntax error is the same in every Python: no hint sends the student to look for a newer one.
+    missing_colon = tmp_path / "colon.py"
+    missing_colon.write_text(f"{IMPORTS}\n{FUNCTIONS}\n\ndef helper(x)\n    return x\n")
+    problem = grade_once(missing_colon).problem
+    assert "SyntaxError" in problem and "expected ':'" in problem and "newer" not in problem, problem
 
 
 def test_a_notebook_cell_with_a_top_level_await_runs_as_in_jupyter(grade_once, tmp_path):

@@ -451,3 +451,28 @@ def test_a_slow_cell_keeps_the_calls_that_set_its_libraries_up_and_not_a_figures
     assert definitions_of(sources[1], set(), imported(sources)) == (
         "torch.set_default_dtype(torch.float64)\nnp.seterr(all='raise')\nrandom.seed(0)\n\n\n"
         "torch.manual_seed(1)\n")
+
+
+def test_a_notebook_exported_as_python_is_graded_as_its_cells(grade_once, tmp_path):
+    """Jupyter's "Save and Export As → Python" (nbconvert) writes the released test cells' imports of the course's
+    checks and each magic as get_ipython(): run as a module, its first such line stopped it, for 0. Graded as the
+    notebook's cells, it scores as the notebook does, and a failing cell is named by the file's own line."""
+    from nbconvert import PythonExporter
+
+    test_cell = 'from autograder.nbgrader.inkernel import check_function\n\ncheck_function("score", globals())'
+    cells = [f"%matplotlib inline\n{IMPORTS}", FUNCTIONS, test_cell, "print(a_demo_name_never_set)",
+             "!autograder check attention.ipynb"]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
+    script, _ = PythonExporter().from_notebook_node(notebook)
+    path = tmp_path / "exported.py"
+    path.write_text(script)
+    result = grade_once(path)
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != "passed"]
+    said = " ".join(result.notes)
+    assert "was written from a notebook" in said, said
+    line = script.splitlines().index("print(a_demo_name_never_set)") + 1
+    assert f"code cell 4 raised NameError at line {line}" in said, said
+    # A module with cell markers but nothing only a notebook runs stays a module.
+    plain = tmp_path / "percent.py"
+    plain.write_text(f"# %%\n{IMPORTS}\n\n# %%\n{FUNCTIONS}\n")
+    assert not any("written from a notebook" in note for note in grade_once(plain).notes)

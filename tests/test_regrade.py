@@ -258,6 +258,26 @@ def test_a_hand_in_with_nothing_to_grade_is_regraded_as_nothing(tmp_path):
     assert rows["pdfonly"]["total"] == "0" and "nothing to grade" in rows["pdfonly"]["problem"], rows["pdfonly"]
 
 
+def test_a_hand_in_with_nothing_to_grade_uses_up_no_hand_in_of_the_limit(tmp_path):
+    """An nbgrader folder graded while it held only timestamp.txt, then again once the notebook was put in under the
+    same timestamp: with `max: 1`, the empty one had counted and the real one, over the limit, had not (0 for a
+    100 hand-in). An empty hand-in of its own time, before a real one, counts toward no limit either."""
+    course = _course(tmp_path, "    submissions: {policy: best, max: 1}\n")
+    folders = {student: tmp_path / "submitted" / student / "tiny" for student in ("same_time", "earlier")}
+    for folder in folders.values():
+        folder.mkdir(parents=True)
+    (folders["same_time"] / "timestamp.txt").write_text("2026-11-20 10:00:00 UTC")
+    (folders["earlier"] / "timestamp.txt").write_text("2026-11-19 10:00:00 UTC")
+    _cli("grade", "tiny", tmp_path / "submitted", course=course)
+    (folders["earlier"] / "timestamp.txt").write_text("2026-11-20 10:00:00 UTC")
+    for folder in folders.values():
+        (folder / "tiny.py").write_text("def double(x):\n    return 2 * x\n")
+    _cli("grade", "tiny", tmp_path / "submitted", course=course)
+    rows = {r["student"]: r for r in csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines())}
+    assert rows["same_time"]["total"] == "2" and rows["earlier"]["total"] == "2", rows
+    assert "over" not in _cli("history", "tiny", "earlier", course=course).stdout
+
+
 def test_the_same_download_fetched_again_is_no_later_hand_in(tmp_path):
     """A class folder copied or downloaded again gives its files new times, the only times a flat folder has: the
     same bytes were graded again as a second, later hand-in, late for the whole class, and an attempt used up."""

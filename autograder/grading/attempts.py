@@ -54,9 +54,12 @@ class Choice:
 
 
 def choose(attempts: list[Attempt], policy: SubmissionPolicy, rule: LateRule | None) -> Choice:
-    """The hand-in `policy` counts of one student's `attempts` (in the order handed in; at least one)."""
-    allowed = attempts[:policy.limit] if policy.limit else attempts
-    over = tuple(a.number for a in attempts[len(allowed):])
+    """The hand-in `policy` counts of one student's `attempts` (in the order handed in; at least one). A hand-in
+    with no file of the assignment (a folder holding only a PDF) counts toward no limit and is never counted over
+    one that had a file: it was no attempt at the work, and with `max: 1` it had used up the student's hand-in."""
+    with_files = [a for a in attempts if a.sha256] or attempts
+    allowed = with_files[:policy.limit] if policy.limit else with_files
+    over = tuple(a.number for a in with_files[len(allowed):])
     if policy.policy == "best":
         counted = max(reversed(allowed), key=lambda a: assess_result(rule, a.current.result).total)
         why = f"it has your highest total after the late rule ({_points(total_of(counted, rule))} points)"

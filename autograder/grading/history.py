@@ -202,7 +202,9 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
     stated = {(e.result.student, e.result.sha256): e.result for e in found
               if e.result.sha256 and e.result.submitted_at_source != FILE_TIME}
     groups: dict[str, dict[tuple[str, str], list[Entry]]] = {}
-    for entry in sorted(found, key=lambda e: e.order):
+    # The results of files first, so that one of no file finds the file's hand-in of its time whichever came first
+    # (an nbgrader folder graded before its notebook was put in, under the same timestamp.txt).
+    for entry in sorted(found, key=lambda e: (not e.result.sha256, e.order)):
         result = entry.result
         mine = groups.setdefault(result.student, {})
         key = (result.submitted_at, result.sha256)
@@ -216,6 +218,7 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
         mine.setdefault(key, []).append(entry)
     by_student = {}
     for student, mine in groups.items():
+        mine = {key: sorted(group, key=lambda e: e.order) for key, group in mine.items()}
         ordered = _fetched_again(sorted(mine.values(), key=lambda group: (group[0].result.submitted_at,
                                                                          group[-1].order)))
         by_student[student] = [Attempt(n, tuple(group)) for n, group in enumerate(ordered, start=1)]

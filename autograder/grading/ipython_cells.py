@@ -29,7 +29,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from autograder.code_names import MAX_PARSED, kept_lines
+from autograder.code_names import MAX_PARSED, globals_read, kept_lines, set_by
 from autograder.sandbox import notebook_modules
 
 # Cell magics whose body is still Python (as a notebook's get_ipython() runs them too); any other (%%bash,
@@ -294,14 +294,49 @@ _IMPORTS = (ast.Import, ast.ImportFrom)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def imports_of(cell: Cell, defined: frozenset[str] = frozenset()) -> Cell:
-    """What the grader runs of an instructor's illustration (a cell tagged `demo`): its top-level imports and the
-    functions and classes it defines that no other cell does. A student's later cell may use what it imports (`F`
-    for torch.nn.functional), and a student who copied the cell (Jupyter keeps its tag) to write a helper in it
-    needs the def; its plots, timings and prints are not the student's work, and an illustration's own version
-    of a function (a naive one to compare with) never replaces the student's. defined: the names the
-    notebook's other cells define."""
-    return _statements_of(cell, _IMPORTS + _DEFINITIONS, defined, "tagged demo: only its imports and definitions run")
+def imports_of(cell: Cell, defined: frozenset[str] = frozenset(), wanted: frozenset[str] = frozenset()) -> Cell:
+    """What the grader runs of an instructor's illustration (a cell tagged `demo`): its top-level imports, the
+    functions and classes it defines that no other cell does, and its assignments of names the student's cells
+    read (`wanted`, `read_from_demos`). A student's later cell may use what it imports (`F` for
+    torch.nn.functional) or the example it built (`print(Q_x.shape)` above a def), and a student who copied the
+    cell (Jupyter keeps its tag) to write a helper in it needs the def; its plots, timings and prints are not the
+    student's work, and an illustration's own version of a function (a naive one to compare with) never replaces
+    the student's. defined: the names the notebook's other cells define."""
+    return _statements_of(cell, _IMPORTS + _DEFINITIONS, defined, "tagged demo: only its imports, definitions and the "
+                          "examples other cells use run", wanted)
+
+
+def read_from_demos(own: list[Cell], demos: list[Cell]) -> frozenset[str]:
+    """The names the student's cells (`own`) read, at their top level or as their functions' globals, that a demo
+    cell sets, and what the demos' own functions read (a default `w=WIDTH`), and in turn what those assignments
+    read: in Jupyter every demo ran whole before the student's cells did, so `print(X_example.shape)` there found
+    the example; run for its imports alone, it raised NameError and the defs after it in the cell never ran."""
+    wanted: set[str] = set()
+    for cell in own:
+        for node in _statements(cell.source):
+            wanted |= globals_read(node) if isinstance(node, _DEFINITIONS) else _names_loaded(node)
+    setting = [node for cell in demos for node in _statements(cell.source) if not isinstance(node, _IMPORTS)]
+    wanted |= {name for node in setting if isinstance(node, _DEFINITIONS) for name in globals_read(node)}
+    needed: set[str] = set()
+    while True:  # each round adds what the assignments kept so far read; it ends when none is added
+        more = {name for node in setting if set(set_by(node)) & wanted for name in _names_loaded(node)} - wanted
+        needed |= {name for node in setting for name in set_by(node)} & wanted
+        if not more:
+            return frozenset(needed)
+        wanted |= more
+
+
+def _statements(source: str) -> list[ast.stmt]:
+    if len(source) > MAX_PARSED:
+        return []
+    try:
+        return ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+
+
+def _names_loaded(node: ast.AST) -> set[str]:
+    return {name.id for name in ast.walk(node) if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Load)}
 
 
 def definitions_of(cell: Cell, defined: frozenset[str] = frozenset()) -> Cell:
@@ -311,9 +346,11 @@ def definitions_of(cell: Cell, defined: frozenset[str] = frozenset()) -> Cell:
     return _statements_of(cell, _DEFINITIONS, defined, "a test cell: only its definitions run")
 
 
-def _statements_of(cell: Cell, kinds: tuple[type, ...], defined: frozenset[str], why: str) -> Cell:
-    """`cell` with only its top-level statements of these kinds, each in its own lines, every other line blank,
-    but definitions of names in `defined`; its `part` says so (`why`), for a note about the cell."""
+def _statements_of(cell: Cell, kinds: tuple[type, ...], defined: frozenset[str], why: str,
+                   wanted: frozenset[str] = frozenset()) -> Cell:
+    """`cell` with only its top-level statements of these kinds and those setting a name in `wanted`, each in its
+    own lines, every other line blank, but definitions of names in `defined`; its `part` says so (`why`), for a
+    note about the cell."""
     if cell.writes or len(cell.source) > MAX_PARSED:
         return Cell(cell.label, "", part=why)
     try:
@@ -321,5 +358,7 @@ def _statements_of(cell: Cell, kinds: tuple[type, ...], defined: frozenset[str],
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return Cell(cell.label, "", part=why)
     code = kept_lines(cell.source, statements,
-                      lambda node: isinstance(node, kinds) and getattr(node, "name", "") not in defined)
+                      lambda node: (isinstance(node, kinds) and getattr(node, "name", "") not in defined)
+                      or not isinstance(node, _DEFINITIONS) and bool(set(set_by(node)) & wanted)
+                      and not set(set_by(node)) & defined)
     return Cell(cell.label, code, part=why)

@@ -51,8 +51,9 @@ def py_advice(name: str, load: LoadReport, raised: Raised | None, unparsed: bool
 
 
 def newer_python_hint(raised: Raised | None) -> str:
-    """For a syntax error, which Python grades the file: a newer one accepts syntax it does not, and shows no error."""
-    if raised is None or raised.type != "SyntaxError":
+    """For a syntax error in an f-string, which Python grades the file: a newer one accepts f-strings it does not,
+    and shows no error. Any other syntax error ("expected ':'") is the same in every Python, and gets no hint."""
+    if raised is None or raised.type != "SyntaxError" or "f-string" not in raised.message:
         return ""
     return (f". The grader runs Python {GRADER_PYTHON}: if your own Python runs this line without an error, it is "
             f"a newer one, which accepts syntax {GRADER_PYTHON} does not (Python 3.12's f-strings may reuse their "

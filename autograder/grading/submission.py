@@ -20,7 +20,7 @@ from pathlib import Path
 
 from autograder.code_names import MAX_PARSED
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes
-from autograder.grading.ipython_cells import Cell, definitions_of, imports_of, read_cell
+from autograder.grading.ipython_cells import Cell, definitions_of, imports_of, read_cell, read_from_demos
 from autograder.text import safe, valid_utf8
 
 # jsonschema (which nbformat imports) loads every optional format checker that is installed, and
@@ -46,6 +46,9 @@ MAX_TEXT_CELLS = 20  # markdown and raw cells holding code kept for the message 
 _DEF_AT_LINE_START = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 SUFFIXES = (".py", ".ipynb")
 PACKAGE = __name__.split(".")[0]  # the grader's own package, which released test cells import
+# A line only a notebook runs: a magic as nbconvert writes it, or a test cell's import of the course's checks.
+_NOTEBOOK_ONLY = re.compile(rf"\bget_ipython\(\)|^(?:from|import)[ \t]+{PACKAGE}\b", re.MULTILINE)
+_CELL_MARKER = re.compile(r"# (?:In\[[ \d]*\]:|%%(?![%\w]))")  # nbconvert's `# In[3]:`, Jupytext's `# %%`
 _TOP_LEVEL_NAME = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 DEMO_TAG = "demo"  # a cell tag: an instructor's illustration, of which the grader runs only the imports
 
@@ -106,12 +109,42 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
         source = _module_text(data)
         if len(source) > MAX_CODE:
             return Submission(student, path, kind, digest, problem=_too_much_code(shown))
+        exported = _exported_cells(source)
+        if exported:
+            return Submission(student, path, "ipynb", digest, cells=exported, note="; ".join(
+                n for n in (renamed, _exported_note(shown)) if n))
         return Submission(student, path, kind, digest, source=source, note=renamed)
     # JSON is UTF-8; a byte-order mark (Notepad's) is dropped as Jupyter's own reader would not choke on it.
     cells, problem, note, text_cells = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"),
                                                        shown)
     return Submission(student, path, kind, digest, cells=cells, problem=problem,
                       note="; ".join(n for n in (renamed, note) if n), text_cells=text_cells, kernel=_kernel(data))
+
+
+def _exported_cells(source: str) -> tuple[Cell, ...]:
+    """The code cells of a .py that Jupyter ("Save and Export As → Python", nbconvert: `# In[3]:`) or Jupytext
+    (`# %%`) wrote from a notebook, where its code only runs in one: it calls get_ipython() for its magics, or the
+    released test cells import the course's checks. Run as a module, its first such line stopped it (0 points).
+    Each cell keeps the file's line numbers (blank lines before it); () for any other .py."""
+    if not _NOTEBOOK_ONLY.search(source):
+        return ()
+    lines = source.split("\n")
+    starts = [number for number, line in enumerate(lines) if _CELL_MARKER.match(line)]
+    if not starts:
+        return ()
+    blocks = zip([0, *starts], [*starts, len(lines)])
+    cells = [read_cell(f"code cell {number}", "\n" * start + "\n".join(lines[start:end]))
+             for number, (start, end) in enumerate(blocks)]
+    # The text before the first marker is a header nbconvert writes (`# coding: utf-8`): cell 0, run all the same.
+    return tuple(cell for cell in cells if not _only_course_checks(cell.source))
+
+
+def _exported_note(name: str) -> str:
+    return (f"{name} was written from a notebook (its cell markers, and code only a notebook runs: get_ipython() "
+            "or the course's test cells), so it was graded as "
+            "that notebook's cells, as Jupyter runs them: the course's test cells in it were skipped, its magics "
+            "(!pip, %matplotlib) did nothing, and a cell that failed did not stop the ones after it. Line numbers "
+            "are the file's. Next time hand in the notebook itself")
 
 
 def _kernel(data: bytes) -> str:
@@ -217,8 +250,10 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
     # A course cell's definitions run only where no cell of the student's defines the name (nbgrader itself puts
     # those cells back as released before it grades).
     defined = frozenset(name for read, kind in cells if not kind for name in _TOP_LEVEL_NAME.findall(read.code()))
-    cells = [(definitions_of(read, defined) if kind == "test" else imports_of(read, defined) if kind else read, kind)
-             for read, kind in cells]
+    wanted = read_from_demos([read for read, kind in cells if not kind],
+                             [read for read, kind in cells if kind == "demo"])
+    cells = [(definitions_of(read, defined) if kind == "test" else imports_of(read, defined, wanted) if kind else read,
+              kind) for read, kind in cells]
     cells = [read for read, kind in cells if read.source.strip() or kind != "test"]
     if skipped:
         notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "

@@ -10,6 +10,11 @@ The kernel then refuses, with EPERM:
   queues, kernel keyrings, io_uring;
 - signals to the zygote (the child's parent) and to every process at once
   (pid -1), and pidfd_send_signal, which could reach any of them;
+- naming a process to be signalled when a file is ready (fcntl F_SETOWN,
+  F_SETOWN_EX, F_SETSIG; ioctl FIOSETOWN, SIOCSPGRP): with O_ASYNC, a write
+  had the kernel send the zygote SIGINT, which no kill() of the child may;
+- new namespaces (unshare, and clone or clone3 asking for one): a user
+  namespace of its own gives the child the kernel's namespace code to attack;
 - a new action for SIGCHLD (asking for the current one is allowed). Ignoring
   it, or SA_NOCLDWAIT, has the kernel reap the process's children itself: a
   helper's processor time is then counted nowhere and it leaves no trace in
@@ -37,8 +42,11 @@ RET_ERRNO = 0x00050000
 
 # BPF opcodes: load a word of seccomp_data, compare the accumulator, return.
 _LOAD, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_JSET, _JA = 0x45, 0x05  # jump if the accumulator has any of the constant's bits; jump always
 _NR, _ARCH, _ARG0, _ARG1, _ARG1_HIGH = 0, 4, 16, 24, 28  # offsets in struct seccomp_data (little-endian words)
 SIGCHLD = 17  # on every architecture here (x86_64, aarch64)
+SETS_OWNER = {"fcntl": (8, 10, 15), "ioctl": (0x8901, 0x8902)}  # F_SETOWN, F_SETSIG, F_SETOWN_EX; FIOSETOWN, SIOCSPGRP
+NEW_NAMESPACES = 0x7E020000  # clone's CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 
 # (audit architecture, system call numbers) per machine, from the kernel's syscall tables.
 _ARCHES = {
@@ -46,17 +54,20 @@ _ARCHES = {
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "kcmp": 312,
         "shmget": 29, "semget": 64, "msgget": 68, "mq_open": 240, "add_key": 248, "request_key": 249,
         "keyctl": 250, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "pidfd_send_signal": 424, "rt_sigaction": 13,
-        "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297}),
+        "pidfd_send_signal": 424, "unshare": 272, "setns": 308, "rt_sigaction": 13,
+        "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
+        "fcntl": 72, "ioctl": 16, "clone": 56, "clone3": 435}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "shmget": 194, "semget": 190, "msgget": 186, "mq_open": 180, "add_key": 217, "request_key": 218,
         "keyctl": 219, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "pidfd_send_signal": 424, "rt_sigaction": 134,
-        "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240}),
+        "pidfd_send_signal": 424, "unshare": 97, "setns": 268, "rt_sigaction": 134,
+        "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+        "fcntl": 25, "ioctl": 29, "clone": 220, "clone3": 435}),
 }
 _X32_BIT = 0x40000000  # x86_64's x32 ABI: the same calls under other numbers
 _SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: a pid
+_BY_ARGUMENT = (*_SIGNALS, "rt_sigaction", "fcntl", "ioctl", "clone", "clone3")  # denied for some arguments only
 
 
 def supported() -> bool:
@@ -75,8 +86,17 @@ def program(parent: int, machine: str | None = None) -> list[tuple[int, int, int
     if arch == _ARCHES["x86_64"][0]:
         code += [(_JGE, 0, 1, _X32_BIT), deny]
     for name, number in numbers.items():
-        if name not in (*_SIGNALS, "rt_sigaction"):
+        if name not in _BY_ARGUMENT:
             code += [(_JEQ, 0, 1, number), deny]
+    # clone3 passes its flags in memory, where a filter cannot look: ENOSYS has the C library use clone.
+    code += [(_JEQ, 0, 1, numbers["clone3"]), (_RET, 0, 0, RET_ERRNO | errno.ENOSYS)]
+    # clone(flags, ...) asking for a new namespace (flags are its first argument on x86_64 and aarch64).
+    code += [(_JEQ, 0, 3, numbers["clone"]), (_LOAD, 0, 0, _ARG0), (_JSET, 0, 1, NEW_NAMESPACES), deny,
+             (_LOAD, 0, 0, _NR)]
+    for name, commands in SETS_OWNER.items():  # fcntl(fd, F_SETOWN, ...), ioctl(fd, FIOSETOWN, ...)
+        n = len(commands)  # not this call: skip its load, n tests, jump and deny; a command: on to the deny
+        code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, n + 3, numbers[name]), (_LOAD, 0, 0, _ARG1)]
+        code += [(_JEQ, n - i, 0, command) for i, command in enumerate(commands)] + [(_JA, 0, 0, 1), deny]
     # rt_sigaction(SIGCHLD, act, ...) with an action (a pointer whose two words are not both 0): denied.
     code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 7, numbers["rt_sigaction"]), (_LOAD, 0, 0, _ARG0),
              (_JEQ, 0, 5, SIGCHLD), (_LOAD, 0, 0, _ARG1), (_JEQ, 0, 2, 0), (_LOAD, 0, 0, _ARG1_HIGH),

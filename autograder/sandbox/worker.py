@@ -47,6 +47,14 @@ MAX_FDS = 4  # file descriptors one message may carry
 # Sessions served before the zygote moves its memory onto huge pages (kernel.collapse_anonymous_memory): the
 # move costs 0.17 s and saves a later session about 0.5 ms, which a class of a few hundred never repays.
 COLLAPSE_AFTER = 300
+# Signals the zygote ignores once loaded, and its children take back: as PID 1 of its namespace the kernel keeps from
+# it only the signals it has no handler for, and Python handles SIGINT (KeyboardInterrupt), which a child had sent
+# it through O_ASYNC on a pipe; outside a PID namespace, each of these would end it. The grader stops it with
+# SIGKILL, which nothing ignores.
+IGNORED_BY_THE_ZYGOTE = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+                         signal.SIGIO, signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGXCPU,
+                         signal.SIGXFSZ, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU,
+                         *range(signal.SIGRTMIN, signal.SIGRTMAX + 1))
 
 
 # ---------------------------------------------------------------- zygote
@@ -89,6 +97,8 @@ def zygote_main(config: dict) -> None:
     # name's reference count, and so copy every page that holds one.
     own_modules = tuple(name for name in sys.modules if name == "autograder" or name.startswith("autograder."))
     child_filter = seccomp.Filter(seccomp.program(os.getpid())) if seccomp.supported() else None
+    for sig in IGNORED_BY_THE_ZYGOTE:
+        signal.signal(sig, signal.SIG_IGN)
     gc.freeze()  # keeps the children from touching (and copying) the zygote's pages
     gc.enable()
     wire.send(control, {"event": "ready", "pid": os.getpid(), "warmup_error": warmup_error, "threaded": threaded})
@@ -183,7 +193,7 @@ def _child_main(limits: dict, sockets: tuple[int, int], output_fd: int, scratch:
         if why:  # the zygote set it at its start, so this is unexpected: the child could outlive the zygote
             raise OSError(f"PR_SET_PDEATHSIG could not be set in the submission's process ({why}); it was not run. "
                           "Run `autograder doctor` to see which protections this machine lacks.")
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
+        for sig in (*IGNORED_BY_THE_ZYGOTE, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         _redirect_output(output_fd)
         _close_inherited(sockets)
