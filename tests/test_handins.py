@@ -23,6 +23,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grading.discover import find_submissions
+from autograder.grading.found import LayoutError
 from autograder.grading.results import CHECK_BUDGET, SUBMISSION_BUDGET
 from autograder.grading.store import Store
 
@@ -430,9 +431,29 @@ def test_a_flat_class_students_folder_passed_alone_is_that_student_and_holds_no_
     for student in ("cat", "dan", "eve", "fay"):
         shutil.copy(PLAIN, tmp_path / "class" / f"{student}.py")
     shutil.copy(PLAIN, tmp_path / "class" / "attention.py")  # the released file, left in the class folder
-    assert {f.student for f in find_submissions([tmp_path / "class"], ASSIGNMENT, "attention", tmp_path)} == \
-        {"ann", "attention", "ben", "cat", "dan", "eve", "fay"}
+    skipped: list = []
+    assert {f.student for f in find_submissions([tmp_path / "class"], ASSIGNMENT, "attention", tmp_path,
+                                                skipped)} == {"ann", "ben", "cat", "dan", "eve", "fay"}
+    assert skipped == [tmp_path / "class" / "attention.py"]  # named as the assignment's file: no student "attention"
     assert not one_students_part(tmp_path / "class", ASSIGNMENT, "attention")
+
+
+def test_a_small_class_folder_with_the_stub_left_in_it_stays_a_class(tmp_path):
+    """bob.py beside the released attention.py: the folder was taken for one student's, graded as a student named
+    after the folder from the stub (0), and bob's right answer was never graded."""
+    from autograder.cli.not_graded import not_graded
+
+    folder = tmp_path / "small"
+    folder.mkdir()
+    shutil.copy(PLAIN, folder / "bob.py")
+    (folder / "attention.py").write_text("def score(Q, K, scale=None):\n    raise NotImplementedError\n")
+    skipped: list = []
+    assert [f.student for f in find_submissions([folder], ASSIGNMENT, "attention", tmp_path, skipped)] == ["bob"]
+    [line] = not_graded(skipped, "attention")
+    assert "attention.py, named as the assignment's own file, not after a student" in line, line
+    (folder / "bob.py").rename(folder / "attention_v2.py")  # a student's own draft beside the work: their folder
+    [found] = find_submissions([folder], ASSIGNMENT, "attention", tmp_path)
+    assert found.student == "small"
 
 
 def test_an_empty_folder_named_as_a_student_with_a_file_is_no_missing_hand_in(tmp_path):
@@ -445,3 +466,15 @@ def test_an_empty_folder_named_as_a_student_with_a_file_is_no_missing_hand_in(tm
     skipped: list = []
     found = find_submissions([folder], ASSIGNMENT, "attention", tmp_path, skipped)
     assert [f.student for f in found] == ["dan"] and skipped == [folder / "eve"], skipped
+
+
+def test_the_course_folder_without_submitted_is_refused_not_graded_as_students(tmp_path):
+    """`grade w07_attention .` in the course's folder before any hand-in was collected stored students named
+    autograder, bench, nbgrader_config and tests, each with 0."""
+    (tmp_path / "solutions" / ASSIGNMENT).mkdir(parents=True)
+    (tmp_path / "course.yaml").write_text("course: {name: x}\n")
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("def test(): pass\n")
+    with pytest.raises(LayoutError, match="is the course's folder .* has no submitted/ folder"):
+        find_submissions([tmp_path], ASSIGNMENT, "attention", tmp_path)

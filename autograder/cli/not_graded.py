@@ -19,7 +19,8 @@ def not_graded(skipped: list[Path], module: str) -> list[str]:
     nested = [path for path in skipped if path.is_dir() and _handed_in_below(path)]
     folders = [path for path in skipped if path.is_dir() and path not in nested]
     hidden = [path for path in skipped if not path.is_dir() and path.name.startswith(".")]
-    files = [path for path in skipped if not path.is_dir() and path not in hidden]
+    stray = [path for path in skipped if not path.is_dir() and path.suffix in SUFFIXES and path not in hidden]
+    files = [path for path in skipped if not path.is_dir() and path not in hidden and path not in stray]
     lines = []
     if nested:
         several = len(nested) > 1
@@ -31,6 +32,12 @@ def not_graded(skipped: list[Path], module: str) -> list[str]:
         lines.append(f"not graded: {len(hidden)} hidden file{'s' if several else ''} (a name starting with a dot, "
                      f"which file browsers hide): {_listed(hidden, '')}. If {'one' if several else 'it'} is a "
                      "student's hand-in, rename it without the dot and grade again")
+    if stray:
+        several = len(stray) > 1
+        lines.append(f"not graded: {_listed(stray, '')}, named as the assignment's own file, not after a student, "
+                     f"among students' files: most likely the released {module} file or a copy of it left in the "
+                     "class folder. If it is a student's hand-in, rename it STUDENT" + (" each" if several else "")
+                     + " (the student's id) and grade again")
     if folders:
         several = len(folders) > 1
         lines.append(f"not graded: {len(folders)} folder{'s' if several else ''} with no .py or .ipynb in "

@@ -46,7 +46,14 @@ from autograder.grading.gradescope_export import (
     read_export,
 )
 from autograder.grading.handin import read_bytes
-from autograder.grading.handin_choice import choose, latest_attempt, latest_uploads, named_after, two_formats_joined
+from autograder.grading.handin_choice import (
+    a_draft_of,
+    choose,
+    latest_attempt,
+    latest_uploads,
+    named_after,
+    two_formats_joined,
+)
 from autograder.grading.ids import canonical
 from autograder.grading.late import (
     GRADESCOPE_METADATA,
@@ -120,6 +127,10 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
     submitted = path if path.name == "submitted" else path / "submitted"
     if submitted.is_dir():
         return _nbgrader(submitted, assignment, module)
+    if (path / "course.yaml").is_file() and (path / "solutions").is_dir():  # its folders had been graded as students
+        raise LayoutError(f"{safe(path)} is the course's folder (it holds course.yaml) and has no submitted/ folder "
+                          "of hand-ins yet: collect them first (`nbgrader collect`, or copy each student's into "
+                          f"submitted/STUDENT/{safe(assignment)}/), or pass the folder that holds the class's files")
     if is_export(path):
         return _gradescope(path, module)
     empty: list[Path] = []
@@ -253,12 +264,19 @@ def _nothing_to_grade(folder: Path, module: str, student: str) -> Found:
 
 
 def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
-    """The hand-ins of a flat folder; `empty` gets its folders that hold none."""
+    """The hand-ins of a flat folder; `empty` gets its folders that hold none, and its files named as the
+    assignment's own among students' files."""
     found = []
     entries = _visible(folder)
     handins = [p for p in entries if p.suffix in SUFFIXES]  # a link, a FIFO, a folder named x.py too
     receipts = {p.name: functools.partial(_first_line, p, folder) for p in entries if is_receipt(p.name)}
     download = read_download([p.name for p in handins], receipts)  # {}: the TA named the files
+    # A file named as the assignment's own (hw.py) among students' files names no student: the released stub or a
+    # TA's copy, which was graded as a student "hw" with 0 (grade.not_graded says so, and how to keep it).
+    stray = [p for p in handins if p.name not in download and named_after(p.stem, module)]
+    if len(stray) < len(handins):
+        empty += stray
+        handins = [p for p in handins if p not in stray]
     students: dict[str, list[Path]] = {}
     for path in handins:
         students.setdefault(download[path.name].student if path.name in download else path.stem, []).append(path)
@@ -296,11 +314,14 @@ def _student_folder(path: Path, module: str) -> bool:
     """Whether `path` is a flat class's student folder passed alone (`class/ann`, holding hw.ipynb, perhaps beside
     an Untitled.ipynb): graded as the class's grading finds it, named for the folder, and nothing in it (a planted
     submitted/ tree) read as a layout. It holds the module's own file and a few others at most: a class folder
-    with the released notebook left in it holds a hand-in for each student, and stays a class."""
+    with the released notebook left in it holds a hand-in for each student, and stays a class, and so does a
+    small one (`bob.py` beside a stray hw.py): a student's other files are drafts of the work (`a_draft_of`)."""
     if not path.is_dir() or os.path.islink(path):
         return False
     handins = [p for p in _visible(path) if p.suffix in SUFFIXES]
-    return any(named_after(p.stem, module) for p in handins) and len(handins) <= STUDENT_FILES
+    # Every other file a draft of the work: `bob.py` beside a stray hw.py (the stub a TA left in) is a class of one.
+    return (any(named_after(p.stem, module) for p in handins) and len(handins) <= STUDENT_FILES
+            and all(a_draft_of(p.stem, module) for p in handins))
 
 
 def one_students_part(path: Path, assignment: str, module: str) -> bool:

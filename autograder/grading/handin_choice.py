@@ -75,6 +75,16 @@ def named_after(stem: str, module: str) -> bool:
     return re.fullmatch(rf"{re.escape(module)}(?: \(\d+\))?", stem, flags=re.IGNORECASE) is not None
 
 
+SCRATCH_NAMES = ("untitled", "copy of", "scratch", "draft", "test", "notes", "tmp", "temp")
+
+
+def a_draft_of(stem: str, module: str) -> bool:
+    """Whether a file's name is that of one student's own draft or scratch file beside their work (`hw_v2`,
+    `hw-old`, `Untitled1`, `Copy of hw`), not another student's hand-in (`bob`)."""
+    lowered = stem.lower()
+    return lowered.startswith((module.lower(), *SCRATCH_NAMES))
+
+
 # Why `choose` graded the file it did: the first of its rules that told the two best files apart.
 _REASONS = ("a regular file over one that is not", "the file named after the assignment",
             "the file that defines the most functions", "a notebook over a .py of as many functions",

@@ -50,6 +50,7 @@ from autograder.sandbox.zygote import Sandbox
 from autograder.text import counted, safe
 
 MAX_LOAD_ATTEMPTS = 6
+RELOADS_GIVEN_BACK = 3  # load limits' worth of reloads after a restart given back to the budget (start_child_for_calls)
 LOADS_SECONDS = 3  # load limits' worth of stopped loads, after which a notebook's loads fall back (_start_child)
 NOT_RELOADED = ("the file could not be loaded again after a call ended the worker process: its top-level code did "
                 "not finish in the time the submission had left (top-level code should only import and define)")
@@ -75,6 +76,7 @@ class Session:
         self.killed_processes = 0
         self.notes: list[str] = []
         self.budget = budget or limits.submission_seconds  # seconds for everything the submission does
+        self._reloads_given_back = RELOADS_GIVEN_BACK * limits.load_seconds  # seconds left to give back (below)
         # From its first child on: the sandbox's own start (a zygote importing PyTorch on a busy machine)
         # is not the submission's. Later restarts of the zygote are: a submission can cause them.
         self.deadline = math.inf
@@ -155,8 +157,18 @@ class Session:
         return self.channel is not None
 
     def start_child_for_calls(self) -> CallFailed | None:
-        """A fresh child, loaded, for the calls after a restart; the failure if it could not be loaded."""
+        """A fresh child, loaded, for the calls after a restart; the failure if it could not be loaded.
+
+        The budget holds one load: a reload's time is given back, up to RELOADS_GIVEN_BACK load limits in all. A
+        file whose allowed top-level set-up takes 8 s had its next check fail for want of time to load it again,
+        whichever function that check was for, after one of its functions timed out."""
+        extension = min(self.limits.load_seconds, self._reloads_given_back)
+        self.deadline += extension
+        started = time.monotonic()
         report = self._start_child()
+        used = min(extension, time.monotonic() - started)
+        self.deadline -= extension - used
+        self._reloads_given_back -= used
         if report.failure:
             return WorkerDied(f"the worker could not reload the submission: {report.failure}")
         if self.channel is None:  # a module's top level stopped this time (the budget ran out): no child to call

@@ -327,6 +327,14 @@ def _serve(inbox: _Inbox, stamps: socket.socket, namespace: dict) -> None:
         wire.send_reply(inbox.sock, stamps, header.get("id"), reply, reply_buffers)
 
 
+def _disarm_timers() -> None:
+    """Stop the interval timers the call armed (signal.alarm, signal.setitimer) as it returns: one left running
+    fired in a later call of another function, or in this worker between calls, and cost checks the function that
+    set it had passed."""
+    for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+        signal.setitimer(timer, 0)
+
+
 def _mapping(mappings: list, number) -> memoryview | None:
     """The region a call's header names by number; None (no room at all) for a number never sent."""
     return mappings[number] if type(number) is int and 0 <= number < len(mappings) else None
@@ -363,6 +371,8 @@ def _call(request: dict, buffers: list, namespace: dict):
         if isinstance(error, TypeError) and not _fits(function, args, kwargs):
             reply["raised"]["unfit"] = True
         return reply, out
+    finally:
+        _disarm_timers()
     try:
         reply["value"] = values.encode(result, out)
         if request.get("backward") is not None:
