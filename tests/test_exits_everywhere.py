@@ -33,14 +33,15 @@ def test_every_function_ending_the_process_is_the_students_own_error_not_an_inte
 
 
 def test_a_file_that_cannot_be_loaded_again_in_the_time_left_fails_its_calls_in_words(sandbox, suite, tmp_path):
-    """After a call ends the process, the file is loaded again; a load the budget stops is the calls' failure."""
+    """After a call ends the process, the file is loaded again; a load the budget stops is the calls' failure. The
+    reloads' time is given back up to RELOADS_GIVEN_BACK load limits (3 s here), then taken from the budget."""
     path = tmp_path / "slow_to_load.py"
     path.write_text("import os, time\ntime.sleep(0.8)\n\ndef f(x):\n    os._exit(1)\n")
     spec = read_submission(path).worker_spec(suite.assignment.module)
     failures = []
-    with Session(sandbox, spec, Limits(call_seconds=1.0, load_seconds=5.0), budget=2.0) as session:
+    with Session(sandbox, spec, Limits(call_seconds=1.0, load_seconds=1.0), budget=2.0) as session:
         assert not session.open().failure
-        for _ in range(6):  # each call ends the child; each reload takes 0.8 s of the 2 s budget
+        for _ in range(12):  # each call ends the child; each reload takes 0.8 s, given back for the first 3 s
             with pytest.raises(CallFailed) as failed:
                 session.call(Call("f", (np.zeros(2),)))
             failures.append(str(failed.value))

@@ -138,7 +138,8 @@ def test_a_students_own_exception_counts_as_the_built_in_it_subclasses(grade, tm
 
 
 def test_an_error_path_check_makes_the_same_calls_whatever_the_answers(sandbox, suite, tmp_path):
-    """The valid neighbour first, then the faulty input, for a right answer, one always raising, one returning."""
+    """The student's own valid case, the valid neighbour, then the faulty input, for a right answer, one always
+    raising, one returning."""
     always = tmp_path / "always.py"
     always.write_text("def softmax(S):\n    raise ValueError('no')\n")
     never = tmp_path / "never.py"
@@ -157,8 +158,8 @@ def test_an_error_path_check_makes_the_same_calls_whatever_the_answers(sandbox, 
                               statuses))
     assert [status for _, status in sequences] == ["passed", "failed", "failed"]
     calls = [calls for calls, _ in sequences]
-    assert calls[0] == calls[1] == calls[2] and len(calls[0]) == 2
-    assert np.isfinite(calls[0][0][1][1]).any() and not np.isfinite(calls[0][1][1][1]).any()  # valid one first
+    assert calls[0] == calls[1] == calls[2] and len(calls[0]) == 3
+    assert np.isfinite(calls[0][1][1][1]).any() and not np.isfinite(calls[0][2][1][1]).any()  # valid one first
 
 
 def test_a_call_that_does_not_fit_the_parameters_says_to_keep_the_stubs(grade, tmp_path):

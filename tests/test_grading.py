@@ -203,7 +203,8 @@ LOOKUPS = sorted((SUBMISSIONS / "lookups").glob("*.py"))
 def test_an_answer_that_looks_up_the_printed_numbers_earns_nothing(grade_once, path, student):
     """Every fixed public case is asked again reordered or scaled, in each student's own way (public_checks.key_order
     and scale_factor): the worked example's printed numbers, returned whatever the inputs or when the shapes are the
-    example's, earned 23 and 26 points before."""
+    example's, earned 23 and 26 points before; and every public check asks a case of the student's own too
+    (own_counts, own_memory): a lookup that undid the reordering and the scaling earned 34."""
     result = grade_once(path, student)
     assert result.score == 0, [t.name for t in result.tests if t.status == "passed"]
 

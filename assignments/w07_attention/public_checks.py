@@ -6,9 +6,12 @@ values are the slides' numbers (slides 14-17) or follow directly from the
 definitions on small cases that can be checked by hand. Every check compares
 the whole answer with those values, so an answer of the right shape that
 computes nothing (zeros, uniform weights, a mask of all True) earns nothing;
-and every fixed case is asked again changed, its keys in another order (each
-student's own) or its values scaled, so an answer that looks the printed
-numbers up earns nothing either;
+every fixed case is asked again changed, its keys in another order (each
+student's own) or its values scaled; and every check asks a case of the
+student's own too, drawn at random, whose answer follows from the definition
+by arithmetic a student can redo by hand (weights from counts: s = log n gives
+a = n / Σn), so an answer that looks the printed numbers up, in whatever order
+or scale, earns nothing either (such a file had 34 points);
 the properties the lecture states (slide 26: every permitted row sums to one,
 every future weight is zero) are tested first, so their messages come first.
 Points live in course.yaml.
@@ -34,6 +37,7 @@ from autograder.authoring import (
     holds_float32_only,
     mask_rows,
     normal,
+    precision_of_factors,
     raise_for,
 )
 
@@ -84,6 +88,33 @@ def weights_from_counts(counts):
     return scores, counts / counts.sum(axis=-1, keepdims=True)
 
 
+def own_counts(t, shape: tuple, hidden: bool = False) -> np.ndarray:
+    """A student's own counts for weights_from_counts, shape (..., Nk): numbers from 1 to 6 with two decimals (too
+    many to list answers for), and with `hidden` some of them 0 (a hidden key), one visible key or more in every
+    row."""
+    counts = np.round(1 + 5 * t.rng.random(shape), 2)
+    if hidden:
+        rows = counts.reshape(-1, shape[-1])  # a view: each row keeps a visible key at a place of the student's own
+        keep = t.rng.integers(shape[-1], size=len(rows))
+        rows[(t.rng.random(rows.shape) < 0.4) & (np.arange(shape[-1]) != keep[:, None])] = 0.0
+    return counts
+
+
+def mixture(A, V) -> np.ndarray:
+    """c_i = Σ_j a_ij v_j, key by key (slide 12). A (..., Nq, Nk), V (Nk, dv) -> (..., Nq, dv)."""
+    return sum(A[..., j, None] * V[j] for j in range(V.shape[0]))
+
+
+def own_memory(t, q):
+    """Keys and values of the student's own for the query q, one of [1, 0] and [0, 1] (dk = 2): the coordinate of
+    each key that q reads is √2 log n_j, so q · k_j / √2 = log n_j and its weight is n_j / Σn (slide 11); the
+    other coordinate is random and changes nothing. Returns K (3, 2), V (3, 2) and the weights (1, 3)."""
+    counts = own_counts(t, (3,))
+    K, V = normal(t.rng, (3, 2)), 10 * normal(t.rng, (3, 2))
+    K[:, int(np.argmax(q[0]))] = np.sqrt(2) * np.log(counts)
+    return K, V, (counts / counts.sum())[None, :]
+
+
 def expect_weights(A, expected, tol, what: str, rule: str) -> None:
     """Weights whose rows already sum to 1 must also be the right weights; a failure of their values names `rule`."""
     expect_floating(A, expected, what)  # a wrong dtype is not a wrong rule
@@ -96,21 +127,29 @@ def expect_weights(A, expected, tol, what: str, rule: str) -> None:
 
 def score_lecture_example(t):
     """score reproduces the worked example's scores (slide 15): [0.7071, 0, 0.7071], and the same scores in
-    another order when the keys come in that order."""
+    another order when the keys come in that order; and q · k_j / √2 for a query and keys of the student's own."""
     S = t.returned("score", Q_LECTURE, K_LECTURE)
     expect_close(S, SCORES_LECTURE, SLIDE_ROUNDING, "score(q, K) for the worked example")
     order = key_order(t, 3)
     S = t.returned("score", Q_LECTURE, K_LECTURE[order])
     expect_close(S, SCORES_LECTURE[:, order], SLIDE_ROUNDING,
                  f"score(q, K) for the worked example's keys in the order {order.tolist()}")
+    q, K = normal(t.rng, (1, 2)), normal(t.rng, (3, 2))  # s_j = q · k_j / √dk, dk = 2 (slides 8 and 10)
+    expected = np.array([[(q[0, 0] * k[0] + q[0, 1] * k[1]) / np.sqrt(2) for k in K]])
+    expect_close(t.returned("score", q, K), expected, t.tol(np.float64),
+                 f"score(q, K) for a query and keys of your own, q = {np.round(q, 4).tolist()}")
 
 
 def score_plain_dot_product(t):
-    """With scale=1.0, score is the plain dot product q·k_j (slide 8)."""
+    """With scale=1.0, score is the plain dot product q·k_j (slide 8), for the worked example and for a query and
+    keys of the student's own."""
     order = key_order(t, 3)
     for keys, what in ((np.arange(3), ""), (order, f" for the keys in the order {order.tolist()}")):
         S = t.returned("score", Q_LECTURE, K_LECTURE[keys], scale=1.0)
         expect_close(S, np.array([[1.0, 0.0, 1.0]])[:, keys], t.tol(np.float64), f"score(q, K, scale=1.0){what}")
+    q, K = normal(t.rng, (1, 2)), normal(t.rng, (3, 2))
+    expect_close(t.returned("score", q, K, scale=1.0), np.array([[q[0, 0] * k[0] + q[0, 1] * k[1] for k in K]]),
+                 t.tol(np.float64), "score(q, K, scale=1.0) for a query and keys of your own")
 
 
 def score_shape_rows_are_queries(t):
@@ -145,7 +184,7 @@ def _what_differs(S, expected, tol) -> str:
 def additive_score_lecture_formula(t):
     """additive_score follows e_ij = vᵀ tanh(W_q q_i + W_k k_j + b) on two hand-checkable cases (slide 9): the
     identity weights, then weights, v and b that each change the answer (a missing b, a sum in place of v or an
-    untransposed W gives other numbers)."""
+    untransposed W gives other numbers); and the formula for queries, keys, v and b of the student's own."""
     Q, K = np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
     eye, v, b = np.eye(2), np.array([1.0, 1.0]), np.array([0.0, 0.0])
     # W_q = W_k = I, b = 0: e_0j = tanh(1 + k_j0) + tanh(k_j1)
@@ -164,6 +203,11 @@ def additive_score_lecture_formula(t):
     e = t.returned("additive_score", Q, K, W_q, W_k, v, b)
     expect_close(e, expected, t.tol(np.float64), "additive_score with W_q = [[1, 1], [0, 0]], W_k = [[0, 0, 0], "
                  "[1, 0, -1]], v = [2, -1], b = [-1, 0.5] (dq = 2, dk = 3, h = 2)")
+    # Queries, keys, v and b of the student's own, W_q = W_k = I: e_ij = Σ_h v_h tanh(q_ih + k_jh + b_h).
+    Q, K, v, b = normal(t.rng, (1, 2)), normal(t.rng, (3, 2)), normal(t.rng, (2,)), normal(t.rng, (2,))
+    expected = np.array([[sum(v[h] * np.tanh(q[h] + k[h] + b[h]) for h in range(2)) for k in K] for q in Q])
+    expect_close(t.returned("additive_score", Q, K, eye, eye, v, b), expected, t.tol(np.float64),
+                 "additive_score with W_q = W_k = I and queries, keys, v and b of your own")
 
 
 def causal_mask_lower_triangle(t):
@@ -200,7 +244,8 @@ def padding_mask_lecture_lengths(t):
 
 
 def apply_mask_hidden_become_neg_inf(t):
-    """apply_mask puts −inf exactly where allowed is False and keeps every other score (slide 20)."""
+    """apply_mask puts −inf exactly where allowed is False and keeps every other score (slide 20), for the printed
+    case and for scores and a mask of the student's own."""
     S = np.array([[0.5, -1.0, 2.0], [3.0, 0.0, -2.5]])
     allowed = np.array([[True, False, True], [False, True, True]])
     expected = np.array([[0.5, -np.inf, 2.0], [-np.inf, 0.0, -2.5]])
@@ -208,6 +253,9 @@ def apply_mask_hidden_become_neg_inf(t):
     for keys, what in ((np.arange(3), ""), (order, f" with the keys in the order {order.tolist()}")):
         masked = t.returned("apply_mask", S[:, keys], allowed[:, keys])
         expect_close(masked, expected[:, keys], t.tol(np.float64), f"apply_mask(S, allowed){what}")
+    S, allowed = normal(t.rng, (3, 4)), mask_rows(t.rng, (3, 4))
+    expect_close(t.returned("apply_mask", S, allowed), np.where(allowed, S, -np.inf), t.tol(np.float64),
+                 "apply_mask(S, allowed) for scores and a mask of your own")
 
 
 def apply_mask_input_unchanged(t):
@@ -226,12 +274,16 @@ def apply_mask_input_unchanged(t):
 
 def softmax_lecture_example(t):
     """softmax of the worked example's scores gives weights ≈ [0.4011, 0.1978, 0.4011] (slide 15), and the same
-    weights in another order for the scores in that order."""
+    weights in another order for the scores in that order, and n / Σn for scores log n of the student's own."""
     scores = np.array([[1 / np.sqrt(2), 0.0, 1 / np.sqrt(2)]])
     order = key_order(t, 3)
     for keys, what in ((np.arange(3), ""), (order, f" in the order {order.tolist()}")):
         A = t.returned("softmax", scores[:, keys])
         expect_close(A, WEIGHTS_LECTURE[:, keys], SLIDE_ROUNDING, f"softmax of the worked example's scores{what}")
+    counts = own_counts(t, (1, 3))
+    S, expected = weights_from_counts(counts)
+    expect_close(t.returned("softmax", S), expected, t.tol(np.float64),
+                 f"softmax of scores of your own, log({counts[0].tolist()})")
 
 
 def softmax_rows_sum_to_one(t):
@@ -241,9 +293,13 @@ def softmax_rows_sum_to_one(t):
                        [[4, 1, 2, 1], [1, 6, 1, 2], [2, 2, 3, 3]]])
     S, expected = weights_from_counts(counts)
     S = S + np.array([[[0.0], [7.5], [-3.0]], [[2.0], [0.0], [-6.5]]])  # a shift per row changes no weight
+    S_own, expected_own = weights_from_counts(own_counts(t, (2, 3, 4)))
     order = key_order(t, 4)
-    for keys, what in ((np.arange(4), "softmax(S)"),
-                       (order, f"softmax(S) with the keys in the order {order.tolist()}")):
+    cases = [(S, expected, np.arange(4), "softmax(S)"),
+             (S, expected, order, f"softmax(S) with the keys in the order {order.tolist()}"),
+             (S_own + normal(t.rng, (2, 3, 1), scale=5.0), expected_own, np.arange(4),
+              "softmax(S) for scores of your own, log(counts) plus a shift per row")]
+    for S, expected, keys, what in cases:
         A = as_array(t.returned("softmax", S[..., keys]), what, S.shape)
         expect_shape(A, S.shape, what)
         expect_rows_sum_to_one(A, t.tol(np.float64), what, ROWS_ADVICE)
@@ -253,10 +309,13 @@ def softmax_rows_sum_to_one(t):
 
 def softmax_masked_weights_are_zero(t):
     """A −inf score gets weight exactly 0, and the visible keys share the row's unit of weight (slides 20, 26)."""
-    counts = np.array([[2, 0, 1, 1, 0, 4], [0, 3, 0, 1, 0, 0], [1, 1, 1, 5, 1, 1], [0, 0, 0, 0, 2, 0]])
-    S, expected = weights_from_counts(counts)
+    fixed = np.array([[2, 0, 1, 1, 0, 4], [0, 3, 0, 1, 0, 0], [1, 1, 1, 5, 1, 1], [0, 0, 0, 0, 2, 0]])
+    own = own_counts(t, fixed.shape, hidden=True)
     order = key_order(t, 6)
-    for keys, order_said in ((np.arange(6), ""), (order, f", the keys in the order {order.tolist()}")):
+    for counts, keys, order_said in ((fixed, np.arange(6), ""), (fixed, order, f", the keys in the order "
+                                                                               f"{order.tolist()}"),
+                                     (own, np.arange(6), ", for counts of your own")):
+        S, expected = weights_from_counts(counts)
         what = f"softmax(S) with masked keys{order_said}"
         A = as_array(t.returned("softmax", S[:, keys]), what, S.shape)
         expect_shape(A, S.shape, what)
@@ -269,21 +328,30 @@ def softmax_masked_weights_are_zero(t):
 
 def softmax_all_masked_raises(t):
     """softmax raises ValueError when a row has every key masked (slide 22), and gives the right weights once one of
-    its keys is visible."""
+    its keys is visible, and for masked scores of the student's own."""
     S = np.array([[0.3, -np.inf, 1.2], [-np.inf, -np.inf, -np.inf]])
     neighbour = S.copy()
     neighbour[1, 1] = 0.5  # the same scores with one key of the masked row visible: a valid input
     e = np.exp(1.2 - 0.3)
     expected = np.array([[1 / (1 + e), 0.0, e / (1 + e)], [0.0, 1.0, 0.0]])
+    counts = own_counts(t, (2, 4), hidden=True)
+    own, own_expected = weights_from_counts(counts)
+    # Asked first, and judged last: the error path's calls are the same whatever its answers (expect_error_path).
+    own_reply = t.call("softmax", own)
     what = "softmax of the same scores with key 1 of row 1 unmasked"
     A = expect_error_path(t, "ValueError", "softmax", Inputs((S,)), Inputs((neighbour,)),
                           what="softmax of a row with every key masked", advice=ALL_MASKED_ADVICE,
                           valid_what=what, valid_advice=VISIBLE_KEY_ADVICE)
     expect_close(A, expected, t.tol(np.float64), what)
+    if own_reply.raised is not None:
+        raise_for("softmax", own_reply)
+    expect_close(own_reply.value, own_expected, t.tol(np.float64),
+                 f"softmax of masked scores of your own, log({counts.tolist()})")
 
 
 def softmax_large_scores_stable(t):
-    """softmax stays finite and correct for scores in the thousands (subtract the row max first)."""
+    """softmax stays finite and correct for scores in the thousands (subtract the row max first), the printed ones
+    and the student's own (log n ± 1000)."""
     # Row 3 puts its smallest score first: subtracting a row's first score instead of its max overflows there.
     S = np.array([[1000.0, 999.0, -1000.0], [-1000.0, -999.0, -998.0], [-1000.0, 1000.0, 999.0]])
     e1 = np.exp(-1.0)
@@ -295,10 +363,15 @@ def softmax_large_scores_stable(t):
     for keys, what in ((np.arange(3), ""), (order, f", the keys in the order {order.tolist()}")):
         A = t.returned("softmax", S[:, keys])
         expect_close(A, expected[:, keys], t.tol(np.float64), f"softmax of scores near ±1000{what}")
+    S, expected = weights_from_counts(own_counts(t, (2, 3)))
+    S = S + np.array([[1000.0], [-1000.0]])  # a shift per row changes no weight
+    expect_close(t.returned("softmax", S), expected, t.tol(np.float64),
+                 "softmax of scores of your own near ±1000, log(counts) ± 1000")
 
 
 def context_lecture_example(t):
-    """context combines the values with the worked example's weights: ≈ [8.0222, 5.9889] (slide 16)."""
+    """context combines the values with the worked example's weights: ≈ [8.0222, 5.9889] (slide 16), and
+    weights and values of the student's own: c_i = Σ_j a_ij v_j."""
     A = np.array([[0.40111209, 0.19777581, 0.40111209]])
     C = t.returned("context", A, V_LECTURE)
     expect_close(C, CONTEXT_LECTURE, SLIDE_ROUNDING, "context(A, V) for the worked example")
@@ -306,6 +379,10 @@ def context_lecture_example(t):
     C = t.returned("context", A[:, order], V_LECTURE[order] * factor)
     expect_close(C, CONTEXT_LECTURE * factor, SLIDE_ROUNDING, f"context(A, V) for the worked example's keys in the "
                  f"order {order.tolist()} and values times {factor:.4g}")
+    _, A = weights_from_counts(own_counts(t, (2, 3)))
+    V = normal(t.rng, (3, 2))
+    expect_close(t.returned("context", A, V), mixture(A, V), t.tol(np.float64),
+                 "context(A, V) for weights and values of your own", terms=np.abs(A) @ np.abs(V))
 
 
 def context_batch_axes(t):
@@ -322,12 +399,25 @@ def context_batch_axes(t):
 
 def attention_lecture_example(t):
     """attention on the worked example returns the pair (C, A), in that order:
-    C ≈ [8.0222, 5.9889], A ≈ [0.4011, 0.1978, 0.4011]."""
+    C ≈ [8.0222, 5.9889], A ≈ [0.4011, 0.1978, 0.4011]; and the same query with keys and values of the student's
+    own (own_memory)."""
     C, A = expect_pair(t.returned("attention", Q_LECTURE, K_LECTURE, V_LECTURE), "attention(q, K, V)", PAIR)
     expect_context_first(C, A, "attention")
     expect_close(C, CONTEXT_LECTURE, SLIDE_ROUNDING, "the context C of attention(q, K, V)")
     expect_close(A, WEIGHTS_LECTURE, SLIDE_ROUNDING, "the weights A of attention(q, K, V)")
     expect_memory_reordered(t, Q_LECTURE, CONTEXT_LECTURE, "attention(q, K, V)")
+    expect_own_memory(t, Q_LECTURE, "attention(q, K, V)")
+
+
+def expect_own_memory(t, q, what: str) -> None:
+    """attention of the query q with keys and values of the student's own (own_memory): A = n / Σn, C = Σ_j a_j v_j."""
+    K, V, weights = own_memory(t, q)
+    what = f"{what} with keys and values of your own"
+    C, A = expect_pair(t.returned("attention", q, K, V), what, PAIR)
+    A = expect_floating(A, weights, f"the weights A of {what}")
+    expect_close(A, weights, t.tol(np.float64), f"the weights A of {what}")
+    expect_close(C, mixture(weights, V), precision_of_factors(t.tol(np.float64), A), f"the context C of {what}",
+                 terms=weights @ np.abs(V))
 
 
 def expect_context_first(C, A, function: str) -> None:
@@ -350,15 +440,17 @@ def expect_memory_reordered(t, q, context, what: str) -> None:
 
 
 def attention_changed_query(t):
-    """With the changed query q = [0, 1], the same memory gives C ≈ [5.9889, 8.0222] (slide 17)."""
+    """With the changed query q = [0, 1], the same memory gives C ≈ [5.9889, 8.0222] (slide 17); and that query
+    with keys and values of the student's own (own_memory)."""
     C, _ = expect_pair(t.returned("attention", Q_CHANGED, K_LECTURE, V_LECTURE), "attention([0, 1], K, V)", PAIR)
     expect_close(C, CONTEXT_CHANGED, SLIDE_ROUNDING, "the context C for q = [0, 1]")
     expect_memory_reordered(t, Q_CHANGED, CONTEXT_CHANGED, "attention([0, 1], K, V)")
+    expect_own_memory(t, Q_CHANGED, "attention([0, 1], K, V)")
 
 
 def attention_causal_rows(t):
     """With a causal mask, every future weight is exactly 0, every row sums to 1, and C and A are right (slide 26)."""
-    counts, powers = np.array([3.0, 1.0, 2.0, 4.0, 2.0]), np.array([1.0, 2.0, 1.0, 2.0, 1.0])
+    counts, powers = own_counts(t, (5,)), t.rng.permutation([1.0, 2.0, 1.0, 2.0, 1.0])  # the student's own
     # dk = 4, q_i = p_i (1, 1, 1, 1) and k_j = log(counts[j]) / 2 (1, 1, 1, 1), so s_ij = q_i · k_j / √4 =
     # p_i log(counts[j]): query i weighs its keys j ≤ i as counts[j]^p_i / Σ_{m≤i} counts[m]^p_i. The queries differ
     # and dk is not 1, so scores that leave out the queries or the √dk give other weights.
@@ -380,7 +472,8 @@ def attention_causal_rows(t):
 
 def attention_torch_lecture_example(t):
     """attention_torch on the worked example (float64 tensors) returns C ≈ [8.0222, 5.9889] and A, and
-    autograd carries C's gradient back to q, K and V."""
+    autograd carries C's gradient back to q, K and V; and so for keys, values and an upstream gradient of the
+    student's own."""
     upstream = np.array([[1.0, -1.0]])  # the gradient of a loss with respect to C
     reply = t.call("attention_torch", Q_LECTURE, K_LECTURE, V_LECTURE, as_tensors=True, backward=(upstream, None))
     if reply.raised is not None:
@@ -391,21 +484,36 @@ def attention_torch_lecture_example(t):
     A = as_tensor(A, "the weights A of attention_torch", (1, 3))
     expect_close(C.array, CONTEXT_LECTURE, SLIDE_ROUNDING, "the context C of attention_torch(q, K, V)")
     expect_close(A.array, WEIGHTS_LECTURE, SLIDE_ROUNDING, "the weights A of attention_torch(q, K, V)")
-    expect_gradients(reply, lecture_gradients(upstream[0]), t.tol(np.float64), "attention_torch(q, K, V)")
+    a = np.exp(K_LECTURE @ Q_LECTURE[0] / np.sqrt(2))  # the unrounded weights of slide 15
+    expect_gradients(reply, lecture_gradients(Q_LECTURE[0], K_LECTURE, V_LECTURE, a / a.sum(), upstream[0]),
+                     t.tol(np.float64), "attention_torch(q, K, V)")
+    # Keys and values of the student's own (own_memory), and an upstream gradient of their own too.
+    K, V, weights = own_memory(t, Q_LECTURE)
+    upstream = normal(t.rng, (1, 2))
+    what = "attention_torch(q, K, V) with keys and values of your own"
+    reply = t.call("attention_torch", Q_LECTURE, K, V, as_tensors=True, backward=(upstream, None))
+    if reply.raised is not None:
+        raise_for("attention_torch", reply)
+    C, A = expect_pair(reply.value, what, PAIR)
+    A = as_tensor(A, f"the weights A of {what}", (1, 3)).array
+    expect_close(A, weights, t.tol(np.float64), f"the weights A of {what}")
+    tol = precision_of_factors(t.tol(np.float64), A)  # weights computed in float32 make C and its gradients so
+    expect_close(as_tensor(C, f"the context C of {what}", (1, 2)).array, mixture(weights, V), tol,
+                 f"the context C of {what}", terms=weights @ np.abs(V))
+    expect_gradients(reply, lecture_gradients(Q_LECTURE[0], K, V, weights[0], upstream[0]), tol, what)
 
 
-def lecture_gradients(g):
-    """The gradients of g · c for the worked example, by the chain rule through slides 10-12.
+def lecture_gradients(q, K, V, a, g):
+    """The gradients of g · c by the chain rule through slides 10-12, for c = Σ_j a_j v_j, a = softmax(s) and
+    s_j = q · k_j / √2.
 
-    g: (2,), the upstream gradient of the context c = Σ_j a_j v_j, where
-    a = softmax(s) and s_j = q · k_j / √2. Returns {"Q": (1, 2), "K": (3, 2), "V": (3, 2)}.
+    q: (2,), K: (3, 2), V: (3, 2), a: (3,) the weights, g: (2,) the upstream gradient of c.
+    Returns {"Q": (1, 2), "K": (3, 2), "V": (3, 2)}.
     """
-    q, scale = Q_LECTURE[0], 1 / np.sqrt(2)
-    s = K_LECTURE @ q * scale
-    a = np.exp(s) / np.exp(s).sum()  # the unrounded weights of slide 15
-    c = a @ V_LECTURE
-    ds = a * (V_LECTURE @ g - c @ g)  # ∂(g·c)/∂s_j = a_j (g·v_j − g·c), softmax's Jacobian
-    return {"Q": (scale * ds @ K_LECTURE)[None, :], "K": scale * np.outer(ds, q), "V": np.outer(a, g)}
+    scale = 1 / np.sqrt(2)
+    c = mixture(a[None, :], V)[0]
+    ds = a * (V @ g - c @ g)  # ∂(g·c)/∂s_j = a_j (g·v_j − g·c), softmax's Jacobian
+    return {"Q": (scale * ds @ K)[None, :], "K": scale * np.outer(ds, q), "V": np.outer(a, g)}
 
 
 CHECKS = [
