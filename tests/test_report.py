@@ -517,3 +517,45 @@ def test_the_smallest_sizes_read_as_words():
 
     assert _sizes({"batch": [], "nq": 1, "nk": 2}) == "no batch axes, nq = 1, nk = 2"  # was "batch = none"
     assert _sizes({"batch": [2], "h": 5}) == "batch = (2,), h = 5"
+
+
+def test_a_file_the_grader_failed_on_is_no_zero_in_the_class_figures_or_the_grades(tmp_path):
+    """A hidden check that raised in the grader: the student was a 0 in the class's mean, median and histogram, in
+    grades.csv's total and on their feedback page ("Total: 0 / 100"), where the LMS exports left them blank."""
+    checks = (CheckResult("double.small", "double", "public", "passed", 1.0, 1.0),)
+    good = SubmissionResult(student="ann", assignment="tiny", file="ann.py", sha256="a" * 64, suite_version="v",
+                            seed=1, sandbox="bwrap", tests=checks, graded_at="2026-11-20T00:00:00+00:00",
+                            submitted_at="2026-11-20T00:00:00+00:00", submitted_at_source="file time")
+    broken = SubmissionResult(student="bob", assignment="tiny", file="bob.py", sha256="b" * 64, suite_version="v",
+                              seed=1, sandbox="bwrap", tests=(), problem="the grader failed on this file",
+                              internal_error="Traceback (most recent call last): KeyError: 'x'",
+                              graded_at="2026-11-20T00:00:00+00:00", submitted_at="2026-11-20T00:00:00+00:00",
+                              submitted_at_source="file time", max_score=1.0, score=0.0)
+    from autograder.outputs.grades_csv import write_csv
+    from autograder.outputs.report import class_report, student_page
+
+    report = class_report("tiny", [good, broken], {"ann": "ann.py", "bob": "bob.py"})
+    assert report.scores["mean"] == 1.0 and report.scores["lowest"] == 1.0, report.scores
+    written = io.StringIO()
+    write_csv([good, broken], written)
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(written.getvalue()))}
+    assert rows["ann"]["total"] == "1" and rows["bob"]["total"] == "" and rows["bob"]["internal_error"] == "1"
+    assert student_page(broken, "bob.py").summary.startswith("Not graded yet: the grader itself failed")
+
+
+def test_another_programs_database_is_never_written_into(tmp_path):
+    """`report --db gradebook.db` (nbgrader's) added five tables to it; `grade` added columns to a `submissions`
+    table of another program's."""
+    from autograder.grading.store import StoreError
+
+    gradebook = tmp_path / "gradebook.db"
+    with sqlite3.connect(gradebook) as connection:
+        connection.execute("CREATE TABLE assignment (id VARCHAR(32) PRIMARY KEY, name VARCHAR(128))")
+    before = gradebook.read_bytes()
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match="is another program's database .* assignment"):
+            Store(gradebook, read_only=read_only)
+    assert gradebook.read_bytes() == before
+    done = run_cli("report", "--db", gradebook, "--out", tmp_path / "out")
+    assert done.returncode != 0 and "another program's database" in done.stderr, done.stderr
+    assert gradebook.read_bytes() == before

@@ -154,7 +154,8 @@ def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, s
         handed_in = datetime.datetime.fromisoformat(submitted_at)
     except ValueError:  # not a time this package wrote: treated as unknown rather than stopping an export
         return Late(raw, deadline=shown_deadline, reason=f"the stored submission time {submitted_at[:40]!r} is not "
-                                                          "a time, so no late rule was applied; regrade with --force")
+                                                          "a time, so no late rule was applied; grade it again with "
+                                                          "--force")
     if handed_in.tzinfo is None:
         handed_in = rule.local(handed_in, deadline) if source == LMS_LOCAL_TIME else handed_in.replace(tzinfo=UTC)
     unreliable = source == FILE_TIME

@@ -25,6 +25,7 @@ from autograder.grading.schema import column_definition, fields_of, from_columns
 # a new column; a database written before it gets it added on open, and its rows read the default.
 # `score` is the raw score (the checks' points), stored and read back as it is; a late penalty is derived
 # from course.yaml when grades are written out (grading.late), never stored, so a changed rule needs no regrading.
+OUR_TABLES = {"submissions", "checks", "reference_times", "history", "handins"}  # what this grader makes
 SUBMISSIONS = "CREATE TABLE IF NOT EXISTS submissions (id INTEGER PRIMARY KEY, {}, UNIQUE (assignment, student))"
 CHECKS = ("CREATE TABLE IF NOT EXISTS checks (submission_id INTEGER NOT NULL REFERENCES submissions(id) "
           "ON DELETE CASCADE, position INTEGER NOT NULL, {}, PRIMARY KEY (submission_id, name))")
@@ -103,10 +104,12 @@ class Store:
         try:
             if read_only:
                 self._db = _opened_read_only(self.path)
+                self._refuse_if_foreign()
                 self._refuse_if_outdated()
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self._refuse_if_foreign()  # first: even the journal mode is written into the file
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
@@ -130,6 +133,20 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
+
+    def _refuse_if_foreign(self) -> None:
+        """Another program's database is never written into: `report --db gradebook.db` (nbgrader's) had added five
+        tables to it, and `grade` its columns to a `submissions` table of its own."""
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        theirs = sorted(t for t in tables - OUR_TABLES if not t.startswith("sqlite_"))
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(submissions)")}
+        if theirs or ("submissions" in tables and not {"assignment", "student", "suite_version"} <= columns):
+            self._db.close()
+            shown = ", ".join(theirs[:6]) + (", ..." if len(theirs) > 6 else "") if theirs else "submissions"
+            raise StoreError(f"{self.path} is another program's database (it holds tables this grader does not "
+                             f"make: {shown}; nbgrader's gradebook.db?), so nothing was written to it. Pass --db "
+                             "with the results database `autograder grade` writes (grades.db beside course.yaml "
+                             "unless --db named another)")
 
     def _refuse_if_outdated(self) -> None:
         """A read-only database that lacks what this version reads (new columns, the history) cannot be brought up

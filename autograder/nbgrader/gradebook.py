@@ -99,8 +99,9 @@ def function_points(results: list[SubmissionResult]) -> dict[str, float]:
         for function, (_, possible) in result.by_function().items():
             if points.setdefault(function, possible) != possible:
                 raise ExportError(f"{function} is worth {points[function]:g} points in one stored result and "
-                                  f"{possible:g} in another (different suites); regrade with --force so every "
-                                  "student is graded by the same suite, then export again.")
+                                  f"{possible:g} in another (different suites): run `autograder regrade "
+                                  "ASSIGNMENT` (without --no-decrease, which keeps results of the earlier suite) so "
+                                  "every student is graded by the same suite, then export again.")
     return points
 
 

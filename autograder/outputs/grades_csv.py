@@ -62,10 +62,10 @@ def columns(functions: list[str], kind: type = SubmissionResult) -> list[Column]
     """
     return [
         Column("student", lambda r, late: cell(r.student)),
-        Column("total", lambda r, late: _number(late.total)),
+        Column("total", lambda r, late: _graded(r, late.total)),
         Column("max", lambda r, late: _number(r.max_score)),
         *(_function_column(f) for f in functions),
-        Column("raw_total", lambda r, late: _number(r.score)),
+        Column("raw_total", lambda r, late: _graded(r, r.score)),
         Column("penalty", lambda r, late: _number(late.penalty)),
         Column("late_by", lambda r, late: "" if late.late_by_hours is None else _number(late.late_by_hours)),
         Column("penalty_reason", lambda r, late: cell(late.reason)),
@@ -87,8 +87,13 @@ def _function_column(function: str) -> Column:
     """A function's points; empty for a student whose suite did not grade it."""
     def points(result: SubmissionResult, late: Late) -> str:
         got = result.by_function().get(function)
-        return "" if got is None else _number(got[0])
+        return "" if got is None else _graded(result, got[0])
     return Column(f"{function}()", points)
+
+
+def _graded(result: SubmissionResult, points: float | None) -> str:
+    """Points as a cell; empty where the grader failed on the file (no grade yet, as the LMS exports leave it)."""
+    return "" if result.internal_error else _number(points)
 
 
 def _field_column(field: Field) -> Column:

@@ -80,8 +80,14 @@ class StudentPage:
     output_note: str = ""  # why printed output is not shown, when it is not
 
 
+NOT_GRADED = ("Not graded yet: the grader itself failed on this file, which is no fault of your code; your "
+              "instructor has its report and will grade the file again")
+
+
 def summary_sentence(result: SubmissionResult) -> str:
     """One line on how the submission did; never "all passed" while any check, hidden ones included, failed."""
+    if result.internal_error:
+        return NOT_GRADED + "."
     if result.did_not_load:
         return f"Your file did not load, so no check could run: {result.problem.removeprefix(NOT_LOADED + ': ')}"
     if result.problem:
@@ -264,8 +270,10 @@ def class_report(assignment: str, results: list[SubmissionResult], files: dict[s
             row = checks.setdefault(test.name, [test.function, test.visibility, 0, 0])
             row[2] += test.status == "passed" and not result.problem
             row[3] += not result.problem
+    # A file the grader failed on has no grade yet: its 0 is no student's result, in the class's figures.
+    graded = [s for s in students if not s.result.internal_error] or students
     functions = {}
-    for result in results:
+    for result in (s.result for s in graded):
         for function, (got, possible) in result.by_function().items():
             functions.setdefault(function, ([], possible))[0].append(got)
     seconds = [r.seconds for r in results]
@@ -273,14 +281,14 @@ def class_report(assignment: str, results: list[SubmissionResult], files: dict[s
     kinds = {flag_kind(flag) for page in flagged for flag in page.flags}
     return ClassReport(
         assignment=assignment, students=students, max_score=max_score,
-        histogram=histogram([s.late.total for s in students], max_score),
+        histogram=histogram([s.late.total for s in graded], max_score),
         checks=grouped_checks([(name, f, v, passed, n) for name, (f, v, passed, n) in checks.items()]),
         functions=[(f, round(statistics.fmean(got), 3), possible) for f, (got, possible) in functions.items()],
         misconceptions=misconception_counts(results),
         flagged=flagged,
         seconds={"total": sum(seconds), "mean": statistics.fmean(seconds), "median": statistics.median(seconds),
                  "max": max(seconds)},
-        scores=score_summary([s.late.total for s in students]),
+        scores=score_summary([s.late.total for s in graded]),
         flag_meanings=[(flag, meaning) for flag, meaning in {**FLAG_MEANINGS, **LATE_MEANINGS}.items()
                        if flag in kinds],
         flagged_groups=flagged_groups(flagged))
