@@ -207,7 +207,8 @@ def _reads_rows(statement: str) -> bool:
     """A statement that finds rows of a table: not a transaction, a pragma or the schema's creation."""
     first = statement.split(None, 1)[0].upper()
     return (first in ("SELECT", "UPDATE", "DELETE") and statement not in MAY_WALK
-            and "LIMIT 1" not in statement)  # LIMIT 1: it stops at the first row
+            and "LIMIT 1" not in statement  # LIMIT 1: it stops at the first row
+            and "sqlite_master" not in statement)  # the schema's own list of tables: as many rows as tables
 
 
 def _plan(connection: sqlite3.Connection, statement: str) -> list[str]:
