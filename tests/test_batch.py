@@ -517,3 +517,14 @@ def test_a_class_folder_passed_as_a_link_is_graded(tmp_path):
     assert done.returncode == 0, done.stderr
     with Store(tmp_path / "g.db") as store:
         assert [(r.student, r.score) for r in store.results("w07_attention")] == [("a", 100.0)]
+
+
+def test_a_stop_of_a_forced_grade_says_to_run_it_again_without_force():
+    """After Ctrl-C on `grade --force`, "run the same command again to finish" would have graded everyone again."""
+    import argparse
+
+    from autograder.cli import _after_stop
+
+    assert "again without --force to grade the rest" in _after_stop(argparse.Namespace(command="grade", force=True))
+    assert _after_stop(argparse.Namespace(command="grade", force=False)).endswith("run the same command again to "
+                                                                                  "finish")

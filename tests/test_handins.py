@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -478,3 +479,30 @@ def test_the_course_folder_without_submitted_is_refused_not_graded_as_students(t
     (tmp_path / "tests" / "test_x.py").write_text("def test(): pass\n")
     with pytest.raises(LayoutError, match="is the course's folder .* has no submitted/ folder"):
         find_submissions([tmp_path], ASSIGNMENT, "attention", tmp_path)
+
+
+def test_a_browsers_second_download_of_a_students_file_is_that_students(tmp_path):
+    """`carl (1).py` beside `carl.py` in a flat class folder had been a student "carl (1)" of its own."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(PLAIN, folder / "carl.py")
+    shutil.copy(PLAIN, folder / "carl (1).py")
+    (folder / "carl (1).py").write_text(PLAIN.read_text() + "\n# the newer download\n")
+    shutil.copy(PLAIN, folder / "dana (2).py")  # alone, it is whoever the TA named so
+    found = {f.student: f for f in find_submissions([folder], ASSIGNMENT, "attention", tmp_path)}
+    assert sorted(found) == ["carl", "dana (2)"], sorted(found)
+
+
+def test_a_zip_that_holds_no_hand_in_is_named_as_the_zip_not_a_temporary_folder(tmp_path):
+    """An empty zip, or one holding only another zip, was named by the folder it was extracted into, already gone."""
+    import zipfile
+
+    empty, outer = tmp_path / "empty.zip", tmp_path / "outer.zip"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("readme.txt", "nothing")
+    with zipfile.ZipFile(outer, "w") as archive:
+        archive.write(empty, "class.zip")
+    with pytest.raises(LayoutError, match=rf"^{re.escape(str(empty))} \(once extracted\) holds no \.py"):
+        find_submissions([empty], ASSIGNMENT, "attention", tmp_path)
+    with pytest.raises(LayoutError, match=r"it holds class\.zip: pass that zip instead"):
+        find_submissions([outer], ASSIGNMENT, "attention", tmp_path)

@@ -188,3 +188,16 @@ def test_each_member_of_a_gradescope_group_gets_the_groups_grade(tmp_path):
             for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
     assert rows == {"ann": "7.5", "bo": "7.5", "cy": "10"}, rows
     assert "not on the roster" not in said, said
+
+
+def test_the_lms_feedback_of_a_file_that_was_not_graded_says_why():
+    """A PDF-only hand-in, or a file that did not load: Moodle's feedback column said only "0 of 100 points; 0 of 39
+    checks passed.", and the student never learned why."""
+    from autograder.outputs.lms import rows
+
+    result = SubmissionResult(student="s1", assignment="a", file="s1.pdf", sha256="", suite_version="v", seed=1,
+                              sandbox="bwrap", tests=(), problem="s1 handed in no .py or .ipynb, only s1.pdf",
+                              max_score=10.0, score=0.0)
+    [row], _ = rows({"s1": {}}, [result], None, "blank")
+    assert row.feedback == "0 of 10 points; 0 of 0 checks passed. Not graded: s1 handed in no .py or .ipynb, only " \
+                           "s1.pdf.", row

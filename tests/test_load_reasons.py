@@ -185,6 +185,16 @@ def test_a_plot_at_the_top_level_prints_no_fontconfig_error(grade_once, tmp_path
     assert "Fontconfig" not in result.printed, result.printed
 
 
+def test_a_top_level_demo_past_the_memory_limit_is_told_of_the_limit_not_sent_to_run_the_file(grade_once, tmp_path):
+    """A self-test at the top level that builds a large array runs on a laptop and raised MemoryError here, with
+    advice to run `python file.py`, which shows nothing."""
+    path = tmp_path / "big_demo.py"
+    path.write_text(f"{IMPORTS}\n{FUNCTIONS}\n\nbig = np.ones((8, 4096, 4096, 8))\n")
+    problem = grade_once(path).problem
+    assert "MemoryError" in problem and "each submission is given a few GB at most here" in problem, problem
+    assert "to see the error" not in problem, problem
+
+
 def test_syntax_a_newer_python_accepts_is_told_which_python_grades_it(grade_once, tmp_path):
     # Python 3.12's f-strings may reuse their quotes: the student's own `python file.py` runs this line, and the
     # message sent them there to see an error it does not show.

@@ -202,6 +202,11 @@ def test_a_tas_grades_survive_every_export_and_are_flagged_only_when_what_they_g
     assert done.returncode == 1 and "not exported: ontime" in done.stderr
     assert "If that hand-in was not graded yet, grade the class again (`autograder grade`)" in done.stderr
     assert "ontime" not in _autograded(course_dir)
+    handed_in = stamp.read_text()
+    stamp.write_text("yesterday")  # unreadable: the advice is to mend it, not about the submissions policy
+    said = [line for line in _export(course_dir).stderr.splitlines() if "ontime" in line and "timestamp" in line]
+    assert said and all("write the hand-in's time in it" in line and "policy" not in line for line in said), said
+    stamp.write_text(handed_in)
     done = _grade(course_dir)
     assert done.returncode == 0 and "[1/1] ontime" in done.stderr  # only the handed-in-again one is regraded
     assert _export(course_dir).returncode == 0 and "ontime" in _autograded(course_dir)

@@ -255,7 +255,7 @@ def apply_mask_hidden_become_neg_inf(t):
         expect_close(masked, expected[:, keys], t.tol(np.float64), f"apply_mask(S, allowed){what}")
     S, allowed = normal(t.rng, (3, 4)), mask_rows(t.rng, (3, 4))
     expect_close(t.returned("apply_mask", S, allowed), np.where(allowed, S, -np.inf), t.tol(np.float64),
-                 "apply_mask(S, allowed) for scores and a mask of your own")
+                 "apply_mask of scores and a mask of your own")
 
 
 def apply_mask_input_unchanged(t):

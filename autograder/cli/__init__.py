@@ -79,10 +79,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"autograder: {_os_error(error)}", file=sys.stderr)
         return 2
     except Stopped as stopped:
-        print(f"autograder: stopped by {stopped}; {_after_stop(args.command)}", file=sys.stderr)
+        print(f"autograder: stopped by {stopped}; {_after_stop(args)}", file=sys.stderr)
         return 128 + signal.Signals[str(stopped)].value
     except KeyboardInterrupt:
-        print(f"autograder: interrupted; {_after_stop(args.command)}", file=sys.stderr)
+        print(f"autograder: interrupted; {_after_stop(args)}", file=sys.stderr)
         return 130
 
 
@@ -97,11 +97,13 @@ def _os_error(error: OSError) -> str:
             "permissions, then run again")
 
 
-def _after_stop(command: str) -> str:
+def _after_stop(args) -> str:
     """What a stop midway kept, and what to do: `grade` commits each result as it lands, `regrade` all at once."""
-    if command == "regrade":
+    if args.command == "regrade":
         return ("a regrade keeps its results only once every hand-in is graded (so that no grade moves halfway), "
                 "so a stop before then kept none of them: run the same command again")
+    if getattr(args, "force", False):  # the same command would grade the whole class again
+        return "results already stored are kept: run the same command again without --force to grade the rest"
     return "results already stored are kept: run the same command again to finish"
 
 

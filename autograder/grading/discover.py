@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 from pathlib import Path
 
 from autograder.grading.class_zip import ZipRefused, extract
@@ -68,6 +69,7 @@ from autograder.text import safe
 IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
 MAX_LINE = 400  # bytes of a Blackboard receipt's first line read: a name and a username
+_BROWSER_COPY = re.compile(r" \(\d+\)$")
 STUDENT_FILES = 4  # hand-ins a student's own folder holds at most (the work, a copy, scratch); a class has more
 
 
@@ -116,7 +118,12 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
             folder = extract(path, workdir, refused)
         except ZipRefused as error:
             raise LayoutError(str(error)) from None
-        return _find(_zipped_class(folder, module), assignment, module, workdir, refused, skipped)
+        try:
+            return _find(_zipped_class(folder, module), assignment, module, workdir, refused, skipped)
+        except LayoutError as error:  # named as the TA knows it: the zip, not a temporary folder already gone
+            inner = sorted(p.name for p in folder.rglob("*.zip"))[:3]
+            hint = f"; it holds {', '.join(map(safe, inner))}: pass that zip instead" if inner else ""
+            raise LayoutError(str(error).replace(str(folder), f"{safe(path)} (once extracted)") + hint) from None
     if not path.is_dir() or path.suffix in SUFFIXES:
         if path.suffix not in SUFFIXES:
             raise LayoutError(f"{path} is not a .py, .ipynb or .zip file")
@@ -278,8 +285,12 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         empty += stray
         handins = [p for p in handins if p not in stray]
     students: dict[str, list[Path]] = {}
+    stems = {p.stem for p in handins}
     for path in handins:
-        students.setdefault(download[path.name].student if path.name in download else path.stem, []).append(path)
+        # A browser's second download of carl.py is `carl (1).py`: carl's, not a student "carl (1)".
+        base = _BROWSER_COPY.sub("", path.stem)
+        student = path.stem if base == path.stem or base not in stems else base
+        students.setdefault(download[path.name].student if path.name in download else student, []).append(path)
     for student, paths in two_formats_joined(students).items():
         paths, attempt = latest_attempt(paths, download)
         paths, upload = latest_uploads(paths, download)

@@ -38,6 +38,11 @@ def py_advice(name: str, load: LoadReport, raised: Raised | None, unparsed: bool
         todo = ("get_ipython() exists only in Jupyter: a .py exported from a notebook turns its magics "
                 "(%matplotlib, !pip, ...) into get_ipython() calls. Remove those lines from the file, or hand "
                 "in the notebook itself")
+    elif raised is not None and raised.type == "MemoryError":  # a laptop has more memory than a submission gets
+        todo = ("Your own `python` may have the memory this line asked for, but each submission is given a few GB "
+                "at most here: put demo and test code that builds large arrays under "
+                '`if __name__ == "__main__":`, where it runs when you run the file but not when it is imported or '
+                "graded, and hand the file in again")
     elif raised is not None and raised.type == "ModuleNotFoundError":
         todo = ("Remove that import, or move it into the function that needs it so that the others can be "
                 "graded, and hand the file in again")

@@ -191,12 +191,8 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, truth: 
     released = bool(truth)
     places = Places(target.root, target.assignment, result.student, target.notebook)
     stamp, stale = _nbgrader_timestamp(places, result)
-    if stale:  # not graded yet, or an earlier hand-in counts: nbgrader's gradebook holds the one in submitted/
-        summary.skipped.append(f"{result.student}: {stale}. If that hand-in was not graded yet, grade the class "
-                               "again (`autograder grade`) and export again. If it was, course.yaml's `submissions` "
-                               "policy counts an earlier hand-in, and nbgrader's gradebook holds only the one in "
-                               "submitted/: write this student's grade with `autograder export csv` or to the LMS, "
-                               "or count the latest hand-in (`submissions: {policy: last}`)")
+    if stale:  # unreadable, not graded yet, or an earlier hand-in counts: the gradebook holds the one in submitted/
+        summary.skipped.append(f"{result.student}: {stale}")
         return
     path = _graded_notebook(places, result)
     sources = previous_sources(places)
@@ -253,11 +249,10 @@ def _autograded(path: Path, places: Places, result: SubmissionResult, target: Ta
 
 
 def _nbgrader_timestamp(places: Places, result: SubmissionResult) -> tuple[datetime.datetime | None, str]:
-    """(the timestamp nbgrader reads for this submission, why the stored result is stale or "").
+    """(the timestamp nbgrader reads for this submission, why the stored result is not exported and what to do, or "").
 
-    nbgrader's formgrader counts a submission as autograded only when the
-    gradebook's timestamp equals its own reading of submitted/.../timestamp.txt
-    (NbGraderAPI.get_autograded_students), so that reading is what goes in.
+    nbgrader's formgrader counts a submission as autograded only when the gradebook's timestamp equals its own
+    reading of submitted/.../timestamp.txt (NbGraderAPI.get_autograded_students), so that reading is what goes in.
     """
     from nbgrader.utils import parse_utc
 
@@ -270,11 +265,16 @@ def _nbgrader_timestamp(places: Places, result: SubmissionResult) -> tuple[datet
         theirs = parse_utc(text)
         ours = parse_timestamp(text)
     except (ValueError, OverflowError):
-        return None, f"{path} holds no time nbgrader can read"
+        return None, (f"{path} holds no time nbgrader can read: write the hand-in's time in it as nbgrader does "
+                      "(2026-11-20 10:00:00 UTC), grade the class again (`autograder grade`) and export again")
     stored = datetime.datetime.fromisoformat(result.submitted_at) if result.submitted_at else None
     if result.submitted_at_source != NBGRADER_TIMESTAMP or stored is None or abs((stored - ours).total_seconds()) > 1:
         return None, (f"{path} says {text}, but the stored result was handed in at "
-                      f"{result.submitted_at or 'an unknown time'}")
+                      f"{result.submitted_at or 'an unknown time'}. If that hand-in was not graded yet, grade the "
+                      "class again (`autograder grade`) and export again. If it was, course.yaml's `submissions` "
+                      "policy counts an earlier hand-in, and nbgrader's gradebook holds only the one in "
+                      "submitted/: write this student's grade with `autograder export csv` or to the LMS, or count "
+                      "the latest hand-in (`submissions: {policy: last}`)")
     return theirs, ""
 
 

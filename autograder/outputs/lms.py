@@ -41,6 +41,7 @@ from autograder.grading.late import LateRule, assess_result
 from autograder.grading.lms_downloads import canvas_user, moodle_participant
 from autograder.grading.results import SubmissionResult
 from autograder.outputs.grades_csv import cell
+from autograder.text import safe
 
 # Roster fields an LMS export reads (outputs.roster); first_name/last_name are nbgrader's, used when `name` is not.
 ROSTER_FIELDS = ("name", "first_name", "last_name", "email", "username", "lms_id", "sis_user_id", "sis_login_id",
@@ -106,8 +107,10 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
             made.append(Row(student, identity, empty, NO_GRADE[result is not None]))
             continue
         late = assess_result(rule, result)
+        # A file that did not load or had nothing to grade says why in the one line the student sees in the LMS.
+        problem = [f"Not graded: {safe(result.problem, 300).rstrip('.')}."] if result.problem else []
         feedback = " ".join([f"{_number(late.total)} of {_number(result.max_score)} points; "
-                             f"{result.counts()['passed']} of {len(result.tests)} checks passed.",
+                             f"{result.counts()['passed']} of {len(result.tests)} checks passed.", *problem,
                              *([late.reason[0].upper() + late.reason[1:] + "."] if late.reason else []),
                              *[n for n in result.notes if n.startswith("Hand-in ")]])
         made.append(Row(student, identity, _number(late.total), feedback))

@@ -211,7 +211,7 @@ def padding_mask_matches_reference(t):
     lengths[2] = 0
     expect_equal_mask(_returned_unchanged(t, "padding_mask", ("lengths",), lengths, n_k),
                       t.ref.padding_mask(lengths, n_k),
-                      f"padding_mask(lengths, {n_k}) for {len(lengths)} random lengths, one of them 0")
+                      f"padding_mask(lengths, {n_k}) (lengths: {len(lengths)} random ones, one of them 0)")
     if n_k > 1:  # as many lengths as before, and as wide: a mask kept by (B, n_k) alone comes back wrong
         shorter = t.rng.integers(1, n_k, size=len(lengths))
         expect_equal_mask(t.returned("padding_mask", shorter, n_k), t.ref.padding_mask(shorter, n_k),
