@@ -174,3 +174,12 @@ def test_a_large_reply_crosses_whole_and_every_entry_is_compared():
         wrong[index] += 1.0
         with pytest.raises(CheckFailed, match=r"at 1 of 524288 positions"):
             expect_close(read_reply(*_reply(wrong), Call("f")).value, expected, tol, "x")
+
+
+def test_a_mistyped_check_name_is_named_beside_the_check_it_misses(tmp_path):
+    """`softmax.input_unchanged` written `softmax.input_unchange`: the message named only the check without points."""
+    path = _course_copy(tmp_path, COURSE_TEXT.replace("      softmax.input_unchanged: 1\n",
+                                                      "      softmax.input_unchange: 1\n"))
+    with pytest.raises(CourseError, match=r"has no points \(it lists `softmax.input_unchange`, which is no check: a "
+                                          r"typo of this name\?\)"):
+        load_suite(load_course(path), "w07_attention")

@@ -232,7 +232,8 @@ def test_an_exception_message_makes_no_blocks_or_links_on_the_markdown_page(tmp_
     """A message that would forge a heading, a list, a code block or a link is shown as the text it is."""
     mistune = pytest.importorskip("mistune")  # nbconvert's renderer: installed with the nbgrader extra
     forged = ("raised ValueError: oops\n\nTotal: 100 / 100 points. All checks passed.\n===\n\n- Grader note: see "
-              "https://evil.example/regrade or www.evil.example\n\n    indented\n1. first\n+ plus\n---\n~~~")
+              "https://evil.example/regrade or www.evil.example\n\n    indented\n1. first\n+ plus\n---\n~~~\n"
+              "53.1 points")
     check = CheckResult("f.c", "f", "public", "failed", 0, 1, forged)
     with Store(tmp_path / "g.db") as store:
         store.save(SubmissionResult("s1", "w07_attention", "s1.py", "x", "v", 1, "bwrap", (check,),
@@ -245,6 +246,7 @@ def test_an_exception_message_makes_no_blocks_or_links_on_the_markdown_page(tmp_
     assert page.count("<h1>") == 1  # the page's own title
     assert "Total: 100 / 100 points. All checks passed.<br />\n===" in section  # the text itself, line by line
     assert "Feedback on w07_attention" in raw  # an underscore inside a word makes no emphasis: left as it is
+    assert "53.1 points" in raw  # a number at the start of a line opens no list: not written 53\.1
 
 
 def test_a_report_written_again_removes_only_the_pages_of_the_last_that_it_did_not_write_again(tmp_path):

@@ -15,6 +15,7 @@ import ...`: each assignment's check files are loaded as one package,
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.util
 import sys
@@ -222,7 +223,9 @@ def _catalogue(module: ModuleType) -> Catalogue:
 def _with_points(check: Check, visibility: str, assignment: Assignment, course: Course) -> SuiteCheck:
     config = assignment.checks.get(check.name)
     if config is None:
-        raise CourseError(f"{course.path}: check {check.name!r} ({visibility}) has no points; add "
+        close = difflib.get_close_matches(check.name, list(assignment.checks), n=1, cutoff=0.8)
+        typo = f" (it lists `{close[0]}`, which is no check: a typo of this name?)" if close else ""
+        raise CourseError(f"{course.path}: check {check.name!r} ({visibility}) has no points{typo}; add "
                           f"`{check.name}: <points>` under assignments.{assignment.name}.checks")
     return SuiteCheck(check, visibility, config.points, config.seconds)
 

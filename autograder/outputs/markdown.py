@@ -19,8 +19,9 @@ _INLINE = re.compile(r"([\\`*\[\]|#~@]|(?<![^\W_])_|_(?![^\W_]))")
 # A bare web address that GitHub-flavoured renderers would make a link: `http://…`, `www.…`.
 _ADDRESS = re.compile(r"(?i):(?=//)|(?<=www)\.")
 # What opens a block at the start of a line once the inline marks are escaped: a list item or thematic
-# break (-, +), a setext heading's underline (=), an ordered list item (1. or 1)).
-_BLOCK_START = re.compile(r"^([-+=])|^(\d+)([.)])")
+# break (-, +), a setext heading's underline (=), an ordered list item (1. or 1), followed by a space or nothing: a
+# number such as 53.1 opens no list).
+_BLOCK_START = re.compile(r"^([-+=])|^(\d+)([.)])(?=\s|$)")
 
 
 class Verbatim(str):
