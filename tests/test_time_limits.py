@@ -111,14 +111,16 @@ def _graded_attack(tmp_path, attack: str, slow: str = "score_grid_loop") -> dict
 
 @pytest.mark.slow
 def test_a_timer_a_function_left_armed_costs_no_other_function_a_check(tmp_path):
-    """softmax arms a 10 ms one-shot timer whose handler raises and causal_mask a periodic one, never cancelled: they
-    fired in later calls of other functions (score, attention_torch), or in the worker between calls, which then
-    read as a worker that exited; the same file scored 90 to 100 from run to run."""
+    """additive_score arms a 10 ms one-shot timer whose handler raises and causal_mask a periodic one, never
+    cancelled: they fired in later calls of other functions (score, attention_torch), or in the worker between
+    calls, which then read as a worker that exited; the same file scored 90 to 100 from run to run. (A timer that
+    fires inside the call of a function that armed it, or called one that did, is that call's.)"""
     path = tmp_path / "timers.py"
     path.write_text(PLAIN.read_text() + "\n\nimport signal\n\n\ndef _raise(signum, frame):\n"
-                    "    raise RuntimeError('a timer fired')\n\n\n_softmax = softmax\n_causal_mask = causal_mask\n\n\n"
-                    "def softmax(S):\n    signal.signal(signal.SIGALRM, _raise)\n"
-                    "    signal.setitimer(signal.ITIMER_REAL, 0.01)\n    return _softmax(S)\n\n\n"
+                    "    raise RuntimeError('a timer fired')\n\n\n_additive = additive_score\n"
+                    "_causal_mask = causal_mask\n\n\n"
+                    "def additive_score(*args):\n    signal.signal(signal.SIGALRM, _raise)\n"
+                    "    signal.setitimer(signal.ITIMER_REAL, 0.01)\n    return _additive(*args)\n\n\n"
                     "def causal_mask(n_q, n_k=None):\n    signal.signal(signal.SIGPROF, _raise)\n"
                     "    signal.setitimer(signal.ITIMER_PROF, 0.005, 0.005)\n    return _causal_mask(n_q, n_k)\n")
     done = run_cli("grade", "w07_attention", path, "--json", "--db", tmp_path / "g.db")
