@@ -452,6 +452,15 @@ def test_a_small_class_folder_with_the_stub_left_in_it_stays_a_class(tmp_path):
     assert [f.student for f in find_submissions([folder], ASSIGNMENT, "attention", tmp_path, skipped)] == ["bob"]
     [line] = not_graded(skipped, "attention")
     assert "attention.py, named as the assignment's own file, not after a student" in line, line
+    (folder / "ann").mkdir()  # a class of folders with the stub at its top: no student "attention" either
+    shutil.copy(PLAIN, folder / "ann" / "attention.py")
+    skipped = []
+    assert [f.student for f in find_submissions([folder], ASSIGNMENT, "attention", tmp_path, skipped)] == ["ann",
+                                                                                                         "bob"]
+    (folder / "bob.py").unlink()
+    assert [f.student for f in find_submissions([folder], ASSIGNMENT, "attention", tmp_path)] == ["ann"]
+    shutil.rmtree(folder / "ann")
+    shutil.copy(PLAIN, folder / "bob.py")
     (folder / "bob.py").rename(folder / "attention_v2.py")  # a student's own draft beside the work: their folder
     [found] = find_submissions([folder], ASSIGNMENT, "attention", tmp_path)
     assert found.student == "small"

@@ -173,7 +173,8 @@ def _timed_by_file(found: list[Found]) -> list[str]:
     extracting the class folder changes it. Said before grading, so the TA can fix the folder first."""
     by_file = [item for item in found if item.submitted_at_source == FILE_TIME]
     unread = [item for item in by_file if TIMESTAMP_FILE in item.note]
-    lines = [f"{item.student}: {item.note}; fix {TIMESTAMP_FILE} and grade again with --force" for item in unread]
+    lines = [f"{item.student}: {item.note}; fix {TIMESTAMP_FILE} and grade again (a hand-in whose time changed is "
+             "graded again at it)" for item in unread]
     if len(by_file) > len(unread):
         rest = sorted(item.student for item in by_file if item not in unread)
         times = ("their times from their files' modification times" if len(rest) > 1 else

@@ -281,7 +281,8 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
     # A file named as the assignment's own (hw.py) among students' files names no student: the released stub or a
     # TA's copy, which was graded as a student "hw" with 0 (grade.not_graded says so, and how to keep it).
     stray = [p for p in handins if p.name not in download and named_after(p.stem, module)]
-    if len(stray) < len(handins):
+    folders = [p for p in _folders(folder) if p.suffix not in SUFFIXES and _shown_entry(p)]  # students' folders
+    if len(stray) < len(handins) or (stray and folders):
         empty += stray
         handins = [p for p in handins if p not in stray]
     students: dict[str, list[Path]] = {}
@@ -300,7 +301,7 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         found.append(Found(student, path, "; ".join(n for n in (attempt, note) if n), submitted_at=at,
                            submitted_at_source=LMS_LOCAL_TIME if at else "",
                            lms=download[path.name].lms if path.name in download else ""))
-    for directory in (p for p in _folders(folder) if p.suffix not in SUFFIXES and _shown_entry(p)):
+    for directory in folders:
         picked = _student_in(directory, module)
         if picked:
             found.append(picked)
@@ -330,9 +331,12 @@ def _student_folder(path: Path, module: str) -> bool:
     if not path.is_dir() or os.path.islink(path):
         return False
     handins = [p for p in _visible(path) if p.suffix in SUFFIXES]
-    # Every other file a draft of the work: `bob.py` beside a stray hw.py (the stub a TA left in) is a class of one.
+    # Every other file a draft of the work: `bob.py` beside a stray hw.py (the stub a TA left in) is a class of one,
+    # and so is `ann/hw.py` beside it (a class of folders).
     return (any(named_after(p.stem, module) for p in handins) and len(handins) <= STUDENT_FILES
-            and all(a_draft_of(p.stem, module) for p in handins))
+            and all(a_draft_of(p.stem, module) for p in handins)
+            and not any(named_after(q.stem, module) and q.suffix in SUFFIXES
+                        for d in _folders(path) if not os.path.islink(d) for q in _visible(d)))
 
 
 def one_students_part(path: Path, assignment: str, module: str) -> bool:
