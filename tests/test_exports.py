@@ -262,6 +262,28 @@ def bundle(tmp_path_factory):
     return out
 
 
+def test_a_course_folder_apart_from_the_package_makes_a_bundle_with_the_packages_own_project(tmp_path):
+    """A course of course.yaml, assignments/ and solutions/ alone, graded with the package installed: the bundle
+    had looked for pyproject.toml in the course's folder, and refused. pip builds the package from the package's
+    own; one installed from a wheel keeps none, and gets one written from its metadata, which pip reads the same."""
+    from autograder.outputs.bundle import _pyproject_from_metadata
+
+    shutil.copy(ROOT / "course.yaml", tmp_path / "course.yaml")
+    for folder in ("assignments", "solutions"):
+        shutil.copytree(ROOT / folder / ASSIGNMENT, tmp_path / folder / ASSIGNMENT)
+    out = tmp_path / "autograder.zip"
+    done = run_cli("gradescope-bundle", ASSIGNMENT, "--course", tmp_path / "course.yaml", "--out", out)
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(out) as archive:
+        assert archive.read("pyproject.toml") == (ROOT / "pyproject.toml").read_bytes()
+        assert "pip install torch==2.13.0 --index-url" in archive.read("setup.sh").decode()
+    ours = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    written = tomllib.loads(_pyproject_from_metadata())
+    assert written["project"]["dependencies"] == [d.split("#")[0].strip() for d in ours["dependencies"]]
+    assert written["project"]["optional-dependencies"]["torch"] == ours["optional-dependencies"]["torch"]
+    assert written["project"]["scripts"] == ours["scripts"] and written["build-system"]["build-backend"]
+
+
 def test_bundle_holds_the_scripts_package_course_and_assignment_and_nothing_else(bundle):
     with zipfile.ZipFile(bundle) as archive:
         infos = {i.filename: i for i in archive.infolist()}

@@ -184,7 +184,7 @@ def test_a_call_that_does_not_fit_the_parameters_says_to_keep_the_stubs(grade, t
                                        (False, "not a raise statement of yours")])
 def test_advice_for_a_valueerror_on_ordinary_input_follows_only_what_the_worker_could_tell(own, says):
     # An in-kernel check has no file to find the raise in: its ValueError may well be the student's own.
-    from autograder.authoring.checks import _raises_on_ordinary_input
+    from autograder.authoring.error_paths import _raises_on_ordinary_input
     from autograder.authoring.protocol import Raised
     raised = Raised("ValueError", "no key", own=own)
     message = _raises_on_ordinary_input("softmax", raised, raised, "ValueError", "the same row", "raise only then")

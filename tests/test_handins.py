@@ -20,6 +20,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
@@ -28,7 +29,7 @@ from autograder.grading.found import LayoutError
 from autograder.grading.results import CHECK_BUDGET, SUBMISSION_BUDGET
 from autograder.grading.store import Store
 
-from conftest import PLAIN, REFERENCE, run_cli
+from conftest import PLAIN, REFERENCE, STUB, run_cli
 
 ASSIGNMENT = "w07_attention"
 HONEST = ["alice", "bob", "=SUM(A1)", "printer"]
@@ -355,7 +356,9 @@ def test_a_link_is_refused_with_a_message_in_every_layout(tmp_path, where):
     with Store(db) as store:
         results = {r.student: r for r in store.results(ASSIGNMENT)}
     assert results["nina"].score == results["zoe"].score == 100
-    assert "symbolic link" in results["linus"].problem and results["linus"].score == 0
+    # A student's folder linked into submitted/ is the folder's to fix: named, nothing stored (it had been a 0).
+    assert "linus" not in results
+    assert "not graded, nothing stored: " in done.stderr and "linus" in done.stderr and "symbolic link" in done.stderr
     assert "symbolic link" in results["zack"].problem and results["zack"].score == 0
 
 
@@ -515,3 +518,30 @@ def test_a_zip_that_holds_no_hand_in_is_named_as_the_zip_not_a_temporary_folder(
         find_submissions([empty], ASSIGNMENT, "attention", tmp_path)
     with pytest.raises(LayoutError, match=r"it holds class\.zip: pass that zip instead"):
         find_submissions([outer], ASSIGNMENT, "attention", tmp_path)
+
+
+@pytest.mark.parametrize("layout", ["nbgrader", "flat"])
+def test_the_released_notebook_handed_in_untouched_beside_the_worked_py_is_not_graded(tmp_path, layout):
+    """`nbgrader submit` hands in the whole folder: the .py the student worked in, and the released notebook as it
+    came. Both defined the same nine functions, and the notebook was graded: 0, with advice to delete the template's
+    raise lines. A function that only raises NotImplementedError is not written: the .py is graded."""
+    folder = tmp_path / "class" / ("submitted/ann/w07_attention" if layout == "nbgrader" else "ann")
+    folder.mkdir(parents=True)
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Attention"),
+                                               nbformat.v4.new_code_cell("%matplotlib inline\n" + STUB.read_text())])
+    nbformat.write(notebook, folder / "attention.ipynb")
+    shutil.copy(PLAIN, folder / "attention.py")
+    if layout == "nbgrader":
+        (folder / "timestamp.txt").write_text("2026-11-20 18:00:00.000000 UTC\n")
+    found = find_submissions([tmp_path / "class"], "w07_attention", "attention", tmp_path)
+    assert [(f.student, f.path.name) for f in found] == [("ann", "attention.py")], found
+    assert "graded attention.py, not attention.ipynb (the file that writes the most functions" in found[0].note
+
+
+def test_a_file_over_the_size_limit_is_told_what_to_take_out_for_its_kind():
+    """A 60 MB .py had been told to clear its notebook's outputs."""
+    from autograder.grading.handin import over_size_limit
+
+    assert "clear the notebook's outputs" in over_size_limit("ann.ipynb", 60_000_000)
+    told = over_size_limit("ann.py", 60_000_000)
+    assert told.startswith("ann.py is 60 MB, over the 50 MB limit; take out the data") and "notebook" not in told

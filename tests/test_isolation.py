@@ -93,6 +93,28 @@ def test_no_child_can_have_the_kernel_signal_the_zygote_or_make_namespaces(job, 
     assert all(ignored >> (number - 1) & 1 for number in (signal.SIGINT, signal.SIGTERM, signal.SIGIO)), hex(ignored)
 
 
+def test_no_child_can_change_the_limits_or_scheduling_the_next_child_inherits(job, tmp_path):
+    """prlimit on the zygote (same user, so the kernel allowed it) lowered its hard limits: later students got
+    MemoryError at their own lines, or no worker at all. setpriority and sched_* on it starved them."""
+    zygote = job.sandbox.zygote_pid()
+    before = (_limits(zygote), os.getpriority(os.PRIO_PROCESS, zygote), os.sched_getscheduler(zygote),
+              os.sched_getaffinity(zygote))
+    note = job.grade(read_submission(attack(tmp_path, "change_zygote_state"))).problem
+    for what in ("data", "address space", "read limits", "idle", "pin", "nice", "nice everyone"):
+        assert f"{what}: denied (PermissionError)" in note, note
+    assert "own: worked" in note, note
+    after = (_limits(zygote), os.getpriority(os.PRIO_PROCESS, zygote), os.sched_getscheduler(zygote),
+             os.sched_getaffinity(zygote))
+    assert after == before
+    assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
+    assert job.sandbox.zygote_pid() == zygote
+
+
+def _limits(pid: int) -> str:
+    with open(f"/proc/{pid}/limits") as limits:
+        return limits.read()
+
+
 def _signal_mask(pid: int, field: str) -> int:
     with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1], 16) for line in status if line.startswith(f"{field}:"))

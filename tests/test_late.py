@@ -188,7 +188,7 @@ def test_blackboard_times_are_read_on_the_institutions_clock_however_the_due_tim
 def test_grade_shows_each_total_after_the_late_rule_and_names_hand_ins_timed_by_their_files(tmp_path):
     course = _course(tmp_path, **RULE)
     times = {"ontime": "2026-11-20 20:00:00.000000 -0500", "late": "2026-11-22 11:00:00.000000 -0500",
-             "garbled": "yesterday-ish", "untimed": None}
+             "early": "2026-11-19 09:00:00.000000 -0500", "garbled": "yesterday-ish", "untimed": None}
     for student, stamp in times.items():
         folder = tmp_path / "course" / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
@@ -199,16 +199,20 @@ def test_grade_shows_each_total_after_the_late_rule_and_names_hand_ins_timed_by_
     assert done.returncode == 0, done.stderr
     rows = {line.split()[0]: line for line in done.stdout.splitlines()
             if line.split()[:1] and line.split()[0] in times and not line.startswith(" ")}  # not the legend
+    assert "garbled" not in rows  # held back: no result to list
     assert rows["ontime"].split()[1:4] == ["100", "/", "100"] and "late" not in rows["ontime"]
     assert rows["late"].split()[1:4] == ["80", "/", "100"] and "late (−20)" in rows["late"]  # 2 started days × 10 %
     assert "late (−N): handed in after the due time" in done.stdout  # the legend says what the flag means
     exported = run_cli("export", "csv", "--db", "g.db", "--course", course, cwd=tmp_path)
     totals = {row["student"]: float(row["total"]) for row in csv.DictReader(io.StringIO(exported.stdout))}
-    assert {student: float(rows[student].split()[1]) for student in times} == totals  # as every export says
+    # garbled's timestamp.txt cannot be read: held back, not stored at its file's time (it had been late −100).
+    assert "garbled" not in totals
+    assert {student: float(rows[student].split()[1]) for student in times if student != "garbled"} == totals
     # Every output says so too: a due time added after grading had zeroed such hand-ins in an LMS file unsaid.
-    assert "the late rule cuts 2 totals by the hand-in's file modification time, which copying or extracting the " \
-           "class folder changes (garbled, untimed)" in exported.stderr, exported.stderr
-    assert "garbled: timestamp.txt could not be read" in done.stderr and "fix timestamp.txt" in done.stderr
+    assert "the late rule cuts 1 total by the hand-in's file modification time, which copying or extracting the " \
+           "class folder changes (untimed)" in exported.stderr, exported.stderr
+    assert "not graded, nothing stored: garbled: timestamp.txt could not be read ('yesterday-ish' is not a time" \
+           in done.stderr and "; fix timestamp.txt and grade again" in done.stderr, done.stderr
     assert "1 hand-in has no timestamp.txt" in done.stderr and "(untimed)" in done.stderr
 
 
@@ -217,9 +221,17 @@ def test_grade_shows_each_total_after_the_late_rule_and_names_hand_ins_timed_by_
 
 @pytest.mark.parametrize("text", ["2026-11-30 20:46:00.123456 UTC", "2026-11-30 21:46:00.123456 +0100",
                                   "2026-11-30 15:46:00.123456 America/New_York", "2026-11-30T20:46:00.123456Z",
-                                  "2026-11-30 20:46:00.123456"])
+                                  "2026-11-30 20:46:00.123456", "\ufeff2026-11-30 20:46:00.123456 UTC\r\n"])
 def test_nbgrader_timestamps_are_read_in_utc(text):
+    # The last as an editor on Windows saves it: a byte order mark, CRLF. It had been unreadable.
     assert parse_timestamp(text) == datetime.datetime(2026, 11, 30, 20, 46, 0, 123456, tzinfo=datetime.UTC)
+
+
+@pytest.mark.parametrize("text", ["2026-13-45 99:99:99 UTC", "2026-11-20 25:00:00 UTC", "2026-02-30 10:00:00 UTC"])
+def test_a_timestamp_of_no_real_time_is_refused_with_what_to_do(text):
+    """Of nbgrader's form, but no such time: it had stopped `grade` for the whole class with a traceback."""
+    with pytest.raises(TimeError, match="is no real time .*; write the time the hand-in came in"):
+        parse_timestamp(text)
 
 
 @pytest.mark.parametrize("text", ["2026-07-30 16:46:00.5 EDT", "2026-07-30 13:46:00.5 PDT",

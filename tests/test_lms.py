@@ -108,6 +108,31 @@ def test_blackboard_file_is_tab_delimited_with_username_and_the_column_id(stored
                         ["Turing", "Alan", "aturing", "S-3", "0"]]  # no hand-in: 0, as the course chose
 
 
+def test_the_column_id_is_read_from_the_lms_download_used_as_the_roster_and_checked_against_it(stored):
+    """Blackboard's Grade Center download names each column's id in its header: without --column-id the file had
+    made a second column of the same title, and a mistyped id (or one copied from the README) was written as it
+    came. Moodle, whose import maps columns by hand, had taken --column-id and ignored it."""
+    title = load_course(ROOT / "course.yaml").assignment(ASSIGNMENT).title
+    (stored / "gc.csv").write_text("Last Name,First Name,Username,Student ID,Last Access,"
+                                   f"{title} [Total Pts: 100 Score] |1234567,Quiz 1 [Total Pts: 5 Score] |1234570\n"
+                                   "Lovelace,Ada,s1,S-1,,,\nHopper,Grace,s2,S-2,,,\n")
+
+    def export(lms, *extra):
+        return run_cli("export", lms, "--roster", stored / "gc.csv", "--out", stored / f"out-{lms}", "--db",
+                       stored / "grades.db", "--course", ROOT / "course.yaml", *extra)
+    done = export("blackboard")
+    assert done.returncode == 0 and f"the roster's own column '{title}' has the id 1234567" in done.stderr, done.stderr
+    header = (stored / "out-blackboard").read_text(encoding="utf-8").splitlines()[0].split("\t")
+    assert header[-1] == f"{title} [Total Pts: {POINTS} Score] |1234567"
+    done = export("blackboard", "--column-id", "_77_1")
+    assert done.returncode == 2 and "--column-id _77_1 is none of the columns the roster's header names (" \
+        f"{title} (1234567), Quiz 1 (1234570))" in done.stderr, done.stderr
+    assert export("blackboard", "--column-id", "1234570").returncode == 0
+    done = run_cli("export", "moodle", "--roster", stored / "roster.csv", "--db", stored / "grades.db", "--course",
+                   ROOT / "course.yaml", "--out", stored / "m.csv", "--column-id", "77")
+    assert done.returncode == 2 and "--column-id is not read by Moodle" in done.stderr, done.stderr
+
+
 @pytest.mark.slow  # a subprocess or a sandbox of its own for one test: make test runs it
 def test_a_roster_without_the_lms_identity_is_refused_naming_the_students(stored):
     (stored / "roster.csv").write_text("student,name\ns1,Ada\ns2,Grace\n")
@@ -115,6 +140,19 @@ def test_a_roster_without_the_lms_identity_is_refused_naming_the_students(stored
                    "--course", ROOT / "course.yaml", "--out", stored / "x.xls")
     assert done.returncode == 2 and "2 students have none of username" in done.stderr and "s1, s2" in done.stderr
     assert not (stored / "x.xls").exists()
+
+
+@pytest.mark.parametrize("lms", ["canvas", "moodle", "blackboard"])
+def test_a_roster_that_matches_no_graded_student_writes_nothing(stored, lms):
+    """Another course's roster, or ids of another form: every row blank and "No hand-in was graded.", which an
+    upload would have written over the LMS's grades, exit 0 with a warning."""
+    (stored / "roster.csv").write_text(ROSTER.replace("s1,", "x1,").replace("s2,", "x2,"))
+    out = stored / f"x-{lms}"
+    done = run_cli("export", lms, "--roster", stored / "roster.csv", "--db", stored / "grades.db",
+                   "--course", ROOT / "course.yaml", "--out", out)
+    assert done.returncode == 2 and "none of its 3 students is one with a result, and 3 with a result are not on it" \
+        in done.stderr and "nothing was written" in done.stderr, done.stderr
+    assert not out.exists()
 
 
 def test_names_and_feedback_cannot_start_a_formula_but_identities_stay_exact():

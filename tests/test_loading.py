@@ -17,6 +17,7 @@ import sys
 import warnings
 
 import nbformat
+import numpy as np
 import pytest
 
 from autograder.authoring.protocol import Call
@@ -437,6 +438,40 @@ def test_a_slow_cell_keeps_its_definitions_and_what_the_functions_read():
                  "import time; time.sleep(3)")
     assert definitions_of(decorated, set()) == "import functools\n@functools.lru_cache(maxsize=None)\ndef f(n):\n" \
                                                "    return n\n"  # its decorator kept; a line that also sleeps not
+
+
+def test_a_slow_cell_keeps_its_def_whatever_its_demo_reads_after_it():
+    """`def softmax` then a 25 s benchmark in one answer cell: what the benchmark read after the def (`_t0`) was taken
+    for what the functions read, so the benchmark was kept, stopped again, and the cell skipped whole, def and all
+    (−41 points). A demo before the def keeps only what it sets that the cell's code before the def reads."""
+    from autograder.sandbox.slow_cells import definitions_of, read_by_functions
+
+    after = "def softmax(S):\n    return S\nimport time\n_t0 = time.time()\nwhile time.time() - _t0 < 25:\n    _ = 1\n"
+    before = ("import time\n_t0 = time.time()\nwhile time.time() - _t0 < 25:\n    _ = 1\n"
+              "def context(A, V):\n    return A\n")
+    for source, kept in ((after, "def softmax(S):\n    return S\nimport time\n\n\n\n"),
+                         (before, "import time\n_t0 = time.time()\n\n\ndef context(A, V):\n    return A\n")):
+        assert definitions_of(source, read_by_functions([source])) == kept
+
+
+@pytest.mark.parametrize("demo", ["time.sleep(30)", "for _ in range(10**9):\n    pass"])
+def test_a_py_whose_demo_after_its_functions_runs_past_the_limit_is_graded_on_its_definitions(sandbox, suite, tmp_path,
+                                                                                              demo):
+    """A .py that trains a model or sleeps after its functions stopped at the load limit, as `import` would, and
+    had 0 points; the same code as a notebook had 100. Loaded once more with its definitions alone, it is graded,
+    with a note; a file that is nothing but the demo still does not load."""
+    path = tmp_path / "attention.py"
+    path.write_text(PLAIN.read_text() + f"\n\nimport time\n{demo}\n")
+    with Session(sandbox, read_submission(path).worker_spec("attention"), Limits(load_seconds=0.5)) as session:
+        load = session.open()
+        assert not load.stopped and load.trimmed == (("the file", None),) and "softmax" in load.functions, load
+        assert session.call(Call("softmax", (np.zeros((1, 2)),))).value.tolist() == [[0.5, 0.5]]
+    notes = load_notes(load, True, read_submission(path), {"softmax"})
+    assert any("only its definitions were run" in note and '`if __name__ == "__main__":`' in note for note in notes)
+    path.write_text(f"import time\n{demo}\n")
+    with Session(sandbox, read_submission(path).worker_spec("attention"), Limits(load_seconds=0.5)) as session:
+        load = session.open()
+    assert load.hung and load.stopped and not load.trimmed, load
 
 
 def test_a_slow_cell_keeps_the_calls_that_set_its_libraries_up_and_not_a_figures():

@@ -741,13 +741,14 @@ def test_a_softmax_that_raises_for_its_last_row_only_loses_its_own_point_and_att
 
 def test_weights_changed_in_place_cost_additive_score_its_points(grade_once, tmp_path):
     # W_q doubled in place, the answer compensated: right scores, the caller's weights changed. It had 100/100.
+    # Every call shows it; it costs one check, the first (grading.changed_arguments).
     snippet = ("_additive_score = additive_score\n\n"
                "def additive_score(Q, K, W_q, W_k, v, b):\n    W_q *= 2.0\n"
                "    return _additive_score(Q, K, W_q / 2.0, W_k, v, b)\n")
     path = tmp_path / "doubles_w_q.py"
     path.write_text(PLAIN.read_text() + "\n\n" + snippet)
     failed = [t for t in grade_once(path).tests if t.status != "passed"]
-    assert [t.name for t in failed] == ["additive_score.matches_reference"], [(t.name, t.message) for t in failed]
+    assert [t.name for t in failed] == ["additive_score.lecture_formula"], [(t.name, t.message) for t in failed]
     assert "changed its argument W_q in place" in failed[0].message
 
 

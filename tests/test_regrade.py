@@ -210,6 +210,18 @@ def test_grades_table_shows_the_hand_in_that_counts_as_the_exports_do(tmp_path):
     assert "the hand-in that counts under `submissions: best`" in done.stdout
 
 
+def test_replay_runs_the_hand_in_that_counts_and_says_which(tmp_path):
+    """Under `policy: best` replay ran the latest hand-in's file (0 * x) and said the stored verdict, the counted
+    hand-in's pass, "reproduces" a fail. It replays the counted one, from the bytes the store kept of it."""
+    course = _course(tmp_path, "    submissions: {policy: best}\n")
+    folder = tmp_path / "class"
+    for body, when in (("2 * x", 1.70e9), ("0 * x", 1.71e9)):  # the same file changed: hand-in 2 replaces it
+        _cli("grade", "tiny", _class(folder, {"multi": body}, when), course=course)
+    done = _cli("replay", "multi", "double.matches_reference", course=course)
+    assert "replaying hand-in 1 of multi's 2, the one that counts (policy: best)" in done.stderr, done.stderr
+    assert "changed since" not in done.stderr and "passed" in done.stdout and "failed" not in done.stdout, done.stdout
+
+
 def test_an_earlier_hand_in_graded_last_is_not_shown_as_the_one_that_counts(tmp_path):
     # Under the default policy (the last handed in counts) the table showed the result graded last.
     course = _course(tmp_path)
@@ -222,14 +234,16 @@ def test_an_earlier_hand_in_graded_last_is_not_shown_as_the_one_that_counts(tmp_
 
 def test_a_mended_timestamp_makes_no_second_later_hand_in_of_the_same_file(tmp_path):
     """timestamp.txt unreadable: the file's own time stood in, and `grade` said to mend it and grade again. The
-    mended time made a second hand-in of the same bytes, and the file's time (later) counted, late, for good."""
+    mended time made a second hand-in of the same bytes, and the file's time (later) counted, late, for good.
+    Now nothing is stored until the time can be read (found.held_for_their_time)."""
     course = _course(tmp_path, '    due: "2026-11-20T23:59:00+00:00"\n    late: {penalty_per_day: 0.5}\n')
     folder = tmp_path / "submitted" / "badts" / "tiny"
     folder.mkdir(parents=True)
     (folder / "tiny.py").write_text("def double(x):\n    return 2 * x\n")
     (folder / "timestamp.txt").write_text("yesterday-ish")
-    first = _cli("grade", "tiny", tmp_path / "submitted", course=course)
-    assert "timestamp.txt could not be read" in first.stderr
+    first = run_cli("grade", "tiny", tmp_path / "submitted", "--course", course, "--db", course.parent / "grades.db")
+    assert first.returncode != 0 and "not graded, nothing stored: badts: timestamp.txt could not be read" in \
+        first.stderr and "fix timestamp.txt and grade again" in first.stderr, first.stderr
     (folder / "timestamp.txt").write_text("2026-11-20 21:00:00.000000 UTC")
     _cli("grade", "tiny", tmp_path / "submitted", course=course)
     history = [json.loads(line) for line in _cli("history", "tiny", "badts", "--json", course=course)

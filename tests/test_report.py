@@ -183,6 +183,29 @@ def test_public_failures_show_their_example_and_the_idea(reported):
     assert "Subtract each row&#39;s maximum before exponentiating" in section
 
 
+def test_an_example_of_several_calls_says_the_message_names_the_one_that_failed(tmp_path):
+    """A check that made two calls before the one that failed showed three examples, each "was called with ...
+    and returned", as if all three had failed, beside a message quoting the third's input."""
+    from autograder.authoring.checks import CheckFailed
+    from autograder.authoring.protocol import Call, Reply
+    from autograder.grading.attempt import Attempt
+    from autograder.grading.examples import example_json
+    from autograder.outputs.report import write_reports
+
+    calls = [(Call("double", (np.array([float(n)]),)), Reply(value=np.array([2.0 * n]))) for n in (1, 2)]
+    calls.append((Call("double", (np.array([3.0]),)), Reply(value=np.array([5.0]))))
+    tried = Attempt("failed", "double([3.]) returned [5.], expected [6.]", calls=calls,
+                    failure=CheckFailed("wrong", np.array([6.0]), np.array([5.0])))
+    check = CheckResult("double.small", "double", "public", "failed", 0.0, 1.0, tried.message,
+                        example=example_json("public", tried, None))
+    result = SubmissionResult("ann", "tiny", "ann.py", "ab" * 32, "v", 1, "bwrap", (check,))
+    write_reports("tiny", [result], tmp_path)
+    for page in ("ann.html", "ann.md"):
+        text = (tmp_path / "feedback" / page).read_text()
+        assert "last 3 calls, the message above says which input failed" in text, text
+        assert "Call 1: " in text and "Call 3: " in text
+
+
 def test_hidden_check_inputs_are_absent_from_every_student_file(reported, sandbox, suite):
     """Re-run every hidden check with each student's stored seed, as the grader did, and look for its inputs."""
     _, out, db, files, _ = reported

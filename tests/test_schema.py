@@ -22,7 +22,7 @@ import pytest
 from autograder.grading.results import CheckResult, SubmissionResult, flags
 from autograder.grading.schema import described, fields_of, from_plain, to_plain
 from autograder.grading.store import Store, StoreError
-from autograder.outputs import grades_csv, gradescope
+from autograder.outputs import grades_csv, gradescope, terminal
 
 from conftest import PLAIN, ROOT, repository_env
 
@@ -106,6 +106,21 @@ def test_the_new_fields_are_columns_of_grades_csv():
     assert (row["lab_group"], row["regraded"], row["weight"], row["tags"]) == ("4", "1", "0.250", "late-ok; viva")
     assert header[:4] == ["student", "total", "max", "f()"] and row["total"] == "2" and row["f()"] == "2"
     assert len(header) == len(row) == len(set(header))  # header and cells from one list of columns
+
+
+def test_students_are_listed_as_a_roster_lists_them_whatever_their_case(tmp_path):
+    """The store, grades.csv and the terminal summary list "adam" before "Zoe", as a roster and an LMS do."""
+    ids = ["Zoe", "adam", "Bea", "carl"]
+    with Store(tmp_path / "grades.db", kind=LabResult) as store:
+        for student in ids:
+            store.save(_lab_result(student))
+        stored = [r.student for r in store.results("w01")]
+    stream = io.StringIO()
+    grades_csv.write_csv([_lab_result(s) for s in ids], stream)
+    summary = terminal.format_summary([terminal.summary_row(_lab_result(s), None) for s in ids])
+    listed = [line.split()[0] for line in summary.splitlines()[1:5]]
+    assert stored == [row["student"] for row in csv.DictReader(io.StringIO(stream.getvalue()))] == listed == \
+        ["adam", "Bea", "carl", "Zoe"]
 
 
 def test_the_new_fields_reach_results_json_in_extra_data():

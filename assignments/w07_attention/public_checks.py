@@ -259,16 +259,13 @@ def apply_mask_hidden_become_neg_inf(t):
 
 
 def apply_mask_input_unchanged(t):
-    """apply_mask returns the masked scores in a new array and leaves its input S unmodified."""
+    """apply_mask returns the masked scores in a new array and leaves its input S unmodified. It carries
+    apply_mask's arguments changed in place, whichever check's call showed the change (a fill in place for a mask
+    that broadcasts only)."""
     S, allowed = normal(t.rng, (3, 4)), mask_rows(t.rng, (3, 4))
-    reply = t.call("apply_mask", S, allowed, return_inputs=True)
-    if reply.raised is not None:
-        raise_for("apply_mask", reply)
-    if not np.array_equal(reply.inputs[0], S):
-        raise CheckFailed("apply_mask changed its input S in place; work on a copy "
-                          "(e.g. np.where(allowed, S, -np.inf)) so the caller's scores survive")
-    # The masked copy is the definition of apply_mask (slide 20), so checking it needs no reference.
-    expect_close(reply.value, np.where(allowed, S, -np.inf), t.tol(np.float64),
+    # The grader reads S back after every call (course.yaml `arguments_unchanged`; grading.changed_arguments). The
+    # masked copy is the definition of apply_mask (slide 20), so checking it needs no reference.
+    expect_close(t.returned("apply_mask", S, allowed), np.where(allowed, S, -np.inf), t.tol(np.float64),
                  "apply_mask(S, allowed), which left S unchanged as it should,")
 
 
@@ -524,7 +521,7 @@ CHECKS = [
     Check("causal_mask.lower_triangle", causal_mask_lower_triangle),
     Check("padding_mask.lecture_lengths", padding_mask_lecture_lengths),
     Check("apply_mask.hidden_become_neg_inf", apply_mask_hidden_become_neg_inf),
-    Check("apply_mask.input_unchanged", apply_mask_input_unchanged),
+    Check("apply_mask.input_unchanged", apply_mask_input_unchanged, charges_changes=True),
     Check("softmax.lecture_example", softmax_lecture_example),
     Check("softmax.rows_sum_to_one", softmax_rows_sum_to_one),
     Check("softmax.masked_weights_are_zero", softmax_masked_weights_are_zero),

@@ -7,19 +7,17 @@ the whole `Reply`), judges the value with the `expect_*` functions, and raises `
 message in the course's words (a returned value goes into it as `shown(value)`, which writes any
 value, an int of 100,000 digits too); `CHECKS` lists them as `Check("f.aspect", name, sizes=...)`. A
 misconception catalogue defines `CATALOGUE = Catalogue(...)` of `Misconception`s. The modules behind
-these names (checks, compare, gradients, inputs, misconceptions, protocol) are the implementation; a check file
-imports only this package. Nothing here starts a process or touches the sandbox.
+these names (checks, compare, error_paths, exact, gradients, inputs, misconceptions, protocol) are the
+implementation; a check file imports only this package. Nothing here starts a process or touches the sandbox.
 """
 from autograder.authoring.checks import (
     Check,
     CheckFailed,
-    Inputs,
     Sizes,
     StudentError,
     Tolerance,
     Trial,
     called_with,
-    expect_error_path,
     raise_for,
 )
 from autograder.authoring.compare import (
@@ -34,6 +32,7 @@ from autograder.authoring.compare import (
     precision_of_factors,
     shown,
 )
+from autograder.authoring.error_paths import Inputs, expect_error_path
 from autograder.authoring.exact import expect_equal_mask, expect_exact_zeros
 from autograder.authoring.gradients import expect_gradients
 from autograder.authoring.inputs import mask_rows, normal

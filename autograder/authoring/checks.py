@@ -155,6 +155,9 @@ class Check:
     slow_hint: what a student whose call was stopped at the check's time
         limit should change, in the assignment's words; without one, the
         grader gives UNENDING_HINT.
+    charges_changes: this check carries its function's arguments changed in
+        place, in whichever check's call the change showed (course.yaml
+        `arguments_unchanged`; grading.changed_arguments).
     """
 
     name: str
@@ -162,6 +165,7 @@ class Check:
     uses: tuple[str, ...] = ()
     sizes: Sizes | None = None
     slow_hint: str = ""
+    charges_changes: bool = False
 
     @property
     def function(self) -> str:
@@ -203,6 +207,10 @@ class Trial:
     class_seed: int = 0
     calls: list = field(default_factory=list)  # (Call, Reply) in order, for replays and examples
     remember: Callable[[Callable], Callable] | None = None  # see `reused`
+    # Every call's arguments are read back after it (course.yaml `arguments_unchanged`), and a function that
+    # changed an array argument in place goes into `changed` as (function, message): the grader charges it once.
+    arguments_unchanged: bool = False
+    changed: list = field(default_factory=list)
 
     def call(self, function: str, *args, as_tensors: bool = False, backward=None,
              return_inputs: bool = False, **kwargs) -> Reply:
@@ -210,9 +218,15 @@ class Trial:
 
         The keyword options are Call's; every other keyword goes to the function.
         """
+        return_inputs = return_inputs or self.arguments_unchanged
         request = Call(function, args, kwargs, as_tensors, backward, return_inputs, self.seconds)
         reply = self.call_function(request)
         self.calls.append((request, reply))
+        if self.arguments_unchanged and reply.inputs is not None:
+            change = _changed_argument((*args, *kwargs.values()), reply.inputs)
+            if change is not None:  # named only now: a signature costs more than the comparisons
+                name = (_argument_names(self.ref, function, args) + list(kwargs))[change]
+                self.changed.append((function, _changed_message(function, name)))
         return reply
 
     def returned(self, function: str, *args, **kwargs):
@@ -280,14 +294,49 @@ def called_with(ref, function: str, args: tuple, kwargs: dict) -> str:
     error's message adds, so the student sees which input their code refused. The names are the reference's
     parameters where it has the function, else the arguments are numbered."""
     given = {name: value for name, value in kwargs.items() if name not in _CALL_OPTIONS}
+    named = list(zip(_argument_names(ref, function, args), args))
+    parts = [f"{name}: {_kind_of(value, kwargs.get('as_tensors'))}" for name, value in named + list(given.items())]
+    return f" (given {', '.join(parts)})" if parts else ""
+
+
+def _argument_names(ref, function: str, args: tuple) -> list[str]:
+    """The names of `args`: the reference's parameters where it has `function`, else "argument 1", ...."""
     target = getattr(ref, function, None)
     try:
         names = list(inspect.signature(target).parameters)[:len(args)] if callable(target) else []
     except (TypeError, ValueError):
         names = []
-    named = [(names[i] if i < len(names) else f"argument {i + 1}", value) for i, value in enumerate(args)]
-    parts = [f"{name}: {_kind_of(value, kwargs.get('as_tensors'))}" for name, value in named + list(given.items())]
-    return f" (given {', '.join(parts)})" if parts else ""
+    return [names[i] if i < len(names) else f"argument {i + 1}" for i in range(len(args))]
+
+
+def _changed_argument(sent: tuple, after: tuple) -> int | None:
+    """The place of the first array argument a call changed in place, or None. sent: the arguments as sent,
+    positional then keyword in the call's order; after: the same arguments as the call left them."""
+    for place, (before, now) in enumerate(zip(sent, after)):
+        if isinstance(before, np.ndarray) and not (
+                isinstance(now, np.ndarray) and now.dtype == before.dtype and now.shape == before.shape
+                and (same_bytes(now, before) or np.array_equal(now, before, equal_nan=before.dtype.kind in "fc"))):
+            return place
+    return None
+
+
+def _changed_message(function: str, name: str) -> str:
+    return (f"{function} (or a function it calls) changed its argument {name} in place (an in-place operation such "
+            f"as `{name} -= 1`, `{name}[...] = ...` or `np.logical_not({name}, out={name})` on np.asarray({name}), or "
+            f"a tensor method ending in `_`, works on the caller's array); compute into a new array so the caller's "
+            f"{name} is left as it was")
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two arrays of one dtype and shape hold the same bytes: as bytes where they are small, else compared in
+    place as integers of their size, which is ten times faster than comparing their values at T = 512."""
+    unsigned = _UNSIGNED.get(a.dtype.itemsize)
+    if unsigned is None or a.nbytes < 1 << 16 or a.dtype.hasobject:
+        return a.tobytes() == b.tobytes()
+    return bool(np.array_equal(a.view(unsigned), b.view(unsigned)))
 
 
 def _kind_of(value, as_tensor: bool = False) -> str:
@@ -333,50 +382,3 @@ def environment_hint(raised) -> str:
 # What Python raises for a connection or a name lookup on a machine without a network (urllib, socket, requests).
 _NO_NETWORK = ("URLError", "gaierror", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
                "ConnectionAbortedError", "NewConnectionError", "MaxRetryError")
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """The arguments of one call: `args` positional, `kwargs` by keyword."""
-
-    args: tuple
-    kwargs: dict = field(default_factory=dict)
-
-
-def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, valid: Inputs, *,
-                      what: str, advice: str, valid_what: str, valid_advice: str):
-    """An error path: `function` raises `exception` (a type name) on `invalid` and returns on `valid`, its
-    neighbour (the same input with the fault removed). Returns the valid call's value, for the check to compare.
-
-    Both calls are made before either is judged, the valid one first, so the calls never depend on the
-    answers. When the valid input raises too, that is the message: the function raises on ordinary input,
-    so its exception says nothing about the invalid one. what/valid_what: name the two inputs; advice: why
-    raising is right, for a function that returns instead; valid_advice: when raising is right, for a
-    function that raises `exception` on the valid input.
-    """
-    ordinary = t.call(function, *valid.args, **valid.kwargs)
-    faulty = t.call(function, *invalid.args, **invalid.kwargs)
-    if ordinary.raised is not None:
-        if ordinary.raised.type in ("NotImplementedError", "SystemExit"):
-            raise_for(function, ordinary)
-        raise CheckFailed(_raises_on_ordinary_input(function, ordinary.raised, faulty.raised, exception, valid_what,
-                                                    valid_advice))
-    if faulty.raised is None:
-        raise CheckFailed(f"{what} returned instead of raising {exception}; {advice}",
-                          got=faulty.value if isinstance(faulty.value, np.ndarray) else None)
-    if not faulty.raised.is_a(exception):
-        raise CheckFailed(f"{what} raised {faulty.raised.describe(called=function)}; expected {exception}")
-    return ordinary.value
-
-
-def _raises_on_ordinary_input(function: str, raised, also_raised, exception: str, what: str, advice: str) -> str:
-    """The message for a function that raised on the valid neighbour of an error case (see expect_error_path)."""
-    message = (f"{function} raises on ordinary input: {what} raised {raised.describe(called=function)}"
-               f"{environment_hint(raised)}").rstrip(".")  # a library's message may end its sentence
-    if not raised.is_a(exception):
-        return f"{message}; this check needs the right values there before it can judge the error case"
-    if also_raised is None:  # raises where it should return, returns where it should raise
-        return f"{message}; {advice}"
-    if raised.own is False:  # NumPy's (or another library's) error at that line: no raise of the student's to move
-        return f"{message}; the code that line calls raised it, not a raise statement of yours"
-    return f"{message} (if this {exception} is your own, {advice})"

@@ -348,11 +348,12 @@ def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: s
                if got.dtype.kind == "f" and (got < 0).any() else "normalize over the last axis" + advice)
         if np.all(np.abs(sums[bad] - 1.0) < NEAR_ONE):
             how = ("each is within 1 % of 1, but misses it by more than rounding could (at most "
-                   f"{allowed:.2g}): something small was added, such as an epsilon in the denominator; divide "
-                   "each weight by exactly its row's sum")
+                   f"{allowed:.2g}): something small was added, such as an epsilon in the denominator, or the "
+                   "weights were rounded; divide each weight by exactly its row's sum, and return it unrounded")
         how = f"it holds NaN (look for inf - inf or 0 / 0 in the row); {how}" if np.isnan(sums[where]) else how
+        off = "" if not np.isfinite(sums[where]) else f", {abs(sums[where] - 1.0):.2g} from 1"
         raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} rows do not sum to 1, e.g. row {where} "
-                          f"sums to {sums[where]:.8g}; {how}", got=got)
+                          f"sums to {sums[where]:.8g}{off}; {how}", got=got)
 
 
 def _expect_same_nonfinite(flat, exp64, what, expected, got, index, block: int = BLOCK) -> None:

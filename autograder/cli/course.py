@@ -28,7 +28,7 @@ from autograder.grading.suite import load_suite, suite_version
 from autograder.outputs import ExportError, lms, replaced_whole
 from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
 from autograder.outputs.progress import Progress, starting
-from autograder.outputs.roster import read_roster
+from autograder.outputs.roster import lms_columns, read_roster
 from autograder.text import counted, safe
 
 
@@ -168,18 +168,24 @@ def _export_lms(args) -> int:
         raise ExportError(f"{args.roster}: {len(nameless)} students have none of {', '.join(kind.identities)}, which "
                           f"{args.lms.capitalize()} finds students by ({_some(nameless)}); add the column and export "
                           "again")
-    column = lms.Column(args.column or settings.title, args.column_id, settings.max_score)
+    column = lms.Column(args.column or settings.title, _column_id(args, settings.title, kind), settings.max_score)
     maximum = lms.above_moodle_maximum(made, column) if kind is lms.MOODLE_WORKSHEET else ""
     if maximum:
         raise ExportError(f"{args.roster}: Moodle's worksheet gives the assignment a maximum grade of {maximum}, but "
                           f"{assignment} is out of {column.points:g}, and Moodle's upload skips every grade above its "
                           f"maximum. Set the assignment's maximum grade in Moodle to {column.points:g} (its settings, "
                           "Grade), download the grading worksheet again, and export with that one")
+    ungraded = [row.student for row in made if row.feedback in lms.NO_GRADE]
+    if unknown and len(ungraded) == len(made):  # uploaded, it would blank every grade and feedback in the LMS
+        raise ExportError(f"{args.roster}: none of its {len(made)} students is one with a result, and "
+                          f"{len(unknown)} with a result are not on it ({_some(unknown, 10)}), so nothing was "
+                          "written: the roster's ids are not the ones graded. Check that it is this course's "
+                          f"roster and that its students are found by the ids {assignment} was graded under, and "
+                          "export again")
     out = args.out or Path(f"{assignment}-{args.lms}{kind.suffix}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with replaced_whole(out) as stream:
         kind.write(made, column, stream)
-    ungraded = [row.student for row in made if row.feedback in lms.NO_GRADE]
     print(safe(f"wrote {len(made)} roster students of {assignment} ({len(made) - len(ungraded)} with a grade; "
                f"{settings.submissions.missing} for {len(ungraded)}{': ' + _some(ungraded, 10) if ungraded else ''}) "
                f"to {out.resolve()}: import it as the LMS documents ({kind.docs})", 2000), file=sys.stderr)
@@ -189,6 +195,29 @@ def _export_lms(args) -> int:
                    f"{', '.join(unknown)}. Add them to the roster (or fix their ids) and export again"),
               file=sys.stderr)
     return 0
+
+
+def _column_id(args, title: str, kind) -> str:
+    """The LMS's id of the column to fill: --column-id, checked against the columns the roster's header names
+    where it is the LMS's own download; else that header's id for the column's title (without one, the LMS
+    makes a second column of that title). Moodle's upload maps its columns by hand: no id is written."""
+    if kind in (lms.FORMATS["moodle"], lms.MOODLE_WORKSHEET):
+        if args.column_id:
+            raise ExportError("--column-id is not read by Moodle, whose import maps each column to a grade item in "
+                              "its preview; leave --column-id out and export again")
+        return ""
+    known = lms_columns(args.roster)
+    title = args.column or title
+    if not args.column_id:
+        if title in known:
+            print(safe(f"the roster's own column {title!r} has the id {known[title]}: writing into it "
+                       "(--column-id picks another)"), file=sys.stderr)
+        return known.get(title, "")
+    if known and args.column_id not in known.values():
+        listed = ", ".join(f"{name} ({number})" for name, number in list(known.items())[:10])
+        raise ExportError(f"--column-id {args.column_id} is none of the columns the roster's header names ({listed}); "
+                          "pass one of those ids, or leave --column-id out to make a new column, and export again")
+    return args.column_id
 
 
 def _with_names(roster: dict, course, gradebook: str | None) -> dict:

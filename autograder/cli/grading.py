@@ -18,7 +18,7 @@ from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_ba
 from autograder.grading.class_imports import class_imports
 from autograder.grading.course import Assignment, CourseError, find_course, load_course
 from autograder.grading.discover import find_submissions, one_students_part
-from autograder.grading.found import Found, LayoutError
+from autograder.grading.found import Found, LayoutError, held_for_their_time
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
@@ -64,7 +64,7 @@ def add_commands(commands) -> None:
         grade.add_argument(flag, metavar="FILE", default="", help=f"with --cluster tls://...: {what}")
     options.results_db(grade)
     grade.add_argument("--force", action="store_true", help="regrade submissions already graded and unchanged")
-    grade.add_argument("--json", action="store_true", help="one Gradescope-style JSON object per line")
+    grade.add_argument("--json", action="store_true", help="one JSON object per line: every field of each result")
     options.course(grade)
     options.sandbox(grade)
     grade.set_defaults(run=_grade)
@@ -96,6 +96,7 @@ def _grade(args) -> int:
         found = find_submissions(args.paths, assignment.name, assignment.module, workdir, skipped)
         if not found:
             raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
+        found = [held_for_their_time(item, assignment.late) for item in found]
         refused, found = [i for i in found if not i.stored], [i for i in found if i.stored]
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         found = _as_stored(found, db, assignment.name)
@@ -169,14 +170,12 @@ def _zoneless(found: list[Found], rule) -> list[str]:
 
 def _timed_by_file(found: list[Found]) -> list[str]:
     """With a due time set: the hand-ins whose submission time is their file's modification time (no
-    timestamp.txt, or one that could not be read), which the late rule then uses although copying or
+    timestamp.txt: a flat folder or an LMS's download), which the late rule then uses although copying or
     extracting the class folder changes it. Said before grading, so the TA can fix the folder first."""
     by_file = [item for item in found if item.submitted_at_source == FILE_TIME]
-    unread = [item for item in by_file if TIMESTAMP_FILE in item.note]
-    lines = [f"{item.student}: {item.note}; fix {TIMESTAMP_FILE} and grade again (a hand-in whose time changed is "
-             "graded again at it)" for item in unread]
-    if len(by_file) > len(unread):
-        rest = sorted(item.student for item in by_file if item not in unread)
+    lines = []
+    if by_file:
+        rest = sorted(item.student for item in by_file)
         times = ("their times from their files' modification times" if len(rest) > 1 else
                  "its time from its file's modification time")
         lines.append(f"{len(rest)} hand-in{'s have' if len(rest) > 1 else ' has'} no {TIMESTAMP_FILE} (a flat folder "

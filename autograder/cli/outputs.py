@@ -29,7 +29,8 @@ def add_commands(commands) -> None:
     to_csv.add_argument("--out", type=Path, help="CSV file to write (default: standard output)")
     to_csv.set_defaults(run=_export_csv)
     to_gradescope = formats.add_parser("gradescope", help="OUT/<student>/results.json in Gradescope's format")
-    to_gradescope.add_argument("--out", type=Path, required=True, help="folder to write the results into")
+    to_gradescope.add_argument("--out", type=Path, required=True, help="folder to write the results into "
+                                                                       "(required; e.g. out/gradescope)")
     to_gradescope.set_defaults(run=_export_gradescope)
     to_nbgrader = formats.add_parser("nbgrader", help="leave an nbgrader course as `nbgrader autograde` would: "
                                                       "autograded notebooks and the gradebook, with our scores")

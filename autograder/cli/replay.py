@@ -7,14 +7,16 @@ from pathlib import Path
 
 from autograder.cli import options
 from autograder.cli.grading import INTERNAL_ERROR_STATUS
+from autograder.grading.attempts import choose, counted_result
 from autograder.grading.boundary import Lost, grade_apart
 from autograder.grading.calibration import cached_reference_times
 from autograder.grading.course import CourseError, find_course, load_course
 from autograder.grading.grader import Grader
 from autograder.grading.handin import FileBytes
+from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
 from autograder.grading.station import Setup, protect
-from autograder.grading.store import Store, stored_results
+from autograder.grading.store import Store, stored_history
 from autograder.grading.submission import read_submission, submission_from_bytes
 from autograder.grading.suite import load_suite
 from autograder.outputs.replay import format_replay
@@ -39,12 +41,18 @@ def add_commands(commands) -> None:
 
 def _replay(args) -> int:
     course = load_course(args.course or find_course())
-    assignment, results = stored_results(options.db_path(args), args.assignment)
-    student = as_stored([args.student], {r.student for r in results}).get(args.student, args.student)  # case folded
-    stored = next((r for r in results if r.student == student), None)
-    if stored is None:
+    assignment, found = stored_history(options.db_path(args), args.assignment)
+    by_student = attempts(found)
+    student = as_stored([args.student], set(by_student)).get(args.student, args.student)  # case folded
+    if student not in by_student:
         raise CourseError(f"no stored result for student {args.student!r} in {assignment}; grade the "
                           "submission first, or check the id with `autograder export csv`")
+    settings = course.assignment(assignment)
+    choice = choose(by_student[student], settings.submissions, settings.late)  # the hand-in every output counts
+    stored = counted_result(choice)
+    if choice.handed_in > 1:
+        print(f"note: replaying hand-in {choice.counted.number} of {student}'s {choice.handed_in}, the one that "
+              f"counts (policy: {settings.submissions.policy})", file=sys.stderr)
     suite = load_suite(course, assignment)
     suite.check(args.check)  # a mistyped name says so here, listing where the names are, before any sandbox starts
     path = args.file or Path(stored.file)
@@ -71,10 +79,13 @@ def _replay(args) -> int:
 
 def _replayed_submission(path: Path, stored, db: Path, given: bool):
     """The hand-in to replay: the file at `path`; where the graded file is gone (a zip's temporary folder, a class
-    folder moved), the bytes the store kept of it (grading.history), read as if from `path`."""
-    if path.is_file():
-        return dataclasses.replace(read_submission(path), student=stored.student)
+    folder moved) or holds another hand-in now (a later one, where an earlier one counts), the bytes the store
+    kept of it (grading.history), read as if from `path`."""
     kept = [] if given else [data for _, data in _kept(db, stored.sha256)]
+    if path.is_file():
+        current = read_submission(path)
+        if given or current.sha256 == stored.sha256 or not kept:
+            return dataclasses.replace(current, student=stored.student)
     if not kept:
         unkept = "" if given else ", and the database kept no copy of it (it keeps hand-ins up to 16 MB)"
         raise CourseError(f"{path} (the file graded for {stored.student}) is gone{unkept}; pass --file with its new "

@@ -28,6 +28,8 @@ class Attempt:
     failure: the CheckFailed raised, whose expected value a public example may show.
     stopped: the CallFailed the sandbox stopped one of its calls with (its `how` says how), or None.
     calls: (Call, Reply) pairs in order; sizes: the sizes the run used.
+    changed: (function, message) for each call that changed an argument in place (Trial.changed), whatever
+    the verdict on its values: grading.changed_arguments charges it once per function.
     """
 
     status: str
@@ -37,6 +39,7 @@ class Attempt:
     stopped: CallFailed | None = None
     calls: list = field(default_factory=list)
     sizes: Sizes | None = None
+    changed: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class SuiteFault(Exception):
 
 def attempt(entry: SuiteCheck, trial: Trial) -> Attempt:
     """Run one check once; raises SuiteFault when the check itself fails."""
-    ran = {"calls": trial.calls, "sizes": trial.sizes}
+    ran = {"calls": trial.calls, "sizes": trial.sizes, "changed": trial.changed}
     try:
         entry.check.run(trial)
     except CheckFailed as failure:

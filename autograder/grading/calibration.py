@@ -152,7 +152,8 @@ def _time_each_check(course: Course, suite: Suite) -> dict[str, ReferenceTime]:
             session = InProcessSession(namespace, suite.assignment.limits)
             try:
                 attempt(entry, Trial(entry.name, check_rng(seed, entry.name), suite.reference, session.call,
-                                     suite.assignment.tolerance, sizes=entry.check.sizes, shared_cache=shared))
+                                     suite.assignment.tolerance, sizes=entry.check.sizes, shared_cache=shared,
+                                     arguments_unchanged=suite.assignment.arguments_unchanged))
             except SuiteFault:
                 pass  # timed as far as it ran; each submission that reaches the fault is an internal error
             slowest = max(session.seconds, default=0.0)

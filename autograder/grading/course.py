@@ -62,6 +62,8 @@ class Assignment:
     submissions: SubmissionPolicy = field(default_factory=SubmissionPolicy)
     # How many sets of randomized inputs the class shares (authoring.seeds.student_seed).
     input_sets: int = INPUT_SETS
+    # Every call's array arguments are read back after it, and one changed in place fails that check (Trial).
+    arguments_unchanged: bool = False
 
     @property
     def max_score(self) -> float:
@@ -156,7 +158,7 @@ class _Reader:
 
     ASSIGNMENT_KEYS = {"title", "module", "source", "solution", "preload", "preload_class_imports", "warmup", "limits",
                        "tolerance", "checks", "written", "due", "late", "extensions", "submissions", "input_sets",
-                       "time_zone"}
+                       "time_zone", "arguments_unchanged"}
     LATE_KEYS = {"penalty_per_day", "grace_minutes", "max_days_late"}
 
     def __init__(self, path: Path):
@@ -230,9 +232,9 @@ class _Reader:
         preload = entry.get("preload", ["numpy"])
         if not isinstance(preload, list) or not all(isinstance(m, str) for m in preload):
             self.fail(_join(key, "preload"), "expected a list of module names")
-        class_imports = entry.get("preload_class_imports", True)
-        if not isinstance(class_imports, bool):
-            self.fail(_join(key, "preload_class_imports"), f"expected true or false, got {class_imports!r}")
+        for switch in ("preload_class_imports", "arguments_unchanged"):
+            if not isinstance(entry.get(switch, True), bool):
+                self.fail(_join(key, switch), f"expected true or false, got {entry[switch]!r}")
         root = self.path.parent
         return Assignment(
             name=name,
@@ -241,7 +243,8 @@ class _Reader:
             source_dir=root / self.text(entry.get("source", f"assignments/{name}"), _join(key, "source")),
             solution_dir=root / self.text(entry.get("solution", f"solutions/{name}"), _join(key, "solution")),
             preload=tuple(preload),
-            preload_class_imports=class_imports,
+            preload_class_imports=entry.get("preload_class_imports", True),
+            arguments_unchanged=entry.get("arguments_unchanged", False),
             limits=self.limits(entry.get("limits", {}), _join(key, "limits"), base_limits),
             tolerance=tolerance,
             checks=self.checks(entry["checks"], _join(key, "checks")),
@@ -373,6 +376,7 @@ def assignment_entry(assignment: Assignment, checks: list[str], folder: str = ".
             "preload": list(assignment.preload), "limits": asdict(assignment.limits),
             "tolerance": {dtype: {"rtol": tol.rtol, "atol": tol.atol}  # `coarser` follows from these on reading
                           for dtype, tol in sorted(assignment.tolerance.items())},
+            "arguments_unchanged": assignment.arguments_unchanged,
             "checks": {name: _check_entry(assignment.checks[name]) for name in checks}}
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from autograder.grading.handin import read_bytes
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
-from autograder.grading.late import FILE_TIME, file_time
+from autograder.grading.late import FILE_TIME, FILE_TIME_INSTEAD, TIMESTAMP_FILE, LateRule, file_time
 from autograder.text import safe
 
 NOTHING_TO_GRADE = "nothing to grade"  # a hand-in with no .py or .ipynb (a PDF alone): graded as 0, said why
@@ -69,13 +69,21 @@ def link_refused(item: Found) -> Found:
     the class folder was copied keeping links (`cp -a`), which the hand-in rule refuses to follow, and a zero for
     the student would stand for the copy, not their work. Its problem is what reading it says (grading.handin).
     The folder the TA passed may itself be a link: it is not the student's part of the path."""
-    below_top = item.root is not None and item.path.parent != Path(item.root)
-    if item.problem or not any(os.path.islink(path) for path in (item.path, *[item.path.parent] * below_top)):
+    if item.problem or not any(os.path.islink(path) for path in _below_the_top(item)):
         return item
     problem = read_bytes(item.path, item.root).error or (
         f"{safe(item.path, 300)} is in a folder that is a symbolic link; replace the link with a copy (or copy the "
         "class folder without keeping links) and grade again")
     return dataclasses.replace(item, problem=problem, stored=False)
+
+
+def _below_the_top(item: Found) -> list[Path]:
+    """The hand-in's file and each folder above it below the layout's top (submitted/<student>/<assignment>/ has two:
+    a student's folder linked in had been graded, at 0), the folder the TA passed left out."""
+    if item.root is None:
+        return [item.path]
+    root = Path(item.root)
+    return [item.path, *[folder for folder in item.path.parents if root in folder.parents]]
 
 
 def unreadable_refused(item: Found) -> Found:
@@ -91,3 +99,13 @@ def timed(item: Found) -> Found:
     no file to grade (a PDF alone), its folder's."""
     return item if item.submitted_at else dataclasses.replace(
         item, submitted_at=file_time(item.path) or file_time(item.path.parent), submitted_at_source=FILE_TIME)
+
+
+def held_for_their_time(item: Found, rule: LateRule) -> Found:
+    """`item`, with a due time set and a timestamp.txt that could not be read, held back: not stored, so that no
+    late penalty from its file's modification time (which copying the class folder changes) reaches a gradebook."""
+    if rule.due is None or item.submitted_at_source != FILE_TIME or not item.note.endswith(FILE_TIME_INSTEAD):
+        return item
+    return dataclasses.replace(item, stored=False, problem=(
+        f"{item.student}: {item.note.removesuffix(FILE_TIME_INSTEAD)}; fix {TIMESTAMP_FILE} and grade again (its "
+        "file's modification time, which copying the class folder changes, would decide whether it is late)"))

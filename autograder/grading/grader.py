@@ -18,6 +18,7 @@ from autograder.authoring.checks import Sizes, Trial
 from autograder.authoring.seeds import check_rng, class_seed
 from autograder.grading import calibration, confirm, explain, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
+from autograder.grading.changed_arguments import charged_for_changes
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import Evidence, diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
@@ -116,7 +117,7 @@ class Grader:
                 again = confirm.to_run_again(judged)
                 if not problem and not again:
                     # Every point is fixed: calls that depend on verdicts may go to this child now.
-                    tests = self.explain(judged, seed, GradedChild(session))
+                    tests = self.explain(charged_for_changes(judged), seed, GradedChild(session))
             killed = session.killed_processes
             if again:  # after the graded session has closed: one submission's processes at a time
                 judged, killed_again, note = self._run_again(spec, seed, load, judged, again)
@@ -130,7 +131,7 @@ class Grader:
             elif again:
                 # Every point is fixed and the graded child is gone: calls that depend on verdicts get a new one.
                 with FreshChild(lambda: self._session(spec)) as fresh:
-                    tests = self.explain(judged, seed, fresh)
+                    tests = self.explain(charged_for_changes(judged), seed, fresh)
                 killed += fresh.killed_processes
         return blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
@@ -169,7 +170,7 @@ class Grader:
             if loading.not_loaded(submission, load, self._graded_functions()):
                 return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
             sent = self._send_all(session, load, seed, prefix)
-        judged = self._judge(entry, load, seed, sent.get(entry.name))
+        judged = charged_for_changes([self._judge(each, load, seed, sent.get(each.name)) for each in prefix])[-1]
         earlier = sum(len(done[1].replies) for name, done in sent.items() if name != entry.name and
                       not isinstance(done, str))
         return Replayed(judged.result, judged.tried, earlier)
@@ -181,7 +182,7 @@ class Grader:
         misconception of failures (in-kernel grading skips it: the points
         are the same). Nothing is shrunk: that needs a fresh child (`grade`).
         """
-        judged = self.judge_checks(session, load, seed, entries)
+        judged = charged_for_changes(self.judge_checks(session, load, seed, entries))
         return self.explain(judged, seed) if explain else [j.result for j in judged]
 
     def judge_checks(self, session, load: LoadReport, seed: int, entries=None,
@@ -323,7 +324,7 @@ class Grader:
         return Trial(name=entry.name, rng=check_rng(seed, entry.name), ref=self._reference,
                      call_function=call_function, tolerance=self.suite.assignment.tolerance, sizes=sizes,
                      seconds=self.time_limits[entry.name].seconds, shared_cache=self._shared,
-                     class_seed=self._class_seed,
+                     class_seed=self._class_seed, arguments_unchanged=self.suite.assignment.arguments_unchanged,
                      remember=self._reference.remembered if self._reference is not None else None)
 
     def _shrink(self, entry: SuiteCheck, child: GradedChild | FreshChild, seed: int, first: Attempt,
@@ -331,11 +332,12 @@ class Grader:
         """The smallest sizes at which a failed randomized check still fails, re-run in `child`.
 
         Not for errors or failures a raise decided (a raise is already small; a template's NotImplementedError
-        fails at every size), nor for checks with their own time limit in course.yaml: those time a fixed large
+        fails at every size), nor an argument changed in place (its re-runs pass on their values, and the change
+        is charged whole), nor for checks with their own time limit in course.yaml: those time a fixed large
         case. Smaller inputs take no longer than the failing run did, so its limit is the re-runs' limit too.
         """
         raised = bool(first.calls) and first.calls[-1][1].raised is not None
-        if first.status != FAILED or raised or entry.check.sizes is None or entry.seconds is not None:
+        if first.status != FAILED or raised or first.changed or entry.check.sizes is None or entry.seconds is not None:
             return None
         if not self._follows_sizes(entry, seed):
             return None

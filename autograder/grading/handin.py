@@ -147,10 +147,10 @@ def _read(fd: int, shown: str) -> FileBytes:
         raise _Refused(f"{shown} is a hard link (the same file has {info.st_nlink} names), so it may be another "
                        "file than the student's; hand in a copy of your file (not a link) and grade again")
     if info.st_size > MAX_BYTES:
-        raise _Refused(_too_large(shown, info.st_size))
+        raise _Refused(over_size_limit(shown, info.st_size))
     data = _read_at_most(fd, MAX_BYTES + 1)
     if len(data) > MAX_BYTES:  # it grew after fstat
-        raise _Refused(_too_large(shown, len(data)))
+        raise _Refused(over_size_limit(shown, len(data)))
     return FileBytes(data, len(data), hashlib.sha256(data).hexdigest())
 
 
@@ -162,9 +162,10 @@ def _read_at_most(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _too_large(shown: str, size: int) -> str:
-    return (f"{shown} is {size / 1e6:.0f} MB, over the {MAX_BYTES >> 20} MB limit; clear the notebook's outputs "
-            "and hand it in again")
+def over_size_limit(shown: str, size: int) -> str:
+    todo = ("clear the notebook's outputs (Edit → Clear Outputs of All Cells), save it" if shown.endswith(".ipynb")
+            else "take out the data written into the file (read it from a file of its own, or compute it)")
+    return f"{shown} is {size / 1e6:.0f} MB, over the {MAX_BYTES >> 20} MB limit; {todo} and hand it in again"
 
 
 def _shown(path: Path, root: Path | None) -> str:

@@ -7,6 +7,8 @@ and why, so that the student can tell if the rule picked the wrong one.
 """
 from __future__ import annotations
 
+import ast
+import json
 import os
 import re
 import stat
@@ -46,10 +48,12 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
     the student's real file), then the file named after the assignment's
     module, in any case or as a browser names a second download of it
     (`hw (1).ipynb`), as nbgrader grades the released notebook's name;
-    then the one that defines the most functions (the work, not an empty
-    Untitled.ipynb or a scratch notebook saved after it), then a notebook over
-    a .py, then the newest, then the one nearest `folder` (which the note's
-    names are relative to). Nothing is followed.
+    then the one that writes the most functions (the work, not an empty
+    Untitled.ipynb, a scratch notebook saved after it, or the released notebook
+    handed in untouched beside the .py the student worked in: a function whose
+    body only raises NotImplementedError, as the template's do, is not written),
+    then a notebook over a .py, then the newest, then the one nearest `folder`
+    (which the note's names are relative to). Nothing is followed.
     names: the name each file was handed in under, where an LMS's download
     renamed it (lms_downloads); the file's own name otherwise.
     """
@@ -58,7 +62,7 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
 
     def rank(p: Path) -> tuple:
         return (not _regular(p), not named_after(Path((names or {}).get(p, p.name)).stem, module),
-                -_functions_defined(p), p.suffix != ".ipynb", -_mtime(p), len(p.parts))
+                -_functions_written(p), p.suffix != ".ipynb", -_mtime(p), len(p.parts))
 
     ranked = sorted(paths, key=rank)
     others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")
@@ -87,7 +91,8 @@ def a_draft_of(stem: str, module: str) -> bool:
 
 # Why `choose` graded the file it did: the first of its rules that told the two best files apart.
 _REASONS = ("a regular file over one that is not", "the file named after the assignment",
-            "the file that defines the most functions", "a notebook over a .py of as many functions",
+            "the file that writes the most functions (one that only raises NotImplementedError, as the template's "
+            "do, is not written)", "a notebook over a .py of as many functions",
             "the newest of files alike by those rules", "the one nearest the top of the folder")
 
 
@@ -131,13 +136,53 @@ def two_formats_joined(students: dict[str, list[Path]]) -> dict[str, list[Path]]
     return joined
 
 
-def _functions_defined(path: Path) -> int:
-    """How many functions the file defines with a def at the start of a line (in a notebook's JSON, at the start of
-    a source string or after its escaped newline); 0 for what is not a regular file or cannot be read."""
+def _functions_written(path: Path) -> int:
+    """How many functions the file defines at its top level (a notebook's: at a code cell's) with a body of its own:
+    not a template's, which only raises NotImplementedError. 0 for what is not a regular file or cannot be read."""
     if not _regular(path):
         return 0
     content = read_bytes(path)
-    return 0 if content.error else len(set(_TOP_LEVEL_DEF.findall(content.data)))
+    if content.error:
+        return 0
+    return len(set().union(*map(_written_in, _code_of(content.data, path.suffix))))
+
+
+def _code_of(data: bytes, suffix: str) -> list[str]:
+    """The file's code: a .py's text, or each code cell of a notebook, its magics and shell lines left out."""
+    if suffix != ".ipynb":
+        return [data.decode("utf-8", errors="replace")]
+    try:
+        cells = json.loads(data)["cells"]
+        sources = ["".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                   for cell in cells if cell.get("cell_type") == "code"]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return [data.decode("utf-8", errors="replace")]  # read as text: its defs are found by their look
+    magic = re.compile(r"^\s*[%!].*$", re.MULTILINE)
+    return [magic.sub("", source) for source in sources if isinstance(source, str)]
+
+
+def _written_in(source: str) -> set[str]:
+    """The names of the functions `source` writes at its top level; for code that does not parse, every def found
+    at the start of a line (JSON that is no notebook: at the start of a string too)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {name.decode() for name in _TOP_LEVEL_DEF.findall(source.encode("utf-8", errors="replace"))}
+    return {node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _template_body(node.body)}
+
+
+def _template_body(body: list[ast.stmt]) -> bool:
+    """Whether a function's body holds only what a template's does: a docstring, `pass`, `...`, comments, and
+    `raise NotImplementedError(...)`."""
+    def placeholder(statement: ast.stmt) -> bool:
+        if isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr) and
+                                               isinstance(statement.value, ast.Constant)):
+            return True
+        raised = statement.exc if isinstance(statement, ast.Raise) else None
+        raised = raised.func if isinstance(raised, ast.Call) else raised
+        return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+    return all(map(placeholder, body))
 
 
 def _regular(path: Path) -> bool:

@@ -45,6 +45,12 @@ def canonical(student: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", student).casefold())
 
 
+def roster_order(student: str) -> tuple[str, str]:
+    """The key students are listed by everywhere: as a roster lists them, so "adam" comes before "Zoe"
+    (exact text breaks a tie, so the order never depends on which came first)."""
+    return canonical(student), student
+
+
 def id_problem(student: str) -> str:
     """Why `student` cannot be a student id ("" when it can); the sentence names what to change."""
     if student.strip() in ("", ".", ".."):

@@ -35,6 +35,7 @@ FILE_TIME = "file time (unreliable)"
 # Stored without a zone, and read by LateRule.local: in `time_zone` where course.yaml sets one. The text is what
 # results store, so it stays as the first ones stored it.
 LMS_LOCAL_TIME = "Blackboard attempt time (in the due time's offset)"
+FILE_TIME_INSTEAD = "; the file's modification time was used as the submission time instead"  # ends such a note
 TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's, beside the notebooks in submitted/<student>/<assignment>/
 UTC = datetime.UTC
 DAY_SECONDS = 86400.0
@@ -244,7 +245,7 @@ def parse_timestamp(text: str) -> datetime.datetime:
     ("+0100") or a zone name ("Europe/Berlin") in place of UTC are read too,
     and a time without a zone is UTC, as nbgrader's parse_utc takes it.
     """
-    text = text.strip()
+    text = text.replace("\ufeff", "").strip()  # a byte order mark, as an editor on Windows writes one
     try:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError:
@@ -258,7 +259,11 @@ def _nbgrader_form(text: str) -> datetime.datetime:
     match = _NBGRADER_FORM.match(text)
     if not match:
         raise TimeError(f"{text[:60]!r} is not a time (nbgrader writes e.g. '2026-11-30 20:46:00.123456 UTC')")
-    moment = datetime.datetime.fromisoformat(match.group(1))
+    try:
+        moment = datetime.datetime.fromisoformat(match.group(1))
+    except ValueError as error:  # the right form, but no such time: month 13, 25:00, February 30
+        raise TimeError(f"{text[:60]!r} is no real time ({error}); write the time the hand-in came in "
+                        "(nbgrader writes e.g. '2026-11-30 20:46:00.123456 UTC')") from None
     zone = match.group(2)
     if zone is None or zone.upper() in ("UTC", "GMT", "Z"):
         return moment.replace(tzinfo=UTC)
@@ -312,9 +317,7 @@ def submission_time(folder: Path, path: Path) -> tuple[str, str, str]:
                 raise TimeError("it is not a regular file")
             return iso(parse_timestamp(text.decode(errors="replace"))), NBGRADER_TIMESTAMP, ""
         except (TimeError, OverflowError) as error:
-            note = (f"{TIMESTAMP_FILE} could not be read ({error}); the file's modification time was used as the "
-                    "submission time instead")
-            return file_time(path), FILE_TIME, note
+            return file_time(path), FILE_TIME, f"{TIMESTAMP_FILE} could not be read ({error}){FILE_TIME_INSTEAD}"
     return file_time(path), FILE_TIME, ""
 
 

@@ -26,10 +26,10 @@ def py_advice(name: str, load: LoadReport, raised: Raised | None, unparsed: bool
     else:
         ran = "Python stops a file at its first error"
     if load.hung or load.stopped:
-        todo = ("Top-level code should only import, define and do quick one-time setup: put demo and test code "
-                'under `if __name__ == "__main__":`, where it runs when you run the file but not when it is '
-                "imported or graded (or remove it), build a large table the first time a function needs it "
-                "instead of at the top, and hand the file in again")
+        todo = ("Top-level code should only import, define and do quick one-time setup: put demo, test and "
+                'training code under `if __name__ == "__main__":`, where it runs when you run the file but not when '
+                "it is imported or graded (or remove it), keep a table built at the top level quick (it counts "
+                "toward the load limit, as the rest of the file does), and hand the file in again")
     elif raised is not None and raised.type == "EOFError" and environment_hint(raised):  # input()
         todo = ('Put the code that asks for input (and any other demo code) under `if __name__ == "__main__":`, '
                 "where it runs when you run the file but not when it is imported or graded, and hand the file "

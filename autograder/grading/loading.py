@@ -78,7 +78,12 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
               "the load limit (which counts every cell before the one running); so that the cells after it could load, "
               "only its definitions were run (imports, defs, classes, and the names your functions read), not its "
               "demo. Keep demos short, or put them in a function you call when you want them"
-              for unit, took in load.trimmed]
+              for unit, took in load.trimmed if submission.kind != "py"]
+    notes += [f"the file's top-level code ran past the load limit{'' if took is None else f' ({took:.1f} s)'}; so that "
+              "its functions could be graded, only its definitions were run (imports, defs, classes, and the names "
+              "your functions read), not its demo. Put demo, test and training code under `if __name__ == "
+              '"__main__":`, where it runs when you run the file but not when it is imported or graded'
+              for _, took in load.trimmed if submission.kind == "py"]
     notes += [f"{cell} took the name {name} for something else (`{name} = ...`, an import of that name, or `del "
               f"{name}`); {name}() was graded as your notebook last defined it, but in Jupyter every cell after that "
               f"one that calls {name}() gets the other thing. Give the other thing a name of its own"

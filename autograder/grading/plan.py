@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autograder.authoring.checks import Trial
+from autograder.authoring.checks import Trial, same_bytes
 from autograder.authoring.protocol import Call, Reply
 from autograder.grading.reference_cache import copied
 from autograder.grading.suite import SuiteCheck
@@ -258,7 +258,7 @@ def identical(a, b) -> bool:
     if kind is not type(b):
         return False
     if kind is np.ndarray:
-        return a.dtype == b.dtype and a.shape == b.shape and not a.dtype.hasobject and _same_bits(a, b)
+        return a.dtype == b.dtype and a.shape == b.shape and not a.dtype.hasobject and same_bytes(a, b)
     if kind is tuple or kind is list:
         return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))
     if kind is dict:  # in order: a check may read a dict's order
@@ -270,22 +270,11 @@ def identical(a, b) -> bool:
     return kind in (bool, int, str, type(None)) and a == b
 
 
-_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Two arrays of one dtype and shape hold the same bytes (compared in place, as integers of their size)."""
-    unsigned = _UNSIGNED.get(a.dtype.itemsize)
-    if unsigned is None:  # complex128, longdouble: no integer of their size
-        return a.tobytes() == b.tobytes()
-    return bool(np.array_equal(a.view(unsigned), b.view(unsigned)))
-
-
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         # The same bytes are equal values (NaN included); array_equal decides the rest (-0.0 is 0.0).
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
-                and a.shape == b.shape and ((not a.dtype.hasobject and a.tobytes() == b.tobytes())
+                and a.shape == b.shape and ((not a.dtype.hasobject and same_bytes(a, b))
                                             or bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))))
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
         return (type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b)))

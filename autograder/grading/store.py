@@ -18,6 +18,7 @@ import urllib.parse
 from pathlib import Path
 
 from autograder.grading import history
+from autograder.grading.ids import roster_order
 from autograder.grading.results import SubmissionResult
 from autograder.grading.schema import column_definition, fields_of, from_columns, to_column
 
@@ -292,8 +293,8 @@ class Store:
                 f"SELECT submission_id, {', '.join(f.name for f in checks)} FROM checks WHERE submission_id IN "
                 f"(SELECT id FROM submissions{where}) ORDER BY submission_id, position", args):
             tests[submission_id].append(self._tests.items(**from_columns(checks, values)))
-        return [self.kind(**from_columns(submissions, values), **{self._tests.name: tuple(tests[submission_id])})
-                for submission_id, *values in rows]
+        made = (self.kind(**from_columns(submissions, row), **{self._tests.name: tuple(tests[i])}) for i, *row in rows)
+        return sorted(made, key=lambda r: (r.assignment, roster_order(r.student)))
 
     def _create(self) -> str:
         """The tables, for a new database."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.code_names import MAX_PARSED
-from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, read_bytes
+from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, over_size_limit, read_bytes
 from autograder.grading.ipython_cells import Cell, definitions_of, imports_of, read_cell, read_from_demos
 from autograder.text import safe, valid_utf8
 
@@ -184,7 +184,7 @@ def _module_text(data: bytes) -> str:
 
 def _basic_problem(data: bytes, size: int, name: str) -> str:
     if size > MAX_BYTES:
-        return f"{name} is {size / 1e6:.0f} MB, over the {MAX_BYTES >> 20} MB limit; clear the outputs and resubmit"
+        return over_size_limit(name, size)
     if not data.strip():
         return f"{name} is empty; submit the file with your code in it"
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # Windows Notepad's "Unicode": a NUL byte in every ASCII character

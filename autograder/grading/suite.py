@@ -252,7 +252,7 @@ def _grading_code() -> list[Path]:
 def _version(files: list[Path], assignment: Assignment) -> str:
     digest = hashlib.sha256(repr((assignment.module, assignment.preload, assignment.warmup, assignment.limits,
                                   sorted(assignment.tolerance.items()), sorted(assignment.checks.items()),
-                                  assignment.input_sets)).encode())
+                                  assignment.input_sets, assignment.arguments_unchanged)).encode())
     for path in files:
         digest.update(path.name.encode())
         digest.update(path.read_bytes() if path.is_file() else b"-")

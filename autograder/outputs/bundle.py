@@ -6,7 +6,9 @@ unreadable to the workers before it grades.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 import shlex
 import tomllib
 import zipfile
@@ -48,14 +50,14 @@ TORCH_STEP = """\
 """
 
 
-def torch_requirement(root: Path) -> str:
+def torch_requirement(pyproject: str) -> str:
     """The torch pin of pyproject.toml's `torch` extra (e.g. "torch==2.13.0"), so setup.sh never drifts from it."""
     try:
-        project = tomllib.loads((Path(root) / "pyproject.toml").read_text())["project"]
+        project = tomllib.loads(pyproject)["project"]
         dependencies = project.get("optional-dependencies", {}).get("torch", [])
-    except (OSError, KeyError, tomllib.TOMLDecodeError) as error:
-        raise ExportError(f"cannot read the dependencies in {Path(root) / 'pyproject.toml'} ({error}); the "
-                          "bundle installs what it lists, so fix that file first.") from None
+    except (KeyError, tomllib.TOMLDecodeError) as error:
+        raise ExportError(f"cannot read the dependencies in the package's pyproject.toml ({error}); the bundle "
+                          "installs what it lists, so fix that file first.") from None
     pins = [d.split(";")[0].strip() for d in dependencies if d.replace(" ", "").startswith("torch==")]
     if not pins:
         raise ExportError("pyproject.toml's `torch` extra does not pin torch (torch==X.Y.Z); setup.sh needs an exact "
@@ -72,17 +74,51 @@ def bundle_members(course: Course, assignment: str, run_script: str) -> list[Bun
     run_script: run_autograder's text, which runs the command that grades there (cli.gradescope).
     """
     settings = course.assignment(assignment)
-    root = course.root
     package = Path(__file__).resolve().parents[1]
+    top = package_project(package)
     torch = ""
     if "torch" in settings.preload:  # the engine itself needs no torch; an assignment's checks may
-        torch = TORCH_STEP.replace("@PIN@", shlex.quote(torch_requirement(root))).replace("@INDEX@", TORCH_CPU_INDEX)
+        pin = shlex.quote(torch_requirement(top["pyproject.toml"].decode()))
+        torch = TORCH_STEP.replace("@PIN@", pin).replace("@INDEX@", TORCH_CPU_INDEX)
     setup = SETUP_SH.replace("@TORCH@", torch)
     members = [BundleMember("setup.sh", setup.encode(), True),
                BundleMember("run_autograder", run_script.encode(), True)]
-    members += [BundleMember(name, (root / name).read_bytes()) for name in _TOP_FILES if (root / name).is_file()]
+    members += [BundleMember(name, data) for name, data in top.items()]
     members += folder_files(package, "autograder")
     return members + grading_files(course, assignment)
+
+
+def package_project(package: Path) -> dict[str, bytes]:
+    """What pip builds the package from, beside it: its source checkout's pyproject.toml and README.md, wherever
+    the course's folder is; for a package installed from a wheel, which keeps neither, a pyproject.toml written
+    from the installed package's own metadata (its dependencies, extras and command)."""
+    source = package.parent
+    if (source / "pyproject.toml").is_file():
+        return {name: (source / name).read_bytes() for name in _TOP_FILES if (source / name).is_file()}
+    return {"pyproject.toml": _pyproject_from_metadata().encode()}
+
+
+def _pyproject_from_metadata() -> str:
+    distribution = importlib.metadata.packages_distributions()["autograder"][0]  # pyproject.toml's name
+    metadata = importlib.metadata.metadata(distribution)
+    plain, extras = [], {}
+    for requirement in metadata.get_all("Requires-Dist") or []:
+        spec, _, marker = requirement.partition(";")
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
+        (extras.setdefault(extra.group(1), []) if extra else plain).append(spec.strip())
+    return "\n".join([
+        '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n',
+        f'[project]\nname = "{distribution}"\nversion = "{metadata["Version"]}"',
+        f'requires-python = "{metadata["Requires-Python"] or ">=3.11"}"\ndependencies = {_toml_list(plain)}\n',
+        "[project.optional-dependencies]", *(f"{name} = {_toml_list(items)}" for name, items in extras.items()),
+        '\n[project.scripts]\nautograder = "autograder.__main__:main"\n',
+        '[tool.setuptools.packages.find]\ninclude = ["autograder*"]\n',
+        '[tool.setuptools.package-data]\nautograder = ["outputs/templates/*", "nbgrader/templates/*", '
+        '"similarity/templates/*"]\n'])
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(f'"{item}"' for item in items) + "]"
 
 
 def write_bundle(course: Course, assignment: str, out: Path, run_script: str) -> list[str]:

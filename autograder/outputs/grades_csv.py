@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from autograder.grading.ids import roster_order
 from autograder.grading.late import Late, LateRule, assess_result
 from autograder.grading.results import SubmissionResult, flags
 from autograder.grading.schema import Field, fields_of
@@ -127,7 +128,7 @@ def write_csv(results: list[SubmissionResult], stream: TextIO, rule: LateRule | 
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow([column.header for column in table])
     refused = []
-    for result in sorted(results, key=lambda r: r.student):
+    for result in sorted(results, key=lambda r: roster_order(r.student)):
         try:
             late = assess_result(rule, result)
             row = [column.cell(result, late) for column in table]

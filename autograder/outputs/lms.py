@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TextIO
 
-from autograder.grading.ids import canonical
+from autograder.grading.ids import canonical, roster_order
 from autograder.grading.late import LateRule, assess_result
 from autograder.grading.lms_downloads import canvas_user, moodle_participant
 from autograder.grading.results import SubmissionResult
@@ -115,8 +115,8 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
                              *[n for n in result.notes if n.startswith("Hand-in ")]])
         made.append(Row(student, identity, _number(late.total), feedback))
     on_roster = {canonical(student) for student in roster}
-    return made, sorted(r.student for key, r in by_student.items()
-                        if key not in on_roster and not on_roster & set(key.split(",")))
+    return made, sorted((r.student for key, r in by_student.items()
+                         if key not in on_roster and not on_roster & set(key.split(","))), key=roster_order)
 
 
 def _group_members(results: list[SubmissionResult]) -> dict[str, SubmissionResult]:

@@ -38,17 +38,15 @@ BLACKBOARD_COLUMNS = {"Last Name": "last_name", "First Name": "first_name", "Use
                       "Student ID": "sis_user_id"}
 
 
+# A gradebook column as an LMS's own download heads it: Canvas's `Title (4242)`, Blackboard's
+# `Title [Total Pts: 100 Score] |1234567`.
+_LMS_COLUMN = re.compile(r"^(?P<title>.+?) (?:\((?P<canvas>\d+)\)|\[Total Pts:[^\]]*\] \|(?P<blackboard>\S+))$")
+
+
 def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]]:
     """student id -> {field: value} for the `fields` each entry gives, in the file's order."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-        # Blackboard's tab-separated download is UTF-16 with a byte order mark; everything else here is UTF-8.
-        text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
-        text = text.replace("\r\n", "\n")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ExportError(f"cannot read the roster {path} ({error}); pass --roster with a readable CSV or JSON "
-                          "file") from None
+    text = _text(path)
     rows = _json_rows(path, text) if path.suffix.lower() == ".json" else _csv_rows(text)
     roster, entry_of = {}, {}
     for number, row in enumerate(rows, start=1):
@@ -64,6 +62,30 @@ def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]
                                    if isinstance(row.get(name), str) and row[name].strip()}
     _refuse_shared_identities(path, list(roster.values()))
     return roster
+
+
+def lms_columns(path: Path) -> dict[str, str]:
+    """The gradebook columns the header of an LMS's own download names, title -> the LMS's id of the column
+    (`--column-id`); {} for a roster of one's own or a JSON one."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        return {}
+    first_line = _text(path).split("\n", 1)[0]
+    delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
+    header = next(csv.reader([first_line], delimiter=delimiter), [])
+    found = [_LMS_COLUMN.match(cell.strip()) for cell in header]
+    return {match["title"]: match["canvas"] or match["blackboard"] for match in found if match}
+
+
+def _text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+        # Blackboard's tab-separated download is UTF-16 with a byte order mark; everything else here is UTF-8.
+        text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ExportError(f"cannot read the roster {path} ({error}); pass --roster with a readable CSV or JSON "
+                          "file") from None
+    return text.replace("\r\n", "\n")
 
 
 def _refuse_shared_identities(path: Path, entries: list[dict[str, str]]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autograder.grading.ids import roster_order
 from autograder.grading.late import LATE_MEANINGS, LateRule, assess_result
 from autograder.grading.results import FLAG_MEANINGS, CheckResult, SubmissionResult, flag_kind, flags
 from autograder.text import one_line
@@ -45,7 +46,7 @@ def format_results(results: list[SubmissionResult], rule: LateRule | None = None
 
 def format_summary(rows: list[SummaryRow]) -> str:
     """A class summary: one line per student, in order, the mean, and what each flag shown means."""
-    rows = sorted(rows, key=lambda row: row.student)
+    rows = sorted(rows, key=lambda row: roster_order(row.student))
     width = max(20, *(len(one_line(row.student)) + 2 for row in rows))  # a long id keeps the columns aligned
     lines = [f"{'student':<{width}}{'points':>12}  flags"]
     shown: set[str] = set()

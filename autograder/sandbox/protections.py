@@ -93,8 +93,9 @@ class Protections:
             ("processes a submission leaves stay where they are found and killed: "
              + ("the zygote is PID 1 of its namespace" if namespace else "the zygote is their subreaper"),
              namespace or NAMES[PR_SET_CHILD_SUBREAPER] not in missing),
-            (f"seccomp filter in every child: no ptrace, process_vm_readv/writev, System V IPC, keyrings, or "
-             f"signals to the zygote ({platform.machine()})", seccomp.supported()),
+            (f"seccomp filter in every child: no ptrace, process_vm_readv/writev, System V IPC, keyrings, "
+             f"signals to the zygote, or changes to its limits and scheduling ({platform.machine()})",
+             seccomp.supported()),
             ("a fresh scratch directory with a random 128-bit name per submission; scratch space wiped and "
              "checked between submissions (restart when it cannot be)", True),
             ("arguments in shared memory the grader reads back; gradients, timings and process counts "

@@ -13,6 +13,15 @@ The kernel then refuses, with EPERM:
 - naming a process to be signalled when a file is ready (fcntl F_SETOWN,
   F_SETOWN_EX, F_SETSIG; ioctl FIOSETOWN, SIOCSPGRP): with O_ASYNC, a write
   had the kernel send the zygote SIGINT, which no kill() of the child may;
+- changing the zygote's own state, which every later child inherits: its
+  resource limits (prlimit64: a lowered hard limit failed each later
+  child's own setrlimit, or made its allocations fail as its own bugs), its
+  priority, scheduling policy, processors and I/O priority (setpriority,
+  sched_setparam, sched_setscheduler, sched_setattr, sched_setaffinity,
+  ioprio_set), and its memory's placement (migrate_pages, move_pages); the
+  kernel allows these to any process of the same user, however undumpable.
+  setpriority and ioprio_set are refused for a whole user, which includes
+  the zygote; process_madvise, process_mrelease and perf_event_open always;
 - new namespaces (unshare, and clone or clone3 asking for one): a user
   namespace of its own gives the child the kernel's namespace code to attack;
 - a new action for SIGCHLD (asking for the current one is allowed). Ignoring
@@ -56,18 +65,30 @@ _ARCHES = {
         "keyctl": 250, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "pidfd_send_signal": 424, "unshare": 272, "setns": 308, "rt_sigaction": 13,
         "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
-        "fcntl": 72, "ioctl": 16, "clone": 56, "clone3": 435}),
+        "fcntl": 72, "ioctl": 16, "clone": 56, "clone3": 435, "perf_event_open": 298, "process_madvise": 440,
+        "process_mrelease": 448, "prlimit64": 302, "sched_setparam": 142, "sched_setscheduler": 144,
+        "sched_setattr": 314, "sched_setaffinity": 203, "migrate_pages": 256, "move_pages": 279,
+        "setpriority": 141, "ioprio_set": 251}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "shmget": 194, "semget": 190, "msgget": 186, "mq_open": 180, "add_key": 217, "request_key": 218,
         "keyctl": 219, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "pidfd_send_signal": 424, "unshare": 97, "setns": 268, "rt_sigaction": 134,
         "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
-        "fcntl": 25, "ioctl": 29, "clone": 220, "clone3": 435}),
+        "fcntl": 25, "ioctl": 29, "clone": 220, "clone3": 435, "perf_event_open": 241, "process_madvise": 440,
+        "process_mrelease": 448, "prlimit64": 261, "sched_setparam": 118, "sched_setscheduler": 119,
+        "sched_setattr": 274, "sched_setaffinity": 122, "migrate_pages": 238, "move_pages": 239,
+        "setpriority": 140, "ioprio_set": 30}),
 }
 _X32_BIT = 0x40000000  # x86_64's x32 ABI: the same calls under other numbers
 _SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: a pid
-_BY_ARGUMENT = (*_SIGNALS, "rt_sigaction", "fcntl", "ioctl", "clone", "clone3")  # denied for some arguments only
+# First argument: a pid, 0 for the caller itself.
+_PROCESS_STATE = ("prlimit64", "sched_setparam", "sched_setscheduler", "sched_setattr", "sched_setaffinity",
+                  "migrate_pages", "move_pages")
+# (which, who, ...): which names who's kind, and one kind is a whole user (PRIO_USER, IOPRIO_WHO_USER).
+WHOLE_USER = {"setpriority": 2, "ioprio_set": 3}
+_BY_ARGUMENT = (*_SIGNALS, *_PROCESS_STATE, *WHOLE_USER, "rt_sigaction", "fcntl", "ioctl", "clone",
+                "clone3")  # denied for some arguments only
 
 
 def supported() -> bool:
@@ -106,6 +127,12 @@ def program(parent: int, machine: str | None = None) -> list[tuple[int, int, int
         code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 5, numbers[name]), (_LOAD, 0, 0, _ARG0),
                  (_JEQ, 2, 0, parent & 0xFFFFFFFF), (_JEQ, 1, 0, 0xFFFFFFFF), (_JEQ, 0, 1, -parent & 0xFFFFFFFF),
                  deny]
+    for name in _PROCESS_STATE:  # not this call: skip its three instructions; else deny when arg 0 is the parent
+        code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 3, numbers[name]), (_LOAD, 0, 0, _ARG0),
+                 (_JEQ, 0, 1, parent & 0xFFFFFFFF), deny]
+    for name, user in WHOLE_USER.items():  # deny when arg 0 is a whole user or arg 1 the parent
+        code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 5, numbers[name]), (_LOAD, 0, 0, _ARG0), (_JEQ, 2, 0, user),
+                 (_LOAD, 0, 0, _ARG1), (_JEQ, 0, 1, parent & 0xFFFFFFFF), deny]
     return code + [(_RET, 0, 0, RET_ALLOW)]
 
 

@@ -43,7 +43,7 @@ from autograder.sandbox.replies import (
     child_end,
     past_limit,
 )
-from autograder.sandbox.slow_cells import slow_demo_cells, trimmed_after
+from autograder.sandbox.slow_cells import module_definitions, slow_demo_cells, trimmed_after
 from autograder.sandbox.stream import Answer, CallStream
 from autograder.sandbox.waiting import Extensions, ProcFiles, WaitCredit
 from autograder.sandbox.zygote import Sandbox
@@ -296,8 +296,15 @@ class Session:
                 self.deadline += time.monotonic() - attempt_started
                 loading += time.monotonic() - attempt_started
                 if self.spec["kind"] == "py":
-                    # A module stops at its first failing statement, as `import` would: nothing to retry.
-                    return LoadReport(frozenset(), stopped=self._stopped(), hung=timed_out)
+                    # A module stops at its first statement past the limit, as `import` would. Once, it is loaded
+                    # again with its definitions alone (slow_cells), as a notebook's slow cell is: its demo goes.
+                    # Not where the budget, not the limit, stopped it: a reload after a call ended the worker.
+                    trim = (timed_out and seconds >= self.limits.load_seconds and not left and not self._trimmed
+                            and module_definitions(self.spec["sources"][0]))
+                    if not trim:
+                        return LoadReport(frozenset(), stopped=self._stopped(), hung=timed_out)
+                    self._trimmed[0], self._skip = ("the file", None, trim), {}
+                    continue
                 if stage == 2:
                     break
                 continue

@@ -1,4 +1,4 @@
-"""Which of a notebook's cells a load that ran past the load limit runs only the definitions of, next time.
+"""Which of a notebook's cells (or a .py's top level) a load that ran past the limit runs only the definitions of.
 
 The load limit counts every cell before the one running, so demo cells that each finish (a toy training run of
 3 s after each function) can together outlast it: the load is stopped at whichever cell is running then. Skipping
@@ -37,6 +37,16 @@ def slow_demo_cells(starts: list[tuple[int, str, float]], stopped_at: float, sou
     read, modules = (read_by_functions(sources), imported(sources)) if slow else (set(), set())
     demos = [(index, label, took, definitions_of(sources[index], read, modules)) for index, label, took in slow]
     return [demo for demo in demos if demo[3] is not None]
+
+
+def module_definitions(source: str) -> str | None:
+    """A .py file's code with only its definitions kept (`definitions_of`, with what its own functions read), for
+    a load after one its top-level code ran past the limit; None where that is the whole file, or where it
+    defines no function or class (nothing to grade: the file did not load, and its message says why)."""
+    tree = _parsed(source)
+    if tree is None or not any(isinstance(node, DEFINITIONS) for node in tree.body):
+        return None
+    return definitions_of(source, read_by_functions([source]), imported([source]))
 
 
 def trimmed_after(first: int, labels: list[str], sources: list[str]) -> list[tuple[int, str, str]]:
@@ -97,15 +107,18 @@ def _root(node: ast.expr) -> ast.expr:
 
 def read_by_functions(sources: list[str]) -> set[str]:
     """The globals the notebook's top-level functions and classes read (a function's own `S` is not a demo's), and
-    what the top level of a cell that defines one reads."""
+    what the top level of a cell reads before a def of its own: `print(X.shape)` there stops the defs after it
+    too. What a cell's demo reads after its last def is its own (a benchmark's `_t0`): keeping what sets it kept
+    the demo, and the def before it went with the cell."""
     read: set[str] = set()
     for tree in filter(None, map(_parsed, sources)):
-        defines = any(isinstance(node, DEFINITIONS) for node in tree.body)
-        for node in tree.body:
+        last_def = max((i for i, node in enumerate(tree.body) if isinstance(node, DEFINITIONS)), default=-1)
+        for i, node in enumerate(tree.body):
             if isinstance(node, DEFINITIONS) or isinstance(getattr(node, "value", None), ast.Lambda):
                 read |= globals_read(node if isinstance(node, DEFINITIONS) else node.value)
-            elif defines:  # a cell's own top level before its defs: `print(X.shape)` there stops them too
-                read |= {name.id for name in ast.walk(node) if isinstance(name, ast.Name)}
+            elif i < last_def:
+                read |= {name.id for name in ast.walk(node) if isinstance(name, ast.Name)
+                         and isinstance(name.ctx, ast.Load)}
     return read
 
 

@@ -309,8 +309,9 @@ def _masked_maximum(seen) -> bool:
 
 def _finite_fill_outweighed(seen) -> bool:
     """Weight (attention's or attention_torch's A) on masked keys, finite, and only where a masked score lies past
-    exp's range (745) above its row's visible ones: what a finite fill gives (−1e4 added, or written in), which a
-    masked key scoring further above than that number outweighs; −∞ never does."""
+    exp's range (745) above its row's visible ones, or every visible score of its row lies that far below 0: what
+    a finite fill gives (−1e4 added, or written in, or a clip of the scores), which a masked key scoring further
+    above outweighs, and which lies above a row of scores further below; −∞ never does."""
     masked = _masked_weights(seen)
     if masked is None:
         return False
@@ -319,7 +320,7 @@ def _finite_fill_outweighed(seen) -> bool:
     if not leaked.any() or not np.isfinite(got).all():
         return False
     visible = np.where(allowed, S, -np.inf).max(axis=-1, keepdims=True)
-    return bool(((S - visible)[leaked] > 745).all())
+    return bool(((S - visible > 745) | (visible < -745))[leaked].all())
 
 
 def _masked_weights(seen) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -810,8 +811,9 @@ MISCONCEPTIONS = (
     Misconception(
         "masked_with_a_finite_fill",
         "Hide a masked key with −∞, np.where(allowed, S, -np.inf) (PyTorch: S.masked_fill(~allowed, "
-        "float('-inf'))), not with a finite number added or written in (−1e4): a masked key whose score lies "
-        "further above the visible ones than that number still takes the weight — slide 20.",
+        "float('-inf'))), not with a finite number added or written in (−1e4), and clip no scores: a masked key "
+        "whose score lies further above the visible ones than that number, or a row whose visible scores all lie "
+        "below it, still gives the masked key the weight — slide 20.",
         ("attention", "attention_torch"), shows=_finite_fill_outweighed),
     Misconception(
         "softmax_overflows",
