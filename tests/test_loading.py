@@ -474,6 +474,18 @@ def test_a_py_whose_demo_after_its_functions_runs_past_the_limit_is_graded_on_it
     assert load.hung and load.stopped and not load.trimmed, load
 
 
+def test_a_py_whose_slow_top_level_its_functions_need_is_loaded_twice_at_most(sandbox, tmp_path):
+    """A table the functions read, built past the limit in the file's first statement: kept by the trim, so the
+    trimmed load is stopped too, and the file does not load, after two loads (the trimmed one had been keyed as the
+    first statement, and trimmed again at each stop)."""
+    path = tmp_path / "attention.py"
+    path.write_text("TABLE = __import__('time').sleep(30) or 1\n\n\ndef softmax(S):\n    return S * TABLE\n\n\n"
+                    "print(softmax(2))\n")
+    with Session(sandbox, read_submission(path).worker_spec("attention"), Limits(load_seconds=0.5)) as session:
+        load = session.open()
+    assert load.hung and load.stopped and not load.trimmed and not load.gave_up, load  # six loads had given up
+
+
 def test_a_slow_cell_keeps_the_calls_that_set_its_libraries_up_and_not_a_figures():
     """The functions run under `torch.set_default_dtype(torch.float64)` in Jupyter, slow demo or not; `ax.set_title`
     would fail once the trim removed the `ax` it is called on."""

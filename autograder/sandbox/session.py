@@ -298,8 +298,8 @@ class Session:
                 if self.spec["kind"] == "py":
                     # A module stops at its first statement past the limit, as `import` would. Once, it is loaded
                     # again with its definitions alone (slow_cells), as a notebook's slow cell is: its demo goes.
-                    # Not where the budget, not the limit, stopped it: a reload after a call ended the worker.
-                    trim = (timed_out and seconds >= self.limits.load_seconds and not left and not self._trimmed
+                    # Not where the budget, not the limit, stopped it (a reload after a call ended the worker).
+                    trim = (timed_out and seconds >= self.limits.load_seconds and not left and attempt == 0
                             and module_definitions(self.spec["sources"][0]))
                     if not trim:
                         return LoadReport(frozenset(), stopped=self._stopped(), hung=timed_out)
