@@ -535,7 +535,13 @@ def test_the_released_notebook_handed_in_untouched_beside_the_worked_py_is_not_g
         (folder / "timestamp.txt").write_text("2026-11-20 18:00:00.000000 UTC\n")
     found = find_submissions([tmp_path / "class"], "w07_attention", "attention", tmp_path)
     assert [(f.student, f.path.name) for f in found] == [("ann", "attention.py")], found
-    assert "graded attention.py, not attention.ipynb (the file that writes the most functions" in found[0].note
+    assert "graded attention.py, not attention.ipynb (a file that writes a function over one that writes none" \
+        in found[0].note
+    # Worked in a file of another name: the untouched notebook's name had won it the grading.
+    (folder / "attention.py").rename(folder / "my_solution.py")
+    found = find_submissions([tmp_path / "class"], "w07_attention", "attention", tmp_path)
+    assert [(f.student, f.path.name) for f in found] == [("ann", "my_solution.py")], found
+    assert "(a file that writes a function over one that writes none" in found[0].note
 
 
 def test_a_file_over_the_size_limit_is_told_what_to_take_out_for_its_kind():

@@ -127,7 +127,14 @@ def test_the_column_id_is_read_from_the_lms_download_used_as_the_roster_and_chec
     done = export("blackboard", "--column-id", "_77_1")
     assert done.returncode == 2 and "--column-id _77_1 is none of the columns the roster's header names (" \
         f"{title} (1234567), Quiz 1 (1234570))" in done.stderr, done.stderr
-    assert export("blackboard", "--column-id", "1234570").returncode == 0
+    done = export("blackboard", "--column-id", "1234570")  # Quiz 1's: its grades would have been overwritten
+    assert done.returncode == 2 and "--column-id 1234570 is the roster's column 'Quiz 1', not" in done.stderr
+    assert export("blackboard", "--column", "Quiz 1", "--column-id", "1234570").returncode == 0
+    (stored / "gc.csv").write_text(f"Last Name,First Name,Username,{title} [Total Pts: 100 Score] |11,"
+                                   f"{title} [Total Pts: 100 Score] |12\nLovelace,Ada,s1,,\n")
+    done = export("blackboard")  # two columns of one title: which one was a guess (the last)
+    assert done.returncode == 2 and f"the roster names 2 columns titled '{title}' (ids 11, 12)" in done.stderr
+    assert export("blackboard", "--column-id", "11").returncode == 0
     done = run_cli("export", "moodle", "--roster", stored / "roster.csv", "--db", stored / "grades.db", "--course",
                    ROOT / "course.yaml", "--out", stored / "m.csv", "--column-id", "77")
     assert done.returncode == 2 and "--column-id is not read by Moodle" in done.stderr, done.stderr

@@ -454,6 +454,25 @@ def test_a_slow_cell_keeps_its_def_whatever_its_demo_reads_after_it():
         assert definitions_of(source, read_by_functions([source])) == kept
 
 
+def test_a_py_trimmed_to_its_definitions_keeps_every_way_it_defines_and_what_they_read():
+    """A demo loop between two defs, a value printed before them, defs under `if` or `try`, a table's size: the
+    trim had kept the loop (it reads its own `n`) and the slow value, and dropped the `if` and `try` with their
+    defs, and the flag the `if` reads: 0 or 74 points for files whose definitions load at once."""
+    from autograder.sandbox.slow_cells import module_definitions
+
+    source = ("import time\nN = 3\nTABLE = [0] * N\nHAVE = True\nloss = time.sleep(30)\nprint(loss)\n"
+              "def f():\n    return TABLE\nfor n in (1, 2):\n    time.sleep(15)\n    print(n, f())\n"
+              "if HAVE:\n    def g():\n        return 1\ntry:\n    def h():\n        return 2\nexcept ImportError:\n"
+              "    pass\n")
+    kept = module_definitions(source)
+    assert "sleep" not in kept and "print" not in kept, kept
+    for line in ("N = 3", "TABLE = [0] * N", "HAVE = True", "if HAVE:", "def g", "try:", "def h", "def f"):
+        assert line in kept, (line, kept)
+    namespace = {}
+    exec(compile(kept, "kept", "exec"), namespace)
+    assert (namespace["f"](), namespace["g"](), namespace["h"]()) == ([0, 0, 0], 1, 2)
+
+
 @pytest.mark.parametrize("demo", ["time.sleep(30)", "for _ in range(10**9):\n    pass"])
 def test_a_py_whose_demo_after_its_functions_runs_past_the_limit_is_graded_on_its_definitions(sandbox, suite, tmp_path,
                                                                                               demo):

@@ -208,15 +208,23 @@ def _column_id(args, title: str, kind) -> str:
         return ""
     known = lms_columns(args.roster)
     title = args.column or title
+    listed = ", ".join(f"{name} ({number})" for name, number in known[:10])
     if not args.column_id:
-        if title in known:
-            print(safe(f"the roster's own column {title!r} has the id {known[title]}: writing into it "
-                       "(--column-id picks another)"), file=sys.stderr)
-        return known.get(title, "")
-    if known and args.column_id not in known.values():
-        listed = ", ".join(f"{name} ({number})" for name, number in list(known.items())[:10])
+        ids = [number for name, number in known if name == title]
+        if len(ids) > 1:
+            raise ExportError(f"the roster names {len(ids)} columns titled {title!r} (ids {', '.join(ids)}); pass "
+                              "--column-id with the one to fill, and export again")
+        if ids:
+            print(safe(f"the roster's own column {title!r} has the id {ids[0]}: writing into it (--column-id "
+                       "picks another)"), file=sys.stderr)
+        return ids[0] if ids else ""
+    names = [name for name, number in known if number == args.column_id]
+    if known and not names:
         raise ExportError(f"--column-id {args.column_id} is none of the columns the roster's header names ({listed}); "
                           "pass one of those ids, or leave --column-id out to make a new column, and export again")
+    if names and names[0] != title:  # the upload would fill another assignment's column under this title
+        raise ExportError(f"--column-id {args.column_id} is the roster's column {names[0]!r}, not {title!r}; pass "
+                          f"--column {names[0]!r} to fill that column, or the id of {title!r}, and export again")
     return args.column_id
 
 

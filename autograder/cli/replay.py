@@ -16,7 +16,7 @@ from autograder.grading.handin import FileBytes
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
 from autograder.grading.station import Setup, protect
-from autograder.grading.store import Store, stored_history
+from autograder.grading.store import Store, stored_history, stored_results
 from autograder.grading.submission import read_submission, submission_from_bytes
 from autograder.grading.suite import load_suite
 from autograder.outputs.replay import format_replay
@@ -41,18 +41,13 @@ def add_commands(commands) -> None:
 
 def _replay(args) -> int:
     course = load_course(args.course or find_course())
-    assignment, found = stored_history(options.db_path(args), args.assignment)
-    by_student = attempts(found)
-    student = as_stored([args.student], set(by_student)).get(args.student, args.student)  # case folded
-    if student not in by_student:
+    assignment, results = stored_results(options.db_path(args), args.assignment)
+    student = as_stored([args.student], {r.student for r in results}).get(args.student, args.student)  # case folded
+    stored = next((r for r in results if r.student == student), None)
+    if stored is None:
         raise CourseError(f"no stored result for student {args.student!r} in {assignment}; grade the "
                           "submission first, or check the id with `autograder export csv`")
-    settings = course.assignment(assignment)
-    choice = choose(by_student[student], settings.submissions, settings.late)  # the hand-in every output counts
-    stored = counted_result(choice)
-    if choice.handed_in > 1:
-        print(f"note: replaying hand-in {choice.counted.number} of {student}'s {choice.handed_in}, the one that "
-              f"counts (policy: {settings.submissions.policy})", file=sys.stderr)
+    stored = _counted(stored, course.assignment(assignment), options.db_path(args))
     suite = load_suite(course, assignment)
     suite.check(args.check)  # a mistyped name says so here, listing where the names are, before any sandbox starts
     path = args.file or Path(stored.file)
@@ -75,6 +70,19 @@ def _replay(args) -> int:
     print(safe(format_replay(student, args.check, stored.seed, replayed, was, comparable=not changed,
                              full=args.full)))
     return 0
+
+
+def _counted(latest, settings, db: Path):
+    """The result of the hand-in every output counts for the student of `latest` (their result graded last):
+    that one where it is their last hand-in, else the earlier one the submissions policy counts, said."""
+    _, found = stored_history(db, settings.name)
+    tries = attempts([entry for entry in found if entry.result.student == latest.student]).get(latest.student, [])
+    if len(tries) < 2:
+        return latest
+    choice = choose(tries, settings.submissions, settings.late)
+    print(f"note: replaying hand-in {choice.counted.number} of {latest.student}'s {choice.handed_in}, the one that "
+          f"counts (policy: {settings.submissions.policy})", file=sys.stderr)
+    return latest if choice.counted is tries[-1] else counted_result(choice)
 
 
 def _replayed_submission(path: Path, stored, db: Path, given: bool):

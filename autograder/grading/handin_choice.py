@@ -45,8 +45,11 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
     """The one file to grade among a student's .py/.ipynb files, and a note when there were several.
 
     Regular files first (a link or a FIFO among them is never preferred to
-    the student's real file), then the file named after the assignment's
-    module, in any case or as a browser names a second download of it
+    the student's real file), then one that writes a function (below) over one
+    that writes none, whatever their names (`nbgrader submit` hands in the
+    released notebook, untouched, beside the student's own `my_solution.py`),
+    then the file named after the assignment's module, in any case or as a
+    browser names a second download of it
     (`hw (1).ipynb`), as nbgrader grades the released notebook's name;
     then the one that writes the most functions (the work, not an empty
     Untitled.ipynb, a scratch notebook saved after it, or the released notebook
@@ -60,9 +63,11 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
     if len(paths) == 1:
         return paths[0], ""
 
+    written = {p: _functions_written(p) for p in paths}
+
     def rank(p: Path) -> tuple:
-        return (not _regular(p), not named_after(Path((names or {}).get(p, p.name)).stem, module),
-                -_functions_written(p), p.suffix != ".ipynb", -_mtime(p), len(p.parts))
+        return (not _regular(p), written[p] == 0, not named_after(Path((names or {}).get(p, p.name)).stem, module),
+                -written[p], p.suffix != ".ipynb", -_mtime(p), len(p.parts))
 
     ranked = sorted(paths, key=rank)
     others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")
@@ -90,7 +95,8 @@ def a_draft_of(stem: str, module: str) -> bool:
 
 
 # Why `choose` graded the file it did: the first of its rules that told the two best files apart.
-_REASONS = ("a regular file over one that is not", "the file named after the assignment",
+_REASONS = ("a regular file over one that is not", "a file that writes a function over one that writes none: the "
+            "template's functions only raise NotImplementedError", "the file named after the assignment",
             "the file that writes the most functions (one that only raises NotImplementedError, as the template's "
             "do, is not written)", "a notebook over a .py of as many functions",
             "the newest of files alike by those rules", "the one nearest the top of the folder")

@@ -64,17 +64,17 @@ def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]
     return roster
 
 
-def lms_columns(path: Path) -> dict[str, str]:
-    """The gradebook columns the header of an LMS's own download names, title -> the LMS's id of the column
-    (`--column-id`); {} for a roster of one's own or a JSON one."""
+def lms_columns(path: Path) -> list[tuple[str, str]]:
+    """The gradebook columns the header of an LMS's own download names, as (title, the LMS's id of the column:
+    `--column-id`), in its order (two columns may share a title); [] for a roster of one's own or a JSON one."""
     path = Path(path)
     if path.suffix.lower() == ".json":
-        return {}
+        return []
     first_line = _text(path).split("\n", 1)[0]
     delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
     header = next(csv.reader([first_line], delimiter=delimiter), [])
     found = [_LMS_COLUMN.match(cell.strip()) for cell in header]
-    return {match["title"]: match["canvas"] or match["blackboard"] for match in found if match}
+    return [(match["title"], match["canvas"] or match["blackboard"]) for match in found if match]
 
 
 def _text(path: Path) -> str:

@@ -40,13 +40,15 @@ def slow_demo_cells(starts: list[tuple[int, str, float]], stopped_at: float, sou
 
 
 def module_definitions(source: str) -> str | None:
-    """A .py file's code with only its definitions kept (`definitions_of`, with what its own functions read), for
-    a load after one its top-level code ran past the limit; None where that is the whole file, or where it
-    defines no function or class (nothing to grade: the file did not load, and its message says why)."""
+    """A .py file's code with only its definitions kept (`definitions_of`, with what its functions read: its own
+    top level goes whole, so what that reads does not count), for a load after one its top-level code ran past
+    the limit; None where that is the whole file, or where it defines no function or class (nothing to grade:
+    the file did not load, and its message says why)."""
     tree = _parsed(source)
-    if tree is None or not any(isinstance(node, DEFINITIONS) for node in tree.body):
+    if tree is None or not any(isinstance(node, DEFINITIONS) for node in ast.walk(tree)):
         return None
-    return definitions_of(source, read_by_functions([source]), imported([source]))
+    read = set().union(*(globals_read(node) for node in ast.walk(tree) if isinstance(node, DEFINITIONS)))
+    return definitions_of(source, read, imported([source]))
 
 
 def trimmed_after(first: int, labels: list[str], sources: list[str]) -> list[tuple[int, str, str]]:
@@ -65,22 +67,35 @@ def definitions_of(source: str, read: set[str], modules: set[str] = frozenset())
     tree = _parsed(source)
     if tree is None:
         return None
-    if all(_defines(node, read, modules) for node in tree.body):
+    while True:  # what a kept statement reads is kept too (`if HAVE_NUMPY:` around a def, `N` of `T = np.ones(N)`)
+        kept = [node for node in tree.body if _defines(node, read, modules)]
+        more = set(read).union(*map(_reads, kept))
+        if more == read:
+            break
+        read = more
+    if len(kept) == len(tree.body):
         return None
-    return kept_lines(source, tree.body, lambda node: _defines(node, read, modules))
+    return kept_lines(source, tree.body, lambda node: any(node is k for k in kept))
+
+
+def _reads(statement: ast.stmt) -> set[str]:
+    """The names a statement reads that it does not bind itself (a loop's `n` is its own)."""
+    names = [node for node in ast.walk(statement) if isinstance(node, ast.Name)]
+    return {n.id for n in names if isinstance(n.ctx, ast.Load)} - {n.id for n in names if isinstance(n.ctx, ast.Store)}
 
 
 def _defines(statement: ast.stmt, read: set[str], modules: set[str]) -> bool:
-    """Whether a cell's statement defines something: an import (in a `try:` too), a def, a class or a lambda, a
-    call that sets a library up, or a change to a global a function reads, whether by name (`EPS = 1e-9`), in
-    place (`FILL[0] = -np.inf`, `Config.fill = ...`) or through `globals()`."""
+    """Whether a cell's statement defines something: an import or a def (in a `try:` or an `if` too), a class or a
+    lambda, a call that sets a library up, or a change to a global a function reads, whether by name (`EPS =
+    1e-9`), in place (`FILL[0] = -np.inf`, `Config.fill = ...`) or through `globals()`."""
     if isinstance(statement, DEFINITIONS) or isinstance(getattr(statement, "value", None), ast.Lambda):
         return True
     if _sets_up_a_library(statement, modules):
         return True
     for node in ast.walk(statement):
-        if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.Name) and node.id == "globals"):
-            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom, *DEFINITIONS)) or (isinstance(node, ast.Name) and
+                                                                           node.id == "globals"):
+            return True  # a def under `if` or `try` too: the file's own way of defining it
         if isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
             node = _root(node)
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in read:
@@ -117,8 +132,7 @@ def read_by_functions(sources: list[str]) -> set[str]:
             if isinstance(node, DEFINITIONS) or isinstance(getattr(node, "value", None), ast.Lambda):
                 read |= globals_read(node if isinstance(node, DEFINITIONS) else node.value)
             elif i < last_def:
-                read |= {name.id for name in ast.walk(node) if isinstance(name, ast.Name)
-                         and isinstance(name.ctx, ast.Load)}
+                read |= _reads(node)
     return read
 
 
