@@ -62,7 +62,8 @@ class Assignment:
     submissions: SubmissionPolicy = field(default_factory=SubmissionPolicy)
     # How many sets of randomized inputs the class shares (authoring.seeds.student_seed).
     input_sets: int = INPUT_SETS
-    # Every call's array arguments are read back after it, and one changed in place fails that check (Trial).
+    # Every call's array arguments are read back after it; one changed in place costs its function one check
+    # (authoring.checks.Trial, grading.changed_arguments).
     arguments_unchanged: bool = False
 
     @property

@@ -52,9 +52,8 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
     browser names a second download of it
     (`hw (1).ipynb`), as nbgrader grades the released notebook's name;
     then the one that writes the most functions (the work, not an empty
-    Untitled.ipynb, a scratch notebook saved after it, or the released notebook
-    handed in untouched beside the .py the student worked in: a function whose
-    body only raises NotImplementedError, as the template's do, is not written),
+    Untitled.ipynb or a scratch notebook saved after it: a function whose body
+    only raises NotImplementedError, as the template's do, is not written),
     then a notebook over a .py, then the newest, then the one nearest `folder`
     (which the note's names are relative to). Nothing is followed.
     names: the name each file was handed in under, where an LMS's download
