@@ -96,7 +96,8 @@ def test_a_flat_folders_folder_without_a_hand_in_is_named_not_graded(tmp_path):
 
 def test_a_students_work_is_graded_over_an_empty_or_scratch_notebook_saved_after_it(tmp_path):
     """Several files in a student's folder, none named after the assignment: the one defining the most functions,
-    not the newest (an Untitled.ipynb or scratch notebook created after the work); the named file still comes first."""
+    not the newest (an Untitled.ipynb or scratch notebook created after the work). The named file comes first where
+    it writes a function; an empty one (or the released notebook, untouched) is not graded over the work."""
     work, scratch = tmp_path / "ann" / "w07_ann.ipynb", tmp_path / "ann" / "Untitled.ipynb"
     work.parent.mkdir()
     _notebook(work, PLAIN.read_text())
@@ -105,6 +106,9 @@ def test_a_students_work_is_graded_over_an_empty_or_scratch_notebook_saved_after
     (found,) = find_submissions([tmp_path], "w07_attention", "attention", tmp_path / "work")
     assert found.path == work and "not Untitled.ipynb" in found.note
     _notebook(tmp_path / "ann" / "attention.ipynb", "")
+    (found,) = find_submissions([tmp_path], "w07_attention", "attention", tmp_path / "work")
+    assert found.path == work and "not Untitled.ipynb, attention.ipynb" in found.note, found.note
+    _notebook(tmp_path / "ann" / "attention.ipynb", "def score(Q, K, scale=None):\n    return Q @ K.T")
     (found,) = find_submissions([tmp_path], "w07_attention", "attention", tmp_path / "work")
     assert found.path.name == "attention.ipynb"  # the released name, as nbgrader grades it
 
