@@ -164,3 +164,30 @@ def test_a_second_run_loaded_otherwise_decides_nothing_and_says_why(suite):
         kept, note = confirm.decided(entries, first, second, again)
         assert kept == [] and why in note and "the first run's verdicts stand" in note
         assert "that run is your grade" not in note
+
+
+# Three functions wait on a thread of their own: a hold-up of the machine does not strike three functions' calls.
+WAITS_IN_THREE_FUNCTIONS = SLEEPS_IN_A_THREAD + '''
+
+def _waits():
+    helper = _threading.Thread(target=_time.sleep, args=(1000,), daemon=True)
+    helper.start()
+    helper.join()
+
+
+def softmax(S):
+    _waits()
+
+
+def score(Q, K, scale=None):
+    _waits()
+'''
+
+
+def test_a_file_idle_in_many_functions_is_not_graded_again(course, suite, sandbox, reference, tmp_path):
+    path = tmp_path / "s0007.py"
+    path.write_text(compose(tmp_path, "plain").read_text() + WAITS_IN_THREE_FUNCTIONS)
+    result = Grader(course, suite, sandbox, reference).grade(read_submission(path, "s0007"))
+    assert {t.function for t in result.tests if t.status == TIMEOUT} >= {"score", "softmax", "context"}
+    assert not any("graded again" in note for note in result.notes), result.notes
+    assert confirm.HELD_UP_FUNCTIONS < 3

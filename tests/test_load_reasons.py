@@ -73,6 +73,19 @@ def test_an_old_version_kept_in_a_string_is_no_second_definition(grade_once, tmp
     assert [note for note in result.notes if "is defined" in note] == [], result.notes
 
 
+def test_signatures_for_type_checkers_are_no_second_definition(grade_once, tmp_path):
+    """`@typing.overload` defs come before the one that runs, as typing requires: the note had told the student to
+    keep one definition."""
+    path = tmp_path / "overloads.py"
+    overloads = ("\n\nimport typing\nfrom typing import overload\n\n\n@overload\n"
+                 "def score(Q: np.ndarray, K: np.ndarray) -> np.ndarray: ...\n\n\n@typing.overload\n"
+                 "def score(Q: np.ndarray, K: np.ndarray, scale: float) -> np.ndarray: ...\n")
+    path.write_text(f"{IMPORTS}\n{overloads}\n{FUNCTIONS}")
+    result = grade_once(path)
+    assert result.score == result.max_score
+    assert [note for note in result.notes if "is defined" in note] == [], result.notes
+
+
 def test_a_function_defined_many_times_lists_the_first_definitions_and_the_one_graded(grade_once, tmp_path):
     path = tmp_path / "many.py"
     versions = "".join(f"\n\ndef softmax(S):\n    raise ValueError('version {n}')\n" for n in range(9))
@@ -208,6 +221,11 @@ def test_syntax_a_newer_python_accepts_is_told_which_python_grades_it(grade_once
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"{IMPORTS}\n{FUNCTIONS}\n{demo}")]),
                    notebook)
     assert "The grader runs Python 3." in grade_once(notebook).problem
+    # Python 3.12's type alias, which a student on 3.12 runs without an error: "invalid syntax" here.
+    alias = tmp_path / "alias.py"
+    alias.write_text(f"{IMPORTS}\ntype Array = np.ndarray\n{FUNCTIONS}\n")
+    problem = grade_once(alias).problem
+    assert "invalid syntax" in problem and "`type Array = np.ndarray` as `Array = np.ndarray`" in problem, problem
     # Any other syntax error is the same in every Python: no hint sends the student to look for a newer one.
     missing_colon = tmp_path / "colon.py"
     missing_colon.write_text(f"{IMPORTS}\n{FUNCTIONS}\n\ndef helper(x)\n    return x\n")

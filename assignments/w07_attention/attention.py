@@ -157,5 +157,7 @@ def attention_torch(Q, K, V, allowed=None, scale=None):
 
     Returns:
         (C, A) as tensors, connected to autograd so gradients reach Q, K and V.
+        A query with every key hidden is not graded here: raise ValueError
+        as ``attention`` does (slide 22), or return what PyTorch gives.
     """
     raise NotImplementedError("attention_torch")

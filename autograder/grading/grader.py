@@ -39,9 +39,10 @@ from autograder.grading.reference_cache import CachedReference
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
-from autograder.grading.stopped_functions import StoppedFunctions
+from autograder.grading.stopped_functions import StoppedFunctions, input_bytes
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
+from autograder.grading.varying import VARYING, answers_vary
 from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.replies import CallFailed, Stopped
 from autograder.sandbox.session import Session
@@ -226,16 +227,16 @@ class Grader:
         """The calls of the checks in `todo`, planned as they are asked for; each check goes into `order` as its
         calls start, and a check not run into `sent`."""
         for entry in todo:
-            if self._not_run(entry, hung, sent):
-                continue
             planned = self._plan(entry, planner, seed)
+            if self._not_run(entry, hung, sent, input_bytes(planned.calls)):
+                continue
             order.append((entry, planned))
             yield from planned.to_send()
 
-    def _not_run(self, entry: SuiteCheck, hung: StoppedFunctions, sent: dict) -> bool:
-        """Whether a function of the check was stopped where calling it again would stop it again; if so, the
-        check's message goes into `sent`."""
-        why = hung.not_run(entry.check.functions, self.time_limits[entry.name].reference)  # work: reference seconds
+    def _not_run(self, entry: SuiteCheck, hung: StoppedFunctions, sent: dict, size: int | None = None) -> bool:
+        """Whether a function of the check was stopped where calling it again (on inputs of `size` bytes, None where
+        not planned) would stop it again; if so, the check's message goes into `sent`."""
+        why = hung.not_run(entry.check.functions, size)
         if why:
             sent[entry.name] = why
         return bool(why)
@@ -243,8 +244,7 @@ class Grader:
     def _record(self, entry: SuiteCheck, planned: Plan, replies: Sent, sent: dict, hung: StoppedFunctions) -> None:
         sent[entry.name] = (planned, replies)
         if timed_out(replies) is not None:
-            hung.record(planned.calls[len(replies.replies) - 1].function, self.time_limits[entry.name].reference,
-                        entry.name)
+            hung.record(planned.calls[len(replies.replies) - 1].function, input_bytes(planned.calls), entry.name)
 
     def _plan(self, entry: SuiteCheck, planner: ReferenceAnswers, seed: int) -> Plan:
         """The check's calls with the reference answering them, planned once per input set (plan.KeptPlans)."""
@@ -287,6 +287,7 @@ class Grader:
         budget = ShrinkBudget.for_submission(self.budget)
         evidence = Evidence([one.tried for one in judged], self.suite.reference, self.suite.assignment.tolerance)
         shrunk_functions: set[str] = set()
+        repeated: set[str] = set()  # functions one of whose calls was sent again (grading.varying)
         smallest: list[Sizes] = []  # the smallest failing sizes found so far, latest first
         results = []
         for one in judged:
@@ -300,6 +301,9 @@ class Grader:
             # garbage such as all zeros) can give the same numbers.
             idea = diagnose(self.suite.misconceptions, one.tried.calls, self.suite.reference,
                             self.suite.assignment.tolerance, evidence)
+            if idea is None and child is not None and one.entry.function not in repeated:
+                repeated.add(one.entry.function)
+                idea = VARYING if answers_vary(one.tried.calls, child.call, budget) else None
             shrunk = None
             if child is not None and one.entry.function not in shrunk_functions:
                 shrunk = self._shrink(one.entry, child, seed, one.tried, budget, smallest)

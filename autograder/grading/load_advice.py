@@ -56,14 +56,23 @@ def py_advice(name: str, load: LoadReport, raised: Raised | None, unparsed: bool
 
 
 def newer_python_hint(raised: Raised | None) -> str:
-    """For a syntax error in an f-string, which Python grades the file: a newer one accepts f-strings it does not,
-    and shows no error. Any other syntax error ("expected ':'") is the same in every Python, and gets no hint."""
-    if raised is None or raised.type != "SyntaxError" or "f-string" not in raised.message:
+    """For a syntax error a newer Python might not make, which Python grades the file: a newer one accepts f-strings
+    it does not, and statements it does not know (3.12's `type X = ...` and `def f[T](...)`, 3.14's `except A, B:`),
+    all of them "invalid syntax" here, and shows no error. Any other syntax error ("expected ':'") is the same in
+    every Python, and gets no hint."""
+    if raised is None or raised.type != "SyntaxError":
         return ""
-    return (f". The grader runs Python {GRADER_PYTHON}: if your own Python runs this line without an error, it is "
-            f"a newer one, which accepts syntax {GRADER_PYTHON} does not (Python 3.12's f-strings may reuse their "
-            "quotes or hold a backslash: f\"{', '.join(names)}\"). Write that line the way Python "
-            f"{GRADER_PYTHON} reads it: joined = ', '.join(names), then f\"{{joined}}\"")
+    if "f-string" in raised.message:
+        return (f". The grader runs Python {GRADER_PYTHON}: if your own Python runs this line without an error, it is "
+                f"a newer one, which accepts syntax {GRADER_PYTHON} does not (Python 3.12's f-strings may reuse their "
+                "quotes or hold a backslash: f\"{', '.join(names)}\"). Write that line the way Python "
+                f"{GRADER_PYTHON} reads it: joined = ', '.join(names), then f\"{{joined}}\"")
+    if "invalid syntax" in raised.message:  # Python's own words, for any statement it does not know
+        return (f". The grader runs Python {GRADER_PYTHON}: if your own Python runs this line without an error, it is "
+                f"a newer one, which accepts statements {GRADER_PYTHON} does not: write a type alias `type Array = "
+                "np.ndarray` as `Array = np.ndarray`, a generic `def f[T](x: T)` without its `[T]`, and `except A, B:` "
+                "as `except (A, B):`")
+    return ""
 
 
 def ran_a_magic(raised: Raised) -> bool:

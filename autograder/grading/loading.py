@@ -133,15 +133,24 @@ def _top_level_defs(source: str, function: str) -> list[int]:
 
 
 def _runs(source: str, function: str, line: int, trees: dict) -> bool:
-    """Whether the def of `function` at `line` of `source` is code at the top level, not text in a string; where the
-    unit does not parse (a magic, a syntax error), as the text shows it. trees: the units parsed so far."""
+    """Whether the def of `function` at `line` of `source` is code at the top level, not text in a string, nor a
+    signature for type checkers (`@typing.overload`, which the def after it needs); where the unit does not parse (a
+    magic, a syntax error), as the text shows it. trees: the units parsed so far."""
     if source not in trees:
         try:
             trees[source] = ast.parse(source).body if len(source) <= MAX_PARSED else None
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             trees[source] = None
     return trees[source] is None or any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                        and node.name == function and node.lineno == line for node in trees[source])
+                                        and node.name == function and node.lineno == line
+                                        and not any(_names_overload(d) for d in node.decorator_list)
+                                        for node in trees[source])
+
+
+def _names_overload(decorator: ast.expr) -> bool:
+    """`@overload` or `@typing.overload` (as written: any name it was imported under but these is not read)."""
+    return (isinstance(decorator, ast.Name) and decorator.id == "overload") or \
+        (isinstance(decorator, ast.Attribute) and decorator.attr == "overload")
 
 
 def _first_failure(load: LoadReport) -> tuple[str, bool, Raised | None]:

@@ -17,10 +17,14 @@ from autograder.sandbox import values, wire
 # Taken when the zygote imports this module, before any student code: a file that replaces np.seterr changes
 # what its own code calls, not what restores the state between calls.
 _GETERR, _SETERR = np.geterr, np.seterr
+# PyTorch's threads in a call, as the zygote set them (worker.zygote_main): a file's own torch.set_num_threads(64)
+# had its next parallel call start threads past the sandbox's process limit, and the worker exit.
+THREADS = 1
 
 
 class LibraryState:
-    """What a function can switch for every later call: read once after loading, restored before each call.
+    """What a function can switch for every later call: read once after loading, restored before each call (and
+    PyTorch's threads set back to the zygote's one, whatever the file set).
 
     A file that replaced PyTorch's switches with functions of its own (or broke them) has its calls start from
     whatever those leave: restoring never stops the worker, which would cost the file every later check."""
@@ -40,6 +44,8 @@ class LibraryState:
             try:
                 torch.set_grad_enabled(self.grad)
                 torch.set_default_dtype(self.dtype)
+                if torch.get_num_threads() != THREADS:
+                    torch.set_num_threads(THREADS)
             except Exception:  # noqa: BLE001 - replaced by the file's own code
                 pass
 

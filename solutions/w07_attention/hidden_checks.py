@@ -123,8 +123,9 @@ def _shared_by_heads(array):
 
 
 def score_matches_reference(t):
-    """score matches the reference on batched cross-attention inputs (Nq ≠ Nk), float32 and float64, and on keys
-    or queries shared by every head (broadcast), and leaves Q and K unchanged."""
+    """score matches the reference on batched cross-attention inputs (Nq ≠ Nk), float32 and float64, on keys
+    or queries shared by every head (broadcast), and on keys or queries with no leading axes at all (broadcast as
+    in np.matmul), and leaves Q and K unchanged."""
     for dtype in DTYPES:
         Q, K, _ = _qkv(t, dtype)
         expected = t.ref.score(*_f64(Q, K))
@@ -139,6 +140,11 @@ def score_matches_reference(t):
         expect_close(_returned_broadcasting(t, "score", one_query, K), t.ref.score(*_f64(one_query, K)),
                      t.tol(Q.dtype), f"score(Q, K) with queries of shape {one_query.shape}, shared by every head of "
                      f"keys of shape {K.shape} (batch axes broadcast)", shape_hint=ROWS_ARE_QUERIES)
+        # Fewer leading axes broadcast as in np.matmul: transposing by axes counted from the queries' own fails.
+        for q, k in ((Q, K[(0,) * (K.ndim - 2)]), (Q[(0,) * (Q.ndim - 2)], K)):
+            expect_close(_returned_broadcasting(t, "score", q, k), t.ref.score(*_f64(q, k)), t.tol(Q.dtype),
+                         f"score(Q, K) with queries of shape {q.shape} and keys of shape {k.shape} (the missing "
+                         f"leading axes broadcast, as in np.matmul)", shape_hint=ROWS_ARE_QUERIES)
 
 
 ZERO_SCALE = "0.0 multiplies every score by 0, and only None means 1/√dk (`scale or 1/√dk` takes 0.0 for None)"
@@ -200,7 +206,8 @@ def causal_mask_rectangular(t):
 def padding_mask_matches_reference(t):
     """padding_mask matches the reference for random lengths, including a full-length sequence and an empty one
     (no key exists: a row of False, not a last key kept), and for a batch padded past its longest sequence (n_k
-    fixed elsewhere, so the mask is n_k wide, not max(lengths)), and leaves the lengths unchanged."""
+    fixed elsewhere, so the mask is n_k wide, not max(lengths)), for a batch of one sequence and for one key
+    (the mask keeps its axes of length 1), and leaves the lengths unchanged."""
     n_k = t.sizes["nk"]
     lengths = t.rng.integers(1, n_k + 1, size=4)
     lengths[0] = n_k
@@ -216,6 +223,12 @@ def padding_mask_matches_reference(t):
     wide = t.rng.integers(0, WIDE + 1, size=2)
     expect_equal_mask(t.returned("padding_mask", wide, WIDE), t.ref.padding_mask(wide, WIDE),
                       f"padding_mask(lengths, {WIDE}) for 2 random lengths up to {WIDE}")
+    # A batch of one sequence, and a single key: squeezing the lengths or the mask drops an axis of length 1.
+    one = t.rng.integers(0, n_k + 1, size=1)
+    for lengths, keys in ((one, n_k), (np.array([1, 0]), 1)):
+        expect_equal_mask(t.returned("padding_mask", lengths, keys), t.ref.padding_mask(lengths, keys),
+                          f"padding_mask(lengths, {keys}) for lengths = {lengths.tolist()} (axes of length 1 are "
+                          f"kept: the mask's shape is (B, 1, n_k))")
 
 
 def apply_mask_matches_reference(t):
@@ -402,18 +415,20 @@ def _masked_far_above(t, Q, K, scale: float) -> np.ndarray:
 
 
 def _far_below(Q, K, scale: float) -> None:
-    """K changed in place so that the second query scores every key FAR below 0, and the first query's scores stay
-    as they are: a finite fill written over the masked scores (−1e4, GPT-2's masked_bias; −65504) lies far above
-    them all, and takes the weight, as does a clip of the scores (±1e4). One vector c added to every key adds q·c
-    to each of a query's scores, which the softmax ignores: no weight changes. c is along the part of the second
-    query at right angles to the first, or along the second where it has none (dk = 1, as shrinking tries). Q (...,
-    Nq, dk), K (..., Nk, dk), with Nq ≥ 2."""
-    def dot(a, b):
-        return np.einsum("...d,...d->...", a, b)
-    first, second = Q[..., 0, :], Q[..., 1, :]
-    across = second - (dot(second, first) / dot(first, first))[..., None] * first
-    across = np.where((dot(across, across) > 1e-3 * dot(second, second))[..., None], across, second)
-    K += (-FAR / (scale * dot(second, across)))[..., None, None] * across[..., None, :]
+    """Q and K changed in place so that the second query scores every key FAR below 0, and the others' scores stay as
+    they are: a finite fill written over the masked scores (−1e4, GPT-2's masked_bias; −65504) lies far above them
+    all, and takes the weight, as does a clip of the scores (±1e4). One number c added to every key's last
+    coordinate adds q·c to each of a query's scores, which the softmax ignores: no weight changes. Every query but
+    the second has its last coordinate made 0, so its products with c are exactly 0 and its scores' rounding stays
+    ordinary: a c merely at right angles to the first query had made |q|·|k|, and so the rounding its weights are
+    held to (_weight_terms), a hundred thousand times larger, and weights 5 % off had passed. With dk = 1 (as
+    shrinking tries) c is along the second query. Q (..., Nq, dk), K (..., Nk, dk), with Nq ≥ 2."""
+    if Q.shape[-1] > 1:
+        Q[..., :, -1] = 0.0
+        Q[..., 1, -1] = 1.0
+        K[..., :, -1] -= FAR / scale
+        return
+    K -= FAR / (scale * Q[..., 1:2, :])  # dk = 1: the second query times this shift is −FAR
 
 
 def attention_all_masked_raises(t):
