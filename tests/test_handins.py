@@ -61,12 +61,13 @@ def context(A, V):
     raise ValueError("z" * 100000)
 '''
 PROBLEMS = {  # student -> words their message must hold
-    "heidi": "hard link", "fifo": "named pipe", "sock": "socket", "dave": "folder", "oscar": "over the 50 MB limit",
+    "fifo": "named pipe", "sock": "socket", "dave": "folder", "oscar": "over the 50 MB limit",
 }
 # The class folder's to fix, not the student's: a link (a folder copied keeping links), two files giving one id,
 # an id no output can hold. Named for the TA, and nothing is stored: no zero for a real student, no made-up id.
 UNSTORED = {"mallory.py is a symbolic link": "mallory", "trudy": "trudy", "path separator": "Eve_Mallory_1",
-            "control, format or invisible": "bad_[2Jname", "2 hand-ins give the student id 'Zed'": "Zed"}
+            "control, format or invisible": "bad_[2Jname", "2 hand-ins give the student id 'Zed'": "Zed",
+            "nl\\n[99] mallory": "nl\n[99] mallory: 100", "heidi.py is a hard link": "heidi"}
 
 
 def _class(folder: Path, secret: Path) -> None:
@@ -89,6 +90,7 @@ def _class(folder: Path, secret: Path) -> None:
         big.truncate(60 << 20)
     shutil.copy(PLAIN, folder / "Eve\\Mallory_1.py")  # an LMS's folder name built from a display name
     shutil.copy(PLAIN, folder / "bad\x1b[2Jname.py")
+    shutil.copy(PLAIN, folder / "nl\n[99] mallory: 100.py")  # a name that, printed raw, starts a line of its own
     shutil.copy(PLAIN, folder / "Zed.py")
     shutil.copy(PLAIN, folder / "zed.py")
 
@@ -131,6 +133,7 @@ def test_only_regular_files_are_hand_ins_and_each_other_object_is_its_students_p
     assert len(refused) == 2 * len(UNSTORED), refused  # before grading and at the end; two colliding files: one line
     for words, student in UNSTORED.items():
         assert any(words in line for line in refused) and student not in results, (words, refused)
+    assert not any(line.startswith("[99]") for line in done["grade"].stderr.splitlines())
 
 
 @pytest.mark.slow
@@ -411,6 +414,22 @@ def test_one_students_py_and_notebook_under_ids_that_differ_in_case_are_their_tw
     assert "Alice" not in found
     zeds = [item for item in found.values() if item.path.name in ("Zed.py", "zed.py")]
     assert len(zeds) == 2 and all("2 hand-ins give the student id" in item.problem for item in zeds)
+
+
+def test_a_module_handed_in_beside_the_work_and_imported_by_it_is_named_with_what_to_do(tmp_path):
+    """nbgrader runs a notebook in a copy of its folder, where `from helpers import f` finds helpers.py; the grader
+    has the graded file alone. The import's failure had said only that the grader has no such module."""
+    erin = tmp_path / "class" / "erin"
+    erin.mkdir(parents=True)
+    (erin / "helpers.py").write_text("def stable_softmax(S):\n    return S\n")
+    (erin / "notes.py").write_text("x = 1\n")  # handed in, not imported: not named
+    (erin / "attention.py").write_text("from helpers import stable_softmax\n" + PLAIN.read_text())
+    shutil.copy(PLAIN, tmp_path / "class" / "ben.py")
+    found = {item.student: item for item in find_submissions([tmp_path / "class"], ASSIGNMENT, "attention", tmp_path)}
+    assert found["erin"].path.name == "attention.py"
+    assert found["erin"].note.endswith("; attention.py imports helpers.py, handed in beside it, which grading does not "
+                                       "have: only attention.py is graded, so put the code of helpers.py into "
+                                       "attention.py (and drop the import)"), found["erin"].note
 
 
 def test_a_flat_class_students_folder_passed_alone_is_that_student_and_holds_no_layout(tmp_path):

@@ -135,6 +135,11 @@ def test_the_column_id_is_read_from_the_lms_download_used_as_the_roster_and_chec
     done = export("blackboard")  # two columns of one title: which one was a guess (the last)
     assert done.returncode == 2 and f"the roster names 2 columns titled '{title}' (ids 11, 12)" in done.stderr
     assert export("blackboard", "--column-id", "11").returncode == 0
+    (stored / "gc.csv").write_text("Last Name,First Name,Username,HW7 [Total Pts: 100 Score] |21\nLovelace,Ada,s1,\n")
+    done = export("blackboard")  # the assignment's column under another title: a new one, said, and how to fill it
+    assert done.returncode == 0 and f"the roster names no column titled '{title}' (HW7 (21)), so the file makes a " \
+        "new column of that title. To fill one of those columns instead, pass --column" in done.stderr, done.stderr
+    assert "new column" not in export("blackboard", "--column", "HW7").stderr
     done = run_cli("export", "moodle", "--roster", stored / "roster.csv", "--db", stored / "grades.db", "--course",
                    ROOT / "course.yaml", "--out", stored / "m.csv", "--column-id", "77")
     assert done.returncode == 2 and "--column-id is not read by Moodle" in done.stderr, done.stderr

@@ -74,6 +74,12 @@ def test_a_moodle_download_grades_the_student_its_folder_form_would(tmp_path):
     assert eve.problem.startswith("nothing to grade: this hand-in holds only attention.pdf"), eve.problem
     assert eve.submitted_at and eve.lms == "Moodle"  # the folder's time: the student's feedback has no TA advice
     assert _found(folders, tmp_path)["Mary-Kate O'Brien_123456_assignsubmission_file_"].lms == "Moodle"
+    # The student's online text has a folder of its own beside their files': no hand-in missing there.
+    (folders / "Mary-Kate O'Brien_123456_assignsubmission_onlinetext_").mkdir()
+    (folders / "Mary-Kate O'Brien_123456_assignsubmission_onlinetext_" / "onlinetext.html").write_text("<p>Hi</p>")
+    skipped: list = []
+    found = find_submissions([folders], "w07_attention", "attention", tmp_path / "work", skipped)
+    assert len(found) == 2 and skipped == [], skipped
 
 
 def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_out_its_receipts(tmp_path):

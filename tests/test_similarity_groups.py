@@ -76,3 +76,25 @@ def test_each_pair_says_what_its_score_rests_on(tmp_path):
     pair_page = (out / "pairs" / f"{rank:04d}.html").read_text()
     assert re.search(r"The score rests on:</b> 1 of 9 functions match, the whole file 0\.\d\d; "
                      r"the most alike function, softmax: \d+ lines alike", pair_page)
+
+
+RING = BENCHMARK / "ring"  # source.py and four copies of it, each disguised in other ways
+
+
+def test_copies_of_one_source_each_disguised_otherwise_pair_with_it(tmp_path):
+    # Five students hold the code all of them kept: more than a tenth of this class, and never exactly the same
+    # five for a block of it (each disguise broke other lines), so it had weighed nothing: the while-loop copy
+    # (0.69) fell under an independent pair (0.70), and the copy with every disguise was not listed at all.
+    folder = tmp_path / "handins"
+    folder.mkdir()
+    for path in [*sorted(CLASS.glob("i*.py")), *sorted(RING.glob("*.py"))]:
+        (folder / path.name).write_bytes(path.read_bytes())
+    comparison = compare_class("w07_attention", [read_submission(p) for p in sorted(folder.iterdir())], STUB,
+                               SOURCE_DIR, jobs=1)
+    ring = {path.stem for path in RING.glob("*.py")}
+    with_source = {(pair.a if pair.b == "source" else pair.b): pair.score for pair in comparison.pairs
+                   if "source" in (pair.a, pair.b)}
+    honest = max(pair.score for pair in comparison.pairs if not {pair.a, pair.b} & ring)
+    assert all(with_source[copy] > honest for copy in ("matmul_variants", "while_loops", "literals")), (
+        with_source, honest)
+    assert with_source.get("every_disguise", 0) > 0.3, with_source

@@ -217,6 +217,10 @@ def _column_id(args, title: str, kind) -> str:
         if ids:
             print(safe(f"the roster's own column {title!r} has the id {ids[0]}: writing into it (--column-id "
                        "picks another)"), file=sys.stderr)
+        elif known:  # the LMS would add a column beside the assignment's own, which stays empty
+            print(safe(f"autograder: warning: the roster names no column titled {title!r} ({listed}), so the file "
+                       f"makes a new column of that title. To fill one of those columns instead, pass --column with "
+                       "its title (or --column-id with its id) and export again"), file=sys.stderr)
         return ids[0] if ids else ""
     names = [name for name, number in known if number == args.column_id]
     if known and not names:

@@ -103,7 +103,7 @@ def _grade(args) -> int:
         starting(f"{counted(len(found), 'submission')} of {assignment.name} found" + _lms_note(found))
         problems = tuple(dict.fromkeys(item.problem for item in refused))  # the folder's to fix: nothing is stored
         for problem in problems:
-            starting(f"not graded, nothing stored: {problem}")
+            starting(f"not graded, nothing stored: {one_line(problem)}")
         if not found:
             raise LayoutError(f"none of the {counted(len(refused), 'hand-in')} found can be graded as the class folder "
                               "stands; fix what is named above and grade again")
@@ -282,7 +282,7 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
         progress.status(doing)
     few = len(plan.todo) + len(plan.skipped) <= FULL_TABLES  # shown whole; for more, one line each is kept
     shown: dict = {}  # student -> their result (few) or its summary row: a class of thousands is not held whole
-    not_graded = [f"not graded, nothing stored: {problem}" for problem in refused]
+    not_graded = [f"not graded, nothing stored: {one_line(problem)}" for problem in refused]
     failed = 0
 
     def keep(result, graded: bool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,16 +66,25 @@ def _id_refused(item: Found) -> str:
 
 
 def link_refused(item: Found) -> Found:
-    """`item`, not to be stored where its file (or the student's folder, below the layout's top) is a symbolic link:
-    the class folder was copied keeping links (`cp -a`), which the hand-in rule refuses to follow, and a zero for
-    the student would stand for the copy, not their work. Its problem is what reading it says (grading.handin).
+    """`item`, not to be stored where its file (or the student's folder, below the layout's top) is a symbolic link,
+    or its file a hard link: the class folder was copied keeping links (`cp -a`, `cp -al`, rsync's --link-dest, a
+    tool merging identical files), which the hand-in rule refuses to follow, and a zero for the student would stand
+    for the copy, not their work. Its problem is what reading it says (grading.handin).
     The folder the TA passed may itself be a link: it is not the student's part of the path."""
-    if item.problem or not any(os.path.islink(path) for path in _below_the_top(item)):
+    if item.problem or not (any(os.path.islink(path) for path in _below_the_top(item)) or _hard_link(item.path)):
         return item
     problem = read_bytes(item.path, item.root).error or (
         f"{safe(item.path, 300)} is in a folder that is a symbolic link; replace the link with a copy (or copy the "
         "class folder without keeping links) and grade again")
     return dataclasses.replace(item, problem=problem, stored=False)
+
+
+def _hard_link(path: Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
 
 
 def _below_the_top(item: Found) -> list[Path]:

@@ -145,7 +145,7 @@ def _read(fd: int, shown: str) -> FileBytes:
                        + (" (a folder may not be named like one)" if stat.S_ISDIR(info.st_mode) else ""))
     if info.st_nlink > 1:
         raise _Refused(f"{shown} is a hard link (the same file has {info.st_nlink} names), so it may be another "
-                       "file than the student's; hand in a copy of your file (not a link) and grade again")
+                       "file than the student's; replace it with a copy of the file (not a link) and grade again")
     if info.st_size > MAX_BYTES:
         raise _Refused(over_size_limit(shown, info.st_size))
     data = _read_at_most(fd, MAX_BYTES + 1)

@@ -74,7 +74,32 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
     first, second = rank(ranked[0]), rank(ranked[1])
     why = next((reason for reason, a, b in zip(_REASONS, first, second) if a != b), _REASONS[-1])
     graded = safe(ranked[0].relative_to(folder))
-    return ranked[0], f"several files were handed in; graded {graded}, not {others} ({why})"
+    note = f"several files were handed in; graded {graded}, not {others} ({why})"
+    return ranked[0], note + _helpers_note(ranked[0], ranked[1:], graded)
+
+
+def _helpers_note(graded_path: Path, others: list[Path], graded: str) -> str:
+    """What to do where the graded file imports a module the student handed in beside it (`from helpers import
+    ...` with helpers.py): its sandbox has the graded file alone, so that import fails, as nbgrader's copy of the
+    folder would not; "" otherwise."""
+    imported = _modules_imported(graded_path)
+    helpers = [safe(p.name) for p in others if p.suffix == ".py" and _regular(p) and p.stem in imported]
+    if not helpers:
+        return ""
+    names = ", ".join(helpers)
+    return (f"; {graded} imports {names}, handed in beside it, which grading does not have: only {graded} is "
+            f"graded, so put the code of {names} into {graded} (and drop the import)")
+
+
+_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def _modules_imported(path: Path) -> set[str]:
+    """The top-level modules a file's code imports (`from helpers import f`: helpers), as written."""
+    content = read_bytes(path) if _regular(path) else None
+    if content is None or content.error:
+        return set()
+    return {name for code in _code_of(content.data, path.suffix) for name in _IMPORT.findall(code)}
 
 
 def named_after(stem: str, module: str) -> bool:

@@ -34,6 +34,9 @@ _CANVAS_AGAIN = re.compile(r"-\d+(?=\.[^.]+$)")  # Canvas's mark on a file uploa
 # student or another time.
 _MOODLE = re.compile(r"(?P<student>.+?_\d+_assignsubmission_file_)(?P<name>.+)")
 _MOODLE_STUDENT = re.compile(r".+_(\d+)_assignsubmission_file_")  # the student id _moodle gives
+# A download "in folders" gives each other submission plugin its own folder (online text, comments) beside the
+# student's files folder: nothing to grade, and no hand-in missing.
+_MOODLE_OTHER_PART = re.compile(r".+_\d+_assignsubmission_(?!file_)[a-z]+_")
 _BLACKBOARD = re.compile(r"(?P<prefix>.+?)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
 _RECEIPT = re.compile(r"(?P<prefix>.+)_attempt_\d{4}(?:-\d\d){5}\.txt")
 _RECEIPT_NAME = re.compile(r"Name:.*\(([^()\s]+)\)\s*")  # a receipt's first line: Name: John Smith (j_smith)
@@ -44,6 +47,12 @@ STUDENT_IDS = {"Canvas": "login_userid (smithjohn_4101)",
                "Moodle": "Moodle's folder name (Full Name_123456_assignsubmission_file_)",
                "Blackboard": "the username",
                "Gradescope": "the submitters' emails (joined with , for a group), as on Gradescope"}
+
+
+def moodle_other_part(name: str) -> bool:
+    """Whether a folder's name is Moodle's for a student's online text or comments
+    (`Jane Doe_123456_assignsubmission_onlinetext_`), which holds no file of theirs to grade."""
+    return _MOODLE_OTHER_PART.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)

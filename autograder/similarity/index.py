@@ -30,6 +30,7 @@ scores as high as a copy of the whole file.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ MIN_COMMON = 4  # ... is a common idiom, weight 0
 FLOOR = 16.0  # the least weight a version is counted as having for the pair's score: about three lines
 ALIKE_FLOOR = 8.0  # the same, for how alike two versions of one function are (what the report lists)
 GROUP_BLOCK = 40  # common fingerprints held by exactly the same students: about eight lines of code
+RING_MOST = 16  # students: the largest ring of differently disguised copies looked for (see _rings)
 WHOLE_FLOOR = 32.0
 CONTAINED_FLOOR = 16.0  # the least weight of a version found whole inside a longer one (see dice)
 MATCHING = 0.5  # a function scoring this or more is listed among the pair's matching functions
@@ -109,6 +111,7 @@ def build_indexes(functions: list[str], prints: dict[str, list[list[Fingerprint]
             if len(students) > common and h not in released:
                 blocks[tuple(students)] = blocks.get(tuple(students), 0) + 1
     groups = {students for students, size in blocks.items() if size >= GROUP_BLOCK}
+    ring_of = _rings(holders, common, released)
     indexes = {}
     for f in functions:
         weights = {}
@@ -117,10 +120,42 @@ def build_indexes(functions: list[str], prints: dict[str, list[list[Fingerprint]
                 weights[h] = 0.0
             elif len(students) <= common:
                 weights[h] = idf(len(students), n)
+            elif tuple(students) in groups or _within_one(students, ring_of):
+                weights[h] = idf(common, n)
             else:
-                weights[h] = idf(common, n) if tuple(students) in groups else 0.0
+                weights[h] = 0.0
         indexes[f] = FunctionIndex(f, weights, hashes[f])
     return indexes
+
+
+def _rings(holders: dict[str, dict[int, list[int]]], common: float, released: set[int]) -> dict[int, int]:
+    """Students who copied one source, each disguising it otherwise: student -> ring number.
+
+    Each disguise breaks other fingerprints, so no block of them is held by exactly the same students (a group),
+    and where the copies are more than `common`, the fingerprints all of them kept would weigh nothing. But any
+    two of them still hold GROUP_BLOCK or more such fingerprints in common (64 to 123 in a ring of five copies of
+    one file in 36, where independent pairs held at most 34): linked pair by pair, they are a ring. Only
+    fingerprints held by at most RING_MOST (and twice `common`) students count: the pairs within each are
+    counted, and a larger ring in a class where it is also over COMMON_SHARE is not told from an idiom."""
+    most = min(2 * common, RING_MOST)
+    together: dict[tuple[int, int], int] = {}
+    for by_hash in holders.values():
+        for h, students in by_hash.items():
+            if common < len(students) <= most and h not in released:
+                for pair in itertools.combinations(students, 2):
+                    together[pair] = together.get(pair, 0) + 1
+    ring_of: dict[int, int] = {}
+    for a, b in sorted(pair for pair, count in together.items() if count >= GROUP_BLOCK):
+        ring_a, ring_b = ring_of.setdefault(a, a), ring_of.setdefault(b, b)
+        if ring_a != ring_b:  # one ring now: relabel b's
+            ring_of.update({s: ring_a for s, r in ring_of.items() if r == ring_b})
+    return ring_of
+
+
+def _within_one(students: list[int], ring_of: dict[int, int]) -> bool:
+    """Whether every one of `students` is of the same ring."""
+    rings = {ring_of.get(s, -1 - s) for s in students}
+    return len(rings) == 1
 
 
 def idf(df: int, n: int) -> float:
