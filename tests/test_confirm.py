@@ -17,11 +17,15 @@ import pytest
 
 from autograder.authoring.checks import UNENDING_HINT
 from autograder.grading import confirm
+from autograder.grading.attempt import Attempt
+from autograder.grading.explain import Judged
 from autograder.grading.grader import Grader
+from autograder.grading.results import CheckResult
 from autograder.grading.statuses import PASSED, TIMEOUT
 from autograder.grading.submission import read_submission
 from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.processes import parent_map
+from autograder.sandbox.replies import CallTimedOut
 
 from conftest import SUBMISSIONS, compose
 
@@ -191,3 +195,23 @@ def test_a_file_idle_in_many_functions_is_not_graded_again(course, suite, sandbo
     assert {t.function for t in result.tests if t.status == TIMEOUT} >= {"score", "softmax", "context"}
     assert not any("graded again" in note for note in result.notes), result.notes
     assert confirm.HELD_UP_FUNCTIONS < 3
+
+
+def test_calls_held_up_in_many_functions_are_graded_again_and_waits_of_their_own_are_not(suite):
+    # A machine that stops a grading job's processes now and then (a paused virtual machine, swapping) leaves them
+    # stopped, or in a disk wait, never asleep in a wait they asked for: such timeouts in three functions had cost a
+    # correct file 5 and 7 points, told it was waiting for a thread of its own.
+    entries = {entry.function: entry for entry in suite.checks}
+    functions = ("score", "softmax", "context")
+
+    def judged(resting: bool) -> list:
+        found = []
+        for function in functions:
+            stopped = CallTimedOut(f"{function} did not return")
+            stopped.idle, stopped.resting = True, resting
+            found.append(Judged(entries[function], CheckResult(entries[function].name, function, "hidden", TIMEOUT,
+                                                               0.0, 1.0), Attempt(TIMEOUT, stopped=stopped)))
+        return found
+    assert [entry.function for entry in confirm.to_run_again(judged(resting=False))] == list(functions)
+    assert confirm.to_run_again(judged(resting=True)) == []
+    assert [e.function for e in confirm.to_run_again(judged(resting=True)[:2])] == list(functions[:2])

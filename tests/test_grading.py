@@ -436,6 +436,18 @@ def test_an_exception_raised_in_a_helper_names_its_cell_line_and_function(grade,
     assert message.startswith(f"attention raised ModuleNotFoundError at line {line}, in softmax: {hint}")
 
 
+def test_pytorch_threads_a_file_asks_for_are_not_started(grade_once, tmp_path):
+    """Threads count against the sandbox's process limit: 64 asked at the top level, or in a call, had the worker exit
+    or the call time out ("look for a loop that never ends"), 12 points of a correct attention_torch."""
+    path = tmp_path / "threads.py"
+    path.write_text(PLAIN.read_text().replace("def attention_torch(Q, K, V, allowed=None, scale=None):\n",
+                                              "def attention_torch(Q, K, V, allowed=None, scale=None):\n"
+                                              "    torch.set_num_threads(64)\n") + "\ntorch.set_num_threads(64)\n")
+    assert "torch.set_num_threads(64)\n    " in path.read_text()
+    result = grade_once(path)
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != "passed"]
+
+
 def test_an_operation_the_sandbox_refuses_says_so(grade, tmp_path):
     """multiprocessing works on the student's machine and not in the sandbox: the message says that the sandbox
     refused it, not only "Permission denied"."""

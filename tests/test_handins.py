@@ -91,6 +91,7 @@ def _class(folder: Path, secret: Path) -> None:
     shutil.copy(PLAIN, folder / "Eve\\Mallory_1.py")  # an LMS's folder name built from a display name
     shutil.copy(PLAIN, folder / "bad\x1b[2Jname.py")
     shutil.copy(PLAIN, folder / "nl\n[99] mallory: 100.py")  # a name that, printed raw, starts a line of its own
+    (folder / "empty\n[98] kim: 100").mkdir()  # and a folder holding no hand-in, named as such
     shutil.copy(PLAIN, folder / "Zed.py")
     shutil.copy(PLAIN, folder / "zed.py")
 
@@ -133,7 +134,8 @@ def test_only_regular_files_are_hand_ins_and_each_other_object_is_its_students_p
     assert len(refused) == 2 * len(UNSTORED), refused  # before grading and at the end; two colliding files: one line
     for words, student in UNSTORED.items():
         assert any(words in line for line in refused) and student not in results, (words, refused)
-    assert not any(line.startswith("[99]") for line in done["grade"].stderr.splitlines())
+    assert not any(line.startswith(("[99]", "[98]")) for line in done["grade"].stderr.splitlines())
+    assert "empty\\n[98] kim: 100/" in done["grade"].stderr
 
 
 @pytest.mark.slow
@@ -430,6 +432,31 @@ def test_a_module_handed_in_beside_the_work_and_imported_by_it_is_named_with_wha
     assert found["erin"].note.endswith("; attention.py imports helpers.py, handed in beside it, which grading does not "
                                        "have: only attention.py is graded, so put the code of helpers.py into "
                                        "attention.py (and drop the import)"), found["erin"].note
+    # What imports well without the file beside it is not named: a library (a stray numpy.py is not what `import
+    # numpy` finds), an import with its own way out, a word in a docstring. `from . import` is named.
+    (erin / "numpy.py").write_text("x = 1\n")
+    (erin / "scratch.py").write_text("x = 1\n")
+    (erin / "attention.py").write_text('"""Notes:\nimport scratch first."""\ntry:\n    import notes\n'
+                                       "except ImportError:\n    pass\nfrom . import helpers\n" + PLAIN.read_text())
+    found = {item.student: item for item in find_submissions([tmp_path / "class"], ASSIGNMENT, "attention", tmp_path)}
+    note = found["erin"].note
+    assert "imports helpers.py," in note and not any(f"{name}.py," in note.split("imports")[1]
+                                                        for name in ("numpy", "scratch", "notes")), note
+
+
+def test_a_hard_link_beside_a_students_file_is_named_as_a_link_not_as_a_file_writing_nothing(tmp_path):
+    # Unreadable as a hand-in, the hard link had been counted as a file that writes no function, and the note said
+    # the draft beside it was graded for that.
+    fay = tmp_path / "class" / "fay"
+    fay.mkdir(parents=True)
+    shutil.copy(PLAIN, tmp_path / "backup.py")
+    os.link(tmp_path / "backup.py", fay / "attention.py")
+    (fay / "draft_v1.py").write_text("def score(Q, K, scale=None):\n    return Q @ K.T\n")
+    shutil.copy(PLAIN, tmp_path / "class" / "ben.py")
+    found = {item.student: item for item in find_submissions([tmp_path / "class"], ASSIGNMENT, "attention", tmp_path)}
+    assert found["fay"].path.name == "draft_v1.py"
+    assert found["fay"].note == ("several files were handed in; graded draft_v1.py, not attention.py (a link or not a "
+                                 "regular file) (a regular file over one that is not)"), found["fay"].note
 
 
 def test_a_flat_class_students_folder_passed_alone_is_that_student_and_holds_no_layout(tmp_path):

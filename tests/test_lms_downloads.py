@@ -80,6 +80,11 @@ def test_a_moodle_download_grades_the_student_its_folder_form_would(tmp_path):
     skipped: list = []
     found = find_submissions([folders], "w07_attention", "attention", tmp_path / "work", skipped)
     assert len(found) == 2 and skipped == [], skipped
+    # Online text alone is no hand-in of files: the folder is named, so the student is not missed without a word.
+    (folders / "Ann Lee_101_assignsubmission_onlinetext_").mkdir()
+    skipped = []
+    find_submissions([folders], "w07_attention", "attention", tmp_path / "work", skipped)
+    assert [p.name for p in skipped] == ["Ann Lee_101_assignsubmission_onlinetext_"], skipped
 
 
 def test_a_blackboard_download_grades_each_students_latest_attempt_and_leaves_out_its_receipts(tmp_path):

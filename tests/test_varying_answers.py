@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder.authoring.protocol import Call, Reply, TensorData
+from autograder.authoring.protocol import Call, Raised, Reply, TensorData
 from autograder.grading.grader import Grader
-from autograder.grading.shrink import ShrinkBudget
 from autograder.grading.submission import read_submission
 from autograder.grading.varying import answers_vary, differ
 from autograder.sandbox.protections import probe
+from autograder.sandbox.replies import CallFailed
 from autograder.sandbox.zygote import Sandbox
 
 from conftest import PLAIN
@@ -27,14 +27,22 @@ def attention_torch(Q, K, V, allowed=None, scale=None):
     return A @ V, A
 '''
 
-# Noise from NumPy's global generator, which nothing in the file seeds.
+# Noise from NumPy's global generator and Python's, which nothing in the file seeds, and from a string's hash (as
+# a set's order of strings would give).
 NOISE_IN_SOFTMAX = '''
+import random as _random
+
+
 def softmax(S):
     S = np.asarray(S)
     if not np.all(np.any(np.isfinite(S), axis=-1)):
         raise ValueError("softmax: some query has every key masked")
     e = np.exp(S - np.max(S, axis=-1, keepdims=True))
     return e / np.sum(e, axis=-1, keepdims=True) + 1e-4 * np.random.rand(*S.shape)
+
+
+def context(A, V):
+    return np.asarray(A) @ np.asarray(V) + 1e-4 * (_random.random() + hash("context") % 7)
 '''
 
 
@@ -63,18 +71,19 @@ def test_random_answers_grade_alike_in_two_sandboxes(grader, course, suite, tmp_
     assert [(t.name, t.status, t.message, t.example) for t in first.tests] == [
         (t.name, t.status, t.message, t.example) for t in second.tests]
     assert "answers_vary" in {t.misconception for t in first.tests if t.function == "softmax"}
+    assert any(t.function == "context" and t.status != "passed" for t in first.tests)
 
 
 def test_a_repeated_call_that_fails_or_raises_names_nothing():
     call = Call("softmax", (np.zeros((2, 3)),))
     first = Reply(value=np.full((2, 3), 1 / 3))
 
-    def raises(_):
-        return Reply(raised=None, value=None)
-    assert not answers_vary([(call, first)], raises, ShrinkBudget(seconds=1.0))
-    spent = ShrinkBudget(seconds=1.0, ran=ShrinkBudget(seconds=1.0).runs)
-    assert not answers_vary([(call, first)], lambda _: Reply(value=np.zeros((2, 3))), spent)
-    assert answers_vary([(call, first)], lambda _: Reply(value=np.zeros((2, 3))), ShrinkBudget(seconds=1.0))
+    def stopped(_):
+        raise CallFailed("stopped at its limit")
+    assert not answers_vary([(call, first)], stopped)
+    assert not answers_vary([(call, first)], lambda _: Reply(raised=Raised("ValueError", "no")))
+    assert answers_vary([(call, first)], lambda _: Reply(value=np.zeros((2, 3))))
+    assert not answers_vary([(call, Reply(raised=Raised("ValueError", "no")))], lambda _: Reply(value=np.zeros(1)))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

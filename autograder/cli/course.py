@@ -208,7 +208,8 @@ def _column_id(args, title: str, kind) -> str:
         return ""
     known = lms_columns(args.roster)
     title = args.column or title
-    listed = ", ".join(f"{name} ({number})" for name, number in known[:10])
+    listed = ", ".join(f"{name} ({number})" for name, number in known[:10]) + (
+        f" and {len(known) - 10} more" if len(known) > 10 else "")
     if not args.column_id:
         ids = [number for name, number in known if name == title]
         if len(ids) > 1:

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from autograder.grading.submission import SUFFIXES
-from autograder.text import safe
+from autograder.text import one_line
 
 
 def not_graded(skipped: list[Path], module: str) -> list[str]:
@@ -64,5 +64,5 @@ def _handed_in_below(folder: Path, depth: int = 3) -> bool:
 
 
 def _listed(paths: list[Path], mark: str) -> str:
-    names = ", ".join(safe(path.name, 60) + ("…" if len(path.name) > 60 else "") + mark for path in paths[:5])
+    names = ", ".join(one_line(path.name, 60) + ("…" if len(path.name) > 60 else "") + mark for path in paths[:5])
     return names + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")

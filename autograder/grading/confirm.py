@@ -12,8 +12,9 @@ a hold-up seldom strikes the same call twice. So such checks are graded again
 (with the checks their timeout kept from running), and the second run is the
 grade. A function that sleeps some other way (waiting on a thread of its own,
 say) sleeps again and costs its limit twice; one that loops used the
-processor, and its timeout counts at once. Idle timeouts in more than
-HELD_UP_FUNCTIONS functions are the file's own waiting, and count at once. A second run
+processor, and its timeout counts at once. Idle timeouts in a wait of the
+file's own asking in more than HELD_UP_FUNCTIONS functions are the file's
+waiting, and count at once. A second run
 whose worker did not load the file as the first did (it could not start, or
 the file defined other functions) decides nothing: the first run's verdicts
 stand, and the feedback says why.
@@ -26,19 +27,22 @@ from autograder.grading.suite import SuiteCheck
 from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.replies import CallTimedOut, Stopped
 
-# A hold-up of the machine strikes a call or two, not most of a file's functions: a file whose calls waited in more
-# functions than this waits by itself, and grading it again (its top-level code, its reloads and every wait again)
-# had doubled its time: a file that slept 9 s at load and waited in every function took 107 s instead of 53 s.
+# A hold-up of the machine strikes a call or two, not most of a file's functions: a file whose calls waited, each
+# in a wait of its own asking, in more functions than this waits by itself, and grading it again (its top-level code,
+# its reloads and every wait again) had doubled its time: a file that slept 9 s at load and waited in every function
+# took 107 s instead of 53 s. Calls held up otherwise (stopped, in a disk wait) are graded again however many.
 HELD_UP_FUNCTIONS = 2
 
 
 def to_run_again(judged: list[Judged]) -> list[SuiteCheck]:
     """The checks to grade again, in suite order: each stopped at an idle timeout, and each not run because
-    a function of such a check had timed out (Grader._not_run); none if no timeout was idle, or if the idle ones
-    were in more than HELD_UP_FUNCTIONS functions."""
+    a function of such a check had timed out (Grader._not_run); none if no timeout was idle, or if more than
+    HELD_UP_FUNCTIONS functions were idle in a wait of their own (CallTimedOut.resting: not stopped, in a disk wait
+    or running, as a machine's hold-up leaves a process)."""
     idle = [one.entry for one in judged if _idle_timeout(one)]
     functions = {name for entry in idle for name in entry.check.functions}
-    if len({entry.function for entry in idle}) > HELD_UP_FUNCTIONS:
+    if len({one.entry.function for one in judged if _idle_timeout(one) and one.tried.stopped.resting}) > \
+            HELD_UP_FUNCTIONS:
         return []
     skipped = [one.entry for one in judged if one.tried is None and one.result.status == TIMEOUT
                and functions & set(one.entry.check.functions)]

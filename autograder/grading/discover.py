@@ -62,7 +62,7 @@ from autograder.grading.late import (
     attempt_time,
     submission_time,
 )
-from autograder.grading.lms_downloads import is_receipt, moodle_other_part, moodle_participant, read_download
+from autograder.grading.lms_downloads import is_receipt, moodle_other_parts, moodle_participant, read_download
 from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
 
@@ -142,7 +142,8 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
         return _gradescope(path, module)
     empty: list[Path] = []
     flat = [dataclasses.replace(item, root=path) for item in _flat(path, module, empty)]
-    skipped += [p for p in empty if not moodle_other_part(p.name)] + _other_files(path) if flat else []
+    others = moodle_other_parts([p.name for p in path.iterdir() if p.is_dir()]) if empty else set()
+    skipped += [p for p in empty if p.name not in others] + _other_files(path) if flat else []
     if not flat:
         inner = [p for p in path.iterdir() if p.is_dir() and p.name not in IGNORED and (p / "submitted").is_dir()]
         if len(inner) == 1:  # a zip of a course folder extracts to one top-level folder

@@ -303,7 +303,7 @@ class Grader:
                             self.suite.assignment.tolerance, evidence)
             if idea is None and child is not None and one.entry.function not in repeated:
                 repeated.add(one.entry.function)
-                idea = VARYING if answers_vary(one.tried.calls, child.call, budget) else None
+                idea = VARYING if answers_vary(one.tried.calls, child.call) else None
             shrunk = None
             if child is not None and one.entry.function not in shrunk_functions:
                 shrunk = self._shrink(one.entry, child, seed, one.tried, budget, smallest)

@@ -8,10 +8,12 @@ and why, so that the student can tell if the rule picked the wrong one.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 
 from autograder.grading.handin import read_bytes
@@ -69,7 +71,7 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
                 -written[p], p.suffix != ".ipynb", -_mtime(p), len(p.parts))
 
     ranked = sorted(paths, key=rank)
-    others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (not a regular file)")
+    others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (a link or not a regular file)")
                        for p in ranked[1:])
     first, second = rank(ranked[0]), rank(ranked[1])
     why = next((reason for reason, a, b in zip(_REASONS, first, second) if a != b), _REASONS[-1])
@@ -91,15 +93,44 @@ def _helpers_note(graded_path: Path, others: list[Path], graded: str) -> str:
             f"graded, so put the code of {names} into {graded} (and drop the import)")
 
 
-_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
-
-
 def _modules_imported(path: Path) -> set[str]:
-    """The top-level modules a file's code imports (`from helpers import f`: helpers), as written."""
+    """The top-level modules a file's code imports outside a `try:` (`from helpers import f`, `from . import
+    helpers`: helpers) that the grader's own Python does not have: a stray numpy.py beside the work is not what
+    `import numpy` imports, and a guarded import has its own way out."""
     content = read_bytes(path) if _regular(path) else None
     if content is None or content.error:
         return set()
-    return {name for code in _code_of(content.data, path.suffix) for name in _IMPORT.findall(code)}
+    names = set()
+    for code in _code_of(content.data, path.suffix):
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # such a file does not load: its own error says so
+        guarded = {id(node) for attempt in ast.walk(tree) if isinstance(attempt, ast.Try)
+                   for statement in attempt.body for node in ast.walk(statement)}
+        for node in ast.walk(tree):
+            if id(node) not in guarded:
+                names |= _imported_names(node)
+    return {name for name in names if not _installed(name)}
+
+
+def _imported_names(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {alias.name.split(".")[0] for alias in node.names}
+    if isinstance(node, ast.ImportFrom):
+        if node.level == 0:
+            return {node.module.split(".")[0]} if node.module else set()
+        return {node.module.split(".")[0]} if node.module else {alias.name for alias in node.names}
+    return set()
+
+
+def _installed(name: str) -> bool:
+    if name in sys.stdlib_module_names:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def named_after(stem: str, module: str) -> bool:
@@ -216,10 +247,12 @@ def _template_body(body: list[ast.stmt]) -> bool:
 
 
 def _regular(path: Path) -> bool:
+    """A regular file of one name: a link, hard or symbolic, is read by no layout (grading.handin)."""
     try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
+        info = os.lstat(path)
     except OSError:
         return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
 
 
 def _mtime(path: Path) -> float:

@@ -36,7 +36,7 @@ _MOODLE = re.compile(r"(?P<student>.+?_\d+_assignsubmission_file_)(?P<name>.+)")
 _MOODLE_STUDENT = re.compile(r".+_(\d+)_assignsubmission_file_")  # the student id _moodle gives
 # A download "in folders" gives each other submission plugin its own folder (online text, comments) beside the
 # student's files folder: nothing to grade, and no hand-in missing.
-_MOODLE_OTHER_PART = re.compile(r".+_\d+_assignsubmission_(?!file_)[a-z]+_")
+_MOODLE_OTHER_PART = re.compile(r".+_(\d+)_assignsubmission_(?!file_)[a-z]+_")
 _BLACKBOARD = re.compile(r"(?P<prefix>.+?)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<name>.+)")
 _RECEIPT = re.compile(r"(?P<prefix>.+)_attempt_\d{4}(?:-\d\d){5}\.txt")
 _RECEIPT_NAME = re.compile(r"Name:.*\(([^()\s]+)\)\s*")  # a receipt's first line: Name: John Smith (j_smith)
@@ -49,10 +49,14 @@ STUDENT_IDS = {"Canvas": "login_userid (smithjohn_4101)",
                "Gradescope": "the submitters' emails (joined with , for a group), as on Gradescope"}
 
 
-def moodle_other_part(name: str) -> bool:
-    """Whether a folder's name is Moodle's for a student's online text or comments
-    (`Jane Doe_123456_assignsubmission_onlinetext_`), which holds no file of theirs to grade."""
-    return _MOODLE_OTHER_PART.fullmatch(name) is not None
+def moodle_other_parts(names: list[str]) -> set[str]:
+    """Of a download's folder names, those Moodle gives a student's online text or comments
+    (`Jane Doe_123456_assignsubmission_onlinetext_`) beside the same participant's files folder, which holds the
+    hand-in: they hold nothing to grade. A student with online text alone is not among them: their hand-in is
+    missing, and the folder is named as one with nothing to grade."""
+    with_files = {moodle_participant(name) for name in names} - {None}
+    return {name for name in names
+            if (match := _MOODLE_OTHER_PART.fullmatch(name)) is not None and match[1] in with_files}
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,12 @@ Feedback only: nothing here changes a status or a score.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 
 from autograder.authoring.misconceptions import Misconception
 from autograder.authoring.protocol import Call, Reply, TensorData
-from autograder.grading.shrink import ShrinkBudget
 from autograder.sandbox.replies import CallFailed
 
 # The largest call sent again: a few milliseconds at most, like one of shrinking's re-runs.
@@ -34,23 +32,21 @@ VARYING = Misconception(
     functions=())
 
 
-def answers_vary(calls: list[tuple[Call, Reply]], call_again: Callable[[Call], Reply], budget: ShrinkBudget) -> bool:
+def answers_vary(calls: list[tuple[Call, Reply]], call_again: Callable[[Call], Reply]) -> bool:
     """Whether one of a failing check's `calls` that returned a value returns a different one when sent again.
 
-    The last such call is sent (the one most likely to have failed), or the last one small enough; one re-run
-    of `budget`. A call that fails or raises the second time tells nothing here: False."""
+    The last such call is sent (the one most likely to have failed), or the last one small enough. Not one of
+    shrinking's budgeted re-runs (shrink.ShrinkBudget), whose count decides where its examples stop: one call per
+    function at most, within its own time limit. A call that fails or raises the second time tells nothing: False."""
     answered = [(call, reply) for call, reply in calls if reply.raised is None and reply.value is not None
                 and call.payload_bytes() <= MAX_REPEATED_BYTES]
-    if not answered or budget.exhausted():
+    if not answered:
         return False
     call, first = answered[-1]
-    start = time.perf_counter()
     try:
         second = call_again(call)
     except CallFailed:
         return False
-    finally:
-        budget.charge(time.perf_counter() - start)
     return second.raised is None and differ(first.value, second.value)
 
 

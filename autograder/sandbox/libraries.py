@@ -79,19 +79,39 @@ RANDOM_SEED = 0
 
 def seed_random() -> None:
     """Seed the random generators a submission may draw from without seeding them: Python's, NumPy's global one
-    and PyTorch's, in the zygote, so that every child starts from the same state in every run.
+    and PyTorch's, in the zygote (Python's in each child too), so that every child starts from the same state in
+    every run. String hashes, and so a set's order, are fixed by the zygote's environment (kind.worker_environment).
 
     A submission that leaves dropout or noise in an answer then gets the same answers, and the same grade, each
     time it is graded: from the zygote's import-time entropy it would differ from run to run, and from job to job.
     Generators the submission makes itself without a seed (`np.random.default_rng()`) still draw from the system.
     """
     random.seed(RANDOM_SEED)
+    # Python's own generator is seeded from the system again in every forked child (random.py registers that at
+    # import); seeded after it, each child's starts alike too.
+    os.register_at_fork(after_in_child=_seed_python)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(RANDOM_SEED)
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.manual_seed(RANDOM_SEED)
+
+
+def keep_threads(torch, threads: int) -> None:
+    """Run PyTorch on `threads` threads in every child, whatever a submission asks: the jobs already fill the
+    cores, and threads count against the sandbox's process limit, so a call's own torch.set_num_threads(64) had
+    started threads past it and timed out, told to look for a loop. PyTorch's own setter stays torch._C's."""
+    torch.set_num_threads(threads)
+    torch.set_num_threads = _threads_kept
+
+
+def _threads_kept(count: int) -> None:
+    """torch.set_num_threads as graded code sees it: the grader keeps the count (keep_threads)."""
+
+
+def _seed_python() -> None:
+    random.seed(RANDOM_SEED)
 
 
 def _import_within(name: str, seconds: float) -> None:

@@ -17,8 +17,9 @@ from autograder.sandbox import values, wire
 # Taken when the zygote imports this module, before any student code: a file that replaces np.seterr changes
 # what its own code calls, not what restores the state between calls.
 _GETERR, _SETERR = np.geterr, np.seterr
-# PyTorch's threads in a call, as the zygote set them (worker.zygote_main): a file's own torch.set_num_threads(64)
-# had its next parallel call start threads past the sandbox's process limit, and the worker exit.
+# PyTorch's threads in a call, as the zygote set them (libraries.keep_threads): a file's own
+# torch.set_num_threads(64) had its next parallel call start threads past the sandbox's process limit, and the
+# worker exit.
 THREADS = 1
 
 
@@ -44,8 +45,8 @@ class LibraryState:
             try:
                 torch.set_grad_enabled(self.grad)
                 torch.set_default_dtype(self.dtype)
-                if torch.get_num_threads() != THREADS:
-                    torch.set_num_threads(THREADS)
+                if torch.get_num_threads() != THREADS:  # set through torch._C: torch.set_num_threads is kept
+                    torch._C.set_num_threads(THREADS)
             except Exception:  # noqa: BLE001 - replaced by the file's own code
                 pass
 

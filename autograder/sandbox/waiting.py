@@ -63,8 +63,9 @@ class ProcessorUse:
     stolen: float  # the whole machine's steal time so far, summed over its processors
     at: float  # when this was read (time.monotonic)
     in_kernel: float = 0.0  # of `all_threads`, the time in the kernel: page faults, system calls
-    resting: bool = False  # its only thread was sleeping interruptibly (state S), waiting for something it asked for
+    resting: bool = False  # its main thread was sleeping interruptibly (state S), waiting for something it asked for
     reaped: float = 0.0  # the processor time of its children that it has waited for (and of theirs)
+    alone: bool = False  # it had one thread
 
 
 def processor_use(proc: str, machine: str = MACHINE, files: ProcFiles | None = None) -> ProcessorUse | None:
@@ -83,12 +84,13 @@ def processor_use(proc: str, machine: str = MACHINE, files: ProcFiles | None = N
         fields = stat_fields(read(proc, "stat"))
         in_kernel = int(fields[12]) / TICK
         everything = int(fields[11]) / TICK + in_kernel
-        resting = fields[STATE] == b"S" and fields[THREADS] == b"1"
+        resting, alone = fields[STATE] == b"S", fields[THREADS] == b"1"
         reaped = (int(fields[13]) + int(fields[14])) / TICK
     except (OSError, ValueError, IndexError):
         return None
     stolen = files.stolen() if files is not None else _stolen(machine)
-    return ProcessorUse(ran / 1e9, everything, waited / 1e9, stolen, time.monotonic(), in_kernel, resting, reaped)
+    return ProcessorUse(ran / 1e9, everything, waited / 1e9, stolen, time.monotonic(), in_kernel, resting, reaped,
+                        alone)
 
 
 def _stolen(machine: str) -> float:
@@ -188,6 +190,7 @@ class WaitCredit:
         self._used = 0.0  # its processor time by the last deadline (its own thread's, and its other threads')
         self._in_kernel: float | None = None  # of that, the time in the kernel; None: not read at a deadline
         self._asleep = False  # at the last deadline, asleep in a sleep of its own asking
+        self._resting = False  # at the last deadline, idle and waiting for something it asked for
         self._helped = False  # the submission ran another process during the call: no credit from then on
 
     def more(self) -> float:
@@ -197,13 +200,15 @@ class WaitCredit:
         now = processor_use(self._proc, self._machine, self._files)
         if now is None:
             self._used = self._seconds  # gone: nothing more is known of it, and it is not taken for idle
-            self._asleep, self._in_kernel = False, None
+            self._asleep = self._resting = False
+            self._in_kernel = None
             return 0.0
         own = now.ran - self._start.ran
         others = now.all_threads - now.ran  # every other thread's time, since the child began
         self._used = own + max(others, 0.0)
         self._in_kernel = now.in_kernel - self._start.in_kernel
-        self._asleep = now.resting and self.idle() and self._in_sleep()
+        self._resting = now.resting and self.idle()
+        self._asleep = self._resting and now.alone and self._in_sleep()
         if self._used >= self._seconds:
             return 0.0  # it had its limit's worth of processor time: the wait was its own doing or beside the point
         self._helped = self._helped or now.reaped > self._start.reaped or (
@@ -255,6 +260,12 @@ class WaitCredit:
         wait channel is hidden where the grader may not trace the child)."""
         return self._asleep
 
+    def resting(self) -> bool:
+        """Whether, at its last deadline, the idle call's child (its main thread) slept interruptibly, waiting for
+        something it asked for: a sleep, a lock, a thread, input. A process stopped, in an uninterruptible (disk)
+        wait or running is held up otherwise. False where unknown."""
+        return self._resting
+
     def _in_sleep(self) -> bool:
         try:
             channel = self._files.read(self._proc, "wchan") if self._files else read_proc(f"{self._proc}/wchan")
@@ -290,9 +301,9 @@ class Extensions:
         later = min(deadline + credit, started + self._budget_left)
         return later if credit > 0 and later > deadline else None
 
-    def account(self) -> tuple[bool, bool, bool, str]:
+    def account(self) -> tuple[bool, bool, bool, bool, str]:
         """What the kernel counted of a call that ran out of time, for its failure (sandbox.replies.CallTimedOut):
-        whether it was idle, asleep in a sleep of its own asking, mostly in the kernel, and the sentence saying so
-        (WaitCredit.idle, asleep, in_kernel, spent)."""
+        whether it was idle, asleep in a sleep of its own asking, resting in a wait of its own, mostly in the
+        kernel, and the sentence saying so (WaitCredit.idle, asleep, resting, in_kernel, spent)."""
         waits = self._waits
-        return waits.idle(), waits.asleep(), waits.in_kernel(), waits.spent()
+        return waits.idle(), waits.asleep(), waits.resting(), waits.in_kernel(), waits.spent()

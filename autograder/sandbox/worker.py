@@ -91,7 +91,7 @@ def zygote_main(config: dict) -> None:
     # A thread that one of them started would be missing from every child, and any lock it held, held for good.
     threaded = libraries.thread_count() > threads
     if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(tensors.THREADS)
+        libraries.keep_threads(sys.modules["torch"], tensors.THREADS)
     warmup_error = libraries.warm_up(config.get("warmup", []))
     libraries.seed_random()
     # Listed once here: a child that walked sys.modules (~2,000 entries with torch) would write to every

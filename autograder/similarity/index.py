@@ -44,6 +44,8 @@ FLOOR = 16.0  # the least weight a version is counted as having for the pair's s
 ALIKE_FLOOR = 8.0  # the same, for how alike two versions of one function are (what the report lists)
 GROUP_BLOCK = 40  # common fingerprints held by exactly the same students: about eight lines of code
 RING_MOST = 16  # students: the largest ring of differently disguised copies looked for (see _rings)
+RING_SHARE = 2 / 3  # of the contract's functions, in each of which two of a ring hold RING_EVIDENCE fingerprints alike
+RING_EVIDENCE = 3
 WHOLE_FLOOR = 32.0
 CONTAINED_FLOOR = 16.0  # the least weight of a version found whole inside a longer one (see dice)
 MATCHING = 0.5  # a function scoring this or more is listed among the pair's matching functions
@@ -133,23 +135,37 @@ def _rings(holders: dict[str, dict[int, list[int]]], common: float, released: se
 
     Each disguise breaks other fingerprints, so no block of them is held by exactly the same students (a group),
     and where the copies are more than `common`, the fingerprints all of them kept would weigh nothing. But any
-    two of them still hold GROUP_BLOCK or more such fingerprints in common (64 to 123 in a ring of five copies of
-    one file in 36, where independent pairs held at most 34): linked pair by pair, they are a ring. Only
-    fingerprints held by at most RING_MOST (and twice `common`) students count: the pairs within each are
-    counted, and a larger ring in a class where it is also over COMMON_SHARE is not told from an idiom."""
+    two of them still hold many such fingerprints in common, spread over most of the contract's functions (a ring
+    of five copies in 36: 64 to 123, in six to eight functions of nine), where students who write some functions
+    the same common way share them in a few functions only (at most four, in a class of 60 written from eight ways
+    per function). So two students are linked where they hold GROUP_BLOCK or more such fingerprints, RING_EVIDENCE
+    or more in each of RING_SHARE of the functions; and linked students are a ring only where every two of them
+    are linked, at most RING_MOST of them: a chain of pairs, each alike in other code, had made one "ring" of 52
+    students of 60 and weighed the idioms they share. Only fingerprints held by at most RING_MOST (and twice
+    `common`) students count: the pairs within each are counted, and a larger ring in a class where it is also
+    over COMMON_SHARE is not told from an idiom."""
     most = min(2 * common, RING_MOST)
-    together: dict[tuple[int, int], int] = {}
-    for by_hash in holders.values():
+    together: dict[tuple[int, int], dict[str, int]] = {}
+    for function, by_hash in holders.items():
         for h, students in by_hash.items():
             if common < len(students) <= most and h not in released:
                 for pair in itertools.combinations(students, 2):
-                    together[pair] = together.get(pair, 0) + 1
+                    counts = together.setdefault(pair, {})
+                    counts[function] = counts.get(function, 0) + 1
+    spread = math.ceil(RING_SHARE * len(holders))
+    linked = {pair for pair, counts in together.items() if sum(counts.values()) >= GROUP_BLOCK
+              and sum(count >= RING_EVIDENCE for count in counts.values()) >= spread}
     ring_of: dict[int, int] = {}
-    for a, b in sorted(pair for pair, count in together.items() if count >= GROUP_BLOCK):
+    for a, b in sorted(linked):
         ring_a, ring_b = ring_of.setdefault(a, a), ring_of.setdefault(b, b)
         if ring_a != ring_b:  # one ring now: relabel b's
             ring_of.update({s: ring_a for s, r in ring_of.items() if r == ring_b})
-    return ring_of
+    members: dict[int, list[int]] = {}
+    for student, ring in ring_of.items():
+        members.setdefault(ring, []).append(student)
+    rings = [sorted(m) for m in members.values()
+             if len(m) <= RING_MOST and all(pair in linked for pair in itertools.combinations(sorted(m), 2))]
+    return {student: ring[0] for ring in rings for student in ring}
 
 
 def _within_one(students: list[int], ring_of: dict[int, int]) -> bool:

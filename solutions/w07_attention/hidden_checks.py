@@ -74,30 +74,39 @@ def _terms(A, V):
     return np.abs(np.asarray(A, dtype=np.float64)) @ np.abs(np.asarray(V, dtype=np.float64))
 
 
-def _weight_terms(Q, K, A, scale):
-    """What the weights A of float64 inputs are rounded in proportion to (expect_close's `terms`), where a step
-    inside was computed in float32, as float64's tolerance allows: exp turns an error δ in a score into a relative
-    error δ in its weight, and a score scale·q·k errs in proportion to |scale| Σ_d |q_d k_d|. So a weight is held
-    to a (1 + 2 × the largest of those in its row): scores in the thousands, computed in float32, passed or failed
-    by where a student's values rounded. None for float32 inputs, whose scores are rounded so anyway.
+def _weight_terms(Q, K, A, scale, tol):
+    """What the weights A of float64 inputs are rounded in proportion to (expect_close's `terms`, under `tol`, the
+    tolerance they are held to), where the scores were computed in float32, as float64's tolerance allows: a score
+    scale·q·k sums dk products, so it errs by up to dk float32 units of |scale| Σ_d |q_d k_d|, and exp turns an error
+    δ in a score into a relative error δ in its weight. So a weight is held to |A| (tol.rtol + dk ε₃₂ L), L the
+    largest such sum in its row: scores in the thousands, computed in float32, passed or failed by where a student's
+    values rounded. That part is in the weight's own units whatever tolerance applies: as a multiple of tol.rtol it
+    had grown 200-fold under float32's coarser tolerance, and weights 50 % off had passed where L is 100,000 (the
+    query far below 0). None for float32 inputs, whose scores are rounded so anyway.
 
     Q (..., Nq, dk), K (..., Nk, dk), A (..., Nq, Nk) float64; scale None for 1/√dk."""
     if Q.dtype != np.float64:
         return None
     scale = 1 / np.sqrt(Q.shape[-1]) if scale is None else scale
     largest = abs(scale) * (np.abs(Q) @ np.swapaxes(np.abs(K), -1, -2)).max(axis=-1, keepdims=True)
-    return np.abs(A) * (1 + 2 * largest)
+    return np.abs(A) * (1 + Q.shape[-1] * FLOAT32_UNIT * largest / tol.rtol)
 
 
 def _expect_attention(C, A, expected: tuple, inputs: tuple, scale, tol, what: str) -> None:
-    """The context C and weights A of `what` against the expected (C, A), both float64; inputs: (Q, K, V). C = A V
-    is held to the precision of the student's own A: weights computed in float32 and cast back (a float32
-    softmax, as mixed-precision code runs it) bound C's precision to float32's, whatever dtype C is returned in."""
+    """The context C and weights A of `what` against the expected (C, A), both float64; inputs: (Q, K, V)."""
+    _expect_weighted(C, A, expected, inputs, scale, tol, (f"the context C of {what}", f"the weights A of {what}"))
+
+
+def _expect_weighted(C, A, expected: tuple, inputs: tuple, scale, tol, what: tuple) -> None:
+    """C and A against the expected (C, A), both float64, each under the tolerance its own precision sets: C = A V is
+    held to the precision of the student's own A too, since weights computed in float32 and cast back (a float32
+    softmax, as mixed-precision code runs it) bound C's precision to float32's, whatever dtype C is returned in.
+    inputs: (Q, K, V); what: how the messages name C and A."""
     (C_exp, A_exp), (Q, K, V) = expected, inputs
-    rounded = _weight_terms(Q, K, A_exp, scale)
-    expect_close(C, C_exp, precision_of_factors(tol, A), f"the context C of {what}",
-                 terms=_terms(A_exp if rounded is None else rounded, V))
-    expect_close(A, A_exp, tol, f"the weights A of {what}", terms=rounded)
+    tol_C, tol_A = precision_of_factors(tol, A, C), precision_of_factors(tol, A)
+    rounded = _weight_terms(Q, K, A_exp, scale, tol_C)
+    expect_close(C, C_exp, tol_C, what[0], terms=_terms(A_exp if rounded is None else rounded, V))
+    expect_close(A, A_exp, tol_A, what[1], terms=_weight_terms(Q, K, A_exp, scale, tol_A))
 
 
 # ------------------------------------------------------------------ score
@@ -107,12 +116,18 @@ BROADCAST_ADVICE = ("leading batch and head axes broadcast, as np.matmul's do: o
                     "not a reshape to (-1, N, d) or loops that index both arguments by the same batch position")
 
 
-def _returned_broadcasting(t, function: str, *args):
+# For arguments with fewer leading axes than the others (keys with none, for batched queries).
+FEWER_AXES_ADVICE = ("leading axes broadcast as np.matmul's do, and one argument may have fewer of them than "
+                     "another: transpose only the last two axes (np.swapaxes(K, -1, -2)), whatever the number of "
+                     "axes, and count no axes from the other argument")
+
+
+def _returned_broadcasting(t, function: str, *args, advice: str = BROADCAST_ADVICE):
     """t.returned for a call whose arguments' batch axes differ; a raise says that they broadcast."""
     try:
         return t.returned(function, *args)
     except StudentError as error:
-        raise StudentError(f"{error}; {BROADCAST_ADVICE}") from None
+        raise StudentError(f"{error}; {advice}") from None
 
 
 def _shared_by_heads(array):
@@ -142,9 +157,10 @@ def score_matches_reference(t):
                      f"keys of shape {K.shape} (batch axes broadcast)", shape_hint=ROWS_ARE_QUERIES)
         # Fewer leading axes broadcast as in np.matmul: transposing by axes counted from the queries' own fails.
         for q, k in ((Q, K[(0,) * (K.ndim - 2)]), (Q[(0,) * (Q.ndim - 2)], K)):
-            expect_close(_returned_broadcasting(t, "score", q, k), t.ref.score(*_f64(q, k)), t.tol(Q.dtype),
-                         f"score(Q, K) with queries of shape {q.shape} and keys of shape {k.shape} (the missing "
-                         f"leading axes broadcast, as in np.matmul)", shape_hint=ROWS_ARE_QUERIES)
+            got = _returned_broadcasting(t, "score", q, k, advice=FEWER_AXES_ADVICE)
+            expect_close(got, t.ref.score(*_f64(q, k)), t.tol(Q.dtype), f"score(Q, K) with queries of shape "
+                         f"{q.shape} and keys of shape {k.shape} (the missing leading axes broadcast, as in np.matmul)",
+                         shape_hint=ROWS_ARE_QUERIES)
 
 
 ZERO_SCALE = "0.0 multiplies every score by 0, and only None means 1/√dk (`scale or 1/√dk` takes 0.0 for None)"
@@ -346,8 +362,8 @@ def context_matches_reference(t):
 def attention_matches_reference(t):
     """attention matches the reference with and without a mask, default and explicit scale (0.0 among them, with
     no mask: uniform weights; and a negative one with a mask, the scores scaled before they are masked), on keys
-    and values shared by every head (broadcast), and with one query's scores in the thousands, and leaves Q, K, V
-    and the mask unchanged."""
+    and values shared by every head (broadcast) or with no leading axes (as np.matmul broadcasts them), and with one
+    query's scores in the thousands, and leaves Q, K, V and the mask unchanged."""
     d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
@@ -368,6 +384,12 @@ def attention_matches_reference(t):
         what = f"attention with keys and values of shapes {K.shape} and {V.shape}, shared by every head of queries " \
                f"of shape {Q.shape} (batch axes broadcast)"
         C, A = expect_pair(_returned_broadcasting(t, "attention", Q, K, V), what, PAIR)
+        _expect_attention(C, A, t.ref.attention(*_f64(Q, K, V)), (Q, K, V), None, t.tol(Q.dtype), what)
+        # No leading axes at all, as np.matmul broadcasts them: axes counted from Q's for K's transpose fail here.
+        K, V = K[(0,) * (K.ndim - 2)], V[(0,) * (V.ndim - 2)]
+        what = f"attention with keys and values of shapes {K.shape} and {V.shape} for queries of shape {Q.shape} " \
+               f"(the missing leading axes broadcast, as in np.matmul)"
+        C, A = expect_pair(_returned_broadcasting(t, "attention", Q, K, V, advice=FEWER_AXES_ADVICE), what, PAIR)
         _expect_attention(C, A, t.ref.attention(*_f64(Q, K, V)), (Q, K, V), None, t.tol(Q.dtype), what)
     if d["nk"] > 1 and d["nq"] > 1:
         _attention_large_scores(t)
@@ -468,12 +490,9 @@ def attention_agrees_with_sdpa(t):
                                                     "broadcast over the queries")
         C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), "attention", PAIR)
         A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
-        rounded = _weight_terms(Q, K, A_exp, scale)
-        expect_close(C, t.reused(_sdpa, Q, K, V, allowed, scale), precision_of_factors(t.tol(dtype), A),
-                     f"attention's C compared with scaled_dot_product_attention ({inputs})",
-                     terms=_terms(A_exp if rounded is None else rounded, V))
-        expect_close(A, A_exp, t.tol(dtype), f"attention's A for the inputs given to scaled_dot_product_attention "
-                     f"({inputs})", terms=rounded)
+        _expect_weighted(C, A, (t.reused(_sdpa, Q, K, V, allowed, scale), A_exp), (Q, K, V), scale, t.tol(dtype),
+                         (f"attention's C compared with scaled_dot_product_attention ({inputs})",
+                          f"attention's A for the inputs given to scaled_dot_product_attention ({inputs})"))
 
 
 def attention_long_sequence(t):
@@ -577,11 +596,11 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     _expect_attention(C.array, A.array, (C_exp, A_exp), (Q, K, V), scale, t.tol(Q.dtype), what)
     through_A = _weights_gradients(Q, K, A_exp, upstream_A, scale)
     shapes = {"Q": Q.shape, "K": K.shape, "V": V.shape}
-    rounded = _weight_terms(Q, K, A_exp, scale)  # the weights' rounding carries into every gradient
+    tol = precision_of_factors(t.tol(Q.dtype), A.array)
+    rounded = _weight_terms(Q, K, A_exp, scale, tol)  # the weights' rounding carries into every gradient
     terms = _gradient_terms(Q, K, V, A_exp if rounded is None else rounded, upstream, scale, upstream_A)
     expect_gradients(reply, {name: grad + _summed_to(through_A.get(name, 0.0), shapes[name])
-                             for name, grad in zip("QKV", grads)},
-                     precision_of_factors(t.tol(Q.dtype), A.array), f"C and A in {what}",
+                             for name, grad in zip("QKV", grads)}, tol, f"C and A in {what}",
                      terms={name: _summed_to(term, shapes[name]) for name, term in terms.items()})
     return C_exp, A_exp
 
@@ -645,6 +664,7 @@ RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=8)
 # A mask builder's largest size: past any table of positions a student keeps at the top level and slices (10, 64,
 # 512); a mask of it is a quarter of a megabyte.
 WIDE = 520
+FLOAT32_UNIT = float(np.finfo(np.float32).eps)  # a float32 unit in the last place, relative (_weight_terms)
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
 # How far above every visible score a masked one is put (_masked_far_above): past exp's range from each (745), and

@@ -313,14 +313,29 @@ def _finite_fill_outweighed(seen) -> bool:
     a finite fill gives (−1e4 added, or written in, or a clip of the scores), which a masked key scoring further
     above outweighs, and which lies above a row of scores further below; −∞ never does."""
     masked = _masked_weights(seen)
-    if masked is None:
+    if masked is None or not np.isfinite(masked[0]).all():
         return False
     got, S, allowed = masked
     leaked = ~allowed & (got > 0)
-    if not leaked.any() or not np.isfinite(got).all():
-        return False
     visible = np.where(allowed, S, -np.inf).max(axis=-1, keepdims=True)
-    return bool(((S - visible > 745) | (visible < -745))[leaked].all())
+    if leaked.any():
+        return bool(((S - visible > 745) | (visible < -745))[leaked].all())
+    return _clipped_even(got, np.asarray(_right(seen)[1], dtype=float), allowed, (visible < -745)[..., 0])
+
+
+def _clipped_even(got: np.ndarray, right: np.ndarray, allowed: np.ndarray, far: np.ndarray) -> bool:
+    """Whether each row of `far` (every visible score far below 0) has even weights over its visible keys where the
+    right ones are not: what a clip of the scores before masking gives (its visible scores all clipped to one value),
+    with no weight on a masked key. got, right, allowed (..., Nq, Nk); far (..., Nq)."""
+    telling = 0
+    for weights, wanted, shown in zip(got[far], right[far], allowed[far]):
+        seen, should = weights[shown], wanted[shown]
+        if seen.size < 2 or np.ptp(should) < 1e-2 * should.max():
+            continue  # one visible key, or right weights nearly even themselves: such a row tells nothing
+        if np.ptp(seen) > 1e-6 * seen.max():
+            return False
+        telling += 1
+    return telling > 0
 
 
 def _masked_weights(seen) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
