@@ -105,6 +105,20 @@ def graded(tmp_path_factory):
     return db, results
 
 
+def test_reports_and_exports_take_the_assignment_named_first_as_grade_does(graded, tmp_path, capsys):
+    # `report w07_attention` had stopped at the top-level usage: "unrecognized arguments: w07_attention".
+    from autograder.cli import main
+
+    db, results = graded
+    assert main(["report", ASSIGNMENT, "--db", str(db), "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "index.html").is_file()
+    assert main(["export", "csv", ASSIGNMENT, "--db", str(db), "--out", str(tmp_path / "g.csv")]) == 0
+    assert len((tmp_path / "g.csv").read_text().splitlines()) == len(results) + 1
+    with pytest.raises(SystemExit):
+        main(["export", "csv", ASSIGNMENT, "--assignment", "w08", "--db", str(db)])
+    assert "two assignments were given, w07_attention and --assignment w08; give one" in capsys.readouterr().err
+
+
 def _validate(document: dict) -> None:
     errors = sorted(VALIDATOR.iter_errors(document), key=lambda e: list(e.path))
     assert not errors, [f"{list(e.path)}: {e.message}" for e in errors]

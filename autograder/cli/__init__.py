@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 
-from autograder.cli import assignments, cluster, course, gradescope, grading, outputs, replay, similarity
+from autograder.cli import assignments, cluster, course, gradescope, grading, options, outputs, replay, similarity
 from autograder.cluster import ClusterError
 from autograder.grading.course import CourseError
 from autograder.grading.found import LayoutError
@@ -64,7 +64,13 @@ def _stopped_by_signals():
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    command = parser()
+    args = command.parse_args(argv)
+    if hasattr(args, "named_assignment"):
+        try:
+            args.assignment = options.named_assignment(args)
+        except argparse.ArgumentTypeError as error:
+            command.error(str(error))
     try:
         with _stopped_by_signals():
             return args.run(args)

@@ -78,7 +78,7 @@ def add_export_formats(formats) -> None:
         command.add_argument("--gradebook", help="nbgrader gradebook to take students' names from where the roster "
                                                  "has none (default: gradebook.db beside course.yaml, if there)")
         options.results_db(command)
-        command.add_argument("--assignment", help="assignment to export (default: the only one in the database)")
+        options.stored_assignment(command, "assignment to export (default: the only one in the database)")
         options.course(command)
         command.set_defaults(run=_export_lms, lms=name)
 

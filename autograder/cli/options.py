@@ -22,6 +22,21 @@ def sandbox(command: argparse.ArgumentParser) -> None:
                               f"(weaker: {', '.join(weaker)})")
 
 
+def stored_assignment(command: argparse.ArgumentParser, help: str) -> None:
+    """The assignment of stored results: --assignment, or named first as `grade` takes it (`report ASSIGNMENT`);
+    main() takes the one given (`named_assignment`)."""
+    command.add_argument("named_assignment", nargs="?", metavar="assignment", help=f"{help} (or --assignment)")
+    command.add_argument("--assignment", help=help)
+
+
+def named_assignment(args: argparse.Namespace) -> str | None:
+    """The assignment named first or with --assignment (stored_assignment); an error where the two differ."""
+    named, option = getattr(args, "named_assignment", None), getattr(args, "assignment", None)
+    if named and option and named != option:
+        raise argparse.ArgumentTypeError(f"two assignments were given, {named} and --assignment {option}; give one")
+    return named or option
+
+
 def results_db(command: argparse.ArgumentParser) -> None:
     command.add_argument("--db", type=Path, help="results database (default: grades.db beside course.yaml)")
 

@@ -18,7 +18,7 @@ def add_commands(commands) -> None:
     options.results_db(report)
     report.add_argument("--out", type=Path, help="folder for index.html, grades.csv and feedback/ (default: "
                                                  "report/<assignment>, so two assignments' pages never mix)")
-    report.add_argument("--assignment", help="assignment to report on (default: the only one in the database)")
+    options.stored_assignment(report, "assignment to report on (default: the only one in the database)")
     options.course(report)
     report.set_defaults(run=_report)
 
@@ -46,7 +46,7 @@ def add_commands(commands) -> None:
     to_nbgrader.set_defaults(run=_export_nbgrader)
     for command in (to_csv, to_gradescope, to_nbgrader):
         options.results_db(command)
-        command.add_argument("--assignment", help="assignment to export (default: the only one in the database)")
+        options.stored_assignment(command, "assignment to export (default: the only one in the database)")
         options.course(command)
     add_export_formats(formats)
 
