@@ -111,7 +111,8 @@ def test_reports_and_exports_take_the_assignment_named_first_as_grade_does(grade
 
     db, results = graded
     assert main(["report", ASSIGNMENT, "--db", str(db), "--out", str(tmp_path / "report")]) == 0
-    assert (tmp_path / "report" / "index.html").is_file()
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert ASSIGNMENT in page and all(student in page for student in results), page[:500]
     assert main(["export", "csv", ASSIGNMENT, "--db", str(db), "--out", str(tmp_path / "g.csv")]) == 0
     assert len((tmp_path / "g.csv").read_text().splitlines()) == len(results) + 1
     with pytest.raises(SystemExit):

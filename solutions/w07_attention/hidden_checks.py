@@ -74,22 +74,28 @@ def _terms(A, V):
     return np.abs(np.asarray(A, dtype=np.float64)) @ np.abs(np.asarray(V, dtype=np.float64))
 
 
-def _weight_terms(Q, K, A, scale, tol):
-    """What the weights A of float64 inputs are rounded in proportion to (expect_close's `terms`, under `tol`, the
-    tolerance they are held to), where the scores were computed in float32, as float64's tolerance allows: a score
-    scale·q·k sums dk products, so it errs by up to dk float32 units of |scale| Σ_d |q_d k_d|, and exp turns an error
-    δ in a score into a relative error δ in its weight. So a weight is held to |A| (tol.rtol + dk ε₃₂ L), L the
-    largest such sum in its row: scores in the thousands, computed in float32, passed or failed by where a student's
-    values rounded. That part is in the weight's own units whatever tolerance applies: as a multiple of tol.rtol it
-    had grown 200-fold under float32's coarser tolerance, and weights 50 % off had passed where L is 100,000 (the
-    query far below 0). None for float32 inputs, whose scores are rounded so anyway.
+def _score_rounding(Q, K, scale):
+    """How much a score of float64 inputs may err, relative, where it was computed in float32, as float64's
+    tolerance allows: scale·q·k sums dk products, so up to dk float32 units of L = |scale| Σ_d |q_d k_d|, and exp
+    turns an error δ in a score into a relative error δ in its weight. Per row, the largest: (..., Nq, 1). None for
+    float32 inputs, whose scores are rounded so anyway.
 
-    Q (..., Nq, dk), K (..., Nk, dk), A (..., Nq, Nk) float64; scale None for 1/√dk."""
+    Q (..., Nq, dk), K (..., Nk, dk); scale None for 1/√dk."""
     if Q.dtype != np.float64:
         return None
     scale = 1 / np.sqrt(Q.shape[-1]) if scale is None else scale
     largest = abs(scale) * (np.abs(Q) @ np.swapaxes(np.abs(K), -1, -2)).max(axis=-1, keepdims=True)
-    return np.abs(A) * (1 + Q.shape[-1] * FLOAT32_UNIT * largest / tol.rtol)
+    return Q.shape[-1] * FLOAT32_UNIT * largest
+
+
+def _weight_terms(A, rounding, tol):
+    """What the weights A (..., Nq, Nk) are rounded in proportion to (expect_close's `terms`, under `tol`, the
+    tolerance they are held to): |A| (tol.rtol + rounding), `rounding` their scores' (_score_rounding): scores in the
+    thousands, computed in float32, had passed or failed by where a student's values rounded. That part is in the
+    weight's own units whatever tolerance applies: as a multiple of tol.rtol it had grown 200-fold under float32's
+    coarser tolerance, and weights 50 % off had passed where L is 100,000 (the query far below 0). None where
+    `rounding` is."""
+    return None if rounding is None else np.abs(A) * (1 + rounding / tol.rtol)
 
 
 def _expect_attention(C, A, expected: tuple, inputs: tuple, scale, tol, what: str) -> None:
@@ -104,9 +110,10 @@ def _expect_weighted(C, A, expected: tuple, inputs: tuple, scale, tol, what: tup
     inputs: (Q, K, V); what: how the messages name C and A."""
     (C_exp, A_exp), (Q, K, V) = expected, inputs
     tol_C, tol_A = precision_of_factors(tol, A, C), precision_of_factors(tol, A)
-    rounded = _weight_terms(Q, K, A_exp, scale, tol_C)
+    rounding = _score_rounding(Q, K, scale)
+    rounded = _weight_terms(A_exp, rounding, tol_C)
     expect_close(C, C_exp, tol_C, what[0], terms=_terms(A_exp if rounded is None else rounded, V))
-    expect_close(A, A_exp, tol_A, what[1], terms=_weight_terms(Q, K, A_exp, scale, tol_A))
+    expect_close(A, A_exp, tol_A, what[1], terms=_weight_terms(A_exp, rounding, tol_A))
 
 
 # ------------------------------------------------------------------ score
@@ -597,7 +604,7 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     through_A = _weights_gradients(Q, K, A_exp, upstream_A, scale)
     shapes = {"Q": Q.shape, "K": K.shape, "V": V.shape}
     tol = precision_of_factors(t.tol(Q.dtype), A.array)
-    rounded = _weight_terms(Q, K, A_exp, scale, tol)  # the weights' rounding carries into every gradient
+    rounded = _weight_terms(A_exp, _score_rounding(Q, K, scale), tol)  # carried into every gradient
     terms = _gradient_terms(Q, K, V, A_exp if rounded is None else rounded, upstream, scale, upstream_A)
     expect_gradients(reply, {name: grad + _summed_to(through_A.get(name, 0.0), shapes[name])
                              for name, grad in zip("QKV", grads)}, tol, f"C and A in {what}",
@@ -664,7 +671,7 @@ RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=8)
 # A mask builder's largest size: past any table of positions a student keeps at the top level and slices (10, 64,
 # 512); a mask of it is a quarter of a megabyte.
 WIDE = 520
-FLOAT32_UNIT = float(np.finfo(np.float32).eps)  # a float32 unit in the last place, relative (_weight_terms)
+FLOAT32_UNIT = float(np.finfo(np.float32).eps)  # a float32 unit in the last place, relative (_score_rounding)
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
 # How far above every visible score a masked one is put (_masked_far_above): past exp's range from each (745), and
