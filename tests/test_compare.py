@@ -201,3 +201,18 @@ def test_rows_that_do_not_sum_to_one_are_told_what_is_missing():
         with pytest.raises(CheckFailed) as failed:
             expect_rows_sum_to_one(weights, tol, "softmax(S)", "per query")
         assert told in failed.value.message, failed.value.message
+
+
+def test_weights_held_in_longdouble_sum_to_one_within_the_rounding_of_their_float64_sum():
+    """Rows are summed in float64: a right softmax returned as np.longdouble had been held to longdouble's rounding
+    (2.8e-17) while its float64 sum missed 1 by 1.1e-16, and lost two checks as 'an epsilon in the denominator'."""
+    from autograder.authoring.compare import expect_rows_sum_to_one
+    rng = np.random.default_rng(3)
+    S = rng.standard_normal((4, 5, 7)).astype(np.longdouble)
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
+    assert (np.abs(weights.astype(np.float64).sum(-1) - 1) > 64 * 7 * np.finfo(np.longdouble).eps).any()
+    tol = Tolerance(rtol=1e-6, atol=1e-9)
+    expect_rows_sum_to_one(weights, tol, "softmax(S)")
+    with pytest.raises(CheckFailed, match="an epsilon"):
+        expect_rows_sum_to_one(e / (e.sum(axis=-1, keepdims=True) + 1e-4), tol, "softmax(S)")

@@ -60,6 +60,11 @@ VISIBLE_KEY_ADVICE = ("raise ValueError only for a row whose every key is masked
 PAIR = ("C", "A")  # attention returns the context, then the weights (slide 30)
 ROWS_ADVICE = "the keys, separately for each query (slide 11)"
 ROWS_ARE_QUERIES = "rows should be queries and columns keys (slide 13)"
+# The worked example's middle key scores exactly 0 (slide 15): a mask that hides no key must leave it its weight.
+SHOWS_EVERY_KEY = np.ones((1, 3), dtype=bool)
+ZERO_SCORE_RULE = ("A mask that hides no key changes no weight: the middle key's score is exactly 0, a score like any "
+                   "other, and keeps its weight 0.1978 (slide 15). Hide the keys where allowed is False, not where a "
+                   "score is 0 (a mask multiplied into the scores makes a visible zero look hidden)")
 
 
 def key_order(t, n: int) -> np.ndarray:
@@ -348,7 +353,7 @@ def softmax_all_masked_raises(t):
 
 def softmax_large_scores_stable(t):
     """softmax stays finite and correct for scores in the thousands (subtract the row max first), the printed ones
-    and the student's own (log n ± 1000)."""
+    and the student's own (log n + 1000, then log n − 1000: every row far below 0, with none above to overflow)."""
     # Row 3 puts its smallest score first: subtracting a row's first score instead of its max overflows there.
     S = np.array([[1000.0, 999.0, -1000.0], [-1000.0, -999.0, -998.0], [-1000.0, 1000.0, 999.0]])
     e1 = np.exp(-1.0)
@@ -361,9 +366,11 @@ def softmax_large_scores_stable(t):
         A = t.returned("softmax", S[:, keys])
         expect_close(A, expected[:, keys], t.tol(np.float64), f"softmax of scores near ±1000{what}")
     S, expected = weights_from_counts(own_counts(t, (2, 3)))
-    S = S + np.array([[1000.0], [-1000.0]])  # a shift per row changes no weight
-    expect_close(t.returned("softmax", S), expected, t.tol(np.float64),
-                 "softmax of scores of your own near ±1000, log(counts) ± 1000")
+    # Each sign alone: a shift taken only when exp would overflow, for a row in the thousands, leaves a row far below
+    # 0 as exp = 0 everywhere, 0/0 (slide 11's shift is for every row).
+    for shift, sign in ((1000.0, "+"), (-1000.0, "−")):
+        expect_close(t.returned("softmax", S + shift), expected, t.tol(np.float64),
+                     f"softmax of scores of your own near {sign}1000, log(counts) {sign} 1000")
 
 
 def context_lecture_example(t):
@@ -396,14 +403,28 @@ def context_batch_axes(t):
 
 def attention_lecture_example(t):
     """attention on the worked example returns the pair (C, A), in that order:
-    C ≈ [8.0222, 5.9889], A ≈ [0.4011, 0.1978, 0.4011]; and the same query with keys and values of the student's
-    own (own_memory)."""
+    C ≈ [8.0222, 5.9889], A ≈ [0.4011, 0.1978, 0.4011], the same with a mask that hides no key (the middle key's
+    score is exactly 0, and keeps its weight); and the same query with keys and values of the student's own
+    (own_memory)."""
     C, A = expect_pair(t.returned("attention", Q_LECTURE, K_LECTURE, V_LECTURE), "attention(q, K, V)", PAIR)
     expect_context_first(C, A, "attention")
     expect_close(C, CONTEXT_LECTURE, SLIDE_ROUNDING, "the context C of attention(q, K, V)")
     expect_close(A, WEIGHTS_LECTURE, SLIDE_ROUNDING, "the weights A of attention(q, K, V)")
+    C, A = expect_pair(t.returned("attention", Q_LECTURE, K_LECTURE, V_LECTURE, allowed=SHOWS_EVERY_KEY),
+                       "attention(q, K, V, allowed) with a mask that hides no key", PAIR)
+    expect_zero_score_kept(A, "the weights A of attention(q, K, V, allowed) with a mask that hides no key")
     expect_memory_reordered(t, Q_LECTURE, CONTEXT_LECTURE, "attention(q, K, V)")
     expect_own_memory(t, Q_LECTURE, "attention(q, K, V)")
+
+
+def expect_zero_score_kept(A, what: str) -> None:
+    """The worked example's weights A (1, 3) asked with a mask that hides no key: the same as without one."""
+    A = expect_floating(A, WEIGHTS_LECTURE, what)
+    try:
+        expect_close(A, WEIGHTS_LECTURE, SLIDE_ROUNDING, what)
+    except CheckFailed as failure:
+        failure.message += f". {ZERO_SCORE_RULE}"
+        raise
 
 
 def expect_own_memory(t, q, what: str) -> None:
@@ -469,8 +490,8 @@ def attention_causal_rows(t):
 
 def attention_torch_lecture_example(t):
     """attention_torch on the worked example (float64 tensors) returns C ≈ [8.0222, 5.9889] and A, and
-    autograd carries C's gradient back to q, K and V; and so for keys, values and an upstream gradient of the
-    student's own."""
+    autograd carries C's gradient back to q, K and V; A stays the same with a mask that hides no key (the middle
+    key's score is exactly 0); and so for keys, values and an upstream gradient of the student's own."""
     upstream = np.array([[1.0, -1.0]])  # the gradient of a loss with respect to C
     reply = t.call("attention_torch", Q_LECTURE, K_LECTURE, V_LECTURE, as_tensors=True, backward=(upstream, None))
     if reply.raised is not None:
@@ -484,6 +505,12 @@ def attention_torch_lecture_example(t):
     a = np.exp(K_LECTURE @ Q_LECTURE[0] / np.sqrt(2))  # the unrounded weights of slide 15
     expect_gradients(reply, lecture_gradients(Q_LECTURE[0], K_LECTURE, V_LECTURE, a / a.sum(), upstream[0]),
                      t.tol(np.float64), "attention_torch(q, K, V)")
+    what = "attention_torch(q, K, V, allowed) with a mask that hides no key"
+    reply = t.call("attention_torch", Q_LECTURE, K_LECTURE, V_LECTURE, allowed=SHOWS_EVERY_KEY, as_tensors=True)
+    if reply.raised is not None:
+        raise_for("attention_torch", reply)
+    A = as_tensor(expect_pair(reply.value, what, PAIR)[1], f"the weights A of {what}", (1, 3))
+    expect_zero_score_kept(A.array, f"the weights A of {what}")
     # Keys and values of the student's own (own_memory), and an upstream gradient of their own too.
     K, V, weights = own_memory(t, Q_LECTURE)
     upstream = normal(t.rng, (1, 2))

@@ -337,7 +337,9 @@ def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: s
     sums = got.astype(np.float64).sum(axis=-1)
     precision = np.dtype(np.float64)
     if got.dtype.kind == "f":
-        tol, precision = _for_precision(tol, got.dtype, sums.dtype), got.dtype
+        # Summed in float64: weights held more finely (longdouble) still meet 1 only to float64's rounding.
+        tol, precision = _for_precision(tol, got.dtype, sums.dtype), max(got.dtype, sums.dtype,
+                                                                          key=lambda d: np.finfo(d).eps)
         if _rounded_to_lower_precision(tol, got.reshape(-1)):  # the weights are few: looked at every time
             tol, precision = tol.coarser, np.dtype(np.float32)
     allowed = min(tol.atol * 10 + tol.rtol, SUM_ROUNDINGS * max(got.shape[-1], 1) * float(np.finfo(precision).eps))
@@ -372,7 +374,8 @@ def _expect_same_nonfinite(flat, exp64, what, expected, got, index, block: int =
     for kind, name in enumerate(kinds):
         if counts[kind]:
             first = firsts[kind]
-            raise CheckFailed(f"{what} has {name} at {counts[kind]} positions, e.g. index {index(first)} "
+            where = f"{counts[kind]} positions, e.g." if counts[kind] > 1 else "one position,"
+            raise CheckFailed(f"{what} has {name} at {where} index {index(first)} "
                               f"(got {np.float64(flat[first])}, expected {exp64[first]})", expected, got)
 
 

@@ -179,15 +179,17 @@ def _scaled(call: str, scale) -> str:
 
 
 def score_explicit_scale(t):
-    """score multiplies by an explicitly given scale (1.0, -0.25, 0.0, then the int 2 with a fifth axis) instead of
-    1/√dk, and leaves Q and K unchanged. 0.0 is a scale, not "none given" (`scale or 1/√dk` takes it for None), a
+    """score multiplies by an explicitly given scale (1.0, -0.25, 0.0, then the int 2 with a fifth axis, then -0.25
+    for float32 inputs: no dtype takes a path of its own that drops it) instead of 1/√dk, and leaves Q and K
+    unchanged. 0.0 is a scale, not "none given" (`scale or 1/√dk` takes it for None), a
     negative one keeps its sign, one above 1 multiplies too (it is no temperature to divide by), an int is a
     scale as a float is, and any number of leading axes broadcast (the stub's `...`)."""
     Q, K, _ = _qkv(t)
-    cases = [(Q, K, 1.0, ""), (Q, K, -0.25, ""), (Q, K, 0.0, ""), (Q[None], K[None], 2, " for 5-D inputs")]
+    cases = [(Q, K, 1.0, ""), (Q, K, -0.25, ""), (Q, K, 0.0, ""), (Q[None], K[None], 2, " for 5-D inputs"),
+             (Q.astype(np.float32), K.astype(np.float32), -0.25, " for float32 inputs")]
     for q, k, scale, what in cases:
-        expect_close(t.returned("score", q, k, scale=scale), t.ref.score(q, k, scale),
-                     t.tol(Q.dtype), _scaled(f"score(Q, K){what}", scale))
+        expect_close(t.returned("score", q, k, scale=scale), t.ref.score(*_f64(q, k), scale),
+                     t.tol(q.dtype), _scaled(f"score(Q, K){what}", scale))
 
 
 def score_long_sequence(t):
@@ -294,14 +296,16 @@ def softmax_last_axis(t):
 
 
 def softmax_matches_reference(t):
-    """softmax matches the reference on masked scores up to ±1000, float32 and float64, and on single scores (1×1)."""
+    """softmax matches the reference on masked scores up to ±1000, float32 and float64, on scores that all lie 1000
+    below 0 (with no score above 0 to overflow: a shift taken only when exp would overflow leaves them 0/0), and on
+    single scores (1×1)."""
     d = t.sizes
     for dtype in DTYPES:
-        for magnitude in (3.0, 1000.0):
-            scores = t.ref.score(*_f64(*_qkv(t)[:2]), scale=magnitude)
+        for magnitude, shift, below in ((3.0, 0.0, ""), (1000.0, 0.0, ""), (3.0, -BIG, f", every one {BIG:g} below 0")):
+            scores = t.ref.score(*_f64(*_qkv(t)[:2]), scale=magnitude) + shift
             S = t.ref.apply_mask(scores, mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))).astype(dtype)
             expect_close(t.returned("softmax", S), t.ref.softmax(S.astype(np.float64)), t.tol(dtype),
-                         f"softmax(S) for masked {_name(dtype)} scores of size up to {magnitude:g}")
+                         f"softmax(S) for masked {_name(dtype)} scores of size up to {magnitude:g}{below}")
     # A single key takes the whole weight, 1, whatever its score; alone this case cannot tell a right
     # softmax from an array of ones, so it only counts together with the cases above.
     for S in (np.array([[t.rng.normal() * 10]]), normal(t.rng, (3, 1, 1))):
@@ -406,7 +410,8 @@ def _attention_large_scores(t):
     """The first query's scores in the thousands, past exp's 709: an exponential taken before subtracting the row's
     max overflows, and the second query's far below 0, under a finite fill written over the masked scores
     (`_far_below`). First, a masked key far above every visible one (`_masked_far_above`): a maximum taken over the
-    masked keys too, or weights masked after the softmax and renormalized, give 0/0 there (slide 20 masks first)."""
+    masked keys too, or weights masked after the softmax and renormalized, give 0/0 there (slide 20 masks first).
+    Last, every query's scores far below 0 and none above (`_all_below`)."""
     d = t.sizes
     Q, K, V = _qkv(t)  # first: where scores stay small, a NaN can only come from the masked key
     cases = {"the second query's masked key scoring 100,000 above its visible ones":
@@ -417,11 +422,23 @@ def _attention_large_scores(t):
     cases["the first query's scores in the thousands (past exp's range, 709) and the second query's every key "
           "100,000 below 0, in 3-D inputs with a padding mask of shape (B, 1, Nk)"] = \
         mask_rows(t.rng, (len(Q2), 1, d["nk"]))
-    for (what, allowed), (q, k, v) in zip(cases.items(), ((Q, K, V), (Q2, K2, V2))):
+    Q3, K3, V3 = _qkv(t)
+    _all_below(Q3, K3, 1 / np.sqrt(d["dk"]))
+    cases[f"every query's scores {BIG:g} below 0, none above"] = mask_rows(t.rng, Q3.shape[:-1] + (d["nk"],))
+    for (what, allowed), (q, k, v) in zip(cases.items(), ((Q, K, V), (Q2, K2, V2), (Q3, K3, V3))):
         what = f"attention with a mask and {what}"
         C_exp, A_exp = t.ref.attention(q, k, v, allowed=allowed)
         C, A = expect_pair(t.returned("attention", q, k, v, allowed=allowed), what, PAIR)
         _expect_attention(C, A, (C_exp, A_exp), (q, k, v), None, t.tol(q.dtype), what)
+
+
+def _all_below(Q, K, scale: float) -> None:
+    """Q and K changed in place so that every query's scores lie BIG below 0, and none above: exp of each underflows
+    to 0 (past −745), and with no score in the thousands to set one off, a shift taken only when exp would
+    overflow leaves every row 0/0. Every query's last coordinate is made 1, and each key's last lowered by
+    BIG / scale, so each score drops by BIG. Q (..., Nq, dk), K (..., Nk, dk)."""
+    Q[..., -1] = 1.0
+    K[..., -1] -= BIG / scale
 
 
 def _as_3d(*arrays):
@@ -541,12 +558,15 @@ def attention_torch_agrees_with_sdpa(t):
 
 
 def attention_torch_respects_scale(t):
-    """attention_torch uses an explicitly given scale (−1.5: its sign kept, and above 1 it multiplies; then 0.0 with
-    a mask: uniform weights over the visible keys, not "none given") instead of 1/√dk, in C, A and the gradients.
+    """attention_torch uses an explicitly given scale (−1.5: its sign kept, and above 1 it multiplies, for float64 and
+    for float32 tensors; then 0.0 with a mask: uniform weights over the visible keys, not "none given") instead of
+    1/√dk, in C, A and the gradients.
     The scores are scaled before they are masked (slide 30: softmax(QKᵀ/√dk + mask)): masked first, 0.0 × −∞ is
     NaN."""
     Q, K, V = _qkv(t)
     _torch_checked(t, Q, K, V, None, -1.5, _scaled("attention_torch", -1.5))
+    _torch_checked(t, *(x.astype(np.float32) for x in (Q, K, V)), None, -1.5,
+                   _scaled("attention_torch for float32 tensors", -1.5))
     allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
     _torch_checked(t, Q, K, V, allowed, 0.0, _scaled("attention_torch with a mask", 0.0))
 
@@ -557,7 +577,7 @@ def attention_torch_agrees_with_numpy(t):
     run into the thousands, where the NumPy attention's softmax stays finite (softmax.large_scores_stable) and so
     must this one, and the second query's lie far below 0 (`_far_below`), under a finite fill written over the
     masked scores. First, a masked key scores far above the visible ones (_masked_far_above), where weights masked
-    after the softmax are 0/0.
+    after the softmax are 0/0. Last, every query's scores far below 0 and none above (`_all_below`).
 
     The student's own NumPy attention is not asked: where it is wrong, its own checks say so, and a right
     attention_torch must not lose points for it."""
@@ -576,6 +596,11 @@ def attention_torch_agrees_with_numpy(t):
                    "scale=2, the first query's scores in the thousands and the second query's every key 100,000 "
                    "below 0, which the NumPy attention answers with the same C and A (hide masked keys with −∞: "
                    "slides 20 and 27)")
+    Q, K, V = _qkv(t)
+    _all_below(Q, K, 1.0)
+    _torch_checked(t, Q, K, V, None, 1.0, f"attention_torch with scale=1.0 and every query's scores {BIG:g} below 0, "
+                   "none above, which the NumPy attention answers with the same C and A (subtract each row's maximum, "
+                   "on every call: slide 11)")
 
 
 def _torch_checked(t, Q, K, V, allowed, scale, what):

@@ -96,6 +96,13 @@ def _fill_zero(S, allowed):
     return np.where(np.broadcast_to(allowed, S.shape), S, 0.0)
 
 
+def _hide_zero_scores(S, allowed):
+    """The mask multiplied into the scores, then every 0 read as hidden (S * allowed; S[S == 0] = −∞): a visible key
+    whose score is exactly 0 is hidden too."""
+    S = np.asarray(S) * np.asarray(allowed, dtype=bool)
+    return np.where(S == 0, -np.inf, S)
+
+
 def _add_mask(S, allowed):
     """The boolean mask added to the scores, as if it were an additive mask (0 and −∞): True adds 1, False adds 0."""
     return np.asarray(S) + np.asarray(allowed, dtype=float)
@@ -722,6 +729,15 @@ MISCONCEPTIONS = (
         _MASK_ALL,
         wrong=_part(lambda seen: _hide_allowed(seen.args["S"], seen.args["allowed"]), apply_mask=_hide_allowed)),
     Misconception(
+        "mask_hides_zero_scores",
+        "Hide the keys where allowed is False, and only those: a visible key whose score is exactly 0 is a key like "
+        "any other (slide 15's zero dot product gets 0.1978). Multiplying the mask into the scores and then hiding "
+        "every 0 hides it too; use np.where(allowed, S, -np.inf) (masked_fill(~allowed, -inf) in torch) — slides 15 "
+        "and 20.",
+        _MASK_ALL,
+        wrong=_part(lambda seen: _hide_zero_scores(seen.args["S"], seen.args["allowed"]),
+                    apply_mask=_hide_zero_scores)),
+    Misconception(
         "mask_fills_finite_negative",
         "A hidden key needs the score −∞, not a large negative number such as −1e9 (filled in or added): its "
         "weight is 0 only while another key of the row is visible, and a row whose every key is hidden then gets "
@@ -833,8 +849,10 @@ MISCONCEPTIONS = (
     Misconception(
         "softmax_overflows",
         "A softmax must stay finite for finite scores: exp of a score in the hundreds overflows to ∞ (and ∞/∞ is "
-        "NaN) unless each row's maximum is subtracted first, S - S.max(axis=-1, keepdims=True), which keeps "
-        "every exponent ≤ 0 and gives the same weights (torch.softmax does it for you) — slide 11.",
+        "NaN), and a row whose scores all lie hundreds below 0 underflows to 0 (and 0/0 is NaN), unless each row's "
+        "maximum is subtracted first, in every row and on every call, S - S.max(axis=-1, keepdims=True), which "
+        "keeps every exponent ≤ 0, the largest of each row 0, and gives the same weights (torch.softmax does it "
+        "for you) — slide 11.",
         (*_SOFTMAX, "attention_torch"), shows=_overflows),
     Misconception(
         "softmax_modifies_input",
