@@ -93,6 +93,15 @@ def test_no_child_can_have_the_kernel_signal_the_zygote_or_make_namespaces(job, 
     assert all(ignored >> (number - 1) & 1 for number in (signal.SIGINT, signal.SIGTERM, signal.SIGIO)), hex(ignored)
 
 
+def test_no_child_can_hold_memory_in_files_of_memory_the_limits_do_not_count(job, tmp_path):
+    """A memfd filled and never mapped counts toward no RLIMIT_AS and no resident size: 60 a process, in each of
+    the submission's processes, held gigabytes past its memory limit, where the out-of-memory killer could not
+    tell whose they were."""
+    note = job.grade(read_submission(attack(tmp_path, "hold_memory_in_memfds"))).problem
+    assert "memfd: denied (PermissionError)" in note and "memfd_secret: denied" in note, note
+    assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
+
+
 def test_no_child_can_change_the_limits_or_scheduling_the_next_child_inherits(job, tmp_path):
     """prlimit on the zygote (same user, so the kernel allowed it) lowered its hard limits: later students got
     MemoryError at their own lines, or no worker at all. setpriority and sched_* on it starved them."""

@@ -542,3 +542,16 @@ def test_a_notebook_exported_as_python_is_graded_as_its_cells(grade_once, tmp_pa
     plain = tmp_path / "percent.py"
     plain.write_text(f"# %%\n{IMPORTS}\n\n# %%\n{FUNCTIONS}\n")
     assert not any("written from a notebook" in note for note in grade_once(plain).notes)
+
+
+def test_a_cell_trimmed_without_running_is_told_so_in_a_sentence(tmp_path):
+    """A cell whose time the load never measured (it came after the cells had used the load limit) had the note
+    "code cell 5 the notebook's cells together ran past the load limit"."""
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), path)
+    report = LoadReport(functions=frozenset(), trimmed=(("code cell 5", None), ("code cell 2", 3.25)))
+    notes = load_notes(report, True, read_submission(path), set())
+    assert any(note.startswith("code cell 5 came after the notebook's cells together ran past the load limit")
+               for note in notes), notes
+    assert any(note.startswith("code cell 2 ran for 3.2 s, and the notebook's cells together ran past")
+               for note in notes), notes

@@ -221,3 +221,21 @@ def test_the_reference_cache_keys_dicts_by_content_and_counts_the_arrays_they_ho
     for n in range(5):
         ref.totals({"a": n})
     assert sum(size for _, size in ref._kept.values()) <= 20_000
+
+
+
+def test_a_replayed_timeout_is_the_same_verdict_whatever_seconds_its_message_counts():
+    """A timeout's message counts this run's seconds: replaying one had always said DIFFERENT FROM THE STORED
+    VERDICT, and sent the TA looking for global state in an honest slow file. Other messages must still match."""
+    from autograder.outputs.replay import _compared
+
+    def differs(now, stored) -> bool:
+        return any(line.startswith("DIFFERENT FROM THE STORED VERDICT") for line in _compared(now, stored, True, 3))
+    stored = CheckResult("score.long_sequence", "score", "hidden", "timeout", 0.0, 2,
+                         "score was stopped: counted 0.10 s of processor time, extended by the 0.03 s it waited")
+    later = dataclasses.replace(stored, message=stored.message.replace("0.10", "0.09").replace("0.03", "0.26"))
+    assert not differs(later, stored)
+    failed = dataclasses.replace(stored, status="failed", message="differs at 3 of 4 positions")
+    assert differs(failed, stored)
+    assert differs(dataclasses.replace(failed, message="differs at 2 of 4 positions"), failed)
+    assert not differs(failed, failed)

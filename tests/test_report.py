@@ -506,8 +506,9 @@ def test_each_feedback_file_is_named_by_its_students_id_and_no_two_ids_share_one
     assert names["a_b"] == "a_b" and names["s0001"] == "s0001" and names["a b"] == "a%20b"
     assert len(set(names.values())) == len(ids) and not any(name.startswith(".") for name in names.values())
     assert all(urllib.parse.unquote(name) == student for student, name in names.items())
-
-
+    # Ids apart only by case take -2, -3, passing a taken one: `b-3` before `B` had made the count repeat for ever.
+    names = feedback_files(["b", "b-3", "B", "b-2"])
+    assert len({name.lower() for name in names.values()}) == 4 and names["b"] == "b" and names["b-3"] == "b-3"
 
 def test_a_long_id_that_quotes_past_a_file_names_length_gets_a_page_of_its_own(tmp_path):
     """60 Greek letters are a fine id (120 bytes) and quote to 360 characters, over the 255 bytes of a file name:

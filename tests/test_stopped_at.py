@@ -118,3 +118,14 @@ def test_a_call_stopped_in_a_print_is_told_to_take_the_prints_out_and_no_slownes
     computing.where = "line 12 (`for i in range(n):`)"
     assert not not_computing(computing) and stopped_advice(computing, "compute the whole grid") == \
         "compute the whole grid"
+
+
+def test_a_call_the_machine_kept_from_a_processor_is_told_so_not_told_it_waited_for_a_thread():
+    held = CallTimedOut("softmax did not return within 0.114 s and was stopped")
+    held.idle = held.busy = True
+    advice = stopped_advice(held, "compute the whole grid")
+    assert advice.startswith("the machine was too busy to run it") and "thread" not in advice, advice
+    assert not_computing(held)
+    waiting = CallTimedOut("softmax did not return within 0.114 s and was stopped")
+    waiting.idle = True
+    assert stopped_advice(waiting).startswith("it used little processor time: it was waiting")

@@ -208,11 +208,11 @@ def test_threads_of_its_own_that_crowd_the_call_out_earn_nothing():
         assert credit.more() == 0.0
 
 
-def _kernel_says(proc, machine, ran: float, stolen: float) -> None:
-    """Files shaped as the kernel's: the call's main thread ran `ran` s and waited for nothing; the machine's
-    processors were stolen `stolen` s in all. (No steal can be made here, on demand: the host decides it.)"""
+def _kernel_says(proc, machine, ran: float, stolen: float, waited: float = 0.0) -> None:
+    """Files shaped as the kernel's: the call's main thread ran `ran` s and waited `waited` s for a processor; the
+    machine's processors were stolen `stolen` s in all. (No steal can be made here, on demand: the host decides it.)"""
     proc.mkdir(exist_ok=True)
-    (proc / "schedstat").write_text(f"{int(ran * 1e9)} 0 1\n")
+    (proc / "schedstat").write_text(f"{int(ran * 1e9)} {int(waited * 1e9)} 1\n")
     ticks = round(ran * TICK)
     (proc / "stat").write_text("1 (python) R " + "0 " * 10 + f"{ticks} 0 " + "0 " * 30 + "\n")
     machine.write_text(f"cpu  100 0 100 1000 0 0 0 {round(stolen * TICK)} 0 0\ncpu0 ...\n")
@@ -242,6 +242,22 @@ def test_a_sleeping_call_loses_nothing_to_steal(tmp_path):
     time.sleep(0.2)
     _kernel_says(proc, machine, ran=0.0, stolen=0.3)
     assert sleeping.more() == 0.0
+
+
+def test_a_call_the_machine_kept_waiting_past_its_credit_is_busy_not_waiting_for_itself(tmp_path):
+    """On a machine with 13 runnable processes a processor, a computing call got 0.05 s of its 0.114 s and waited
+    0.46 s: taken for idle, its student was told it waited for a thread, a lock or input."""
+    proc, machine = tmp_path / "proc", tmp_path / "stat"
+    _kernel_says(proc, machine, ran=0.0, stolen=0.0)
+    held = WaitCredit(str(proc), 0.114, machine=str(machine), processors=2)
+    _kernel_says(proc, machine, ran=0.05, stolen=0.0, waited=0.46)
+    assert held.more() == pytest.approx((MAX_FACTOR - 1) * 0.114)
+    assert held.idle() and held.busy()
+    _kernel_says(proc, machine, ran=0.0, stolen=0.0)
+    sleeping = WaitCredit(str(proc), 0.114, machine=str(machine), processors=2)
+    _kernel_says(proc, machine, ran=0.001, stolen=0.0, waited=0.002)
+    sleeping.more()
+    assert sleeping.idle() and not sleeping.busy()
 
 
 def test_the_credit_stops_at_its_cap_however_long_the_wait():

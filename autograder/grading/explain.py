@@ -153,6 +153,10 @@ def stopped_advice(stopped: CallFailed, slow_hint: str = "") -> str:
     wait, a print or memory before the check's own advice (`slow_hint`) or the general one."""
     if getattr(stopped, "asleep", False):  # the wait is the cause: no other advice
         return "it was asleep (time.sleep) when it was stopped: take the sleep out of your code"
+    if getattr(stopped, "busy", False):  # the machine's doing, not the code's: no advice about the code
+        return ("the machine was too busy to run it: the call spent most of its time ready to run but waiting for a "
+                "processor, which other work on the machine kept busy; this says nothing about your code. If this "
+                "check's points were lost, ask for a regrade")
     if getattr(stopped, "idle", False):
         return ("it used little processor time: it was waiting (for a thread or process it started, a lock or "
                 "input), not computing; do the work in the function itself, without waiting for anything")

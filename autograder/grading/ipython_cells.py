@@ -144,7 +144,7 @@ def _plain(source: str) -> str:
         return source
     # Each candidate line is parsed once to tell IPython from Python; a cell of thousands is not a notebook's.
     ipython = [_ipython_line(line, candidates <= MAX_CANDIDATES) for line in lines]
-    if not any(ipython) or (len(source) <= MAX_PARSED and _parses(source)):  # longer: its magics are read too
+    if not any(ipython) or (len(source) <= MAX_PARSED and parses(source)):  # longer: its magics are read too
         return source
     plain, before, magic_continues = [], _Open(), False
     for line, marked in zip(lines, ipython):
@@ -221,7 +221,7 @@ def _ipython_line(line: str, parse: bool = True) -> bool:
     if automagic and rest[:1] in _PYTHON_AFTER_NAME:
         automagic = None
     parse = parse and len(line) <= MAX_CANDIDATE_CHARS  # a magic's line is short: a long one is decided as IPython
-    return bool(_ASSIGNED.match(line) or _HELP.match(line) or automagic) and not (parse and _parses(line.strip()))
+    return bool(_ASSIGNED.match(line) or _HELP.match(line) or automagic) and not (parse and parses(line.strip()))
 
 
 def _python_line(line: str) -> str:
@@ -248,7 +248,7 @@ def _python_line(line: str) -> str:
     return line
 
 
-def _parses(source: str) -> bool:
+def parses(source: str) -> bool:
     """Whether `source` is Python; text over MAX_PARSED is taken as Python unparsed: the worker parses it, under
     its memory limit, and reports what does not parse."""
     if len(source) > MAX_PARSED:

@@ -25,7 +25,7 @@ from autograder.authoring.checks import environment_hint
 from autograder.authoring.misconceptions import Misconception
 from autograder.authoring.protocol import Raised
 from autograder.code_names import MAX_PARSED, globals_read, names_set
-from autograder.grading.load_advice import newer_python_hint, py_advice
+from autograder.grading.load_advice import newer_python_hint, py_advice, raised_line
 from autograder.grading.results import NOT_LOADED, CheckResult
 from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
 from autograder.grading.submission import Submission
@@ -55,7 +55,7 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
                 "quickly: put demo and training loops in a function you call when you want them (or delete them), "
                 "call no exit(), check that Kernel → Restart & Run All finishes quickly, and hand it in again")
     if submission.kind == "py":
-        ran, todo = py_advice(name, load, raised, unparsed)
+        ran, todo = py_advice(name, load, raised, unparsed, raised_line(raised, {"": submission.source}))
         return f"{NOT_LOADED}: {name}, {first}; {ran}, so no function could be graded. {todo}"
     if graded & load.functions:
         return ""
@@ -74,10 +74,10 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
               "notebook still ran" for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"
               for unit, reason in load.stopped]
-    notes += [f"{unit} {'' if took is None else f'ran for {took:.1f} s, and '}the notebook's cells together ran past "
-              "the load limit (which counts every cell before the one running); so that the cells after it could load, "
-              "only its definitions were run (imports, defs, classes, and the names your functions read), not its "
-              "demo. Keep demos short, or put them in a function you call when you want them"
+    notes += [f"{unit} {'came after' if took is None else f'ran for {took:.1f} s, and'} the notebook's cells together "
+              "ran past the load limit (which counts every cell before the one running); so that the cells after it "
+              "could load, only its definitions were run (imports, defs, classes, and the names your functions "
+              "read), not its demo. Keep demos short, or put them in a function you call when you want them"
               for unit, took in load.trimmed if submission.kind != "py"]
     notes += [f"the file's top-level code ran past the load limit{'' if took is None else f' ({took:.1f} s)'}; so that "
               "its functions could be graded, only its definitions were run (imports, defs, classes, and the names "
@@ -253,7 +253,7 @@ def _syntax_hint(submission: Submission, raised) -> str:
         return (f". This notebook was made for the {safe(submission.kernel, 20)} kernel (its kernelspec), but the "
                 "assignment's notebook runs Python, and so does the grader: write your answers in the released "
                 "notebook, in Python, and hand that in")
-    return newer_python_hint(raised)
+    return newer_python_hint(raised, raised_line(raised, {cell.label: cell.source for cell in submission.cells}))
 
 
 def _why_not_run(where: str, line: int, load: LoadReport) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from autograder.code_names import MAX_PARSED
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, over_size_limit, read_bytes
-from autograder.grading.ipython_cells import Cell, definitions_of, imports_of, read_cell, read_from_demos
+from autograder.grading.ipython_cells import Cell, definitions_of, imports_of, parses, read_cell, read_from_demos
 from autograder.text import safe, valid_utf8
 
 # jsonschema (which nbformat imports) loads every optional format checker that is installed, and
@@ -48,6 +48,11 @@ SUFFIXES = (".py", ".ipynb")
 PACKAGE = __name__.split(".")[0]  # the grader's own package, which released test cells import
 # A line only a notebook runs: a magic as nbconvert writes it, or a test cell's import of the course's checks.
 _NOTEBOOK_ONLY = re.compile(rf"\bget_ipython\(\)|^(?:from|import)[ \t]+{PACKAGE}\b", re.MULTILINE)
+_NOTEBOOK_LINE = re.compile(r"^[ \t]*[!%]", re.MULTILINE)  # a shell line or a magic, which only a notebook runs
+NOTEBOOK_LINES_NOTE = ("{name} holds lines only a notebook runs (a `!` shell line or a `%` magic, such as `!pip "
+                       "install` or `%matplotlib inline`), as a .py downloaded from Colab does, which Python reads as "
+                       "syntax errors: it was graded as the notebook's code, where those lines did nothing. Delete "
+                       "them, or hand in the notebook itself")
 _CELL_MARKER = re.compile(r"# (?:In\[[ \d]*\]:|%%(?![%\w]))")  # nbconvert's `# In[3]:`, Jupytext's `# %%`
 _TOP_LEVEL_NAME = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 DEMO_TAG = "demo"  # a cell tag: an instructor's illustration, of which the grader runs only the imports
@@ -113,6 +118,10 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
         if exported:
             return Submission(student, path, "ipynb", digest, cells=exported, note="; ".join(
                 n for n in (renamed, _exported_note(shown)) if n))
+        kept = _with_notebook_lines(source)
+        if kept:
+            return Submission(student, path, "ipynb", digest, cells=kept, note="; ".join(
+                n for n in (renamed, NOTEBOOK_LINES_NOTE.format(name=shown)) if n))
         return Submission(student, path, kind, digest, source=source, note=renamed)
     # JSON is UTF-8; a byte-order mark (Notepad's) is dropped as Jupyter's own reader would not choke on it.
     cells, problem, note, text_cells = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"),
@@ -145,6 +154,17 @@ def _exported_note(name: str) -> str:
             "that notebook's cells, as Jupyter runs them: the course's test cells in it were skipped, its magics "
             "(!pip, %matplotlib) did nothing, and a cell that failed did not stop the ones after it. Line numbers "
             "are the file's. Next time hand in the notebook itself")
+
+
+def _with_notebook_lines(source: str) -> tuple[Cell, ...]:
+    """A .py that is Python but for lines only a notebook runs (`!pip install`, `%matplotlib inline`), as Colab's
+    "Download .py" keeps its shell lines: the file as one cell, run as the notebook ran it, where those lines do
+    nothing. Run as a module, its first such line was a syntax error (0 points). () for any other .py: one that
+    parses, or that such lines do not explain."""
+    if not _NOTEBOOK_LINE.search(source) or parses(source):
+        return ()
+    cell = read_cell("the file", source)
+    return (cell,) if parses(cell.source) else ()
 
 
 def _kernel(data: bytes) -> str:

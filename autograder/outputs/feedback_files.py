@@ -29,8 +29,10 @@ def feedback_files(students: list[str]) -> dict[str, str]:
         if len(base) > MAX_FILE_NAME:
             base = _shortened(base, student)
         names[student] = name = base = "%2E" + base[1:] if base.startswith(".") else base
-        while name.lower() in used:
-            names[student] = name = f"{base}-{len([n for n in used if n.startswith(base.lower())]) + 1}"
+        suffix = 1
+        while name.lower() in used:  # counted up, so that a taken `b-2` (an id of its own) is passed, not repeated
+            suffix += 1
+            names[student] = name = f"{base}-{suffix}"
         used.add(name.lower())
     return names
 

@@ -19,6 +19,7 @@ from autograder.authoring.protocol import Call, Opaque, Reply, TensorData
 from autograder.authoring.shown import shown
 from autograder.grading.attempt import Replayed
 from autograder.grading.results import CheckResult
+from autograder.grading.statuses import TIMEOUT
 from autograder.text import one_line
 
 SCREEN = 50  # lines: a longer replay is abbreviated unless --full
@@ -71,7 +72,7 @@ def _compared(now: CheckResult, stored: CheckResult | None, comparable: bool, ea
     before = f"after the {earlier} calls of the checks before it, as when graded"
     if stored is None:
         return [f"stored: no verdict for this check (replayed {before})"]
-    if (stored.status, stored.message) == (now.status, now.message):
+    if _same_verdict(stored, now):
         return [f"stored: {stored.status}, the same verdict: the replay ({before}) reproduces the grade"]
     lines = [f"stored: {stored.status}" + (f": {one_line(stored.message)}" if stored.message else "")]
     if not comparable:
@@ -81,6 +82,14 @@ def _compared(now: CheckResult, stored: CheckResult | None, comparable: bool, ea
                     "calls, the time, or chance (a timeout can also come from a busy machine). Read the file for "
                     "global state and clock or random use before trusting either verdict; `autograder grade --force` "
                     "grades it again"]
+
+
+def _same_verdict(stored: CheckResult, now: CheckResult) -> bool:
+    """The same status and points, and for any status but a timeout the same message: a timeout's message counts
+    the seconds this run's call took and waited, which no two runs share."""
+    if (stored.status, stored.score) != (now.status, now.score):
+        return False
+    return stored.status == TIMEOUT or stored.message == now.message
 
 
 def _signature(call: Call) -> str:

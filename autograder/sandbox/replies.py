@@ -62,7 +62,8 @@ class CallTimedOut(CallFailed):
     read from outside the sandbox (sandbox.waiting): it slept, or something held it up. asleep: idle, and
     asleep in `time.sleep` at its deadline, so the wait was the submission's own (WaitCredit.asleep). resting:
     idle, and its main thread sleeping interruptibly at its deadline, in a wait it asked for (asleep or not), not
-    stopped, in a disk wait or running (WaitCredit.resting).
+    stopped, in a disk wait or running (WaitCredit.resting). busy: idle, and kept waiting for a processor for
+    half its limit or more: the machine left it short of processor time (WaitCredit.busy).
     at_limit: the message ends on the call's own limit, which the grader may then compare with the
     reference's time (not so for a one-time warm-up that ran out of its own, longer time).
     where: where the child said its code was when it was stopped, for the student ("line 5 (`while True:`)";
@@ -76,6 +77,7 @@ class CallTimedOut(CallFailed):
     idle = False
     asleep = False
     resting = False
+    busy = False
     in_kernel = False
     at_limit = True
     where = ""

@@ -393,7 +393,8 @@ class CallStream:
         if head.again and isinstance(failure, CallTimedOut):
             return self.session.grace.slow_again(head.call.function, failure)
         if failure.how is Stopped.TIMEOUT:
-            failure.idle, failure.asleep, failure.resting, failure.in_kernel, failure.spent = head.extensions.account()
+            (failure.idle, failure.asleep, failure.resting, failure.busy, failure.in_kernel,
+             failure.spent) = head.extensions.account()
         if isinstance(failure, CallTimedOut):
             failure.where = head.where
         return failure

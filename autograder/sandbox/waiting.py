@@ -192,6 +192,7 @@ class WaitCredit:
         self._asleep = False  # at the last deadline, asleep in a sleep of its own asking
         self._resting = False  # at the last deadline, idle and waiting for something it asked for
         self._helped = False  # the submission ran another process during the call: no credit from then on
+        self._waited = 0.0  # its main thread's seconds ready to run but waiting for a processor, by the last deadline
 
     def more(self) -> float:
         """Seconds to extend the deadline by now: the wait not yet given back, within the caps; 0 for none."""
@@ -204,6 +205,7 @@ class WaitCredit:
             self._in_kernel = None
             return 0.0
         own = now.ran - self._start.ran
+        self._waited = now.waited - self._start.waited
         others = now.all_threads - now.ran  # every other thread's time, since the child began
         self._used = own + max(others, 0.0)
         self._in_kernel = now.in_kernel - self._start.in_kernel
@@ -227,6 +229,12 @@ class WaitCredit:
         time: it slept, or was held up by what the kernel counts as no wait for a processor (False where
         unknown). A call computing all along falls a little short of its limit (it began before it ran)."""
         return self._start is not None and self._used < IDLE_SHARE * self._seconds
+
+    def busy(self) -> bool:
+        """Whether the idle call was kept waiting for a processor (its thread ready to run) for IDLE_SHARE of its
+        limit or more by its last deadline: the machine, not a wait of the call's own, left it short of processor
+        time, and its wait credit ran out at MAX_FACTOR times the limit."""
+        return self.idle() and self._waited >= IDLE_SHARE * self._seconds
 
     def spent(self) -> str:
         """What the kernel counted of the call by its last deadline, for its timeout's message: its processor
@@ -301,9 +309,10 @@ class Extensions:
         later = min(deadline + credit, started + self._budget_left)
         return later if credit > 0 and later > deadline else None
 
-    def account(self) -> tuple[bool, bool, bool, bool, str]:
+    def account(self) -> tuple[bool, bool, bool, bool, bool, str]:
         """What the kernel counted of a call that ran out of time, for its failure (sandbox.replies.CallTimedOut):
-        whether it was idle, asleep in a sleep of its own asking, resting in a wait of its own, mostly in the
-        kernel, and the sentence saying so (WaitCredit.idle, asleep, resting, in_kernel, spent)."""
+        whether it was idle, asleep in a sleep of its own asking, resting in a wait of its own, kept waiting for a
+        processor, mostly in the kernel, and the sentence saying so (WaitCredit.idle, asleep, resting, busy,
+        in_kernel, spent)."""
         waits = self._waits
-        return waits.idle(), waits.asleep(), waits.resting(), waits.in_kernel(), waits.spent()
+        return waits.idle(), waits.asleep(), waits.resting(), waits.busy(), waits.in_kernel(), waits.spent()
