@@ -129,3 +129,28 @@ def test_a_call_the_machine_kept_from_a_processor_is_told_so_not_told_it_waited_
     waiting = CallTimedOut("softmax did not return within 0.114 s and was stopped")
     waiting.idle = True
     assert stopped_advice(waiting).startswith("it used little processor time: it was waiting")
+
+
+def test_a_timeout_of_a_function_compiled_with_torch_compile_names_the_compiler(tmp_path):
+    """torch.compile compiles again for every new input shape, seconds each time: such a file lost 14 points to
+    timeouts told to look for a loop that never ends."""
+    import dataclasses
+
+    from autograder.grading.compiled import with_compile_advice
+    from autograder.grading.results import CheckResult
+    from autograder.grading.submission import read_submission
+    path = tmp_path / "compiled.py"
+    path.write_text("import torch\n\n\ndef _eager(Q, K, V, allowed=None, scale=None):\n    return Q, K\n\n\n"
+                    "attention_torch = torch.compile(_eager)\n\n\n@torch.compile(backend='inductor')\n"
+                    "def score(Q, K, scale=None):\n    return Q\n\n\ndef softmax(S):\n    return S\n")
+    timeout = CheckResult("x.y", "attention_torch", "hidden", "timeout", 0.0, 2, "attention_torch was stopped")
+    tests = [timeout, dataclasses.replace(timeout, function="score"), dataclasses.replace(timeout, function="softmax"),
+             dataclasses.replace(timeout, status="failed")]
+    told = with_compile_advice(tests, read_submission(path))
+    assert [("torch.compile" in test.message) for test in told] == [True, True, False, False]
+    # A notebook's last binding decides: compiled in one cell, then defined plainly in a later one.
+    notebook = tmp_path / "compiled.ipynb"
+    cells = [path.read_text(), "def attention_torch(Q, K, V, allowed=None, scale=None):\n    return Q, K\n"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells]), notebook)
+    told = with_compile_advice(tests, read_submission(notebook))
+    assert [("torch.compile" in test.message) for test in told] == [False, True, False, False]

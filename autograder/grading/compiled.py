@@ -1,0 +1,52 @@
+"""What a timeout tells a student whose graded function is compiled at its calls (`torch.compile`).
+
+torch.compile traces and compiles a function again for each new shape of its inputs: seconds each time, which no
+call's limit here allows, as every check sends shapes of its own. The timeout's general advice (a loop that
+never ends, a Python loop over every entry) points elsewhere; this names the compiler. Read from the file's
+text (each graded name's last top-level binding), never run: it words a message, and moves no point.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+from autograder.code_names import MAX_PARSED, set_by
+from autograder.grading.results import CheckResult
+from autograder.grading.statuses import TIMEOUT
+from autograder.grading.submission import Submission
+
+COMPILED_ADVICE = ("{function} is compiled with torch.compile, which compiles it again for each new shape of its "
+                   "inputs, taking seconds each time, longer than a call's limit here (every check sends shapes of "
+                   "its own): hand it in without torch.compile")
+
+
+def with_compile_advice(tests: list[CheckResult], submission: Submission) -> list[CheckResult]:
+    """`tests` with COMPILED_ADVICE added to each timeout of a function whose last top-level binding in the file
+    uses torch.compile: `f = torch.compile(g)`, `@torch.compile` over its def, or a call of it in its body."""
+    timed_out = {test.function for test in tests if test.status == TIMEOUT}
+    compiled = compiled_functions(submission, timed_out) if timed_out else set()
+    return [dataclasses.replace(test, message=f"{test.message}; {COMPILED_ADVICE.format(function=test.function)}")
+            if test.status == TIMEOUT and test.function in compiled else test for test in tests]
+
+
+def compiled_functions(submission: Submission, names: set[str]) -> set[str]:
+    """Which of `names` the file binds last, at its top level, through torch.compile."""
+    sources = [submission.source] if submission.kind == "py" else [cell.source for cell in submission.cells]
+    last: dict[str, bool] = {}
+    for source in sources:
+        if len(source) > MAX_PARSED:
+            continue
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # its load problem is reported already
+        for statement in tree.body:
+            for name in set(set_by(statement)) & names:
+                last[name] = _compiles(statement)
+    return {name for name, compiled in last.items() if compiled}
+
+
+def _compiles(statement: ast.stmt) -> bool:
+    """Whether `statement` calls or names torch.compile anywhere (`torch.compile(f)`, `@torch.compile(...)`)."""
+    return any(isinstance(node, ast.Attribute) and node.attr == "compile" and isinstance(node.value, ast.Name)
+               and node.value.id == "torch" for node in ast.walk(statement))
