@@ -307,3 +307,16 @@ def test_a_name_a_stopped_or_trimmed_cell_would_have_set_is_traced_to_that_cell(
     assert "The cause: code cell 2 was still running at the load limit while loading; so the names it would have " \
            "defined from there on (SCALE_EPS) are missing. Make that cell quick" in first.message, first.message
     assert "The cause: code cell 3 ran only its definitions" in second.message and "(OFFSET)" in second.message
+
+
+def test_a_notebook_whose_cell_of_functions_failed_after_the_imports_cell_is_told_both(grade_once, tmp_path):
+    """An imports cell that fails on a module the grader lacks leaves the later names undefined: the cell of
+    functions then raised NameError (`dataclass`), and the reason named only the first cell."""
+    path = tmp_path / "two_failures.ipynb"
+    cells = [f"{IMPORTS}\nimport tqdm_not_installed_here\nfrom dataclasses import dataclass",
+             f"@dataclass\nclass Config:\n    scale: float = 1.0\n\n\n{FUNCTIONS}"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells]), path)
+    problem = grade_once(path).problem
+    assert "code cell 1 raised ModuleNotFoundError" in problem, problem
+    assert "; then code cell 2, which defines " in problem and "raised NameError" in problem, problem
+    assert "'dataclass'" in problem, problem

@@ -11,7 +11,9 @@ import sys
 
 from autograder.authoring.checks import environment_hint
 from autograder.authoring.protocol import Raised
+from autograder.grading.submission import Submission
 from autograder.sandbox.load_report import LoadReport
+from autograder.text import safe
 
 # The workers run the grader's own Python, unless $AUTOGRADER_WORKER_PYTHON names another (sandbox.protections):
 # then this names the grader's, which a course that sets it should keep the same.
@@ -67,6 +69,15 @@ def py_advice(name: str, load: LoadReport, raised: Raised | None, unparsed: bool
         todo = (f"Run `python {name}` to see the error, fix it and hand the file in again (top-level code "
                 "should only import and define)")
     return ran, todo + newer_python_hint(raised, line)
+
+
+def syntax_hint(submission: Submission, raised: Raised | None) -> str:
+    """What a syntax error may mean: a notebook of another kernel's language, else a newer Python's syntax."""
+    if submission.kernel and raised is not None and raised.type == "SyntaxError":
+        return (f". This notebook was made for the {safe(submission.kernel, 20)} kernel (its kernelspec), but the "
+                "assignment's notebook runs Python, and so does the grader: write your answers in the released "
+                "notebook, in Python, and hand that in")
+    return newer_python_hint(raised, raised_line(raised, {cell.label: cell.source for cell in submission.cells}))
 
 
 def newer_python_hint(raised: Raised | None, line: str | None = None) -> str:

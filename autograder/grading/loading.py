@@ -26,7 +26,7 @@ from autograder.authoring.misconceptions import Misconception
 from autograder.authoring.protocol import Raised
 from autograder.code_names import MAX_PARSED, globals_read, names_set
 from autograder.grading.compiled import with_compile_advice
-from autograder.grading.load_advice import newer_python_hint, py_advice, raised_line
+from autograder.grading.load_advice import newer_python_hint, py_advice, raised_line, syntax_hint
 from autograder.grading.results import NOT_LOADED, CheckResult
 from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
 from autograder.grading.submission import Submission
@@ -60,9 +60,19 @@ def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> st
         return f"{NOT_LOADED}: {name}, {first}; {ran}, so no function could be graded. {todo}"
     if graded & load.functions:
         return ""
-    return (f"{NOT_LOADED}: {name}, {first}, and no cell defined any of the graded functions "
-            f"({', '.join(sorted(graded))}). Fix that cell, run the notebook from the top (Kernel → Restart & "
-            f"Run All) and hand it in again{_syntax_hint(submission, raised)}")
+    return (f"{NOT_LOADED}: {name}, {first}{_defining_cells_failed(submission, load, graded)}, and no cell defined "
+            f"any of the graded functions ({', '.join(sorted(graded))}). Fix that cell, run the notebook from the top "
+            f"(Kernel → Restart & Run All) and hand it in again{syntax_hint(submission, raised)}")
+
+
+def _defining_cells_failed(submission: Submission, load: LoadReport, graded: set[str]) -> str:
+    """The later cells that hold graded defs and failed too, each with what it did: often the first cell's doing
+    (an import it never reached leaves `dataclass` undefined in the cell of functions), which its message shows."""
+    sources = {cell.label: cell.source for cell in submission.cells}
+    failed = [f"{unit}, which defines {', '.join(sorted(set(names_set(sources[unit])) & graded))}, "
+              f"{_what_it_did(unit, raised)}" for unit, raised in load.problems[1:3]
+              if set(names_set(sources.get(unit, ""))) & graded]
+    return "".join(f"; then {one}" for one in failed)
 
 
 def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: set[str]) -> list[str]:
@@ -246,15 +256,6 @@ def _definition(source: str, function: str) -> tuple[int | None, bool]:
     if found is None:
         return None, False
     return source.count("\n", 0, found.start()) + 1, top is not None
-
-
-def _syntax_hint(submission: Submission, raised) -> str:
-    """What a syntax error may mean: a notebook of another kernel's language, else a newer Python's syntax."""
-    if submission.kernel and raised is not None and raised.type == "SyntaxError":
-        return (f". This notebook was made for the {safe(submission.kernel, 20)} kernel (its kernelspec), but the "
-                "assignment's notebook runs Python, and so does the grader: write your answers in the released "
-                "notebook, in Python, and hand that in")
-    return newer_python_hint(raised, raised_line(raised, {cell.label: cell.source for cell in submission.cells}))
 
 
 def _why_not_run(where: str, line: int, load: LoadReport) -> str:

@@ -163,7 +163,7 @@ def _with_notebook_lines(source: str) -> tuple[Cell, ...]:
     parses, or that such lines do not explain."""
     if not _NOTEBOOK_LINE.search(source) or parses(source):
         return ()
-    cell = read_cell("the file", source)
+    cell = read_cell("code cell 1", source)  # as an exported file's cells are named; "the file" is a .py's
     return (cell,) if parses(cell.source) else ()
 
 
