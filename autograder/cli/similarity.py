@@ -83,8 +83,9 @@ def _similarity(args) -> int:
                                    reference if reference.is_file() else None)
     index = write_report(comparison, args.out.resolve(), args.top, args.threshold)
     print(f"compared {counted(len(comparison.students), 'student')} of {args.assignment}: "
-          f"{len(comparison.pairs)} pairs share code; "
-          f"{sum(p.score >= args.threshold for p in comparison.pairs)} score {args.threshold} or more. "
+          f"{counted(len(comparison.pairs), 'pair')} {'shares' if len(comparison.pairs) == 1 else 'share'} code; "
+          f"{sum(p.score >= args.threshold for p in comparison.pairs)} {_scores(comparison.pairs, args.threshold)} "
+          f"{args.threshold} or more. "
           f"{counted(len(comparison.notes), 'note')} (students not compared, or in part) on the page.", file=sys.stderr)
     if comparison.wording:
         holds = "holds" if len(comparison.wording) == 1 else "hold"
@@ -101,3 +102,8 @@ def _similarity(args) -> int:
               "(its folder, or its --db)", file=sys.stderr)
     print(f"wrote {args.out.resolve() / 'pairs.csv'}; report (for instructors only): {index}")
     return 0
+
+
+def _scores(pairs, threshold: float) -> str:
+    """The verb for how many pairs score at least `threshold`: "scores" for one, "score" otherwise."""
+    return "scores" if sum(pair.score >= threshold for pair in pairs) == 1 else "score"
