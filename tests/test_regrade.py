@@ -427,3 +427,24 @@ def test_a_damaged_history_row_costs_only_its_student(tmp_path):
     assert damaged.score == 0 and "regrade tiny --students ann" in damaged.internal_error
     assert kept["ann", second.sha256].score == 10.0
 
+
+
+def test_a_regrade_tells_the_student_of_their_file_by_the_name_they_handed_it_in_under(tmp_path):
+    """A flat file that fails to load was told "not loaded: s004.py … Run `python s004.py`"; regraded from the
+    bytes the store kept, it was told of `tiny.py`, a file it never had, while the CSV's file column still said
+    s004.py. The stored bytes are graded under the hand-in's own name."""
+    course = _course(tmp_path)
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "s004.py").write_text("raise ValueError('top-level demo')\n\ndef double(x):\n    return 2 * x\n")
+    _cli("grade", "tiny", folder, course=course)
+    first = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
+    assert "s004.py" in first["problem"], first
+    shutil.rmtree(folder)  # the store kept the bytes: the regrade writes them out itself
+    _cli("regrade", "tiny", course=course)
+    history = [json.loads(line) for line in _cli("history", "tiny", "s004", "--json", course=course)
+               .stdout.splitlines()]
+    assert len(history) == 2, history  # graded again, not left as it was
+    again = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
+    assert again["problem"] == first["problem"] and "tiny.py" not in again["problem"], again["problem"]
+    assert again["file"] == first["file"]

@@ -125,8 +125,11 @@ def _write_kept(store: Store, every: list[Attempt], places: list[Path]) -> set[i
 
 
 def _place(folder: Path, number: int, module: str, attempt: Attempt) -> Path:
-    """Where attempt `number`'s bytes go: a folder of its own, the file named as the module, its suffix kept."""
-    return folder / f"{number}" / f"{module}{Path(attempt.first.file).suffix or '.py'}"
+    """Where attempt `number`'s bytes go: a folder of its own, the file named as it was handed in (`s004.py`), so
+    that what the student is told of it (`not loaded: s004.py`, `Run python s004.py`) is what they were told
+    before; named as the module only where no name was stored."""
+    name = Path(attempt.first.file).name
+    return folder / f"{number}" / (name or f"{module}.py")
 
 
 def _write(path: Path, data: bytes) -> None:
