@@ -129,7 +129,10 @@ def test_the_column_id_is_read_from_the_lms_download_used_as_the_roster_and_chec
         f"{title} (1234567), Quiz 1 (1234570))" in done.stderr, done.stderr
     done = export("blackboard", "--column-id", "1234570")  # Quiz 1's: its grades would have been overwritten
     assert done.returncode == 2 and "--column-id 1234570 is the roster's column 'Quiz 1', not" in done.stderr
-    assert export("blackboard", "--column", "Quiz 1", "--column-id", "1234570").returncode == 0
+    done = export("blackboard", "--column", "Quiz 1", "--column-id", "1234570")  # its title and id: but 5 points
+    assert done.returncode == 2 and f"the roster gives the column 'Quiz 1' 5 points possible, but {ASSIGNMENT} is " \
+        f"out of {POINTS}" in done.stderr and "Set the column's Points Possible in Blackboard to" in done.stderr
+    assert export("blackboard", "--column", "Quiz 1", "--column-id", "1234570", "--force").returncode == 0
     (stored / "gc.csv").write_text(f"Last Name,First Name,Username,{title} [Total Pts: 100 Score] |11,"
                                    f"{title} [Total Pts: 100 Score] |12\nLovelace,Ada,s1,,\n")
     done = export("blackboard")  # two columns of one title: which one was a guess (the last)
@@ -251,3 +254,69 @@ def test_the_lms_feedback_of_a_file_that_was_not_graded_says_why():
     [row], _ = rows({"s1": {}}, [result], None, "blank")
     assert row.feedback == "0 of 10 points; 0 of 0 checks passed. Not graded: s1 handed in no .py or .ipynb, only " \
                            "s1.pdf.", row
+
+
+def _graded_out_of(student: str, got: float, maximum: float) -> SubmissionResult:
+    """A result graded under an earlier suite out of `maximum` points."""
+    tests = (CheckResult("score.a", "score", "public", "passed", got, got),
+             CheckResult("score.b", "score", "hidden", "failed", 0.0, maximum - got, message="wrong"))
+    return SubmissionResult(student=student, assignment=ASSIGNMENT, file=f"{student}.py", sha256=student * 4,
+                            suite_version="earlier", seed=1, sandbox="bwrap", tests=tests,
+                            graded_at="2026-11-30T00:00:00")
+
+
+WORKSHEET = """Identifier,"Full name","Email address",Status,Grade,"Maximum Grade","Grade can be changed",\
+"Last modified (submission)","Last modified (grade)","Feedback comments"
+"Participant 123456","Ann Lee",ann@uni.example,"Submitted for grading",,{maximum},Yes,-,-,
+"Participant 123457","Bo Chan",bo@uni.example,"Submitted for grading",,{maximum},Yes,-,-,
+"Participant 123458","Cy Dee",cy@uni.example,"Submitted for grading",,{maximum},Yes,-,-,
+"""
+
+
+def test_a_total_above_the_lms_maximum_is_refused_naming_the_students_and_what_to_do(tmp_path):
+    """Graded while a check was worth more (out of 105), exported after course.yaml went back to 100: the guard had
+    compared the LMS's maximum with the current suite's points alone, so Moodle's worksheet got a 105 it skips on
+    upload (the grade lost without a word), and Canvas a 105 in a 100-point column, exit 0 both."""
+    with Store(tmp_path / "grades.db") as store:
+        for student, got, maximum in (("123456", 105.0, 105.0), ("123457", 95.0, 105.0), ("123458", 80.0, 100.0)):
+            store.save(_graded_out_of(student, got, maximum))
+    (tmp_path / "worksheet.csv").write_text(WORKSHEET.format(maximum=POINTS + ".00"))
+    out = tmp_path / "upload.csv"
+
+    def export(lms, roster, *extra):
+        return run_cli("export", lms, "--roster", tmp_path / roster, "--out", out, "--db", tmp_path / "grades.db",
+                       "--course", ROOT / "course.yaml", *extra)
+    done = export("moodle", "worksheet.csv")
+    assert done.returncode == 2 and not out.exists(), done.stderr
+    assert f"1 total to be written is above the column's maximum of {POINTS} (Moodle's worksheet gives the " \
+           f"assignment a maximum grade of {POINTS}.00): 123456: 105 of 105" in done.stderr, done.stderr
+    assert "Moodle's upload skips every grade above its maximum" in done.stderr
+    assert f"Run `autograder regrade {ASSIGNMENT}` (without --no-decrease" in done.stderr
+    assert "maximum grade in Moodle to 105" in done.stderr and "--force writes the file" in done.stderr
+    done = export("moodle", "worksheet.csv", "--force")  # written as asked, and said again
+    assert done.returncode == 0 and out.exists(), done.stderr
+    assert "warning: written all the same (--force): 1 total to be written is above" in done.stderr
+    # 95 of 105 is no grade Moodle skips, but it is not 95 of 100: said.
+    assert f"1 total written is out of another maximum than the column's {POINTS} (123457: 95 of 105), and the LMS " \
+           f"takes them as points of {POINTS}; 1 of them graded under an earlier suite: `autograder regrade" \
+           in done.stderr, done.stderr
+
+    # Canvas's gradebook export, its column worth 100 points: the same total, refused.
+    (tmp_path / "canvas.csv").write_text(f"Student,ID,SIS User ID,SIS Login ID,Section,Week 7 (1234)\n"
+                                         f"    Points Possible,,,,,{POINTS}.00\n"
+                                         + "".join(f"Student {n},{n},,,,\n" for n in ("123456", "123457", "123458")))
+    out.unlink()
+    done = export("canvas", "canvas.csv", "--column", "Week 7")
+    assert done.returncode == 2 and not out.exists(), done.stderr
+    assert f"above the column's maximum of {POINTS} (the roster gives the column 'Week 7' {POINTS}.00 points " \
+           "possible): 123456: 105 of 105" in done.stderr and "more than full marks" in done.stderr, done.stderr
+    # A Canvas column worth less than the assignment is refused as Moodle's worksheet always was.
+    (tmp_path / "canvas.csv").write_text((tmp_path / "canvas.csv").read_text().replace(f",{POINTS}.00", ",90.00"))
+    done = export("canvas", "canvas.csv", "--column", "Week 7")
+    assert done.returncode == 2 and f"the roster gives the column 'Week 7' 90.00 points possible, but {ASSIGNMENT} " \
+        f"is out of {POINTS}" in done.stderr and "Set the assignment's points in Canvas to" in done.stderr
+    # A roster of one's own states no maximum: the file's own Points Possible (the assignment's points) is it.
+    (tmp_path / "roster.csv").write_text("student,lms_id\n123456,1\n123457,2\n123458,3\n")
+    done = export("canvas", "roster.csv")
+    assert done.returncode == 2 and f"above the column's maximum of {POINTS} ({ASSIGNMENT} is out of {POINTS} in " \
+        "course.yaml): 123456: 105 of 105" in done.stderr, done.stderr

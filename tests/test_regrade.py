@@ -427,3 +427,57 @@ def test_a_damaged_history_row_costs_only_its_student(tmp_path):
     assert damaged.score == 0 and "regrade tiny --students ann" in damaged.internal_error
     assert kept["ann", second.sha256].score == 10.0
 
+
+
+def test_a_regrade_tells_the_student_of_their_file_by_the_name_they_handed_it_in_under(tmp_path):
+    """A flat file that fails to load was told "not loaded: s004.py … Run `python s004.py`"; regraded from the
+    bytes the store kept, it was told of `tiny.py`, a file it never had, while the CSV's file column still said
+    s004.py. The stored bytes are graded under the hand-in's own name."""
+    course = _course(tmp_path)
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "s004.py").write_text("raise ValueError('top-level demo')\n\ndef double(x):\n    return 2 * x\n")
+    _cli("grade", "tiny", folder, course=course)
+    first = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
+    assert "s004.py" in first["problem"], first
+    shutil.rmtree(folder)  # the store kept the bytes: the regrade writes them out itself
+    _cli("regrade", "tiny", course=course)
+    history = [json.loads(line) for line in _cli("history", "tiny", "s004", "--json", course=course)
+               .stdout.splitlines()]
+    assert len(history) == 2, history  # graded again, not left as it was
+    again = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
+    assert again["problem"] == first["problem"] and "tiny.py" not in again["problem"], again["problem"]
+    assert again["file"] == first["file"]
+
+
+@pytest.mark.slow
+def test_results_kept_by_no_decrease_are_named_as_such_in_exports_and_the_report(tmp_path):
+    """After `regrade --no-decrease` on purpose, every export still said the kept results were graded under an
+    earlier suite and that `autograder regrade` applies it; the report's table mixed 2 / 2 with 0 / 3 and its header
+    said "maximum 2 points". The kept results are named as kept, and the report says why maximums differ."""
+    course = _course(tmp_path)
+    hidden = tmp_path / "solutions" / "tiny" / "hidden_checks.py"
+    hidden.write_text(hidden.read_text().replace(*PLANTED))  # b_abs passes every check: 2 of 2
+    _cli("grade", "tiny", _class(tmp_path / "class", STUDENTS, 1.7e9), course=course)
+    hidden.write_text(hidden.read_text().replace(PLANTED[1], PLANTED[0]))  # b_abs would fall to 1, now of 3:
+    course.write_text(course.read_text().replace("double.matches_reference: 1", "double.matches_reference: 2"))
+    _cli("regrade", "tiny", "--no-decrease", course=course)
+    exported = _cli("export", "csv", course=course)
+    rows = {r["student"]: (r["total"], r["max"]) for r in csv.DictReader(exported.stdout.splitlines())}
+    assert rows["b_abs"] == ("2", "2") and rows["a_good"] == ("3", "3"), rows
+    assert "1 result of 4 (b_abs) is kept from an earlier suite by `regrade --no-decrease`, since the current suite " \
+           "scored them lower, and written out as graded then, out of 2 where the current suite is out of 3; nothing " \
+           "to do unless the lower scores are to count" in exported.stderr, exported.stderr
+    assert "`autograder regrade` applies it" not in exported.stderr  # the regrade was done, on purpose
+    (tmp_path / "roster.csv").write_text("student,lms_id\n" + "".join(f"{s},{n}\n" for n, s in enumerate(STUDENTS)))
+    canvas = _cli("export", "canvas", "--roster", tmp_path / "roster.csv", "--out", tmp_path / "c.csv", course=course)
+    assert "1 total written is out of another maximum than the column's 3 (b_abs: 2 of 2), and the LMS takes them " \
+           "as points of 3; 1 of them kept from an earlier suite by `regrade --no-decrease`, on purpose" \
+           in canvas.stderr and "grades them under" not in canvas.stderr, canvas.stderr
+    report = tmp_path / "report"
+    _cli("report", "--out", report, course=course)
+    page = (report / "index.html").read_text()
+    assert "4 submissions · maximum 3 points (1 result kept from an earlier suite by regrade --no-decrease is out " \
+           "of 2 (the current suite scored them lower))" in page, page[:2000]
+    assert "2 / 2 (kept from an earlier suite by regrade --no-decrease)" in page
+    assert "3 / 3 (" not in page

@@ -20,7 +20,7 @@ from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored, near_ids
 from autograder.grading.late import FILE_TIME, assess_result
-from autograder.grading.regrade import Collector, commit, hand_ins, held_back, moves, regraded
+from autograder.grading.regrade import Collector, commit, hand_ins, held_back, kept_by_no_decrease, moves, regraded
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import protect
 from autograder.grading.store import Store, StoreError, stored_history
@@ -28,7 +28,7 @@ from autograder.grading.suite import load_suite, suite_version
 from autograder.outputs import ExportError, lms, replaced_whole
 from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
 from autograder.outputs.progress import Progress, starting
-from autograder.outputs.roster import lms_columns, read_roster
+from autograder.outputs.roster import column_points, lms_columns, read_roster
 from autograder.text import counted, safe
 
 
@@ -77,6 +77,9 @@ def add_export_formats(formats) -> None:
                                                              "assignment id; Blackboard: the Column ID)")
         command.add_argument("--gradebook", help="nbgrader gradebook to take students' names from where the roster "
                                                  "has none (default: gradebook.db beside course.yaml, if there)")
+        command.add_argument("--force", action="store_true", help="write totals above the column's maximum in "
+                             "the LMS as they are (refused by default: the LMS would skip them, or take them as more "
+                             "than full marks)")
         options.results_db(command)
         options.stored_assignment(command, "assignment to export (default: the only one in the database)")
         options.course(command)
@@ -123,18 +126,32 @@ def _say_if_late_by_file_time(rule, results) -> None:
 
 def _say_if_graded_earlier(course, assignment: str, results) -> None:
     """A note where results being written out were graded under an earlier suite (its checks, points, limits or
-    tolerances changed since): their points are as graded then, which a TA would otherwise take for current."""
+    tolerances changed since): their points are as graded then, which a TA would otherwise take for current. Those
+    kept by `regrade --no-decrease` are named as such: a regrade would not change them, and was done already."""
     try:
         version = suite_version(course, assignment)
     except (OSError, ValueError):  # the suite's files are not here (an export away from the course): nothing to say
         return
-    earlier = [result.student for result in results if result.suite_version != version]
-    if earlier:
-        was, is_ = ("was", "is") if len(earlier) == 1 else ("were", "are")
-        print(safe(f"autograder: note: {counted(len(earlier), 'result')} of {len(results)} ({_some(earlier)}) {was} "
+    earlier = [result for result in results if result.suite_version != version]
+    held = [result for result in earlier if kept_by_no_decrease(result)]
+    others = [result.student for result in earlier if not kept_by_no_decrease(result)]
+    if others:
+        was, is_ = ("was", "is") if len(others) == 1 else ("were", "are")
+        print(safe(f"autograder: note: {counted(len(others), 'result')} of {len(results)} ({_some(others)}) {was} "
                    "graded under an earlier suite (the checks, their points or course.yaml changed since), and "
                    f"{is_} written out as graded then; `autograder regrade {assignment} --preview` shows whom the "
                    "current suite moves, `autograder regrade` applies it"), file=sys.stderr)
+    if held:
+        points = course.assignment(assignment).max_score
+        out_of = sorted({r.max_score for r in held if r.max_score != points})
+        scale = f", out of {' or '.join(f'{m:g}' for m in out_of)} where the current suite is out of {points:g}" \
+            if out_of else ""
+        print(safe(f"autograder: note: {counted(len(held), 'result')} of {len(results)} "
+                   f"({_some([r.student for r in held])}) {'is' if len(held) == 1 else 'are'} kept from an earlier "
+                   f"suite by `regrade --no-decrease`, since the current suite scored them lower, and written out as "
+                   f"graded then{scale}; nothing to do unless the lower scores are to count (`autograder regrade "
+                   f"{assignment}` without --no-decrease; `autograder history {assignment} STUDENT` shows both)"),
+              file=sys.stderr)
 
 
 def hold_changed_suite(plan, store: Store, suite, force: bool):
@@ -169,12 +186,12 @@ def _export_lms(args) -> int:
                           f"{args.lms.capitalize()} finds students by ({_some(nameless)}); add the column and export "
                           "again")
     column = lms.Column(args.column or settings.title, _column_id(args, settings.title, kind), settings.max_score)
-    maximum = lms.above_moodle_maximum(made, column) if kind is lms.MOODLE_WORKSHEET else ""
-    if maximum:
-        raise ExportError(f"{args.roster}: Moodle's worksheet gives the assignment a maximum grade of {maximum}, but "
-                          f"{assignment} is out of {column.points:g}, and Moodle's upload skips every grade above its "
-                          f"maximum. Set the assignment's maximum grade in Moodle to {column.points:g} (its settings, "
-                          "Grade), download the grading worksheet again, and export with that one")
+    stated, said = lms.stated_maximum(made, column, column_points(args.roster))
+    above, other = lms.above_maximum(made, column, stated, said, "moodle worksheet" if kind is lms.MOODLE_WORKSHEET
+                                     else args.lms, assignment)
+    if above and not args.force:
+        raise ExportError(safe(f"{args.roster}: {'. '.join(above)}. Nothing was written (--force writes the file "
+                               "all the same)", 2000))
     ungraded = [row.student for row in made if row.feedback in lms.NO_GRADE]
     if unknown and len(ungraded) == len(made):  # uploaded, it would blank every grade and feedback in the LMS
         raise ExportError(f"{args.roster}: none of its {len(made)} students is one with a result, and "
@@ -189,6 +206,8 @@ def _export_lms(args) -> int:
     print(safe(f"wrote {len(made)} roster students of {assignment} ({len(made) - len(ungraded)} with a grade; "
                f"{settings.submissions.missing} for {len(ungraded)}{': ' + _some(ungraded, 10) if ungraded else ''}) "
                f"to {out.resolve()}: import it as the LMS documents ({kind.docs})", 2000), file=sys.stderr)
+    for line in [*(f"written all the same (--force): {line}" for line in above), *([other] if other else [])]:
+        print(safe(f"autograder: warning: {line}", 2000), file=sys.stderr)
     if unknown:
         who = "1 student with a result is" if len(unknown) == 1 else f"{len(unknown)} students with a result are"
         print(safe(f"autograder: warning: {who} not on the roster {args.roster}, so not in the file: "

@@ -29,6 +29,15 @@ from autograder.grading.late import LateRule
 from autograder.grading.results import NOT_LOADED, SubmissionResult
 from autograder.grading.store import Store
 
+# How the note of a result kept by --no-decrease begins (its feedback shows it: grading.attempts.counted_result).
+HELD_NOTE = "A regrade under the current checks gave "
+
+
+def kept_by_no_decrease(result: SubmissionResult) -> bool:
+    """Whether this counted result stands because `regrade --no-decrease` held back a lower one: graded under an
+    earlier suite on purpose, which `autograder regrade` would not change."""
+    return any(note.startswith(HELD_NOTE) for note in result.notes)
+
 
 @dataclass(frozen=True)
 class Todo:
@@ -125,8 +134,11 @@ def _write_kept(store: Store, every: list[Attempt], places: list[Path]) -> set[i
 
 
 def _place(folder: Path, number: int, module: str, attempt: Attempt) -> Path:
-    """Where attempt `number`'s bytes go: a folder of its own, the file named as the module, its suffix kept."""
-    return folder / f"{number}" / f"{module}{Path(attempt.first.file).suffix or '.py'}"
+    """Where attempt `number`'s bytes go: a folder of its own, the file named as it was handed in (`s004.py`), so
+    that what the student is told of it (`not loaded: s004.py`, `Run python s004.py`) is what they were told
+    before; named as the module only where no name was stored."""
+    name = Path(attempt.first.file).name
+    return folder / f"{number}" / (name or f"{module}.py")
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -181,7 +193,7 @@ def moves(before: dict[str, list[Attempt]], after: dict[str, list[Attempt]], pol
         held = no_decrease and new_total < old_total
         flipped = _flipped(counted_result(was), counted_result(now))  # what the regrade found, held back or not
         if held:
-            reason = (f"A regrade under the current checks gave {_points(new_total)} points, fewer than the "
+            reason = (f"{HELD_NOTE}{_points(new_total)} points, fewer than the "
                       f"{_points(old_total)} before; the earlier result is kept (no score goes down in a regrade).")
             after[student] = [_hold(attempt, old, reason) for attempt, old in zip(after[student], before[student])]
             now = choose(after[student], policy, rule)

@@ -39,6 +39,7 @@ from typing import TextIO
 from autograder.grading.ids import canonical, roster_order
 from autograder.grading.late import LateRule, assess_result
 from autograder.grading.lms_downloads import canvas_user, moodle_participant
+from autograder.grading.regrade import kept_by_no_decrease
 from autograder.grading.results import SubmissionResult
 from autograder.outputs.grades_csv import cell
 from autograder.text import safe
@@ -71,6 +72,8 @@ class Row:
     identity: dict[str, str]
     total: str
     feedback: str
+    out_of: float | None = None  # the result's own maximum (None: no grade)
+    kept: bool = False  # the result is kept from an earlier suite by `regrade --no-decrease`
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,8 @@ def rows(roster: dict[str, dict[str, str]], results: list[SubmissionResult], rul
                              f"{result.counts()['passed']} of {len(result.tests)} checks passed.", *problem,
                              *([late.reason[0].upper() + late.reason[1:] + "."] if late.reason else []),
                              *[n for n in result.notes if n.startswith("Hand-in ")]])
-        made.append(Row(student, identity, _number(late.total), feedback))
+        made.append(Row(student, identity, _number(late.total), feedback, result.max_score,
+                        kept_by_no_decrease(result)))
     on_roster = {canonical(student) for student in roster}
     return made, sorted((r.student for key, r in by_student.items()
                          if key not in on_roster and not on_roster & set(key.split(","))), key=roster_order)
@@ -185,16 +189,87 @@ def write_moodle_worksheet(made: list[Row], column: Column, stream: TextIO) -> N
                          cell(row.feedback)])
 
 
-def above_moodle_maximum(made: list[Row], column: Column) -> str:
-    """The maximum grade a Moodle worksheet gives the assignment where it is less than `column.points` (Moodle's
-    upload would skip every grade above it), else ""."""
+# What an LMS does with a total above its column's maximum, and where that maximum is set.
+_ABOVE = {"moodle worksheet": ("Moodle's upload skips every grade above its maximum, so those grades would be lost "
+                               "without a word", "Set the assignment's maximum grade in Moodle to {points} (its "
+                               "settings, Grade), download the grading worksheet again, and export with that one"),
+          "canvas": ("Canvas keeps an existing assignment's points and takes a total above them as more than full "
+                     "marks", "Set the assignment's points in Canvas to {points} (its settings, Points), export the "
+                     "gradebook again, and export with that one"),
+          "moodle": ("Moodle's import takes a grade above the grade item's maximum as more than full marks, "
+                     "or not at all", "Set the grade item's maximum grade in Moodle to {points}, and import again"),
+          "blackboard": ("Blackboard takes a total above the column's points as more than full marks",
+                         "Set the column's Points Possible in Blackboard to {points}, download the Grade Center again, "
+                         "and export with that one")}
+
+
+def stated_maximum(made: list[Row], column: Column, points: dict[str, str]) -> tuple[float | None, str]:
+    """(the maximum the LMS's own roster gives the column, None where it gives none; where it says so).
+
+    Moodle's worksheet: its Maximum Grade; Canvas's gradebook export or Blackboard's download: the column's points
+    (points: by column id, outputs.roster.column_points)."""
     for row in made:
         try:
-            maximum = float(row.identity.get("max_grade", ""))
+            return float(row.identity.get("max_grade", "")), (f"Moodle's worksheet gives the assignment a maximum "
+                                                              f"grade of {row.identity['max_grade']}")
         except ValueError:
             continue
-        return row.identity["max_grade"] if maximum < column.points else ""
-    return ""
+    if column.column_id in points:
+        return float(points[column.column_id]), (f"the roster gives the column {column.title!r} "
+                                                 f"{points[column.column_id]} points possible")
+    return None, ""
+
+
+def above_maximum(made: list[Row], column: Column, stated: float | None, said: str, lms: str,
+                  assignment: str) -> tuple[list[str], str]:
+    """(why the file would lose or distort grades in the LMS, one sentence each, [] when it would not; a warning
+    of the totals graded out of another maximum than the column's, "" when there are none).
+
+    The column's maximum is `stated` (the LMS's own roster, stated_maximum), else the assignment's points under the
+    current suite, which the file gives it. Each total is compared with it, and each result's own maximum: a result
+    graded under an earlier suite, or kept from one by `regrade --no-decrease`, is out of the points it had then."""
+    limit = column.points if stated is None else stated
+    skipped, where = _ABOVE[lms]
+    problems = []
+    if stated is not None and stated < column.points:
+        problems.append(f"{said}, but {assignment} is out of {column.points:g}, and {skipped}. "
+                        f"{where.format(points=f'{column.points:g}')}")
+    graded = [row for row in made if row.out_of is not None and row.total]
+    # Where the column is worth less than the suite, that is said above: here, only those out of more than both.
+    above = [row for row in graded if float(row.total) > limit + 1e-9 and (not problems
+                                                                             or row.out_of > column.points + 1e-9)]
+    if above:
+        highest = max(float(row.total) for row in above)
+        problems.append(
+            f"{_count(above, 'total')} to be written {'is' if len(above) == 1 else 'are'} above the column's "
+            f"maximum of {limit:g} ({said or f'{assignment} is out of {column.points:g} in course.yaml'}): "
+            f"{_listed(above)}; graded out of more points under an earlier suite, and {skipped}. Run `autograder "
+            f"regrade {assignment}` (without --no-decrease, which keeps these results) to grade them under the "
+            "current suite, and export again" + (f"; or {where[0].lower() + where[1:]}".format(
+                points=f"{highest:g}") if stated is not None else ""))
+    other = [row for row in graded if row not in above and abs(row.out_of - limit) > 1e-9]
+    current = [row for row in other if abs(row.out_of - column.points) <= 1e-9]
+    kept = [row for row in other if row.kept and row not in current]
+    earlier = len(other) - len(current) - len(kept)
+    warning = "; ".join([
+        f"{_count(other, 'total')} written {'is' if len(other) == 1 else 'are'} out of another maximum than the "
+        f"column's {limit:g} ({_listed(other)}), and the LMS takes them as points of {limit:g}",
+        *([f"{len(current)} of them as the current suite grades, out of {column.points:g}: set the column's maximum "
+           f"in the LMS to {column.points:g}"] if current else []),
+        *([f"{len(kept)} of them kept from an earlier suite by `regrade --no-decrease`, on purpose"] if kept else []),
+        *([f"{earlier} of them graded under an earlier suite: `autograder regrade {assignment}` grades them under "
+           "the current suite"] if earlier else [])]) if other else ""
+    return problems, warning
+
+
+def _count(made: list[Row], what: str) -> str:
+    return f"{len(made)} {what}{'' if len(made) == 1 else 's'}"
+
+
+def _listed(made: list[Row], shown: int = 5) -> str:
+    """"s1: 105 of 105, …" for the first few rows."""
+    return ", ".join(f"{row.student}: {row.total} of {_number(row.out_of)}" for row in made[:shown]) + (
+        ", …" if len(made) > shown else "")
 
 
 def write_blackboard(made: list[Row], column: Column, stream: TextIO) -> None:

@@ -31,6 +31,7 @@ from autograder.outputs import audience, replaced_whole, write_whole
 from autograder.outputs import markdown as markdown_text
 from autograder.outputs.feedback_files import feedback_files, remove_stale
 from autograder.outputs.grades_csv import write_csv
+from autograder.outputs.maximums import OutOf, out_of
 from autograder.outputs.plots import plots
 from autograder.text import counted, safe
 
@@ -214,6 +215,7 @@ class ClassReport:
     flag_meanings: list[tuple[str, str]]  # (flag, what it means) for each kind of flag the class has
     flagged_groups: list[FlaggedGroup]  # the flagged submissions, those with the same flags and messages together
     plots: dict[str, str] = field(default_factory=dict)  # name -> data: URI
+    out_of: OutOf | None = None  # the class's maximum, and why a result is out of another (outputs.maximums)
 
 
 @dataclass(frozen=True)
@@ -291,7 +293,7 @@ def class_report(assignment: str, results: list[SubmissionResult], files: dict[s
         scores=score_summary([s.late.total for s in graded]),
         flag_meanings=[(flag, meaning) for flag, meaning in {**FLAG_MEANINGS, **LATE_MEANINGS}.items()
                        if flag in kinds],
-        flagged_groups=flagged_groups(flagged))
+        flagged_groups=flagged_groups(flagged), out_of=out_of(results))
 
 
 def misconception_counts(results: list[SubmissionResult]) -> list[tuple[str, str, int, int]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 from pathlib import Path
@@ -40,6 +41,7 @@ BLACKBOARD_COLUMNS = {"Last Name": "last_name", "First Name": "first_name", "Use
 
 # A gradebook column as an LMS's own download heads it: Canvas's `Title (4242)`, Blackboard's
 # `Title [Total Pts: 100 Score] |1234567`.
+_POINTS = re.compile(r"\d+(?:\.\d+)?")
 _LMS_COLUMN = re.compile(r"^(?P<title>.+?) (?:\((?P<canvas>\d+)\)|\[Total Pts:[^\]]*\] \|(?P<blackboard>\S+))$")
 
 
@@ -75,6 +77,27 @@ def lms_columns(path: Path) -> list[tuple[str, str]]:
     header = next(csv.reader([first_line], delimiter=delimiter), [])
     found = [_LMS_COLUMN.match(cell.strip()) for cell in header]
     return [(match["title"], match["canvas"] or match["blackboard"]) for match in found if match]
+
+
+def column_points(path: Path) -> dict[str, str]:
+    """The points the LMS's own download gives each of its columns, by the column's id (`--column-id`): Canvas's
+    "Points Possible" row, Blackboard's `[Total Pts: 100 Score]`; {} for a roster of one's own or a JSON one."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        return {}
+    text = _text(path)
+    first_line = text.split("\n", 1)[0]
+    delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
+    lines = list(itertools.islice(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), 5))
+    possible = next((row for row in lines[1:] if row and row[0].strip() == "Points Possible"), [])
+    points = {}
+    for number, cell in enumerate(lines[0] if lines else []):
+        match = _LMS_COLUMN.match(cell.strip())
+        if match and match["canvas"] and number < len(possible) and _POINTS.fullmatch(possible[number].strip()):
+            points[match["canvas"]] = possible[number].strip()
+        elif match and match["blackboard"] and (total := re.search(r"Total Pts: *(\d+(?:\.\d+)?)", cell)):
+            points[match["blackboard"]] = total[1]
+    return points
 
 
 def _text(path: Path) -> str:
