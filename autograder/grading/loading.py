@@ -69,10 +69,9 @@ def _defining_cells_failed(submission: Submission, load: LoadReport, graded: set
     """The later cells that hold graded defs and failed too, each with what it did: often the first cell's doing
     (an import it never reached leaves `dataclass` undefined in the cell of functions), which its message shows."""
     sources = {cell.label: cell.source for cell in submission.cells}
-    failed = [f"{unit}, which defines {', '.join(sorted(set(names_set(sources[unit])) & graded))}, "
-              f"{_what_it_did(unit, raised)}" for unit, raised in load.problems[1:3]
-              if set(names_set(sources.get(unit, ""))) & graded]
-    return "".join(f"; then {one}" for one in failed)
+    defined = {unit: sorted(set(names_set(sources.get(unit, ""))) & graded) for unit, _ in load.problems[1:3]}
+    return "".join(f"; then {unit}, which defines {', '.join(defined[unit])}, {_what_it_did(unit, raised)}"
+                   for unit, raised in load.problems[1:3] if defined[unit])
 
 
 def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: set[str]) -> list[str]:
