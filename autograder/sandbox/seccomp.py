@@ -26,9 +26,9 @@ The kernel then refuses, with EPERM:
   namespace of its own gives the child the kernel's namespace code to attack;
 - memory files of its own (memfd_create, memfd_secret): a memfd's pages,
   never mapped, count toward no address-space limit and show in no process's
-  resident memory, so 60 of them per process held about 1 GiB each beyond
-  the submission's memory limit, where the out-of-memory killer could not
-  see whose it was (the grader's own memfd for a call's arguments is made
+  resident memory, so 60 of them held about 1 GiB per process beyond the
+  submission's memory limit, where the out-of-memory killer could not see
+  whose it was (the grader's own memfd for a call's arguments is made
   outside, in the grading process);
 - a new action for SIGCHLD (asking for the current one is allowed). Ignoring
   it, or SA_NOCLDWAIT, has the kernel reap the process's children itself: a
