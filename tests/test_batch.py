@@ -87,9 +87,9 @@ def test_a_flat_folders_folder_without_a_hand_in_is_named_not_graded(tmp_path):
     (tmp_path / "eve").mkdir()
     results, done = _grade(tmp_path, db=tmp_path / "g.db")
     assert sorted(results) == ["ann"]
-    assert ("not graded: 2 folders with no .py or .ipynb in them: dan/, eve/. If one is a student's, their hand-in "
-            "is missing or saved as something else: put their attention.ipynb or attention.py in it and grade "
-            "again") in done.stderr
+    assert ("not graded: 2 folders with no .py or .ipynb in them: dan/ (holds attention.pdf), eve/ (empty). If one "
+            "is a student's, their hand-in is missing or saved as something else") in done.stderr
+    assert "put their attention.ipynb or attention.py in it, and grade again" in done.stderr
     _, alone = _grade(tmp_path / "ann.py", db=tmp_path / "g.db")
     assert "not graded" not in alone.stderr
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 from collections import Counter
 
 import nbformat
@@ -77,10 +78,13 @@ def test_stub_gets_zero_with_one_not_implemented_line_per_function(grade_once, s
 
 @pytest.mark.slow  # a command-line round trip: the messages are checked in-process above, the command by the JSON test
 def test_stub_through_the_command_line_prints_no_traceback(tmp_path):
-    done = run_cli("grade", "w07_attention", STUB, "--db", tmp_path / "grades.db")
+    # A copy named for a student: the stub's own file, named as the module in the assignment's folder, names no
+    # student, and is refused (discover: a file named as the module is its folder's student's).
+    shutil.copy(STUB, tmp_path / "stub.py")
+    done = run_cli("grade", "w07_attention", tmp_path / "stub.py", "--db", tmp_path / "grades.db")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    assert "attention: 0 / 100 points" in done.stdout
+    assert "stub: 0 / 100 points" in done.stdout
     assert "softmax is not implemented yet" in done.stdout
 
 

@@ -44,14 +44,15 @@ def test_it_writes_every_part_of_an_assignment_and_its_course_entry(scaffolded):
 
 def test_the_reference_grades_full_marks_and_the_stub_zero(scaffolded):
     root, _ = scaffolded
-    done = run_cli("grade", "week08_demo", root / "solutions/week08_demo/reference.py",
-                   root / "assignments/week08_demo/demo.py", "--json", "--course", root / "course.yaml",
-                   "--db", root / "g.db")
+    # The stub copied under a name of its own: demo.py in the assignment's folder names no student, and is refused.
+    shutil.copy(root / "assignments/week08_demo/demo.py", root / "stub.py")
+    done = run_cli("grade", "week08_demo", root / "solutions/week08_demo/reference.py", root / "stub.py", "--json",
+                   "--course", root / "course.yaml", "--db", root / "g.db")
     assert done.returncode == 0, done.stderr
     results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert results["reference"]["score"] == results["reference"]["max_score"] > 0
-    assert results["demo"]["score"] == 0
-    assert all("not implemented yet" in t["message"] for t in results["demo"]["tests"])
+    assert results["stub"]["score"] == 0
+    assert all("not implemented yet" in t["message"] for t in results["stub"]["tests"])
 
 
 def test_it_releases_through_nbgrader(scaffolded):
@@ -135,7 +136,7 @@ def test_release_rebuild_adds_the_cells_of_a_function_new_in_the_stub(tmp_path):
     again = run_cli("release", "week09_grow", "--course", course, timeout=900)
     assert again.returncode == 0 and "added" not in again.stderr  # in step now: nothing more to add
 
-    answer = tmp_path / "grow.py"
+    answer = tmp_path / "s0001.py"  # named for a student: grow.py in the course's folder names none
     answer.write_text("def double(x):\n    return 2 * x\n\n\ndef negate(x):\n    return -x\n\n\n"
                       "def triple(x):\n    return 3 * x\n\n\n"
                       "def signs(x):\n    return {'positive': int((x > 0).sum()), 'negative': int((x < 0).sum()), "

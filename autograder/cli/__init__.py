@@ -114,8 +114,8 @@ def _after_stop(args) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="autograder", description="Grade programming assignments against hidden "
-                                                                 "checks, with student code sandboxed.")
+    top = options.Parser(prog="autograder", description="Grade programming assignments against hidden "
+                                                        "checks, with student code sandboxed.")
     commands = top.add_subparsers(dest="command", required=True)
     for module in (grading, replay, gradescope, outputs, course, assignments, cluster, similarity):
         module.add_commands(commands)

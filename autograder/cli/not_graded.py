@@ -41,9 +41,10 @@ def not_graded(skipped: list[Path], module: str) -> list[str]:
     if folders:
         several = len(folders) > 1
         lines.append(f"not graded: {len(folders)} folder{'s' if several else ''} with no .py or .ipynb in "
-                     f"{'them' if several else 'it'}: {_listed(folders, '/')}. If {'one' if several else 'it'} is a "
-                     f"student's, their hand-in is missing or saved as something else: put their {module}.ipynb or "
-                     f"{module}.py in it and grade again")
+                     f"{'them' if several else 'it'}: {_holding(folders)}. If {'one' if several else 'it'} is a "
+                     f"student's, their hand-in is missing or saved as something else: rename a hidden one without its "
+                     f"dot, save a .PY, .py.txt or .txt as .py, extract a zip, or put their {module}.ipynb or "
+                     f"{module}.py in it, and grade again")
     if files:
         several = len(files) > 1
         lines.append(f"not graded: {len(files)} file{'s' if several else ''} that {'are' if several else 'is'} not "
@@ -61,6 +62,27 @@ def _handed_in_below(folder: Path, depth: int = 3) -> bool:
             return True
         folders[:] = [] if len(Path(root).relative_to(folder).parts) >= depth else folders
     return False
+
+
+def _holding(folders: list[Path]) -> str:
+    """Each folder named with what it holds (`ben/ (holds .hw.py (hidden) and hw.py.txt)`): a hand-in hidden or
+    saved under another ending is what the TA must rename, and a file browser may not show it."""
+    described = [f"{_listed([folder], '/')} ({_contents(folder)})" for folder in folders[:5]]
+    return ", ".join(described) + (f" and {len(folders) - 5} more" if len(folders) > 5 else "")
+
+
+def _contents(folder: Path) -> str:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError as error:
+        return f"cannot be listed: {error.strerror}"
+    shown = [entry for entry in entries if not entry.name.startswith(".") or Path(entry.name).suffix in SUFFIXES]
+    if not shown:
+        return "empty" if not entries else f"holds only hidden files such as {_listed([Path(entries[0].name)], '')}"
+    names = [_listed([Path(entry.name)], "/" if entry.is_dir() else "") + (" (hidden)" * entry.name.startswith("."))
+             for entry in shown[:4]]
+    return "holds " + ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1] + \
+        (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
 
 
 def _listed(paths: list[Path], mark: str) -> str:

@@ -1,7 +1,7 @@
 """Finding a class's submissions: files, a flat folder, nbgrader's submitted/ tree, or a zip.
 
 Layouts understood, for an assignment whose module (course.yaml) is `hw`:
-- files given directly: the student id is the file's stem;
+- files given directly: the student id is the file's stem, for one named as the module (`ann/hw.py`) its folder's;
 - a flat folder of `<student>.py` / `<student>.ipynb`, or `<student>/` folders holding one;
 - an LMS's download of every hand-in (Canvas, Moodle, Blackboard), flat, its students read from the
   names the LMS gave the files (grading.lms_downloads);
@@ -35,8 +35,12 @@ from autograder.grading.found import (
     Found,
     LayoutError,
     link_refused,
+    linked,
+    misnamed,
+    named_as_module,
     settle_ids,
     timed,
+    unlisted,
     unreadable_refused,
 )
 from autograder.grading.gradescope_export import (
@@ -55,7 +59,7 @@ from autograder.grading.handin_choice import (
     named_after,
     two_formats_joined,
 )
-from autograder.grading.ids import canonical
+from autograder.grading.ids import canonical, id_problem
 from autograder.grading.late import (
     GRADESCOPE_METADATA,
     LMS_LOCAL_TIME,
@@ -130,6 +134,8 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
         download = read_download([path.name])  # one file of an LMS's download is its student's
         if download:
             return [Found(download[path.name].student, path, lms=download[path.name].lms)]
+        if named_after(path.stem, module):  # `alice/hw.py`: alice's, not a student "hw" every such file joins
+            return _one_of(path, [_of_its_folder(path, assignment, module)])
         return [Found(path.stem, path)]  # whatever it is, reading it decides (grading.handin)
     submitted = path if path.name == "submitted" else path / "submitted"
     if submitted.is_dir():
@@ -154,6 +160,24 @@ def _find(path: Path, assignment: str, module: str, workdir: Path, refused: dict
         raise LayoutError(f"{path} holds no .py or .ipynb submissions, no <student>/ folders with one, and "
                           "no nbgrader submitted/ tree")
     return flat
+
+
+def _of_its_folder(path: Path, assignment: str, module: str) -> Found:
+    """A file named as the assignment's module, passed alone: its student's, as grading their folder finds it, where
+    its folder is one student's; else refused, and nothing stored, for no student's id is in its path."""
+    folder = Path(os.path.abspath(path)).parent
+    if named_after(folder.name, assignment) or named_after(folder.name, module):
+        why = f"its folder {safe(folder.name, 60)}/ is named after the assignment"
+    elif id_problem(folder.name):
+        why = f"its folder's name {safe(folder.name, 60)!r} cannot be a student id"
+    elif (folder / "course.yaml").is_file():
+        why = f"its folder {safe(folder.name, 60)}/ is the course's (it holds course.yaml)"
+    elif not _student_folder(folder, module):
+        others = ", ".join(safe(p.name, 60) for p in _visible(folder) if p.suffix in SUFFIXES and p.name != path.name)
+        why = f"its folder {safe(folder.name, 60)}/ holds other .py or .ipynb files ({others[:200]}), as a class's does"
+    else:
+        return dataclasses.replace(_student_in(folder, module), root=folder.parent)
+    return named_as_module(path, module, why)
 
 
 def _zipped_class(root: Path, module: str) -> Path:
@@ -207,9 +231,9 @@ def _nbgrader(submitted: Path, assignment: str, module: str, only: str | None = 
     for student_dir in sorted(p for p in _folders(submitted) if _shown_entry(p) and only in (None, p.name)):
         folder = student_dir / assignment
         if os.path.islink(student_dir) or os.path.islink(folder):
-            found.append(_linked(folder, f"{module}.ipynb", student_dir.name, submitted))
+            found.append(linked(folder, f"{module}.ipynb", student_dir.name, submitted))
         elif not os.access(student_dir, os.R_OK | os.X_OK):  # else is_dir() below is False: left out unsaid
-            found.append(_unlisted(student_dir, module, student_dir.name, PermissionError(13, "Permission denied")))
+            found.append(unlisted(student_dir, module, student_dir.name, PermissionError(13, "Permission denied")))
         elif folder.is_dir():
             picked = _pick(folder, module, student_dir.name) or _nothing_to_grade(folder, module, student_dir.name)
             at, source, note = submission_time(folder, picked.path)
@@ -217,7 +241,7 @@ def _nbgrader(submitted: Path, assignment: str, module: str, only: str | None = 
             found.append(dataclasses.replace(picked, note=note, submitted_at=at, submitted_at_source=source,
                                              root=submitted))
         else:  # no hand-in for this assignment, unless one is named as it in another case
-            found += [_misnamed(near, assignment, module, student_dir.name) for near in _folders(student_dir)
+            found += [misnamed(near, assignment, module, student_dir.name) for near in _folders(student_dir)
                       if near.name.casefold() == assignment.casefold()][:1]
     return found
 
@@ -234,7 +258,7 @@ def _gradescope(folder: Path, module: str, only: str | None = None) -> list[Foun
         entry = exported.get(submission.name)
         student = entry.student if entry and entry.student else submission.name
         if os.path.islink(submission):
-            found.append(_linked(submission, f"{module}.ipynb", student, folder))
+            found.append(linked(submission, f"{module}.ipynb", student, folder))
             continue
         picked = pick_submission_file(submission, module)
         item = Found(student, picked.path, picked.note, root=folder) if picked.path \
@@ -249,14 +273,6 @@ def _gradescope(folder: Path, module: str, only: str | None = None) -> list[Foun
             item = dataclasses.replace(item, submitted_at=entry.submitted_at, submitted_at_source=GRADESCOPE_METADATA)
         found.append(dataclasses.replace(item, lms="Gradescope"))
     return found
-
-
-def _misnamed(folder: Path, assignment: str, module: str, student: str) -> Found:
-    """A student's hand-in folder named as the assignment in another case (`HW3` for hw3): nbgrader collects
-    only submitted/<student>/<assignment>/, so it is named for the TA to rename, and nothing is stored."""
-    return Found(student, folder / f"{module}.ipynb", stored=False,
-                 problem=f"{safe(student, 60)}/{safe(folder.name, 60)}/ is not named {assignment}/, the assignment's "
-                         f"folder that nbgrader collects; rename it to {assignment} and grade again")
 
 
 def _nothing_to_grade(folder: Path, module: str, student: str) -> Found:
@@ -314,7 +330,7 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
 def _student_in(directory: Path, module: str) -> Found | None:
     """The hand-in of a flat class's student folder, named for the folder; None where it holds none."""
     if os.path.islink(directory):
-        return _linked(directory, f"{module}.py", directory.name, directory.parent)
+        return linked(directory, f"{module}.py", directory.name, directory.parent)
     picked = _pick(directory, module, directory.name)
     if picked:
         return dataclasses.replace(picked, lms="Moodle" if moodle_participant(directory.name) else "")
@@ -367,24 +383,13 @@ def _folders(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir())
 
 
-def _linked(folder: Path, name: str, student: str, root: Path) -> Found:
-    """A student's folder that is a link: found without looking inside; reading `folder/name` refuses the link."""
-    return Found(student, folder / name, root=root)
-
-
 def _pick(folder: Path, module: str, student: str) -> Found | None:
     """The submission in a student's folder, if it holds one; a folder that cannot be listed is found with why."""
     try:
         candidates = [p for p in _visible(folder) if p.suffix in SUFFIXES]
     except OSError as error:
-        return _unlisted(folder, module, student, error)
+        return unlisted(folder, module, student, error)
     return Found(student, *choose(candidates, module, folder)) if candidates else None
-
-
-def _unlisted(folder: Path, module: str, student: str, error: OSError) -> Found:
-    """A student's folder this user cannot list: the class folder's to fix, named, not stored."""
-    return Found(student, folder / f"{module}.ipynb", stored=False, problem=f"the folder {safe(str(folder), 300)} "
-                 f"cannot be read ({error.strerror}); make it readable by this user (chmod -R u+rX) and grade again")
 
 
 def _shown_entry(path: Path) -> bool:

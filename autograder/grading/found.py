@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,27 +38,65 @@ class Found:
 
 
 def settle_ids(found: list[Found]) -> list[Found]:
-    """Every hand-in with an id every output can hold, unique; refused and colliding ones get their problem."""
+    """Every hand-in with an id every output can hold, unique; refused and colliding ones get their problem.
+
+    The hand-ins to be stored take their ids first, so each keeps its own: a refused one (`alice .py`, whose
+    readable form is `alice`) is listed under an id left over (`alice-2`), and never pushes the real `alice.py`
+    to an invented id, in whatever order the files were found (a space sorts before a dot)."""
     by_id: dict[str, list[Found]] = {}
     for item in found:
         by_id.setdefault(canonical(item.student), []).append(item)
-    settled, taken = [], set()
-    for group in by_id.values():
-        for item in group:
-            folder_problem = _collision(item, group) or _id_refused(item)
-            student = item.student if not id_problem(item.student) else shown_id(item.student)
-            settled.append(dataclasses.replace(item, student=unique(student, taken),
-                                               problem=item.problem or folder_problem,
-                                               stored=item.stored and not folder_problem))
-    return settled
+    judged = [_judged(item, group) for group in by_id.values() for item in group]
+    taken: set[str] = set()
+    ids = {index: unique(_storable(judged[index].student), taken)
+           for index in sorted(range(len(judged)), key=lambda index: not judged[index].stored)}
+    return [dataclasses.replace(item, student=ids[index]) for index, item in enumerate(judged)]
+
+
+def _judged(item: Found, group: list[Found]) -> Found:
+    """`item` with the problem its id gives it (shared with another hand-in, or refused), and not stored if so."""
+    folder_problem = _collision(item, group) or _id_refused(item)
+    return dataclasses.replace(item, problem=item.problem or folder_problem, stored=item.stored and not folder_problem)
+
+
+def _storable(student: str) -> str:
+    return student if not id_problem(student) else shown_id(student)
 
 
 def _collision(item: Found, group: list[Found]) -> str:
     if len(group) == 1:
         return ""
     files = " and ".join(safe(other.path, 300) for other in group)
-    return (f"{len(group)} hand-ins give the student id {safe(group[0].student, 200)!r}: {files}. None of them was "
-            "graded, so no result replaces another; keep one (rename or remove the others) and grade again")
+    return (f"{len(group)} hand-ins give the student id {safe(group[0].student, 200)!r}: {files}"
+            f"{_normalization_note(group)}. None of them was graded, so no result replaces another; keep one (rename "
+            "or remove the others) and grade again")
+
+
+def _normalization_note(group: list[Found]) -> str:
+    """Where two names look the same and differ only in how their accents are encoded (`josé` typed, and `josé` as
+    macOS or a zip tool writes it: e and a combining accent), which file is which: printed, both look identical."""
+    names = {item.student for item in group}
+    if len({unicodedata.normalize("NFC", name) for name in names}) == len(names):
+        return ""
+    told = "; ".join(f"{safe(item.path, 300)} is {_escaped(item.student)}, " + (
+        "composed (NFC: one character for each accented letter, as typed on a keyboard)" if _composed(item.student)
+        else "decomposed (NFD: a letter then a combining accent, as macOS and some zip tools write names)")
+        for item in group)
+    return (f". They look the same but differ in Unicode normalization: {told}. If they are two students', rename "
+            "the decomposed one to its student's own id; if one student's, remove the one not to grade (bash takes a "
+            "name quoted as shown: `mv $'jose\\u0301.py' NEW_ID.py`)")
+
+
+def _escaped(student: str) -> str:
+    """`student` as bash's $'...' quoting writes it: each character beyond ASCII as \\uXXXX, so two that look alike
+    differ on the screen."""
+    text = "".join(c if c.isascii() and c.isprintable() and c not in "'\\" else
+                   f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}" for c in student)
+    return f"$'{text}'"
+
+
+def _composed(student: str) -> bool:
+    return unicodedata.normalize("NFC", student) == student
 
 
 def _id_refused(item: Found) -> str:
@@ -119,3 +158,31 @@ def held_for_their_time(item: Found, rule: LateRule) -> Found:
     return dataclasses.replace(item, stored=False, problem=(
         f"{item.student}: {item.note.removesuffix(FILE_TIME_INSTEAD)}; fix {TIMESTAMP_FILE} and grade again (its "
         "file's modification time, which copying the class folder changes, would decide whether it is late)"))
+
+
+def misnamed(folder: Path, assignment: str, module: str, student: str) -> Found:
+    """A student's hand-in folder named as the assignment in another case (`HW3` for hw3): nbgrader collects
+    only submitted/<student>/<assignment>/, so it is named for the TA to rename, and nothing is stored."""
+    return Found(student, folder / f"{module}.ipynb", stored=False,
+                 problem=f"{safe(student, 60)}/{safe(folder.name, 60)}/ is not named {assignment}/, the assignment's "
+                         f"folder that nbgrader collects; rename it to {assignment} and grade again")
+
+
+def linked(folder: Path, name: str, student: str, root: Path) -> Found:
+    """A student's folder that is a link: found without looking inside; reading `folder/name` refuses the link."""
+    return Found(student, folder / name, root=root)
+
+
+def unlisted(folder: Path, module: str, student: str, error: OSError) -> Found:
+    """A student's folder this user cannot list: the class folder's to fix, named, not stored."""
+    return Found(student, folder / f"{module}.ipynb", stored=False, problem=f"the folder {safe(str(folder), 300)} "
+                 f"cannot be read ({error.strerror}); make it readable by this user (chmod -R u+rX) and grade again")
+
+
+def named_as_module(path: Path, module: str, why: str) -> Found:
+    """A file named as the assignment's module, given alone, whose folder gives no student id (`why`): refused, as
+    stored it would be a student named after the module, whom every such file joins."""
+    return Found(path.stem, path, stored=False, problem=(
+        f"{safe(path, 300)} is named after the assignment's module ({module}), not after a student, and {why}, so no "
+        f"student id can be taken from it; copy it as STUDENT{path.suffix} (the student's id) and grade that, or put "
+        "it in a folder named after the student and pass that folder"))
