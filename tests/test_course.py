@@ -54,7 +54,7 @@ def test_a_transposed_shape_is_named_as_such_or_in_the_assignments_words():
     (None, "is None: the function returned nothing"),
     ([[0.5, 0.5]], "is a list of 1 item, not a NumPy array"),
     (np.array([[1, 0]]), "has integer dtype int64"),
-    (np.array([[np.nan, 0.5]]), "has NaN at 1 positions"),
+    (np.array([[np.nan, 0.5]]), "has NaN at one position"),
     (np.array([[0.5, 0.6]]), "differs from the expected values at 1 of 2 positions"),
 ])
 def test_comparison_goes_in_order_with_helpful_messages(got, expected_words):

@@ -55,7 +55,8 @@ def _new(args) -> int:
     written = new_assignment(course, args.name, args.module)
     for path in written:
         print(f"wrote {path}")
-    print(f"next: `autograder grade {args.name} solutions/{args.name}/reference.py` grades the reference (100 %), "
+    print(f"next: `autograder grade {args.name} solutions/{args.name}/reference.py --db {args.name}-try.db` grades "
+          "the reference (100 %) into a database of its own, not the course's results, "
           f"`autograder release {args.name}` releases it; then make it your own (README: Writing a new assignment)",
           file=sys.stderr)
     return 0
