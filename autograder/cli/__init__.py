@@ -4,6 +4,7 @@
 - gradescope (Gradescope's machines): gradescope-run, which the bundle's run_autograder calls;
 - outputs (TAs, instructors): report, export, gradescope-bundle;
 - course (TAs, instructors): regrade, history, and the LMS exports (export canvas|moodle|blackboard);
+- retract (TAs): withdraw a hand-in or student stored by mistake, or put it back;
 - assignments (instructors, students): new, release, check;
 - cluster (TAs): slurm;
 - similarity (instructors): a code-similarity report of a class.
@@ -18,7 +19,18 @@ import signal
 import sys
 import threading
 
-from autograder.cli import assignments, cluster, course, gradescope, grading, options, outputs, replay, similarity
+from autograder.cli import (
+    assignments,
+    cluster,
+    course,
+    gradescope,
+    grading,
+    options,
+    outputs,
+    replay,
+    retract,
+    similarity,
+)
 from autograder.cluster import ClusterError
 from autograder.grading.course import CourseError
 from autograder.grading.found import LayoutError
@@ -117,6 +129,6 @@ def parser() -> argparse.ArgumentParser:
     top = options.Parser(prog="autograder", description="Grade programming assignments against hidden "
                                                         "checks, with student code sandboxed.")
     commands = top.add_subparsers(dest="command", required=True)
-    for module in (grading, replay, gradescope, outputs, course, assignments, cluster, similarity):
+    for module in (grading, replay, gradescope, outputs, course, retract, assignments, cluster, similarity):
         module.add_commands(commands)
     return top

@@ -50,7 +50,7 @@ def add_commands(commands) -> None:
     regrade.set_defaults(run=_regrade)
 
     history = commands.add_parser("history", help="every result kept of one student's hand-ins: time, file hash, "
-                                                  "suite version, score, and which counts")
+                                                  "suite version, score, which counts, and which are retracted")
     history.add_argument("assignment", help=options.ASSIGNMENT_HELP)
     history.add_argument("student", help="student id, as stored by `grade`")
     history.add_argument("--json", action="store_true", help="one JSON object per result")
@@ -367,11 +367,12 @@ def _history(args) -> int:
         raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
     with Store.for_reading(db) as store:
         student = args.student
-        mine = attempts(store.history(settings.name, [student])).get(student)  # their rows only
+        # Their rows only, retracted ones too (grading.retract), shown as such.
+        mine = attempts(store.history(settings.name, [student], retracted=True)).get(student)
         if not mine:  # ids compare as everywhere else, case and width folded: `ST02` finds st02's rows
             known = store.students(settings.name)
             student = as_stored([student], known).get(student, student)
-            mine = attempts(store.history(settings.name, [student])).get(student)
+            mine = attempts(store.history(settings.name, [student], retracted=True)).get(student)
     if not mine:
         raise CourseError(f"{db} has no result of student {args.student!r} for {settings.name}; "
                           f"{_meant([args.student], known)}check the id (`autograder export csv` lists the students "

@@ -11,6 +11,7 @@ from pathlib import Path
 from autograder.cli import options
 from autograder.cli.course import hold_changed_suite
 from autograder.cli.not_graded import not_graded
+from autograder.cli.retract import hold_retracted
 from autograder.cli.workdir import command_workdir
 from autograder.cluster import ClusterError, install_dask_hint
 from autograder.grading.attempts import SubmissionPolicy, counted_results
@@ -268,6 +269,7 @@ def _grade_found(args, suite, found, store: Store, run, doing: str, refused: tup
     """
     plan = plan_batch(found, store, suite, args.force)
     plan = hold_changed_suite(plan, store, suite, args.force)  # cli.course: a changed suite is `regrade`'s
+    plan = hold_retracted(plan, store, suite.assignment.name)  # cli.retract: graded again only once put back
     return _carry_out(args, plan, store, suite.assignment, run, doing, refused)
 
 

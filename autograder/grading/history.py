@@ -17,6 +17,8 @@ is the attempt's current result. A row is held back (`held`, the reason) when
 lower. A database from before this module gets its `submissions` rows as its
 first history rows when first opened (`backfill`); should a row still be
 missing from the history, it stands in for its hand-in (`entries`).
+A hand-in withdrawn by `autograder retract` keeps its rows, marked `retracted`
+(grading.retract); `entries` leaves them out unless asked for them.
 """
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ CREATE TABLE IF NOT EXISTS history (
     score REAL NOT NULL,
     max_score REAL NOT NULL,
     held TEXT NOT NULL DEFAULT '',
-    result TEXT NOT NULL
+    result TEXT NOT NULL,
+    retracted TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS history_by_student ON history (assignment, student);
 CREATE TABLE IF NOT EXISTS handins (
@@ -54,6 +57,10 @@ CREATE TABLE IF NOT EXISTS handins (
 # Hand-ins larger than this are not copied into the store (a notebook full of images); `regrade` then reads them
 # from where they were graded, or from the class folder it is given.
 KEPT_BYTES = 16 << 20
+# Columns added to the history table since it was first made, with their definitions: a database from before one
+# gets it added on open (grading.store's migration). `retracted`: why and when `autograder retract` withdrew the
+# row's hand-in ("" when it stands); such rows are read only when asked for (`entries`), and by grading.retract.
+ADDED = {"retracted": "retracted TEXT NOT NULL DEFAULT ''"}
 # The columns a history row is found by: one grading of one hand-in (graded_at tells two gradings apart).
 _KEY = ("assignment", "student", "sha256", "submitted_at", "suite_version", "graded_at")
 
@@ -61,11 +68,13 @@ _KEY = ("assignment", "student", "sha256", "submitted_at", "suite_version", "gra
 @dataclass(frozen=True)
 class Entry:
     """One result the store has held. order: when it was saved (0: held only in `submissions`, from an earlier
-    version); held: why `regrade --no-decrease` kept the earlier result over this one ("" when it may count)."""
+    version); held: why `regrade --no-decrease` kept the earlier result over this one ("" when it may count);
+    retracted: when and why `autograder retract` withdrew its hand-in ("" when it stands: grading.retract)."""
 
     result: SubmissionResult
     order: int = 0
     held: str = ""
+    retracted: str = ""
 
 
 @dataclass(frozen=True)
@@ -159,8 +168,11 @@ def handins(db: sqlite3.Connection, sha256s: list[str]):
         yield sha256, bytes(data)
 
 
-def entries(db: sqlite3.Connection, assignment: str, latest, students: list[str] | None = None) -> list[Entry]:
-    """Every result of `assignment` kept (of these `students` only, when given), in the order saved.
+def entries(db: sqlite3.Connection, assignment: str, latest, students: list[str] | None = None,
+            retracted: bool = False) -> list[Entry]:
+    """Every result of `assignment` kept (of these `students` only, when given), in the order saved; those of
+    retracted hand-ins only with `retracted` (`history` and `retract` show them; every grade written out is
+    chosen from the others, so a retracted hand-in counts nowhere).
 
     latest: (students) -> those students' results in the `submissions` table. It is asked only for the rare
     students it must stand in for: a result there but not in the history (a database from before the history),
@@ -172,16 +184,18 @@ def entries(db: sqlite3.Connection, assignment: str, latest, students: list[str]
         where, args = where + " AND student IN (SELECT value FROM json_each(?))", args + (json.dumps(students),)
     # Put in order here, not by SQL: an ORDER BY id would have SQLite sort every row's JSON in a temporary table
     # (or, given students, walk the whole class's rows in id order rather than look theirs up by student).
-    rows = db.execute(f"SELECT id, held, result, {', '.join(_KEY)}, max_score FROM history WHERE {where}", args)
-    read = sorted((_read(order, held, tuple(key), max_score, text) for order, held, text, *key, max_score in rows),
-                  key=lambda row: row.order)
-    kept_keys = {row.key for row in read}
+    rows = db.execute(f"SELECT id, held, retracted, result, {', '.join(_KEY)}, max_score FROM history WHERE {where}",
+                      args)
+    read = sorted((_read(order, held, tuple(key), max_score, text, withdrawn)
+                   for order, held, withdrawn, text, *key, max_score in rows), key=lambda row: row.order)
+    kept_keys = {row.key for row in read}  # a retracted row's too: its `submissions` row stands in for nothing
+    read = [row for row in read if retracted or not row.retracted]
     missing = [key for key in db.execute(f"SELECT {', '.join(_KEY)} FROM submissions WHERE {where}", args)
                if key not in kept_keys]
     wanted = {key[1] for key in missing} | {row.key[1] for row in read if row.result is None}
     same = {_key(r): r for r in latest(sorted(wanted))} if wanted else {}
-    found = [Entry(row.result if row.result is not None else _stand_in(row, same), row.order, row.held)
-             for row in read]
+    found = [Entry(row.result if row.result is not None else _stand_in(row, same), row.order, row.held,
+                   row.retracted) for row in read]
     return [Entry(same[key]) for key in missing if key in same] + found
 
 
@@ -257,17 +271,18 @@ class _Row(NamedTuple):
     max_score: float
     result: SubmissionResult | None
     why: str = ""
+    retracted: str = ""
 
 
-def _read(order: int, held: str, key: tuple, max_score: float, text: str) -> _Row:
+def _read(order: int, held: str, key: tuple, max_score: float, text: str, retracted: str = "") -> _Row:
     """A history row with its result parsed from the kept JSON, as the row is read (its text is not kept).
 
     grading.schema: a field renamed since is read under its earlier name, one added since takes its default.
     """
     try:
-        return _Row(order, held, key, max_score, result_from_plain(json.loads(text)))
+        return _Row(order, held, key, max_score, result_from_plain(json.loads(text)), retracted=retracted)
     except (ValueError, TypeError) as error:
-        return _Row(order, held, key, max_score, None, str(error))
+        return _Row(order, held, key, max_score, None, str(error), retracted)
 
 
 def _stand_in(row: _Row, same: dict[tuple, SubmissionResult]) -> SubmissionResult:

@@ -18,6 +18,7 @@ import urllib.parse
 from pathlib import Path
 
 from autograder.grading import history
+from autograder.grading.history import Entry
 from autograder.grading.ids import roster_order
 from autograder.grading.results import SubmissionResult
 from autograder.grading.schema import column_definition, fields_of, from_columns, to_column
@@ -195,27 +196,31 @@ class Store:
 
     def save(self, result: SubmissionResult) -> None:
         """Replace the student's stored result with `result`, and add it to the history, atomically."""
-        # Field by field rather than dataclasses.asdict, whose deep copy cost the batch's main process ~2 ms
-        # per result; the schema is read once per store.
+        # Every result is kept in the history too (grading.history); built here, as it may read the hand-in.
+        kept = history.kept(result, history.known_handin(self._db, result.sha256))
+        self.write(lambda db: (self.replace(result.assignment, result.student, result), history.record(db, kept)))
+
+    def write(self, action) -> None:
+        """Run `action(db)` in one transaction, waiting out other graders: a write of several steps, all or none."""
+        def write():
+            with self._transaction():
+                action(self._db)
+        self._retry(write)
+
+    def replace(self, assignment: str, student: str, result: SubmissionResult | None) -> None:
+        """Make `result` the student's stored result (None: they have none), the history untouched; in a `write`."""
+        self._db.execute("DELETE FROM submissions WHERE assignment=? AND student=?", (assignment, student))
+        if result is None:
+            return
+        # Field by field, not dataclasses.asdict, whose deep copy cost the batch's main process ~2 ms a result.
         row = {f.name: to_column(f, getattr(result, f.name)) for f in self._columns["submissions"]}
         checks = self._columns["checks"]
         tests = [[to_column(f, getattr(test, f.name)) for f in checks] for test in getattr(result, self._tests.name)]
-        columns, check_columns = ", ".join(row), ", ".join(f.name for f in checks)
-        # Every result is kept in the history too (grading.history); built here, as it may read the hand-in.
-        kept = history.kept(result, history.known_handin(self._db, result.sha256))
-
-        def write():
-            with self._transaction():
-                self._db.execute("DELETE FROM submissions WHERE assignment=? AND student=?",
-                                 (result.assignment, result.student))
-                cursor = self._db.execute(f"INSERT INTO submissions ({columns}) VALUES ({', '.join('?' * len(row))})",
-                                          tuple(row.values()))
-                self._db.executemany(
-                    f"INSERT INTO checks (submission_id, position, {check_columns}) "
-                    f"VALUES (?, ?, {', '.join('?' * len(checks))})",
-                    [(cursor.lastrowid, i, *values) for i, values in enumerate(tests)])
-                history.record(self._db, kept)
-        self._retry(write)
+        cursor = self._db.execute(f"INSERT INTO submissions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                                  tuple(row.values()))
+        self._db.executemany(f"INSERT INTO checks (submission_id, position, {', '.join(f.name for f in checks)}) "
+                             f"VALUES (?, ?, {', '.join('?' * len(checks))})",
+                             [(cursor.lastrowid, i, *values) for i, values in enumerate(tests)])
 
     def results(self, assignment: str | None = None, students: list[str] | None = None) -> list[SubmissionResult]:
         """Stored results (of these `students` only, when given), by assignment then student: two SELECTs, whatever
@@ -230,10 +235,10 @@ class Store:
         found = self._results(" WHERE assignment=? AND student=?", (assignment, student))
         return found[0] if found else None
 
-    def history(self, assignment: str, students: list[str] | None = None) -> list[history.Entry]:
-        """Every result of `assignment` (of these `students` only, when given) the store has held, oldest first
-        (grading.history): each read once, in a number of SQL statements that does not grow with the class."""
-        return history.entries(self._db, assignment, lambda wanted: self.results(assignment, wanted), students)
+    def history(self, assignment: str, students: list[str] | None = None, retracted: bool = False) -> list[Entry]:
+        """Every result of `assignment` (these `students`' only, when given) the store has held, oldest first (grading.
+        history; retracted hand-ins' only with `retracted`), in SQL statements that do not grow with the class."""
+        return history.entries(self._db, assignment, lambda got: self.results(assignment, got), students, retracted)
 
     def several_handins(self, assignment: str, students: list[str]) -> set[str]:
         """Which of `students` have more than one hand-in kept, or a result a regrade held back: those whose counted
@@ -246,11 +251,7 @@ class Store:
 
     def keep(self, entries: list[history.Kept]) -> None:
         """Add results to the history only, in one transaction (a regrade's results of earlier hand-ins)."""
-        def write():
-            with self._transaction():
-                for entry in entries:
-                    history.record(self._db, entry)
-        self._retry(write)
+        self.write(lambda db: [history.record(db, entry) for entry in entries])
 
     def handins(self, sha256s: list[str]):
         """(sha256, bytes) of each of these graded hand-ins the store kept (grading.history), in one query,
@@ -272,12 +273,9 @@ class Store:
         return found
 
     def save_reference_times(self, suite_version: str, machine: str, times: dict[str, tuple[float, int]]) -> None:
-        def write():
-            with self._transaction():
-                self._db.executemany("INSERT OR REPLACE INTO reference_times VALUES (?, ?, ?, ?, ?)",
-                                     [(suite_version, machine, name, seconds, calls)
-                                      for name, (seconds, calls) in times.items()])
-        self._retry(write)
+        self.write(lambda db: db.executemany("INSERT OR REPLACE INTO reference_times VALUES (?, ?, ?, ?, ?)",
+                                             [(suite_version, machine, name, seconds, calls)
+                                              for name, (seconds, calls) in times.items()]))
 
     def assignments(self) -> list[str]:
         return [row[0] for row in self._db.execute("SELECT DISTINCT assignment FROM submissions ORDER BY 1")]
@@ -324,7 +322,9 @@ class Store:
                     statements.append(f"ALTER TABLE {table} ADD COLUMN {column_definition(field)}")
                     if (table, field.name) in FILLED_WHEN_ADDED:
                         statements.append(FILLED_WHEN_ADDED[table, field.name])
-        return statements
+        kept = {row[1] for row in self._db.execute("PRAGMA table_info(history)")}  # none yet: made with them all
+        return statements + [f"ALTER TABLE history ADD COLUMN {made}" for name, made in history.ADDED.items()
+                             if kept and name not in kept]
 
     def _transaction(self):
         return _Transaction(self._db)

@@ -7,20 +7,25 @@ from autograder.grading.attempts import SubmissionPolicy, choose
 from autograder.grading.history import Attempt
 from autograder.grading.late import LateRule, assess_result
 from autograder.grading.regrade import Move
+from autograder.grading.retract import withdrawn
 from autograder.text import counted
 
 SHORT_SHA = 12
 
 
 def history_rows(attempts: list[Attempt], policy: SubmissionPolicy, rule: LateRule | None) -> list[dict]:
-    """One row per result kept, oldest hand-in first: what it was, and whether it counts (and if not, why)."""
-    choice = choose(attempts, policy, rule)
+    """One row per result kept, oldest hand-in first: what it was, and whether it counts (and if not, why). A
+    retracted hand-in (grading.retract) keeps its number and says when and why; the others are chosen from."""
+    standing = [attempt for attempt in attempts if not withdrawn(attempt)]
+    choice = choose(standing, policy, rule) if standing else None
     rows = []
     for attempt in attempts:
         current = attempt.current
         for entry in attempt.entries:
             result = entry.result
-            if entry.held:
+            if entry.retracted:
+                status = f"{entry.retracted} (`autograder retract --undo` puts it back)"
+            elif entry.held:
                 status = "held back: a regrade scored lower (--no-decrease)"
             elif entry is not current:
                 status = "replaced by a later grading of this hand-in"
@@ -32,7 +37,7 @@ def history_rows(attempts: list[Attempt], policy: SubmissionPolicy, rule: LateRu
                          "submitted_at": result.submitted_at, "sha256": result.sha256,
                          "suite_version": result.suite_version, "score": result.score, "max_score": result.max_score,
                          "total": assess_result(rule, result).total, "counts": status == "counts", "status": status,
-                         "internal_error": bool(result.internal_error)})
+                         "internal_error": bool(result.internal_error), "retracted": entry.retracted})
     return rows
 
 
@@ -52,8 +57,22 @@ def format_history(student: str, attempts: list[Attempt], policy: SubmissionPoli
         lines.append(f"{row['hand_in']:>3}  {row['graded_at']:<26}{row['submitted_at'] or 'unknown':<34}"
                      f"{row['sha256'][:SHORT_SHA]:<14}{row['suite_version'][:16]:<18}{points:>14}{row['total']:>9g}  "
                      f"{row['status']}")
-    reason = choose(attempts, policy, rule).reason
-    return "\n".join(lines + ([reason] if reason else []))
+    return "\n".join(lines + [line for line in [_counted_line(attempts, policy, rule)] if line])
+
+
+def _counted_line(attempts: list[Attempt], policy: SubmissionPolicy, rule: LateRule | None) -> str:
+    """Which hand-in counts and why, as the feedback says it; with some retracted, in `history`'s numbers, and that
+    the feedback numbers only those left (a retracted hand-in is as if never handed in)."""
+    standing = [attempt for attempt in attempts if not withdrawn(attempt)]
+    if len(standing) == len(attempts):
+        return choose(attempts, policy, rule).reason
+    gone = [attempt.number for attempt in attempts if withdrawn(attempt)]
+    said = f"{counted(len(gone), 'hand-in')} retracted ({', '.join(map(str, gone))}): counted nowhere"
+    if not standing:
+        return f"{said}, so there is no result for this student in any report or export."
+    counts = choose(standing, policy, rule).counted.number
+    return (f"Hand-in {counts} counts (policy: {policy.policy}); {said}, and the student's feedback numbers only "
+            f"the {counted(len(standing), 'hand-in')} left.")
 
 
 def move_row(move: Move) -> dict:

@@ -1,0 +1,127 @@
+"""`autograder retract`: withdraw a hand-in (or a whole student) stored by mistake, with a preview and an undo.
+
+The rows stay in the database, marked (grading.retract); this prints what changes for the student, and makes
+`grade` say so when it meets a retracted file again rather than grading it back in.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from autograder.cli import options
+from autograder.grading import retract
+from autograder.grading.course import CourseError, find_course, load_course
+from autograder.grading.ids import as_stored, near_ids
+from autograder.grading.sole_writer import SoleWriter
+from autograder.grading.store import Store, StoreError
+from autograder.outputs.progress import starting
+from autograder.text import counted, safe
+
+
+def add_commands(commands) -> None:
+    command = commands.add_parser("retract", help="withdraw a hand-in stored by mistake (or all of a student's) from "
+                                                  "every report and export; kept and marked, --undo puts it back")
+    command.add_argument("assignment", help=options.ASSIGNMENT_HELP)
+    command.add_argument("student", help="student id, as stored by `grade` (`autograder history ASSIGNMENT "
+                                         "STUDENT` lists their hand-ins)")
+    command.add_argument("--handin", type=options.count, nargs="+", metavar="N",
+                         help="only these hand-ins, numbered as `autograder history` shows them (default: all of "
+                              "the student's)")
+    command.add_argument("--reason", default="", help="why, kept with the retraction and shown by `history`")
+    command.add_argument("--preview", action="store_true", help="print what would change; change nothing")
+    command.add_argument("--undo", action="store_true", help="put retracted hand-ins back (the same --handin "
+                                                             "numbers; default: all of the student's)")
+    options.results_db(command)
+    options.course(command)
+    command.set_defaults(run=_retract)
+
+
+def _retract(args) -> int:
+    course = load_course(args.course or find_course())
+    settings = course.assignment(args.assignment)
+    db = options.db_path(args).resolve()
+    if not db.is_file():
+        raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
+    with Store(db) as store, SoleWriter(db, "retract", starting):
+        student, found = _student(store, settings.name, args.student, db)
+        try:
+            change = retract.plan(found, student, args.handin, args.undo, settings.submissions, settings.late,
+                                  settings.name)
+        except retract.RetractError as error:
+            raise CourseError(str(error)) from None
+        print(safe("\n".join(describe(change, settings.name, settings.submissions.policy)), 4000))
+        if not args.preview:
+            retract.apply(store, settings.name, change, retract.note(args.reason))
+    print(safe(_after(args, change, settings.name, db), 2000), file=sys.stderr)
+    return 0
+
+
+def _student(store: Store, assignment: str, asked: str, db: Path) -> tuple[str, list]:
+    """(the stored id, every result of theirs, retracted ones too); ids compare as elsewhere (case, width folded).
+    CourseError naming ids near it when the store has none of theirs."""
+    found = store.history(assignment, [asked], retracted=True)
+    if found:
+        return asked, found
+    known = {entry.result.student for entry in store.history(assignment, retracted=True)}
+    student = as_stored([asked], known).get(asked, "")
+    if not student:
+        near = near_ids(asked, known)
+        meant = f"did you mean {', '.join(near)}? " if near else ""
+        raise CourseError(f"{db} has no hand-in of student {asked!r} for {assignment}; {meant}check the id "
+                          "(`autograder export csv` lists the students graded), and run again")
+    return student, store.history(assignment, [student], retracted=True)
+
+
+def describe(change: retract.Change, assignment: str, policy: str) -> list[str]:
+    """What the change does, one line per hand-in, then the student's counted total before and after."""
+    verb = "put back" if change.undo else "retract"
+    lines = []
+    for attempt in change.handins:
+        result = attempt.current.result
+        lines.append(f"{verb} hand-in {attempt.number} of {change.student} for {assignment}: handed in "
+                     f"{result.submitted_at or 'at an unknown time'}, {Path(result.file).name or 'no file'}, "
+                     f"sha256 {result.sha256[:12] or 'none'}, {result.score:g} / {result.max_score:g} points"
+                     + (f" ({attempt.entries[-1].retracted})" if change.undo else ""))
+    lines.append(f"{change.student}'s counted total (policy: {policy}): {_counted(change.before)} -> "
+                 f"{_counted(change.after)}")
+    if change.after is None:
+        lines.append(f"{change.student} then has no result for {assignment}: they leave every report and export "
+                     "(an LMS export gives them course.yaml's `missing`)")
+    return lines
+
+
+def _counted(counted_: retract.Counted | None) -> str:
+    return "no result" if counted_ is None else f"{counted_.total:g} (hand-in {counted_.number})"
+
+
+def _after(args, change: retract.Change, assignment: str, db: Path) -> str:
+    """The closing line: what was (or would be) done, and what to run next."""
+    numbers = " ".join(str(a.number) for a in change.handins)
+    again = f"autograder retract {assignment} {change.student} --handin {numbers}"
+    what = counted(len(change.handins), "hand-in")
+    if args.preview:
+        return (f"preview: nothing was changed; `{again}{' --undo' if change.undo else ''}` (without --preview) "
+                f"{'puts' if change.undo else 'retracts'} the {what} above")
+    if change.undo:
+        return (f"put back {what} of {change.student}: they count again as before the retraction. Write the "
+                "reports and exports again (`autograder report`, `autograder export ...`) to bring files written "
+                "since up to date")
+    it = "it" if len(change.handins) == 1 else "them"
+    return (f"retracted {what} of {change.student}: kept in {db}, marked retracted (`autograder history {assignment} "
+            f"{change.student}` shows {it}), and left out of every report and export from now on; write those again "
+            f"(`autograder report`, `autograder export ...`) to replace files written before. `{again} --undo` puts "
+            f"{it} back; `autograder grade` does not grade {it} again until then")
+
+
+def hold_retracted(plan, store: Store, assignment: str):
+    """`grade`'s plan without the files that are retracted hand-ins again, said so, with how to put one back: a
+    class folder graded again still holds the file withdrawn by mistake, and grading it would bring it back."""
+    plan, lines = retract.withheld(plan, store, assignment)
+    for student, line in lines[:5]:
+        print(safe(f"autograder: not graded: {line}, a hand-in retracted earlier, stays out of every grade. To grade "
+                   f"it again, put it back first (`autograder retract {assignment} {student} --undo`; --preview "
+                   "shows what that puts back), then grade again; --force does not grade it", 2000), file=sys.stderr)
+    if len(lines) > 5:
+        print(f"autograder: not graded: {len(lines) - 5} more retracted hand-ins ({', '.join(s for s, _ in lines[5:])})"
+              f"; `autograder history {assignment} STUDENT` shows each", file=sys.stderr)
+    return plan

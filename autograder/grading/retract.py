@@ -1,0 +1,172 @@
+"""Withdrawing hand-ins stored by mistake, and putting them back: `autograder retract`.
+
+A wrong folder graded, an instructor's reference.py graded as student `reference`, a hand-in a student
+made by mistake: each stays in the store, and with `policy: best` a mistaken high total would count for
+good. Retracting one hand-in (or all of a student's) marks its history rows (`history.retracted`: when, by
+whom, why) rather than deleting them: every grade written out (reports, exports, `grade`'s table, regrade)
+reads only the rows left standing (grading.history.entries), so the submissions policy chooses again from
+what remains, and a student with nothing left has no result. `history` still shows the retracted rows, and
+`--undo` clears the mark. The student's `submissions` row, which decides what a rerun of `grade` skips,
+becomes the latest result left standing (none: the row goes).
+
+A later `grade` of a class folder still holding a retracted file does not grade it again (`withheld`): it
+says so and how to put it back, since grading it would bring the mistake back as a new hand-in. `--force`
+does not change that: undo the retraction first.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import getpass
+import json
+import sqlite3
+from dataclasses import dataclass
+
+from autograder.grading.attempts import SubmissionPolicy, choose, total_of
+from autograder.grading.batch import BatchPlan
+from autograder.grading.found import Found
+from autograder.grading.history import Attempt, Entry, attempts
+from autograder.grading.late import LateRule
+from autograder.grading.results import SubmissionResult
+from autograder.grading.store import Store
+from autograder.grading.submission import read_bytes
+
+
+class RetractError(Exception):
+    """What was asked cannot be retracted (or put back); the message says what exists and what to do."""
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The hand-in that counts for a student (numbered as `history` numbers them) and its total after the late
+    rule."""
+
+    number: int
+    total: float
+
+
+@dataclass(frozen=True)
+class Change:
+    """What retracting (or, with undo, putting back) some of one student's hand-ins does.
+
+    handins: the hand-ins, as `history` shows them; rows: their history rows to mark (or clear); before, after:
+    what counts for the student (None: no result); current: the student's stored result afterwards.
+    """
+
+    student: str
+    undo: bool
+    handins: tuple[Attempt, ...]
+    rows: tuple[int, ...]
+    before: Counted | None
+    after: Counted | None
+    current: SubmissionResult | None
+
+
+def note(reason: str, now: datetime.datetime | None = None) -> str:
+    """What a retracted row keeps of its retraction: when, by whom (the login, where known), and why."""
+    when = (now or datetime.datetime.now(datetime.UTC)).isoformat(timespec="seconds")
+    try:
+        who = f" by {getpass.getuser()}"
+    except (OSError, KeyError):  # no login name in the environment nor the password database (a bare container)
+        who = ""
+    return f"retracted {when}{who}" + (f": {reason.strip()}" if reason.strip() else "")
+
+
+def withdrawn(attempt: Attempt) -> bool:
+    """Whether every result of this hand-in is retracted: it counts nowhere."""
+    return all(entry.retracted for entry in attempt.entries)
+
+
+def plan(found: list[Entry], student: str, numbers: list[int] | None, undo: bool, policy: SubmissionPolicy,
+         rule: LateRule | None, assignment: str) -> Change:
+    """The change retracting hand-ins `numbers` of `student` (None: every one standing) makes, from `found`, every
+    result of theirs, retracted ones too; with `undo`, putting back those retracted (None: every one).
+
+    Raises RetractError naming the hand-ins that exist when a number is none of them, or when there is nothing to
+    do (all retracted already, or, with undo, none retracted)."""
+    mine = attempts(found).get(student, [])
+    chosen = _chosen(mine, numbers, undo, student, assignment)
+    rows = tuple(e.order for a in chosen for e in a.entries if bool(e.retracted) == undo and e.order)
+    marked = "" if undo else "retracted"
+    after = [dataclasses.replace(e, retracted=marked) if e.order in rows else e for e in found]
+    standing = [e for e in after if not e.retracted]
+    current = max(standing, key=lambda e: e.order).result if standing else None
+    return Change(student, undo, tuple(chosen), rows, counted(found, mine, policy, rule),
+                  counted(after, mine, policy, rule), current)
+
+
+def counted(found: list[Entry], numbered: list[Attempt], policy: SubmissionPolicy,
+            rule: LateRule | None) -> Counted | None:
+    """What counts of the results in `found` left standing, as every export chooses it (grading.attempts), numbered
+    as in `numbered` (every hand-in, retracted ones too, as `history` numbers them); None when nothing stands."""
+    standing = [e for e in found if not e.retracted]
+    if not standing:
+        return None
+    student = standing[0].result.student
+    choice = choose(attempts(standing)[student], policy, rule)
+    first = choice.counted.entries[0].order
+    number = next((a.number for a in numbered if any(e.order == first for e in a.entries)), choice.counted.number)
+    return Counted(number, total_of(choice.counted, rule))
+
+
+def apply(store: Store, assignment: str, change: Change, marked: str) -> None:
+    """Mark the change's rows retracted with `marked` (cleared, for an undo) and replace the student's stored
+    result, in one transaction: a retraction is done whole or not at all."""
+    store.write(lambda db: (mark(db, change.rows, "" if change.undo else marked),
+                            store.replace(assignment, change.student, change.current)))
+
+
+def mark(db: sqlite3.Connection, rows: tuple[int, ...], marked: str) -> None:
+    """Set these history rows' retraction note ("" puts them back), inside the caller's transaction."""
+    db.execute("UPDATE history SET retracted=? WHERE id IN (SELECT value FROM json_each(?))",
+               (marked, json.dumps(list(rows))))
+
+
+def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan, list[tuple[str, str]]]:
+    """`grade`'s plan without the hand-ins that are a retracted one's bytes again, and (student, what) for each: grading
+    them would bring a withdrawn mistake back as a new hand-in. Only the students about to be graded are read."""
+    students = sorted({item.student for item in batch.todo})
+    found = store.history(assignment, students, retracted=True) if students else []
+    standing = {(e.result.student, e.result.sha256) for e in found if not e.retracted}
+    gone = {(e.result.student, e.result.sha256): e.retracted for e in found
+            if e.retracted and e.result.sha256 and (e.result.student, e.result.sha256) not in standing}
+    who = {student for student, _ in gone}
+    keep, held, lines = [], [], []
+    for item in batch.todo:
+        why = gone.get((item.student, _sha256(item))) if item.student in who else None
+        (keep if why is None else held).append(item)
+        if why is not None:
+            lines.append((item.student, f"{item.path.name} of {item.student} ({why})"))
+    return BatchPlan(keep, batch.skipped, [*batch.held, *held]), lines
+
+
+def _sha256(item: Found) -> str:
+    return read_bytes(item.path, item.root).sha256
+
+
+def _chosen(mine: list[Attempt], numbers: list[int] | None, undo: bool, student: str,
+            assignment: str) -> list[Attempt]:
+    """The hand-ins asked for; RetractError, saying what there is, when one does not exist or is already so."""
+    listed = f"`autograder history {assignment} {student}` lists them"
+    if not mine:
+        raise RetractError(f"{student} has no hand-in of {assignment} stored; check the id (`autograder export csv` "
+                           "lists the students graded)")
+    unknown = sorted(set(numbers or ()) - {a.number for a in mine})
+    if unknown:
+        raise RetractError(f"{student} has {len(mine)} hand-in{'s' * (len(mine) > 1)} of {assignment}, numbered "
+                           f"1 to {len(mine)} ({listed}); there is no hand-in {', '.join(map(str, unknown))}. "
+                           "Pass --handin with one of those numbers")
+    chosen = [a for a in mine if numbers is None or a.number in numbers]
+    already = [a.number for a in chosen if withdrawn(a) != undo]
+    if numbers is None:
+        chosen = [a for a in chosen if withdrawn(a) == undo]
+        if not chosen:
+            raise RetractError(f"{student} has no retracted hand-in of {assignment} to put back ({listed})" if undo
+                               else f"every hand-in of {student} for {assignment} is retracted already ({listed}); "
+                               "nothing to do (--undo puts them back)")
+    elif already:
+        what = "is not retracted" if undo else "is retracted already"
+        raise RetractError(f"hand-in {', '.join(map(str, already))} of {student} for {assignment} {what} ({listed}); "
+                           "nothing was changed. " + ("Leave out --undo to retract it" if undo else
+                                                     "--undo puts it back"))
+    return chosen

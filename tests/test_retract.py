@@ -1,0 +1,169 @@
+"""`autograder retract`: a hand-in or a student stored by mistake is withdrawn from every grade, kept, and reversible.
+
+Through the real CLI on a real SQLite file: the tiny course (one function, `double`) graded with the real sandbox.
+Before, nothing could remove a wrongly stored result: with `policy: best` a mistaken full-marks hand-in counted
+for good, and an instructor's reference.py graded as student `reference` stayed in every export.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from autograder.grading.history import ADDED
+from autograder.grading.store import Store
+
+from conftest import FIXTURES, run_cli
+
+COURSE = """\
+course: {{name: Tiny, seed_salt: s}}
+defaults:
+  tolerance:
+    float32: {{rtol: 1.0e-5, atol: 1.0e-6}}
+    float64: {{rtol: 1.0e-9, atol: 1.0e-12}}
+assignments:
+  tiny:
+    title: Doubling
+    module: tiny
+    preload: [numpy]
+    checks: {{double.small: 1, double.matches_reference: 1}}
+    submissions: {{policy: {policy}}}
+"""
+RIGHT, WRONG = "2 * x", "0 * x"  # 2 points and 0 points
+
+
+def _course(root: Path, policy: str) -> Path:
+    for part in ("assignments", "solutions"):
+        shutil.copytree(FIXTURES / "tiny" / part / "tiny", root / part / "tiny")
+    (root / "course.yaml").write_text(COURSE.format(policy=policy))
+    return root / "course.yaml"
+
+
+def _class(folder: Path, students: dict[str, str], when: float) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for student, body in students.items():
+        path = folder / f"{student}.py"
+        path.write_text(f"def double(x):\n    return {body}\n")
+        os.utime(path, (when, when))  # the submission time (a flat folder's file time)
+    return folder
+
+
+def _run(*args, course: Path):
+    return run_cli(*args, "--course", course, "--db", course.parent / "grades.db")
+
+
+def _cli(*args, course: Path):
+    done = _run(*args, course=course)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def _totals(course: Path) -> dict[str, str]:
+    return {row["student"]: row["total"] for row in csv.DictReader(_cli("export", "csv", course=course)
+                                                                     .stdout.splitlines())}
+
+
+def _history(course: Path, student: str) -> list[dict]:
+    return [json.loads(line) for line in _cli("history", "tiny", student, "--json", course=course).stdout.splitlines()]
+
+
+def _database(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as connection:
+        return (connection.execute("SELECT * FROM submissions ORDER BY student").fetchall()
+                + connection.execute("SELECT * FROM history ORDER BY id").fetchall())
+
+
+def _two_hand_ins(tmp_path: Path, policy: str, first: str, second: str) -> Path:
+    course = _course(tmp_path, policy)
+    _cli("grade", "tiny", _class(tmp_path / "round1", {"multi": first, "other": RIGHT}, 1.70e9), course=course)
+    _cli("grade", "tiny", _class(tmp_path / "round2", {"multi": second}, 1.71e9), course=course)
+    return course
+
+
+def test_under_best_a_mistaken_full_marks_hand_in_is_previewed_then_retracted_shown_and_put_back(tmp_path):
+    course = _two_hand_ins(tmp_path, "best", WRONG, RIGHT)
+    assert _totals(course)["multi"] == "2"
+    stored = _database(tmp_path / "grades.db")
+    preview = _cli("retract", "tiny", "multi", "--handin", "2", "--preview", course=course)
+    assert "retract hand-in 2 of multi for tiny" in preview.stdout, preview.stdout
+    assert "multi's counted total (policy: best): 2 (hand-in 2) -> 0 (hand-in 1)" in preview.stdout
+    assert "preview: nothing was changed" in preview.stderr
+    assert _database(tmp_path / "grades.db") == stored and _totals(course)["multi"] == "2"
+
+    done = _cli("retract", "tiny", "multi", "--handin", "2", "--reason", "handed in the answer key", course=course)
+    assert "--handin 2 --undo` puts it back" in done.stderr, done.stderr
+    assert _totals(course) == {"multi": "0", "other": "2"}
+    rows = _history(course, "multi")
+    assert [(r["hand_in"], r["counts"], bool(r["retracted"])) for r in rows] == [(1, True, False), (2, False, True)]
+    assert rows[1]["retracted"].startswith("retracted ") and rows[1]["retracted"].endswith(": handed in the answer key")
+    shown = _cli("history", "tiny", "multi", course=course).stdout
+    assert "handed in the answer key (`autograder retract --undo` puts it back)" in shown, shown
+    assert "Hand-in 1 counts (policy: best); 1 hand-in retracted (2)" in shown
+    with sqlite3.connect(tmp_path / "grades.db") as connection:  # kept, marked, not deleted
+        assert connection.execute("SELECT COUNT(*) FROM history WHERE student='multi'").fetchone() == (2,)
+
+    again = _run("retract", "tiny", "multi", "--handin", "2", course=course)
+    assert again.returncode == 2 and "is retracted already" in again.stderr and "--undo" in again.stderr
+    _cli("retract", "tiny", "multi", "--handin", "2", "--undo", course=course)
+    assert _totals(course)["multi"] == "2" and not any(r["retracted"] for r in _history(course, "multi"))
+
+
+def test_under_last_retracting_the_last_hand_in_makes_the_one_before_count(tmp_path):
+    course = _two_hand_ins(tmp_path, "last", RIGHT, WRONG)
+    assert _totals(course)["multi"] == "0"
+    done = _cli("retract", "tiny", "multi", "--handin", "2", course=course)
+    assert "multi's counted total (policy: last): 0 (hand-in 2) -> 2 (hand-in 1)" in done.stdout, done.stdout
+    assert _totals(course) == {"multi": "2", "other": "2"}
+    with Store(tmp_path / "grades.db") as store:  # the stored result `grade` skips by is the one left standing
+        assert store.result("tiny", "multi").score == 2
+
+
+def test_a_stray_file_graded_as_a_student_leaves_every_export_and_is_not_graded_back_in(tmp_path):
+    course = _course(tmp_path, "last")
+    folder = _class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9)
+    _cli("grade", "tiny", folder, course=course)
+    done = _cli("retract", "tiny", "reference", course=course)
+    assert "reference's counted total (policy: last): 2 (hand-in 1) -> no result" in done.stdout, done.stdout
+    assert "they leave every report and export" in done.stdout
+    assert _totals(course) == {"a_good": "2"}
+    with Store(tmp_path / "grades.db") as store:
+        assert store.students("tiny") == {"a_good"}
+    for extra in ((), ("--force",)):  # the class folder still holds reference.py
+        graded = _cli("grade", "tiny", folder, *extra, course=course)
+        assert "not graded: reference.py of reference" in graded.stderr, graded.stderr
+        assert "`autograder retract tiny reference --undo`" in graded.stderr
+        assert _totals(course) == {"a_good": "2"}
+    assert len(_history(course, "reference")) == 1  # no new hand-in
+    regraded = _cli("regrade", "tiny", "--preview", course=course)  # nor does a regrade grade it
+    assert "regrading 1 hand-ins of 1 students of tiny" in regraded.stderr, regraded.stderr
+    _cli("retract", "tiny", "reference", "--undo", course=course)
+    assert _totals(course) == {"a_good": "2", "reference": "2"}
+
+
+def test_unknown_students_and_hand_ins_are_refused_saying_what_exists(tmp_path):
+    course = _two_hand_ins(tmp_path, "last", RIGHT, WRONG)
+    stored = _database(tmp_path / "grades.db")
+    done = _run("retract", "tiny", "mult", course=course)
+    assert done.returncode == 2 and "no hand-in of student 'mult'" in done.stderr, done.stderr
+    assert "did you mean multi?" in done.stderr
+    done = _run("retract", "tiny", "multi", "--handin", "3", course=course)
+    assert done.returncode == 2 and "numbered 1 to 2" in done.stderr, done.stderr
+    assert "`autograder history tiny multi` lists them" in done.stderr and "no hand-in 3" in done.stderr
+    done = _run("retract", "tiny", "multi", "--undo", course=course)
+    assert done.returncode == 2 and "no retracted hand-in of tiny to put back" in done.stderr, done.stderr
+    assert _database(tmp_path / "grades.db") == stored
+
+
+def test_a_database_from_before_retractions_gets_the_column_and_keeps_its_rows(tmp_path):
+    db = tmp_path / "grades.db"
+    with Store(db):
+        pass
+    with sqlite3.connect(db) as connection:
+        connection.execute("ALTER TABLE history DROP COLUMN retracted")
+    with Store(db) as store:
+        assert store.history("tiny") == []
+    with sqlite3.connect(db) as connection:
+        assert set(ADDED) <= {row[1] for row in connection.execute("PRAGMA table_info(history)")}
