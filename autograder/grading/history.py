@@ -168,6 +168,15 @@ def handins(db: sqlite3.Connection, sha256s: list[str]):
         yield sha256, bytes(data)
 
 
+def retracted(db: sqlite3.Connection, assignment: str, students: list[str]) -> dict[tuple[str, str], str]:
+    """(student, sha256) -> the retraction's note, for these students' hand-ins that are retracted and not also
+    standing under another row (the same bytes handed in again and kept): read from the columns, no result."""
+    rows = db.execute("SELECT student, sha256, MAX(retracted), MIN(retracted) FROM history WHERE assignment=? AND "
+                      "student IN (SELECT value FROM json_each(?)) AND sha256 != '' GROUP BY student, sha256 "
+                      "HAVING MAX(retracted) != ''", (assignment, json.dumps(sorted(set(students)))))
+    return {(student, sha256): note for student, sha256, note, least in rows if least != ""}
+
+
 def entries(db: sqlite3.Connection, assignment: str, latest, students: list[str] | None = None,
             retracted: bool = False) -> list[Entry]:
     """Every result of `assignment` kept (of these `students` only, when given), in the order saved; those of

@@ -126,10 +126,7 @@ def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan
     """`grade`'s plan without the hand-ins that are a retracted one's bytes again, and (student, what) for each: grading
     them would bring a withdrawn mistake back as a new hand-in. Only the students about to be graded are read."""
     students = sorted({item.student for item in batch.todo})
-    found = store.history(assignment, students, retracted=True) if students else []
-    standing = {(e.result.student, e.result.sha256) for e in found if not e.retracted}
-    gone = {(e.result.student, e.result.sha256): e.retracted for e in found
-            if e.retracted and e.result.sha256 and (e.result.student, e.result.sha256) not in standing}
+    gone = store.retracted(assignment, students) if students else {}
     who = {student for student, _ in gone}
     keep, held, lines = [], [], []
     for item in batch.todo:

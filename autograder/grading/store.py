@@ -171,20 +171,15 @@ class Store:
 
     def is_current(self, assignment: str, student: str, sha256: str, suite_version: str,
                    submitted_at: str = "") -> bool:
-        """Whether this exact file, handed in at this time, was already graded with this exact suite.
-
-        (And the grader did not fail on it.) The same file handed in again later is graded again, so the
-        stored time, which decides lateness, is the latest.
-        """
+        """Whether this exact file, handed in at this time, was already graded with this exact suite (and the grader
+        did not fail on it). The same file handed in again later is graded again: the stored time decides lateness."""
         row = self._db.execute("SELECT sha256, suite_version, submitted_at FROM submissions WHERE assignment=? AND "
                                "student=? AND internal_error=''", (assignment, student)).fetchone()
         return row == (sha256, suite_version, submitted_at)
 
     def grading_keys(self, assignment: str) -> dict[str, tuple[str, str, str]]:
-        """student -> (sha256, suite_version, submitted_at) of every result the grader did not fail on.
-
-        One query for the whole class: a rerun asks this once, not once per student.
-        """
+        """student -> (sha256, suite_version, submitted_at) of every result the grader did not fail on: one query for
+        the whole class, which a rerun asks once, not once per student."""
         rows = self._db.execute("SELECT student, sha256, suite_version, submitted_at FROM submissions "
                                 "WHERE assignment=? AND internal_error=''", (assignment,))
         return {student: (sha256, suite, submitted_at) for student, sha256, suite, submitted_at in rows}
@@ -252,6 +247,10 @@ class Store:
     def keep(self, entries: list[history.Kept]) -> None:
         """Add results to the history only, in one transaction (a regrade's results of earlier hand-ins)."""
         self.write(lambda db: [history.record(db, entry) for entry in entries])
+
+    def retracted(self, assignment: str, students: list[str]) -> dict[tuple[str, str], str]:
+        """(student, sha256) -> its retraction, of these students' hand-ins retracted and not standing: one query."""
+        return history.retracted(self._db, assignment, students)
 
     def handins(self, sha256s: list[str]):
         """(sha256, bytes) of each of these graded hand-ins the store kept (grading.history), in one query,
