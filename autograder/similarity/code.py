@@ -4,9 +4,7 @@ A hand-in is read as `grade` reads it (grading.discover, grading.submission)
 and parsed, never run. A notebook's code cells are parsed one by one, so a
 cell with a syntax error costs only that cell. A function of the contract
 comes with the module-level helpers it calls (not other functions of the
-contract), a small helper's calls read as its code written in their place
-(similarity.inlining): moving code into a helper does not hide it. Nor does
-a module-level lambda, read as a def. Nor does moving it
+contract): moving code into a helper does not hide it. Nor does moving it
 into a class: a function that only hands over to a method (`f = obj.f`,
 `f = Cls.f`, `f = Cls().f`, or a def that just returns `obj.f(...)`, obj an
 instance bound at module level) is compared as that method, and methods
@@ -15,7 +13,6 @@ called (through `self`, `cls`, the class or such an instance) are helpers.
 from __future__ import annotations
 
 import ast
-import copy
 import io
 import re
 import tokenize
@@ -24,9 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.submission import Submission
-from autograder.similarity.constants import Constants, assigned, module_constants
 from autograder.similarity.depth import drop_deep_statements
-from autograder.similarity.inlining import inlinable, inline_helpers, lambdas_as_defs
 from autograder.similarity.normalise import Token, function_tokens, imported_names
 
 MAX_CODE_CHARS = 2_000_000  # of code, comments and docstrings left out: more than any hand-written answer
@@ -125,10 +120,9 @@ def for_instructor(problem: str) -> str:
     """A hand-in's problem as `grade` tells the student, without what it asks the student to do (resubmit, …):
     the report's reader is the instructor."""
     parts = re.split(r"(?<=[;.]) ", problem)
-    kept = [p for p in parts if not re.match(r"(re)?submit|clear the|write your|open (it|your)|hand (it |your |the )?"
-                                             r"|keep |upload ", p, re.IGNORECASE)]
-    kept = [re.sub(r",? and (re)?submit( it)?( again)?(?=[;.]?$)", "", p) for p in kept or parts]
-    return " ".join(kept).rstrip(";. ")
+    kept = [p for p in parts if not re.match(r"(re)?submit|clear the|write your|open (it|your)|hand (it |your |the )?",
+                                             p, re.IGNORECASE)]
+    return " ".join(kept or parts).rstrip(";. ")
 
 
 def parse_pieces(pieces: list[str]) -> tuple[str, ast.Module, list[tuple[int, int, str]], list[tuple[int, int]]]:
@@ -172,30 +166,65 @@ def code_chars(piece: str) -> int:
 
 
 def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCode]:
-    """Each contract function `tree` defines at top level (the last definition wins, as when it runs; a
-    module-level lambda is a def), its calls of small helpers of the file inlined (similarity.inlining).
-
-    Rewrites `tree` in place: its module-level lambdas become defs."""
-    lambdas_as_defs(tree)
+    """Each contract function `tree` defines at top level (the last definition wins, as when it runs)."""
     module = _Module(tree)
     imports = imported_names(tree)
-    constants = Constants(module_constants(tree, imports))
+    constants = _Constants(module_constants(tree))
     calls = {name: module.helpers(node, set(contract)) for name, node in module.defined.items() if name in contract}
-    # every inlining first: normalising a function rewrites it, and helpers are shared
-    inlined = {name: module.inlined(function, set(contract)) for name, function in module.defined.items()
-               if name in contract}
     tokens_of: dict[ast.AST, list[Token]] = {}  # each function normalised once (in place), though helpers are shared
     found = {}
-    for name, function in inlined.items():
-        original = module.defined[name]
-        compared = [function, *(calls[name] if function is original else module.helpers(function, set(contract)))]
-        for part in compared:
-            if part not in tokens_of:
-                tokens_of[part] = function_tokens(constants.visit(part), imports)
-        tokens = [token for part in compared for token in tokens_of[part]]
-        spans = tuple((_first_line(part), part.end_lineno or part.lineno) for part in [original, *calls[name]])
-        found[name] = FunctionCode(name, tuple(tokens), spans)
-    return {name: found[name] for name in contract if name in found}
+    for name in contract:
+        if name in module.defined:
+            parts = [module.defined[name], *calls[name]]
+            for part in parts:
+                if part not in tokens_of:
+                    tokens_of[part] = function_tokens(constants.visit(part), imports)
+            tokens = [token for part in parts for token in tokens_of[part]]
+            spans = tuple((_first_line(part), part.end_lineno or part.lineno) for part in parts)
+            found[name] = FunctionCode(name, tuple(tokens), spans)
+    return found
+
+
+def module_constants(tree: ast.Module) -> dict[str, ast.Constant]:
+    """Names bound once in the whole file, at module level, to a constant (`VERBOSE = False`, `DK = 64`) -> it."""
+    nodes = list(ast.walk(tree))
+    bound = Counter(node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
+    bound.update(name for node in nodes if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names)
+    return {name: value for names, value in map(_assigned, tree.body) if isinstance(value, ast.Constant)
+            for name in names if bound[name] == 1}
+
+
+def _assigned(node: ast.AST) -> tuple[list[str], ast.expr | None]:
+    """The plain names a statement binds and the value it binds them to: `a = b = v` and `a: T = v` alike (an
+    annotation changes nothing the code does); ([], None) for any other statement."""
+    if isinstance(node, ast.Assign):
+        return [target.id for target in node.targets if isinstance(target, ast.Name)], node.value
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        return [node.target.id], node.value
+    return [], None
+
+
+class _Constants(ast.NodeTransformer):
+    """A module constant read in a function written as its value, where the function has no name of its own so
+    called: `if VERBOSE:` behind `VERBOSE = False` is then `if False:`, dead code the normalisation drops."""
+
+    def __init__(self, constants: dict[str, ast.Constant]):
+        self.constants = constants
+
+    def visit_FunctionDef(self, node):
+        arguments = node.args
+        own = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                               *filter(None, (arguments.vararg, arguments.kwarg))]}
+        if self.constants.keys() & own:  # a parameter shadows the constant: left as it is (rare)
+            return node
+        return self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.constants:
+            return ast.copy_location(ast.Constant(self.constants[node.id].value), node)
+        return node
 
 
 class _Module:
@@ -220,15 +249,13 @@ class _Module:
                 for method in own.values():
                     _OwnCalls({node.name, *_receiver(method)}, methods).visit(method)
                     self.scopes[method] = methods
-        self.instances = {name: value.func.id for names, value in map(assigned, tree.body)
+        self.instances = {name: value.func.id for names, value in map(_assigned, tree.body)
                           if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
                           and value.func.id in self.methods for name in names}
         self.defined: dict[str, ast.AST] = {}
-        self._top = {id(node) for node in tree.body}
-        self._inlinable: dict[int | None, dict[str, ast.FunctionDef]] = {}  # by class (its methods), or the module
         aliases: dict[str, str] = {}  # `f = _f`: _f -> f
         for node in tree.body:
-            names, value = assigned(node)
+            names, value = _assigned(node)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.defined[node.name] = self.method(_delegated_call(node)) or node
             elif method := self.method(value):
@@ -241,19 +268,6 @@ class _Module:
             renamed = _Renamed(aliases)
             for function in {*self.defined.values(), *self.scopes}:
                 renamed.visit(function)
-
-    def inlined(self, function: ast.AST, contract: set[str]) -> ast.AST:
-        """`function` with its calls of the file's small helpers inlined (similarity.inlining): top-level defs
-        not of the contract and, in a method, its class's other methods (`self.g(...)` is read `g(...)`)."""
-        scope = self.scopes.get(function, {})
-        key = id(scope) if scope else None
-        if key not in self._inlinable:
-            top = {name: f for name, f in self.defined.items() if id(f) in self._top and name not in contract}
-            self._inlinable[key] = inlinable({**top, **{n: _unbound(m) for n, m in scope.items() if n not in contract}})
-        copied = inline_helpers(function, self._inlinable[key])
-        if scope:
-            self.scopes[copied] = scope  # its calls left are of its class's methods still
-        return copied
 
     def method(self, expression: ast.AST | None) -> ast.AST | None:
         """The method `expression` names: `obj.f` (obj bound to `Cls(…)` at top level), `Cls.f` or `Cls(…).f`."""
@@ -291,19 +305,6 @@ def _delegated_call(function: ast.AST) -> ast.AST | None:
     if len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Call):
         return body[0].value.func
     return None
-
-
-def _unbound(method: ast.FunctionDef) -> ast.FunctionDef:
-    """A method as the plain function a call `g(...)` (read from `self.g(...)`) runs: without its receiver
-    parameter and decorators (its body shared, not copied)."""
-    unbound = copy.copy(method)
-    unbound.args = copy.copy(method.args)
-    if _receiver(method) and method.args.posonlyargs:
-        unbound.args.posonlyargs = method.args.posonlyargs[1:]
-    elif _receiver(method):
-        unbound.args.args = method.args.args[1:]
-    unbound.decorator_list = []
-    return unbound
 
 
 def _receiver(method: ast.AST) -> list[str]:

@@ -14,13 +14,7 @@ a block of code (a solution posted online, copied by many) and independent
 work does not explain it: students who write an idiom alike are each a
 different set of students for each idiom, and an idiom is a few
 fingerprints. A group's block keeps the weight of code just under
-COMMON_SHARE, so however large the group, its members pair with each other;
-but not a block that more than GROUP_MOST of the class holds: that is how
-the class writes the code (a class of thirty students each writing the
-textbook form of every function, from two or three spellings of each, holds
-one block of 42 fingerprints, every student of it), and the identical
-copies of a solution that most of a class handed in are paired by
-compare.identical_groups.
+COMMON_SHARE, so however large the group, its members pair with each other.
 
 A function's score for a pair is the weight they share over the mean
 weight of their two versions (a weighted Dice coefficient), the mean never
@@ -49,7 +43,6 @@ MIN_COMMON = 4  # ... is a common idiom, weight 0
 FLOOR = 16.0  # the least weight a version is counted as having for the pair's score: about three lines
 ALIKE_FLOOR = 8.0  # the same, for how alike two versions of one function are (what the report lists)
 GROUP_BLOCK = 40  # common fingerprints held by exactly the same students: about eight lines of code
-GROUP_MOST = 0.5  # of the class: a block held by more is the class's own way of writing it, not a copied source
 RING_MOST = 16  # students: the largest ring of differently disguised copies looked for (see _rings)
 RING_SHARE = 2 / 3  # of the contract's functions, in each of which two of a ring hold RING_EVIDENCE fingerprints alike
 RING_EVIDENCE = 3
@@ -119,7 +112,7 @@ def build_indexes(functions: list[str], prints: dict[str, list[list[Fingerprint]
         for h, students in holders[f].items():
             if len(students) > common and h not in released:
                 blocks[tuple(students)] = blocks.get(tuple(students), 0) + 1
-    groups = {students for students, size in blocks.items() if size >= GROUP_BLOCK and len(students) <= GROUP_MOST * n}
+    groups = {students for students, size in blocks.items() if size >= GROUP_BLOCK}
     ring_of = _rings(holders, common, released)
     indexes = {}
     for f in functions:

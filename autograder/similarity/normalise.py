@@ -10,15 +10,12 @@ matters little:
 - docstrings, bare strings, `pass`, code after `return`/`raise`, `if False:`
   branches and assignments to names never read are dropped (dead code);
 - equivalent constructs are written one way: `x += y` as `x = x + y`, `x: int = y` as `x = y`,
-  `a > b` as `b < a`, a transpose (`np.transpose(x)`, `x.swapaxes(-1, -2)`,
-  `np.moveaxis(x, -1, -2)`, PyTorch's `x.mT`) as `x.T`, keyword arguments
-  sorted, operands of `+ * & |` in a fixed order, every spelling of infinity
-  as `INF`, `np.newaxis` as `None`; and, as products.py says, every matrix
-  product (`np.matmul`, `np.dot`, a two-operand einsum that sums over an
-  index) as `a @ b` with its operands' transposes dropped, an axis by keyword
-  as by position, `np.expand_dims(x, 1)` as `x[:, None]`;
-- another einsum's subscripts are kept, their index letters renamed in order
-  of first use: unlike other strings, they are what the call computes;
+  `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`, a transpose
+  (`np.transpose(x)`, `x.swapaxes(-1, -2)`, `np.moveaxis(x, -1, -2)`, PyTorch's `x.mT`) as `x.T`,
+  keyword arguments sorted, operands of `+ * & |` in a fixed order, every
+  spelling of infinity as `INF`, `np.newaxis` as `None`;
+- an einsum's subscripts are kept, their index letters renamed in order of
+  first use: unlike other strings, they are what the call computes;
 - a name assigned again at the top level (`Q = np.asarray(Q)`) gets a new name
   from there on, as a copier's `q = np.asarray(Q)` does;
 - a temporary, a name assigned once and read once (`kt = K.T`, `raw = Q @ kt`,
@@ -39,17 +36,6 @@ import ast
 import copy
 from dataclasses import dataclass
 
-from autograder.similarity.products import (
-    Subscripts,
-    added_axis,
-    axis_first,
-    canonical_subscripts,
-    matmul,
-    plain_index,
-    product_operands,
-    swaps_last_axes,
-    untransposed,
-)
 from autograder.similarity.statements import (
     MAX_STATEMENTS,
     TERMINAL,
@@ -62,6 +48,7 @@ from autograder.similarity.statements import (
 )
 
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
+MATMUL_FUNCTIONS = {"numpy.matmul", "numpy.dot", "torch.matmul", "torch.mm", "torch.bmm"}
 EINSUM_FUNCTIONS = {"numpy.einsum", "torch.einsum"}
 INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
 # Functions of NumPy and PyTorch that are also methods of their arrays: `np.max(S, axis=-1)` is `S.max(axis=-1)`.
@@ -205,18 +192,9 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
-        if isinstance(node.op, ast.MatMult):
-            return matmul(node.left, node.right, self._key, node)
-        if isinstance(node.op, COMMUTATIVE) and self._key(node.right) < self._key(node.left):
+        if isinstance(node.op, COMMUTATIVE) and _key(node.right, self.imports) < _key(node.left, self.imports):
             node.left, node.right = node.right, node.left
         return node
-
-    def _key(self, node: ast.AST) -> str:
-        return _key(node, self.imports)
-
-    def visit_Subscript(self, node):
-        self.generic_visit(node)
-        return plain_index(node)
 
     def visit_Assign(self, node):
         """`x = a if c else x` as `if c: x = a` (and `x = x if c else a` as `if not c: x = a`): the same default."""
@@ -243,18 +221,17 @@ class _Rewrite(ast.NodeTransformer):
                 and name.split(".")[1] in METHOD_FUNCTIONS and node.args:
             method = ast.Attribute(node.args[0], name.split(".")[1], ast.Load())
             node, name = ast.copy_location(ast.Call(method, node.args[1:], node.keywords), node), None
-        if swaps_last_axes(node, name):
+        if _swaps_last_axes(node, name):
             return ast.copy_location(ast.Attribute(node.args[0] if name else node.func.value, "T", ast.Load()), node)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "astype" and len(node.args) == 1:
             node.args[0] = self._dtype(node.args[0])
-        axis_first(node, name)
-        if (indexed := added_axis(node, name)) is not None:
-            return self.visit(indexed)
-        if operands := product_operands(node, name):
-            return matmul(*operands, self._key, node)
+        if name in MATMUL_FUNCTIONS and len(node.args) == 2 and not node.keywords:
+            return ast.copy_location(ast.BinOp(node.args[0], ast.MatMult(), node.args[1]), node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "dot" and name is None and len(node.args) == 1:
+            return ast.copy_location(ast.BinOp(node.func.value, ast.MatMult(), node.args[0]), node)
         if name in EINSUM_FUNCTIONS and node.args and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):
-            node.args[0].value = Subscripts(canonical_subscripts(node.args[0].value))
+            node.args[0].value = _Subscripts(_canonical_subscripts(node.args[0].value))
         if isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1 \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             text = node.args[0].value.strip().lower()
@@ -282,10 +259,25 @@ class _Rewrite(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(None), node)
         if node.attr in ("mT", "mH", "H") and name is None:  # PyTorch's transposes of the last two axes
             node.attr = "T"
-        if node.attr == "T" and isinstance(untransposed(node.value), ast.BinOp) \
-                and isinstance(untransposed(node.value).op, ast.MatMult):  # a product's transpose: see products.py
-            return untransposed(node.value)
         return node
+
+
+def _swaps_last_axes(node: ast.Call, name: str | None) -> bool:
+    """Whether a call transposes as students write it: `x.transpose()`, or the last two axes swapped by
+    `x.swapaxes(-1, -2)`, `x.transpose(-2, -1)` (PyTorch's) or `np.moveaxis(x, -1, -2)`: each is written `x.T`."""
+    if node.keywords:
+        return False
+    if name in ("numpy.moveaxis", "torch.movedim"):
+        axes = node.args[1:]
+    elif isinstance(node.func, ast.Attribute) and node.func.attr in ("transpose", "swapaxes") and name is None:
+        axes = node.args
+        if not axes and node.func.attr == "transpose":
+            return True
+    else:
+        return False
+    last = [-arg.operand.value for arg in axes if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub)
+            and isinstance(arg.operand, ast.Constant) and isinstance(arg.operand.value, int)]
+    return len(axes) == 2 and sorted(last) == [-2, -1]
 
 
 def _is_name(node: ast.AST, name: str) -> bool:
@@ -298,6 +290,21 @@ def _negated(test: ast.expr) -> ast.expr:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in opposite:
         return ast.copy_location(ast.Compare(test.left, [opposite[type(test.ops[0])]()], test.comparators), test)
     return ast.copy_location(ast.UnaryOp(ast.Not(), test), test)
+
+
+class _Subscripts(str):
+    """An einsum subscript string, kept as a token: it is the computation, not a label."""
+
+
+def _canonical_subscripts(text: str) -> str:
+    """Index letters renamed in order of first use ("bqd,bkd->bqk" and "ijk,ilk->ijl" both "abc,adc->abd")."""
+    letters: dict[str, str] = {}
+    out = []
+    for char in text.replace(" ", ""):
+        if char.isalpha():
+            char = letters.setdefault(char, chr(ord("a") + len(letters)) if len(letters) < 26 else "z")
+        out.append(char)
+    return "".join(out)
 
 
 def _live(block: list[ast.stmt]) -> list[ast.stmt]:
@@ -382,7 +389,7 @@ def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token], l
 
 
 def _constant(value) -> str:
-    if isinstance(value, Subscripts):
+    if isinstance(value, _Subscripts):
         return f"einsum:{value}"
     if value is None or isinstance(value, bool):
         return repr(value)

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from autograder.outputs.grades_csv import cell
 from autograder.similarity.compare import Comparison
-from autograder.similarity.index import ALIKE_FLOOR, FLOOR, WHOLE_FLOOR, Pair
+from autograder.similarity.index import Pair
 from autograder.text import safe
 
 # Under this many students, what many of them write alike cannot be told from a copy: honest pairs of textbook code
@@ -79,8 +79,7 @@ def write_report(comparison: Comparison, out: Path, top: int, threshold: float) 
     for rank, pair in enumerate(shown, start=1):
         page = env.get_template("pair.html").render(
             rank=rank, pair=pair, total=len(shown), assignment=comparison.assignment, alike=alike,
-            contract=comparison.contract, paths=_paths(comparison, pair), blocks=side_by_side(comparison, pair),
-            floors={"alike": ALIKE_FLOOR, "function": FLOOR, "whole": WHOLE_FLOOR})
+            contract=comparison.contract, paths=_paths(comparison, pair), blocks=side_by_side(comparison, pair))
         (out / "pairs" / f"{rank:04d}.html").write_text(page, encoding="utf-8")
     for stale in (out / "pairs").glob("[0-9][0-9][0-9][0-9].html"):  # an earlier run's, with a larger --top
         if stale.stem.isdigit() and int(stale.stem) > len(shown):
