@@ -666,6 +666,9 @@ def test_a_note_for_the_instructor_drops_what_the_student_was_told_to_do():
     what = f"{NOTHING_TO_GRADE}: this hand-in holds only a.pdf, with no .py or .ipynb file in it"
     problem = f"{what}. Hand in your notebook itself (attention.ipynb, as saved by Jupyter) or your .py file"
     assert for_instructor(problem) == what
+    from autograder.grading.submission import _too_much_code
+    told = for_instructor(_too_much_code("big.py"))  # "...; keep data ... and resubmit" was the instructor's to read
+    assert "resubmit" not in told and "million characters of code" in told, told
 
 
 def test_a_file_that_defines_a_function_twice_is_noted():

@@ -120,8 +120,8 @@ def for_instructor(problem: str) -> str:
     """A hand-in's problem as `grade` tells the student, without what it asks the student to do (resubmit, …):
     the report's reader is the instructor."""
     parts = re.split(r"(?<=[;.]) ", problem)
-    kept = [p for p in parts if not re.match(r"(re)?submit|clear the|write your|open (it|your)|hand (it |your |the )?",
-                                             p, re.IGNORECASE)]
+    told = r"(re)?submit|clear the|write your|open (it|your)|hand (it |your |the )?|keep data"
+    kept = [p for p in parts if not re.match(told, p, re.IGNORECASE)]
     return " ".join(kept or parts).rstrip(";. ")
 
 
