@@ -105,9 +105,9 @@ def stored_grades(args):
     _say_if_graded_earlier(course, assignment, results)
     _say_if_late_by_file_time(rule, results)
     if over:
-        print(safe(f"autograder: note: {len(over)} students handed in more than {settings.submissions.limit} times "
-                   f"({_some(over)}): the later hand-ins are kept but do not count (`autograder history "
-                   f"{assignment} STUDENT` lists them)"), file=sys.stderr)
+        print(safe(f"autograder: note: {counted(len(over), 'student')} handed in more than "
+                   f"{settings.submissions.limit} times ({_some(over)}): the later hand-ins are kept but do not "
+                   f"count (`autograder history {assignment} STUDENT` lists them)"), file=sys.stderr)
     return course, assignment, results, rule
 
 
@@ -203,9 +203,10 @@ def _export_lms(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     with replaced_whole(out) as stream:
         kind.write(made, column, stream)
-    print(safe(f"wrote {len(made)} roster students of {assignment} ({len(made) - len(ungraded)} with a grade; "
-               f"{settings.submissions.missing} for {len(ungraded)}{': ' + _some(ungraded, 10) if ungraded else ''}) "
-               f"to {out.resolve()}: import it as the LMS documents ({kind.docs})", 2000), file=sys.stderr)
+    print(safe(f"wrote {counted(len(made), 'student')} of the roster of {assignment} "
+               f"({len(made) - len(ungraded)} with a grade; {settings.submissions.missing} for {len(ungraded)}"
+               f"{': ' + _some(ungraded, 10) if ungraded else ''}) to {out.resolve()}: import it as the LMS "
+               f"documents ({kind.docs})", 2000), file=sys.stderr)
     for line in [*(f"written all the same (--force): {line}" for line in above), *([other] if other else [])]:
         print(safe(f"autograder: warning: {line}", 2000), file=sys.stderr)
     if unknown:

@@ -48,7 +48,8 @@ SUFFIXES = (".py", ".ipynb")
 PACKAGE = __name__.split(".")[0]  # the grader's own package, which released test cells import
 # A line only a notebook runs: a magic as nbconvert writes it, or a test cell's import of the course's checks.
 _NOTEBOOK_ONLY = re.compile(rf"\bget_ipython\(\)|^(?:from|import)[ \t]+{PACKAGE}\b", re.MULTILINE)
-_NOTEBOOK_LINE = re.compile(r"^[ \t]*[!%]", re.MULTILINE)  # a shell line or a magic, which only a notebook runs
+_ASSIGNED_TO = r"(?:[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*)?"  # `files = !ls`
+_NOTEBOOK_LINE = re.compile(rf"^[ \t]*{_ASSIGNED_TO}[!%]", re.MULTILINE)  # a shell line or a magic: a notebook's
 NOTEBOOK_LINES_NOTE = ("{name} holds lines only a notebook runs (a `!` shell line or a `%` magic, such as `!pip "
                        "install` or `%matplotlib inline`), as a .py downloaded from Colab does, which Python reads as "
                        "syntax errors: it was graded as the notebook's code, where those lines did nothing. Delete "
@@ -158,12 +159,11 @@ def _exported_note(name: str) -> str:
 
 def _with_notebook_lines(source: str) -> tuple[Cell, ...]:
     """A .py that is Python but for lines only a notebook runs (`!pip install`, `%matplotlib inline`), as Colab's
-    "Download .py" keeps its shell lines: the file as one cell, run as the notebook ran it, where those lines do
-    nothing. Run as a module, its first such line was a syntax error (0 points). () for any other .py: one that
-    parses, or that such lines do not explain."""
+    "Download .py" keeps its shell lines: one cell, run as the notebook ran it (as a module, its first such line was
+    a syntax error: 0 points). () for any other .py: one that parses, or that such lines do not explain."""
     if not _NOTEBOOK_LINE.search(source) or parses(source):
         return ()
-    cell = read_cell("code cell 1", source)  # as an exported file's cells are named; "the file" is a .py's
+    cell = read_cell("code cell 1", source)  # named as an exported file's cells are: "the file" is a .py's
     return (cell,) if parses(cell.source) else ()
 
 
