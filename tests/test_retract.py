@@ -167,3 +167,42 @@ def test_a_database_from_before_retractions_gets_the_column_and_keeps_its_rows(t
         assert store.history("tiny") == []
     with sqlite3.connect(db) as connection:
         assert set(ADDED) <= {row[1] for row in connection.execute("PRAGMA table_info(history)")}
+
+
+def _gradebook(tmp_path: Path) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
+        return {s.student.id: s.score for s in book.find_assignment("tiny").submissions}
+
+
+def test_exporting_to_nbgrader_again_takes_a_fully_retracted_student_out_of_the_gradebook(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9), course=course)
+    _cli("export", "nbgrader", "--root", tmp_path, course=course)
+    assert _gradebook(tmp_path) == {"a_good": 2, "reference": 2}
+    _cli("retract", "tiny", "reference", course=course)
+    done = _cli("export", "nbgrader", "--root", tmp_path, course=course)
+    assert "retracted: reference: every hand-in is retracted, so their submission of tiny was removed" in done.stderr
+    assert _gradebook(tmp_path) == {"a_good": 2}
+    again = _cli("export", "nbgrader", "--root", tmp_path, course=course)  # nothing left to take out: said nothing
+    assert "retracted:" not in again.stderr and _gradebook(tmp_path) == {"a_good": 2}
+
+
+def test_a_fully_retracted_student_a_ta_graded_by_hand_keeps_the_tas_grade_and_loses_ours(tmp_path):
+    from nbgrader.api import Gradebook
+
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "stray": RIGHT}, 1.70e9), course=course)
+    _cli("export", "nbgrader", "--root", tmp_path, course=course)
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
+        grade = book.find_submission("tiny", "stray").notebooks[0].grades[0]
+        grade.manual_score = 1.0
+        book.db.commit()
+    _cli("retract", "tiny", "stray", course=course)
+    done = _cli("export", "nbgrader", "--root", tmp_path, course=course)
+    assert "a TA graded this submission by hand, so it was kept" in done.stderr, done.stderr
+    assert "`autograder retract tiny -- stray --undo`" in done.stderr
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
+        grades = book.find_submission("tiny", "stray").notebooks[0].grades
+        assert [(g.name, g.auto_score, g.manual_score) for g in grades] == [("test_double", 0, 1.0)]

@@ -22,6 +22,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
+from autograder.grading import history
 from autograder.grading.attempts import SubmissionPolicy, choose, total_of
 from autograder.grading.batch import BatchPlan
 from autograder.grading.found import Found
@@ -135,6 +136,14 @@ def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan
         if why is not None:
             lines.append((item.student, f"{item.path.name} of {item.student} ({why})"))
     return BatchPlan(keep, batch.skipped, [*batch.held, *held]), lines
+
+
+def withdrawn_students(db, assignment: str) -> list[str]:
+    """The students of `assignment` in the store at `db` every hand-in of whom is retracted (none without the file)."""
+    if not db.is_file():
+        return []
+    with Store.for_reading(db) as store:
+        return history.withdrawn(store._db, assignment)
 
 
 def _sha256(item: Found) -> str:
