@@ -206,3 +206,21 @@ def test_a_fully_retracted_student_a_ta_graded_by_hand_keeps_the_tas_grade_and_l
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
         grades = book.find_submission("tiny", "stray").notebooks[0].grades
         assert [(g.name, g.auto_score, g.manual_score) for g in grades] == [("test_double", 0, 1.0)]
+
+
+def test_exporting_to_gradescope_again_removes_only_what_an_earlier_export_wrote_of_a_retracted_student(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9), course=course)
+    out = tmp_path / "gs"
+    (out / "someone").mkdir(parents=True)
+    (out / "someone" / "results.json").write_text("{}")  # never written by an export: never removed
+    _cli("export", "gradescope", "--out", out, course=course)
+    (out / "reference" / "notes.txt").write_text("a TA's")
+    _cli("retract", "tiny", "reference", course=course)
+    done = _cli("export", "gradescope", "--out", out, course=course)
+    assert "an earlier export wrote for 1 students with no result now (reference;" in done.stderr
+    assert "delete it in Gradescope by hand" in done.stderr
+    assert not (out / "reference" / "results.json").exists() and (out / "reference" / "notes.txt").exists()
+    assert (out / "someone" / "results.json").exists() and (out / "a_good" / "results.json").exists()
+    again = _cli("export", "gradescope", "--out", out, course=course)
+    assert "removed" not in again.stderr

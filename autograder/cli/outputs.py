@@ -10,7 +10,7 @@ from autograder.cli.gradescope import run_script
 from autograder.grading.course import find_course, load_course
 from autograder.grading.retract import withdrawn_students
 from autograder.outputs import bundle, grades_csv, gradescope, replaced_whole
-from autograder.text import counted
+from autograder.text import counted, safe
 
 
 def add_commands(commands) -> None:
@@ -84,6 +84,11 @@ def _export_gradescope(args) -> int:
     written = gradescope.write_gradescope_dir(results, args.out, rule)
     print(f"wrote {len(written.files)} results.json files of {assignment} under {args.out.resolve()}/<student>/",
           file=sys.stderr)
+    if written.removed:
+        print(safe(f"autograder: removed the results.json an earlier export wrote for {len(written.removed)} students "
+                   f"with no result now ({', '.join(written.removed[:10])}{', …' if len(written.removed) > 10 else ''}"
+                   "; every hand-in retracted, or graded into another database): a score of theirs uploaded to "
+                   "Gradescope before stays there; delete it in Gradescope by hand", 2000), file=sys.stderr)
     return _refused(written.refused, "not exported")
 
 
