@@ -224,3 +224,19 @@ def test_exporting_to_gradescope_again_removes_only_what_an_earlier_export_wrote
     assert (out / "someone" / "results.json").exists() and (out / "a_good" / "results.json").exists()
     again = _cli("export", "gradescope", "--out", out, course=course)
     assert "removed" not in again.stderr
+
+
+def test_an_lms_export_with_missing_blank_names_a_fully_retracted_student_whose_old_grade_stays_in_the_lms(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "wrong_id": RIGHT}, 1.70e9), course=course)
+    (tmp_path / "roster.csv").write_text("student,name,lms_id,sis_user_id\na_good,A Good,1,S1\n"
+                                         "wrong_id,W Id,2,S2\nnever,N Ever,3,S3\n")
+    _cli("retract", "tiny", "wrong_id", course=course)
+    out = tmp_path / "canvas.csv"
+    done = _cli("export", "canvas", "--roster", tmp_path / "roster.csv", "--out", out, course=course)
+    assert "1 student of the file had every hand-in of tiny retracted (wrong_id), so their cell is blank" in done.stderr
+    assert "a grade of theirs uploaded before stays there. Clear it in the LMS by hand" in done.stderr, done.stderr
+    assert "never" not in done.stderr.split("warning:")[-1]  # never graded: nothing uploaded before
+    course.write_text(course.read_text().replace("{policy: last}", "{policy: last, missing: zero}"))
+    done = _cli("export", "canvas", "--roster", tmp_path / "roster.csv", "--out", out, course=course)
+    assert "retracted" not in done.stderr, done.stderr  # a 0 replaces the old grade

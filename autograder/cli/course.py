@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cli.retract import blank_after_retraction
 from autograder.cli.workdir import command_workdir
 from autograder.grading.attempts import counted_results
 from autograder.grading.batch import default_db, grade_batch
@@ -206,6 +207,10 @@ def _export_lms(args) -> int:
     print(safe(f"wrote {len(made)} roster students of {assignment} ({len(made) - len(ungraded)} with a grade; "
                f"{settings.submissions.missing} for {len(ungraded)}{': ' + _some(ungraded, 10) if ungraded else ''}) "
                f"to {out.resolve()}: import it as the LMS documents ({kind.docs})", 2000), file=sys.stderr)
+    blank = blank_after_retraction(made, (args.db or default_db(course)).resolve(), assignment,
+                                   settings.submissions.missing)
+    if blank:
+        print(safe(blank, 2000), file=sys.stderr)
     for line in [*(f"written all the same (--force): {line}" for line in above), *([other] if other else [])]:
         print(safe(f"autograder: warning: {line}", 2000), file=sys.stderr)
     if unknown:

@@ -11,7 +11,7 @@ from pathlib import Path
 from autograder.cli import options
 from autograder.grading import retract
 from autograder.grading.course import CourseError, find_course, load_course
-from autograder.grading.ids import as_stored, near_ids
+from autograder.grading.ids import as_stored, canonical, near_ids
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.store import Store, StoreError
 from autograder.outputs.progress import starting
@@ -125,3 +125,17 @@ def hold_retracted(plan, store: Store, assignment: str):
         print(f"autograder: not graded: {len(lines) - 5} more retracted hand-ins ({', '.join(s for s, _ in lines[5:])})"
               f"; `autograder history {assignment} STUDENT` shows each", file=sys.stderr)
     return plan
+
+
+def blank_after_retraction(made: list, db: Path, assignment: str, missing: str) -> str:
+    """An LMS export's warning naming the roster students given a blank cell because every hand-in of theirs is
+    retracted: a blank cell changes nothing in the LMS, so a grade uploaded before stays. "" when there are none."""
+    gone = {canonical(student) for student in retract.withdrawn_students(db, assignment)}
+    blank = [row.student for row in made if not row.total and canonical(row.student) in gone]
+    if missing != "blank" or not blank:
+        return ""
+    shown = ", ".join(blank[:10]) + (", …" if len(blank) > 10 else "")
+    return (f"autograder: warning: {counted(len(blank), 'student')} of the file had every hand-in of {assignment} "
+            f"retracted ({shown}), so their cell is blank, and a blank cell changes nothing in the LMS: a grade of "
+            "theirs uploaded before stays there. Clear it in the LMS by hand, or set `submissions: {missing: zero}` "
+            f"for {assignment} in course.yaml and export again")
