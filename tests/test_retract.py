@@ -134,7 +134,8 @@ def test_a_stray_file_graded_as_a_student_leaves_every_export_and_is_not_graded_
     for extra in ((), ("--force",)):  # the class folder still holds reference.py
         graded = _cli("grade", "tiny", folder, *extra, course=course)
         assert "not graded: reference.py of reference" in graded.stderr, graded.stderr
-        assert "`autograder retract tiny reference --undo`" in graded.stderr
+        assert "hand-in 1 of theirs" in graded.stderr and "`autograder retract tiny reference --handin 1 --undo`" \
+            in graded.stderr
         assert _totals(course) == {"a_good": "2"}
     assert len(_history(course, "reference")) == 1  # no new hand-in
     regraded = _cli("regrade", "tiny", "--preview", course=course)  # nor does a regrade grade it
@@ -202,7 +203,7 @@ def test_a_fully_retracted_student_a_ta_graded_by_hand_keeps_the_tas_grade_and_l
     _cli("retract", "tiny", "stray", course=course)
     done = _cli("export", "nbgrader", "--root", tmp_path, course=course)
     assert "a TA graded this submission by hand, so it was kept" in done.stderr, done.stderr
-    assert "`autograder retract tiny -- stray --undo`" in done.stderr
+    assert "`autograder retract tiny stray --undo`" in done.stderr
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
         grades = book.find_submission("tiny", "stray").notebooks[0].grades
         assert [(g.name, g.auto_score, g.manual_score) for g in grades] == [("test_double", 0, 1.0)]
@@ -240,3 +241,32 @@ def test_an_lms_export_with_missing_blank_names_a_fully_retracted_student_whose_
     course.write_text(course.read_text().replace("{policy: last}", "{policy: last, missing: zero}"))
     done = _cli("export", "canvas", "--roster", tmp_path / "roster.csv", "--out", out, course=course)
     assert "retracted" not in done.stderr, done.stderr  # a 0 replaces the old grade
+
+
+def test_grade_meeting_a_retracted_file_names_its_hand_in_and_lists_the_student_at_the_total_that_counts(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "round1", {"-x": RIGHT, "mary ann": RIGHT}, 1.70e9), course=course)
+    round2 = _class(tmp_path / "round2", {"-x": WRONG, "mary ann": WRONG}, 1.71e9)
+    _cli("grade", "tiny", round2, course=course)
+    for student in ("-x", "mary ann"):
+        done = _first(course, "retract", "tiny", "--handin", "2", "--", student)
+    assert "`autograder retract tiny 'mary ann' --handin 2 --undo` puts it back" in done.stderr, done.stderr
+    assert "(`autograder history tiny 'mary ann'` shows it)" in done.stderr
+    preview = _first(course, "retract", "--handin", "2", "--preview", "--undo", "--", "tiny", "-x")
+    pasted = "`autograder retract --handin 2 --undo -- tiny -x` (without --preview)"
+    assert pasted in preview.stderr, preview.stderr
+    graded = _cli("grade", "tiny", round2, course=course)  # round2 holds the retracted files again
+    assert "hand-in 2 of theirs" in graded.stderr and "--handin 2 --undo" in graded.stderr, graded.stderr
+    assert "`autograder retract tiny 'mary ann' --handin 2 --undo`" in graded.stderr
+    # Listed, at the total of hand-in 1, which counts (the table leaves out only a student with none left).
+    assert "-x: 2 / 2 points" in graded.stdout and "mary ann: 2 / 2 points" in graded.stdout, graded.stdout
+    assert _totals(course) == {"'-x": "2", "mary ann": "2"}  # the CSV's guard against a formula: '-x
+    args = pasted.split("`")[1].split()[1:]  # the printed command, pasted, works
+    assert _first(course, *args).returncode == 0 and _totals(course)["'-x"] == "0"
+
+
+def _first(course: Path, command: str, *args):
+    """The CLI with --course and --db first: what follows a `--` is positional."""
+    done = run_cli(command, "--course", course, "--db", course.parent / "grades.db", *args)
+    assert done.returncode == 0, done.stderr
+    return done

@@ -15,7 +15,7 @@ from autograder.grading.ids import as_stored, canonical, near_ids
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.store import Store, StoreError
 from autograder.outputs.progress import starting
-from autograder.text import counted, safe
+from autograder.text import command, counted, safe
 
 
 def add_commands(commands) -> None:
@@ -96,34 +96,38 @@ def _counted(counted_: retract.Counted | None) -> str:
 
 def _after(args, change: retract.Change, assignment: str, db: Path) -> str:
     """The closing line: what was (or would be) done, and what to run next."""
-    numbers = " ".join(str(a.number) for a in change.handins)
-    again = f"autograder retract {assignment} {change.student} --handin {numbers}"
+    again = command("retract", [assignment, change.student],
+                    ["--handin", *(a.number for a in change.handins), *(["--undo"] if change.undo else [])])
     what = counted(len(change.handins), "hand-in")
     if args.preview:
-        return (f"preview: nothing was changed; `{again}{' --undo' if change.undo else ''}` (without --preview) "
+        return (f"preview: nothing was changed; `{again}` (without --preview) "
                 f"{'puts' if change.undo else 'retracts'} the {what} above")
     if change.undo:
         return (f"put back {what} of {change.student}: they count again as before the retraction. Write the "
                 "reports and exports again (`autograder report`, `autograder export ...`) to bring files written "
                 "since up to date")
     it = "it" if len(change.handins) == 1 else "them"
-    return (f"retracted {what} of {change.student}: kept in {db}, marked retracted (`autograder history {assignment} "
-            f"{change.student}` shows {it}), and left out of every report and export from now on; write those again "
-            f"(`autograder report`, `autograder export ...`) to replace files written before. `{again} --undo` puts "
-            f"{it} back; `autograder grade` does not grade {it} again until then")
+    undo = command("retract", [assignment, change.student], ["--handin", *(a.number for a in change.handins), "--undo"])
+    return (f"retracted {what} of {change.student}: kept in {db}, marked retracted (`"
+            f"{command('history', [assignment, change.student])}` shows {it}), and left out of every report and "
+            f"export from now on; write those again (`autograder report`, `autograder export ...`) to replace files "
+            f"written before. `{undo}` puts {it} back; `autograder grade` does not grade {it} again until then")
 
 
 def hold_retracted(plan, store: Store, assignment: str):
     """`grade`'s plan without the files that are retracted hand-ins again, said so, with how to put one back: a
     class folder graded again still holds the file withdrawn by mistake, and grading it would bring it back."""
     plan, lines = retract.withheld(plan, store, assignment)
-    for student, line in lines[:5]:
-        print(safe(f"autograder: not graded: {line}, a hand-in retracted earlier, stays out of every grade. To grade "
-                   f"it again, put it back first (`autograder retract {assignment} {student} --undo`; --preview "
-                   "shows what that puts back), then grade again; --force does not grade it", 2000), file=sys.stderr)
+    for student, line, numbers in lines[:5]:
+        back = command("retract", [assignment, student], [*(["--handin", *numbers] if numbers else []), "--undo"])
+        print(safe(f"autograder: not graded: {line}, hand-in {', '.join(map(str, numbers)) or '?'} of theirs, "
+                   f"retracted earlier, stays out of every grade. To grade it again, put it back first (`{back}`; "
+                   "--preview shows what that puts back), then grade again; --force does not grade it", 2000),
+              file=sys.stderr)
     if len(lines) > 5:
-        print(f"autograder: not graded: {len(lines) - 5} more retracted hand-ins ({', '.join(s for s, _ in lines[5:])})"
-              f"; `autograder history {assignment} STUDENT` shows each", file=sys.stderr)
+        print(safe(f"autograder: not graded: {len(lines) - 5} more retracted hand-ins "
+                   f"({', '.join(s for s, _, _ in lines[5:])}); `autograder history {assignment} STUDENT` shows "
+                   "each", 2000), file=sys.stderr)
     return plan
 
 

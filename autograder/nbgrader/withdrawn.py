@@ -9,10 +9,9 @@ work stays. The student's own record (name, email) stays, and so do files on dis
 """
 from __future__ import annotations
 
-import shlex
 import warnings
 
-from autograder.text import safe
+from autograder.text import command, safe
 
 
 def clear_withdrawn(db_url: str, assignment: str, notebook: str, students: list[str]) -> list[str]:
@@ -53,5 +52,5 @@ def _clear(gradebook, submission, assignment: str, notebook: str, student: str) 
     gradebook.db.commit()
     return (f"{student}: every hand-in is retracted, so our points in notebook {notebook!r} of {assignment} are now "
             f"0 in the gradebook; a TA graded this submission by hand, so it was kept with their grades. Remove it "
-            f"if it should not count (`nbgrader db` or the formgrader), or put the hand-in back (`autograder retract "
-            f"{shlex.quote(assignment)} -- {shlex.quote(student)} --undo`) and export again")
+            f"if it should not count (`nbgrader db` or the formgrader), or put the hand-in back (`"
+            f"{command('retract', [assignment, student], ['--undo'])}`) and export again")
