@@ -270,3 +270,18 @@ def _first(course: Path, command: str, *args):
     done = run_cli(command, "--course", course, "--db", course.parent / "grades.db", *args)
     assert done.returncode == 0, done.stderr
     return done
+
+
+def test_replay_regrade_and_a_hand_in_number_0_name_the_retraction_and_how_to_put_it_back(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "bob": RIGHT}, 1.70e9), course=course)
+    _cli("retract", "tiny", "bob", course=course)
+    for args in (("replay", "bob", "double.small"), ("regrade", "tiny", "--students", "Bob")):
+        done = _run(*args, course=course)
+        assert done.returncode == 2, done.stderr
+        assert "every hand-in of bob for tiny is retracted" in done.stderr, done.stderr
+        assert "put it back first (`autograder retract tiny bob --undo`;" in done.stderr
+        assert "grade the submission first" not in done.stderr and "no stored hand-in" not in done.stderr
+    done = _run("retract", "tiny", "a_good", "--handin", "0", course=course)
+    assert done.returncode == 2 and "'0' is no hand-in number: hand-ins are numbered from 1" in done.stderr
+    assert "leave --handin out to retract every hand-in of the student" in done.stderr, done.stderr

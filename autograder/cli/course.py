@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from autograder.cli import options
-from autograder.cli.retract import blank_after_retraction
+from autograder.cli.retract import blank_after_retraction, retracted_first
 from autograder.cli.workdir import command_workdir
 from autograder.grading.attempts import counted_results
 from autograder.grading.batch import default_db, grade_batch
@@ -343,8 +343,9 @@ def _chosen(by_student: dict, students: list[str] | None, db: Path, assignment: 
         return by_student
     unknown = [s for s in students if s not in by_student]
     if unknown:
-        raise CourseError(f"no stored hand-in of {', '.join(unknown)}; {_meant(unknown, stored)}check the "
-                          "ids (`autograder export csv` lists the students graded)")
+        raise CourseError(retracted_first(db, assignment, unknown, "regrade") or f"no stored hand-in of "
+                          f"{', '.join(unknown)}; {_meant(unknown, stored)}check the ids (`autograder export csv` "
+                          "lists the students graded)")
     return {s: by_student[s] for s in students}
 
 

@@ -5,6 +5,7 @@ The rows stay in the database, marked (grading.retract); this prints what change
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def add_commands(commands) -> None:
     command.add_argument("assignment", help=options.ASSIGNMENT_HELP)
     command.add_argument("student", help="student id, as stored by `grade` (`autograder history ASSIGNMENT "
                                          "STUDENT` lists their hand-ins)")
-    command.add_argument("--handin", type=options.count, nargs="+", metavar="N",
+    command.add_argument("--handin", type=_number, nargs="+", metavar="N",
                          help="only these hand-ins, numbered as `autograder history` shows them (default: all of "
                               "the student's)")
     command.add_argument("--reason", default="", help="why, kept with the retraction and shown by `history`")
@@ -34,6 +35,20 @@ def add_commands(commands) -> None:
     options.results_db(command)
     options.course(command)
     command.set_defaults(run=_retract)
+
+
+def _number(text: str) -> int:
+    """An argparse type: a hand-in's number, 1 or more as `history` numbers them (0 or -1 is a typo)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is no hand-in number: hand-ins are numbered from 1 as `autograder history ASSIGNMENT STUDENT` "
+            "shows them. Give those numbers, or leave --handin out to retract every hand-in of the student (with "
+            "--undo: put back every retracted one)")
+    return value
 
 
 def _retract(args) -> int:
@@ -143,3 +158,16 @@ def blank_after_retraction(made: list, db: Path, assignment: str, missing: str) 
             f"retracted ({shown}), so their cell is blank, and a blank cell changes nothing in the LMS: a grade of "
             "theirs uploaded before stays there. Clear it in the LMS by hand, or set `submissions: {missing: zero}` "
             f"for {assignment} in course.yaml and export again")
+
+
+def retracted_first(db: Path, assignment: str, asked: list[str], doing: str) -> str:
+    """Where some of the ids `asked` are students every hand-in of whom is retracted: a message saying so, and how to
+    put them back before `doing` (the command refused); "" where none is."""
+    gone = {canonical(student): student for student in retract.withdrawn_students(Path(db).resolve(), assignment)}
+    found = [gone[canonical(student)] for student in asked if canonical(student) in gone]
+    if not found:
+        return ""
+    backs = "; ".join(f"`{command('retract', [assignment, student], ['--undo'])}`" for student in found[:5])
+    return (f"every hand-in of {', '.join(found[:5])} for {assignment} is retracted (`autograder history {assignment} "
+            f"STUDENT` shows each, with why), so there is nothing of theirs to {doing}: it counts nowhere. To "
+            f"{doing} it, put it back first ({backs}; --handin N puts back one hand-in only), then run again")
