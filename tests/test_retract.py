@@ -100,7 +100,7 @@ def test_under_best_a_mistaken_full_marks_hand_in_is_previewed_then_retracted_sh
     assert [(r["hand_in"], r["counts"], bool(r["retracted"])) for r in rows] == [(1, True, False), (2, False, True)]
     assert rows[1]["retracted"].startswith("retracted ") and rows[1]["retracted"].endswith(": handed in the answer key")
     shown = _cli("history", "tiny", "multi", course=course).stdout
-    assert "handed in the answer key (`autograder retract --undo` puts it back)" in shown, shown
+    assert "handed in the answer key (`autograder retract tiny multi --handin 2 --undo` puts it back)" in shown, shown
     assert "Hand-in 1 counts (policy: best); 1 hand-in retracted (2)" in shown
     with sqlite3.connect(tmp_path / "grades.db") as connection:  # kept, marked, not deleted
         assert connection.execute("SELECT COUNT(*) FROM history WHERE student='multi'").fetchone() == (2,)
@@ -285,3 +285,16 @@ def test_replay_regrade_and_a_hand_in_number_0_name_the_retraction_and_how_to_pu
     done = _run("retract", "tiny", "a_good", "--handin", "0", course=course)
     assert done.returncode == 2 and "'0' is no hand-in number: hand-ins are numbered from 1" in done.stderr
     assert "leave --handin out to retract every hand-in of the student" in done.stderr, done.stderr
+
+
+def test_a_reason_on_several_lines_stays_one_row_and_a_second_retraction_keeps_the_first_ones_reason(tmp_path):
+    course = _two_hand_ins(tmp_path, "last", RIGHT, WRONG)
+    _cli("retract", "tiny", "multi", "--handin", "2", "--reason", "wrong folder\nsee mail", course=course)
+    shown = _cli("history", "tiny", "multi", course=course).stdout
+    assert "wrong folder\\nsee mail (`autograder retract tiny multi --handin 2 --undo` puts it back)" in shown, shown
+    assert not any(line.startswith("see mail") for line in shown.splitlines())
+    again = _run("retract", "tiny", "multi", "--handin", "2", "--reason", "other", course=course)
+    assert again.returncode == 2 and "is retracted already" in again.stderr  # refused: the first reason stays
+    _cli("retract", "tiny", "multi", "--reason", "the rest", course=course)  # every one left: hand-in 1 only
+    notes = [row["retracted"] for row in _history(course, "multi")]
+    assert notes[0].endswith(": the rest") and notes[1].endswith(": wrong folder\\nsee mail"), notes

@@ -16,7 +16,7 @@ from autograder.grading.ids import as_stored, canonical, near_ids
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.store import Store, StoreError
 from autograder.outputs.progress import starting
-from autograder.text import command, counted, safe
+from autograder.text import command, counted, one_line, safe
 
 
 def add_commands(commands) -> None:
@@ -96,7 +96,7 @@ def describe(change: retract.Change, assignment: str, policy: str) -> list[str]:
         lines.append(f"{verb} hand-in {attempt.number} of {change.student} for {assignment}: handed in "
                      f"{result.submitted_at or 'at an unknown time'}, {Path(result.file).name or 'no file'}, "
                      f"sha256 {result.sha256[:12] or 'none'}, {result.score:g} / {result.max_score:g} points"
-                     + (f" ({attempt.entries[-1].retracted})" if change.undo else ""))
+                     + (f" ({one_line(attempt.entries[-1].retracted, 600)})" if change.undo else ""))
     lines.append(f"{change.student}'s counted total (policy: {policy}): {_counted(change.before)} -> "
                  f"{_counted(change.after)}")
     if change.after is None:

@@ -31,7 +31,7 @@ from autograder.grading.late import LateRule
 from autograder.grading.results import SubmissionResult
 from autograder.grading.store import Store
 from autograder.grading.submission import read_bytes
-from autograder.text import command
+from autograder.text import command, one_line
 
 
 class RetractError(Exception):
@@ -71,7 +71,8 @@ def note(reason: str, now: datetime.datetime | None = None) -> str:
         who = f" by {getpass.getuser()}"
     except (OSError, KeyError):  # no login name in the environment nor the password database (a bare container)
         who = ""
-    return f"retracted {when}{who}" + (f": {reason.strip()}" if reason.strip() else "")
+    # One line (a newline as `\\n`), so that `history`'s table keeps one row per result.
+    return f"retracted {when}{who}" + (f": {one_line(reason.strip(), 2000)}" if reason.strip() else "")
 
 
 def withdrawn(attempt: Attempt) -> bool:
