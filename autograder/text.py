@@ -12,6 +12,7 @@ is idempotent, so applying it twice changes nothing.
 `one_line` is for text printed in a line of a terminal summary: its
 newlines are escapes too, so no student text can start a line of its own.
 `counted` says a count with its noun, "1 process" and "3 processes"; `joined` a list of names, "a, b and c".
+`command` writes a command line to paste, whatever the ids in it (`'mary ann'`, `-x`).
 (A value a student's function returned is written by
 `autograder.authoring.shown`, which any int can go through.)
 
@@ -20,6 +21,7 @@ This module is shipped to the worker too (see sandbox.BOOT): standard library on
 from __future__ import annotations
 
 import re
+import shlex
 
 # Every character of Unicode's categories Cc (controls, but newline and tab), Cf (format: bidirectional
 # marks and overrides, zero-width characters, the byte order mark) and Zl, Zp (line and paragraph
@@ -71,3 +73,14 @@ def _escape(match: re.Match) -> str:
 def one_line(value, limit: int | None = None) -> str:
     """`safe` text with its newlines and tabs as escapes too (`\\n`): for one line of a terminal summary."""
     return safe(value, limit).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def command(name: str, positional: list[str], options: list[str] = ()) -> str:
+    """`autograder NAME` with its positional arguments and options, each shell-quoted, so that it can be pasted
+    whatever the ids (`'mary ann'`, `'o'"'"'neil'`); where a positional argument starts with '-', which would read
+    as an option, the options come first and `--` before the positional ones."""
+    words = [shlex.quote(word) for word in positional]
+    extra = [shlex.quote(str(word)) for word in options]
+    if any(word.startswith("-") for word in positional):
+        return " ".join(["autograder", name, *extra, "--", *words])
+    return " ".join(["autograder", name, *words, *extra])

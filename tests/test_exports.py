@@ -201,7 +201,8 @@ def test_gradescope_export_writes_valid_results_matching_the_store(graded, tmp_p
     out = tmp_path / "gradescope"
     done = run_cli("export", "gradescope", "--db", db, "--out", out)
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in out.iterdir()) == sorted(results)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*results, ".students.json"])  # the list of those written
+    assert json.loads((out / ".students.json").read_text()) == sorted(results)
     for student, result in results.items():
         document = json.loads((out / student / "results.json").read_text())
         _validate(document)

@@ -100,7 +100,7 @@ def test_under_best_a_mistaken_full_marks_hand_in_is_previewed_then_retracted_sh
     assert [(r["hand_in"], r["counts"], bool(r["retracted"])) for r in rows] == [(1, True, False), (2, False, True)]
     assert rows[1]["retracted"].startswith("retracted ") and rows[1]["retracted"].endswith(": handed in the answer key")
     shown = _cli("history", "tiny", "multi", course=course).stdout
-    assert "handed in the answer key (`autograder retract --undo` puts it back)" in shown, shown
+    assert "handed in the answer key (`autograder retract tiny multi --handin 2 --undo` puts it back)" in shown, shown
     assert "Hand-in 1 counts (policy: best); 1 hand-in retracted (2)" in shown
     with sqlite3.connect(tmp_path / "grades.db") as connection:  # kept, marked, not deleted
         assert connection.execute("SELECT COUNT(*) FROM history WHERE student='multi'").fetchone() == (2,)
@@ -134,7 +134,8 @@ def test_a_stray_file_graded_as_a_student_leaves_every_export_and_is_not_graded_
     for extra in ((), ("--force",)):  # the class folder still holds reference.py
         graded = _cli("grade", "tiny", folder, *extra, course=course)
         assert "not graded: reference.py of reference" in graded.stderr, graded.stderr
-        assert "`autograder retract tiny reference --undo`" in graded.stderr
+        assert "hand-in 1 of theirs" in graded.stderr and "`autograder retract tiny reference --handin 1 --undo`" \
+            in graded.stderr
         assert _totals(course) == {"a_good": "2"}
     assert len(_history(course, "reference")) == 1  # no new hand-in
     regraded = _cli("regrade", "tiny", "--preview", course=course)  # nor does a regrade grade it
@@ -167,3 +168,133 @@ def test_a_database_from_before_retractions_gets_the_column_and_keeps_its_rows(t
         assert store.history("tiny") == []
     with sqlite3.connect(db) as connection:
         assert set(ADDED) <= {row[1] for row in connection.execute("PRAGMA table_info(history)")}
+
+
+def _gradebook(tmp_path: Path) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
+        return {s.student.id: s.score for s in book.find_assignment("tiny").submissions}
+
+
+def test_exporting_to_nbgrader_again_takes_a_fully_retracted_student_out_of_the_gradebook(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9), course=course)
+    _cli("export", "nbgrader", "--root", tmp_path, course=course)
+    assert _gradebook(tmp_path) == {"a_good": 2, "reference": 2}
+    _cli("retract", "tiny", "reference", course=course)
+    done = _cli("export", "nbgrader", "--root", tmp_path, course=course)
+    assert "retracted: reference: every hand-in is retracted, so their submission of tiny was removed" in done.stderr
+    assert _gradebook(tmp_path) == {"a_good": 2}
+    again = _cli("export", "nbgrader", "--root", tmp_path, course=course)  # nothing left to take out: said nothing
+    assert "retracted:" not in again.stderr and _gradebook(tmp_path) == {"a_good": 2}
+
+
+def test_a_fully_retracted_student_a_ta_graded_by_hand_keeps_the_tas_grade_and_loses_ours(tmp_path):
+    from nbgrader.api import Gradebook
+
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "stray": RIGHT}, 1.70e9), course=course)
+    _cli("export", "nbgrader", "--root", tmp_path, course=course)
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
+        grade = book.find_submission("tiny", "stray").notebooks[0].grades[0]
+        grade.manual_score = 1.0
+        book.db.commit()
+    _cli("retract", "tiny", "stray", course=course)
+    done = _cli("export", "nbgrader", "--root", tmp_path, course=course)
+    assert "a TA graded this submission by hand, so it was kept" in done.stderr, done.stderr
+    assert "`autograder retract tiny stray --undo`" in done.stderr
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
+        grades = book.find_submission("tiny", "stray").notebooks[0].grades
+        assert [(g.name, g.auto_score, g.manual_score) for g in grades] == [("test_double", 0, 1.0)]
+
+
+def test_exporting_to_gradescope_again_removes_only_what_an_earlier_export_wrote_of_a_retracted_student(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9), course=course)
+    out = tmp_path / "gs"
+    (out / "someone").mkdir(parents=True)
+    (out / "someone" / "results.json").write_text("{}")  # never written by an export: never removed
+    _cli("export", "gradescope", "--out", out, course=course)
+    (out / "reference" / "notes.txt").write_text("a TA's")
+    _cli("retract", "tiny", "reference", course=course)
+    done = _cli("export", "gradescope", "--out", out, course=course)
+    assert "an earlier export wrote for 1 students with no result now (reference;" in done.stderr
+    assert "delete it in Gradescope by hand" in done.stderr
+    assert not (out / "reference" / "results.json").exists() and (out / "reference" / "notes.txt").exists()
+    assert (out / "someone" / "results.json").exists() and (out / "a_good" / "results.json").exists()
+    again = _cli("export", "gradescope", "--out", out, course=course)
+    assert "removed" not in again.stderr
+
+
+def test_an_lms_export_with_missing_blank_names_a_fully_retracted_student_whose_old_grade_stays_in_the_lms(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "wrong_id": RIGHT}, 1.70e9), course=course)
+    (tmp_path / "roster.csv").write_text("student,name,lms_id,sis_user_id\na_good,A Good,1,S1\n"
+                                         "wrong_id,W Id,2,S2\nnever,N Ever,3,S3\n")
+    _cli("retract", "tiny", "wrong_id", course=course)
+    out = tmp_path / "canvas.csv"
+    done = _cli("export", "canvas", "--roster", tmp_path / "roster.csv", "--out", out, course=course)
+    assert "1 student of the file had every hand-in of tiny retracted (wrong_id), so their cell is blank" in done.stderr
+    assert "a grade of theirs uploaded before stays there. Clear it in the LMS by hand" in done.stderr, done.stderr
+    assert "never" not in done.stderr.split("warning:")[-1]  # never graded: nothing uploaded before
+    course.write_text(course.read_text().replace("{policy: last}", "{policy: last, missing: zero}"))
+    done = _cli("export", "canvas", "--roster", tmp_path / "roster.csv", "--out", out, course=course)
+    assert "retracted" not in done.stderr, done.stderr  # a 0 replaces the old grade
+
+
+def test_grade_meeting_a_retracted_file_names_its_hand_in_and_lists_the_student_at_the_total_that_counts(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "round1", {"-x": RIGHT, "mary ann": RIGHT}, 1.70e9), course=course)
+    round2 = _class(tmp_path / "round2", {"-x": WRONG, "mary ann": WRONG}, 1.71e9)
+    _cli("grade", "tiny", round2, course=course)
+    for student in ("-x", "mary ann"):
+        done = _first(course, "retract", "tiny", "--handin", "2", "--", student)
+    assert "`autograder retract tiny 'mary ann' --handin 2 --undo` puts it back" in done.stderr, done.stderr
+    assert "(`autograder history tiny 'mary ann'` shows it)" in done.stderr
+    preview = _first(course, "retract", "--handin", "2", "--preview", "--undo", "--", "tiny", "-x")
+    pasted = "`autograder retract --handin 2 --undo -- tiny -x` (without --preview)"
+    assert pasted in preview.stderr, preview.stderr
+    graded = _cli("grade", "tiny", round2, course=course)  # round2 holds the retracted files again
+    assert "hand-in 2 of theirs" in graded.stderr and "--handin 2 --undo" in graded.stderr, graded.stderr
+    assert "`autograder retract tiny 'mary ann' --handin 2 --undo`" in graded.stderr
+    # Listed, at the total of hand-in 1, which counts (the table leaves out only a student with none left).
+    assert "-x: 2 / 2 points" in graded.stdout and "mary ann: 2 / 2 points" in graded.stdout, graded.stdout
+    assert _totals(course) == {"'-x": "2", "mary ann": "2"}  # the CSV's guard against a formula: '-x
+    args = pasted.split("`")[1].split()[1:]  # the printed command, pasted, works
+    assert _first(course, *args).returncode == 0 and _totals(course)["'-x"] == "0"
+
+
+def _first(course: Path, command: str, *args):
+    """The CLI with --course and --db first: what follows a `--` is positional."""
+    done = run_cli(command, "--course", course, "--db", course.parent / "grades.db", *args)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_replay_regrade_and_a_hand_in_number_0_name_the_retraction_and_how_to_put_it_back(tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "bob": RIGHT}, 1.70e9), course=course)
+    _cli("retract", "tiny", "bob", course=course)
+    for args in (("replay", "bob", "double.small"), ("regrade", "tiny", "--students", "Bob")):
+        done = _run(*args, course=course)
+        assert done.returncode == 2, done.stderr
+        assert "every hand-in of bob for tiny is retracted" in done.stderr, done.stderr
+        assert "put it back first (`autograder retract tiny bob --undo`;" in done.stderr
+        assert "grade the submission first" not in done.stderr and "no stored hand-in" not in done.stderr
+    done = _run("retract", "tiny", "a_good", "--handin", "0", course=course)
+    assert done.returncode == 2 and "'0' is no hand-in number: hand-ins are numbered from 1" in done.stderr
+    assert "leave --handin out to retract every hand-in of the student" in done.stderr, done.stderr
+
+
+def test_a_reason_on_several_lines_stays_one_row_and_a_second_retraction_keeps_the_first_ones_reason(tmp_path):
+    course = _two_hand_ins(tmp_path, "last", RIGHT, WRONG)
+    _cli("retract", "tiny", "multi", "--handin", "2", "--reason", "wrong folder\nsee mail", course=course)
+    shown = _cli("history", "tiny", "multi", course=course).stdout
+    assert "wrong folder\\nsee mail (`autograder retract tiny multi --handin 2 --undo` puts it back)" in shown, shown
+    assert not any(line.startswith("see mail") for line in shown.splitlines())
+    again = _run("retract", "tiny", "multi", "--handin", "2", "--reason", "other", course=course)
+    assert again.returncode == 2 and "is retracted already" in again.stderr  # refused: the first reason stays
+    _cli("retract", "tiny", "multi", "--reason", "the rest", course=course)  # every one left: hand-in 1 only
+    notes = [row["retracted"] for row in _history(course, "multi")]
+    assert notes[0].endswith(": the rest") and notes[1].endswith(": wrong folder\\nsee mail"), notes

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from autograder.cli import options
+from autograder.cli.retract import blank_after_retraction, retracted_first
 from autograder.cli.workdir import command_workdir
 from autograder.grading.attempts import counted_results
 from autograder.grading.batch import default_db, grade_batch
@@ -207,6 +208,10 @@ def _export_lms(args) -> int:
                f"({len(made) - len(ungraded)} with a grade; {settings.submissions.missing} for {len(ungraded)}"
                f"{': ' + _some(ungraded, 10) if ungraded else ''}) to {out.resolve()}: import it as the LMS "
                f"documents ({kind.docs})", 2000), file=sys.stderr)
+    blank = blank_after_retraction(made, (args.db or default_db(course)).resolve(), assignment,
+                                   settings.submissions.missing)
+    if blank:
+        print(safe(blank, 2000), file=sys.stderr)
     for line in [*(f"written all the same (--force): {line}" for line in above), *([other] if other else [])]:
         print(safe(f"autograder: warning: {line}", 2000), file=sys.stderr)
     if unknown:
@@ -339,8 +344,9 @@ def _chosen(by_student: dict, students: list[str] | None, db: Path, assignment: 
         return by_student
     unknown = [s for s in students if s not in by_student]
     if unknown:
-        raise CourseError(f"no stored hand-in of {', '.join(unknown)}; {_meant(unknown, stored)}check the "
-                          "ids (`autograder export csv` lists the students graded)")
+        raise CourseError(retracted_first(db, assignment, unknown, "regrade") or f"no stored hand-in of "
+                          f"{', '.join(unknown)}; {_meant(unknown, stored)}check the ids (`autograder export csv` "
+                          "lists the students graded)")
     return {s: by_student[s] for s in students}
 
 

@@ -8,8 +8,9 @@ from autograder.cli import options
 from autograder.cli.course import add_export_formats, stored_grades
 from autograder.cli.gradescope import run_script
 from autograder.grading.course import find_course, load_course
+from autograder.grading.retract import withdrawn_students
 from autograder.outputs import bundle, grades_csv, gradescope, replaced_whole
-from autograder.text import counted
+from autograder.text import counted, safe
 
 
 def add_commands(commands) -> None:
@@ -83,6 +84,11 @@ def _export_gradescope(args) -> int:
     written = gradescope.write_gradescope_dir(results, args.out, rule)
     print(f"wrote {len(written.files)} results.json files of {assignment} under {args.out.resolve()}/<student>/",
           file=sys.stderr)
+    if written.removed:
+        print(safe(f"autograder: removed the results.json an earlier export wrote for {len(written.removed)} students "
+                   f"with no result now ({', '.join(written.removed[:10])}{', …' if len(written.removed) > 10 else ''}"
+                   "; every hand-in retracted, or graded into another database): a score of theirs uploaded to "
+                   "Gradescope before stays there; delete it in Gradescope by hand", 2000), file=sys.stderr)
     return _refused(written.refused, "not exported")
 
 
@@ -90,6 +96,7 @@ def _export_nbgrader(args) -> int:
     # Imported here: only this command needs nbgrader, an extra.
     from autograder.nbgrader.gradebook import Target, gradebook_url, write_nbgrader
     from autograder.nbgrader.roster import read_roster
+    from autograder.nbgrader.withdrawn import clear_withdrawn
 
     course, assignment, results, rule = stored_grades(args)
     settings = course.assignment(assignment)
@@ -116,6 +123,9 @@ def _export_nbgrader(args) -> int:
         print(f"  note: {len(summary.unnamed)} students have no name in the gradebook ({shown}), so the formgrader "
               "shows them as \"None, None\": pass --roster (nbgrader's students.csv: id,first_name,last_name,"
               "email), or import them with `nbgrader db student import`", file=sys.stderr)
+    for line in clear_withdrawn(url, assignment, notebook, withdrawn_students(options.db_path(args).resolve(),
+                                                                                 assignment)):
+        print(f"autograder: retracted: {line}", file=sys.stderr)
     for line in summary.skipped:
         print(f"autograder: not exported: {line}", file=sys.stderr)
     return 1 if summary.skipped else 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from autograder.cli import options
 from autograder.cli.grading import INTERNAL_ERROR_STATUS
+from autograder.cli.retract import retracted_first
 from autograder.grading.attempts import choose, counted_result
 from autograder.grading.boundary import Lost, grade_apart
 from autograder.grading.calibration import cached_reference_times
@@ -45,7 +46,8 @@ def _replay(args) -> int:
     student = as_stored([args.student], {r.student for r in results}).get(args.student, args.student)  # case folded
     stored = next((r for r in results if r.student == student), None)
     if stored is None:
-        raise CourseError(f"no stored result for student {args.student!r} in {assignment}; grade the "
+        raise CourseError(retracted_first(options.db_path(args), assignment, [args.student], "replay") or
+                          f"no stored result for student {args.student!r} in {assignment}; grade the "
                           "submission first, or check the id with `autograder export csv`")
     stored = _counted(stored, course.assignment(assignment), options.db_path(args))
     suite = load_suite(course, assignment)

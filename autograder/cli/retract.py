@@ -5,17 +5,18 @@ The rows stay in the database, marked (grading.retract); this prints what change
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from autograder.cli import options
 from autograder.grading import retract
 from autograder.grading.course import CourseError, find_course, load_course
-from autograder.grading.ids import as_stored, near_ids
+from autograder.grading.ids import as_stored, canonical, near_ids
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.store import Store, StoreError
 from autograder.outputs.progress import starting
-from autograder.text import counted, safe
+from autograder.text import command, counted, one_line, safe
 
 
 def add_commands(commands) -> None:
@@ -24,7 +25,7 @@ def add_commands(commands) -> None:
     command.add_argument("assignment", help=options.ASSIGNMENT_HELP)
     command.add_argument("student", help="student id, as stored by `grade` (`autograder history ASSIGNMENT "
                                          "STUDENT` lists their hand-ins)")
-    command.add_argument("--handin", type=options.count, nargs="+", metavar="N",
+    command.add_argument("--handin", type=_number, nargs="+", metavar="N",
                          help="only these hand-ins, numbered as `autograder history` shows them (default: all of "
                               "the student's)")
     command.add_argument("--reason", default="", help="why, kept with the retraction and shown by `history`")
@@ -34,6 +35,20 @@ def add_commands(commands) -> None:
     options.results_db(command)
     options.course(command)
     command.set_defaults(run=_retract)
+
+
+def _number(text: str) -> int:
+    """An argparse type: a hand-in's number, 1 or more as `history` numbers them (0 or -1 is a typo)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is no hand-in number: hand-ins are numbered from 1 as `autograder history ASSIGNMENT STUDENT` "
+            "shows them. Give those numbers, or leave --handin out to retract every hand-in of the student (with "
+            "--undo: put back every retracted one)")
+    return value
 
 
 def _retract(args) -> int:
@@ -81,7 +96,7 @@ def describe(change: retract.Change, assignment: str, policy: str) -> list[str]:
         lines.append(f"{verb} hand-in {attempt.number} of {change.student} for {assignment}: handed in "
                      f"{result.submitted_at or 'at an unknown time'}, {Path(result.file).name or 'no file'}, "
                      f"sha256 {result.sha256[:12] or 'none'}, {result.score:g} / {result.max_score:g} points"
-                     + (f" ({attempt.entries[-1].retracted})" if change.undo else ""))
+                     + (f" ({one_line(attempt.entries[-1].retracted, 600)})" if change.undo else ""))
     lines.append(f"{change.student}'s counted total (policy: {policy}): {_counted(change.before)} -> "
                  f"{_counted(change.after)}")
     if change.after is None:
@@ -96,32 +111,63 @@ def _counted(counted_: retract.Counted | None) -> str:
 
 def _after(args, change: retract.Change, assignment: str, db: Path) -> str:
     """The closing line: what was (or would be) done, and what to run next."""
-    numbers = " ".join(str(a.number) for a in change.handins)
-    again = f"autograder retract {assignment} {change.student} --handin {numbers}"
+    again = command("retract", [assignment, change.student],
+                    ["--handin", *(a.number for a in change.handins), *(["--undo"] if change.undo else [])])
     what = counted(len(change.handins), "hand-in")
     if args.preview:
-        return (f"preview: nothing was changed; `{again}{' --undo' if change.undo else ''}` (without --preview) "
+        return (f"preview: nothing was changed; `{again}` (without --preview) "
                 f"{'puts' if change.undo else 'retracts'} the {what} above")
     if change.undo:
         return (f"put back {what} of {change.student}: they count again as before the retraction. Write the "
                 "reports and exports again (`autograder report`, `autograder export ...`) to bring files written "
                 "since up to date")
     it = "it" if len(change.handins) == 1 else "them"
-    return (f"retracted {what} of {change.student}: kept in {db}, marked retracted (`autograder history {assignment} "
-            f"{change.student}` shows {it}), and left out of every report and export from now on; write those again "
-            f"(`autograder report`, `autograder export ...`) to replace files written before. `{again} --undo` puts "
-            f"{it} back; `autograder grade` does not grade {it} again until then")
+    undo = command("retract", [assignment, change.student], ["--handin", *(a.number for a in change.handins), "--undo"])
+    return (f"retracted {what} of {change.student}: kept in {db}, marked retracted (`"
+            f"{command('history', [assignment, change.student])}` shows {it}), and left out of every report and "
+            f"export from now on; write those again (`autograder report`, `autograder export ...`) to replace files "
+            f"written before. `{undo}` puts {it} back; `autograder grade` does not grade {it} again until then")
 
 
 def hold_retracted(plan, store: Store, assignment: str):
     """`grade`'s plan without the files that are retracted hand-ins again, said so, with how to put one back: a
     class folder graded again still holds the file withdrawn by mistake, and grading it would bring it back."""
     plan, lines = retract.withheld(plan, store, assignment)
-    for student, line in lines[:5]:
-        print(safe(f"autograder: not graded: {line}, a hand-in retracted earlier, stays out of every grade. To grade "
-                   f"it again, put it back first (`autograder retract {assignment} {student} --undo`; --preview "
-                   "shows what that puts back), then grade again; --force does not grade it", 2000), file=sys.stderr)
+    for student, line, numbers in lines[:5]:
+        back = command("retract", [assignment, student], [*(["--handin", *numbers] if numbers else []), "--undo"])
+        print(safe(f"autograder: not graded: {line}, hand-in {', '.join(map(str, numbers)) or '?'} of theirs, "
+                   f"retracted earlier, stays out of every grade. To grade it again, put it back first (`{back}`; "
+                   "--preview shows what that puts back), then grade again; --force does not grade it", 2000),
+              file=sys.stderr)
     if len(lines) > 5:
-        print(f"autograder: not graded: {len(lines) - 5} more retracted hand-ins ({', '.join(s for s, _ in lines[5:])})"
-              f"; `autograder history {assignment} STUDENT` shows each", file=sys.stderr)
+        print(safe(f"autograder: not graded: {len(lines) - 5} more retracted hand-ins "
+                   f"({', '.join(s for s, _, _ in lines[5:])}); `autograder history {assignment} STUDENT` shows "
+                   "each", 2000), file=sys.stderr)
     return plan
+
+
+def blank_after_retraction(made: list, db: Path, assignment: str, missing: str) -> str:
+    """An LMS export's warning naming the roster students given a blank cell because every hand-in of theirs is
+    retracted: a blank cell changes nothing in the LMS, so a grade uploaded before stays. "" when there are none."""
+    gone = {canonical(student) for student in retract.withdrawn_students(db, assignment)}
+    blank = [row.student for row in made if not row.total and canonical(row.student) in gone]
+    if missing != "blank" or not blank:
+        return ""
+    shown = ", ".join(blank[:10]) + (", …" if len(blank) > 10 else "")
+    return (f"autograder: warning: {counted(len(blank), 'student')} of the file had every hand-in of {assignment} "
+            f"retracted ({shown}), so their cell is blank, and a blank cell changes nothing in the LMS: a grade of "
+            "theirs uploaded before stays there. Clear it in the LMS by hand, or set `submissions: {missing: zero}` "
+            f"for {assignment} in course.yaml and export again")
+
+
+def retracted_first(db: Path, assignment: str, asked: list[str], doing: str) -> str:
+    """Where some of the ids `asked` are students every hand-in of whom is retracted: a message saying so, and how to
+    put them back before `doing` (the command refused); "" where none is."""
+    gone = {canonical(student): student for student in retract.withdrawn_students(Path(db).resolve(), assignment)}
+    found = [gone[canonical(student)] for student in asked if canonical(student) in gone]
+    if not found:
+        return ""
+    backs = "; ".join(f"`{command('retract', [assignment, student], ['--undo'])}`" for student in found[:5])
+    return (f"every hand-in of {', '.join(found[:5])} for {assignment} is retracted (`autograder history {assignment} "
+            f"STUDENT` shows each, with why), so there is nothing of theirs to {doing}: it counts nowhere. To "
+            f"{doing} it, put it back first ({backs}; --handin N puts back one hand-in only), then run again")

@@ -177,6 +177,14 @@ def retracted(db: sqlite3.Connection, assignment: str, students: list[str]) -> d
     return {(student, sha256): note for student, sha256, note, least in rows if least != ""}
 
 
+def withdrawn(db: sqlite3.Connection, assignment: str) -> list[str]:
+    """The students of `assignment` every hand-in of whom is retracted: they have no result, and what an export
+    wrote of theirs before is stale. Read from the columns, no result."""
+    rows = db.execute("SELECT student FROM history WHERE assignment=? GROUP BY student HAVING MIN(retracted) != ''",
+                      (assignment,))
+    return sorted(student for student, in rows)
+
+
 def entries(db: sqlite3.Connection, assignment: str, latest, students: list[str] | None = None,
             retracted: bool = False) -> list[Entry]:
     """Every result of `assignment` kept (of these `students` only, when given), in the order saved; those of

@@ -22,6 +22,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
+from autograder.grading import history
 from autograder.grading.attempts import SubmissionPolicy, choose, total_of
 from autograder.grading.batch import BatchPlan
 from autograder.grading.found import Found
@@ -30,6 +31,7 @@ from autograder.grading.late import LateRule
 from autograder.grading.results import SubmissionResult
 from autograder.grading.store import Store
 from autograder.grading.submission import read_bytes
+from autograder.text import command, one_line
 
 
 class RetractError(Exception):
@@ -69,7 +71,8 @@ def note(reason: str, now: datetime.datetime | None = None) -> str:
         who = f" by {getpass.getuser()}"
     except (OSError, KeyError):  # no login name in the environment nor the password database (a bare container)
         who = ""
-    return f"retracted {when}{who}" + (f": {reason.strip()}" if reason.strip() else "")
+    # One line (a newline as `\\n`), so that `history`'s table keeps one row per result.
+    return f"retracted {when}{who}" + (f": {one_line(reason.strip(), 2000)}" if reason.strip() else "")
 
 
 def withdrawn(attempt: Attempt) -> bool:
@@ -122,19 +125,39 @@ def mark(db: sqlite3.Connection, rows: tuple[int, ...], marked: str) -> None:
                (marked, json.dumps(list(rows))))
 
 
-def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan, list[tuple[str, str]]]:
-    """`grade`'s plan without the hand-ins that are a retracted one's bytes again, and (student, what) for each: grading
-    them would bring a withdrawn mistake back as a new hand-in. Only the students about to be graded are read."""
+def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan, list[tuple[str, str, list[int]]]]:
+    """`grade`'s plan without the hand-ins that are a retracted one's bytes again, and (student, what, the numbers of
+    the retracted hand-ins of those bytes, as `history` numbers them) for each: grading them would bring a withdrawn
+    mistake back as a new hand-in. A student with hand-ins still standing is shown as stored (`skipped`), at the
+    total that counts; one with none is held. Only the students about to be graded are read."""
     students = sorted({item.student for item in batch.todo})
     gone = store.retracted(assignment, students) if students else {}
     who = {student for student, _ in gone}
-    keep, held, lines = [], [], []
+    keep, found = [], []
     for item in batch.todo:
-        why = gone.get((item.student, _sha256(item))) if item.student in who else None
-        (keep if why is None else held).append(item)
-        if why is not None:
-            lines.append((item.student, f"{item.path.name} of {item.student} ({why})"))
-    return BatchPlan(keep, batch.skipped, [*batch.held, *held]), lines
+        sha = _sha256(item) if item.student in who else ""
+        if (item.student, sha) in gone:
+            found.append((item, sha, gone[item.student, sha]))
+        else:
+            keep.append(item)
+    if not found:
+        return BatchPlan(keep, batch.skipped, batch.held), []
+    numbered = attempts(store.history(assignment, sorted({item.student for item, _, _ in found}), retracted=True))
+    standing = store.students(assignment)
+    lines = [(item.student, f"{item.path.name} of {item.student} ({why})",
+              [a.number for a in numbered.get(item.student, [])
+               if withdrawn(a) and any(e.result.sha256 == sha for e in a.entries)]) for item, sha, why in found]
+    on = [item for item, _, _ in found if item.student in standing]
+    held = [item for item, _, _ in found if item.student not in standing]
+    return BatchPlan(keep, [*batch.skipped, *on], [*batch.held, *held]), lines
+
+
+def withdrawn_students(db, assignment: str) -> list[str]:
+    """The students of `assignment` in the store at `db` every hand-in of whom is retracted (none without the file)."""
+    if not db.is_file():
+        return []
+    with Store.for_reading(db) as store:
+        return history.withdrawn(store._db, assignment)
 
 
 def _sha256(item: Found) -> str:
@@ -144,7 +167,7 @@ def _sha256(item: Found) -> str:
 def _chosen(mine: list[Attempt], numbers: list[int] | None, undo: bool, student: str,
             assignment: str) -> list[Attempt]:
     """The hand-ins asked for; RetractError, saying what there is, when one does not exist or is already so."""
-    listed = f"`autograder history {assignment} {student}` lists them"
+    listed = f"`{command('history', [assignment, student])}` lists them"
     if not mine:
         raise RetractError(f"{student} has no hand-in of {assignment} stored; check the id (`autograder export csv` "
                            "lists the students graded)")

@@ -8,7 +8,7 @@ from autograder.grading.history import Attempt
 from autograder.grading.late import LateRule, assess_result
 from autograder.grading.regrade import Move
 from autograder.grading.retract import withdrawn
-from autograder.text import counted
+from autograder.text import command, counted, one_line
 
 SHORT_SHA = 12
 
@@ -24,7 +24,8 @@ def history_rows(attempts: list[Attempt], policy: SubmissionPolicy, rule: LateRu
         for entry in attempt.entries:
             result = entry.result
             if entry.retracted:
-                status = f"{entry.retracted} (`autograder retract --undo` puts it back)"
+                back = command("retract", [result.assignment, result.student], ["--handin", attempt.number, "--undo"])
+                status = f"{one_line(entry.retracted, 600)} (`{back}` puts it back)"
             elif entry.held:
                 status = "held back: a regrade scored lower (--no-decrease)"
             elif entry is not current:

@@ -27,6 +27,7 @@ from autograder.text import counted, safe
 # total until grades are published, so a student whose public checks all pass would see
 # "all passed" while hidden checks failed (the Otter complaint, ucbds-infra/otter-grader#138).
 VISIBILITY = {"public": "visible", "hidden": "visible"}
+MANIFEST = ".students.json"  # in OUT: the students the last `export gradescope` wrote a results.json for
 
 
 # Student-facing text is rendered as plain text: our messages contain "<", "*" and "_",
@@ -137,6 +138,7 @@ class Written:
 
     files: list[Path] = dataclasses.field(default_factory=list)
     refused: list[str] = dataclasses.field(default_factory=list)  # "<student>: <why and what to do>"
+    removed: list[str] = dataclasses.field(default_factory=list)  # students an earlier export wrote, with no result now
 
 
 def write_gradescope_dir(results: list[SubmissionResult], out: Path, rule: LateRule | None = None) -> Written:
@@ -155,7 +157,31 @@ def write_gradescope_dir(results: list[SubmissionResult], out: Path, rule: LateR
         except OSError as error:  # the folder's to fix, not the student's: said once, not for every student
             raise ExportError(f"cannot write {safe(error.filename or out, 300)} ({error.strerror}); export to a "
                               "folder this user can write, on a disk with free space (--out), then again") from None
+    written.removed = _remove_stale(Path(out), {result.student for result in results})
     return written
+
+
+def _remove_stale(out: Path, students: set[str]) -> list[str]:
+    """Remove OUT/<student>/results.json of the students the last export listed (MANIFEST) and who have no result
+    now (every hand-in retracted, say), then list this export's; those removed. Nothing unlisted is touched."""
+    manifest = out / MANIFEST
+    try:
+        earlier = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        earlier = []
+    removed = []
+    for student in sorted(earlier) if isinstance(earlier, list) and all(isinstance(s, str) for s in earlier) else []:
+        if student in students or id_problem(student) or student in (".", ".."):
+            continue  # written again, or not a folder name an export writes: never a path out of OUT
+        try:
+            (out / student / "results.json").unlink()
+            removed.append(student)
+            (out / student).rmdir()  # only when the export's file was all it held
+        except (OSError, ValueError):
+            pass
+    if out.is_dir():
+        write_whole(manifest, json.dumps(sorted(students)))
+    return removed
 
 
 def _write_one(result: SubmissionResult, out: Path, rule: LateRule | None) -> Path:
