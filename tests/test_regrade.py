@@ -191,7 +191,7 @@ def test_three_hand_ins_are_all_kept_and_the_policy_picks_which_one_counts(tmp_p
     assert exported("    submissions: {policy: best}\n") == {"11": "2", "12": "2"}
     assert exported("    submissions: {policy: last, max: 2}\n") == {"11": "2", "12": "2"}
     done = run_cli("export", "csv", "--course", course, "--db", tmp_path / "grades.db")
-    assert "1 students handed in more than 2 times (multi)" in done.stderr
+    assert "1 student handed in more than 2 times (multi)" in done.stderr
     shown = _cli("history", "tiny", "multi", course=course).stdout
     assert "over the limit of 2 hand-ins: not counted" in shown
     report = tmp_path / "report"

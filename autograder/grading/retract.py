@@ -22,7 +22,6 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from autograder.grading import history
 from autograder.grading.attempts import SubmissionPolicy, choose, total_of
 from autograder.grading.batch import BatchPlan
 from autograder.grading.found import Found
@@ -157,7 +156,7 @@ def withdrawn_students(db, assignment: str) -> list[str]:
     if not db.is_file():
         return []
     with Store.for_reading(db) as store:
-        return history.withdrawn(store._db, assignment)
+        return store.withdrawn(assignment)
 
 
 def _sha256(item: Found) -> str:

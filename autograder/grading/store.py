@@ -237,12 +237,8 @@ class Store:
 
     def several_handins(self, assignment: str, students: list[str]) -> set[str]:
         """Which of `students` have more than one hand-in kept, or a result a regrade held back: those whose counted
-        result may not be the one stored last. One query on the history's columns; no result is read."""
-        rows = self._db.execute(
-            "SELECT student FROM history WHERE assignment=? AND student IN (SELECT value FROM json_each(?)) "
-            "GROUP BY student HAVING COUNT(DISTINCT sha256 || ' ' || submitted_at) > 1 OR MAX(held != '') = 1",
-            (assignment, json.dumps(students)))
-        return {student for (student,) in rows}
+        result may not be the one stored last (grading.history.several_handins)."""
+        return history.several_handins(self._db, assignment, students)
 
     def keep(self, entries: list[history.Kept]) -> None:
         """Add results to the history only, in one transaction (a regrade's results of earlier hand-ins)."""
@@ -252,9 +248,12 @@ class Store:
         """(student, sha256) -> its retraction, of these students' hand-ins retracted and not standing: one query."""
         return history.retracted(self._db, assignment, students)
 
+    def withdrawn(self, assignment: str) -> list[str]:
+        """The students of `assignment` every hand-in of whom is retracted (grading.history.withdrawn)."""
+        return history.withdrawn(self._db, assignment)
+
     def handins(self, sha256s: list[str]):
-        """(sha256, bytes) of each of these graded hand-ins the store kept (grading.history), in one query,
-        yielded one at a time."""
+        """(sha256, bytes) of each of these hand-ins the store kept (grading.history), one query, one at a time."""
         return history.handins(self._db, sha256s)
 
     def reference_times(self, suite_version: str, machine: str) -> dict[str, tuple[float, int]]:
