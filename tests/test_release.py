@@ -284,7 +284,9 @@ def test_check_gives_the_messages_grade_gives(released, tmp_path):
     shutil.copytree(released, folder)
     buggy = compose(folder, "attention", SUBMISSIONS / "buggy" / "softmax_no_max_subtraction.py")
     checked = run_cli("check", buggy.name, cwd=folder)
-    graded = run_cli("grade", "w07_attention", buggy, "--json", "--db", tmp_path / "grades.db")
+    # Graded as a student's: the assignment's own file in the assignment's folder has no student id to take.
+    handed_in = shutil.copy(buggy, tmp_path / "s0001.py")
+    graded = run_cli("grade", "w07_attention", handed_in, "--json", "--db", tmp_path / "grades.db")
     assert checked.returncode == 1 and graded.returncode == 0, checked.stderr + graded.stderr
     public_failures = [t for t in json.loads(graded.stdout.splitlines()[0])["tests"]
                        if t["visibility"] == "public" and t["status"] != "passed"]
