@@ -57,6 +57,17 @@ def compose(directory: Path, name: str, snippet: Path | None = None, suffix: str
     return path
 
 
+def tiny_class(folder: Path, students: dict[str, str], when: float) -> Path:
+    """A flat class folder of the tiny assignment: student -> the expression `double(x)` returns, each file dated
+    `when` (a flat folder's submission time)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for student, body in students.items():
+        path = folder / f"{student}.py"
+        path.write_text(f"def double(x):\n    return {body}\n")
+        os.utime(path, (when, when))
+    return folder
+
+
 def module_spec(directory: Path, source: str) -> dict:
     """The worker's spec of an attention.py holding `source`, written in `directory`."""
     path = directory / "attention.py"

@@ -10,7 +10,6 @@ import csv
 import dataclasses
 import datetime
 import json
-import os
 import re
 import shutil
 import signal
@@ -28,7 +27,7 @@ from autograder.grading.late import LateRule
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.store import Store
 
-from conftest import FIXTURES, ROOT, repository_env, run_cli
+from conftest import FIXTURES, ROOT, repository_env, run_cli, tiny_class
 
 COURSE = """\
 course: {{name: Tiny, seed_salt: s}}
@@ -57,15 +56,6 @@ def _course(root: Path, extra: str = "") -> Path:
     return root / "course.yaml"
 
 
-def _class(folder: Path, students: dict[str, str], when: float) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for student, body in students.items():
-        path = folder / f"{student}.py"
-        path.write_text(f"def double(x):\n    return {body}\n")
-        os.utime(path, (when, when))  # the submission time (a flat folder's file time)
-    return folder
-
-
 def _cli(*args, course: Path):
     done = run_cli(*args, "--course", course, "--db", course.parent / "grades.db")
     assert done.returncode == 0, done.stderr
@@ -83,7 +73,7 @@ def test_a_regrade_stopped_midway_says_it_kept_nothing(tmp_path):
     """`grade` commits each result as it lands and says so when stopped; a regrade commits at its end, and a stop
     before then must not say its results were kept."""
     course = _course(tmp_path)
-    _cli("grade", "tiny", _class(tmp_path / "class", STUDENTS, 1.7e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "class", STUDENTS, 1.7e9), course=course)
     stored = _rows(tmp_path / "grades.db")
     started = subprocess.Popen([sys.executable, "-m", "autograder", "regrade", "tiny", "--course", course,
                                 "--db", tmp_path / "grades.db"], cwd=ROOT, stderr=subprocess.PIPE, text=True,
@@ -113,7 +103,7 @@ def test_regrade_of_a_database_with_no_results_says_to_grade_first(tmp_path):
 @pytest.mark.slow  # end to end: eight commands, each starting its sandbox
 def test_a_planted_suite_change_is_previewed_exactly_then_committed_and_both_results_are_kept(tmp_path):
     course = _course(tmp_path)
-    folder = _class(tmp_path / "class", STUDENTS, 1.7e9)
+    folder = tiny_class(tmp_path / "class", STUDENTS, 1.7e9)
     _cli("grade", "tiny", folder, "--json", course=course)
     hidden = tmp_path / "solutions" / "tiny" / "hidden_checks.py"
     hidden.write_text(hidden.read_text().replace(*PLANTED))
@@ -170,7 +160,7 @@ def test_a_planted_suite_change_is_previewed_exactly_then_committed_and_both_res
 def test_three_hand_ins_are_all_kept_and_the_policy_picks_which_one_counts(tmp_path):
     course = _course(tmp_path)
     for number, (body, when) in enumerate((("0 * x + x", 1.70e9), ("2 * x", 1.71e9), ("0 * x", 1.72e9)), start=1):
-        _class(tmp_path / f"round{number}", {"multi": body, **({"other": "2 * x"} if number == 1 else {})}, when)
+        tiny_class(tmp_path / f"round{number}", {"multi": body, **({"other": "2 * x"} if number == 1 else {})}, when)
         _cli("grade", "tiny", tmp_path / f"round{number}", course=course)
     history = [json.loads(line) for line in _cli("history", "tiny", "multi", "--json", course=course)
                .stdout.splitlines()]
@@ -204,7 +194,7 @@ def test_grades_table_shows_the_hand_in_that_counts_as_the_exports_do(tmp_path):
     # Under `policy: best` the table showed the latest hand-in's total (0) while every export gave the best (2).
     course = _course(tmp_path, "    submissions: {policy: best}\n")
     for number, (body, when) in enumerate((("2 * x", 1.70e9), ("0 * x", 1.71e9)), start=1):
-        done = _cli("grade", "tiny", _class(tmp_path / f"round{number}", {"multi": body}, when), course=course)
+        done = _cli("grade", "tiny", tiny_class(tmp_path / f"round{number}", {"multi": body}, when), course=course)
     row = next(line for line in done.stdout.splitlines() if line.startswith("multi"))
     assert row.split()[1] == "2", done.stdout
     assert "the hand-in that counts under `submissions: best`" in done.stdout
@@ -216,7 +206,7 @@ def test_replay_runs_the_hand_in_that_counts_and_says_which(tmp_path):
     course = _course(tmp_path, "    submissions: {policy: best}\n")
     folder = tmp_path / "class"
     for body, when in (("2 * x", 1.70e9), ("0 * x", 1.71e9)):  # the same file changed: hand-in 2 replaces it
-        _cli("grade", "tiny", _class(folder, {"multi": body}, when), course=course)
+        _cli("grade", "tiny", tiny_class(folder, {"multi": body}, when), course=course)
     done = _cli("replay", "multi", "double.matches_reference", course=course)
     assert "replaying hand-in 1 of multi's 2, the one that counts (policy: best)" in done.stderr, done.stderr
     assert "changed since" not in done.stderr and "passed" in done.stdout and "failed" not in done.stdout, done.stdout
@@ -225,8 +215,8 @@ def test_replay_runs_the_hand_in_that_counts_and_says_which(tmp_path):
 def test_an_earlier_hand_in_graded_last_is_not_shown_as_the_one_that_counts(tmp_path):
     # Under the default policy (the last handed in counts) the table showed the result graded last.
     course = _course(tmp_path)
-    _cli("grade", "tiny", _class(tmp_path / "later", {"multi": "2 * x"}, 1.71e9), course=course)
-    done = _cli("grade", "tiny", _class(tmp_path / "earlier", {"multi": "0 * x"}, 1.70e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "later", {"multi": "2 * x"}, 1.71e9), course=course)
+    done = _cli("grade", "tiny", tiny_class(tmp_path / "earlier", {"multi": "0 * x"}, 1.70e9), course=course)
     row = next(line for line in done.stdout.splitlines() if line.startswith("multi"))
     exported = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
     assert row.split()[1] == exported["total"] == "2", done.stdout
@@ -296,8 +286,8 @@ def test_the_same_download_fetched_again_is_no_later_hand_in(tmp_path):
     """A class folder copied or downloaded again gives its files new times, the only times a flat folder has: the
     same bytes were graded again as a second, later hand-in, late for the whole class, and an attempt used up."""
     course = _course(tmp_path, '    due: "2026-11-20T23:59:00+00:00"\n    late: {penalty_per_day: 0.5}\n')
-    _cli("grade", "tiny", _class(tmp_path / "class", {"ann": "2 * x"}, 1795200000), course=course)  # on time
-    again = _cli("grade", "tiny", _class(tmp_path / "class", {"ann": "2 * x"}, 1795400000), course=course)  # late
+    _cli("grade", "tiny", tiny_class(tmp_path / "class", {"ann": "2 * x"}, 1795200000), course=course)  # on time
+    again = _cli("grade", "tiny", tiny_class(tmp_path / "class", {"ann": "2 * x"}, 1795400000), course=course)  # late
     assert "already graded" in again.stderr, again.stderr
     history = [json.loads(line) for line in _cli("history", "tiny", "ann", "--json", course=course).stdout.splitlines()]
     assert len(history) == 1 and history[0]["hand_in"] == 1, history
@@ -316,7 +306,7 @@ def test_a_file_handed_in_again_after_another_is_a_hand_in_of_its_own_and_an_ear
     course = _course(tmp_path, '    due: "2026-11-20T23:59:00+00:00"\n    late: {penalty_per_day: 0.5}\n')
     folder = tmp_path / "class"
     for body, when in (("2 * x", 1795100000), ("3 * x", 1795150000), ("2 * x", 1795200000)):
-        _cli("grade", "tiny", _class(folder, {"ann": body}, when), course=course)
+        _cli("grade", "tiny", tiny_class(folder, {"ann": body}, when), course=course)
     exported = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
     assert exported["total"] == "2", exported  # the last hand-in, A again (B scored 0 here)
     history = [json.loads(line) for line in _cli("history", "tiny", "ann", "--json", course=course).stdout.splitlines()]
@@ -324,8 +314,8 @@ def test_a_file_handed_in_again_after_another_is_a_hand_in_of_its_own_and_an_ear
 
     late = tmp_path / "late"
     late.mkdir()
-    _cli("grade", "tiny", _class(tmp_path / "copy", {"bob": "2 * x"}, 1795400000), course=course)  # copied late
-    _cli("grade", "tiny", _class(tmp_path / "original", {"bob": "2 * x"}, 1795200000), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "copy", {"bob": "2 * x"}, 1795400000), course=course)  # copied late
+    _cli("grade", "tiny", tiny_class(tmp_path / "original", {"bob": "2 * x"}, 1795200000), course=course)
     rows = {r["student"]: r for r in csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines())}
     assert rows["bob"]["penalty"] == "0", rows["bob"]
     history = [json.loads(line) for line in _cli("history", "tiny", "bob", "--json", course=course).stdout.splitlines()]
@@ -458,7 +448,7 @@ def test_results_kept_by_no_decrease_are_named_as_such_in_exports_and_the_report
     course = _course(tmp_path)
     hidden = tmp_path / "solutions" / "tiny" / "hidden_checks.py"
     hidden.write_text(hidden.read_text().replace(*PLANTED))  # b_abs passes every check: 2 of 2
-    _cli("grade", "tiny", _class(tmp_path / "class", STUDENTS, 1.7e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "class", STUDENTS, 1.7e9), course=course)
     hidden.write_text(hidden.read_text().replace(PLANTED[1], PLANTED[0]))  # b_abs would fall to 1, now of 3:
     course.write_text(course.read_text().replace("double.matches_reference: 1", "double.matches_reference: 2"))
     _cli("regrade", "tiny", "--no-decrease", course=course)

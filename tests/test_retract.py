@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 from autograder.grading.history import ADDED
 from autograder.grading.store import Store
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_cli, tiny_class
 
 COURSE = """\
 course: {{name: Tiny, seed_salt: s}}
@@ -40,15 +39,6 @@ def _course(root: Path, policy: str) -> Path:
         shutil.copytree(FIXTURES / "tiny" / part / "tiny", root / part / "tiny")
     (root / "course.yaml").write_text(COURSE.format(policy=policy))
     return root / "course.yaml"
-
-
-def _class(folder: Path, students: dict[str, str], when: float) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for student, body in students.items():
-        path = folder / f"{student}.py"
-        path.write_text(f"def double(x):\n    return {body}\n")
-        os.utime(path, (when, when))  # the submission time (a flat folder's file time)
-    return folder
 
 
 def _run(*args, course: Path):
@@ -78,8 +68,8 @@ def _database(db: Path) -> list[tuple]:
 
 def _two_hand_ins(tmp_path: Path, policy: str, first: str, second: str) -> Path:
     course = _course(tmp_path, policy)
-    _cli("grade", "tiny", _class(tmp_path / "round1", {"multi": first, "other": RIGHT}, 1.70e9), course=course)
-    _cli("grade", "tiny", _class(tmp_path / "round2", {"multi": second}, 1.71e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "round1", {"multi": first, "other": RIGHT}, 1.70e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "round2", {"multi": second}, 1.71e9), course=course)
     return course
 
 
@@ -123,7 +113,7 @@ def test_under_last_retracting_the_last_hand_in_makes_the_one_before_count(tmp_p
 
 def test_a_stray_file_graded_as_a_student_leaves_every_export_and_is_not_graded_back_in(tmp_path):
     course = _course(tmp_path, "last")
-    folder = _class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9)
+    folder = tiny_class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9)
     _cli("grade", "tiny", folder, course=course)
     done = _cli("retract", "tiny", "reference", course=course)
     assert "reference's counted total (policy: last): 2 (hand-in 1) -> no result" in done.stdout, done.stdout
@@ -179,7 +169,7 @@ def _gradebook(tmp_path: Path) -> dict[str, float]:
 
 def test_exporting_to_nbgrader_again_takes_a_fully_retracted_student_out_of_the_gradebook(tmp_path):
     course = _course(tmp_path, "last")
-    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9), course=course)
     _cli("export", "nbgrader", "--root", tmp_path, course=course)
     assert _gradebook(tmp_path) == {"a_good": 2, "reference": 2}
     _cli("retract", "tiny", "reference", course=course)
@@ -194,7 +184,7 @@ def test_a_fully_retracted_student_a_ta_graded_by_hand_keeps_the_tas_grade_and_l
     from nbgrader.api import Gradebook
 
     course = _course(tmp_path, "last")
-    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "stray": RIGHT}, 1.70e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "class", {"a_good": RIGHT, "stray": RIGHT}, 1.70e9), course=course)
     _cli("export", "nbgrader", "--root", tmp_path, course=course)
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
         grade = book.find_submission("tiny", "stray").notebooks[0].grades[0]
@@ -211,7 +201,7 @@ def test_a_fully_retracted_student_a_ta_graded_by_hand_keeps_the_tas_grade_and_l
 
 def test_exporting_to_gradescope_again_removes_only_what_an_earlier_export_wrote_of_a_retracted_student(tmp_path):
     course = _course(tmp_path, "last")
-    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9), course=course)
     out = tmp_path / "gs"
     (out / "someone").mkdir(parents=True)
     (out / "someone" / "results.json").write_text("{}")  # never written by an export: never removed
@@ -229,7 +219,7 @@ def test_exporting_to_gradescope_again_removes_only_what_an_earlier_export_wrote
 
 def test_an_lms_export_with_missing_blank_names_a_fully_retracted_student_whose_old_grade_stays_in_the_lms(tmp_path):
     course = _course(tmp_path, "last")
-    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "wrong_id": RIGHT}, 1.70e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "class", {"a_good": RIGHT, "wrong_id": RIGHT}, 1.70e9), course=course)
     (tmp_path / "roster.csv").write_text("student,name,lms_id,sis_user_id\na_good,A Good,1,S1\n"
                                          "wrong_id,W Id,2,S2\nnever,N Ever,3,S3\n")
     _cli("retract", "tiny", "wrong_id", course=course)
@@ -245,8 +235,8 @@ def test_an_lms_export_with_missing_blank_names_a_fully_retracted_student_whose_
 
 def test_grade_meeting_a_retracted_file_names_its_hand_in_and_lists_the_student_at_the_total_that_counts(tmp_path):
     course = _course(tmp_path, "last")
-    _cli("grade", "tiny", _class(tmp_path / "round1", {"-x": RIGHT, "mary ann": RIGHT}, 1.70e9), course=course)
-    round2 = _class(tmp_path / "round2", {"-x": WRONG, "mary ann": WRONG}, 1.71e9)
+    _cli("grade", "tiny", tiny_class(tmp_path / "round1", {"-x": RIGHT, "mary ann": RIGHT}, 1.70e9), course=course)
+    round2 = tiny_class(tmp_path / "round2", {"-x": WRONG, "mary ann": WRONG}, 1.71e9)
     _cli("grade", "tiny", round2, course=course)
     for student in ("-x", "mary ann"):
         done = _first(course, "retract", "tiny", "--handin", "2", "--", student)
@@ -274,7 +264,7 @@ def _first(course: Path, command: str, *args):
 
 def test_replay_regrade_and_a_hand_in_number_0_name_the_retraction_and_how_to_put_it_back(tmp_path):
     course = _course(tmp_path, "last")
-    _cli("grade", "tiny", _class(tmp_path / "class", {"a_good": RIGHT, "bob": RIGHT}, 1.70e9), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "class", {"a_good": RIGHT, "bob": RIGHT}, 1.70e9), course=course)
     _cli("retract", "tiny", "bob", course=course)
     for args in (("replay", "bob", "double.small"), ("regrade", "tiny", "--students", "Bob")):
         done = _run(*args, course=course)
