@@ -102,6 +102,15 @@ def test_no_child_can_hold_memory_in_files_of_memory_the_limits_do_not_count(job
     assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
 
 
+def test_no_child_can_hold_kernel_memory_in_extended_attributes(job, tmp_path):
+    """Extended attributes on scratch files are kernel memory that no memory limit and no tmpfs size counts: 1.4 GiB
+    in one load limit, from 64 KiB values on many files."""
+    note = job.grade(read_submission(attack(tmp_path, "hold_memory_in_xattrs"))).problem
+    for call in ("setxattr", "fsetxattr", "lsetxattr"):
+        assert f"{call}: denied (PermissionError)" in note, note
+    assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
+
+
 def test_no_child_can_change_the_limits_or_scheduling_the_next_child_inherits(job, tmp_path):
     """prlimit on the zygote (same user, so the kernel allowed it) lowered its hard limits: later students got
     MemoryError at their own lines, or no worker at all. setpriority and sched_* on it starved them."""

@@ -30,6 +30,10 @@ The kernel then refuses, with EPERM:
   submission's memory limit, where the out-of-memory killer could not see
   whose it was (the grader's own memfd for a call's arguments is made
   outside, in the grading process);
+- extended attributes (setxattr, lsetxattr, fsetxattr, setxattrat): on the
+  scratch tmpfs their values are kernel memory that neither the memory limit
+  nor the tmpfs's size counts, and 16 of 64 KiB on each of many files held
+  1.4 GiB in one load; no library a submission uses sets them;
 - a new action for SIGCHLD (asking for the current one is allowed). Ignoring
   it, or SA_NOCLDWAIT, has the kernel reap the process's children itself: a
   helper's processor time is then counted nowhere and it leaves no trace in
@@ -74,7 +78,8 @@ _ARCHES = {
         "fcntl": 72, "ioctl": 16, "clone": 56, "clone3": 435, "perf_event_open": 298, "process_madvise": 440,
         "process_mrelease": 448, "prlimit64": 302, "sched_setparam": 142, "sched_setscheduler": 144,
         "sched_setattr": 314, "sched_setaffinity": 203, "migrate_pages": 256, "move_pages": 279,
-        "setpriority": 141, "ioprio_set": 251, "memfd_create": 319, "memfd_secret": 447}),
+        "setpriority": 141, "ioprio_set": 251, "memfd_create": 319, "memfd_secret": 447,
+        "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "shmget": 194, "semget": 190, "msgget": 186, "mq_open": 180, "add_key": 217, "request_key": 218,
@@ -84,7 +89,8 @@ _ARCHES = {
         "fcntl": 25, "ioctl": 29, "clone": 220, "clone3": 435, "perf_event_open": 241, "process_madvise": 440,
         "process_mrelease": 448, "prlimit64": 261, "sched_setparam": 118, "sched_setscheduler": 119,
         "sched_setattr": 274, "sched_setaffinity": 122, "migrate_pages": 238, "move_pages": 239,
-        "setpriority": 140, "ioprio_set": 30, "memfd_create": 279, "memfd_secret": 447}),
+        "setpriority": 140, "ioprio_set": 30, "memfd_create": 279, "memfd_secret": 447,
+        "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463}),
 }
 _X32_BIT = 0x40000000  # x86_64's x32 ABI: the same calls under other numbers
 _SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: a pid

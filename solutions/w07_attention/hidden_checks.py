@@ -296,16 +296,20 @@ def softmax_last_axis(t):
 
 
 def softmax_matches_reference(t):
-    """softmax matches the reference on masked scores up to ±1000, float32 and float64, on every other row 1000 below
+    """softmax matches the reference on masked scores up to ±1000, float32 and float64, on every other row far below
     0 beside ordinary ones (none in the thousands to overflow: a shift taken only when exp would overflow leaves them
     0/0), on float32 scores in the hundreds, and on single scores (1×1)."""
     d = t.sizes
-    # Every other query's row BIG below 0, beside ordinary ones and none in the thousands: a shift taken only when exp
-    # would overflow, or when the call's largest score is far from 0, leaves those rows 0/0. And float32 scores in
-    # the hundreds, past float32's exp range (88) and within float64's (709): a threshold of 700 misses them.
-    below = np.where(np.arange(d["nq"]) % 2 == 1, -BIG, 0.0)[:, None]
-    cases = [(3.0, 0.0, ""), (1000.0, 0.0, ""), (3.0, below, f", every other row {BIG:g} below 0")]
+    # Every other query's row far below 0, beside ordinary ones and none in the thousands: a shift taken only when exp
+    # would overflow, or when the call's largest score is far from 0, leaves those rows 0/0. In float32, FAR below:
+    # a finite number written over the masked -inf (np.nan_to_num, -1e4) lies above those rows' scores and takes
+    # their weight. Float64 scores stay BIG below: FAR's would make right code that computes in float32 lose,
+    # rounding them by 0.008. And float32 scores in the hundreds, past float32's exp range (88) and within
+    # float64's (709): a threshold of 700 misses them.
     for dtype in DTYPES:
+        far = FAR if dtype == np.float32 else BIG
+        below = np.where(np.arange(d["nq"]) % 2 == 1, -far, 0.0)[:, None]
+        cases = [(3.0, 0.0, ""), (1000.0, 0.0, ""), (3.0, below, f", every other row {far:,.0f} below 0")]
         for magnitude, shift, what in cases + ([(50.0, 0.0, "")] if dtype == np.float32 else []):
             scores = t.ref.score(*_f64(*_qkv(t)[:2]), scale=magnitude) + shift
             S = t.ref.apply_mask(scores, mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))).astype(dtype)

@@ -315,10 +315,10 @@ def _masked_maximum(seen) -> bool:
 
 
 def _finite_fill_outweighed(seen) -> bool:
-    """Weight (attention's or attention_torch's A) on masked keys, finite, and only where a masked score lies past
-    exp's range (745) above its row's visible ones, or every visible score of its row lies that far below 0: what
-    a finite fill gives (−1e4 added, or written in, or a clip of the scores), which a masked key scoring further
-    above outweighs, and which lies above a row of scores further below; −∞ never does."""
+    """Weight (attention's or attention_torch's A, softmax's answer) on masked keys, finite, and only where a masked
+    score lies past exp's range (745) above its row's visible ones, or every visible score of its row lies that far
+    below 0: what a finite fill gives (−1e4 added, or written in, or a clip of the scores), which a masked key
+    scoring further above outweighs, and which lies above a row of scores further below; −∞ never does."""
     masked = _masked_weights(seen)
     if masked is None or not np.isfinite(masked[0]).all():
         return False
@@ -347,16 +347,26 @@ def _clipped_even(got: np.ndarray, right: np.ndarray, allowed: np.ndarray, far: 
 
 def _masked_weights(seen) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(A, the scores, the mask at their shape) of a masked attention call whose A (..., Nq, Nk) is a float array
-    of the scores' shape, where the reference's weights are finite; None otherwise."""
+    of the scores' shape, where the reference's weights are finite; None otherwise. For softmax, the scores it was
+    given, masked where they are −∞ (np.nan_to_num or a clip in softmax is a finite fill too)."""
     value, args = seen.value, seen.args
-    got = value[1] if isinstance(value, tuple) and len(value) == 2 else None
+    got = value if seen.function == "softmax" else value[1] if isinstance(value, tuple) and len(value) == 2 else None
     got = got.array if isinstance(got, TensorData) else got
-    if not isinstance(got, np.ndarray) or got.dtype.kind != "f" or args.get("allowed") is None:
+    if not isinstance(got, np.ndarray) or got.dtype.kind != "f":
         return None
-    S = np.asarray(seen.ref.score(args["Q"], args["K"], args["scale"]), dtype=float)
-    if S.shape != got.shape or not np.isfinite(np.asarray(_right(seen)[1], dtype=float)).all():
+    if seen.function == "softmax":
+        S = np.asarray(args["S"], dtype=float)
+        allowed = S != -np.inf
+    elif args.get("allowed") is None:
         return None
-    return got, S, np.broadcast_to(np.asarray(args["allowed"], dtype=bool), S.shape)
+    else:
+        S = np.asarray(seen.ref.score(args["Q"], args["K"], args["scale"]), dtype=float)
+        allowed = np.broadcast_to(np.asarray(args["allowed"], dtype=bool), S.shape)
+    right = _right(seen)
+    right = right if seen.function == "softmax" else right[1]
+    if S.shape != got.shape or not np.isfinite(np.asarray(right, dtype=float)).all():
+        return None
+    return got, S, allowed
 
 
 def _overflows(seen) -> bool:
@@ -845,7 +855,7 @@ MISCONCEPTIONS = (
         "float('-inf'))), not with a finite number added or written in (−1e4), and clip no scores: a masked key "
         "whose score lies further above the visible ones than that number, or a row whose visible scores all lie "
         "below it, still gives the masked key the weight — slide 20.",
-        ("attention", "attention_torch"), shows=_finite_fill_outweighed),
+        ("attention", "attention_torch", "softmax"), shows=_finite_fill_outweighed),
     Misconception(
         "softmax_overflows",
         "A softmax must stay finite for finite scores: exp of a score in the hundreds overflows to ∞ (and ∞/∞ is "
