@@ -300,3 +300,12 @@ def test_check_outside_a_released_folder_says_what_to_do(tmp_path):
     done = run_cli("check", "attention.py", cwd=tmp_path)
     assert done.returncode == 2
     assert "public_manifest.json is missing" in done.stderr and "--dir" in done.stderr
+
+
+def test_check_given_an_assignment_name_too_says_it_takes_the_file_alone(tmp_path):
+    """`grade` takes the assignment and then the files; `check` the file alone. Given both, argparse had answered
+    "unrecognized arguments: attention.py", which does not say what to drop."""
+    shutil.copy(PLAIN, tmp_path / "attention.py")
+    done = run_cli("check", "w07_attention", "attention.py", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "check takes one file only" in done.stderr and "`autograder check attention.py`" in done.stderr, done.stderr

@@ -1,6 +1,7 @@
 """Commands for assignments: new (scaffold one), release (through nbgrader), check (students' public checks)."""
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def add_commands(commands) -> None:
     check = commands.add_parser("check", help="run the public checks on your .py or .ipynb file (for students, "
                                               "in the assignment folder they were given)")
     check.add_argument("file", type=Path, help="your .py or .ipynb file")
+    # `grade ASSIGNMENT FILE`'s habit: read, to say that check needs the file alone, not refused as unknown.
+    check.add_argument("extra", nargs="*", type=Path, help=argparse.SUPPRESS)
     check.add_argument("--dir", type=Path, help="the assignment folder you were given, holding public_checks.py "
                                                 "and public_manifest.json (default: the file's folder)")
     options.sandbox(check)
@@ -82,6 +85,11 @@ def _release(args) -> int:
 
 
 def _check(args) -> int:
+    if args.extra:
+        files = " ".join(str(path) for path in [args.file, *args.extra] if path.suffix in SUFFIXES)
+        raise LayoutError(f"check takes one file only, not {1 + len(args.extra)} words: the assignment is read from "
+                          f"the folder the file is in (its public_checks.py); run `autograder check "
+                          f"{files or 'my_work.ipynb'}`")
     if not args.file.is_file() or args.file.suffix not in SUFFIXES:
         raise LayoutError(f"{args.file} is not a .py or .ipynb file; pass the file you will hand in, "
                           "e.g. `autograder check my_work.ipynb`")
