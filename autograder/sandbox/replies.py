@@ -30,7 +30,8 @@ class Stopped(Enum):
 
     TIMEOUT = "timeout"  # it ran past its own time limit
     BUDGET = "budget"  # the submission's whole time budget ran out while it ran
-    CRASHED = "crashed"  # the worker process ended or was stopped: it exited, was killed, flooded, left processes
+    CRASHED = "crashed"  # the worker process ended or was stopped: it exited, was killed, flooded its output
+    LEFT_RUNNING = "left running"  # the call returned, but left processes running, which the grader stopped
     REJECTED = "rejected"  # the worker answered, but the reply could not be trusted (too large, malformed)
 
     @property
@@ -88,6 +89,13 @@ class WorkerDied(CallFailed):
     """The worker process ended during the call, or was stopped for what the call did."""
 
     how = Stopped.CRASHED
+
+
+class LeftRunning(WorkerDied):
+    """The call returned, but processes it started were still running: its child was stopped with them. Nothing
+    crashed, so a TA's summary names it by the processes left (SubmissionResult.killed_processes), not as a crash."""
+
+    how = Stopped.LEFT_RUNNING
 
 
 class ReplyRejected(CallFailed):

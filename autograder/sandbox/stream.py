@@ -53,10 +53,10 @@ from autograder.sandbox.in_flight import InFlight, Resend
 from autograder.sandbox.replies import (
     CallFailed,
     CallTimedOut,
+    LeftRunning,
     ReplyRejected,
     Request,
     Stopped,
-    WorkerDied,
     argument_trees,
     encode_call,
     read_reply,
@@ -340,7 +340,7 @@ class CallStream:
         if extra > 0:
             session.stop_child()
             left = f"{extra} process{'es' * (extra > 1)} running after it returned, which the grader stopped"
-            return self._failed(head, WorkerDied(f"{head.call.function} left {left}; do not start processes"), took)
+            return self._failed(head, LeftRunning(f"{head.call.function} left {left}; do not start processes"), took)
         self._sort()  # the next reply may have come with this one
         if head.warm_up:
             return None
