@@ -146,6 +146,26 @@ def attention(Q, K, V, scale=None):
     assert texts[0] != texts[3]
 
 
+def test_a_star_import_is_read_as_the_names_it_binds():
+    """A copy that swapped `import numpy as np` for `from numpy import *` and dropped each `np.` had matched none of
+    its source's functions (0.22, under an honest pair's 0.54); `from numpy import inf` was not infinity. A name the
+    file binds itself stays its own: a local `exp` is no NumPy function."""
+    original = """
+import numpy as np
+def softmax(S):
+    S = np.where(np.isnan(S), -np.inf, S)
+    e = np.exp(S - np.max(S, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+"""
+    starred = original.replace("import numpy as np", "from numpy import *").replace("np.", "")
+    named = original.replace("import numpy as np", "from numpy import where, isnan, inf, exp, max, sum").replace(
+        "np.", "")
+    shadowed = starred.replace("def softmax(S):", "def softmax(S):\n    exp = abs")
+    texts = [_texts(code, "softmax") for code in (original, starred, named, shadowed)]
+    assert texts[0] == texts[1] == texts[2]
+    assert texts[3] != texts[0]
+
+
 def test_reordered_independent_statements_give_the_same_tokens():
     first = "def f(Q, K):\n    a = g(Q)\n    b = h(K)\n    return a @ b\n"
     second = "def f(Q, K):\n    b = h(K)\n    a = g(Q)\n    return a @ b\n"

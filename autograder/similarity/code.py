@@ -22,7 +22,8 @@ from pathlib import Path
 
 from autograder.grading.submission import Submission
 from autograder.similarity.depth import drop_deep_statements
-from autograder.similarity.normalise import Token, function_tokens, imported_names
+from autograder.similarity.imports import imported_names
+from autograder.similarity.normalise import Token, function_tokens
 
 MAX_CODE_CHARS = 2_000_000  # of code, comments and docstrings left out: more than any hand-written answer
 MAX_HELPERS = 200  # helpers followed from one function: far more than any hand-written answer has

@@ -36,6 +36,7 @@ import ast
 import copy
 from dataclasses import dataclass
 
+from autograder.similarity.imports import dotted
 from autograder.similarity.statements import (
     MAX_STATEMENTS,
     TERMINAL,
@@ -105,34 +106,6 @@ def collapse_repeats(tokens: list[Token]) -> list[Token]:
                 matched -= period
         tokens = kept
     return tokens
-
-
-def imported_names(tree: ast.Module) -> dict[str, str]:
-    """The imports at the top of `tree` and of its functions and methods: the local name -> the dotted name it
-    stands for."""
-    names: dict[str, str] = {}
-    methods = [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body]
-    statements = [*tree.body, *(s for f in [*tree.body, *methods] if isinstance(f, ast.FunctionDef) for s in f.body)]
-    for node in statements:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(
-                    ".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return names
-
-
-def dotted(node: ast.AST, imports: dict[str, str]) -> str | None:
-    """`np.linalg.norm` -> "numpy.linalg.norm" when the chain starts at an imported name, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name) and node.id in imports:
-        return ".".join([imports[node.id], *reversed(parts)])
-    return None
 
 
 # ---------------------------------------------------------------- rewriting
@@ -248,17 +221,26 @@ class _Rewrite(ast.NodeTransformer):
             return ast.copy_location(ast.Name("FLOAT64", ast.Load()), node)
         return node
 
+    def visit_Name(self, node):
+        return self._named_constant(node, self.imports.get(node.id) if isinstance(node.ctx, ast.Load) else None)
+
     def visit_Attribute(self, node):
         self.generic_visit(node)
         name = dotted(node, self.imports)
+        if node.attr in ("mT", "mH", "H") and name is None:  # PyTorch's transposes of the last two axes
+            node.attr = "T"
+        return self._named_constant(node, name)
+
+    @staticmethod
+    def _named_constant(node: ast.expr, name: str | None) -> ast.expr:
+        """Infinity and NumPy's newaxis by whatever name they were imported as (`np.inf`, `from numpy import
+        inf`), written one way."""
         if name in INFINITY_NAMES:
             return ast.copy_location(ast.Name("INF", ast.Load()), node)
         if name == "numpy.NINF":
             return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Name("INF", ast.Load())), node)
         if name == "numpy.newaxis":  # NumPy's alias of None, which indexing reads alike
             return ast.copy_location(ast.Constant(None), node)
-        if node.attr in ("mT", "mH", "H") and name is None:  # PyTorch's transposes of the last two axes
-            node.attr = "T"
         return node
 
 
