@@ -190,6 +190,16 @@ def test_only_a_float64_answer_of_float32_numbers_is_held_to_float32s_tolerance(
         expect_close((exact * 1.001).astype(np.float32).astype(np.float64), exact, tol, "x")
 
 
+def test_an_error_just_over_its_allowance_is_shown_apart_from_it():
+    """A score rounded to 4 decimals was told "differs by 5.0e-05, allowed 5.0e-05": no reason to fail shown."""
+    from autograder.authoring import expect_close
+    tol = Tolerance(rtol=0.0, atol=5e-5)
+    with pytest.raises(CheckFailed) as failed:
+        expect_close(np.array([-0.0026]), np.array([-0.002650048]), tol, "score")
+    shown = failed.value.message.split("(differs by ")[1].rstrip(")").split(", allowed ")
+    assert shown[0] != shown[1] and float(shown[0]) > float(shown[1]), failed.value.message
+
+
 def test_rows_that_do_not_sum_to_one_are_told_what_is_missing():
     from autograder.authoring.compare import expect_rows_sum_to_one
     tol = Tolerance(rtol=1e-6, atol=1e-9)

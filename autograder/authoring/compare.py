@@ -227,10 +227,17 @@ def _explain_difference(flat, exp64, tol, magnitude, what, expected, got, block:
         count, worst, worst_error, worst_allowed = _differences(flat, exp64, tol, magnitude, block)
     if count:
         shown_got, shown_expected = distinct_digits(np.float64(flat[worst]), exp64[worst])
+        shown_error, shown_allowed = _distinct_sizes(worst_error, worst_allowed)
         raise CheckFailed(
             f"{what} differs from the expected values at {count} of {exp64.size} positions; the largest difference "
             f"is at index {index(worst)}: got {shown_got}, expected {shown_expected} (differs by "
-            f"{worst_error:.1e}, allowed {worst_allowed:.1e})", expected, got)
+            f"{shown_error}, allowed {shown_allowed})", expected, got)
+
+
+def _distinct_sizes(error: float, allowed: float) -> tuple[str, str]:
+    """An error and its allowance in as few digits as tell them apart ("5.0e-05, allowed 5.0e-05" showed none)."""
+    shown = [(f"{error:.{digits}e}", f"{allowed:.{digits}e}") for digits in range(1, 17)]
+    return next((pair for pair in shown if pair[0] != pair[1]), shown[-1])
 
 
 def _finite_differences(flat, exp64, tol, magnitude, peak: float, block: int) -> tuple[int, int, float, float]:
