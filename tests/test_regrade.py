@@ -10,6 +10,7 @@ import csv
 import dataclasses
 import datetime
 import json
+import os
 import re
 import shutil
 import signal
@@ -320,6 +321,46 @@ def test_a_file_handed_in_again_after_another_is_a_hand_in_of_its_own_and_an_ear
     assert rows["bob"]["penalty"] == "0", rows["bob"]
     history = [json.loads(line) for line in _cli("history", "tiny", "bob", "--json", course=course).stdout.splitlines()]
     assert {h["hand_in"] for h in history} == {1}, history
+
+
+def _canvas_file(folder: Path, upload: int, body: str, when: float) -> Path:
+    """A Canvas download of the tiny assignment holding one upload of ann (Canvas user 101), dated `when`: Canvas's
+    names carry the upload's own id, and the file's time is the only time such a download has."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"ann_101_{upload}_tiny.py"
+    path.write_text(f"def double(x):\n    return {body}\n")
+    os.utime(path, (when, when))
+    return folder
+
+
+def _handins(course: Path, student: str) -> list[dict]:
+    return [json.loads(line) for line in _cli("history", "tiny", student, "--json", course=course).stdout.splitlines()]
+
+
+def _total(course: Path, student: str) -> str:
+    rows = {r["student"]: r for r in csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines())}
+    return rows[student]["total"]
+
+
+@pytest.mark.parametrize("layout", ["flat", "canvas"])
+def test_an_earlier_hand_in_found_again_unchanged_is_skipped_and_said(tmp_path, layout):
+    """Download 1, then download 2 (a later upload), then download 1 again, the same bytes at the same time: it was
+    graded again, its 2 of 2 shown as if it counted, and its result stored as the student's latest."""
+    course = _course(tmp_path)
+    student = "ann" if layout == "flat" else "ann_101"
+
+    def download(folder: Path, body: str, when: float) -> Path:
+        if layout == "flat":
+            return tiny_class(folder, {"ann": body}, when)
+        return _canvas_file(folder, 1001 if body == "2 * x" else 2001, body, when)
+    _cli("grade", "tiny", download(tmp_path / "dl1", "2 * x", 1795100000), course=course)
+    _cli("grade", "tiny", download(tmp_path / "dl2", "3 * x", 1795150000), course=course)  # B scores 0
+    graded = _handins(course, student)
+    again = _cli("grade", "tiny", tmp_path / "dl1", course=course)
+    assert f"{student}: " in again.stderr and "is hand-in 1 of 2 again, already graded with this suite: not graded " \
+        "again, and hand-in 2 of 2 still counts (policy: last)" in again.stderr, again.stderr
+    assert "graded 0 submissions" in again.stderr and "full marks 1" not in again.stderr, again.stderr
+    assert _handins(course, student) == graded and _total(course, student) == "0"
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -25,6 +25,7 @@ from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
 from autograder.grading.lms_downloads import STUDENT_IDS
 from autograder.grading.manifest import MANIFEST_FILE, public_course
+from autograder.grading.rerun import again_lines
 from autograder.grading.sole_writer import SUFFIX as LOCK_SUFFIX
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import (
@@ -115,11 +116,12 @@ def _grade(args) -> int:
         ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal", LOCK_SUFFIX)}
         for line in not_graded([path for path in skipped if path.resolve() not in ours], assignment.module):
             starting(line)
-        to_grade = _to_grade(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
+        planned = _planned(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
+        to_grade = len(planned.todo)
         if to_grade == 0:
             # A rerun with every hand-in current: nothing to load, launch or connect to.
             with Store(db) as store:
-                return _carry_out(args, BatchPlan([], found), store, assignment, None, "", problems)
+                return _carry_out(args, planned, store, assignment, None, "", problems)
         if args.cluster:
             return _grade_on_cluster(args, course, found, db, problems)
         jobs = args.jobs or os.cpu_count() or 1
@@ -223,12 +225,12 @@ def _counted_rows(store: Store, assignment: Assignment, students: list[str], who
     return rows
 
 
-def _to_grade(found, db: Path, course, assignment: str, force: bool) -> int:
-    """How many of `found` `grade` will grade, as far as the store and the suite's files tell before it loads."""
+def _planned(found, db: Path, course, assignment: str, force: bool) -> BatchPlan:
+    """What of `found` `grade` will grade, as far as the store and the suite's files tell before it loads."""
     if force or not db.is_file():
-        return len(found)
+        return BatchPlan(found, [])
     with Store(db) as store:
-        return len(plan_version(found, store, assignment, suite_version(course, assignment), force).todo)
+        return plan_version(found, store, assignment, suite_version(course, assignment), force)
 
 
 def _grade_on_cluster(args, course, found, db: Path, refused: tuple[str, ...] = ()) -> int:
@@ -279,6 +281,8 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
     total after the assignment's late rule (of the hand-in that counts), as the exports and reports show it.
     Last come the hand-ins not graded: `refused` (the class folder's problems, nothing stored), those the
     grader could not grade, and those graded now that did not load (0 points), each with its reason."""
+    for line in again_lines(store, assignment, plan.again):  # an earlier hand-in found again: said, not graded
+        starting(line)
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
     if plan.todo:
         progress.status(doing)
