@@ -363,6 +363,24 @@ def test_an_earlier_hand_in_found_again_unchanged_is_skipped_and_said(tmp_path, 
     assert _handins(course, student) == graded and _total(course, student) == "0"
 
 
+def test_an_old_canvas_download_copied_is_that_upload_again_and_a_real_resubmission_counts(tmp_path):
+    """A copy of an older Canvas download (cp -r: new file times, the only times it has) had been stored as a new,
+    later hand-in that counted under `policy: last`, and the export went from B's total to A's without a word. The
+    same Canvas file name is the same upload; a student who hands in A again makes a new upload, which counts."""
+    course = _course(tmp_path)
+    _cli("grade", "tiny", _canvas_file(tmp_path / "dl1", 1001, "2 * x", 1795100000), course=course)
+    _cli("grade", "tiny", _canvas_file(tmp_path / "dl2", 2001, "3 * x", 1795150000), course=course)
+    graded = _handins(course, "ann_101")
+    copied = _cli("grade", "tiny", _canvas_file(tmp_path / "copy", 1001, "2 * x", 1795200000), course=course)
+    assert "ann_101: ann_101_1001_tiny.py is hand-in 1 of 2 again (the same Canvas upload, downloaded again: only " \
+           "its file time is newer), already graded" in copied.stderr, copied.stderr
+    assert _handins(course, "ann_101") == graded and _total(course, "ann_101") == "0"
+    # Handed in again for real: a new upload of the same bytes, a new hand-in, which counts.
+    _cli("grade", "tiny", _canvas_file(tmp_path / "dl3", 3001, "2 * x", 1795250000), course=course)
+    assert sorted({h["hand_in"] for h in _handins(course, "ann_101")}) == [1, 2, 3]
+    assert _total(course, "ann_101") == "2"
+
+
 @pytest.mark.parametrize("entry, message", [
     ("    submissions: {policy: first}\n", "submissions.policy: expected one of last, best, last_on_time"),
     ("    submissions: {max: 0}\n", "submissions.max: expected a whole number of hand-ins, at least 1"),

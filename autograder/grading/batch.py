@@ -25,7 +25,7 @@ from autograder.grading.course import Course
 from autograder.grading.found import Found
 from autograder.grading.grader import Grader
 from autograder.grading.grader_faults import internal_error_result, sandbox_fields
-from autograder.grading.rerun import Again, is_last, same_handin
+from autograder.grading.rerun import CANVAS, Again, is_last, same_handin
 from autograder.grading.results import SubmissionResult
 from autograder.grading.station import Protections, Sandbox, Setup
 from autograder.grading.store import Store, StoreError
@@ -63,7 +63,7 @@ def plan_version(found: list[Found], store: Store, assignment: str, version: str
             continue
         skipped.append(item)
         if not is_last(mine, handin):
-            again.append(Again(item.student, item.path.name, item.submitted_at, handin))
+            again.append(Again(item.student, item.path.name, item.submitted_at, handin, item.lms == CANVAS))
     return BatchPlan(todo, skipped, again=again)
 
 

@@ -4,8 +4,11 @@ last one.
 A hand-in is one student's file hash and submission time (grading.history). A file found again is a stored hand-in
 when it has that hand-in's bytes and time. Where its time was read off the file itself (FILE_TIME: a class folder
 copied or an LMS's zip downloaded again gives its files new times), it is also the stored hand-in just before its
-time when that one has its bytes, as grading.history joins them; the same bytes after another file are a hand-in
-of their own (A, then B, then A again: the last A counts).
+time when that one has its bytes, as grading.history joins them; and, in a Canvas download, any earlier hand-in of
+the student's with its bytes and its file name. Canvas names each upload with an id of its own
+(`smithjohn_4101_90001_answers.py`): the same name is the same upload downloaded again, while a student who hands
+in old code again makes a new upload, under a new name, which is a hand-in of its own (A, then B, then A again: the
+last A counts). A flat folder's names (`ann.py`) carry no such id, so there only the hand-in just before counts.
 
 Everything is read in one query for the class (`stored_handins`), so a rerun costs the same few statements whatever
 the class's size; only the few students whose earlier hand-in is found again have their history read, to say so.
@@ -22,6 +25,7 @@ from autograder.grading.history import Attempt, attempts
 from autograder.grading.late import FILE_TIME
 from autograder.text import command, safe
 
+CANVAS = "Canvas"  # grading.lms_downloads' name for the one LMS whose file names identify each upload
 CHUNK = 500  # students whose history is read at once to number their hand-ins
 
 
@@ -41,6 +45,7 @@ class Again(NamedTuple):
     file: str  # the file's name as found now
     submitted_at: str  # its time as found now (a newer file time: a copy, or a download again)
     handin: Stored
+    canvas: bool = False  # found in a Canvas download, whose file names identify each upload
 
 
 def stored_handins(db: sqlite3.Connection, assignment: str) -> dict[str, list[Stored]]:
@@ -74,6 +79,8 @@ def same_handin(mine: list[Stored], digest: str, item) -> Stored | None:
     before = [handin for handin in mine if handin.submitted_at <= item.submitted_at]
     if before and before[-1].sha256 == digest:
         return before[-1]  # fetched again: a folder copied, a zip downloaded again
+    if item.lms == CANVAS:  # the same upload downloaded again, however many hand-ins came after it
+        return next((handin for handin in before if handin.sha256 == digest and handin.name == item.path.name), None)
     return None
 
 
@@ -104,7 +111,8 @@ def _again_line(one: Again, mine: list[Attempt], assignment) -> str:
     counted = choose(mine, assignment.submissions, assignment.late).counted.number
     why = ""
     if one.submitted_at != one.handin.submitted_at:  # why a file with a newer time is no new hand-in
-        why = " (the same bytes; only its file time is newer)"
+        why = (" (the same Canvas upload, downloaded again: only its file time is newer)"
+               if one.canvas and one.file == one.handin.name else " (the same bytes; only its file time is newer)")
     counts = "it still counts" if counted == number else f"hand-in {counted} of {len(mine)} still counts"
     return (f"{one.student}: {one.file} is hand-in {number} of {len(mine)} again{why}, already graded with this "
             f"suite: not graded again, and {counts} (policy: {assignment.submissions.policy}). "
