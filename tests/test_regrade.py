@@ -381,6 +381,20 @@ def test_an_old_canvas_download_copied_is_that_upload_again_and_a_real_resubmiss
     assert _total(course, "ann_101") == "2"
 
 
+def test_grade_warns_when_a_canvas_user_stored_under_one_id_comes_under_another(tmp_path):
+    """Canvas's login follows the student's name: a name changed between two downloads stores one user under two
+    ids, which `export canvas` cannot tell apart; `grade` said nothing as it stored the second."""
+    course = _course(tmp_path)
+    _cli("grade", "tiny", _canvas_file(tmp_path / "dl1", 1001, "2 * x", 1795100000), course=course)
+    renamed = tmp_path / "dl2"
+    renamed.mkdir()
+    (renamed / "annie_101_2001_tiny.py").write_text("def double(x):\n    return 2 * x\n")
+    done = _cli("grade", "tiny", renamed, course=course)
+    assert "warning: annie_101, found now, and ann_101, stored before, are one Canvas user, 101" in done.stderr, \
+        done.stderr
+    assert "`autograder retract tiny STUDENT` the one stored by mistake" in done.stderr
+
+
 @pytest.mark.parametrize("entry, message", [
     ("    submissions: {policy: first}\n", "submissions.policy: expected one of last, best, last_on_time"),
     ("    submissions: {max: 0}\n", "submissions.max: expected a whole number of hand-ins, at least 1"),

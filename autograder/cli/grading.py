@@ -5,7 +5,6 @@ import dataclasses
 import json
 import os
 import sys
-from collections import Counter
 from pathlib import Path
 
 from autograder.cli import options
@@ -23,7 +22,7 @@ from autograder.grading.found import Found, LayoutError, held_for_their_time
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
-from autograder.grading.lms_downloads import STUDENT_IDS
+from autograder.grading.lms_downloads import download_note, shared_users
 from autograder.grading.manifest import MANIFEST_FILE, public_course
 from autograder.grading.rerun import again_lines
 from autograder.grading.sole_writer import SUFFIX as LOCK_SUFFIX
@@ -102,7 +101,8 @@ def _grade(args) -> int:
         refused, found = [i for i in found if not i.stored], [i for i in found if i.stored]
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         found = _as_stored(found, db, assignment.name)
-        starting(f"{counted(len(found), 'submission')} of {assignment.name} found" + _lms_note(found))
+        starting(f"{counted(len(found), 'submission')} of {assignment.name} found"
+                 + download_note([item.lms for item in found]))
         problems = tuple(dict.fromkeys(item.problem for item in refused))  # the folder's to fix: nothing is stored
         for problem in problems:
             starting(f"not graded, nothing stored: {one_line(problem)}")
@@ -190,21 +190,17 @@ def _timed_by_file(found: list[Found]) -> list[str]:
     return lines
 
 
-def _lms_note(found: list[Found]) -> str:
-    """What `grade` says of students read from an LMS's download names (grading.lms_downloads), so that a TA sees
-    the ids they will be stored under before any is."""
-    read = Counter(item.lms for item in found if item.lms)
-    return "".join(f"; {'all' if count == len(found) else count} of them in a {lms} download, each named as "
-                   f"{STUDENT_IDS[lms]}" for lms, count in sorted(read.items()))
-
-
 def _as_stored(found: list[Found], db: Path, assignment: str) -> list[Found]:
     """`found`, each hand-in whose id differs from a stored one only in case or width (grading.ids.canonical)
     under the stored id, with a line saying so."""
     if not db.is_file():
         return found
     with Store(db) as store:
-        renamed = as_stored([item.student for item in found], store.students(assignment))
+        stored = store.students(assignment)
+    renamed = as_stored([item.student for item in found], stored)
+    canvas = {renamed.get(item.student, item.student) for item in found if item.lms == "Canvas"}
+    for line in shared_users(canvas, stored, assignment):  # one user under a second id: whose total is theirs?
+        starting(safe(line, 2000))
     for item in found:
         if item.student in renamed:
             starting(safe(f"{item.path.name} is graded as {renamed[item.student]}, the id stored from earlier runs: "
