@@ -348,3 +348,18 @@ def test_one_canvas_user_stored_under_two_ids_is_refused_naming_both(tmp_path):
     rows = {row["ID"]: row["Week 7 (4242)"] for row in csv.DictReader(out.read_text().splitlines()[:1] +
                                                                         out.read_text().splitlines()[2:])}
     assert rows == {"12345": "", "12346": "7.5"}, rows
+
+
+def test_a_roster_excel_saved_as_plain_csv_is_read_as_windows_1252_and_said(stored):
+    """Excel's plain "CSV" saves Windows-1252: a roster with one accented name was refused with Python's own
+    "'utf-8' codec can't decode byte 0xe9", which told a TA nothing of what to do."""
+    (stored / "roster.csv").write_bytes(ROSTER.replace("Grace Hopper", "Grâce Höpper").encode("cp1252"))
+    out, said = _export(stored, "moodle")
+    assert f"the roster {stored / 'roster.csv'} is not UTF-8 (line 3 holds the byte 0xe2), so it was read as " \
+           "Windows-1252" in said and "CSV UTF-8 (Comma delimited)" in said, said
+    rows = {row["Username"]: row["Full name"] for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
+    assert rows["ghopper"] == "Grâce Höpper", rows
+    # UTF-8, with Excel's byte-order mark or without, is read as it is, and nothing is said.
+    (stored / "roster.csv").write_bytes(ROSTER.replace("Grace Hopper", "Grâce Höpper").encode("utf-8-sig"))
+    out, said = _export(stored, "moodle")
+    assert "not UTF-8" not in said and "Grâce Höpper" in out.read_text(encoding="utf-8"), said
