@@ -320,3 +320,46 @@ def test_a_total_above_the_lms_maximum_is_refused_naming_the_students_and_what_t
     done = export("canvas", "roster.csv")
     assert done.returncode == 2 and f"above the column's maximum of {POINTS} ({ASSIGNMENT} is out of {POINTS} in " \
         "course.yaml): 123456: 105 of 105" in done.stderr, done.stderr
+
+
+def test_one_canvas_user_stored_under_two_ids_is_refused_naming_both(tmp_path):
+    """Canvas's login follows the student's sortable name, which changed between two downloads: user 12345 stored
+    as smithjohn_12345 and smithjohnny_12345 got an empty cell, exit 0, and a warning that both were "not on the
+    roster", though the roster has them, as ID 12345."""
+    with Store(tmp_path / "grades.db") as store:
+        for student, got in (("smithjohn_12345", 10.0), ("smithjohnny_12345", 1.0), ("doejane_12346", 7.5)):
+            store.save(_result(student, got))
+    (tmp_path / "roster.csv").write_text(f"Student,ID,SIS User ID,SIS Login ID,Section,Week 7 (4242)\n"
+                                         f"    Points Possible,,,,,{POINTS}.00\n"
+                                         '"Smith, John",12345,S001,jsmith,ML101,\n"Doe, Jane",12346,S003,jdoe,ML101,\n')
+    out = tmp_path / "canvas.csv"
+
+    def export(*extra):
+        return run_cli("export", "canvas", "--roster", tmp_path / "roster.csv", "--column", "Week 7", "--out", out,
+                       "--db", tmp_path / "grades.db", "--course", ROOT / "course.yaml", *extra)
+    done = export()
+    assert done.returncode == 2 and not out.exists(), done.stderr
+    assert "smithjohn_12345 and smithjohnny_12345 are both Canvas user 12345" in done.stderr, done.stderr
+    assert f"`autograder retract {ASSIGNMENT} STUDENT` one of them" in done.stderr and "--force" in done.stderr
+    done = export("--force")
+    assert done.returncode == 0 and out.exists(), done.stderr
+    assert "written all the same (--force): smithjohn_12345 and smithjohnny_12345 are both" in done.stderr
+    assert "not on the roster" not in done.stderr, done.stderr
+    rows = {row["ID"]: row["Week 7 (4242)"] for row in csv.DictReader(out.read_text().splitlines()[:1] +
+                                                                        out.read_text().splitlines()[2:])}
+    assert rows == {"12345": "", "12346": "7.5"}, rows
+
+
+def test_a_roster_excel_saved_as_plain_csv_is_read_as_windows_1252_and_said(stored):
+    """Excel's plain "CSV" saves Windows-1252: a roster with one accented name was refused with Python's own
+    "'utf-8' codec can't decode byte 0xe9", which told a TA nothing of what to do."""
+    (stored / "roster.csv").write_bytes(ROSTER.replace("Grace Hopper", "Grâce Höpper").encode("cp1252"))
+    out, said = _export(stored, "moodle")
+    assert f"the roster {stored / 'roster.csv'} is not UTF-8 (line 3 holds the byte 0xe2), so it was read as " \
+           "Windows-1252" in said and "CSV UTF-8 (Comma delimited)" in said, said
+    rows = {row["Username"]: row["Full name"] for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
+    assert rows["ghopper"] == "Grâce Höpper", rows
+    # UTF-8, with Excel's byte-order mark or without, is read as it is, and nothing is said.
+    (stored / "roster.csv").write_bytes(ROSTER.replace("Grace Hopper", "Grâce Höpper").encode("utf-8-sig"))
+    out, said = _export(stored, "moodle")
+    assert "not UTF-8" not in said and "Grâce Höpper" in out.read_text(encoding="utf-8"), said

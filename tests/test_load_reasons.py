@@ -3,6 +3,9 @@ sandbox: a .py that waits for input() or runs an exported notebook's magics, and
 cell failed, which leaves names undefined for every check that uses them."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import nbformat
 
 from autograder.grading.statuses import PASSED
@@ -320,3 +323,24 @@ def test_a_notebook_whose_cell_of_functions_failed_after_the_imports_cell_is_tol
     assert "code cell 1 raised ModuleNotFoundError" in problem, problem
     assert "; then code cell 2, which defines " in problem and "raised NameError" in problem, problem
     assert "'dataclass'" in problem, problem
+
+
+def test_a_py_saved_as_latin_1_is_graded_and_told_to_save_it_as_utf_8(grade_once, tmp_path):
+    """A .py saved as Latin-1 (or Windows' cp1252) with an accent in a comment and no coding line: Python refuses it
+    ("SyntaxError: Non-UTF-8 code"), while the grader read it as UTF-8 with replacements and said nothing, so the
+    student's `python file.py` failed on a file that had full marks."""
+    path = tmp_path / "latin.py"
+    path.write_bytes(f"# Auteur : Fran\xe7ois\n{IMPORTS}\n{FUNCTIONS}\n".encode("latin-1"))
+    refused = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=60)  # as Python reads it
+    assert "SyntaxError: Non-UTF-8 code" in refused.stderr, refused.stderr
+    result = grade_once(path)
+    assert result.score == result.max_score and not result.problem, result.problem
+    note = next((note for note in result.notes if "not saved as UTF-8" in note), "")
+    assert "latin.py is not saved as UTF-8: line 1 holds the byte 0xe7" in note and "Python itself refuses" in note \
+        and "Save it as UTF-8" in note, result.notes
+    # Saved as UTF-8, or with a coding line that names its encoding, it is read as Python reads it, and no note.
+    for name, data in (("utf8.py", f"# Fran\xe7ois\n{IMPORTS}\n{FUNCTIONS}\n".encode()),
+                       ("coded.py", f"# -*- coding: latin-1 -*-\n# Fran\xe7ois\n{IMPORTS}\n{FUNCTIONS}\n"
+                                    .encode("latin-1"))):
+        (tmp_path / name).write_bytes(data)
+        assert not any("UTF-8" in note for note in grade_once(tmp_path / name).notes)

@@ -10,6 +10,7 @@ import csv
 import dataclasses
 import datetime
 import json
+import os
 import re
 import shutil
 import signal
@@ -320,6 +321,78 @@ def test_a_file_handed_in_again_after_another_is_a_hand_in_of_its_own_and_an_ear
     assert rows["bob"]["penalty"] == "0", rows["bob"]
     history = [json.loads(line) for line in _cli("history", "tiny", "bob", "--json", course=course).stdout.splitlines()]
     assert {h["hand_in"] for h in history} == {1}, history
+
+
+def _canvas_file(folder: Path, upload: int, body: str, when: float) -> Path:
+    """A Canvas download of the tiny assignment holding one upload of ann (Canvas user 101), dated `when`: Canvas's
+    names carry the upload's own id, and the file's time is the only time such a download has."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"ann_101_{upload}_tiny.py"
+    path.write_text(f"def double(x):\n    return {body}\n")
+    os.utime(path, (when, when))
+    return folder
+
+
+def _handins(course: Path, student: str) -> list[dict]:
+    return [json.loads(line) for line in _cli("history", "tiny", student, "--json", course=course).stdout.splitlines()]
+
+
+def _total(course: Path, student: str) -> str:
+    rows = {r["student"]: r for r in csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines())}
+    return rows[student]["total"]
+
+
+@pytest.mark.parametrize("layout", ["flat", "canvas"])
+def test_an_earlier_hand_in_found_again_unchanged_is_skipped_and_said(tmp_path, layout):
+    """Download 1, then download 2 (a later upload), then download 1 again, the same bytes at the same time: it was
+    graded again, its 2 of 2 shown as if it counted, and its result stored as the student's latest."""
+    course = _course(tmp_path)
+    student = "ann" if layout == "flat" else "ann_101"
+
+    def download(folder: Path, body: str, when: float) -> Path:
+        if layout == "flat":
+            return tiny_class(folder, {"ann": body}, when)
+        return _canvas_file(folder, 1001 if body == "2 * x" else 2001, body, when)
+    _cli("grade", "tiny", download(tmp_path / "dl1", "2 * x", 1795100000), course=course)
+    _cli("grade", "tiny", download(tmp_path / "dl2", "3 * x", 1795150000), course=course)  # B scores 0
+    graded = _handins(course, student)
+    again = _cli("grade", "tiny", tmp_path / "dl1", course=course)
+    assert f"{student}: " in again.stderr and "is hand-in 1 of 2 again, already graded with this suite: not graded " \
+        "again, and hand-in 2 of 2 still counts (policy: last)" in again.stderr, again.stderr
+    assert "graded 0 submissions" in again.stderr and "full marks 1" not in again.stderr, again.stderr
+    assert _handins(course, student) == graded and _total(course, student) == "0"
+
+
+def test_an_old_canvas_download_copied_is_that_upload_again_and_a_real_resubmission_counts(tmp_path):
+    """A copy of an older Canvas download (cp -r: new file times, the only times it has) had been stored as a new,
+    later hand-in that counted under `policy: last`, and the export went from B's total to A's without a word. The
+    same Canvas file name is the same upload; a student who hands in A again makes a new upload, which counts."""
+    course = _course(tmp_path)
+    _cli("grade", "tiny", _canvas_file(tmp_path / "dl1", 1001, "2 * x", 1795100000), course=course)
+    _cli("grade", "tiny", _canvas_file(tmp_path / "dl2", 2001, "3 * x", 1795150000), course=course)
+    graded = _handins(course, "ann_101")
+    copied = _cli("grade", "tiny", _canvas_file(tmp_path / "copy", 1001, "2 * x", 1795200000), course=course)
+    assert "ann_101: ann_101_1001_tiny.py is hand-in 1 of 2 again (the same Canvas upload, downloaded again: only " \
+           "its file time is newer), already graded" in copied.stderr, copied.stderr
+    assert _handins(course, "ann_101") == graded and _total(course, "ann_101") == "0"
+    # Handed in again for real: a new upload of the same bytes, a new hand-in, which counts.
+    _cli("grade", "tiny", _canvas_file(tmp_path / "dl3", 3001, "2 * x", 1795250000), course=course)
+    assert sorted({h["hand_in"] for h in _handins(course, "ann_101")}) == [1, 2, 3]
+    assert _total(course, "ann_101") == "2"
+
+
+def test_grade_warns_when_a_canvas_user_stored_under_one_id_comes_under_another(tmp_path):
+    """Canvas's login follows the student's name: a name changed between two downloads stores one user under two
+    ids, which `export canvas` cannot tell apart; `grade` said nothing as it stored the second."""
+    course = _course(tmp_path)
+    _cli("grade", "tiny", _canvas_file(tmp_path / "dl1", 1001, "2 * x", 1795100000), course=course)
+    renamed = tmp_path / "dl2"
+    renamed.mkdir()
+    (renamed / "annie_101_2001_tiny.py").write_text("def double(x):\n    return 2 * x\n")
+    done = _cli("grade", "tiny", renamed, course=course)
+    assert "warning: annie_101, found now, and ann_101, stored before, are one Canvas user, 101" in done.stderr, \
+        done.stderr
+    assert "`autograder retract tiny STUDENT` the one stored by mistake" in done.stderr
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -178,9 +178,12 @@ def _export_lms(args) -> int:
     settings = course.assignment(assignment)
     roster = _with_names(read_roster(args.roster, lms.ROSTER_FIELDS), course, args.gradebook)
     kind = lms.format_for(args.lms, roster)
+    shared = {}  # one user stored under two ids: whose total is theirs is for a person to say
     if kind.user_of is not None:
+        shared = lms.shared_users(roster, {r.student for r in results}, kind.user_of)
         roster = lms.by_lms_user(roster, {r.student for r in results}, kind.user_of)
     made, unknown = lms.rows(roster, results, rule, settings.submissions.missing)
+    unknown = [student for student in unknown if not any(student in both for both in shared.values())]
     nameless = lms.unidentified(made, kind.identities)
     if nameless:
         raise ExportError(f"{args.roster}: {len(nameless)} students have none of {', '.join(kind.identities)}, which "
@@ -190,6 +193,7 @@ def _export_lms(args) -> int:
     stated, said = lms.stated_maximum(made, column, column_points(args.roster))
     above, other = lms.above_maximum(made, column, stated, said, "moodle worksheet" if kind is lms.MOODLE_WORKSHEET
                                      else args.lms, assignment)
+    above = [*lms.shared_user_problems(shared, args.lms, assignment), *above]
     if above and not args.force:
         raise ExportError(safe(f"{args.roster}: {'. '.join(above)}. Nothing was written (--force writes the file "
                                "all the same)", 2000))

@@ -5,7 +5,6 @@ import dataclasses
 import json
 import os
 import sys
-from collections import Counter
 from pathlib import Path
 
 from autograder.cli import options
@@ -23,8 +22,9 @@ from autograder.grading.found import Found, LayoutError, held_for_their_time
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
-from autograder.grading.lms_downloads import STUDENT_IDS
+from autograder.grading.lms_downloads import download_note, shared_users
 from autograder.grading.manifest import MANIFEST_FILE, public_course
+from autograder.grading.rerun import again_lines
 from autograder.grading.sole_writer import SUFFIX as LOCK_SUFFIX
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import (
@@ -101,7 +101,8 @@ def _grade(args) -> int:
         refused, found = [i for i in found if not i.stored], [i for i in found if i.stored]
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
         found = _as_stored(found, db, assignment.name)
-        starting(f"{counted(len(found), 'submission')} of {assignment.name} found" + _lms_note(found))
+        starting(f"{counted(len(found), 'submission')} of {assignment.name} found"
+                 + download_note([item.lms for item in found]))
         problems = tuple(dict.fromkeys(item.problem for item in refused))  # the folder's to fix: nothing is stored
         for problem in problems:
             starting(f"not graded, nothing stored: {one_line(problem)}")
@@ -115,11 +116,12 @@ def _grade(args) -> int:
         ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal", LOCK_SUFFIX)}
         for line in not_graded([path for path in skipped if path.resolve() not in ours], assignment.module):
             starting(line)
-        to_grade = _to_grade(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
+        planned = _planned(found, db, course, assignment.name, args.force)  # hashes every hand-in: once
+        to_grade = len(planned.todo)
         if to_grade == 0:
             # A rerun with every hand-in current: nothing to load, launch or connect to.
             with Store(db) as store:
-                return _carry_out(args, BatchPlan([], found), store, assignment, None, "", problems)
+                return _carry_out(args, planned, store, assignment, None, "", problems)
         if args.cluster:
             return _grade_on_cluster(args, course, found, db, problems)
         jobs = args.jobs or os.cpu_count() or 1
@@ -188,21 +190,17 @@ def _timed_by_file(found: list[Found]) -> list[str]:
     return lines
 
 
-def _lms_note(found: list[Found]) -> str:
-    """What `grade` says of students read from an LMS's download names (grading.lms_downloads), so that a TA sees
-    the ids they will be stored under before any is."""
-    read = Counter(item.lms for item in found if item.lms)
-    return "".join(f"; {'all' if count == len(found) else count} of them in a {lms} download, each named as "
-                   f"{STUDENT_IDS[lms]}" for lms, count in sorted(read.items()))
-
-
 def _as_stored(found: list[Found], db: Path, assignment: str) -> list[Found]:
     """`found`, each hand-in whose id differs from a stored one only in case or width (grading.ids.canonical)
     under the stored id, with a line saying so."""
     if not db.is_file():
         return found
     with Store(db) as store:
-        renamed = as_stored([item.student for item in found], store.students(assignment))
+        stored = store.students(assignment)
+    renamed = as_stored([item.student for item in found], stored)
+    canvas = {renamed.get(item.student, item.student) for item in found if item.lms == "Canvas"}
+    for line in shared_users(canvas, stored, assignment):  # one user under a second id: whose total is theirs?
+        starting(safe(line, 2000))
     for item in found:
         if item.student in renamed:
             starting(safe(f"{item.path.name} is graded as {renamed[item.student]}, the id stored from earlier runs: "
@@ -223,12 +221,12 @@ def _counted_rows(store: Store, assignment: Assignment, students: list[str], who
     return rows
 
 
-def _to_grade(found, db: Path, course, assignment: str, force: bool) -> int:
-    """How many of `found` `grade` will grade, as far as the store and the suite's files tell before it loads."""
+def _planned(found, db: Path, course, assignment: str, force: bool) -> BatchPlan:
+    """What of `found` `grade` will grade, as far as the store and the suite's files tell before it loads."""
     if force or not db.is_file():
-        return len(found)
+        return BatchPlan(found, [])
     with Store(db) as store:
-        return len(plan_version(found, store, assignment, suite_version(course, assignment), force).todo)
+        return plan_version(found, store, assignment, suite_version(course, assignment), force)
 
 
 def _grade_on_cluster(args, course, found, db: Path, refused: tuple[str, ...] = ()) -> int:
@@ -279,6 +277,8 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
     total after the assignment's late rule (of the hand-in that counts), as the exports and reports show it.
     Last come the hand-ins not graded: `refused` (the class folder's problems, nothing stored), those the
     grader could not grade, and those graded now that did not load (0 points), each with its reason."""
+    for line in again_lines(store, assignment, plan.again):  # an earlier hand-in found again: said, not graded
+        starting(line)
     progress = Progress(len(plan.todo), skipped=len(plan.skipped))
     if plan.todo:
         progress.status(doing)

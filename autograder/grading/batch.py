@@ -25,7 +25,7 @@ from autograder.grading.course import Course
 from autograder.grading.found import Found
 from autograder.grading.grader import Grader
 from autograder.grading.grader_faults import internal_error_result, sandbox_fields
-from autograder.grading.late import FILE_TIME
+from autograder.grading.rerun import CANVAS, Again, is_last, same_handin
 from autograder.grading.results import SubmissionResult
 from autograder.grading.station import Protections, Sandbox, Setup
 from autograder.grading.store import Store, StoreError
@@ -40,6 +40,7 @@ class BatchPlan:
     todo: list[Found]
     skipped: list[Found]
     held: list[Found] = field(default_factory=list)  # unchanged, graded under an earlier suite: `regrade`'s
+    again: list[Again] = field(default_factory=list)  # of `skipped`, a student's earlier hand-in found again
 
 
 def plan_batch(found: list[Found], store: Store, suite: Suite, force: bool) -> BatchPlan:
@@ -47,24 +48,23 @@ def plan_batch(found: list[Found], store: Store, suite: Suite, force: bool) -> B
 
 
 def plan_version(found: list[Found], store: Store, assignment: str, version: str, force: bool) -> BatchPlan:
-    """`plan_batch` from the suite's version alone (grading.suite.suite_version), before the suite is loaded."""
-    todo, skipped = [], []
-    stored = store.grading_keys(assignment)
+    """`plan_batch` from the suite's version alone (grading.suite.suite_version), before the suite is loaded.
+
+    A file is skipped when it is any stored hand-in of its student's graded with this suite, not only the last
+    (grading.rerun): an earlier download graded again had been stored as that student's latest result."""
+    todo, skipped, again = [], [], []
+    stored = store.grading_keys(assignment)  # one query for the class, whatever its size
     for item in found:
         digest = file_sha256(item.path, item.root)  # by the hand-in rule (grading.handin), as grading reads it
-        old = stored.get(item.student)
-        current = old is not None and old[1] == version and same_handin(old, digest, item)
-        (skipped if current and not force else todo).append(item)
-    return BatchPlan(todo, skipped)
-
-
-def same_handin(stored: tuple[str, str, str], digest: str, item: Found) -> bool:
-    """Whether `item`, whose file's sha256 is `digest`, is the hand-in whose (sha256, suite version, time) is
-    stored: the same bytes at the same time, or at a later time read off the file itself (FILE_TIME), which says
-    when the class folder was copied or downloaded again, not when the student handed it in (grading.history).
-    An earlier file time is graded, so that the hand-in takes it."""
-    return stored[0] == digest and (stored[2] == item.submitted_at or (
-        item.submitted_at_source == FILE_TIME and item.submitted_at >= stored[2]))
+        mine = stored.get(item.student, [])
+        handin = same_handin(mine, digest, item)
+        if handin is None or version not in handin.versions or force:
+            todo.append(item)
+            continue
+        skipped.append(item)
+        if not is_last(mine, handin):
+            again.append(Again(item.student, item.path.name, item.submitted_at, handin, item.lms == CANVAS))
+    return BatchPlan(todo, skipped, again=again)
 
 
 def grade_batch(course: Course, suite: Suite, protections: Protections, todo: list[Found], store: Store,

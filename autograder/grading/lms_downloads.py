@@ -22,6 +22,7 @@ its stem as its student.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -89,6 +90,29 @@ def moodle_participant(student: str) -> str | None:
     (`Jane Doe_123456_assignsubmission_file_`: "123456", its worksheet's `Participant 123456`), else None."""
     match = _MOODLE_STUDENT.fullmatch(student)
     return match[1] if match else None
+
+
+def download_note(lms_names: list[str]) -> str:
+    """What `grade` says of the hand-ins read from an LMS's download names (each one's LMS, "" for none), so that a
+    TA sees the ids they will be stored under before any is."""
+    read = Counter(lms for lms in lms_names if lms)
+    return "".join(f"; {'all' if count == len(lms_names) else count} of them in a {lms} download, each named as "
+                   f"{STUDENT_IDS[lms]}" for lms, count in sorted(read.items()))
+
+
+def shared_users(found: set[str], stored: set[str], assignment: str) -> list[str]:
+    """What `grade` says of each id found whose Canvas user is stored under another id: the login in a Canvas id
+    follows the student's name, so a name changed between two downloads stores one user twice (`smithjohn_12345`,
+    `smithjohnny_12345`), and an LMS export, keyed by the user, cannot tell whose total is theirs."""
+    users: dict[str, set[str]] = {}
+    for student in found | stored:
+        if (user := canvas_user(student)) is not None:
+            users.setdefault(user, set()).add(student)
+    return [f"warning: {' and '.join(sorted(ids & found))}, found now, and {' and '.join(sorted(ids - found))}, "
+            f"stored before, are one Canvas user, {user} (a name changed between downloads?): they are kept as "
+            "different students, and `autograder export canvas` refuses to guess whose total is the user's. Once "
+            f"graded, `autograder retract {assignment} STUDENT` the one stored by mistake, then export"
+            for user, ids in sorted(users.items()) if ids & found and ids - found]
 
 
 def is_receipt(name: str) -> bool:

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.attempts import SubmissionPolicy, choose, counted_result, total_of
-from autograder.grading.batch import BatchPlan, same_handin
+from autograder.grading.batch import BatchPlan
 from autograder.grading.found import NOTHING_TO_GRADE, Found
 from autograder.grading.handin import read_bytes
 from autograder.grading.history import Attempt, Entry, kept
 from autograder.grading.late import LateRule
+from autograder.grading.rerun import same_handin
 from autograder.grading.results import NOT_LOADED, SubmissionResult
 from autograder.grading.store import Store
 
@@ -230,14 +231,13 @@ def held_back(plan: BatchPlan, store: Store, assignment: str, suite_version: str
     With `force`, the plan as it was."""
     if force or not plan.todo:
         return plan, []
-    stored = store.grading_keys(assignment)  # one query for the class: (sha256, suite version, time handed in)
+    stored = store.grading_keys(assignment)  # one query for the class: every stored hand-in (grading.rerun)
     keep, held = [], []
     for item in plan.todo:
-        old = stored.get(item.student)
-        same = old is not None and old[1] != suite_version and same_handin(old, read_bytes(item.path, item.root).sha256,
-                                                                          item)
+        handin = same_handin(stored.get(item.student, []), read_bytes(item.path, item.root).sha256, item)
+        same = handin is not None and bool(handin.versions) and suite_version not in handin.versions
         (held if same else keep).append(item)
-    return BatchPlan(keep, plan.skipped, held), [item.student for item in held]
+    return dataclasses.replace(plan, todo=keep, held=held), [item.student for item in held]
 
 
 def _hold(attempt: Attempt, old: Attempt, reason: str) -> Attempt:

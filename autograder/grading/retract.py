@@ -140,7 +140,7 @@ def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan
         else:
             keep.append(item)
     if not found:
-        return BatchPlan(keep, batch.skipped, batch.held), []
+        return dataclasses.replace(batch, todo=keep), []
     numbered = attempts(store.history(assignment, sorted({item.student for item, _, _ in found}), retracted=True))
     standing = store.students(assignment)
     lines = [(item.student, f"{item.path.name} of {item.student} ({why})",
@@ -148,7 +148,7 @@ def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan
                if withdrawn(a) and any(e.result.sha256 == sha for e in a.entries)]) for item, sha, why in found]
     on = [item for item, _, _ in found if item.student in standing]
     held = [item for item, _, _ in found if item.student not in standing]
-    return BatchPlan(keep, [*batch.skipped, *on], [*batch.held, *held]), lines
+    return dataclasses.replace(batch, todo=keep, skipped=[*batch.skipped, *on], held=[*batch.held, *held]), lines
 
 
 def withdrawn_students(db, assignment: str) -> list[str]:

@@ -17,7 +17,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from autograder.grading import history
+from autograder.grading import history, rerun
 from autograder.grading.history import Entry
 from autograder.grading.ids import roster_order
 from autograder.grading.results import SubmissionResult
@@ -177,12 +177,10 @@ class Store:
                                "student=? AND internal_error=''", (assignment, student)).fetchone()
         return row == (sha256, suite_version, submitted_at)
 
-    def grading_keys(self, assignment: str) -> dict[str, tuple[str, str, str]]:
-        """student -> (sha256, suite_version, submitted_at) of every result the grader did not fail on: one query for
-        the whole class, which a rerun asks once, not once per student."""
-        rows = self._db.execute("SELECT student, sha256, suite_version, submitted_at FROM submissions "
-                                "WHERE assignment=? AND internal_error=''", (assignment,))
-        return {student: (sha256, suite, submitted_at) for student, sha256, suite, submitted_at in rows}
+    def grading_keys(self, assignment: str) -> dict[str, list[rerun.Stored]]:
+        """student -> every hand-in of theirs standing, with the suite versions it was graded with (grading.rerun):
+        one query for the whole class, which a rerun asks once, not once per student."""
+        return rerun.stored_handins(self._db, assignment)
 
     def students(self, assignment: str) -> set[str]:
         """Every student id with a stored result for `assignment`, as stored."""

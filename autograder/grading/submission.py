@@ -8,11 +8,9 @@ becomes a Submission with a `problem` that the student's feedback shows.
 from __future__ import annotations
 
 import ast
-import io
 import json
 import re
 import sys
-import tokenize
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from pathlib import Path
 from autograder.code_names import MAX_PARSED
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, over_size_limit, read_bytes
 from autograder.grading.ipython_cells import Cell, definitions_of, imports_of, parses, read_cell, read_from_demos
+from autograder.grading.source_text import encoding_note, module_text
 from autograder.text import safe, valid_utf8
 
 # jsonschema (which nbformat imports) loads every optional format checker that is installed, and
@@ -112,7 +111,7 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
         return Submission(student, path, kind, digest, problem=problem)
     kind, renamed = _kind_read(kind, data, shown)
     if kind == "py":
-        source = _module_text(data)
+        source, renamed = module_text(data), "; ".join(n for n in (renamed, encoding_note(data, shown)) if n)
         if len(source) > MAX_CODE:
             return Submission(student, path, kind, digest, problem=_too_much_code(shown))
         exported = _exported_cells(source)
@@ -189,17 +188,6 @@ def _kind_read(kind: str, data: bytes, name: str) -> tuple[str, str]:
 
 
 _KERNEL_LANGUAGE = re.compile(rb'"kernelspec"\s*:\s*\{[^{}]*"language"\s*:\s*"([A-Za-z][\w+#.-]{0,30})"')
-
-
-def _module_text(data: bytes) -> str:
-    """A .py file's text as Python reads a module: a byte-order mark or a coding line (PEP 263) names its
-    encoding, UTF-8 otherwise. Decoded as plain UTF-8, a Windows editor's mark became a syntax error
-    at line 1 that `python file.py` never shows."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding, errors="replace")
-    except (SyntaxError, LookupError):  # a coding line naming no codec: the worker's compile says so
-        return data.decode("utf-8", errors="replace")
 
 
 def _basic_problem(data: bytes, size: int, name: str) -> str:

@@ -150,6 +150,27 @@ def by_lms_user(roster: dict[str, dict[str, str]], students: set[str],
     return {moved.get(key, key): who for key, who in roster.items()}
 
 
+def shared_users(roster: dict[str, dict[str, str]], students: set[str],
+                 user_of: Callable[[str], str | None]) -> dict[str, list[str]]:
+    """roster key -> the stored students the LMS's download gave that one user, where it gave them two or more
+    (`smithjohn_12345` and `smithjohnny_12345`: Canvas's login follows the student's name, which may change between
+    downloads): `by_lms_user` cannot tell whose total is the user's, and their cell would be left empty."""
+    users: dict[str, list[str]] = {}
+    for student in students:
+        users.setdefault(user_of(student) or "", []).append(student)
+    return {key: sorted(users[key], key=roster_order) for key in roster
+            if key not in students and len(users.get(key, [])) > 1}
+
+
+def shared_user_problems(shared: dict[str, list[str]], lms: str, assignment: str) -> list[str]:
+    """What an export says of each user stored under several ids (`shared_users`): it refuses, as for a total above
+    the column's maximum, since the file would leave that student's cell empty."""
+    return [f"{' and '.join(students)} are {'both' if len(students) == 2 else 'all'} {lms.capitalize()} user {key} "
+            "(the download named them so: a changed name?), so whose total is theirs cannot be told and their cell "
+            f"would be empty. `autograder retract {assignment} STUDENT` one of them (`autograder history "
+            f"{assignment} STUDENT` shows each one's hand-ins), then export again" for key, students in shared.items()]
+
+
 def unidentified(made: list[Row], identities: tuple[str, ...]) -> list[str]:
     """Students whose roster entry has none of the fields this LMS finds a student by."""
     return [row.student for row in made if not any(row.identity.get(name) for name in identities)]

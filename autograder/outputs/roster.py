@@ -20,6 +20,7 @@ import io
 import itertools
 import json
 import re
+import sys
 from pathlib import Path
 
 from autograder.grading.ids import canonical
@@ -48,7 +49,7 @@ _LMS_COLUMN = re.compile(r"^(?P<title>.+?) (?:\((?P<canvas>\d+)\)|\[Total Pts:[^
 def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]]:
     """student id -> {field: value} for the `fields` each entry gives, in the file's order."""
     path = Path(path)
-    text = _text(path)
+    text = _text(path, lambda note: print(safe(note, 2000), file=sys.stderr))
     rows = _json_rows(path, text) if path.suffix.lower() == ".json" else _csv_rows(text)
     roster, entry_of = {}, {}
     for number, row in enumerate(rows, start=1):
@@ -100,14 +101,30 @@ def column_points(path: Path) -> dict[str, str]:
     return points
 
 
-def _text(path: Path) -> str:
+def _text(path: Path, say=None) -> str:
+    """The roster's text. Blackboard's tab-separated download is UTF-16 with a byte order mark; the rest is UTF-8,
+    but Excel's plain "CSV" (Windows) saves Windows-1252, whose accented names are no UTF-8: such a file is read
+    as Windows-1252, and `say` (when given) is told so, since a name in another encoding would read wrongly."""
     try:
         raw = path.read_bytes()
-        # Blackboard's tab-separated download is UTF-16 with a byte order mark; everything else here is UTF-8.
-        text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
+    except OSError as error:
         raise ExportError(f"cannot read the roster {path} ({error}); pass --roster with a readable CSV or JSON "
                           "file") from None
+    try:
+        text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        try:
+            text = raw.decode("cp1252")
+        except UnicodeDecodeError:
+            raise ExportError(f"cannot read the roster {path}: it is not UTF-8 ({error}), nor Windows-1252. Save it "
+                              "as UTF-8 (in Excel: Save As > \"CSV UTF-8 (Comma delimited)\"), then export "
+                              "again") from None
+        if say is not None:
+            line = raw.count(b"\n", 0, error.start) + 1
+            say(f"autograder: note: the roster {path} is not UTF-8 (line {line} holds the byte 0x{raw[error.start]:02x}"
+                f"), so it was read as Windows-1252, as Excel's plain \"CSV\" saves it. Check that accented names "
+                "look right in the file written; to be sure, save the roster in Excel as \"CSV UTF-8 (Comma "
+                "delimited)\" and export again")
     return text.replace("\r\n", "\n")
 
 

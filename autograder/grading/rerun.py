@@ -1,0 +1,120 @@
+"""Which of a class's files a rerun of `grade` finds already graded: any stored hand-in of the student, not only the
+last one.
+
+A hand-in is one student's file hash and submission time (grading.history). A file found again is a stored hand-in
+when it has that hand-in's bytes and time. Where its time was read off the file itself (FILE_TIME: a class folder
+copied or an LMS's zip downloaded again gives its files new times), it is also the stored hand-in just before its
+time when that one has its bytes, as grading.history joins them; and, in a Canvas download, any earlier hand-in of
+the student's with its bytes and its file name. Canvas names each upload with an id of its own
+(`smithjohn_4101_90001_answers.py`): the same name is the same upload downloaded again, while a student who hands
+in old code again makes a new upload, under a new name, which is a hand-in of its own (A, then B, then A again: the
+last A counts). A flat folder's names (`ann.py`) carry no such id, so there only the hand-in just before counts.
+
+Everything is read in one query for the class (`stored_handins`), so a rerun costs the same few statements whatever
+the class's size; only the few students whose earlier hand-in is found again have their history read, to say so.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from autograder.grading.attempts import choose
+from autograder.grading.history import Attempt, attempts
+from autograder.grading.late import FILE_TIME
+from autograder.text import command, safe
+
+CANVAS = "Canvas"  # grading.lms_downloads' name for the one LMS whose file names identify each upload
+CHUNK = 500  # students whose history is read at once to number their hand-ins
+
+
+class Stored(NamedTuple):
+    """One stored hand-in of one student, as a rerun compares files with it."""
+
+    sha256: str
+    submitted_at: str
+    name: str  # the name of the file graded (a Canvas download's names carry the upload's id)
+    versions: frozenset[str]  # the suite versions it was graded with, the grader not failing on it
+
+
+class Again(NamedTuple):
+    """A file found that is a stored hand-in other than the student's last, skipped: what `grade` says of it."""
+
+    student: str
+    file: str  # the file's name as found now
+    submitted_at: str  # its time as found now (a newer file time: a copy, or a download again)
+    handin: Stored
+    canvas: bool = False  # found in a Canvas download, whose file names identify each upload
+
+
+def stored_handins(db: sqlite3.Connection, assignment: str) -> dict[str, list[Stored]]:
+    """student -> every hand-in of theirs standing (not retracted), in the order handed in: one query for the class.
+
+    The `submissions` row is read beside the history's rows, for a result the history might lack (grading.history
+    `entries`); a result the grader failed on adds no suite version, so its hand-in is graded again."""
+    rows = db.execute(
+        "SELECT student, sha256, submitted_at, suite_version, file, internal_error != '' FROM submissions "
+        "WHERE assignment=? UNION ALL SELECT student, sha256, submitted_at, suite_version, "
+        "json_extract(result, '$.file'), COALESCE(json_extract(result, '$.internal_error'), '') != '' "
+        "FROM history WHERE assignment=? AND retracted=''", (assignment, assignment))
+    found: dict[str, dict[tuple[str, str], tuple[str, set[str]]]] = {}
+    for student, sha256, submitted_at, version, file, failed in rows:
+        name, versions = found.setdefault(student, {}).setdefault((sha256, submitted_at), (file or "", set()))
+        if not failed:
+            versions.add(version)
+    return {student: [Stored(sha, at, Path(name).name, frozenset(versions))
+                      for (sha, at), (name, versions) in sorted(mine.items(), key=lambda kv: kv[0][1])]
+            for student, mine in found.items()}
+
+
+def same_handin(mine: list[Stored], digest: str, item) -> Stored | None:
+    """The stored hand-in (of `mine`, in time order) that `item` (a grading.found.Found), whose file's sha256 is
+    `digest`, is again; None when it is a new hand-in. An earlier file time than the stored one's is a new hand-in
+    too: grading it gives the hand-in that earlier time (grading.history)."""
+    same = [handin for handin in mine if handin.sha256 == digest]
+    exact = next((handin for handin in same if handin.submitted_at == item.submitted_at), None)
+    if exact is not None or item.submitted_at_source != FILE_TIME or not same:
+        return exact
+    before = [handin for handin in mine if handin.submitted_at <= item.submitted_at]
+    if before and before[-1].sha256 == digest:
+        return before[-1]  # fetched again: a folder copied, a zip downloaded again
+    if item.lms == CANVAS:  # the same upload downloaded again, however many hand-ins came after it
+        return next((handin for handin in before if handin.sha256 == digest and handin.name == item.path.name), None)
+    return None
+
+
+def is_last(mine: list[Stored], handin: Stored) -> bool:
+    """Whether `handin` is the student's last hand-in: a file found again of an earlier one is worth a word."""
+    return mine[-1] == handin
+
+
+def again_lines(store, assignment, again: list[Again]) -> Iterable[str]:
+    """What `grade` says of each file skipped as an earlier hand-in found again: its number, and which one counts.
+
+    store: grading.store.Store; assignment: its grading.course.Assignment. Only these students' history is read."""
+    students = sorted({one.student for one in again})
+    numbered: dict[str, list[Attempt]] = {}
+    for start in range(0, len(students), CHUNK):
+        numbered.update(attempts(store.history(assignment.name, students[start:start + CHUNK])))
+    for one in again:
+        mine = numbered.get(one.student)
+        if mine:
+            yield safe(_again_line(one, mine, assignment), 2000)
+
+
+def _again_line(one: Again, mine: list[Attempt], assignment) -> str:
+    number = next((a.number for a in mine if any(e.result.sha256 == one.handin.sha256 and
+                                                 e.result.submitted_at == one.handin.submitted_at
+                                                 for e in a.entries)),
+                  next((a.number for a in mine if a.sha256 == one.handin.sha256), 0))
+    counted = choose(mine, assignment.submissions, assignment.late).counted.number
+    why = ""
+    if one.submitted_at != one.handin.submitted_at:  # why a file with a newer time is no new hand-in
+        why = (" (the same Canvas upload, downloaded again: only its file time is newer)"
+               if one.canvas and one.file == one.handin.name else " (the same bytes; only its file time is newer)")
+    counts = "it still counts" if counted == number else f"hand-in {counted} of {len(mine)} still counts"
+    return (f"{one.student}: {one.file} is hand-in {number} of {len(mine)} again{why}, already graded with this "
+            f"suite: not graded again, and {counts} (policy: {assignment.submissions.policy}). "
+            f"`{command('history', [assignment.name, one.student])}` lists every hand-in; `autograder retract` "
+            "withdraws one handed in by mistake")
