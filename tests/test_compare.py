@@ -200,6 +200,38 @@ def test_an_error_just_over_its_allowance_is_shown_apart_from_it():
     assert shown[0] != shown[1] and float(shown[0]) > float(shown[1]), failed.value.message
 
 
+def test_products_computed_in_float32_are_held_to_their_rounding_whatever_dtype_the_answer_has():
+    """Scores computed in float32 and then multiplied by a float64 scale hold no float32 numbers only: float64's
+    tolerance alone had failed them (score.matches_reference, 3 points). Returned in float32, float32's flat
+    tolerance had passed a scale 1.2e-4 off (rounded to four decimals). Both are held to float64's tolerance plus
+    float32's rounding of the products now; additive scores computed in float32 too."""
+    from autograder.authoring import additive_rounding, expect_close, expect_within_rounding, product_rounding
+    rng = np.random.default_rng(0)
+    tol = Tolerance(rtol=1e-6, atol=1e-9, coarser=Tolerance(rtol=2e-4, atol=1e-5))
+    Q, K = rng.standard_normal((2, 3, 50, 6)), rng.standard_normal((2, 3, 70, 6))
+    scale = 1 / np.sqrt(6)
+    expected = Q @ np.swapaxes(K, -1, -2) * scale
+    rounding = product_rounding(Q, np.swapaxes(K, -1, -2), scale)
+    products = Q.astype(np.float32) @ np.swapaxes(K.astype(np.float32), -1, -2)
+    with pytest.raises(CheckFailed):  # the fault: float64's tolerance alone
+        expect_close(products * scale, expected, tol, "S")
+    expect_within_rounding(products * scale, expected, tol, rounding, "S")
+    expect_within_rounding((Q.astype(np.float32) * np.float32(scale)) @ np.swapaxes(K.astype(np.float32), -1, -2),
+                           expected, tol, rounding, "S")
+    rounded_scale = products * np.float32(round(scale, 4))
+    expect_close(rounded_scale, expected, tol, "S")  # the fault: float32's flat tolerance passes a wrong scale
+    with pytest.raises(CheckFailed, match="allowed"):
+        expect_within_rounding(rounded_scale, expected, tol, rounding, "S")
+    Q, K, W_q, W_k, v, b = (rng.standard_normal(shape) for shape in ((40, 4), (60, 3), (5, 4), (5, 3), (5,), (5,)))
+    expected = np.tanh((Q @ W_q.T)[:, None, :] + (K @ W_k.T)[None, :, :] + b) @ v
+    f32 = [a.astype(np.float32) for a in (Q, K, W_q, W_k, b)]
+    hidden = np.tanh((f32[0] @ f32[2].T)[:, None, :] + (f32[1] @ f32[3].T)[None, :, :] + f32[4])
+    expect_within_rounding(hidden @ v, expected, tol, additive_rounding(Q, K, W_q, W_k, v, b), "e")
+    expect_within_rounding(hidden @ v.astype(np.float32), expected, tol, additive_rounding(Q, K, W_q, W_k, v, b), "e")
+    with pytest.raises(CheckFailed):
+        expect_within_rounding(hidden @ (v * (1 + 1e-4)), expected, tol, additive_rounding(Q, K, W_q, W_k, v, b), "e")
+
+
 def test_rows_that_do_not_sum_to_one_are_told_what_is_missing():
     from autograder.authoring.compare import expect_rows_sum_to_one
     tol = Tolerance(rtol=1e-6, atol=1e-9)

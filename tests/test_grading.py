@@ -96,12 +96,15 @@ def test_correct_variants_get_full_marks(grade_once, path):
 
 
 @pytest.mark.parametrize("student", ["s0001", "s0002", "s0003", "s0004", "s0005", "s0006", "s0007", "s0008"])
-@pytest.mark.parametrize("style", ["float32_throughout", "float32_cast_back", "float32_scores"])
+@pytest.mark.parametrize("style", ["float32_throughout", "float32_cast_back", "float32_scores",
+                                   "float32_scores_then_scaled", "float32_additive_then_v"])
 def test_an_answer_computed_in_float32_is_held_to_float32s_tolerance_under_every_seed(grade_once, student, style):
     """float64 inputs, float32 answers: float64's tolerance would pass or fail them by where each student's random
     values happen to round (85 to 98 points for the same file under nine ids, before Tolerance.coarser; 88 to 96
     for answers cast back to float64, before holds_float32_only). float32 scores under a float64 softmax hold no
-    float32 numbers: their weights are held to their scores' rounding (97 or 100 by the student id, before)."""
+    float32 numbers: their weights are held to their scores' rounding (97 or 100 by the student id, before). Nor do
+    float32 products multiplied by a float64 number (the scale, or v): score's and additive_score's answers are held
+    to float64's tolerance plus float32's rounding of their products (95 to 97, and 93 to 100, before)."""
     result = grade_once(SUBMISSIONS / "correct" / f"{style}.py", student)
     assert [(t.name, t.message) for t in result.tests if t.status != "passed"] == []
 

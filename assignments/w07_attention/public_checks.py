@@ -23,6 +23,7 @@ from autograder.authoring import (
     CheckFailed,
     Inputs,
     Tolerance,
+    additive_rounding,
     as_array,
     as_tensor,
     expect_close,
@@ -34,10 +35,11 @@ from autograder.authoring import (
     expect_pair,
     expect_rows_sum_to_one,
     expect_shape,
-    holds_float32_only,
+    expect_within_rounding,
     mask_rows,
     normal,
     precision_of_factors,
+    product_rounding,
     raise_for,
 )
 
@@ -141,8 +143,10 @@ def score_lecture_example(t):
                  f"score(q, K) for the worked example's keys in the order {order.tolist()}")
     q, K = normal(t.rng, (1, 2)), normal(t.rng, (3, 2))  # s_j = q · k_j / √dk, dk = 2 (slides 8 and 10)
     expected = np.array([[(q[0, 0] * k[0] + q[0, 1] * k[1]) / np.sqrt(2) for k in K]])
-    expect_close(t.returned("score", q, K), expected, t.tol(np.float64),
-                 f"score(q, K) for a query and keys of your own, q = {np.round(q, 4).tolist()}")
+    # Held to float32's rounding of the products too, whatever dtype the answer has (README: Grading).
+    expect_within_rounding(t.returned("score", q, K), expected, t.tol(np.float64),
+                           product_rounding(q, K.T, 1 / np.sqrt(2)),
+                           f"score(q, K) for a query and keys of your own, q = {np.round(q, 4).tolist()}")
 
 
 def score_plain_dot_product(t):
@@ -153,8 +157,9 @@ def score_plain_dot_product(t):
         S = t.returned("score", Q_LECTURE, K_LECTURE[keys], scale=1.0)
         expect_close(S, np.array([[1.0, 0.0, 1.0]])[:, keys], t.tol(np.float64), f"score(q, K, scale=1.0){what}")
     q, K = normal(t.rng, (1, 2)), normal(t.rng, (3, 2))
-    expect_close(t.returned("score", q, K, scale=1.0), np.array([[q[0, 0] * k[0] + q[0, 1] * k[1] for k in K]]),
-                 t.tol(np.float64), "score(q, K, scale=1.0) for a query and keys of your own")
+    expect_within_rounding(t.returned("score", q, K, scale=1.0),
+                           np.array([[q[0, 0] * k[0] + q[0, 1] * k[1] for k in K]]), t.tol(np.float64),
+                           product_rounding(q, K.T), "score(q, K, scale=1.0) for a query and keys of your own")
 
 
 def score_shape_rows_are_queries(t):
@@ -165,22 +170,28 @@ def score_shape_rows_are_queries(t):
     expected = np.array([[[Q[b, i] @ K[b, j] / 2.0 for j in range(6)] for i in range(5)] for b in range(2)])
     # Shape and a floating dtype precise enough to compare, as every check of values asks first.
     S = expect_floating(t.returned("score", Q, K), expected, "score(Q, K)", ROWS_ARE_QUERIES)
-    # an answer computed in float32 (or cast back from it) is held to float32's tolerance, as expect_close holds it
-    tol = t.tol(np.float32 if holds_float32_only(S) else S.dtype)
-    wrong = ~np.isclose(S, expected, rtol=tol.rtol, atol=tol.atol)
+    # float64's tolerance plus float32's rounding of the products each score sums, whatever dtype the answer has,
+    # as expect_within_rounding holds score's other answers (README: Grading)
+    rounding = product_rounding(Q, np.swapaxes(K, -1, -2), 0.5)
+    wrong = ~_within(S, expected, rounding, t.tol(np.float64))
     if wrong.any():
         b, i, j = (int(n) for n in next(zip(*np.nonzero(wrong))))
         raise CheckFailed(f"score(Q, K)[{b}, {i}, {j}] is {S[b, i, j]:.6g}, but query {i} · key {j} / √4 is "
                           f"{expected[b, i, j]:.6g} ({int(wrong.sum())} of {wrong.size} entries differ): "
-                          + _what_differs(S, expected, tol), expected, S)
+                          + _what_differs(S, expected, rounding, t.tol(np.float64)), expected, S)
 
 
-def _what_differs(S, expected, tol) -> str:
+def _within(S, expected, rounding, tol) -> np.ndarray:
+    """Where S is within tol (as np.isclose reads it) plus `rounding` of the expected scores; NaN is not."""
+    return np.abs(S - expected) <= tol.atol + tol.rtol * np.abs(expected) + rounding
+
+
+def _what_differs(S, expected, rounding, tol) -> str:
     """The likely cause of S ≠ expected: every entry off by one factor is a wrong scale, not a wrong grid."""
     factor = float(np.sum(S * expected) / np.sum(expected * expected))
     # A factor near 0 is no scale: scores that are all (nearly) zero compute nothing.
-    if abs(factor) > 1e-3 and not np.isclose(factor, 1.0) and np.allclose(S, factor * expected, rtol=tol.rtol,
-                                                                            atol=tol.atol):
+    if abs(factor) > 1e-3 and not np.isclose(factor, 1.0) and _within(S, factor * expected, abs(factor) * rounding,
+                                                                        tol).all():
         return (f"every entry is {factor:.4g} × the right one, so the grid is right and its scale is not: with "
                 "scale=None, divide by √dk, dk = Q.shape[-1] = 4 (slide 10)")
     return "S[..., i, j] compares query i with key j"
@@ -197,8 +208,8 @@ def additive_score_lecture_formula(t):
     order = key_order(t, 3)
     for keys, what in ((np.arange(3), ""), (order, f", the keys in the order {order.tolist()}")):
         e = t.returned("additive_score", Q, K[keys], eye, eye, v, b)
-        expect_close(e, expected[:, keys], t.tol(np.float64),
-                     f"additive_score with W_q = W_k = I, v = [1, 1], b = 0{what}")
+        expect_within_rounding(e, expected[:, keys], t.tol(np.float64), additive_rounding(Q, K[keys], eye, eye, v, b),
+                               f"additive_score with W_q = W_k = I, v = [1, 1], b = 0{what}")
     # dq = 2, dk = 3, h = 2: W_q q = [q0 + q1, 0] = [3, 0], W_k k_j = [0, k_j0 - k_j2] = [0, ±1], b = [-1, 0.5],
     # so e_0j = 2 tanh(3 - 1) - tanh(±1 + 0.5).
     Q, K = np.array([[1.0, 2.0]]), np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
@@ -206,13 +217,15 @@ def additive_score_lecture_formula(t):
     v, b = np.array([2.0, -1.0]), np.array([-1.0, 0.5])
     expected = np.array([[2 * np.tanh(2.0) + np.tanh(0.5), 2 * np.tanh(2.0) - np.tanh(1.5)]])
     e = t.returned("additive_score", Q, K, W_q, W_k, v, b)
-    expect_close(e, expected, t.tol(np.float64), "additive_score with W_q = [[1, 1], [0, 0]], W_k = [[0, 0, 0], "
-                 "[1, 0, -1]], v = [2, -1], b = [-1, 0.5] (dq = 2, dk = 3, h = 2)")
+    expect_within_rounding(e, expected, t.tol(np.float64), additive_rounding(Q, K, W_q, W_k, v, b),
+                           "additive_score with W_q = [[1, 1], [0, 0]], W_k = [[0, 0, 0], [1, 0, -1]], v = [2, -1], "
+                           "b = [-1, 0.5] (dq = 2, dk = 3, h = 2)")
     # Queries, keys, v and b of the student's own, W_q = W_k = I: e_ij = Σ_h v_h tanh(q_ih + k_jh + b_h).
     Q, K, v, b = normal(t.rng, (1, 2)), normal(t.rng, (3, 2)), normal(t.rng, (2,)), normal(t.rng, (2,))
     expected = np.array([[sum(v[h] * np.tanh(q[h] + k[h] + b[h]) for h in range(2)) for k in K] for q in Q])
-    expect_close(t.returned("additive_score", Q, K, eye, eye, v, b), expected, t.tol(np.float64),
-                 "additive_score with W_q = W_k = I and queries, keys, v and b of your own")
+    expect_within_rounding(t.returned("additive_score", Q, K, eye, eye, v, b), expected, t.tol(np.float64),
+                           additive_rounding(Q, K, eye, eye, v, b),
+                           "additive_score with W_q = W_k = I and queries, keys, v and b of your own")
 
 
 def causal_mask_lower_triangle(t):

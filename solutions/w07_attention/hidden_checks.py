@@ -21,6 +21,7 @@ from autograder.authoring import (
     Inputs,
     Sizes,
     StudentError,
+    additive_rounding,
     as_tensor,
     called_with,
     expect_close,
@@ -28,10 +29,13 @@ from autograder.authoring import (
     expect_error_path,
     expect_gradients,
     expect_pair,
+    expect_within_rounding,
     mask_rows,
     normal,
     precision_of_factors,
+    product_rounding,
     raise_for,
+    rounding_terms,
 )
 
 DTYPES = (np.float64, np.float32)
@@ -74,18 +78,23 @@ def _terms(A, V):
     return np.abs(np.asarray(A, dtype=np.float64)) @ np.abs(np.asarray(V, dtype=np.float64))
 
 
+def _products_rounding(Q, K, scale):
+    """float32's rounding of the scores scale·Q Kᵀ, entry by entry (..., Nq, Nk), whatever dtype Q and K have: each
+    sums dk products, so up to dk float32 units (and two more for factors rounded first) of L = |scale| Σ_d |q_d k_d|
+    (product_rounding). Q (..., Nq, dk), K (..., Nk, dk); scale None for 1/√dk."""
+    return product_rounding(Q, np.swapaxes(K, -1, -2), 1 / np.sqrt(Q.shape[-1]) if scale is None else scale)
+
+
 def _score_rounding(Q, K, scale):
     """How much a score of float64 inputs may err, relative, where it was computed in float32, as float64's
-    tolerance allows: scale·q·k sums dk products, so up to dk float32 units of L = |scale| Σ_d |q_d k_d|, and exp
-    turns an error δ in a score into a relative error δ in its weight. Per row, the largest: (..., Nq, 1). None for
-    float32 inputs, whose scores are rounded so anyway.
+    tolerance allows: the scores' own rounding (_products_rounding), and exp turns an error δ in a score into a
+    relative error δ in its weight. Per row, the largest: (..., Nq, 1). None for float32 inputs, whose scores are
+    rounded so anyway.
 
     Q (..., Nq, dk), K (..., Nk, dk); scale None for 1/√dk."""
     if Q.dtype != np.float64:
         return None
-    scale = 1 / np.sqrt(Q.shape[-1]) if scale is None else scale
-    largest = abs(scale) * (np.abs(Q) @ np.swapaxes(np.abs(K), -1, -2)).max(axis=-1, keepdims=True)
-    return Q.shape[-1] * FLOAT32_UNIT * largest
+    return _products_rounding(Q, K, scale).max(axis=-1, keepdims=True)
 
 
 def _weight_terms(A, rounding, tol):
@@ -144,30 +153,39 @@ def _shared_by_heads(array):
     return array[..., :1, :, :] if array.ndim > 2 else None
 
 
+def _expect_scores(t, got, Q, K, scale, what: str, shape_hint: str = "") -> None:
+    """score's answer `got` for Q and K (scale None for 1/√dk) against the reference's, held to float64's tolerance
+    plus float32's rounding of the products each score sums (_products_rounding), in the scores' own units, whatever
+    dtype the inputs or the answer have. Right code computed in float32 and then multiplied by a float64 scale holds
+    no float32 numbers only, and had lost its points under float64's tolerance alone; a float32 answer had been held
+    to float32's flat tolerance (rtol 2e-4), which passed a default scale rounded to four decimals or to float16."""
+    expect_within_rounding(got, t.ref.score(*_f64(Q, K), scale), t.tol(np.float64), _products_rounding(Q, K, scale),
+                           what, shape_hint=shape_hint)
+
+
 def score_matches_reference(t):
     """score matches the reference on batched cross-attention inputs (Nq ≠ Nk), float32 and float64, on keys
     or queries shared by every head (broadcast), and on keys or queries with no leading axes at all (broadcast as
     in np.matmul), and leaves Q and K unchanged."""
     for dtype in DTYPES:
         Q, K, _ = _qkv(t, dtype)
-        expected = t.ref.score(*_f64(Q, K))
-        expect_close(t.returned("score", Q, K), expected, t.tol(dtype),
-                     f"score(Q, K) for {_name(dtype)} inputs", shape_hint=ROWS_ARE_QUERIES)
+        _expect_scores(t, t.returned("score", Q, K), Q, K, None, f"score(Q, K) for {_name(dtype)} inputs",
+                       shape_hint=ROWS_ARE_QUERIES)
     shared = _shared_by_heads(K)
     if shared is not None:
-        expect_close(_returned_broadcasting(t, "score", Q, shared), t.ref.score(*_f64(Q, shared)), t.tol(Q.dtype),
-                     f"score(Q, K) with keys of shape {shared.shape}, shared by every head of queries of shape "
-                     f"{Q.shape} (batch axes broadcast)", shape_hint=ROWS_ARE_QUERIES)
+        _expect_scores(t, _returned_broadcasting(t, "score", Q, shared), Q, shared, None,
+                       f"score(Q, K) with keys of shape {shared.shape}, shared by every head of queries of shape "
+                       f"{Q.shape} (batch axes broadcast)", shape_hint=ROWS_ARE_QUERIES)
         one_query = _shared_by_heads(Q)  # and the other way round: K broadcast to Q's batch shape fails here
-        expect_close(_returned_broadcasting(t, "score", one_query, K), t.ref.score(*_f64(one_query, K)),
-                     t.tol(Q.dtype), f"score(Q, K) with queries of shape {one_query.shape}, shared by every head of "
-                     f"keys of shape {K.shape} (batch axes broadcast)", shape_hint=ROWS_ARE_QUERIES)
+        _expect_scores(t, _returned_broadcasting(t, "score", one_query, K), one_query, K, None,
+                       f"score(Q, K) with queries of shape {one_query.shape}, shared by every head of keys of shape "
+                       f"{K.shape} (batch axes broadcast)", shape_hint=ROWS_ARE_QUERIES)
         # Fewer leading axes broadcast as in np.matmul: transposing by axes counted from the queries' own fails.
         for q, k in ((Q, K[(0,) * (K.ndim - 2)]), (Q[(0,) * (Q.ndim - 2)], K)):
             got = _returned_broadcasting(t, "score", q, k, advice=FEWER_AXES_ADVICE)
-            expect_close(got, t.ref.score(*_f64(q, k)), t.tol(Q.dtype), f"score(Q, K) with queries of shape "
-                         f"{q.shape} and keys of shape {k.shape} (the missing leading axes broadcast, as in np.matmul)",
-                         shape_hint=ROWS_ARE_QUERIES)
+            _expect_scores(t, got, q, k, None, f"score(Q, K) with queries of shape {q.shape} and keys of shape "
+                           f"{k.shape} (the missing leading axes broadcast, as in np.matmul)",
+                           shape_hint=ROWS_ARE_QUERIES)
 
 
 ZERO_SCALE = "0.0 multiplies every score by 0, and only None means 1/√dk (`scale or 1/√dk` takes 0.0 for None)"
@@ -188,34 +206,37 @@ def score_explicit_scale(t):
     cases = [(Q, K, 1.0, ""), (Q, K, -0.25, ""), (Q, K, 0.0, ""), (Q[None], K[None], 2, " for 5-D inputs"),
              (Q.astype(np.float32), K.astype(np.float32), -0.25, " for float32 inputs")]
     for q, k, scale, what in cases:
-        expect_close(t.returned("score", q, k, scale=scale), t.ref.score(*_f64(q, k), scale),
-                     t.tol(q.dtype), _scaled(f"score(Q, K){what}", scale))
+        _expect_scores(t, t.returned("score", q, k, scale=scale), q, k, scale, _scaled(f"score(Q, K){what}", scale))
 
 
 def score_long_sequence(t):
     """score at T = 512 (two heads, d = 64) finishes within its time limit: vectorize, no Python loops."""
-    Q, K, expected = t.shared(_long_score_case)
-    expect_close(t.returned("score", Q, K), expected, t.tol(np.float32), "score(Q, K) at T = 512")
+    Q, K, expected, terms = t.shared(_long_score_case)
+    expect_within_rounding(t.returned("score", Q, K), expected, t.tol(np.float64), None, "score(Q, K) at T = 512",
+                           terms=terms)
 
 
 def _long_score_case(t):
+    """The inputs, the reference's scores and what they are held to (their float32 rounding, _products_rounding, as
+    expect_within_rounding's terms), once for the class."""
     Q, K, _ = _qkv(t, np.float32)
-    return Q, K, t.ref.score(*_f64(Q, K))
+    expected = t.ref.score(*_f64(Q, K))
+    return Q, K, expected, rounding_terms(expected, _products_rounding(Q, K, None), t.tol(np.float64))
 
 
 # ------------------------------------------------------------------ additive_score
 
 def additive_score_matches_reference(t):
     """additive_score matches the reference for Nq ≠ Nk, dq ≠ dk and a hidden width h, and leaves its arguments
-    unchanged."""
+    unchanged. Held to float64's tolerance plus float32's rounding of v · tanh(W_q q + W_k k + b)
+    (additive_rounding), whatever dtype the inputs or the answer have, as score's answers are (_expect_scores)."""
     for dtype in DTYPES:
         d = t.sizes
         h = d["h"]
         args = [normal(t.rng, shape, dtype) for shape in ((d["nq"], d["dk"] + 1), (d["nk"], d["dk"]), (h, d["dk"] + 1),
                                                           (h, d["dk"]), (h,), (h,))]
-        expected = t.ref.additive_score(*_f64(*args))
-        expect_close(t.returned("additive_score", *args), expected,
-                     t.tol(dtype), f"additive_score for {_name(dtype)} inputs")
+        expect_within_rounding(t.returned("additive_score", *args), t.ref.additive_score(*_f64(*args)),
+                               t.tol(np.float64), additive_rounding(*args), f"additive_score for {_name(dtype)} inputs")
 
 
 # ------------------------------------------------------------------ masks
@@ -711,7 +732,6 @@ RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=8)
 # A mask builder's largest size: past any table of positions a student keeps at the top level and slices (10, 64,
 # 512); a mask of it is a quarter of a megabyte.
 WIDE = 520
-FLOAT32_UNIT = float(np.finfo(np.float32).eps)  # a float32 unit in the last place, relative (_score_rounding)
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
 # How far above every visible score a masked one is put (_masked_far_above): past exp's range from each (745), and
