@@ -229,14 +229,20 @@ def _long_score_case(t):
 def additive_score_matches_reference(t):
     """additive_score matches the reference for Nq ≠ Nk, dq ≠ dk and a hidden width h, and leaves its arguments
     unchanged. Held to float64's tolerance plus float32's rounding of v · tanh(W_q q + W_k k + b)
-    (additive_rounding), whatever dtype the inputs or the answer have, as score's answers are (_expect_scores)."""
+    (additive_rounding), whatever dtype the inputs or the answer have, as score's answers are (_expect_scores). Then
+    queries whose hidden sums run into the thousands, where tanh is ±1: tanh written out as (e^2a − 1) / (e^2a + 1)
+    overflows to inf / inf there, and had full marks on ordinary inputs."""
+    d = t.sizes
+    h = d["h"]
     for dtype in DTYPES:
-        d = t.sizes
-        h = d["h"]
         args = [normal(t.rng, shape, dtype) for shape in ((d["nq"], d["dk"] + 1), (d["nk"], d["dk"]), (h, d["dk"] + 1),
                                                           (h, d["dk"]), (h,), (h,))]
         expect_within_rounding(t.returned("additive_score", *args), t.ref.additive_score(*_f64(*args)),
                                t.tol(np.float64), additive_rounding(*args), f"additive_score for {_name(dtype)} inputs")
+    args = [args[0].astype(np.float64) * SATURATING, *_f64(*args[1:])]
+    expect_within_rounding(t.returned("additive_score", *args), t.ref.additive_score(*args), t.tol(np.float64),
+                           additive_rounding(*args), f"additive_score for queries {SATURATING:g} times larger "
+                           "(hidden sums in the thousands, where tanh is ±1)")
 
 
 # ------------------------------------------------------------------ masks
@@ -738,6 +744,7 @@ BIG = 1000.0
 # past a finite fill added to masked scores (-1e4, an old Hugging Face constant; -65504, float16's largest), which
 # left such a key the whole weight. A fill of -1e9 or of the dtype's smallest number still hides it.
 FAR = 1e5
+SATURATING = 3000.0  # queries scaled so that W_q q reaches the thousands, past exp(2a)'s range (a > 355)
 
 CHECKS = [
     Check("score.matches_reference", score_matches_reference, sizes=RANDOM),
