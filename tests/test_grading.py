@@ -97,7 +97,7 @@ def test_correct_variants_get_full_marks(grade_once, path):
 
 @pytest.mark.parametrize("student", ["s0001", "s0002", "s0003", "s0004", "s0005", "s0006", "s0007", "s0008"])
 @pytest.mark.parametrize("style", ["float32_throughout", "float32_cast_back", "float32_scores",
-                                   "float32_scores_then_scaled", "float32_additive_then_v"])
+                                   "float32_scores_then_scaled", "float32_additive_then_v", "float32_logsumexp"])
 def test_an_answer_computed_in_float32_is_held_to_float32s_tolerance_under_every_seed(grade_once, student, style):
     """float64 inputs, float32 answers: float64's tolerance would pass or fail them by where each student's random
     values happen to round (85 to 98 points for the same file under nine ids, before Tolerance.coarser; 88 to 96

@@ -39,10 +39,17 @@ from autograder.authoring.inputs import mask_rows, normal
 from autograder.authoring.misconceptions import Catalogue, Misconception, Observed
 from autograder.authoring.plain_values import expect_equal
 from autograder.authoring.protocol import Opaque, Reply, TensorData
-from autograder.authoring.rounding import additive_rounding, expect_within_rounding, product_rounding, rounding_terms
+from autograder.authoring.rounding import (
+    FLOAT32_UNIT,
+    additive_rounding,
+    expect_within_rounding,
+    product_rounding,
+    rounding_terms,
+)
 
 __all__ = [
-    "Catalogue", "Check", "CheckFailed", "Inputs", "Misconception", "Observed", "Opaque", "Reply", "Sizes",
+    "FLOAT32_UNIT", "Catalogue", "Check", "CheckFailed", "Inputs", "Misconception", "Observed", "Opaque", "Reply",
+    "Sizes",
     "StudentError", "TensorData", "Tolerance", "Trial", "additive_rounding", "as_array", "as_tensor", "called_with",
     "expect_close", "expect_equal", "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_floating",
     "expect_gradients", "expect_pair", "expect_rows_sum_to_one", "expect_shape", "expect_within_rounding",

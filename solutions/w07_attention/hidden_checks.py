@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder.authoring import (
+    FLOAT32_UNIT,
     Check,
     CheckFailed,
     Inputs,
@@ -330,9 +331,10 @@ def softmax_matches_reference(t):
     # Every other query's row far below 0, beside ordinary ones and none in the thousands: a shift taken only when exp
     # would overflow, or when the call's largest score is far from 0, leaves those rows 0/0. In float32, FAR below:
     # a finite number written over the masked -inf (np.nan_to_num, -1e4) lies above those rows' scores and takes
-    # their weight. Float64 scores stay BIG below: FAR's would make right code that computes in float32 lose,
-    # rounding them by 0.008. And float32 scores in the hundreds, past float32's exp range (88) and within
-    # float64's (709): a threshold of 700 misses them.
+    # their weight; a float32 row's weights are held to float32's rounding at its magnitude (_row_rounding). Float64
+    # scores stay BIG below: FAR's would make right code that computes in float32 lose, rounding them by 0.008. And
+    # float32 scores in the hundreds, past float32's exp range (88) and within float64's (709): a threshold of 700
+    # misses them.
     for dtype in DTYPES:
         far = FAR if dtype == np.float32 else BIG
         below = np.where(np.arange(d["nq"]) % 2 == 1, -far, 0.0)[:, None]
@@ -340,12 +342,22 @@ def softmax_matches_reference(t):
         for magnitude, shift, what in cases + ([(50.0, 0.0, "")] if dtype == np.float32 else []):
             scores = t.ref.score(*_f64(*_qkv(t)[:2]), scale=magnitude) + shift
             S = t.ref.apply_mask(scores, mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))).astype(dtype)
-            expect_close(t.returned("softmax", S), t.ref.softmax(S.astype(np.float64)), t.tol(dtype),
-                         f"softmax(S) for masked {_name(dtype)} scores of size up to {magnitude:g}{what}")
+            expected = t.ref.softmax(S.astype(np.float64))
+            rounded = _weight_terms(expected, _row_rounding(S), t.tol(dtype)) if dtype == np.float32 else None
+            expect_close(t.returned("softmax", S), expected, t.tol(dtype), f"softmax(S) for masked {_name(dtype)} "
+                         f"scores of size up to {magnitude:g}{what}", terms=rounded)
     # A single key takes the whole weight, 1, whatever its score; alone this case cannot tell a right
     # softmax from an array of ones, so it only counts together with the cases above.
     for S in (np.array([[t.rng.normal() * 10]]), normal(t.rng, (3, 1, 1))):
         expect_close(t.returned("softmax", S), t.ref.softmax(S), t.tol(S.dtype), f"softmax of shape {S.shape}")
+
+
+def _row_rounding(S):
+    """How much a float32 row's weights may err, relative, computed in float32 at the row's own magnitude: a
+    log-sum-exp of scores 100,000 below 0 is rounded to float32's spacing there (0.008), and exp turns an error δ in
+    it into a relative error δ in every weight. Two float32 units of the row's largest finite |score|: (..., N, 1)
+    for S (..., N, Nk)."""
+    return 2 * FLOAT32_UNIT * np.where(np.isfinite(S), np.abs(S), 0.0).max(axis=-1, keepdims=True)
 
 
 def softmax_all_masked_anywhere(t):
