@@ -239,7 +239,8 @@ def test_rows_that_do_not_sum_to_one_are_told_what_is_missing():
     log_weights = S - S.max(axis=-1, keepdims=True) - np.log(np.exp(S - S.max(axis=-1, keepdims=True)).sum(-1,
                                                                                                           keepdims=True))
     for weights, told in ((log_weights, "weights are never negative: exponentiate"),  # log-softmax: normalized already
-                          (np.exp(S), "normalize over the last axis (per query)")):
+                          (np.exp(S), "normalize over the last axis, per query"),
+                          (np.zeros_like(S), "every weight of the row is 0: exponentiate")):  # nothing normalized
         with pytest.raises(CheckFailed) as failed:
             expect_rows_sum_to_one(weights, tol, "softmax(S)", "per query")
         assert told in failed.value.message, failed.value.message

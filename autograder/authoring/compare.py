@@ -338,7 +338,7 @@ def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: s
     """Every row (along the last axis) of weights `got` (..., N) sums to 1, within the value tolerance and within
     SUM_ROUNDINGS roundings per entry of the precision they were computed in; `advice` adds the assignment's own
     words. Negative weights (log weights) are told to exponentiate: normalizing them is not what is missing."""
-    advice = f" ({advice})" if advice else ""
+    advice = advice or "each row on its own"
     if got.dtype.kind == "f" and got.dtype.itemsize < 4:  # its rounding alone can miss 1 by more than any tolerance
         raise CheckFailed(f"{what} has dtype {got.dtype}; {HALF_ADVICE}", got=got)
     sums = got.astype(np.float64).sum(axis=-1)
@@ -354,12 +354,14 @@ def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: s
     if bad.any():
         where = as_index(next(zip(*np.nonzero(bad))))
         how = ("weights are never negative: exponentiate the shifted scores, then divide each by its row's sum"
-               if got.dtype.kind == "f" and (got < 0).any() else "normalize over the last axis" + advice)
+               if got.dtype.kind == "f" and (got < 0).any() else "normalize over the last axis, " + advice)
         if np.all(np.abs(sums[bad] - 1.0) < NEAR_ONE):
             how = ("each is within 1 % of 1, but misses it by more than rounding could (at most "
                    f"{allowed:.2g}): something small was added, such as an epsilon in the denominator, or the "
                    "weights were rounded; divide each weight by exactly its row's sum, and return it unrounded")
         how = f"it holds NaN (look for inf - inf or 0 / 0 in the row); {how}" if np.isnan(sums[where]) else how
+        if sums[where] == 0 and not np.any(got[where]):  # nothing was normalized at all: no axis to blame
+            how = "every weight of the row is 0: exponentiate the shifted scores, then divide each by its row's sum"
         off = "" if not np.isfinite(sums[where]) else f", {abs(sums[where] - 1.0):.2g} from 1"
         raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} rows do not sum to 1, e.g. row {where} "
                           f"sums to {sums[where]:.8g}{off}; {how}", got=got)
