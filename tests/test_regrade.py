@@ -434,6 +434,17 @@ def test_a_copy_of_an_old_download_timed_by_its_files_is_that_hand_in_again_even
     assert _total(course, ids["ann"]) == "0" and _total(course, ids["bob"]) == "0"
 
 
+def test_a_students_last_hand_in_found_again_is_no_news(tmp_path):
+    """A copy graded with --force joins hand-in 1; the original graded again had said 'ann.py is hand-in 1 of 1
+    again ... it still counts', as if an earlier hand-in were found again."""
+    course = _course(tmp_path)
+    _cli("grade", "tiny", tiny_class(tmp_path / "f", {"ann": "2 * x"}, 1795100000), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "copy", {"ann": "2 * x"}, 1795200000), "--force", course=course)
+    again = _cli("grade", "tiny", tmp_path / "f", course=course)
+    assert "already graded with this suite and unchanged: skipped" in again.stderr, again.stderr
+    assert " again" not in again.stderr.replace("grade again", ""), again.stderr
+
+
 def test_grade_warns_when_a_canvas_user_stored_under_one_id_comes_under_another(tmp_path):
     """Canvas's login follows the student's name: a name changed between two downloads stores one user under two
     ids, which `export canvas` cannot tell apart; `grade` said nothing as it stored the second."""

@@ -98,7 +98,8 @@ def again_lines(store, assignment, again: list[Again]) -> Iterable[str]:
     and once, when a file was taken for one by its bytes alone, what to do when a student really handed the same
     code in again.
 
-    store: grading.store.Store; assignment: its grading.course.Assignment. Only these students' history is read."""
+    store: grading.store.Store; assignment: its grading.course.Assignment. Only these students' history is read.
+    A file that is the student's last hand-in after all (the history joins stored copies of it) is said nothing of."""
     students = sorted({one.student for one in again})
     numbered: dict[str, list[Attempt]] = {}
     for start in range(0, len(students), CHUNK):
@@ -106,20 +107,22 @@ def again_lines(store, assignment, again: list[Again]) -> Iterable[str]:
     by_file_time = False
     for one in again:
         mine = numbered.get(one.student)
-        if mine:
-            line = _again_line(one, mine, assignment)
+        line = _again_line(one, mine, assignment) if mine else None
+        if line is not None:
             by_file_time = by_file_time or FILE_TIME_ONLY in line
             yield safe(line, 2000)
     if by_file_time:
         yield SAME_CODE_AGAIN
 
 
-def _again_line(one: Again, mine: list[Attempt], assignment) -> str:
-    """The line for one file found again: its number, why a newer file time is no new hand-in, which counts."""
+def _again_line(one: Again, mine: list[Attempt], assignment) -> str | None:
+    """The line for one file found again; None when it is the student's last hand-in, which is no news."""
     number = next((a.number for a in mine if any(e.result.sha256 == one.handin.sha256 and
                                                  e.result.submitted_at == one.handin.submitted_at
                                                  for e in a.entries)),
                   next((a.number for a in mine if a.sha256 == one.handin.sha256), 0))
+    if number == len(mine):
+        return None
     counted = choose(mine, assignment.submissions, assignment.late).counted.number
     why = ""
     if one.submitted_at != one.handin.submitted_at:  # why a file with a newer time is no new hand-in
