@@ -445,6 +445,19 @@ def test_a_students_last_hand_in_found_again_is_no_news(tmp_path):
     assert " again" not in again.stderr.replace("grade again", ""), again.stderr
 
 
+def test_a_whole_old_class_found_again_is_said_in_a_few_lines(tmp_path):
+    """An old download of a whole class graded again had printed one long line per student: the first ten are
+    said, then one line with how many more and where to see each."""
+    course = _course(tmp_path)
+    names = [f"s{number:02}" for number in range(13)]
+    _cli("grade", "tiny", tiny_class(tmp_path / "week", dict.fromkeys(names, "2 * x"), 1795100000), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "resub", dict.fromkeys(names, "3 * x"), 1795150000), course=course)
+    again = _cli("grade", "tiny", tmp_path / "week", course=course)
+    assert again.stderr.count("is hand-in 1 of 2 again") == 10, again.stderr
+    assert "... and 3 more files are earlier hand-ins found again (s10, s11, s12): not graded again, and the " \
+           "hand-in that counts is unchanged. `autograder history tiny STUDENT` lists" in again.stderr, again.stderr
+
+
 def test_grade_warns_when_a_canvas_user_stored_under_one_id_comes_under_another(tmp_path):
     """Canvas's login follows the student's name: a name changed between two downloads stores one user under two
     ids, which `export canvas` cannot tell apart; `grade` said nothing as it stored the second."""

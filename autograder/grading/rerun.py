@@ -26,6 +26,7 @@ from autograder.text import command, safe
 
 CANVAS = "Canvas"  # grading.lms_downloads' name for the one LMS whose file names identify each upload
 CHUNK = 500  # students whose history is read at once to number their hand-ins
+SHOWN = 10  # files found again said one by one; the rest in one line (a copied old class: one per student)
 FILE_TIME_ONLY = "the same bytes; only its file time is newer"  # why such a file is no new hand-in
 # Said once by a rerun that took a file for an earlier hand-in by its bytes alone: what if it really was one.
 SAME_CODE_AGAIN = (
@@ -94,9 +95,9 @@ def is_last(mine: list[Stored], handin: Stored) -> bool:
 
 
 def again_lines(store, assignment, again: list[Again]) -> Iterable[str]:
-    """What `grade` says of each file skipped as an earlier hand-in found again: its number, and which one counts;
-    and once, when a file was taken for one by its bytes alone, what to do when a student really handed the same
-    code in again.
+    """What `grade` says of the files skipped as an earlier hand-in found again: each one's number and which one
+    counts, for the first SHOWN of them, then how many more (a copy of an old whole class would give a line per
+    student), and once what to do when a student really handed the same code in again.
 
     store: grading.store.Store; assignment: its grading.course.Assignment. Only these students' history is read.
     A file that is the student's last hand-in after all (the history joins stored copies of it) is said nothing of."""
@@ -104,15 +105,30 @@ def again_lines(store, assignment, again: list[Again]) -> Iterable[str]:
     numbered: dict[str, list[Attempt]] = {}
     for start in range(0, len(students), CHUNK):
         numbered.update(attempts(store.history(assignment.name, students[start:start + CHUNK])))
-    by_file_time = False
+    lines, by_file_time, more = 0, False, []
     for one in again:
         mine = numbered.get(one.student)
         line = _again_line(one, mine, assignment) if mine else None
-        if line is not None:
-            by_file_time = by_file_time or FILE_TIME_ONLY in line
+        if line is None:
+            continue
+        by_file_time = by_file_time or FILE_TIME_ONLY in line
+        lines += 1
+        if lines <= SHOWN:
             yield safe(line, 2000)
+        else:
+            more.append(one.student)
+    if more:
+        yield safe(_more_line(more, assignment), 2000)
     if by_file_time:
         yield SAME_CODE_AGAIN
+
+
+def _more_line(students: list[str], assignment) -> str:
+    """The one line that stands for the files found again past the first SHOWN."""
+    named = ", ".join(students[:SHOWN]) + (", ..." if len(students) > SHOWN else "")
+    return (f"... and {len(students)} more files are earlier hand-ins found again ({named}): not graded again, and "
+            f"the hand-in that counts is unchanged. `{command('history', [assignment.name, 'STUDENT'])}` lists a "
+            "student's hand-ins and which one counts")
 
 
 def _again_line(one: Again, mine: list[Attempt], assignment) -> str | None:
