@@ -350,6 +350,23 @@ def test_one_canvas_user_stored_under_two_ids_is_refused_naming_both(tmp_path):
     assert rows == {"12345": "", "12346": "7.5"}, rows
 
 
+def test_a_roster_of_our_own_keyed_by_one_of_a_users_two_ids_is_refused_too(tmp_path):
+    """The course's own roster keyed by the old Canvas id (`student=smithjohn_12345, lms_id=12345`) was let through:
+    a stored id is taken as it is, so the export wrote the old hand-in's total for user 12345, exit 0, while the
+    same user's later hand-in, under smithjohnny_12345, went nowhere."""
+    with Store(tmp_path / "grades.db") as store:
+        for student, got in (("smithjohn_12345", 10.0), ("smithjohnny_12345", 1.0), ("doejane_12346", 7.5)):
+            store.save(_result(student, got))
+    (tmp_path / "roster.csv").write_text("student,name,lms_id\nsmithjohn_12345,John Smith,12345\n"
+                                         "doejane_12346,Jane Doe,12346\n")
+    out = tmp_path / "canvas.csv"
+    done = run_cli("export", "canvas", "--roster", tmp_path / "roster.csv", "--column-id", "4242", "--out", out,
+                   "--db", tmp_path / "grades.db", "--course", ROOT / "course.yaml")
+    assert done.returncode == 2 and not out.exists(), done.stderr
+    assert "smithjohn_12345 and smithjohnny_12345 are both Canvas user 12345" in done.stderr, done.stderr
+    assert "--force writes the file" in done.stderr
+
+
 def test_a_roster_excel_saved_as_plain_csv_is_read_as_windows_1252_and_said(stored):
     """Excel's plain "CSV" saves Windows-1252: a roster with one accented name was refused with Python's own
     "'utf-8' codec can't decode byte 0xe9", which told a TA nothing of what to do."""

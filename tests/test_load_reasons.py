@@ -344,3 +344,21 @@ def test_a_py_saved_as_latin_1_is_graded_and_told_to_save_it_as_utf_8(grade_once
                                     .encode("latin-1"))):
         (tmp_path / name).write_bytes(data)
         assert not any("UTF-8" in note for note in grade_once(tmp_path / name).notes)
+
+
+def test_a_py_whose_coding_line_is_the_fault_is_told_to_mend_that_line(grade_once, tmp_path):
+    """A coding line naming no encoding Python knows had full marks and no note, though Python refuses the file
+    ("SyntaxError: encoding problem: bogus-enc"); a UTF-8 file whose coding line says ascii was told its byte 0xc3
+    was "the Windows or Latin-1 code of 'Ã'" and to save it as UTF-8, which it already was."""
+    bogus, ascii_line = tmp_path / "bogus.py", tmp_path / "asciidecl.py"
+    bogus.write_bytes(f"# -*- coding: bogus-enc -*-\n{IMPORTS}\n{FUNCTIONS}\n".encode())
+    ascii_line.write_bytes(f"# -*- coding: ascii -*-\n# caf\xe9\n{IMPORTS}\n{FUNCTIONS}\n".encode())
+    refused = subprocess.run([sys.executable, bogus], capture_output=True, text=True, timeout=60)
+    assert "SyntaxError: encoding problem: bogus-enc" in refused.stderr, refused.stderr
+    notes = " ".join(grade_once(bogus).notes)
+    assert "bogus.py: line 1, its coding line, names the encoding 'bogus-enc', which Python does not know" in notes \
+        and "encoding problem: bogus-enc" in notes and "Delete that line" in notes, notes
+    notes = " ".join(grade_once(ascii_line).notes)
+    assert "asciidecl.py is saved as UTF-8, but line 1, its coding line, says it is ascii: line 2 holds the byte " \
+        "0xc3" in notes and "Delete the coding line" in notes, notes
+    assert "Latin-1 code" not in notes and "Save it as UTF-8" not in notes, notes

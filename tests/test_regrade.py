@@ -300,14 +300,23 @@ def test_the_same_download_fetched_again_is_no_later_hand_in(tmp_path):
     assert exported["total"] == "2" and exported["penalty"] == "0", exported
 
 
+def _nbgrader(root: Path, student: str, body: str, stamp: str) -> Path:
+    """An nbgrader exchange folder of the tiny assignment holding one hand-in, at the time its timestamp.txt states."""
+    folder = root / "submitted" / student / "tiny"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tiny.py").write_text(f"def double(x):\n    return {body}\n")
+    (folder / "timestamp.txt").write_text(stamp)
+    return root / "submitted"
+
+
 def test_a_file_handed_in_again_after_another_is_a_hand_in_of_its_own_and_an_earlier_copy_gives_its_time(tmp_path):
     """Joining same-bytes hand-ins must not swallow a real later one: a student who handed in A, then B, then A
-    again is graded on the last A (the B in between had counted). And a copy with later file times graded first,
-    then the class with its first times, gives the hand-in the earlier time."""
+    again at times stated for them is graded on the last A (the B in between had counted). And a copy with later
+    file times graded first, then the class with its first times, gives the hand-in the earlier time."""
     course = _course(tmp_path, '    due: "2026-11-20T23:59:00+00:00"\n    late: {penalty_per_day: 0.5}\n')
-    folder = tmp_path / "class"
-    for body, when in (("2 * x", 1795100000), ("3 * x", 1795150000), ("2 * x", 1795200000)):
-        _cli("grade", "tiny", tiny_class(folder, {"ann": body}, when), course=course)
+    for number, (body, day) in enumerate((("2 * x", 10), ("3 * x", 11), ("2 * x", 12))):
+        _cli("grade", "tiny", _nbgrader(tmp_path / f"n{number}", "ann", body, f"2026-11-{day} 10:00:00.000000 UTC"),
+             course=course)
     exported = next(csv.DictReader(_cli("export", "csv", course=course).stdout.splitlines()))
     assert exported["total"] == "2", exported  # the last hand-in, A again (B scored 0 here)
     history = [json.loads(line) for line in _cli("history", "tiny", "ann", "--json", course=course).stdout.splitlines()]
@@ -379,6 +388,74 @@ def test_an_old_canvas_download_copied_is_that_upload_again_and_a_real_resubmiss
     _cli("grade", "tiny", _canvas_file(tmp_path / "dl3", 3001, "2 * x", 1795250000), course=course)
     assert sorted({h["hand_in"] for h in _handins(course, "ann_101")}) == [1, 2, 3]
     assert _total(course, "ann_101") == "2"
+
+
+def _file_timed(layout: str, folder: Path, students: dict[str, str], when: float) -> tuple[Path, dict[str, str]]:
+    """A download whose only times are its files' (`when`), in `layout`: a flat folder, Moodle's folders, or
+    Canvas's names (an upload id per body, as Canvas gives each upload its own); and student -> the id stored."""
+    ids = {}
+    folder.mkdir(parents=True, exist_ok=True)
+    for number, (student, body) in enumerate(sorted(students.items()), start=101):
+        if layout == "flat":
+            tiny_class(folder, {student: body}, when)
+            ids[student] = student
+        elif layout == "moodle":
+            ids[student] = f"{student.title()} Lee_{number}_assignsubmission_file_"
+            tiny_class(folder / ids[student], {"tiny": body}, when)
+        else:
+            ids[student] = f"{student}_{number}"
+            path = folder / f"{ids[student]}_{1001 if body == '2 * x' else 2001}_tiny.py"
+            path.write_text(f"def double(x):\n    return {body}\n")
+            os.utime(path, (when, when))
+    return folder, ids
+
+
+@pytest.mark.parametrize("layout", ["flat", "moodle", "canvas"])
+def test_a_copy_of_an_old_download_timed_by_its_files_is_that_hand_in_again_even_with_force(tmp_path, layout):
+    """Hand-ins A (full marks), then B: a copy of A's folder (cp -r: new file times, the only times these layouts
+    have) had been stored as hand-in 3 of 3, which counted (policy: last) and, late by its copy time, lost the
+    student's total; `--force` made it so in a Canvas download too. It is hand-in 1 found again, said once."""
+    course = _course(tmp_path)
+    dl1, ids = _file_timed(layout, tmp_path / "dl1", {"ann": "2 * x", "bob": "2 * x"}, 1795100000)
+    _cli("grade", "tiny", dl1, course=course)
+    _cli("grade", "tiny", _file_timed(layout, tmp_path / "dl2", {"ann": "3 * x", "bob": "3 * x"}, 1795150000)[0],
+         course=course)  # B scores 0
+    graded = _handins(course, ids["ann"])
+    copy = tmp_path / "copy"
+    shutil.copytree(dl1, copy, copy_function=shutil.copy)  # as `cp -r`: the files take the time of the copy
+    copied = _cli("grade", "tiny", copy, course=course)
+    assert "is hand-in 1 of 2 again" in copied.stderr and "graded 0 submissions" in copied.stderr, copied.stderr
+    if layout != "canvas":  # a Canvas copy is known by its upload ids, not by its bytes alone
+        assert "is hand-in 1 of 2 again (the same bytes; only its file time is newer)" in copied.stderr
+        assert copied.stderr.count("If a student really handed the same code in again") == 1, copied.stderr
+    assert _handins(course, ids["ann"]) == graded and _total(course, ids["ann"]) == "0"
+    _cli("grade", "tiny", copy, "--force", course=course)  # graded again: hand-in 1's later result, not hand-in 3
+    assert sorted({h["hand_in"] for h in _handins(course, ids["ann"])}) == [1, 2]
+    assert _total(course, ids["ann"]) == "0" and _total(course, ids["bob"]) == "0"
+
+
+def test_a_students_last_hand_in_found_again_is_no_news(tmp_path):
+    """A copy graded with --force joins hand-in 1; the original graded again had said 'ann.py is hand-in 1 of 1
+    again ... it still counts', as if an earlier hand-in were found again."""
+    course = _course(tmp_path)
+    _cli("grade", "tiny", tiny_class(tmp_path / "f", {"ann": "2 * x"}, 1795100000), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "copy", {"ann": "2 * x"}, 1795200000), "--force", course=course)
+    again = _cli("grade", "tiny", tmp_path / "f", course=course)
+    assert "already graded with this suite and unchanged: skipped" in again.stderr, again.stderr
+    assert " again" not in again.stderr.replace("grade again", ""), again.stderr
+
+
+def test_a_whole_old_class_found_again_is_said_in_a_few_lines(tmp_path):
+    """An old download of a whole class graded again had printed one long line per student: the first ten are
+    said, then one line with how many more and where to see each."""
+    course = _course(tmp_path)
+    names = [f"s{number:02}" for number in range(13)]
+    _cli("grade", "tiny", tiny_class(tmp_path / "week", dict.fromkeys(names, "2 * x"), 1795100000), course=course)
+    _cli("grade", "tiny", tiny_class(tmp_path / "resub", dict.fromkeys(names, "3 * x"), 1795150000), course=course)
+    again = _cli("grade", "tiny", tmp_path / "week", course=course)
+    assert again.stderr.count("is hand-in 1 of 2 again") == 10, again.stderr
+    assert "... and 3 more files are earlier hand-ins found again (s10, s11, s12): not graded again, and the " \
+           "hand-in that counts is unchanged. `autograder history tiny STUDENT` lists" in again.stderr, again.stderr
 
 
 def test_grade_warns_when_a_canvas_user_stored_under_one_id_comes_under_another(tmp_path):

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from autograder.grading.handin import read_bytes
 from autograder.grading.late import FILE_TIME
+from autograder.grading.lms_downloads import canvas_upload
 from autograder.grading.results import SubmissionResult, result_from_plain, result_to_plain
 
 SCHEMA = """
@@ -237,8 +238,8 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
     student handed in at the same time, if there is one. A time read off the file itself (FILE_TIME: no
     timestamp.txt or LMS time could be read) is no time the student handed in at: such a result belongs to the
     hand-in of the same bytes with a time stated for it, if there is one, so a timestamp.txt mended after the
-    fact makes no second, later hand-in of the same file. Else it joins the hand-in just before it in time if
-    that one is of the same bytes (`_fetched_again`).
+    fact makes no second, later hand-in of the same file. Else it joins the latest earlier hand-in of the same
+    bytes, however many came after it (`found_again`, the rule a rerun of `grade` skips files by).
     """
     stated = {(e.result.student, e.result.sha256): e.result for e in found
               if e.result.sha256 and e.result.submitted_at_source != FILE_TIME}
@@ -266,23 +267,56 @@ def attempts(found: list[Entry]) -> dict[str, list[Attempt]]:
     return by_student
 
 
+def found_again(earlier: list[tuple[str, set[str]]], sha256: str, names: set[str]) -> int | None:
+    """Which of a student's `earlier` hand-ins (in time order, each its sha256 and the file names it was graded
+    under) a file whose only time is its file time (FILE_TIME) is, found again; None when it is a new hand-in.
+
+    The one rule for a rerun of `grade` (grading.rerun) and for numbering hand-ins (`attempts`). A file time says
+    when a folder was copied or a zip downloaded, not when the student handed in: such a file with the bytes of
+    any earlier hand-in is that hand-in (the latest of them) fetched again, however many came after it, so a
+    copy of last week's folder makes no new hand-in that counts. A Canvas file name carries its upload's own id
+    (lms_downloads.canvas_upload): the same bytes under another upload's id are the student handing the same code
+    in again, a hand-in of its own. A student who hands in old code again in a layout with only file times
+    (a flat folder, Moodle) cannot be told from a copy; a stated time (nbgrader, Blackboard's attempts) can."""
+    uploads = {canvas_upload(name) for name in names} - {None}
+    for index in reversed(range(len(earlier))):
+        digest, their_names = earlier[index]
+        theirs = {canvas_upload(name) for name in their_names} - {None}
+        if digest == sha256 and not (uploads and theirs and not uploads & theirs):
+            return index
+    return None
+
+
 def _fetched_again(ordered: list[list[Entry]]) -> list[list[Entry]]:
     """One student's hand-ins in time order, each whose every time was read off its file (FILE_TIME) joined to the
-    hand-in just before it when that one is of the same bytes: the class folder copied or an LMS's zip downloaded
-    again gives its files new times, and no new hand-in. The same file handed in again after another one is a
-    hand-in of its own; the joined one takes the earlier time, its results kept in the order they were graded."""
+    earlier hand-in it is found again (`found_again`): the class folder copied or an LMS's zip downloaded again
+    gives its files new times, and no new hand-in. The joined one takes that hand-in's time, its results kept in
+    the order they were graded."""
     joined: list[list[Entry]] = []
     for group in ordered:
-        before = joined[-1][0].result if joined else None
-        if before is not None and before.sha256 and group[0].result.sha256 == before.sha256 and all(
-                entry.result.submitted_at_source == FILE_TIME for entry in group):
-            moved = [dataclasses.replace(entry, result=dataclasses.replace(
-                entry.result, submitted_at=before.submitted_at, submitted_at_source=before.submitted_at_source))
-                for entry in group]
-            joined[-1] = sorted(joined[-1] + moved, key=lambda entry: entry.order)
-        else:
+        sha256 = _sha256(group)
+        index = None
+        if sha256 and all(entry.result.submitted_at_source == FILE_TIME for entry in group):
+            index = found_again([(_sha256(earlier), _names(earlier)) for earlier in joined], sha256, _names(group))
+        if index is None:
             joined.append(list(group))
+            continue
+        first = joined[index][0].result
+        moved = [dataclasses.replace(entry, result=dataclasses.replace(
+            entry.result, submitted_at=first.submitted_at, submitted_at_source=first.submitted_at_source))
+            for entry in group]
+        joined[index] = sorted(joined[index] + moved, key=lambda entry: entry.order)
     return joined
+
+
+def _sha256(group: list[Entry]) -> str:
+    """A hand-in's file hash: its first result that read the file ("" when none did)."""
+    return next((entry.result.sha256 for entry in group if entry.result.sha256), "")
+
+
+def _names(group: list[Entry]) -> set[str]:
+    """The file names a hand-in was graded under."""
+    return {Path(entry.result.file).name for entry in group if entry.result.file}
 
 
 def _key(result: SubmissionResult) -> tuple:

@@ -85,6 +85,13 @@ def canvas_user(student: str) -> str | None:
     return match[1] if match else None
 
 
+def canvas_upload(name: str) -> str | None:
+    """The Canvas file id in a file name of a Canvas download (`smithjohn_4101_90001_answers.py`: "90001"),
+    else None: each upload has its own, so two names with different ones are two hand-ins, whatever their bytes."""
+    match = _CANVAS.fullmatch(name)
+    return match["file"] if match else None
+
+
 def moodle_participant(student: str) -> str | None:
     """The Moodle participant number of a student id read from a Moodle download
     (`Jane Doe_123456_assignsubmission_file_`: "123456", its worksheet's `Participant 123456`), else None."""

@@ -2,13 +2,12 @@
 last one.
 
 A hand-in is one student's file hash and submission time (grading.history). A file found again is a stored hand-in
-when it has that hand-in's bytes and time. Where its time was read off the file itself (FILE_TIME: a class folder
-copied or an LMS's zip downloaded again gives its files new times), it is also the stored hand-in just before its
-time when that one has its bytes, as grading.history joins them; and, in a Canvas download, any earlier hand-in of
-the student's with its bytes and its file name. Canvas names each upload with an id of its own
-(`smithjohn_4101_90001_answers.py`): the same name is the same upload downloaded again, while a student who hands
-in old code again makes a new upload, under a new name, which is a hand-in of its own (A, then B, then A again: the
-last A counts). A flat folder's names (`ann.py`) carry no such id, so there only the hand-in just before counts.
+when it has that hand-in's bytes and time. Where its only time was read off the file itself (FILE_TIME: a flat
+folder, a Moodle or Canvas download, whose copy or second download gives its files new times), it is also any
+earlier hand-in of the student's with its bytes, by the rule that numbers hand-ins (grading.history.found_again),
+however many hand-ins came after it; only a Canvas file name, which carries each upload's own id, tells a student
+handing old code in again from a copy. Where the time is stated (nbgrader's timestamp.txt, Blackboard's attempts,
+Gradescope), the same bytes at a new time are a hand-in of their own (A, then B, then A again: the last A counts).
 
 Everything is read in one query for the class (`stored_handins`), so a rerun costs the same few statements whatever
 the class's size; only the few students whose earlier hand-in is found again have their history read, to say so.
@@ -21,12 +20,21 @@ from pathlib import Path
 from typing import NamedTuple
 
 from autograder.grading.attempts import choose
-from autograder.grading.history import Attempt, attempts
+from autograder.grading.history import Attempt, attempts, found_again
 from autograder.grading.late import FILE_TIME
 from autograder.text import command, safe
 
 CANVAS = "Canvas"  # grading.lms_downloads' name for the one LMS whose file names identify each upload
 CHUNK = 500  # students whose history is read at once to number their hand-ins
+SHOWN = 10  # files found again said one by one; the rest in one line (a copied old class: one per student)
+FILE_TIME_ONLY = "the same bytes; only its file time is newer"  # why such a file is no new hand-in
+# Said once by a rerun that took a file for an earlier hand-in by its bytes alone: what if it really was one.
+SAME_CODE_AGAIN = (
+    "note: a file whose only time is its file time (a flat folder, a Moodle download, a copy of either) with the "
+    "bytes of an earlier hand-in of the student is taken for that hand-in copied or downloaded again, not a new "
+    "hand-in. If a student really handed the same code in again, grade that hand-in where its time or id is "
+    "stated: the LMS's own download that tells hand-ins apart (Canvas's upload ids, Blackboard's attempts), or "
+    "an nbgrader submitted/STUDENT/ASSIGNMENT/ folder with its timestamp.txt")
 
 
 class Stored(NamedTuple):
@@ -72,16 +80,13 @@ def same_handin(mine: list[Stored], digest: str, item) -> Stored | None:
     """The stored hand-in (of `mine`, in time order) that `item` (a grading.found.Found), whose file's sha256 is
     `digest`, is again; None when it is a new hand-in. An earlier file time than the stored one's is a new hand-in
     too: grading it gives the hand-in that earlier time (grading.history)."""
-    same = [handin for handin in mine if handin.sha256 == digest]
-    exact = next((handin for handin in same if handin.submitted_at == item.submitted_at), None)
-    if exact is not None or item.submitted_at_source != FILE_TIME or not same:
+    exact = next((handin for handin in mine if handin.sha256 == digest and handin.submitted_at == item.submitted_at),
+                 None)
+    if exact is not None or item.submitted_at_source != FILE_TIME:
         return exact
     before = [handin for handin in mine if handin.submitted_at <= item.submitted_at]
-    if before and before[-1].sha256 == digest:
-        return before[-1]  # fetched again: a folder copied, a zip downloaded again
-    if item.lms == CANVAS:  # the same upload downloaded again, however many hand-ins came after it
-        return next((handin for handin in before if handin.sha256 == digest and handin.name == item.path.name), None)
-    return None
+    index = found_again([(handin.sha256, {handin.name}) for handin in before], digest, {item.path.name})
+    return None if index is None else before[index]
 
 
 def is_last(mine: list[Stored], handin: Stored) -> bool:
@@ -90,29 +95,55 @@ def is_last(mine: list[Stored], handin: Stored) -> bool:
 
 
 def again_lines(store, assignment, again: list[Again]) -> Iterable[str]:
-    """What `grade` says of each file skipped as an earlier hand-in found again: its number, and which one counts.
+    """What `grade` says of the files skipped as an earlier hand-in found again: each one's number and which one
+    counts, for the first SHOWN of them, then how many more (a copy of an old whole class would give a line per
+    student), and once what to do when a student really handed the same code in again.
 
-    store: grading.store.Store; assignment: its grading.course.Assignment. Only these students' history is read."""
+    store: grading.store.Store; assignment: its grading.course.Assignment. Only these students' history is read.
+    A file that is the student's last hand-in after all (the history joins stored copies of it) is said nothing of."""
     students = sorted({one.student for one in again})
     numbered: dict[str, list[Attempt]] = {}
     for start in range(0, len(students), CHUNK):
         numbered.update(attempts(store.history(assignment.name, students[start:start + CHUNK])))
+    lines, by_file_time, more = 0, False, []
     for one in again:
         mine = numbered.get(one.student)
-        if mine:
-            yield safe(_again_line(one, mine, assignment), 2000)
+        line = _again_line(one, mine, assignment) if mine else None
+        if line is None:
+            continue
+        by_file_time = by_file_time or FILE_TIME_ONLY in line
+        lines += 1
+        if lines <= SHOWN:
+            yield safe(line, 2000)
+        else:
+            more.append(one.student)
+    if more:
+        yield safe(_more_line(more, assignment), 2000)
+    if by_file_time:
+        yield SAME_CODE_AGAIN
 
 
-def _again_line(one: Again, mine: list[Attempt], assignment) -> str:
+def _more_line(students: list[str], assignment) -> str:
+    """The one line that stands for the files found again past the first SHOWN."""
+    named = ", ".join(students[:SHOWN]) + (", ..." if len(students) > SHOWN else "")
+    return (f"... and {len(students)} more files are earlier hand-ins found again ({named}): not graded again, and "
+            f"the hand-in that counts is unchanged. `{command('history', [assignment.name, 'STUDENT'])}` lists a "
+            "student's hand-ins and which one counts")
+
+
+def _again_line(one: Again, mine: list[Attempt], assignment) -> str | None:
+    """The line for one file found again; None when it is the student's last hand-in, which is no news."""
     number = next((a.number for a in mine if any(e.result.sha256 == one.handin.sha256 and
                                                  e.result.submitted_at == one.handin.submitted_at
                                                  for e in a.entries)),
                   next((a.number for a in mine if a.sha256 == one.handin.sha256), 0))
+    if number == len(mine):
+        return None
     counted = choose(mine, assignment.submissions, assignment.late).counted.number
     why = ""
     if one.submitted_at != one.handin.submitted_at:  # why a file with a newer time is no new hand-in
         why = (" (the same Canvas upload, downloaded again: only its file time is newer)"
-               if one.canvas and one.file == one.handin.name else " (the same bytes; only its file time is newer)")
+               if one.canvas and one.file == one.handin.name else f" ({FILE_TIME_ONLY})")
     counts = "it still counts" if counted == number else f"hand-in {counted} of {len(mine)} still counts"
     return (f"{one.student}: {one.file} is hand-in {number} of {len(mine)} again{why}, already graded with this "
             f"suite: not graded again, and {counts} (policy: {assignment.submissions.policy}). "

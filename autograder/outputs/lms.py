@@ -154,20 +154,27 @@ def shared_users(roster: dict[str, dict[str, str]], students: set[str],
                  user_of: Callable[[str], str | None]) -> dict[str, list[str]]:
     """roster key -> the stored students the LMS's download gave that one user, where it gave them two or more
     (`smithjohn_12345` and `smithjohnny_12345`: Canvas's login follows the student's name, which may change between
-    downloads): `by_lms_user` cannot tell whose total is the user's, and their cell would be left empty."""
+    downloads): `by_lms_user` cannot tell whose total is the user's, and their cell would be left empty. A roster of
+    the course's own keyed by one of those ids (`smithjohn_12345`, lms_id 12345) is no answer either: it names the id
+    stored first, not the hand-in that counts, so it is refused too, under the user's number."""
     users: dict[str, list[str]] = {}
     for student in students:
         users.setdefault(user_of(student) or "", []).append(student)
-    return {key: sorted(users[key], key=roster_order) for key in roster
-            if key not in students and len(users.get(key, [])) > 1}
+    shared = {}
+    for key in roster:
+        user = (user_of(key) or "") if key in students else key  # a stored id: the user the LMS gave it
+        if user and len(users.get(user, [])) > 1:
+            shared[user] = sorted(users[user], key=roster_order)
+    return shared
 
 
 def shared_user_problems(shared: dict[str, list[str]], lms: str, assignment: str) -> list[str]:
     """What an export says of each user stored under several ids (`shared_users`): it refuses, as for a total above
-    the column's maximum, since the file would leave that student's cell empty."""
+    the column's maximum, since the file would leave that student's cell empty or give it one id's total alone."""
     return [f"{' and '.join(students)} are {'both' if len(students) == 2 else 'all'} {lms.capitalize()} user {key} "
-            "(the download named them so: a changed name?), so whose total is theirs cannot be told and their cell "
-            f"would be empty. `autograder retract {assignment} STUDENT` one of them (`autograder history "
+            "(the download named them so: a changed name?), so whose total is theirs cannot be told (keyed by the "
+            "user, their cell would be empty; keyed by one of the ids, it would get that id's total alone). "
+            f"`autograder retract {assignment} STUDENT` one of them (`autograder history "
             f"{assignment} STUDENT` shows each one's hand-ins), then export again" for key, students in shared.items()]
 
 
