@@ -621,3 +621,11 @@ def test_results_kept_by_no_decrease_are_named_as_such_in_exports_and_the_report
            "of 2 (the current suite scored them lower))" in page, page[:2000]
     assert "2 / 2 (kept from an earlier suite by regrade --no-decrease)" in page
     assert "3 / 3 (" not in page
+
+
+def test_two_hand_ins_with_nothing_read_are_no_evidence_of_one_file():
+    """A Moodle hand-in of a PDF alone stores no hash: a later, different PDF-only hand-in had been taken for it
+    found again ("" == ""), said to be "the same bytes", and left out, an earlier hand-in still counting."""
+    from autograder.grading.history import found_again
+    assert found_again([("", {"answers.pdf"}), ("1fad", {"attention.py"})], "", {"report.pdf"}) is None
+    assert found_again([("1fad", {"attention.py"}), ("a3bb", {"attention.py"})], "1fad", {"attention.py"}) == 0

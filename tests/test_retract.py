@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -288,3 +289,32 @@ def test_a_reason_on_several_lines_stays_one_row_and_a_second_retraction_keeps_t
     _cli("retract", "tiny", "multi", "--reason", "the rest", course=course)  # every one left: hand-in 1 only
     notes = [row["retracted"] for row in _history(course, "multi")]
     assert notes[0].endswith(": the rest") and notes[1].endswith(": wrong folder\\nsee mail"), notes
+
+
+def _canvas_download(folder: Path, upload: str, body: str, when: float) -> Path:
+    """A Canvas download of one student's upload `upload` (its file id), dated `when`: its only time."""
+    folder.mkdir(parents=True)
+    path = folder / f"smithjohn_4101_{upload}_tiny.py"
+    path.write_text(f"def double(x):\n    return {body}\n")
+    os.utime(path, (when, when))
+    return folder
+
+
+def test_a_copy_of_a_retracted_canvas_upload_stays_out_though_a_later_upload_has_its_bytes(tmp_path):
+    """Uploads A, B, then A again (a new upload id: a hand-in of its own); hand-in 1 retracted. A copy of the first
+    download (newer file times) had been graded back in beside its retracted row, `history` and the exports then
+    numbering the student's hand-ins differently: the same bytes under upload 3 still stand, so the retracted
+    bytes were no reason to keep it out."""
+    course = _course(tmp_path, "last")
+    first = _canvas_download(tmp_path / "d1", "90001", RIGHT, 1.70e9)
+    for download in (first, _canvas_download(tmp_path / "d2", "90002", WRONG, 1.71e9),
+                     _canvas_download(tmp_path / "d3", "90003", RIGHT, 1.72e9)):
+        _cli("grade", "tiny", download, course=course)
+    _cli("retract", "tiny", "smithjohn_4101", "--handin", "1", course=course)
+    copy = shutil.copytree(first, tmp_path / "d1-copy")
+    os.utime(copy / "smithjohn_4101_90001_tiny.py", (1.75e9, 1.75e9))  # a copy's newer time
+    graded = _cli("grade", "tiny", copy, course=course)
+    assert "is hand-in 1 of theirs again, retracted earlier: not graded" in graded.stderr, graded.stderr
+    assert "--handin 1 --undo` puts it back" in graded.stderr and "[1/1]" not in graded.stderr
+    rows = _history(course, "smithjohn_4101")
+    assert len(rows) == 3 and sum(1 for row in rows if row.get("retracted")) == 1, rows

@@ -325,7 +325,7 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
     # A class folder: whoever is not in it was removed. One student's folder says nothing of the others.
     if not all(one_students_part(Path(place), assignment.name, assignment.module) for place in args.paths):
         passed = {item.student for item in (*plan.todo, *plan.skipped, *plan.held)}
-        gone = sorted(set(store.grading_keys(assignment.name)) - passed)
+        gone = sorted(store.students(assignment.name) - passed)
         if gone:
             print(safe(f"{len(gone)} student{'s' if len(gone) > 1 else ''} stored from earlier runs "
                        f"{'have' if len(gone) > 1 else 'has'} no hand-in in what was passed now: "

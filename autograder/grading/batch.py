@@ -58,7 +58,8 @@ def plan_version(found: list[Found], store: Store, assignment: str, version: str
         digest = file_sha256(item.path, item.root)  # by the hand-in rule (grading.handin), as grading reads it
         mine = stored.get(item.student, [])
         handin = same_handin(mine, digest, item)
-        if handin is None or version not in handin.versions or force:
+        withdrawn = handin is not None and handin.retracted  # stays out until `retract --undo`, --force or not
+        if not withdrawn and (handin is None or version not in handin.versions or force):
             todo.append(item)
             continue
         skipped.append(item)

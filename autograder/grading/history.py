@@ -278,6 +278,8 @@ def found_again(earlier: list[tuple[str, set[str]]], sha256: str, names: set[str
     (lms_downloads.canvas_upload): the same bytes under another upload's id are the student handing the same code
     in again, a hand-in of its own. A student who hands in old code again in a layout with only file times
     (a flat folder, Moodle) cannot be told from a copy; a stated time (nbgrader, Blackboard's attempts) can."""
+    if not sha256:  # no file was read (a PDF-only folder): two such hand-ins are no evidence of one file
+        return None
     uploads = {canvas_upload(name) for name in names} - {None}
     for index in reversed(range(len(earlier))):
         digest, their_names = earlier[index]

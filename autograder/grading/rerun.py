@@ -44,6 +44,7 @@ class Stored(NamedTuple):
     submitted_at: str
     name: str  # the name of the file graded (a Canvas download's names carry the upload's id)
     versions: frozenset[str]  # the suite versions it was graded with, the grader not failing on it
+    retracted: bool = False  # every result of it retracted (`autograder retract`): found again, it stays out
 
 
 class Again(NamedTuple):
@@ -57,22 +58,26 @@ class Again(NamedTuple):
 
 
 def stored_handins(db: sqlite3.Connection, assignment: str) -> dict[str, list[Stored]]:
-    """student -> every hand-in of theirs standing (not retracted), in the order handed in: one query for the class.
+    """student -> every hand-in of theirs, in the order handed in, retracted ones marked: one query for the class.
 
     The `submissions` row is read beside the history's rows, for a result the history might lack (grading.history
-    `entries`); a result the grader failed on adds no suite version, so its hand-in is graded again."""
+    `entries`); a result the grader failed on adds no suite version, so its hand-in is graded again. A retracted
+    hand-in is kept so that a copy of it found again is known: a copied Canvas download of a withdrawn upload,
+    whose bytes a later upload still has, had been graded back in as a new hand-in."""
     rows = db.execute(
-        "SELECT student, sha256, submitted_at, suite_version, file, internal_error != '' FROM submissions "
+        "SELECT student, sha256, submitted_at, suite_version, file, internal_error != '', 0 FROM submissions "
         "WHERE assignment=? UNION ALL SELECT student, sha256, submitted_at, suite_version, "
-        "json_extract(result, '$.file'), COALESCE(json_extract(result, '$.internal_error'), '') != '' "
-        "FROM history WHERE assignment=? AND retracted=''", (assignment, assignment))
-    found: dict[str, dict[tuple[str, str], tuple[str, set[str]]]] = {}
-    for student, sha256, submitted_at, version, file, failed in rows:
-        name, versions = found.setdefault(student, {}).setdefault((sha256, submitted_at), (file or "", set()))
+        "json_extract(result, '$.file'), COALESCE(json_extract(result, '$.internal_error'), '') != '', "
+        "retracted != '' FROM history WHERE assignment=?", (assignment, assignment))
+    found: dict[str, dict[tuple[str, str], tuple[str, set[str], list[bool]]]] = {}
+    for student, sha256, submitted_at, version, file, failed, retracted in rows:
+        name, versions, marks = found.setdefault(student, {}).setdefault((sha256, submitted_at),
+                                                                         (file or "", set(), []))
+        marks.append(bool(retracted))
         if not failed:
             versions.add(version)
-    return {student: [Stored(sha, at, Path(name).name, frozenset(versions))
-                      for (sha, at), (name, versions) in sorted(mine.items(), key=lambda kv: kv[0][1])]
+    return {student: [Stored(sha, at, Path(name).name, frozenset(versions), all(marks))
+                      for (sha, at), (name, versions, marks) in sorted(mine.items(), key=lambda kv: kv[0][1])]
             for student, mine in found.items()}
 
 
@@ -90,8 +95,10 @@ def same_handin(mine: list[Stored], digest: str, item) -> Stored | None:
 
 
 def is_last(mine: list[Stored], handin: Stored) -> bool:
-    """Whether `handin` is the student's last hand-in: a file found again of an earlier one is worth a word."""
-    return mine[-1] == handin
+    """Whether `handin` is the student's last hand-in standing: a file found again of an earlier one, or of one
+    retracted, is worth a word."""
+    standing = [one for one in mine if not one.retracted]
+    return not handin.retracted and bool(standing) and standing[-1] == handin
 
 
 def again_lines(store, assignment, again: list[Again]) -> Iterable[str]:
@@ -101,14 +108,15 @@ def again_lines(store, assignment, again: list[Again]) -> Iterable[str]:
 
     store: grading.store.Store; assignment: its grading.course.Assignment. Only these students' history is read.
     A file that is the student's last hand-in after all (the history joins stored copies of it) is said nothing of."""
-    students = sorted({one.student for one in again})
-    numbered: dict[str, list[Attempt]] = {}
-    for start in range(0, len(students), CHUNK):
-        numbered.update(attempts(store.history(assignment.name, students[start:start + CHUNK])))
+    numbered, with_retracted = _numbered(store, assignment, [one for one in again if not one.handin.retracted]), \
+        _numbered(store, assignment, [one for one in again if one.handin.retracted], retracted=True)
     lines, by_file_time, more = 0, False, []
     for one in again:
-        mine = numbered.get(one.student)
-        line = _again_line(one, mine, assignment) if mine else None
+        if one.handin.retracted:
+            line = _retracted_line(one, with_retracted.get(one.student, []), assignment)
+        else:
+            mine = numbered.get(one.student)
+            line = _again_line(one, mine, assignment) if mine else None
         if line is None:
             continue
         by_file_time = by_file_time or FILE_TIME_ONLY in line
@@ -121,6 +129,27 @@ def again_lines(store, assignment, again: list[Again]) -> Iterable[str]:
         yield safe(_more_line(more, assignment), 2000)
     if by_file_time:
         yield SAME_CODE_AGAIN
+
+
+def _numbered(store, assignment, again: list[Again], retracted: bool = False) -> dict[str, list[Attempt]]:
+    """The hand-ins of the students of `again`, numbered as `history` numbers them (retracted ones too, with
+    `retracted`), read CHUNK students at a time."""
+    students = sorted({one.student for one in again})
+    numbered: dict[str, list[Attempt]] = {}
+    for start in range(0, len(students), CHUNK):
+        numbered.update(attempts(store.history(assignment.name, students[start:start + CHUNK], retracted)))
+    return numbered
+
+
+def _retracted_line(one: Again, mine: list[Attempt], assignment) -> str:
+    """The line for a file found again that is a retracted hand-in: it stays out, and how to put it back."""
+    number = next((a.number for a in mine if any(e.result.sha256 == one.handin.sha256 and
+                                                 e.result.submitted_at == one.handin.submitted_at
+                                                 for e in a.entries)), 0)
+    which = f"hand-in {number}" if number else "a hand-in"
+    return (f"{one.student}: {one.file} is {which} of theirs again, retracted earlier: not graded, and it counts "
+            f"nowhere. `{command('retract', [assignment.name, one.student], ['--handin', number or 'N', '--undo'])}`"
+            " puts it back")
 
 
 def _more_line(students: list[str], assignment) -> str:
