@@ -58,8 +58,10 @@ def plan_version(found: list[Found], store: Store, assignment: str, version: str
         digest = file_sha256(item.path, item.root)  # by the hand-in rule (grading.handin), as grading reads it
         mine = stored.get(item.student, [])
         handin = same_handin(mine, digest, item)
-        withdrawn = handin is not None and handin.retracted  # stays out until `retract --undo`, --force or not
-        if not withdrawn and (handin is None or version not in handin.versions or force):
+        # A retracted hand-in found again stays out, --force or not; a student with none standing is left to
+        # retract.withheld, which holds the file and lists the student apart.
+        withdrawn = handin is not None and handin.retracted and any(not one.retracted for one in mine)
+        if not withdrawn and (handin is None or handin.retracted or version not in handin.versions or force):
             todo.append(item)
             continue
         skipped.append(item)
