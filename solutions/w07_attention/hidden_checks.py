@@ -266,9 +266,11 @@ def padding_mask_matches_reference(t):
     lengths[0] = n_k
     lengths[1] = max(1, min(lengths[1], n_k - 1))  # and a padded one (n_k > 1), so all True is wrong too
     lengths[2] = 0
+    lengths[3] = n_k + 2  # a sequence longer than the keys kept: every key exists (a table of n_k + 1 rows raised)
     expect_equal_mask(t.returned("padding_mask", lengths, n_k),
                       t.ref.padding_mask(lengths, n_k),
-                      f"padding_mask(lengths, {n_k}) (lengths: {len(lengths)} random ones, one of them 0)")
+                      f"padding_mask(lengths, {n_k}) (lengths: {len(lengths)} random ones, one of them 0 and one "
+                      f"past {n_k})")
     if n_k > 1:  # as many lengths as before, and as wide: a mask kept by (B, n_k) alone comes back wrong
         shorter = t.rng.integers(1, n_k, size=len(lengths))
         expect_equal_mask(t.returned("padding_mask", shorter, n_k), t.ref.padding_mask(shorter, n_k),
@@ -285,15 +287,18 @@ def padding_mask_matches_reference(t):
 
 
 def apply_mask_matches_reference(t):
-    """apply_mask matches the reference on random float32 and float64 scores and masks, and leaves the mask
+    """apply_mask matches the reference on random float32 and float64 scores and masks, one query of which has
+    every key hidden (a row of −inf: softmax, not apply_mask, says that no key is left), and leaves the mask
     unchanged."""
     d = t.sizes
     for dtype in DTYPES:
         S = normal(t.rng, (*d["batch"], d["nq"], d["nk"]), dtype, scale=5.0)
         allowed = mask_rows(t.rng, S.shape)
+        allowed[(0,) * len(d["batch"]) + (d["nq"] // 2,)] = False  # a row left as it was had full marks here
         expect_close(t.returned("apply_mask", S, allowed),
                      t.ref.apply_mask(S.astype(np.float64), allowed),
-                     t.tol(dtype), f"apply_mask(S, allowed) for {_name(dtype)} scores")
+                     t.tol(dtype), f"apply_mask(S, allowed) for {_name(dtype)} scores, one query with every key "
+                     "hidden")
 
 
 def apply_mask_broadcasts(t):
@@ -414,6 +419,12 @@ def context_matches_reference(t):
         expect_close(_returned_broadcasting(t, "context", one, V), t.ref.context(*_f64(one, V)), t.tol(A.dtype),
                      f"context(A, V) with weights of shape {one.shape}, shared by every head of values of shape "
                      f"{V.shape} (batch axes broadcast)", shape_hint=rows, terms=_terms(one, V))
+    # Square weights (Nq = Nk) of either sign, rows not summing to 1: C = A V whatever A holds. A transposed only
+    # when square, or weights normalized (or their magnitudes taken) again inside context, had full marks.
+    A, V = normal(t.rng, (d["nk"], d["nk"])), normal(t.rng, (d["nk"], d["dv"]))
+    expect_close(t.returned("context", A, V), t.ref.context(A, V), t.tol(A.dtype), f"context(A, V) for square "
+                 f"weights of shape {A.shape} of either sign, whose rows do not sum to 1 (C = A V whatever A holds)",
+                 shape_hint=rows, terms=_terms(A, V))
 
 
 # ------------------------------------------------------------------ attention
@@ -422,7 +433,8 @@ def attention_matches_reference(t):
     """attention matches the reference with and without a mask, default and explicit scale (0.0 among them, with
     no mask: uniform weights; and a negative one with a mask, the scores scaled before they are masked), on keys
     and values shared by every head (broadcast) or with no leading axes (as np.matmul broadcasts them), and with one
-    query's scores in the thousands, and leaves Q, K, V and the mask unchanged."""
+    query's scores in the thousands, for a batch of one sequence and a single key, and leaves Q, K, V and the mask
+    unchanged."""
     d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
@@ -452,6 +464,13 @@ def attention_matches_reference(t):
                f"(the missing leading axes broadcast, as in np.matmul)"
         C, A = expect_pair(_returned_broadcasting(t, "attention", Q, K, V, advice=FEWER_AXES_ADVICE), what, PAIR)
         _expect_attention(C, A, t.ref.attention(*_f64(Q, K, V)), (Q, K, V), None, t.tol(Q.dtype), what)
+    # A batch of one sequence and a single key: axes of length 1 stay (a batch of one squeezed away had full marks),
+    # and a lone key takes the whole weight, 1 (exp of its score, left unnormalized, had full marks too).
+    Q, K, V = (x[:1, :n] for x, n in zip(_as_3d(*_qkv(t)), (d["nq"], 1, 1)))
+    what = f"attention for a batch of one sequence and a single key (Q, K and V of shapes {Q.shape}, {K.shape} and " \
+           f"{V.shape})"
+    C, A = expect_pair(t.returned("attention", Q, K, V), what, PAIR)
+    _expect_attention(C, A, t.ref.attention(Q, K, V), (Q, K, V), None, t.tol(Q.dtype), what)
     if d["nk"] > 1 and d["nq"] > 1:
         _attention_large_scores(t)
 
