@@ -143,13 +143,17 @@ def _numbered(store, assignment, again: list[Again], retracted: bool = False) ->
 
 def _retracted_line(one: Again, mine: list[Attempt], assignment) -> str:
     """The line for a file found again that is a retracted hand-in: it stays out, and how to put it back."""
-    number = next((a.number for a in mine if any(e.result.sha256 == one.handin.sha256 and
-                                                 e.result.submitted_at == one.handin.submitted_at
-                                                 for e in a.entries)), 0)
+    number = _number(one.handin, mine)
     which = f"hand-in {number}" if number else "a hand-in"
     return (f"{one.student}: {one.file} is {which} of theirs again, retracted earlier: not graded, and it counts "
             f"nowhere. `{command('retract', [assignment.name, one.student], ['--handin', number or 'N', '--undo'])}`"
             " puts it back")
+
+
+def _number(handin: Stored, mine: list[Attempt]) -> int:
+    """The number `history` gives the hand-in holding `handin`'s result (its bytes at its time); 0 for none."""
+    return next((a.number for a in mine if any(e.result.sha256 == handin.sha256 and
+                                               e.result.submitted_at == handin.submitted_at for e in a.entries)), 0)
 
 
 def _more_line(students: list[str], assignment) -> str:
@@ -162,10 +166,7 @@ def _more_line(students: list[str], assignment) -> str:
 
 def _again_line(one: Again, mine: list[Attempt], assignment) -> str | None:
     """The line for one file found again; None when it is the student's last hand-in, which is no news."""
-    number = next((a.number for a in mine if any(e.result.sha256 == one.handin.sha256 and
-                                                 e.result.submitted_at == one.handin.submitted_at
-                                                 for e in a.entries)),
-                  next((a.number for a in mine if a.sha256 == one.handin.sha256), 0))
+    number = _number(one.handin, mine) or next((a.number for a in mine if a.sha256 == one.handin.sha256), 0)
     if number == len(mine):
         return None
     counted = choose(mine, assignment.submissions, assignment.late).counted.number
