@@ -186,6 +186,6 @@ def test_advice_for_a_valueerror_on_ordinary_input_follows_only_what_the_worker_
     # An in-kernel check has no file to find the raise in: its ValueError may well be the student's own.
     from autograder.authoring.error_paths import _raises_on_ordinary_input
     from autograder.authoring.protocol import Raised
-    raised = Raised("ValueError", "no key", own=own)
+    raised = Raised("ValueError", "no key", own=own, kinds=("ValueError", "Exception", "BaseException"))
     message = _raises_on_ordinary_input("softmax", raised, raised, "ValueError", "the same row", "raise only then")
     assert says in message, message

@@ -38,8 +38,17 @@ def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, 
         raise CheckFailed(f"{what} returned instead of raising {exception}; {advice}",
                           got=faulty.value if isinstance(faulty.value, np.ndarray) else None)
     if not faulty.raised.is_a(exception):
-        raise CheckFailed(f"{what} raised {faulty.raised.describe(called=function)}; expected {exception}")
+        raise CheckFailed(f"{what} raised {faulty.raised.describe(called=function)}; expected {exception}"
+                          f"{_shadowed(faulty.raised, exception)}")
     return ordinary.value
+
+
+def _shadowed(raised, exception: str) -> str:
+    """What to do where the code raised a class of its own named as the built-in: `except ValueError` misses it."""
+    if not raised.shadows(exception):
+        return ""
+    return (f", Python's built-in one: this {exception} is a class your file defines (or imports) under that name, "
+            f"which `except {exception}` does not catch. Remove that class and raise the built-in {exception}")
 
 
 def _raises_on_ordinary_input(function: str, raised, also_raised, exception: str, what: str, advice: str) -> str:

@@ -73,7 +73,8 @@ class Raised:
     within: the student's function that line is in; "" at top level.
     unfit: the call's arguments did not bind to the function's own parameters (a renamed or missing one),
     so it raised before running. The worker's word, like the rest, used only to say what to do.
-    kinds: the built-in classes it subclasses, as the worker read them: no more to be trusted than `type`.
+    kinds: the built-in classes it is an instance of, its own first where it is one, as the worker read them: no
+    more to be trusted than `type`. A student's own class named ValueError has the name, not the kind.
     own: raised by a `raise` statement in the student's file (True), or by a library the line called (False:
     NumPy's ValueError for shapes that do not fit), as the worker saw it; None where it could not tell (no
     line of the file in the traceback, an in-kernel check). For what the feedback advises only.
@@ -85,12 +86,18 @@ class Raised:
     unfit: bool = False
     cell: str = ""
     within: str = ""
-    kinds: tuple[str, ...] = ()  # the built-in exception classes it is an instance of besides `type`
+    kinds: tuple[str, ...] = ()  # the built-in exception classes it is an instance of
     own: bool | None = None
 
     def is_a(self, exception: str) -> bool:
-        """Whether `except <exception>` (a built-in's name) catches it: its type or a built-in it subclasses."""
-        return self.type == exception or exception in self.kinds
+        """Whether `except <exception>` (a built-in's name) catches it: it is that built-in or subclasses it. Its
+        type's name is not enough: a class of the student's own may be named ValueError."""
+        return exception in self.kinds
+
+    def shadows(self, exception: str) -> bool:
+        """Whether it is a class of the student's own named as the built-in `exception`, which `except` does not
+        catch."""
+        return self.type == exception and not self.is_a(exception)
 
     def describe(self, line: bool = True, called: str = "", unit: str = "") -> str:
         """"ValueError at code cell 7, line 3, in helper: message". called: the function the call named, which

@@ -267,11 +267,12 @@ def describe(error: BaseException, filename) -> dict:
 
 
 def builtin_kinds(error: BaseException) -> list[str]:
-    """The built-in exception classes `error` is an instance of, nearest first (a student's `class
-    MaskError(ValueError)` is a ValueError, as `except ValueError` would catch it); at most 8."""
+    """The built-in exception classes `error` is an instance of, its own first where it is one, nearest first (a
+    student's `class MaskError(ValueError)` is a ValueError, as `except ValueError` would catch it; a class of their
+    own named ValueError is none); at most 8."""
     try:
         return [kind.__name__ for kind in type(error).__mro__
-                if kind.__module__ == "builtins" and kind is not object and kind is not type(error)][:8]
+                if kind.__module__ == "builtins" and kind is not object][:8]
     except BaseException:  # noqa: BLE001 - a metaclass's hostile __mro__
         return []
 
