@@ -78,16 +78,33 @@ def test_canvas_file_has_the_five_identity_columns_the_assignment_column_and_poi
 
 def test_moodle_file_has_identifier_columns_a_grade_column_and_feedback_in_its_own(stored):
     out, said = _export(stored, "moodle")
-    assert "(2 with a grade; blank for 1: s3)" in said, said  # the roster student without a grade, named
+    # The roster student without a grade is named, and left out: Moodle would import the row's feedback over what
+    # a TA wrote there, though it skips the blank grade.
+    assert "(2 with a grade; blank for 1: s3, left out of the file: Moodle would import" in said, said
     rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
     header = list(rows[0])
     title = "Attention: selective retrieval"
     assert header == ["Username", "Email address", "ID number", "Full name", title, f"{title} (Feedback)"]
     assert [(r["Username"], r["Email address"], r["ID number"], r[title]) for r in rows] == [
-        ("alovelace", "ada@uni.edu", "S-1", "7.5"), ("ghopper", "grace@uni.edu", "S-2", "10"),
-        ("aturing", "alan@uni.edu", "S-3", "")]
+        ("alovelace", "ada@uni.edu", "S-1", "7.5"), ("ghopper", "grace@uni.edu", "S-2", "10")]
     assert rows[0][f"{title} (Feedback)"].startswith("7.5 of 10 points; 1 of 2 checks passed.")
-    assert rows[2][f"{title} (Feedback)"] == "No hand-in was graded."
+    assert "wrote 2 students of the roster" in said, said
+
+
+def test_moodle_file_keeps_a_zero_for_a_student_without_a_hand_in_where_the_course_says_so(stored, tmp_path):
+    yaml_text = (ROOT / "course.yaml").read_text().replace(
+        "  w07_attention:\n", "  w07_attention:\n    submissions: {missing: zero}\n", 1)
+    for part in ("assignments", "solutions"):
+        (tmp_path / part).symlink_to(ROOT / part)
+    (tmp_path / "course.yaml").write_text(yaml_text)
+    out = stored / "zero.csv"
+    done = run_cli("export", "moodle", "--roster", stored / "roster.csv", "--out", out, "--db",
+                   stored / "grades.db", "--course", tmp_path / "course.yaml")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
+    title = "Attention: selective retrieval"
+    assert [(r["Username"], r[title], r[f"{title} (Feedback)"]) for r in rows][2] == (
+        "aturing", "0", "No hand-in was graded.")
 
 
 def test_blackboard_file_is_tab_delimited_with_username_and_the_column_id(stored, tmp_path):

@@ -258,7 +258,9 @@ def test_a_moodle_download_is_graded_and_its_worksheet_filled_in_for_upload(tmp_
     john = scores["John Smith_123457_assignsubmission_file_"]
     assert graded["Participant 123457"]["Grade"] == f"{john:g}" and john < 100
     assert graded["Participant 123457"]["Feedback comments"].startswith(f"{john:g} of 100 points")
-    assert graded["Participant 123458"]["Grade"] == ""  # no hand-in: blank, which Moodle's upload skips
+    # No hand-in: left out. Moodle's upload skips a blank grade but imports the row's feedback all the same, over
+    # whatever a TA wrote there.
+    assert "Participant 123458" not in graded and "left out of the file" in done.stderr
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000", graded["Participant 123456"]["Last modified (grade)"])
     assert "not on the roster" not in done.stderr
     # A Moodle assignment out of another maximum would skip the grades above it: the TA is told, nothing written.

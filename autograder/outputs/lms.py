@@ -15,8 +15,9 @@ links each page):
 - Moodle's grading worksheet (an assignment's View all submissions > Upload grading worksheet, with the
   "Offline grading worksheet" feedback type on), written where the roster is the worksheet Moodle gave:
   CSV whose `Identifier` (`Participant 123456`) finds the student, `Grade` and `Last modified (grade)`
-  columns, and the feedback in `Feedback comments`. Moodle skips a row whose grade is blank, above the
-  assignment's maximum, or changed in Moodle since its `Last modified (grade)`.
+  columns, and the feedback in `Feedback comments`. Moodle skips a row's grade where it is blank, above the
+  assignment's maximum, or changed in Moodle since its `Last modified (grade)`; it imports the feedback all
+  the same.
 - Blackboard (Grade Center > Work Offline > Upload): tab-delimited, with a
   `Username` column identifying each student, and the grade column
   `Title [Total Pts: N Score] |COLUMN_ID` for an existing column (without the
@@ -24,7 +25,7 @@ links each page):
 
 Totals are the counted hand-in's (grading.attempts) after the late rule
 (grading.late). A roster student with no counted result gets the course's
-choice (`submissions.missing`): blank, or 0. Identity cells are written as the
+choice (`submissions.missing`): blank, or 0; Moodle's files leave a blank one out. Identity cells are written as the
 roster gives them, since the LMS matches them exactly; names and feedback,
 text that may come from elsewhere, cannot start a spreadsheet formula.
 """
@@ -85,6 +86,13 @@ class Lms:
     identities: tuple[str, ...]
     docs: str
     user_of: Callable[[str], str | None] | None = None  # where the roster is keyed by the LMS's user: see by_lms_user
+    # Whether a student with a blank grade is left out of the file: Moodle imports a row's feedback even where it
+    # skips its blank grade, and would replace what a TA wrote there; a row left out changes nothing.
+    leaves_out_blank: bool = False
+
+    def written(self, made: list[Row]) -> list[Row]:
+        """The rows this format's file holds."""
+        return [row for row in made if row.total != ""] if self.leaves_out_blank else made
 
 
 # The feedback of a roster student given no grade: no result stored, or only the grader's own failure.
@@ -316,14 +324,16 @@ FORMATS = {
     "canvas": Lms(write_canvas, ".csv", ("lms_id", "sis_user_id", "sis_login_id", "name"),
                   "https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807",
                   canvas_user),
-    "moodle": Lms(write_moodle, ".csv", ("username", "email", "sis_user_id"), "https://docs.moodle.org/en/Grade_import"),
+    "moodle": Lms(write_moodle, ".csv", ("username", "email", "sis_user_id"), "https://docs.moodle.org/en/Grade_import",
+                  leaves_out_blank=True),
     "blackboard": Lms(write_blackboard, ".xls", ("username",),
                       "http://library.blackboard.com/ref/3ea64795-6ecc-4abd-b595-0a9a8dfdec94/Content/_instructor_grade_center/"
                       "grade_center_upload_download.htm"),
 }
 # `export moodle` with Moodle's own worksheet as the roster writes the worksheet back (outputs.roster reads it).
 MOODLE_WORKSHEET = Lms(write_moodle_worksheet, ".csv", ("participant",),
-                       "https://docs.moodle.org/en/Assignment_settings#Feedback_types", moodle_participant)
+                       "https://docs.moodle.org/en/Assignment_settings#Feedback_types", moodle_participant,
+                       leaves_out_blank=True)
 
 
 def format_for(name: str, roster: dict[str, dict[str, str]]) -> Lms:
