@@ -233,7 +233,7 @@ def test_products_computed_in_float32_are_held_to_their_rounding_whatever_dtype_
 
 
 def test_rows_that_do_not_sum_to_one_are_told_what_is_missing():
-    from autograder.authoring.compare import expect_rows_sum_to_one
+    from autograder.authoring.row_sums import expect_rows_sum_to_one
     tol = Tolerance(rtol=1e-6, atol=1e-9)
     S = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 1.0]])
     log_weights = S - S.max(axis=-1, keepdims=True) - np.log(np.exp(S - S.max(axis=-1, keepdims=True)).sum(-1,
@@ -249,7 +249,7 @@ def test_rows_that_do_not_sum_to_one_are_told_what_is_missing():
 def test_weights_held_in_longdouble_sum_to_one_within_the_rounding_of_their_float64_sum():
     """Rows are summed in float64: a right softmax returned as np.longdouble had been held to longdouble's rounding
     (2.8e-17) while its float64 sum missed 1 by 1.1e-16, and lost two checks as 'an epsilon in the denominator'."""
-    from autograder.authoring.compare import expect_rows_sum_to_one
+    from autograder.authoring.row_sums import expect_rows_sum_to_one
     rng = np.random.default_rng(3)
     S = rng.standard_normal((4, 5, 7)).astype(np.longdouble)
     e = np.exp(S - S.max(axis=-1, keepdims=True))
@@ -259,3 +259,34 @@ def test_weights_held_in_longdouble_sum_to_one_within_the_rounding_of_their_floa
     expect_rows_sum_to_one(weights, tol, "softmax(S)")
     with pytest.raises(CheckFailed, match="an epsilon"):
         expect_rows_sum_to_one(e / (e.sum(axis=-1, keepdims=True) + 1e-4), tol, "softmax(S)")
+
+
+def test_float32_weights_sum_to_one_within_the_rounding_of_their_row():
+    """float32 weights are held to float32's rounding of a row sum, (nonzero weights + 2) half units times 4, not to
+    float32's flat tolerance: 2e-5, and 1e-6 where a row has one visible key, added to the denominator had passed."""
+    from autograder.authoring.row_sums import expect_rows_sum_to_one
+    rng = np.random.default_rng(7)
+    tol = Tolerance(rtol=1e-6, atol=1e-9, coarser=Tolerance(rtol=2e-4, atol=1e-5))
+    S = (rng.standard_normal((200, 3, 9)) * 5).astype(np.float32)
+    S[:, 0, 1:] = -np.inf  # one visible key
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    lse = S.max(axis=-1, keepdims=True) + np.log(e.sum(axis=-1, keepdims=True))
+    for right in (e / e.sum(axis=-1, keepdims=True), np.exp(S - lse)):  # divided by its sum, or a log-sum-exp
+        expect_rows_sum_to_one(right, tol, "softmax(S)")
+        expect_rows_sum_to_one(right.astype(np.float64), tol, "softmax(S)")  # computed in float32, cast back
+    for epsilon in (2e-5, 1e-6):
+        with pytest.raises(CheckFailed, match="an epsilon"):
+            expect_rows_sum_to_one((e / (e.sum(axis=-1, keepdims=True) + np.float32(epsilon))).astype(np.float64),
+                                   tol, "softmax(S)")
+
+
+def test_weights_computed_in_half_precision_and_cast_back_are_told_so():
+    """Rows of float16 numbers in a float64 array miss 1 by half precision's rounding: the message says so, as for a
+    float16 answer, not that an epsilon was added."""
+    from autograder.authoring.row_sums import expect_rows_sum_to_one
+    h = np.random.default_rng(5).standard_normal((4, 6)).astype(np.float16)
+    e = np.exp(h - h.max(axis=-1, keepdims=True))
+    with pytest.raises(CheckFailed, match="computed in half precision and cast back; compute in float32") as failed:
+        expect_rows_sum_to_one((e / e.sum(axis=-1, keepdims=True)).astype(np.float64),
+                               Tolerance(rtol=1e-6, atol=1e-9), "softmax(S)")
+    assert "epsilon" not in failed.value.message

@@ -26,7 +26,6 @@ from autograder.authoring.compare import (
     expect_close,
     expect_floating,
     expect_pair,
-    expect_rows_sum_to_one,
     expect_shape,
     holds_float32_only,
     precision_of_factors,
@@ -46,6 +45,7 @@ from autograder.authoring.rounding import (
     product_rounding,
     rounding_terms,
 )
+from autograder.authoring.row_sums import expect_rows_sum_to_one
 
 __all__ = [
     "FLOAT32_UNIT", "Catalogue", "Check", "CheckFailed", "Inputs", "Misconception", "Observed", "Opaque", "Reply",

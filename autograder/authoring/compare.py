@@ -170,6 +170,15 @@ def holds_float32_only(values: np.ndarray) -> bool:
         return bool(np.array_equal(values.astype(np.float32).astype(np.float64), values, equal_nan=True))
 
 
+def holds_float16_only(values: np.ndarray) -> bool:
+    """Whether a float32 or float64 answer holds float16 numbers only: computed in half precision and cast back, it
+    is told so, as the same answer returned in float16 is, rather than what its rounding looks like."""
+    if values.dtype not in (np.float32, np.float64):
+        return False
+    with np.errstate(over="ignore"):  # a value beyond float16's range becomes inf: not a float16 number
+        return bool(np.array_equal(values.astype(np.float16).astype(values.dtype), values, equal_nan=True))
+
+
 def _all_within(got: np.ndarray, exp64: np.ndarray, tol: Tolerance, magnitude: np.ndarray | None,
                 block: int = BLOCK) -> bool:
     """Whether every entry is within its allowed error, for a reference with no -inf or NaN in it.
@@ -324,47 +333,6 @@ def distinct_digits(got: float, expected: float) -> tuple[str, str]:
             digits = min(digits + 1, 17)
             return f"{got:.{digits}g}", f"{expected:.{digits}g}"
     return f"{got:.17g}", f"{expected:.17g}"
-
-
-# A row divided by its own sum sums to 1 within a few roundings per entry, however imprecise its exponentials were;
-# log-sum-exp weights of scores of ordinary size (tens) too. This many per entry, in the precision the weights
-# were computed in, is the most a sum may miss 1 by: float32's value tolerance (2e-4) let through a denominator
-# with 1e-4 added once the answer was returned in float32.
-SUM_ROUNDINGS = 64
-NEAR_ONE = 0.01  # a row sum this close to 1 but not within rounding: a small constant added, not a wrong axis
-
-
-def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: str = "") -> None:
-    """Every row (along the last axis) of weights `got` (..., N) sums to 1, within the value tolerance and within
-    SUM_ROUNDINGS roundings per entry of the precision they were computed in; `advice` adds the assignment's own
-    words. Negative weights (log weights) are told to exponentiate: normalizing them is not what is missing."""
-    advice = advice or "each row on its own"
-    if got.dtype.kind == "f" and got.dtype.itemsize < 4:  # its rounding alone can miss 1 by more than any tolerance
-        raise CheckFailed(f"{what} has dtype {got.dtype}; {HALF_ADVICE}", got=got)
-    sums = got.astype(np.float64).sum(axis=-1)
-    precision = np.dtype(np.float64)
-    if got.dtype.kind == "f":
-        # Summed in float64: weights held more finely (longdouble) still meet 1 only to float64's rounding.
-        tol, precision = _for_precision(tol, got.dtype, sums.dtype), max(got.dtype, sums.dtype,
-                                                                          key=lambda d: np.finfo(d).eps)
-        if _rounded_to_lower_precision(tol, got.reshape(-1)):  # the weights are few: looked at every time
-            tol, precision = tol.coarser, np.dtype(np.float32)
-    allowed = min(tol.atol * 10 + tol.rtol, SUM_ROUNDINGS * max(got.shape[-1], 1) * float(np.finfo(precision).eps))
-    bad = ~(np.abs(sums - 1.0) <= allowed)  # a NaN sum is no sum of 1
-    if bad.any():
-        where = as_index(next(zip(*np.nonzero(bad))))
-        how = ("weights are never negative: exponentiate the shifted scores, then divide each by its row's sum"
-               if got.dtype.kind == "f" and (got < 0).any() else "normalize over the last axis, " + advice)
-        if np.all(np.abs(sums[bad] - 1.0) < NEAR_ONE):
-            how = ("each is within 1 % of 1, but misses it by more than rounding could (at most "
-                   f"{allowed:.2g}): something small was added, such as an epsilon in the denominator, or the "
-                   "weights were rounded; divide each weight by exactly its row's sum, and return it unrounded")
-        how = f"it holds NaN (look for inf - inf or 0 / 0 in the row); {how}" if np.isnan(sums[where]) else how
-        if sums[where] == 0 and not np.any(got[where]):  # nothing was normalized at all: no axis to blame
-            how = "every weight of the row is 0: exponentiate the shifted scores, then divide each by its row's sum"
-        off = "" if not np.isfinite(sums[where]) else f", {abs(sums[where] - 1.0):.2g} from 1"
-        raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} rows do not sum to 1, e.g. row {where} "
-                          f"sums to {sums[where]:.8g}{off}; {how}", got=got)
 
 
 def _expect_same_nonfinite(flat, exp64, what, expected, got, index, block: int = BLOCK) -> None:
