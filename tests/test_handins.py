@@ -597,3 +597,55 @@ def test_a_file_over_the_size_limit_is_told_what_to_take_out_for_its_kind():
     assert "clear the notebook's outputs" in over_size_limit("ann.ipynb", 60_000_000)
     told = over_size_limit("ann.py", 60_000_000)
     assert told.startswith("ann.py is 60 MB, over the 50 MB limit; take out the data") and "notebook" not in told
+
+
+def test_of_two_files_alike_within_two_seconds_the_browsers_later_download_is_graded_and_said_so(tmp_path):
+    """`carl.py` and `carl (1).py` of one time: the nanoseconds a copy puts between them had decided, else the
+    sort order, said as "the one nearest the top of the folder" of two files in one folder."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("carl.py", "carl (1).py", "dana.py"):
+        shutil.copy(PLAIN, folder / name)
+    (folder / "carl (1).py").write_text(PLAIN.read_text() + "\n# the second download\n")
+    for newer, older in (("carl.py", "carl (1).py"), ("carl (1).py", "carl.py")):
+        os.utime(folder / newer, ns=(1_750_000_001_500_000_000,) * 2)  # 1.5 seconds apart: equally new
+        os.utime(folder / older, ns=(1_750_000_000_000_000_000,) * 2)
+        (found, _) = find_submissions([folder], ASSIGNMENT, "attention", tmp_path)
+        assert found.path.name == "carl (1).py", found
+        assert "graded carl (1).py, not carl.py (a browser's later download of one name" in found.note, found.note
+        assert "nearest the top" not in found.note and found.others == (folder / "carl.py",)
+    os.utime(folder / "carl.py", ns=(1_750_000_004_000_000_000,) * 2)  # 2.5 seconds after the other: newer
+    (found, _) = find_submissions([folder], ASSIGNMENT, "attention", tmp_path)
+    assert found.path.name == "carl.py" and "(the newest of files alike by those rules" in found.note
+
+
+def test_a_canvas_students_later_upload_is_graded_over_an_earlier_one_of_another_name(tmp_path):
+    """Upload 90005 `attention (1).py` and upload 90006 `attention.py`, dated alike in the zip: the older upload
+    was graded, by the sort order of the names. Canvas's file id tells which was uploaded later."""
+    folder = tmp_path / "download"
+    folder.mkdir()
+    older, later = folder / "leeann_4104_90005_attention (1).py", folder / "leeann_4104_90006_attention.py"
+    shutil.copy(PLAIN, later)
+    older.write_text(PLAIN.read_text() + "\n# uploaded first\n")
+    for path in (older, later):
+        os.utime(path, (1.75e9, 1.75e9))
+    os.utime(older, (1.75e9 + 60, 1.75e9 + 60))  # a zip's time says nothing of the order of uploads
+    (found,) = find_submissions([folder], ASSIGNMENT, "attention", tmp_path)
+    assert found.student == "leeann_4104" and found.path == later, found
+    assert "(Canvas's later upload of files alike by those rules (a larger file id))" in found.note, found.note
+
+
+@pytest.mark.parametrize("layout", ["nbgrader", "moodle"])
+def test_a_hand_in_of_jupyters_checkpoint_folder_alone_says_so_not_that_it_is_empty(tmp_path, layout):
+    """A hand-in holding only `.ipynb_checkpoints/attention-checkpoint.py` was "this hand-in is empty"."""
+    folder = tmp_path / "class" / ("submitted/ann/w07_attention" if layout == "nbgrader" else
+                                   "Ann Lee_123456_assignsubmission_file_")
+    (folder / ".ipynb_checkpoints").mkdir(parents=True)
+    shutil.copy(PLAIN, folder / ".ipynb_checkpoints" / "attention-checkpoint.py")
+    if layout == "moodle":
+        shutil.copy(PLAIN, tmp_path / "class" / "Bob Roe_123457_assignsubmission_file_attention.py")
+    found = {f.student: f for f in find_submissions([tmp_path / "class"], ASSIGNMENT, "attention", tmp_path)}
+    (ann,) = [f for student, f in found.items() if student.startswith(("ann", "Ann"))]
+    assert "this hand-in holds only .ipynb_checkpoints/, Jupyter's hidden folder of autosaved copies, which is " \
+        "not graded" in ann.problem, ann.problem
+    assert "is empty" not in ann.problem and "Hand in your notebook itself (attention.ipynb" in ann.problem

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 from autograder.grading.history import ADDED
@@ -318,3 +319,54 @@ def test_a_copy_of_a_retracted_canvas_upload_stays_out_though_a_later_upload_has
     assert "--handin 1 --undo` puts it back" in graded.stderr and "[1/1]" not in graded.stderr
     rows = _history(course, "smithjohn_4101")
     assert len(rows) == 3 and sum(1 for row in rows if row.get("retracted")) == 1, rows
+
+
+def _browser_copies(folder: Path, first: str, second: str, when: float) -> Path:
+    """A flat class folder where carl downloaded his file twice (`carl.py`, then `carl (1).py`), dated alike."""
+    folder.mkdir(parents=True)
+    for name, body in (("carl.py", first), ("carl (1).py", second)):
+        (folder / name).write_text(f"def double(x):\n    return {body}\n")
+        os.utime(folder / name, (when, when))
+    return folder
+
+
+def test_retracting_the_file_the_rules_picked_grades_the_students_other_file(tmp_path):
+    """carl.py (right) beside `carl (1).py` (wrong): the later download was graded, and retracted. Graded again,
+    the class folder had said `carl (1).py` stays out and never looked at carl.py: carl had no result, where
+    any other file of his is to be graded as usual."""
+    course = _course(tmp_path, "last")
+    folder = _browser_copies(tmp_path / "class", RIGHT, WRONG, 1.70e9)
+    first = _cli("grade", "tiny", folder, "--json", course=course)
+    assert [json.loads(line)["file"].endswith("carl (1).py") for line in first.stdout.splitlines()] == [True]
+    _cli("retract", "tiny", "carl", "--handin", "1", course=course)
+    again = _cli("grade", "tiny", folder, "--json", course=course)
+    (result,) = [json.loads(line) for line in again.stdout.splitlines()]
+    assert result["file"].endswith("/carl.py") and result["score"] == 2, result
+    said = " ".join(result["notes"])
+    assert ("graded carl.py instead: carl (1).py, which the rules pick, is hand-in 1 of theirs, retracted earlier"
+            in said), said
+    assert "`autograder retract tiny carl --handin 1 --undo` puts it back" in said
+    assert "several files were handed in; the rules pick carl (1).py, not carl.py" in said
+    assert "not graded: carl (1).py" not in again.stderr, again.stderr
+    assert _totals(course) == {"carl": "2"}
+    rows = _history(course, "carl")
+    assert [bool(row.get("retracted")) for row in rows] == [True, False], rows
+    skipped = _cli("grade", "tiny", folder, course=course)  # graded now: a rerun skips it
+    assert "1 submission already graded with this suite and unchanged: skipped" in skipped.stderr, skipped.stderr
+    assert len(_history(course, "carl")) == 2
+
+
+def test_a_copy_of_a_class_folder_grades_the_same_file_of_two_alike_so_the_rerun_skips_it(tmp_path):
+    """`cp -r` gives both files new times microseconds apart, in whatever order it copies them: the other file had
+    been picked, by nanoseconds, and stored as a new, late hand-in. Times within 2 seconds are equally new, and the
+    browser's later download wins, in either folder."""
+    course = _course(tmp_path, "last")
+    folder = _browser_copies(tmp_path / "class", RIGHT, WRONG, 1.70e9)
+    _cli("grade", "tiny", folder, course=course)
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", folder, copy], check=True)
+    os.utime(copy / "carl (1).py", ns=(1_750_000_000_000_000_000,) * 2)
+    os.utime(copy / "carl.py", ns=(1_750_000_000_000_001_000,) * 2)  # copied a microsecond later
+    graded = _cli("grade", "tiny", copy, course=course)
+    assert "1 submission already graded with this suite and unchanged: skipped" in graded.stderr, graded.stderr
+    assert len(_history(course, "carl")) == 1

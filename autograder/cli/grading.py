@@ -13,6 +13,7 @@ from autograder.cli.not_graded import not_graded
 from autograder.cli.retract import hold_retracted
 from autograder.cli.workdir import command_workdir
 from autograder.cluster import ClusterError, install_dask_hint
+from autograder.grading import retract
 from autograder.grading.attempts import SubmissionPolicy, counted_results
 from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_batch, plan_version
 from autograder.grading.class_imports import class_imports
@@ -265,6 +266,7 @@ def _grade_found(args, suite, found, store: Store, run, doing: str, refused: tup
 
     doing: what `run` does before its first result, shown until then.
     """
+    found = retract.past_retracted(found, store, suite.assignment.name)  # a student's other file, where one is
     plan = plan_batch(found, store, suite, args.force)
     plan = hold_changed_suite(plan, store, suite, args.force)  # cli.course: a changed suite is `regrade`'s
     plan = hold_retracted(plan, store, suite.assignment.name)  # cli.retract: graded again only once put back

@@ -31,13 +31,14 @@ from pathlib import Path
 
 from autograder.grading.class_zip import ZipRefused, extract
 from autograder.grading.found import (
-    NOTHING_TO_GRADE,
+    CHECKPOINTS,
     Found,
     LayoutError,
     link_refused,
     linked,
     misnamed,
     named_as_module,
+    nothing_to_grade,
     settle_ids,
     timed,
     unlisted,
@@ -70,7 +71,7 @@ from autograder.grading.lms_downloads import is_receipt, moodle_other_parts, moo
 from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
 
-IGNORED = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
+IGNORED = {CHECKPOINTS, "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
 MAX_LINE = 400  # bytes of a Blackboard receipt's first line read: a name and a username
 _BROWSER_COPY = re.compile(r" \(\d+\)$")
@@ -235,7 +236,8 @@ def _nbgrader(submitted: Path, assignment: str, module: str, only: str | None = 
         elif not os.access(student_dir, os.R_OK | os.X_OK):  # else is_dir() below is False: left out unsaid
             found.append(unlisted(student_dir, module, student_dir.name, PermissionError(13, "Permission denied")))
         elif folder.is_dir():
-            picked = _pick(folder, module, student_dir.name) or _nothing_to_grade(folder, module, student_dir.name)
+            picked = _pick(folder, module, student_dir.name) or \
+                nothing_to_grade(folder, _visible(folder), module, student_dir.name)
             at, source, note = submission_time(folder, picked.path)
             note = "; ".join(n for n in (picked.note, note) if n)
             found.append(dataclasses.replace(picked, note=note, submitted_at=at, submitted_at_source=source,
@@ -262,7 +264,7 @@ def _gradescope(folder: Path, module: str, only: str | None = None) -> list[Foun
             continue
         picked = pick_submission_file(submission, module)
         item = Found(student, picked.path, picked.note, root=folder) if picked.path \
-            else _nothing_to_grade(submission, module, student)
+            else nothing_to_grade(submission, _visible(submission), module, student)
         if entry is None:
             item = dataclasses.replace(item, note="; ".join(n for n in (item.note, (
                 f"{submission.name}/ is not in the download's submission_metadata.yml: graded under its folder's "
@@ -273,18 +275,6 @@ def _gradescope(folder: Path, module: str, only: str | None = None) -> list[Foun
             item = dataclasses.replace(item, submitted_at=entry.submitted_at, submitted_at_source=GRADESCOPE_METADATA)
         found.append(dataclasses.replace(item, lms="Gradescope"))
     return found
-
-
-def _nothing_to_grade(folder: Path, module: str, student: str) -> Found:
-    """A student's hand-in folder with no .py or .ipynb in it (a PDF, a renamed file, a subfolder): the student
-    handed in for this assignment, so they are listed with why nothing was graded, not left out without a word."""
-    entries = [p for p in _visible(folder) if p.name != "timestamp.txt"]
-    held = ", ".join(safe(p.name, 60) + ("/" if p.is_dir() else "") for p in entries[:5]) + \
-        (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
-    holds = f"holds only {held}" if entries else "is empty"
-    return Found(student, folder / f"{module}.ipynb",
-                 problem=f"{NOTHING_TO_GRADE}: this hand-in {holds}, with no .py or .ipynb file in it. Hand in your "
-                         f"notebook itself ({module}.ipynb, as saved by Jupyter) or your .py file")
 
 
 def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
@@ -313,10 +303,11 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         paths, attempt = latest_attempt(paths, download)
         paths, upload = latest_uploads(paths, download)
         attempt = "; ".join(n for n in (attempt, upload) if n)
-        path, note = choose(paths, module, folder, {p: download[p.name].name for p in paths if p.name in download})
+        chosen = choose(paths, module, folder, {p: download[p.name] for p in paths if p.name in download})
+        path = chosen.path
         at = attempt_time(download[path.name].attempt) if path.name in download else ""
-        found.append(Found(student, path, "; ".join(n for n in (attempt, note) if n), submitted_at=at,
-                           submitted_at_source=LMS_LOCAL_TIME if at else "",
+        found.append(Found(student, path, "; ".join(n for n in (attempt, chosen.note) if n), submitted_at=at,
+                           submitted_at_source=LMS_LOCAL_TIME if at else "", others=chosen.others,
                            lms=download[path.name].lms if path.name in download else ""))
     for directory in folders:
         picked = _student_in(directory, module)
@@ -335,7 +326,8 @@ def _student_in(directory: Path, module: str) -> Found | None:
     if picked:
         return dataclasses.replace(picked, lms="Moodle" if moodle_participant(directory.name) else "")
     if moodle_participant(directory.name):  # Moodle made this folder for a hand-in: the student is listed
-        return dataclasses.replace(_nothing_to_grade(directory, module, directory.name), lms="Moodle")
+        return dataclasses.replace(nothing_to_grade(directory, _visible(directory), module, directory.name),
+                                   lms="Moodle")
     return None
 
 
@@ -389,7 +381,10 @@ def _pick(folder: Path, module: str, student: str) -> Found | None:
         candidates = [p for p in _visible(folder) if p.suffix in SUFFIXES]
     except OSError as error:
         return unlisted(folder, module, student, error)
-    return Found(student, *choose(candidates, module, folder)) if candidates else None
+    if not candidates:
+        return None
+    chosen = choose(candidates, module, folder)
+    return Found(student, chosen.path, chosen.note, others=chosen.others)
 
 
 def _shown_entry(path: Path) -> bool:

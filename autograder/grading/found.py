@@ -15,6 +15,7 @@ from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import FILE_TIME, FILE_TIME_INSTEAD, TIMESTAMP_FILE, LateRule, file_time
 from autograder.text import safe
 
+CHECKPOINTS = ".ipynb_checkpoints"  # Jupyter's hidden folder of autosaved copies, never graded
 NOTHING_TO_GRADE = "nothing to grade"  # a hand-in with no .py or .ipynb (a PDF alone): graded as 0, said why
 
 
@@ -35,6 +36,9 @@ class Found:
     # False where the class folder must be fixed before the hand-in can be graded (two files give one id, an id
     # no output can hold, a link): `grade` names it with `problem` and stores nothing under an id made up for it
     stored: bool = True
+    # The student's other files, best first by the rule that chose `path` (grading.handin_choice): where `path` is a
+    # retracted hand-in of theirs, the next of these is graded instead (grading.retract)
+    others: tuple[Path, ...] = ()
 
 
 def settle_ids(found: list[Found]) -> list[Found]:
@@ -158,6 +162,23 @@ def held_for_their_time(item: Found, rule: LateRule) -> Found:
     return dataclasses.replace(item, stored=False, problem=(
         f"{item.student}: {item.note.removesuffix(FILE_TIME_INSTEAD)}; fix {TIMESTAMP_FILE} and grade again (its "
         "file's modification time, which copying the class folder changes, would decide whether it is late)"))
+
+
+def nothing_to_grade(folder: Path, entries: list[Path], module: str, student: str) -> Found:
+    """A student's hand-in folder with no .py or .ipynb in it (a PDF, a renamed file, a subfolder; `entries`, what it
+    shows): the student handed in for this assignment, so they are listed with why nothing was graded, not left out
+    without a word."""
+    entries = [p for p in entries if p.name != "timestamp.txt"]
+    held = ", ".join(safe(p.name, 60) + ("/" if p.is_dir() else "") for p in entries[:5]) + \
+        (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
+    # A notebook's autosaved copy, without the notebook: what a student who handed in the folder Jupyter ran in has.
+    checkpoints = not entries and any(Path(folder, CHECKPOINTS).glob("*"))
+    holds = f"holds only {held}" if entries else (
+        f"holds only {CHECKPOINTS}/, Jupyter's hidden folder of autosaved copies, which is not graded" if checkpoints
+        else "is empty")
+    return Found(student, folder / f"{module}.ipynb",
+                 problem=f"{NOTHING_TO_GRADE}: this hand-in {holds}, with no .py or .ipynb file in it. Hand in your "
+                         f"notebook itself ({module}.ipynb, as saved by Jupyter) or your .py file")
 
 
 def misnamed(folder: Path, assignment: str, module: str, student: str) -> Found:

@@ -128,7 +128,8 @@ def pick_submission_file(folder: Path, module: str) -> Picked:
     if not candidates:
         return Picked(None, problem=f"no {module}.py or {module}.ipynb was found in your submission; "
                                     f"upload that file (with that name) and submit again")
-    return Picked(*choose(candidates, module, folder))
+    chosen = choose(candidates, module, folder)
+    return Picked(chosen.path, chosen.note)
 
 
 def _candidate_files(folder: Path) -> list[Path]:

@@ -14,6 +14,7 @@ import os
 import re
 import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.handin import read_bytes
@@ -43,7 +44,17 @@ def _attempt(path: Path, download: dict[str, LmsName]) -> str:
     return download[path.name].attempt if path.name in download else ""
 
 
-def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] | None = None) -> tuple[Path, str]:
+@dataclass(frozen=True)
+class Chosen:
+    """The file `choose` grades, the note saying why (empty for a lone file), and the student's other files, best
+    first: where the graded one is a retracted hand-in, the next of those is graded (grading.retract)."""
+
+    path: Path
+    note: str = ""
+    others: tuple[Path, ...] = ()
+
+
+def choose(paths: list[Path], module: str, folder: Path, download: dict[Path, LmsName] | None = None) -> Chosen:
     """The one file to grade among a student's .py/.ipynb files, and a note when there were several.
 
     Regular files first (a link or a FIFO among them is never preferred to
@@ -56,28 +67,58 @@ def choose(paths: list[Path], module: str, folder: Path, names: dict[Path, str] 
     then the one that writes the most functions (the work, not an empty
     Untitled.ipynb or a scratch notebook saved after it: a function whose body
     only raises NotImplementedError, as the template's do, is not written),
-    then a notebook over a .py, then the newest, then the one nearest `folder`
-    (which the note's names are relative to). Nothing is followed.
-    names: the name each file was handed in under, where an LMS's download
-    renamed it (lms_downloads); the file's own name otherwise.
+    then a notebook over a .py, then Canvas's later upload (a larger file id:
+    the times in its zip say nothing of the order of uploads), then the newest
+    (times within TIE_SECONDS of each other are equally new: copying a folder
+    moves them apart), then a browser's later download of one name
+    (`hw (2).py` after `hw (1).py` after `hw.py`), then the one nearest
+    `folder` (which the note's names are relative to), then by name: the same
+    folder copied gives the same choice. Nothing is followed.
+    download: the LMS's entry of each file it named (lms_downloads): the name
+    it was handed in under, and Canvas's file id; the file's own name otherwise.
     """
     if len(paths) == 1:
-        return paths[0], ""
-
-    written = {p: _functions_written(p) for p in paths}
-
-    def rank(p: Path) -> tuple:
-        return (not _regular(p), written[p] == 0, not named_after(Path((names or {}).get(p, p.name)).stem, module),
-                -written[p], p.suffix != ".ipynb", -_mtime(p), len(p.parts))
-
-    ranked = sorted(paths, key=rank)
+        return Chosen(paths[0])
+    ranks = _ranks(paths, module, download or {})
+    ranked = sorted(paths, key=ranks.__getitem__)
     others = ", ".join(safe(p.relative_to(folder)) + ("" if _regular(p) else " (a link or not a regular file)")
                        for p in ranked[1:])
-    first, second = rank(ranked[0]), rank(ranked[1])
+    first, second = ranks[ranked[0]], ranks[ranked[1]]
     why = next((reason for reason, a, b in zip(_REASONS, first, second) if a != b), _REASONS[-1])
     graded = safe(ranked[0].relative_to(folder))
-    note = f"several files were handed in; graded {graded}, not {others} ({why})"
-    return ranked[0], note + _helpers_note(ranked[0], ranked[1:], graded)
+    note = f"{SEVERAL}{graded}, not {others} ({why})"
+    return Chosen(ranked[0], note + _helpers_note(ranked[0], ranked[1:], graded), tuple(ranked[1:]))
+
+
+SEVERAL = "several files were handed in; graded "  # how choose's note begins: grading.retract rewrites it
+TIE_SECONDS = 2.0  # a zip keeps file times to 2 seconds, and a copy (`cp -r`) moves them by microseconds
+
+
+def _ranks(paths: list[Path], module: str, download: dict[Path, LmsName]) -> dict[Path, tuple]:
+    """Each file's place by `choose`'s rules, one element a rule, in the order of _REASONS (smallest first)."""
+    written = {p: _functions_written(p) for p in paths}
+    names = {p: download[p].name if p in download else p.name for p in paths}
+    alike = {p: (not _regular(p), written[p] == 0, not named_after(Path(names[p]).stem, module), -written[p],
+                 p.suffix != ".ipynb", -(download[p].upload if p in download else 0)) for p in paths}
+    newest: dict[tuple, float] = {}
+    for p in paths:
+        newest[alike[p]] = max(newest.get(alike[p], _mtime(p)), _mtime(p))
+    copies = {p: _copy_of(names[p]) for p in paths}
+    shared = [base for base, _ in copies.values()]
+    return {p: (*alike[p], _age(newest[alike[p]] - _mtime(p)),
+                -copies[p][1] if shared.count(copies[p][0]) > 1 else 0, len(p.parts), str(p)) for p in paths}
+
+
+def _age(behind: float) -> float:
+    """How much older than the newest alike a file is, 0 for one within TIE_SECONDS of it: equally new."""
+    return 0.0 if behind <= TIE_SECONDS else behind
+
+
+def _copy_of(name: str) -> tuple[str, int]:
+    """(the name a browser downloaded, which download of it): `hw (2).py` is ("hw.py", 2), `hw.py` ("hw.py", 0)."""
+    path = Path(name)
+    match = re.fullmatch(r"(.*) \((\d+)\)", path.stem)
+    return (match[1] + path.suffix, int(match[2])) if match else (name, 0)
 
 
 def _helpers_note(graded_path: Path, others: list[Path], graded: str) -> str:
@@ -154,7 +195,10 @@ _REASONS = ("a regular file over one that is not", "a file that writes a functio
             "template's functions only raise NotImplementedError", "the file named after the assignment",
             "the file that writes the most functions (one that only raises NotImplementedError, as the template's "
             "do, is not written)", "a notebook over a .py of as many functions",
-            "the newest of files alike by those rules", "the one nearest the top of the folder")
+            "Canvas's later upload of files alike by those rules (a larger file id)",
+            f"the newest of files alike by those rules (times within {TIE_SECONDS:g} seconds count as equally new)",
+            "a browser's later download of one name, of files alike by those rules (`x (1).py` after `x.py`)",
+            "the one nearest the top of the folder", "the first by name of files alike by every other rule")
 
 
 def latest_uploads(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str]:

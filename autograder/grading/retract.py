@@ -11,7 +11,8 @@ becomes the latest result left standing (none: the row goes).
 
 A later `grade` of a class folder still holding a retracted file does not grade it again (`withheld`): it
 says so and how to put it back, since grading it would bring the mistake back as a new hand-in. `--force`
-does not change that: undo the retraction first.
+does not change that: undo the retraction first. Where that file is the one the hand-in rule picked of a student's
+several, their best other file is graded instead (`past_retracted`): a retraction withdraws a file, not the student.
 """
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ from dataclasses import dataclass
 
 from autograder.grading.attempts import SubmissionPolicy, choose, total_of
 from autograder.grading.batch import BatchPlan
-from autograder.grading.found import Found
+from autograder.grading.found import Found, timed
+from autograder.grading.handin_choice import SEVERAL
 from autograder.grading.history import Attempt, Entry, attempts
-from autograder.grading.late import LateRule
+from autograder.grading.late import FILE_TIME, LateRule
 from autograder.grading.results import SubmissionResult
 from autograder.grading.store import Store
 from autograder.grading.submission import read_bytes
@@ -143,12 +145,59 @@ def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan
         return dataclasses.replace(batch, todo=keep), []
     numbered = attempts(store.history(assignment, sorted({item.student for item, _, _ in found}), retracted=True))
     standing = store.students(assignment)
-    lines = [(item.student, f"{item.path.name} of {item.student} ({why})",
-              [a.number for a in numbered.get(item.student, [])
-               if withdrawn(a) and any(e.result.sha256 == sha for e in a.entries)]) for item, sha, why in found]
+    lines = [(item.student, f"{item.path.name} of {item.student} ({why})", _numbers(numbered, item.student, sha))
+             for item, sha, why in found]
     on = [item for item, _, _ in found if item.student in standing]
     held = [item for item, _, _ in found if item.student not in standing]
     return dataclasses.replace(batch, todo=keep, skipped=[*batch.skipped, *on], held=[*batch.held, *held]), lines
+
+
+def past_retracted(found: list[Found], store: Store, assignment: str) -> list[Found]:
+    """`found`, where the file the rules picked of a student's several is a retracted hand-in of theirs (its bytes),
+    with their best other file that is not one instead, its note saying so and how to put the retracted one back:
+    a retraction withdraws that file, not the student's other work. Only students with retractions are read."""
+    students = sorted({item.student for item in found if item.others and item.stored and not item.problem})
+    gone = store.retracted(assignment, students) if students else {}
+    who = {student for student, _ in gone}
+    if not who:
+        return found
+    numbered = attempts(store.history(assignment, sorted(who), retracted=True))
+    return [_instead(item, gone, numbered, assignment) if item.student in who and item.others else item
+            for item in found]
+
+
+def _instead(item: Found, gone: dict, numbered: dict, assignment: str) -> Found:
+    """`item`, or its student's best other file whose bytes are no retracted hand-in of theirs, where its own are."""
+    sha = _sha256(item)
+    if (item.student, sha) not in gone:
+        return item
+    other = next((path for path in item.others if _not_retracted(path, item, gone)), None)
+    if other is None:
+        return item  # `withheld` says that it is retracted, and how to put it back
+    numbers = _numbers(numbered, item.student, sha)
+    back = command("retract", [assignment, item.student], [*(["--handin", *numbers] if numbers else []), "--undo"])
+    said = (f"graded {other.name} instead: {item.path.name}, which the rules pick, is hand-in "
+            f"{', '.join(map(str, numbers)) or '?'} of theirs, retracted earlier, and stays out of every grade "
+            f"(`{back}` puts it back; then grade again)")
+    # choose's note said the retracted file was graded: it now says which the rules pick, and why.
+    note = "; ".join(n for n in (item.note.replace(SEVERAL, "several files were handed in; the rules pick ", 1),
+                                 said) if n)
+    moved = dataclasses.replace(item, path=other, note=note,
+                                others=tuple(p for p in item.others if p != other) + (item.path,))
+    # A file's own time goes with the file; a time the layout states (nbgrader's, an LMS's attempt) stays.
+    return timed(dataclasses.replace(moved, submitted_at="")) if item.submitted_at_source == FILE_TIME else moved
+
+
+def _not_retracted(path, item: Found, gone: dict) -> bool:
+    """Whether `path` can be read, as grading reads it, and its bytes are no retracted hand-in of the student."""
+    content = read_bytes(path, item.root)
+    return not content.error and (item.student, content.sha256) not in gone
+
+
+def _numbers(numbered: dict, student: str, sha: str) -> list[int]:
+    """The numbers, as `history` numbers them, of the student's retracted hand-ins of these bytes."""
+    return [a.number for a in numbered.get(student, []) if withdrawn(a) and any(e.result.sha256 == sha
+                                                                                 for e in a.entries)]
 
 
 def withdrawn_students(db, assignment: str) -> list[str]:
