@@ -259,7 +259,8 @@ def causal_mask_rectangular(t):
 def padding_mask_matches_reference(t):
     """padding_mask matches the reference for random lengths, including a full-length sequence and an empty one
     (no key exists: a row of False, not a last key kept), and for a batch padded past its longest sequence (n_k
-    fixed elsewhere, so the mask is n_k wide, not max(lengths)), for a length past n_k (every key exists), for a
+    fixed elsewhere, so the mask is n_k wide, not max(lengths)), for a length past n_k (every key exists), for the
+    same lengths at two widths one after the other (a mask kept by the lengths alone has the first width), for a
     batch of one sequence and for one key (the mask keeps its axes of length 1), and leaves the lengths unchanged."""
     n_k = t.sizes["nk"]
     lengths = t.rng.integers(1, n_k + 1, size=4)
@@ -277,6 +278,11 @@ def padding_mask_matches_reference(t):
     wide[1] = WIDE + 2  # a sequence longer than the keys kept: every key exists (a table of n_k + 1 rows raised)
     expect_equal_mask(t.returned("padding_mask", wide, WIDE), t.ref.padding_mask(wide, WIDE),
                       f"padding_mask(lengths, {WIDE}) for lengths {wide.tolist()}, one past {WIDE}")
+    # The same lengths at another width, next: a mask kept by the lengths alone comes back at WIDE keys.
+    expect_equal_mask(t.returned("padding_mask", wide, n_k), t.ref.padding_mask(wide, n_k),
+                      f"padding_mask(lengths, {n_k}) for the same lengths just asked at {WIDE} keys",
+                      shape_hint="the mask is n_k keys wide at every call: a mask kept from an earlier call with the "
+                                 "same lengths must be looked up by n_k too, or built again")
     # A batch of one sequence, and a single key: squeezing the lengths or the mask drops an axis of length 1.
     one = t.rng.integers(0, n_k + 1, size=1)
     for lengths, keys in ((one, n_k), (np.array([1, 0]), 1)):
