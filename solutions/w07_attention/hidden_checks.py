@@ -250,10 +250,14 @@ def additive_score_matches_reference(t):
 
 def causal_mask_rectangular(t):
     """causal_mask(n_q, n_k) with n_q ≠ n_k is True exactly where j ≤ i, small and past any table of positions
-    kept at the top level (a GPT-2-style `bias` buffer of 10 or 64 positions, sliced)."""
-    for n_q, n_k in ((t.sizes["nq"], t.sizes["nk"]), (t.sizes["nk"], t.sizes["nq"]), (WIDE, WIDE + 3)):
+    kept at the top level and sliced: a GPT-2-style `bias` buffer of 10 or 64 positions (520 × 523), or one of a
+    model's whole context, up to 8192 (a few queries and PAST_CONTEXT keys)."""
+    small = ((t.sizes["nq"], t.sizes["nk"]), (t.sizes["nk"], t.sizes["nq"]))
+    for n_q, n_k in (*small, (WIDE, WIDE + 3), (3, PAST_CONTEXT)):
+        # Past the small sizes a wrong shape is a size cap: say so, instead of only printing the two shapes.
+        hint = "" if (n_q, n_k) in small else SLICED_TABLE
         expect_equal_mask(t.returned("causal_mask", n_q, n_k), t.ref.causal_mask(n_q, n_k),
-                          f"causal_mask({n_q}, {n_k})")
+                          f"causal_mask({n_q}, {n_k})", shape_hint=hint)
 
 
 def padding_mask_matches_reference(t):
@@ -775,6 +779,12 @@ RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=8)
 # A mask builder's largest size: past any table of positions a student keeps at the top level and slices (10, 64,
 # 512); a mask of it is a quarter of a megabyte.
 WIDE = 520
+# Keys past the context of a model whose table of positions a student might copy and slice: 1024 (GPT-2's
+# block_size), 2048, 4096, 8192. Asked of 3 queries, so the mask is 60 kB.
+PAST_CONTEXT = 20_000
+SLICED_TABLE = ("a mask has a row for each query and a column for each key, however many: a table of positions built "
+                "once and sliced ([:n_q, :n_k]) stops at the table's own size, so build the mask from n_q and n_k at "
+                "each call (slide 20)")
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
 # How far above every visible score a masked one is put (_masked_far_above): past exp's range from each (745), and
