@@ -7,10 +7,10 @@ from autograder.authoring.checks import CheckFailed
 from autograder.authoring.compare import as_array, as_index, expect_shape
 
 
-def expect_equal_mask(got, expected: np.ndarray, what: str) -> np.ndarray:
-    """Boolean mask comparison: array → shape → bool dtype → values."""
+def expect_equal_mask(got, expected: np.ndarray, what: str, shape_hint: str = "") -> np.ndarray:
+    """Boolean mask comparison: array → shape → bool dtype → values; `shape_hint` says what a wrong shape means."""
     got = as_array(got, what, expected.shape)
-    expect_shape(got, expected.shape, what)
+    expect_shape(got, expected.shape, what, shape_hint)
     if got.dtype != np.bool_:
         raise CheckFailed(f"{what} has dtype {got.dtype}; expected booleans. Comparisons such as `a <= b` give "
                           "booleans directly", expected, got)

@@ -250,16 +250,21 @@ def additive_score_matches_reference(t):
 
 def causal_mask_rectangular(t):
     """causal_mask(n_q, n_k) with n_q ≠ n_k is True exactly where j ≤ i, small and past any table of positions
-    kept at the top level (a GPT-2-style `bias` buffer of 10 or 64 positions, sliced)."""
-    for n_q, n_k in ((t.sizes["nq"], t.sizes["nk"]), (t.sizes["nk"], t.sizes["nq"]), (WIDE, WIDE + 3)):
+    kept at the top level and sliced: a GPT-2-style `bias` buffer of 10 or 64 positions (520 × 523), or one of
+    GPT-2's whole context, 1024 (a few queries and PAST_CONTEXT keys)."""
+    small = ((t.sizes["nq"], t.sizes["nk"]), (t.sizes["nk"], t.sizes["nq"]))
+    for n_q, n_k in (*small, (WIDE, WIDE + 3), (3, PAST_CONTEXT)):
+        # Past the small sizes a wrong shape is a size cap: say so, instead of only printing the two shapes.
+        hint = "" if (n_q, n_k) in small else SLICED_TABLE
         expect_equal_mask(t.returned("causal_mask", n_q, n_k), t.ref.causal_mask(n_q, n_k),
-                          f"causal_mask({n_q}, {n_k})")
+                          f"causal_mask({n_q}, {n_k})", shape_hint=hint)
 
 
 def padding_mask_matches_reference(t):
     """padding_mask matches the reference for random lengths, including a full-length sequence and an empty one
     (no key exists: a row of False, not a last key kept), and for a batch padded past its longest sequence (n_k
-    fixed elsewhere, so the mask is n_k wide, not max(lengths)), for a length past n_k (every key exists), for a
+    fixed elsewhere, so the mask is n_k wide, not max(lengths)), for a length past n_k (every key exists), for the
+    same lengths at two widths one after the other (a mask kept by the lengths alone has the first width), for a
     batch of one sequence and for one key (the mask keeps its axes of length 1), and leaves the lengths unchanged."""
     n_k = t.sizes["nk"]
     lengths = t.rng.integers(1, n_k + 1, size=4)
@@ -277,6 +282,11 @@ def padding_mask_matches_reference(t):
     wide[1] = WIDE + 2  # a sequence longer than the keys kept: every key exists (a table of n_k + 1 rows raised)
     expect_equal_mask(t.returned("padding_mask", wide, WIDE), t.ref.padding_mask(wide, WIDE),
                       f"padding_mask(lengths, {WIDE}) for lengths {wide.tolist()}, one past {WIDE}")
+    # The same lengths at another width, next: a mask kept by the lengths alone comes back at WIDE keys.
+    expect_equal_mask(t.returned("padding_mask", wide, n_k), t.ref.padding_mask(wide, n_k),
+                      f"padding_mask(lengths, {n_k}) for the same lengths just asked at {WIDE} keys",
+                      shape_hint="the mask is n_k keys wide at every call: a mask kept from an earlier call with the "
+                                 "same lengths must be looked up by n_k too, or built again")
     # A batch of one sequence, and a single key: squeezing the lengths or the mask drops an axis of length 1.
     one = t.rng.integers(0, n_k + 1, size=1)
     for lengths, keys in ((one, n_k), (np.array([1, 0]), 1)):
@@ -769,6 +779,13 @@ RANDOM = Sizes.of(batch=(2, 3), nq=5, nk=7, dk=6, dv=8)
 # A mask builder's largest size: past any table of positions a student keeps at the top level and slices (10, 64,
 # 512); a mask of it is a quarter of a megabyte.
 WIDE = 520
+# Keys past the context of the model whose table of positions a student most often copies and slices: GPT-2's
+# block_size, 1024. Not past 2048 or 4096: a right mask built square and then sliced (np.tril(np.ones((n_k, n_k))))
+# takes 0.05 s at 2100 keys and 0.5 s at 4100, at or past the time limit's 0.1 s floor. 1100 takes about 0.015 s.
+PAST_CONTEXT = 1100
+SLICED_TABLE = ("a mask has a row for each query and a column for each key, however many: a table of positions built "
+                "once and sliced ([:n_q, :n_k]) stops at the table's own size, so build the mask from n_q and n_k at "
+                "each call (slide 20)")
 # A query times BIG has scores of about BIG · √dk · scale: in the thousands at RANDOM's dk, past exp's 709.
 BIG = 1000.0
 # How far above every visible score a masked one is put (_masked_far_above): past exp's range from each (745), and

@@ -597,6 +597,13 @@ def _causal(seen, allowed_if):
     return allowed_if(np.arange(n_k)[None, :], np.arange(n_q)[:, None])
 
 
+def _causal_bottom_right(seen):
+    """np.tril(ones, k=n_k - n_q): the queries aligned with the last n_q keys, as when decoding with a key cache."""
+    n_q = seen.args["n_q"]
+    shift = 0 if seen.args["n_k"] is None else seen.args["n_k"] - n_q
+    return _causal(seen, lambda j, i: j <= i + shift)
+
+
 def _padding_one_too_many(seen):
     lengths = np.asarray(seen.args["lengths"])
     return (np.arange(seen.args["n_k"])[None, :] <= lengths[:, None])[:, None, :]
@@ -921,6 +928,13 @@ MISCONCEPTIONS = (
         "causal_shows_future",
         "A causal mask must hide every future key: allowed(i, j) is True only for j ≤ i — slide 20.",
         ("causal_mask",), wrong=lambda seen: np.ones_like(_causal(seen, lambda j, i: j <= i))),
+    Misconception(
+        "causal_bottom_right",
+        "A causal mask counts queries and keys from the same first position: allowed(i, j) ⇔ j ≤ i, so in "
+        "causal_mask(n_q, n_k) query 0 sees key 0 alone whatever n_k is (np.tril(np.ones((n_q, n_k)))). "
+        "np.tril(..., k=n_k − n_q) lines the queries up with the last n_q keys instead, as when decoding with a "
+        "cache of earlier keys: the same for a square mask, another mask whenever n_q ≠ n_k — slide 20.",
+        ("causal_mask",), wrong=_causal_bottom_right),
     Misconception(
         "score_python_loops",
         "score is right on small inputs but too slow at T = 512: dense attention has a T × T score grid "
