@@ -24,6 +24,7 @@ from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
 from autograder.sandbox.protections import SandboxError, probe
 from autograder.sandbox.uids import SLOTS, lease_uid
+from autograder.sandbox.worker import PENDING_SIGNALS
 from autograder.sandbox.zygote import Sandbox
 
 from conftest import FIXTURES, PLAIN, SUBMISSIONS, bwrap_works, compose, run_cli
@@ -108,6 +109,42 @@ def test_no_child_can_hold_kernel_memory_in_extended_attributes(job, tmp_path):
     note = job.grade(read_submission(attack(tmp_path, "hold_memory_in_xattrs"))).problem
     for call in ("setxattr", "fsetxattr", "lsetxattr"):
         assert f"{call}: denied (PermissionError)" in note, note
+    assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
+
+
+def _said(result, pattern: str) -> re.Match:
+    """The line an attack printed at load, read with `pattern`; its functions kept every point."""
+    assert result.score == 100 and not result.problem, (result.problem, result.notes)
+    found = re.search(pattern, result.printed)
+    assert found, result.printed
+    return found
+
+
+def test_no_child_can_take_the_machines_aio_pool(job, tmp_path):
+    """Every AIO context's events come from one pool for the whole machine (fs.aio-max-nr): a load that made
+    contexts in a loop took it all, and every other process on the machine got EAGAIN from io_setup."""
+    said = _said(job.grade(read_submission(attack(tmp_path, "hold_aio_contexts"))),
+                 r"aio: (\d+) contexts, stopped by (\w+); machine's events (\d+) before, (\d+) while held")
+    assert said.group(1, 2) == ("0", "EPERM"), said.group(0)
+    assert int(said.group(4)) <= int(said.group(3)), said.group(0)  # nothing of the pool taken
+
+
+def test_no_child_can_take_the_machines_pty_pool(job, tmp_path):
+    """Every devpts instance draws on one pool for the whole machine (kernel.pty.max): 55 helpers opening /dev/ptmx
+    took it down to the host's reserve. bubblewrap leaves none to open; the fallback uses the machine's /dev."""
+    said = _said(job.grade(read_submission(attack(tmp_path, "hold_ptys"))),
+                 r"ptys: (\d+) opened, stopped by (\w+); openpty: ([^;]+); machine's ptys (\d+) before, (\d+) while")
+    if job.sandbox.protections.mode == "bwrap":
+        assert said.group(1, 2, 3) == ("0", "ENOENT", "ENOENT"), said.group(0)
+        assert int(said.group(5)) <= int(said.group(4)), said.group(0)
+
+
+def test_no_child_can_hold_kernel_memory_in_posix_timers(job, tmp_path):
+    """Each POSIX timer is kernel memory that no address-space, file or process limit counts: 80,000 in 3 s. Each
+    holds a signal queued in advance, which RLIMIT_SIGPENDING counts."""
+    said = _said(job.grade(read_submission(attack(tmp_path, "hold_posix_timers"))),
+                 r"posix timers: (\d+) made in \S+ s, stopped by (\w+)")
+    assert int(said.group(1)) <= PENDING_SIGNALS and said.group(2) == "EAGAIN", said.group(0)
     assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
 
 

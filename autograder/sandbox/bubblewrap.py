@@ -120,7 +120,10 @@ def bwrap_command(uid: int | None, tmp_mib: int, python: Interpreter) -> list[st
         command += ["--ro-bind", THP_SETTINGS, THP_SETTINGS]
     # /tmp comes before the Python environment: a virtualenv under /tmp (a fresh clone there)
     # is then bound on top of the tmpfs instead of hidden by it.
-    command += ["--proc", "/proc", "--dev", "/dev",
+    # /dev/pts, covered by an empty read-only tmpfs, leaves /dev/ptmx pointing at nothing: every devpts
+    # instance draws on one pool for the whole machine (kernel.pty.max), which 55 processes opening ptys
+    # took down to the host's reserve. Nothing graded needs a terminal.
+    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/pts", "--remount-ro", "/dev/pts",
                 "--perms", "1777", "--size", str(tmp_mib << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
     python_dirs = [Path(d) for d in python.dirs]
     # Create the parents of the Python bind mounts readable, or an unprivileged

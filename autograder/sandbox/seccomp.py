@@ -8,6 +8,10 @@ The kernel then refuses, with EPERM:
 - state that outlives a process and so could reach the next submission:
   System V shared memory, semaphores and message queues, POSIX message
   queues, kernel keyrings, io_uring;
+- Linux AIO (io_setup and the calls on its contexts): every context's events
+  come from one pool for the whole machine (fs.aio-max-nr), which a load that
+  called io_setup in a loop took whole, so every other process on the machine
+  got EAGAIN from it until the submission ended; nothing graded uses it;
 - signals to the zygote (the child's parent) and to every process at once
   (pid -1), and pidfd_send_signal, which could reach any of them;
 - naming a process to be signalled when a file is ready (fcntl F_SETOWN,
@@ -79,7 +83,9 @@ _ARCHES = {
         "process_mrelease": 448, "prlimit64": 302, "sched_setparam": 142, "sched_setscheduler": 144,
         "sched_setattr": 314, "sched_setaffinity": 203, "migrate_pages": 256, "move_pages": 279,
         "setpriority": 141, "ioprio_set": 251, "memfd_create": 319, "memfd_secret": 447,
-        "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463}),
+        "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463,
+        "io_setup": 206, "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210,
+        "io_pgetevents": 333}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "shmget": 194, "semget": 190, "msgget": 186, "mq_open": 180, "add_key": 217, "request_key": 218,
@@ -90,7 +96,8 @@ _ARCHES = {
         "process_mrelease": 448, "prlimit64": 261, "sched_setparam": 118, "sched_setscheduler": 119,
         "sched_setattr": 274, "sched_setaffinity": 122, "migrate_pages": 238, "move_pages": 239,
         "setpriority": 140, "ioprio_set": 30, "memfd_create": 279, "memfd_secret": 447,
-        "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463}),
+        "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463,
+        "io_setup": 0, "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292}),
 }
 _X32_BIT = 0x40000000  # x86_64's x32 ABI: the same calls under other numbers
 _SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: a pid
