@@ -504,7 +504,7 @@ def test_a_few_lines_alike_are_little_evidence_and_a_file_of_short_functions_cop
 def test_a_chain_of_helpers_is_followed_only_so_far():
     """A score that calls h0, which calls h1, ... h4999: each helper followed had rebuilt a map of every name and
     searched a list of those already followed (50,000 helpers: 314 s). At most MAX_HELPERS are followed."""
-    from autograder.similarity.code import MAX_HELPERS
+    from autograder.similarity.toplevel import MAX_HELPERS
 
     chain = "\n".join(f"def h{n}(x):\n    return h{n + 1}(x) + {n}\n" for n in range(5000))
     text = f"def score(Q, K, scale=None):\n    return h0(Q)\n\n{chain}\ndef h5000(x):\n    return x\n"
@@ -698,3 +698,121 @@ def test_a_file_that_defines_a_function_twice_is_noted():
     comparison = compare_class("w07_attention", _class_with({"twice": twice}), STUB, SOURCE_DIR, jobs=1)
     assert any(note.startswith("twice: defines score, ") and "more than once; the last definition of each" in note
                for note in comparison.notes), comparison.notes
+
+
+def _all_tokens(text: str) -> dict[str, list[str]]:
+    return {name: [t.text for t in f.tokens] for name, f in functions_of(parse_pieces([text])[1], CONTRACT).items()}
+
+
+def _renamed(text: str) -> tuple[ast.Module, set[str]]:
+    """`text` parsed, every function of it renamed `_<name>` (its calls too)."""
+    tree = ast.parse(text)
+    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in names:
+            node.name = f"_{node.name}"
+        elif isinstance(node, ast.Name) and node.id in names:
+            node.id = f"_{node.id}"
+    return tree, names
+
+
+def test_functions_given_their_names_by_one_tuple_assignment_are_compared():
+    """`(score, softmax, ...) = (_score, _softmax, ...)` at the end of a file, or the same of a class's static
+    methods (`Attn.score`), had taken the whole file out: "none of the assignment's functions is defined"."""
+    original = (CLASS / "i03_logsumexp.py").read_text()
+    tree, names = _renamed(original)
+    order = sorted(names)
+    exported = ast.unparse(tree) + f"\n\n({', '.join(order)}) = ({', '.join('_' + n for n in order)})\n"
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    for function in functions:
+        function.decorator_list = [ast.Name("staticmethod", ast.Load())]
+    tree.body = [n for n in tree.body if n not in functions] + [ast.ClassDef(
+        name="Attn", bases=[], keywords=[], body=functions, decorator_list=[], type_params=[])]
+    methods = ", ".join(f"Attn._{name}" for name in order)
+    in_class = ast.unparse(ast.fix_missing_locations(tree)) + f"\n\n[{', '.join(order)}] = [{methods}]\n"
+    assert _all_tokens(exported) == _all_tokens(original)
+    comparison = compare_class("w07_attention", _class_with({"exported": exported, "in_class": in_class}), STUB,
+                               SOURCE_DIR, jobs=1)
+    scores = {(p.a, p.b): p.score for p in comparison.pairs}
+    assert scores[("exported", "i03_logsumexp")] == 1.0 and scores[("i03_logsumexp", "in_class")] == 1.0, scores
+    assert not comparison.notes, comparison.notes
+
+
+def test_a_function_the_reader_cannot_follow_is_not_said_to_be_missing():
+    """A file that binds the functions in a way not read here is told apart from one that has none of them."""
+    made = "import numpy as np\n\n\ndef make(name):\n    return lambda *a: name\n\n\n" + "\n".join(
+        f"{name} = make({name!r})" for name in CONTRACT) + "\n"
+    partly = (CLASS / "i03_logsumexp.py").read_text() + "\n\nsoftmax = make('softmax')\n"
+    comparison = compare_class("w07_attention", _class_with({"made": made, "partly": partly.replace(
+        "def softmax(", "def other_softmax(").replace("\ndef ", "\ndef make(name):\n    return None\n\n\ndef ", 1),
+        "nothing": "x = 1\n"}), STUB, SOURCE_DIR, jobs=1)
+    notes = {note.split(": ", 1)[0]: note.split(": ", 1)[1] for note in comparison.notes}
+    assert "none of the assignment's functions is defined" not in notes["made"], notes
+    assert "could not find score (line" in notes["made"] and "compare the file by hand" in notes["made"], notes
+    assert "could not find softmax (line" in notes["partly"] and "compare those by hand" in notes["partly"], notes
+    assert "defines no" not in notes["partly"], notes
+    assert "none of the assignment's functions is defined" in notes["nothing"], notes
+
+
+def test_a_lambda_and_a_def_inside_try_or_if_are_read_as_functions():
+    """`score = lambda Q, K, scale=None: ...` and a def nested in a top-level `try:` had been "defines no ..."."""
+    as_def = """
+import numpy as np
+def score(Q, K, scale=None):
+    return np.asarray(Q) @ np.asarray(K).swapaxes(-1, -2) * (scale if scale is not None else Q.shape[-1] ** -.5)
+"""
+    as_lambda = """
+import numpy as np
+score = lambda Q, K, scale=None: np.asarray(Q) @ np.asarray(K).swapaxes(-1, -2) * (
+    scale if scale is not None else Q.shape[-1] ** -.5)
+"""
+    assert _all_tokens(as_lambda)["score"] == _all_tokens(as_def)["score"]
+    original = (CLASS / "i08_torch_inside.py").read_text()
+    start = original.index("def attention_torch(")
+    end = original.find("\ndef ", start + 1) if original.find("\ndef ", start + 1) > 0 else len(original)
+    body = original[start:end].rstrip().replace("\n", "\n    ")
+    in_try = original[:start] + f"try:\n    import torch\n\n    {body}\nexcept ImportError:\n    torch = None\n" \
+        "    attention_torch = None\n" + original[end:]
+    in_if = original[:start] + f"if True:\n    {body}\nelse:\n    def attention_torch(*a):\n        return a\n" \
+        + original[end:]
+    for text in (in_try, in_if):
+        assert _all_tokens(text) == _all_tokens(original)
+
+
+def test_debugging_prints_logs_and_asserts_do_not_hide_a_copy():
+    """One `print` reading two parameters between a temporary and its use dropped a copy from 1.00 to 0.75;
+    `if DEBUG: print(...)` in each function, `DEBUG = True`, to 0.59."""
+    original = (CLASS / "i16_scaled_first.py").read_text()
+    for statement in ("print('hidden', Q.shape, K.shape)", "if DEBUG:\n    print('in', len(locals()))",
+                      "assert Q is not None, 'no queries'", "logger.debug('shapes %s', locals())"):
+        tree = ast.parse("import logging\nlogger = logging.getLogger(__name__)\nDEBUG = True\n" + original)
+        for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+            function.body.insert(len(function.body) // 2, ast.parse(statement).body[0])
+        assert _all_tokens(ast.unparse(tree)) == _all_tokens(original), statement
+
+
+def test_functions_that_are_also_methods_or_operators_give_the_same_tokens():
+    """`torch.exp(x)` and `x.exp()`, `torch.masked_fill(S, m, v)` and `S.masked_fill(m, v)`, `np.add(a, b)` and
+    `a + b`; `np.asarray(S, float)` and `dtype=float`; PyTorch's `dim=`/`keepdim=` and NumPy's `axis=`/`keepdims=`;
+    `a, b = x, y` and two assignments."""
+    as_functions = """
+import numpy as np, torch
+def f(S, m, Q, K):
+    S = torch.masked_fill(S, m, 0)
+    L = torch.log(torch.exp(S)) - torch.logsumexp(S, dim=-1, keepdim=True)
+    q, k = np.asarray(Q, float), np.asarray(K, float)
+    return np.tanh(np.divide(np.add(np.multiply(q, 2), k), np.subtract(q, k))), L.sum(dim=-1)
+"""
+    as_methods = """
+import numpy as np, torch
+def f(S, m, Q, K):
+    S = S.masked_fill(m, 0)
+    L = S.exp().log() - S.logsumexp(axis=-1, keepdims=True)
+    q = np.asarray(Q, dtype=np.float64)
+    k = np.asarray(K, dtype=float)
+    return (k + 2 * q) / (q - k), L.sum(axis=-1)
+"""
+    assert _texts(as_functions) != _texts(as_methods)  # tanh, one side only
+    assert _texts(as_functions.replace("np.tanh(", "(")) == _texts(as_methods)
+    swap = "import numpy as np\ndef f(a, b):\n    a, b = b, a\n    return a - b\n"
+    assert _texts(swap) != _texts(swap.replace("a, b = b, a", "a = b\n    b = a"))  # a swap is not two steps

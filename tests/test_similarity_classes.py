@@ -139,19 +139,20 @@ def test_a_class_wrapped_copy_is_found_against_its_source(tmp_path):
 
 def test_code_behind_a_module_flag_that_is_off_is_dead_code():
     """`if VERBOSE:` with `VERBOSE = False` at module level never runs: a copy padded with such blocks gives the
-    tokens of the code without them. A flag rebound anywhere (or a parameter of that name) is left alone."""
+    tokens of the code without them. A flag rebound anywhere (or a parameter of that name) is left alone. (Not a
+    print: that is dropped whatever the flag.)"""
     for index, path in enumerate(sorted(CLASS.glob("i*.py"))):
         text = path.read_text()
         tree = ast.parse(text)
         for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
-            function.body.insert(0, ast.parse("if VERBOSE:\n    print('entering', len(locals()))").body[0])
+            function.body.insert(0, ast.parse("if VERBOSE:\n    sys.stderr.write(str(len(locals())))").body[0])
         padded = ("VERBOSE: bool = False\n" if index % 2 else "VERBOSE = False\n") + ast.unparse(tree)
         assert _tokens(padded) == _tokens(text), path.name
     text = (CLASS / "i06_helpers.py").read_text()
     switched = "VERBOSE = False\n" + text + "\n\ndef verbose():\n    global VERBOSE\n    VERBOSE = True\n"
     tree = ast.parse(switched)
     for function in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "softmax"):
-        function.body.insert(0, ast.parse("if VERBOSE:\n    print('entering', len(locals()))").body[0])
+        function.body.insert(0, ast.parse("if VERBOSE:\n    sys.stderr.write(str(len(locals())))").body[0])
     assert _tokens(ast.unparse(tree))["softmax"] != _tokens(text)["softmax"]
 
 

@@ -16,7 +16,7 @@ import ast
 import io
 import re
 import tokenize
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,9 +24,10 @@ from autograder.grading.submission import Submission
 from autograder.similarity.depth import drop_deep_statements
 from autograder.similarity.imports import imported_names
 from autograder.similarity.normalise import Token, function_tokens
+from autograder.similarity.toplevel import Constants, Module, module_constants, top_level
 
 MAX_CODE_CHARS = 2_000_000  # of code, comments and docstrings left out: more than any hand-written answer
-MAX_HELPERS = 200  # helpers followed from one function: far more than any hand-written answer has
+
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"  # nbgrader's marks in a source notebook
 
 
@@ -104,17 +105,50 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
     except (RecursionError, MemoryError):  # nested statements (drop_deep_statements measures expressions)
         return StudentCode(submission.student, path, text, {}, "; ".join(
             [*notes, "not compared: the code is nested too deeply to analyse"]), cells)
-    defined = Counter(node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
+    defined = Counter(node.name for node in top_level(tree.body) if isinstance(node, ast.FunctionDef
+                                                                               | ast.AsyncFunctionDef))
     twice = [name for name in contract if defined[name] > 1]
     if twice:  # an earlier definition, perhaps a copy, is code the file holds but does not run
         notes.append(f"defines {', '.join(twice)} more than once; the last definition of each, which runs, was "
                      "compared, not the earlier ones")
     missing = [name for name in contract if name not in functions]
-    if missing and len(missing) < len(contract):
-        notes.append(f"defines no {', '.join(missing)}")
-    elif missing and not (failed and submission.kind == "py"):
-        notes.append("not compared: none of the assignment's functions is defined")
+    if missing and not (failed and submission.kind == "py"):
+        notes.extend(missing_notes(tree, missing, everything=len(missing) == len(contract)))
     return StudentCode(submission.student, path, text, functions, "; ".join(notes), cells)
+
+
+def missing_notes(tree: ast.Module, missing: list[str], everything: bool) -> list[str]:
+    """What to tell of the contract functions not found: those the file binds somewhere, in a way this reading
+    does not follow (`score = make_score()`), are not said to be absent, and are left to be compared by hand."""
+    where = {}
+    for node in _module_level(tree):
+        name = node.id if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) else getattr(
+            node, "name", None)
+        if name in missing and name not in where and hasattr(node, "lineno"):
+            where[name] = node.lineno
+    unread = ", ".join(f"{name} (line {where[name]})" for name in missing if name in where)
+    absent = [name for name in missing if name not in where]
+    if everything and not where:
+        return ["not compared: none of the assignment's functions is defined"]
+    notes = []
+    if absent:
+        notes.append(f"defines no {', '.join(absent)}")
+    if where:
+        notes.append(f"{'not compared: ' * everything}could not find {unread} in a form this command reads (a def, "
+                     "a lambda, or a name given a function or a class's method); compare "
+                     f"{'the file' if everything else 'those'} by hand")
+    return notes
+
+
+def _module_level(tree: ast.Module):
+    """Every node of `tree` outside the bodies of its functions and classes (a local `context = A @ V` binds no
+    module name)."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def for_instructor(problem: str) -> str:
@@ -168,9 +202,10 @@ def code_chars(piece: str) -> int:
 
 def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCode]:
     """Each contract function `tree` defines at top level (the last definition wins, as when it runs)."""
-    module = _Module(tree)
+    tree = ast.Module(body=top_level(tree.body), type_ignores=[])  # defs in `try:` and `if` blocks too
+    module = Module(tree)
     imports = imported_names(tree)
-    constants = _Constants(module_constants(tree))
+    constants = Constants(module_constants(tree))
     calls = {name: module.helpers(node, set(contract)) for name, node in module.defined.items() if name in contract}
     tokens_of: dict[ast.AST, list[Token]] = {}  # each function normalised once (in place), though helpers are shared
     found = {}
@@ -185,159 +220,6 @@ def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCod
             found[name] = FunctionCode(name, tuple(tokens), spans)
     return found
 
-
-def module_constants(tree: ast.Module) -> dict[str, ast.Constant]:
-    """Names bound once in the whole file, at module level, to a constant (`VERBOSE = False`, `DK = 64`) -> it."""
-    nodes = list(ast.walk(tree))
-    bound = Counter(node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
-    bound.update(name for node in nodes if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names)
-    return {name: value for names, value in map(_assigned, tree.body) if isinstance(value, ast.Constant)
-            for name in names if bound[name] == 1}
-
-
-def _assigned(node: ast.AST) -> tuple[list[str], ast.expr | None]:
-    """The plain names a statement binds and the value it binds them to: `a = b = v` and `a: T = v` alike (an
-    annotation changes nothing the code does); ([], None) for any other statement."""
-    if isinstance(node, ast.Assign):
-        return [target.id for target in node.targets if isinstance(target, ast.Name)], node.value
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-        return [node.target.id], node.value
-    return [], None
-
-
-class _Constants(ast.NodeTransformer):
-    """A module constant read in a function written as its value, where the function has no name of its own so
-    called: `if VERBOSE:` behind `VERBOSE = False` is then `if False:`, dead code the normalisation drops."""
-
-    def __init__(self, constants: dict[str, ast.Constant]):
-        self.constants = constants
-
-    def visit_FunctionDef(self, node):
-        arguments = node.args
-        own = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                               *filter(None, (arguments.vararg, arguments.kwarg))]}
-        if self.constants.keys() & own:  # a parameter shadows the constant: left as it is (rare)
-            return node
-        return self.generic_visit(node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and node.id in self.constants:
-            return ast.copy_location(ast.Constant(self.constants[node.id].value), node)
-        return node
-
-
-class _Module:
-    """A module's top-level functions and classes: the code that a name, or a method's name, stands for.
-
-    defined: each top-level name bound to code -> the function that runs. A name bound to a method (`f =
-    obj.f`, `Cls.f`, `Cls().f`) or defined by a def that only returns a method's call is that method; one
-    bound to another function (`f = _f`) is that function. In each method, `self.g`, `cls.g` and `Cls.g`
-    naming a method of its class are rewritten `g` (in place), and everywhere a call of `_f` is rewritten
-    `f`, so that the code reads as the same code written at module level under the stub's names.
-    """
-
-    def __init__(self, tree: ast.Module):
-        self.methods: dict[str, dict[str, ast.AST]] = {}  # class -> its methods (its module-level bases' first)
-        self.scopes: dict[ast.AST, dict[str, ast.AST]] = {}  # method -> its class's methods
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef):
-                inherited = [self.methods.get(base.id, {}) for base in node.bases if isinstance(base, ast.Name)]
-                own = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)}
-                methods = {name: m for scope in [*inherited[::-1], own] for name, m in scope.items()}
-                self.methods[node.name] = methods
-                for method in own.values():
-                    _OwnCalls({node.name, *_receiver(method)}, methods).visit(method)
-                    self.scopes[method] = methods
-        self.instances = {name: value.func.id for names, value in map(_assigned, tree.body)
-                          if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
-                          and value.func.id in self.methods for name in names}
-        self.defined: dict[str, ast.AST] = {}
-        aliases: dict[str, str] = {}  # `f = _f`: _f -> f
-        for node in tree.body:
-            names, value = _assigned(node)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                self.defined[node.name] = self.method(_delegated_call(node)) or node
-            elif method := self.method(value):
-                self.defined.update((name, method) for name in names)
-            elif isinstance(value, ast.Name) and value.id in self.defined:
-                for name in names:
-                    self.defined[name] = self.defined[value.id]
-                    aliases[value.id] = name
-        if aliases:  # a call of _f reads as the call of f it is, as if the functions kept their names
-            renamed = _Renamed(aliases)
-            for function in {*self.defined.values(), *self.scopes}:
-                renamed.visit(function)
-
-    def method(self, expression: ast.AST | None) -> ast.AST | None:
-        """The method `expression` names: `obj.f` (obj bound to `Cls(…)` at top level), `Cls.f` or `Cls(…).f`."""
-        if not isinstance(expression, ast.Attribute):
-            return None
-        owner = expression.value.func if isinstance(expression.value, ast.Call) else expression.value
-        if not isinstance(owner, ast.Name):
-            return None
-        return self.methods.get(self.instances.get(owner.id, owner.id), {}).get(expression.attr)
-
-    def helpers(self, function: ast.AST, contract: set[str]) -> list[ast.AST]:
-        """The top-level functions and methods not of the contract that `function` calls (for a method, also
-        those of its class), directly or through each other, in call order."""
-        order, seen, queue = [], {id(function)}, deque([function])
-        while queue and len(order) < MAX_HELPERS:
-            part = queue.popleft()
-            scope = self.scopes.get(part, {})  # a method's class; looked up first, then the module's names
-            for node in ast.walk(part):
-                if isinstance(node, ast.Name):
-                    name, helper = node.id, scope.get(node.id, self.defined.get(node.id))
-                elif isinstance(node, ast.Attribute):
-                    name, helper = node.attr, self.method(node)
-                else:
-                    continue
-                if helper is not None and name not in contract and id(helper) not in seen:
-                    seen.add(id(helper))
-                    order.append(helper)
-                    queue.append(helper)
-        return order[:MAX_HELPERS]
-
-
-def _delegated_call(function: ast.AST) -> ast.AST | None:
-    """What `function` calls, when all it does (its docstring aside) is return that call's result."""
-    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Call):
-        return body[0].value.func
-    return None
-
-
-def _receiver(method: ast.AST) -> list[str]:
-    """The name a method is given its instance or class by (`self`, `cls`): none for a static method."""
-    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in method.decorator_list)
-    first = [*method.args.posonlyargs, *method.args.args][:1]
-    return [] if static else [a.arg for a in first]
-
-
-class _Renamed(ast.NodeTransformer):
-    """Each name read that is a key of `names` (a function's name) written as its value (the alias it is given)."""
-
-    def __init__(self, names: dict[str, str]):
-        self.names = names
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and node.id in self.names:
-            return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
-        return node
-
-
-class _OwnCalls(ast.NodeTransformer):
-    """`self.g`, `cls.g` or `Cls.g` in a method, `g` a method of its class, written `g`."""
-
-    def __init__(self, receivers: set[str], methods: dict[str, ast.AST]):
-        self.receivers, self.methods = receivers, methods
-
-    def visit_Attribute(self, node):
-        self.generic_visit(node)
-        if isinstance(node.value, ast.Name) and node.value.id in self.receivers and node.attr in self.methods:
-            return ast.copy_location(ast.Name(node.attr, node.ctx), node)
-        return node
 
 
 def _first_line(function: ast.AST) -> int:

@@ -8,12 +8,15 @@ matters little:
   what a name was imported as stays (`np.exp`, `numpy.exp` and `from numpy
   import exp` all give `numpy.exp`): that is the code's meaning;
 - docstrings, bare strings, `pass`, code after `return`/`raise`, `if False:`
-  branches and assignments to names never read are dropped (dead code);
+  branches and assignments to names never read are dropped (dead code), and
+  so are statements that only print, log or assert, with `if` blocks left
+  empty without them (debugging output, which a copier adds to hide a copy);
 - equivalent constructs are written one way: `x += y` as `x = x + y`, `x: int = y` as `x = y`,
   `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`, a transpose
   (`np.transpose(x)`, `x.swapaxes(-1, -2)`, `np.moveaxis(x, -1, -2)`, PyTorch's `x.mT`) as `x.T`,
   keyword arguments sorted, operands of `+ * & |` in a fixed order, every
-  spelling of infinity as `INF`, `np.newaxis` as `None`;
+  spelling of infinity as `INF`, `np.newaxis` as `None`, `a, b = x, y` as two
+  assignments; a call of NumPy or PyTorch as calls.py writes it;
 - an einsum's subscripts are kept, their index letters renamed in order of
   first use: unlike other strings, they are what the call computes;
 - a name assigned again at the top level (`Q = np.asarray(Q)`) gets a new name
@@ -36,6 +39,7 @@ import ast
 import copy
 from dataclasses import dataclass
 
+from autograder.similarity.calls import Subscripts, canonical_call
 from autograder.similarity.imports import dotted
 from autograder.similarity.statements import (
     MAX_STATEMENTS,
@@ -49,14 +53,8 @@ from autograder.similarity.statements import (
 )
 
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
-MATMUL_FUNCTIONS = {"numpy.matmul", "numpy.dot", "torch.matmul", "torch.mm", "torch.bmm"}
-EINSUM_FUNCTIONS = {"numpy.einsum", "torch.einsum"}
 INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
-# Functions of NumPy and PyTorch that are also methods of their arrays: `np.max(S, axis=-1)` is `S.max(axis=-1)`.
-METHOD_FUNCTIONS = {"max", "min", "sum", "mean", "any", "all", "prod", "argmax", "argmin", "std", "var", "cumsum",
-                    "swapaxes", "transpose", "reshape", "squeeze", "clip", "round"}
-# Spellings of float64 as a dtype (`dtype=float`, `.astype(np.double)`), written one way.
-FLOAT64_NAMES = {"float", "numpy.float64", "numpy.double", "numpy.float_", "torch.float64", "torch.double"}
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}  # a logger's
 CANONICAL_NAMES = {"INF", "FLOAT64"}  # names the rewriting itself puts in, emitted as they are
 EXPRESSION_TOKENS = 2_000  # per expression of a statement, after repeats are collapsed: none hand-written is longer
 REPEATS_KEPT = 6  # a run of the same few tokens repeated more often than this keeps only this many
@@ -127,15 +125,22 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Expr(self, node):
         self.generic_visit(node)
-        return None if isinstance(node.value, ast.Constant) else node  # docstrings, bare strings, `...`
+        if isinstance(node.value, ast.Constant) or _is_output(node.value, self.imports):
+            return None  # docstrings, bare strings, `...`; a debugging print or log line
+        return node
+
+    def visit_Assert(self, node):
+        return None  # a student's own check, like a debugging print: it changes nothing the function returns
 
     def visit_Pass(self, node):
         return None
 
     def visit_If(self, node):
         self.generic_visit(node)
+        if _only_pass(node.body) and not node.orelse:  # `if DEBUG: print(...)`, its print dropped
+            return None
         if isinstance(node.test, ast.Constant):
-            return (node.body if node.test.value else node.orelse) or None
+            return [s for s in (node.body if node.test.value else node.orelse) if not _only_pass([s])] or None
         return node
 
     def visit_AnnAssign(self, node):
@@ -165,6 +170,10 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
+        return self._ordered_operands(node)
+
+    def _ordered_operands(self, node: ast.BinOp) -> ast.BinOp:
+        """A commutative operator's operands in a fixed order: `b * a` as `a * b`."""
         if isinstance(node.op, COMMUTATIVE) and _key(node.right, self.imports) < _key(node.left, self.imports):
             node.left, node.right = node.right, node.left
         return node
@@ -173,6 +182,8 @@ class _Rewrite(ast.NodeTransformer):
         """`x = a if c else x` as `if c: x = a` (and `x = x if c else a` as `if not c: x = a`): the same default."""
         self.generic_visit(node)
         value, target = node.value, node.targets[0]
+        if split := _split_assignment(node):
+            return split
         if len(node.targets) != 1 or not isinstance(target, ast.Name) or not isinstance(value, ast.IfExp):
             return node
         if _is_name(value.orelse, target.id):
@@ -185,41 +196,8 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        node.keywords.sort(key=lambda k: k.arg or "")
-        for keyword in node.keywords:
-            if keyword.arg == "dtype":
-                keyword.value = self._dtype(keyword.value)
-        name = dotted(node.func, self.imports)
-        if name and name.split(".")[0] in ("numpy", "torch") and name.count(".") == 1 \
-                and name.split(".")[1] in METHOD_FUNCTIONS and node.args:
-            method = ast.Attribute(node.args[0], name.split(".")[1], ast.Load())
-            node, name = ast.copy_location(ast.Call(method, node.args[1:], node.keywords), node), None
-        if _swaps_last_axes(node, name):
-            return ast.copy_location(ast.Attribute(node.args[0] if name else node.func.value, "T", ast.Load()), node)
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "astype" and len(node.args) == 1:
-            node.args[0] = self._dtype(node.args[0])
-        if name in MATMUL_FUNCTIONS and len(node.args) == 2 and not node.keywords:
-            return ast.copy_location(ast.BinOp(node.args[0], ast.MatMult(), node.args[1]), node)
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "dot" and name is None and len(node.args) == 1:
-            return ast.copy_location(ast.BinOp(node.func.value, ast.MatMult(), node.args[0]), node)
-        if name in EINSUM_FUNCTIONS and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
-            node.args[0].value = _Subscripts(_canonical_subscripts(node.args[0].value))
-        if isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1 \
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-            text = node.args[0].value.strip().lower()
-            if text in ("inf", "+inf", "infinity"):
-                return ast.copy_location(ast.Name("INF", ast.Load()), node)
-            if text in ("-inf", "-infinity"):
-                return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Name("INF", ast.Load())), node)
-        return node
-
-    def _dtype(self, node: ast.expr) -> ast.expr:
-        """A dtype as written: float64 by any of its spellings as one name."""
-        name = node.id if isinstance(node, ast.Name) and node.id not in self.imports else dotted(node, self.imports)
-        if name in FLOAT64_NAMES or (isinstance(node, ast.Constant) and node.value in ("float64", "float", "double")):
-            return ast.copy_location(ast.Name("FLOAT64", ast.Load()), node)
-        return node
+        call = canonical_call(node, self.imports)
+        return self._ordered_operands(call) if isinstance(call, ast.BinOp) else call
 
     def visit_Name(self, node):
         return self._named_constant(node, self.imports.get(node.id) if isinstance(node.ctx, ast.Load) else None)
@@ -244,22 +222,34 @@ class _Rewrite(ast.NodeTransformer):
         return node
 
 
-def _swaps_last_axes(node: ast.Call, name: str | None) -> bool:
-    """Whether a call transposes as students write it: `x.transpose()`, or the last two axes swapped by
-    `x.swapaxes(-1, -2)`, `x.transpose(-2, -1)` (PyTorch's) or `np.moveaxis(x, -1, -2)`: each is written `x.T`."""
-    if node.keywords:
+def _split_assignment(node: ast.Assign) -> list[ast.Assign] | None:
+    """`a, b = x, y` as `a = x` then `b = y`, where no name it binds is read on its right (not a swap)."""
+    target, value = node.targets[0], node.value
+    if len(node.targets) != 1 or not isinstance(target, ast.Tuple | ast.List) or not isinstance(
+            value, ast.Tuple | ast.List) or len(target.elts) != len(value.elts):
+        return None
+    if not all(isinstance(t, ast.Name) for t in target.elts) or any(isinstance(v, ast.Starred) for v in value.elts):
+        return None
+    names = {t.id for t in target.elts}
+    if len(names) < len(target.elts) or any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)):
+        return None
+    return [ast.copy_location(ast.Assign([t], v), node) for t, v in zip(target.elts, value.elts, strict=True)]
+
+
+def _is_output(value: ast.expr, imports: dict[str, str]) -> bool:
+    """Whether a statement's expression only prints or logs: `print(...)`, `logging.info(...)`, `log.debug(...)`."""
+    if not isinstance(value, ast.Call):
         return False
-    if name in ("numpy.moveaxis", "torch.movedim"):
-        axes = node.args[1:]
-    elif isinstance(node.func, ast.Attribute) and node.func.attr in ("transpose", "swapaxes") and name is None:
-        axes = node.args
-        if not axes and node.func.attr == "transpose":
-            return True
-    else:
-        return False
-    last = [-arg.operand.value for arg in axes if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub)
-            and isinstance(arg.operand, ast.Constant) and isinstance(arg.operand.value, int)]
-    return len(axes) == 2 and sorted(last) == [-2, -1]
+    name = dotted(value.func, imports) or (value.func.id if isinstance(value.func, ast.Name) else "")
+    if name in ("print", "pprint.pprint") or name.startswith("logging."):
+        return True
+    function = value.func
+    return isinstance(function, ast.Attribute) and function.attr in LOG_METHODS and isinstance(
+        function.value, ast.Name) and "log" in function.value.id.lower()  # logger.debug, log.info, LOG.warning
+
+
+def _only_pass(block: list[ast.stmt]) -> bool:
+    return all(isinstance(statement, ast.Pass) for statement in block)
 
 
 def _is_name(node: ast.AST, name: str) -> bool:
@@ -272,21 +262,6 @@ def _negated(test: ast.expr) -> ast.expr:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in opposite:
         return ast.copy_location(ast.Compare(test.left, [opposite[type(test.ops[0])]()], test.comparators), test)
     return ast.copy_location(ast.UnaryOp(ast.Not(), test), test)
-
-
-class _Subscripts(str):
-    """An einsum subscript string, kept as a token: it is the computation, not a label."""
-
-
-def _canonical_subscripts(text: str) -> str:
-    """Index letters renamed in order of first use ("bqd,bkd->bqk" and "ijk,ilk->ijl" both "abc,adc->abd")."""
-    letters: dict[str, str] = {}
-    out = []
-    for char in text.replace(" ", ""):
-        if char.isalpha():
-            char = letters.setdefault(char, chr(ord("a") + len(letters)) if len(letters) < 26 else "z")
-        out.append(char)
-    return "".join(out)
 
 
 def _live(block: list[ast.stmt]) -> list[ast.stmt]:
@@ -371,7 +346,7 @@ def _emit(node: ast.AST, line: int, imports: dict[str, str], out: list[Token], l
 
 
 def _constant(value) -> str:
-    if isinstance(value, _Subscripts):
+    if isinstance(value, Subscripts):
         return f"einsum:{value}"
     if value is None or isinstance(value, bool):
         return repr(value)
