@@ -389,7 +389,8 @@ def _suites_here(args) -> list:
 def _probe_line(suite, report) -> str:
     preload = ", ".join(suite.assignment.preload) or "nothing"
     if not report.ok:
-        return f"  [ ] {suite.assignment.name}: cannot grade here: {report.problem}. To fix it: {report.fix}"
+        where = "cannot grade: its checks have a fault" if report.check_fault else "cannot grade here"
+        return f"  [ ] {suite.assignment.name}: {where}: {report.problem}. To fix it: {report.fix}"
     mapped = (f"; a worker maps {report.mapped_mib:.0f} MiB after the preload, and may map "
               f"{suite.assignment.limits.memory_mib} MiB more" if report.mapped_mib else "")
     reference = f", the reference passed all {report.checks} checks" if suite.reference is not None else ""

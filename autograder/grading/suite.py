@@ -34,6 +34,8 @@ HIDDEN_FILE = "hidden_checks.py"
 REFERENCE_FILE = "reference.py"
 COMMON_FILE = "checks_common.py"  # optional, beside the public checks: what public and hidden checks share
 MISCONCEPTIONS_FILE = "misconceptions.py"  # optional, beside the reference: see autograder.authoring.misconceptions
+SUITE_PACKAGE = "autograder_suites"  # each assignment's files are loaded as modules of SUITE_PACKAGE.<assignment>
+CHECK_MODULES = ("public_checks", "hidden_checks", "checks_common")  # those of them whose code is a check's
 # The code that grades: a change to any of it can change a verdict or what a stored result says, so it is
 # part of every suite's version, and a rerun after an upgrade regrades instead of skipping.
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -180,7 +182,7 @@ def _load_common(folder: Path, assignment: str) -> None:
     if path.is_file():
         _load_module(path, assignment, "checks_common")
     else:
-        sys.modules.pop(f"autograder_suites.{assignment}.checks_common", None)
+        sys.modules.pop(f"{SUITE_PACKAGE}.{assignment}.checks_common", None)
 
 
 def _with_contents(place: Path, limit: int = 5000) -> list[Path]:
@@ -192,7 +194,7 @@ def _with_contents(place: Path, limit: int = 5000) -> list[Path]:
 
 
 def _load_module(path: Path, assignment: str, role: str) -> ModuleType:
-    module_name = f"autograder_suites.{assignment}.{role}"
+    module_name = f"{SUITE_PACKAGE}.{assignment}.{role}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # so tracebacks and dataclasses in the module work

@@ -1,0 +1,57 @@
+"""What an instructor is told when a course file is missing or one of the assignment's checks is broken.
+
+Each test breaks a real copy of the course the way an instructor might (a check with a bug, a file moved
+away, a line deleted from course.yaml) and runs the real command on it: the message must name the fault and
+its place, and what to do next.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+
+from conftest import PLAIN, private_course, run_cli
+
+ASSIGNMENT = "w07_attention"
+
+BUGGY_CHECK = '''
+
+def context_buggy_check(t):
+    """a check with a bug of its own."""
+    t.returned("context", np.eye(2), np.eye(2))
+    return {}["missing"]
+
+
+CHECKS += [Check("context.buggy_check", context_buggy_check)]
+'''
+
+
+def _stored(db) -> int:
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as connection:
+        return connection.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_a_check_that_raises_is_named_with_its_line_and_blamed_not_the_environment(tmp_path):
+    course = private_course(tmp_path)
+    hidden = tmp_path / "solutions" / ASSIGNMENT / "hidden_checks.py"
+    hidden.write_text(hidden.read_text() + BUGGY_CHECK)
+    line = hidden.read_text().splitlines().index('    return {}["missing"]') + 1
+    course.write_text(course.read_text().replace("      context.matches_reference: 3\n",
+                                                 "      context.matches_reference: 3\n      context.buggy_check: 1\n"))
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db)
+    assert done.returncode == 2, done.stderr
+    refusal = done.stderr.strip().splitlines()[-1]
+    assert re.search(rf"the check context\.buggy_check raised KeyError: 'missing' at {re.escape(str(hidden))} "
+                     rf"line {line}, in context_buggy_check: a fault in that check, not in this environment",
+                     refusal), refusal
+    assert "this environment cannot grade" not in refusal and "autograder doctor" not in refusal
+    assert f"`autograder checks {ASSIGNMENT}`" in refusal and _stored(db) == 0
+    doctor = run_cli("doctor", "--course", course)
+    assert doctor.returncode == 1
+    assert re.search(rf"\[ \] {ASSIGNMENT}: cannot grade: its checks have a fault: .*context\.buggy_check raised "
+                     rf"KeyError: 'missing' at .*hidden_checks\.py line {line}", doctor.stdout), doctor.stdout
