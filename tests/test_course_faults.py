@@ -55,3 +55,18 @@ def test_a_check_that_raises_is_named_with_its_line_and_blamed_not_the_environme
     assert doctor.returncode == 1
     assert re.search(rf"\[ \] {ASSIGNMENT}: cannot grade: its checks have a fault: .*context\.buggy_check raised "
                      rf"KeyError: 'missing' at .*hidden_checks\.py line {line}", doctor.stdout), doctor.stdout
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_a_missing_reference_refuses_grading_and_doctor_names_it(tmp_path):
+    course = private_course(tmp_path)
+    reference = tmp_path / "solutions" / ASSIGNMENT / "reference.py"
+    reference.unlink()
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db)
+    assert done.returncode == 2, done.stderr
+    assert f"{reference} is missing: the hidden checks" in done.stderr and "Put the reference back" in done.stderr
+    assert "internal error" not in done.stderr and _stored(db) == 0
+    doctor = run_cli("doctor", "--course", course)
+    assert doctor.returncode == 1
+    assert f"  [ ] {ASSIGNMENT}: cannot grade: {reference} is missing" in doctor.stdout, doctor.stdout

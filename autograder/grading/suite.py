@@ -116,6 +116,11 @@ def _load_suite(course: Course, name: str) -> Suite:
     if hidden_path.is_file():
         found += [(check, "hidden") for check in _checks(_load_module(hidden_path, name, "hidden_checks"))]
     reference_path = assignment.solution_dir / REFERENCE_FILE
+    if hidden_path.is_file() and not reference_path.is_file():
+        # Hidden checks compare with the reference: without it every submission would end as an internal error.
+        raise CourseError(f"{reference_path} is missing: the hidden checks ({hidden_path}) compare every answer "
+                          "with the reference solution. Put the reference back there (a module defining every graded "
+                          "function); nothing was graded")
     reference = _load_module(reference_path, name, "reference") if reference_path.is_file() else None
     checks = tuple(_with_points(check, visibility, assignment, course) for check, visibility in found)
     _require_all_listed(checks, assignment, course)
