@@ -70,3 +70,26 @@ def test_a_missing_reference_refuses_grading_and_doctor_names_it(tmp_path):
     doctor = run_cli("doctor", "--course", course)
     assert doctor.returncode == 1
     assert f"  [ ] {ASSIGNMENT}: cannot grade: {reference} is missing" in doctor.stdout, doctor.stdout
+
+
+def test_a_deleted_points_line_is_told_to_be_added_not_called_a_typo_of_a_real_check(tmp_path):
+    """`score.lecture_example: 2` deleted: `context.lecture_example`, a real check, was offered as its typo."""
+    course = private_course(tmp_path)
+    course.write_text(course.read_text().replace("      score.lecture_example: 2\n", ""))
+    done = run_cli("checks", ASSIGNMENT, "--course", course)
+    assert done.returncode == 2
+    assert "check 'score.lecture_example' (public) has no points; add `score.lecture_example: <points>` under " \
+           f"assignments.{ASSIGNMENT}.checks" in done.stderr, done.stderr
+    assert "typo" not in done.stderr
+
+
+def test_a_missing_hidden_checks_file_is_named_rather_than_every_line_of_course_yaml(tmp_path):
+    course = private_course(tmp_path)
+    hidden = tmp_path / "solutions" / ASSIGNMENT / "hidden_checks.py"
+    hidden.unlink()
+    done = run_cli("checks", ASSIGNMENT, "--course", course)
+    assert done.returncode == 2
+    assert re.search(rf"{re.escape(str(hidden))} does not exist, and {re.escape(str(course))} lists \d+ checks "
+                     rf"of {ASSIGNMENT} that public_checks.py does not define \(.*\): put hidden_checks.py back",
+                     done.stderr), done.stderr
+    assert "remove the line or fix its name" not in done.stderr

@@ -28,6 +28,7 @@ from autograder.authoring.misconceptions import Catalogue
 from autograder.grading import collector
 from autograder.grading.course import Assignment, Course, CourseError
 from autograder.grading.manifest import MANIFEST_FILE, read_manifest
+from autograder.text import counted
 
 PUBLIC_FILE = "public_checks.py"
 HIDDEN_FILE = "hidden_checks.py"
@@ -122,8 +123,9 @@ def _load_suite(course: Course, name: str) -> Suite:
                           "with the reference solution. Put the reference back there (a module defining every graded "
                           "function); nothing was graded")
     reference = _load_module(reference_path, name, "reference") if reference_path.is_file() else None
-    checks = tuple(_with_points(check, visibility, assignment, course) for check, visibility in found)
-    _require_all_listed(checks, assignment, course)
+    names = {check.name for check, _ in found}
+    checks = tuple(_with_points(check, visibility, assignment, course, names) for check, visibility in found)
+    _require_all_listed(checks, assignment, course, hidden_path)
     catalogue_path = assignment.solution_dir / MISCONCEPTIONS_FILE
     catalogue = _catalogue(_load_module(catalogue_path, name, "misconceptions")) if catalogue_path.is_file() else None
     return Suite(assignment, checks, reference, _version(_suite_files(assignment), assignment), catalogue)
@@ -227,22 +229,32 @@ def _catalogue(module: ModuleType) -> Catalogue:
     return catalogue
 
 
-def _with_points(check: Check, visibility: str, assignment: Assignment, course: Course) -> SuiteCheck:
+def _with_points(check: Check, visibility: str, assignment: Assignment, course: Course,
+                 defined: set[str]) -> SuiteCheck:
+    """`check` with its points from course.yaml; defined: every check's name, which no typo can be."""
     config = assignment.checks.get(check.name)
     if config is None:
-        close = difflib.get_close_matches(check.name, list(assignment.checks), n=1, cutoff=0.8)
+        strays = [name for name in assignment.checks if name not in defined]
+        close = difflib.get_close_matches(check.name, strays, n=1, cutoff=0.8)
         typo = f" (it lists `{close[0]}`, which is no check: a typo of this name?)" if close else ""
         raise CourseError(f"{course.path}: check {check.name!r} ({visibility}) has no points{typo}; add "
                           f"`{check.name}: <points>` under assignments.{assignment.name}.checks")
     return SuiteCheck(check, visibility, config.points, config.seconds)
 
 
-def _require_all_listed(checks: tuple[SuiteCheck, ...], assignment: Assignment, course: Course) -> None:
+def _require_all_listed(checks: tuple[SuiteCheck, ...], assignment: Assignment, course: Course,
+                        hidden_path: Path) -> None:
     names = [c.name for c in checks]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise CourseError(f"{assignment.name}: check {duplicates[0]!r} is defined twice; names must be unique")
     unknown = sorted(set(assignment.checks) - set(names))
+    if unknown and not hidden_path.is_file():
+        # Most likely the hidden checks' file was moved away, not every one of these lines mistyped.
+        raise CourseError(f"{hidden_path} does not exist, and {course.path} lists {counted(len(unknown), 'check')} of "
+                          f"{assignment.name} that {PUBLIC_FILE} does not define ({', '.join(unknown[:3])}"
+                          f"{', ...' if len(unknown) > 3 else ''}): put {HIDDEN_FILE} back, or, if the assignment "
+                          "has no hidden checks, remove those lines")
     if unknown:
         raise CourseError(f"{course.path}: assignments.{assignment.name}.checks.{unknown[0]}: no check by that "
                           f"name exists in {PUBLIC_FILE} or {HIDDEN_FILE}; remove the line or fix its name")
