@@ -7,11 +7,12 @@ its place, and what to do next.
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 
 import pytest
 
-from conftest import PLAIN, private_course, run_cli
+from conftest import FIXTURES, PLAIN, ROOT, private_course, run_cli
 
 ASSIGNMENT = "w07_attention"
 
@@ -93,3 +94,19 @@ def test_a_missing_hidden_checks_file_is_named_rather_than_every_line_of_course_
                      rf"of {ASSIGNMENT} that public_checks.py does not define \(.*\): put hidden_checks.py back",
                      done.stderr), done.stderr
     assert "remove the line or fix its name" not in done.stderr
+
+
+def test_a_course_folder_without_this_assignment_says_where_it_looked_and_what_it_found(tmp_path):
+    """`grade tiny .` where every student of submitted/ has only w07_attention/: it said "no submissions found in ."."""
+    course = private_course(tmp_path)
+    course.write_text(course.read_text() + "  tiny:\n    title: Doubling\n    module: tiny\n    preload: [numpy]\n"
+                      "    checks:\n      double.small: 1\n      double.matches_reference: 2\n")
+    for folder in ("assignments", "solutions"):
+        shutil.copytree(FIXTURES / "tiny" / folder / "tiny", tmp_path / folder / "tiny")
+    shutil.copytree(ROOT / "examples" / "w07_class" / "submitted", tmp_path / "submitted")
+    students = len(list((tmp_path / "submitted").iterdir()))
+    done = run_cli("grade", "tiny", ".", "--db", tmp_path / "g.db", cwd=tmp_path)
+    assert done.returncode == 2
+    assert (f"no submissions of tiny found in .; looked in submitted/<student>/tiny/ and found {students} students "
+            f"with only {ASSIGNMENT}/. Collect this assignment's hand-ins first") in done.stderr, done.stderr
+    assert f"(`autograder grade {ASSIGNMENT} .`)" in done.stderr

@@ -18,7 +18,7 @@ from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_ba
 from autograder.grading.class_imports import class_imports
 from autograder.grading.course import Assignment, find_course, load_course
 from autograder.grading.discover import find_submissions, one_students_part
-from autograder.grading.found import Found, LayoutError, held_for_their_time
+from autograder.grading.found import Found, LayoutError, held_for_their_time, none_found
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
@@ -84,7 +84,7 @@ def _grade(args) -> int:
         skipped: list[Path] = []
         found = find_submissions(args.paths, assignment.name, assignment.module, workdir, skipped)
         if not found:
-            raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
+            raise LayoutError(none_found(args.paths, assignment.name))
         found = [held_for_their_time(item, assignment.late) for item in found]
         refused, found = [i for i in found if not i.stored], [i for i in found if i.stored]
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
