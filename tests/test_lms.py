@@ -397,3 +397,13 @@ def test_a_roster_excel_saved_as_plain_csv_is_read_as_windows_1252_and_said(stor
     (stored / "roster.csv").write_bytes(ROSTER.replace("Grace Hopper", "Grâce Höpper").encode("utf-8-sig"))
     out, said = _export(stored, "moodle")
     assert "not UTF-8" not in said and "Grâce Höpper" in out.read_text(encoding="utf-8"), said
+
+
+def test_a_roster_saved_with_semicolons_is_read(tmp_path):
+    # A spreadsheet saved as CSV where the decimal mark is a comma: "entry 1 has no student id" was all it said.
+    from autograder.outputs.roster import read_roster
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student;name;email\ns0101;Ann One;a@uni.edu\ns0102;Ben, Two;b@uni.edu\n")
+    assert read_roster(roster, ("name", "email")) == {"s0101": {"name": "Ann One", "email": "a@uni.edu"},
+                                                      "s0102": {"name": "Ben, Two", "email": "b@uni.edu"}}

@@ -146,6 +146,20 @@ def test_a_points_change_in_course_yaml_is_refused_until_rebuilt(tmp_path):
     assert manifest["entry"]["checks"]["score.lecture_example"] == 5
 
 
+
+def test_one_stale_source_file_is_named_in_the_singular(tmp_path):
+    for folder in ("assignments/w07_attention", "solutions/w07_attention"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "course.yaml", tmp_path / "course.yaml")
+    reference = tmp_path / "solutions/w07_attention/reference.py"
+    reference.write_text(reference.read_text().replace("    return ", "    return  ", 1))
+    course = load_course(tmp_path / "course.yaml")
+    suite = load_suite(course, "w07_attention")
+    assert [p.name for p in build_source(course, suite, write=False)] == ["attention.ipynb"]
+    with pytest.raises(ReleaseError, match=r"^assignments/w07_attention/attention\.ipynb no longer matches the "):
+        release_assignment(course, suite, tmp_path / "release")
+
+
 # ---------------------------------------------------------------- the release
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The `autograder` command line: one module per kind of user.
 
-- grading (TAs): grade, replay, checks, doctor;
+- grading (TAs): grade, replay, checks; doctor (TAs, instructors, students): can this machine grade;
 - gradescope (Gradescope's machines): gradescope-run, which the bundle's run_autograder calls;
 - outputs (TAs, instructors): report, export, gradescope-bundle;
 - course (TAs, instructors): regrade, history, and the LMS exports (export canvas|moodle|blackboard);
@@ -23,6 +23,7 @@ from autograder.cli import (
     assignments,
     cluster,
     course,
+    doctor,
     gradescope,
     grading,
     options,
@@ -129,6 +130,6 @@ def parser() -> argparse.ArgumentParser:
     top = options.Parser(prog="autograder", description="Grade programming assignments against hidden "
                                                         "checks, with student code sandboxed.")
     commands = top.add_subparsers(dest="command", required=True)
-    for module in (grading, replay, gradescope, outputs, course, retract, assignments, cluster, similarity):
+    for module in (grading, doctor, replay, gradescope, outputs, course, retract, assignments, cluster, similarity):
         module.add_commands(commands)
     return top

@@ -1,4 +1,4 @@
-"""Commands for grading: grade, checks, doctor (replay is cli.replay)."""
+"""Commands for grading: grade, checks (replay is cli.replay, doctor cli.doctor)."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,29 +17,25 @@ from autograder.grading import retract
 from autograder.grading.attempts import SubmissionPolicy, counted_results
 from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_batch, plan_version
 from autograder.grading.class_imports import class_imports
-from autograder.grading.course import Assignment, CourseError, find_course, load_course
+from autograder.grading.course import Assignment, find_course, load_course
 from autograder.grading.discover import find_submissions, one_students_part
-from autograder.grading.found import Found, LayoutError, held_for_their_time
+from autograder.grading.found import Found, LayoutError, held_for_their_time, none_found
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
 from autograder.grading.lms_downloads import download_note, shared_users
-from autograder.grading.manifest import MANIFEST_FILE, public_course
 from autograder.grading.rerun import again_lines
 from autograder.grading.sole_writer import SUFFIX as LOCK_SUFFIX
 from autograder.grading.sole_writer import SoleWriter
 from autograder.grading.station import (
-    environment_report,
     launch_sandbox,
-    protect,
     protections_for,
     refuse_secrets,
     warm_grader,
-    worker_check,
 )
 from autograder.grading.store import Store
 from autograder.grading.submission import prepare_notebook_reader
-from autograder.grading.suite import load_public_suite, load_suite, secret_places, suite_version
+from autograder.grading.suite import load_suite, secret_places, suite_version
 from autograder.grading.suite_cache import cache_folder
 from autograder.outputs.progress import Progress, starting
 from autograder.outputs.terminal import FULL_TABLES, format_results, format_summary, summary_row
@@ -71,14 +67,6 @@ def add_commands(commands) -> None:
     options.sandbox(grade)
     grade.set_defaults(run=_grade)
 
-    doctor = commands.add_parser("doctor", help="show which sandbox protections this machine supports, and probe "
-                                                "each assignment: its preload in a worker, the reference's checks")
-    options.sandbox(doctor)
-    options.course(doctor)
-    doctor.add_argument("--dir", type=Path, help="without a course.yaml: the released assignment folder to probe "
-                                                 "(default: the current folder)")
-    doctor.set_defaults(run=_doctor)
-
     checks = commands.add_parser("checks", help="list an assignment's checks: function, visibility, points, "
                                                 "what each verifies")
     checks.add_argument("assignment", help=options.ASSIGNMENT_HELP)
@@ -97,7 +85,7 @@ def _grade(args) -> int:
         skipped: list[Path] = []
         found = find_submissions(args.paths, assignment.name, assignment.module, workdir, skipped)
         if not found:
-            raise LayoutError("no submissions found in " + ", ".join(map(str, args.paths)))
+            raise LayoutError(none_found(args.paths, assignment.name))
         found = [held_for_their_time(item, assignment.late) for item in found]
         refused, found = [i for i in found if not i.stored], [i for i in found if i.stored]
         db = (args.db or default_db(course)).resolve()  # messages name the absolute place written
@@ -351,48 +339,3 @@ def _checks(args) -> int:
         print(f"{entry.name:<{width}}  {entry.visibility:<6}  {entry.points:>4g}  {entry.check.description}{limit}")
     print(f"{len(suite.checks)} checks, {suite.max_score:g} points; suite version {suite.version}")
     return 0
-
-
-def _doctor(args) -> int:
-    protections = protect(args.sandbox)
-    print(f"sandbox: {protections.kind.label}" + (f", because {protections.reason}" if protections.reason else ""))
-    missing, refusal = worker_check(protections)  # a worker started here, as grading starts one
-    for name, active in protections.rows(missing):
-        print(f"  [{'x' if active else ' '}] {name}")
-    for message in (protections.warning, refusal):
-        if message:
-            print(message)
-    found = _suites_here(args)
-    if not found:
-        print("no course.yaml here or above, and no released assignment (public_manifest.json) in this folder: "
-              "run `autograder doctor` in the course repository or your assignment folder to probe grading too")
-        return 1 if refusal else 0
-    failed = bool(refusal)
-    for course, suite in found:
-        report = environment_report(course, suite, protections)
-        failed += not report.ok
-        print(safe(_probe_line(suite, report)))
-    return 1 if failed else 0
-
-
-def _suites_here(args) -> list:
-    """(course, suite) for every assignment of the nearest course.yaml, or of the released folder (students)."""
-    try:
-        course = load_course(args.course or find_course())
-    except CourseError:
-        folder = args.dir or Path.cwd()
-        if not (folder / MANIFEST_FILE).is_file():
-            return []
-        suite = load_public_suite(folder)
-        return [(public_course(suite.assignment, folder), suite)]
-    return [(course, load_suite(course, name)) for name in course.assignments]
-
-
-def _probe_line(suite, report) -> str:
-    preload = ", ".join(suite.assignment.preload) or "nothing"
-    if not report.ok:
-        return f"  [ ] {suite.assignment.name}: cannot grade here: {report.problem}. To fix it: {report.fix}"
-    mapped = (f"; a worker maps {report.mapped_mib:.0f} MiB after the preload, and may map "
-              f"{suite.assignment.limits.memory_mib} MiB more" if report.mapped_mib else "")
-    reference = f", the reference passed all {report.checks} checks" if suite.reference is not None else ""
-    return f"  [x] {suite.assignment.name}: {preload} imported in a worker under the limits{reference}{mapped}"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from autograder.authoring.checks import CheckFailed, Sizes, StudentError, Trial
 from autograder.grading.results import CheckResult
 from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
-from autograder.grading.suite import SuiteCheck
+from autograder.grading.suite import CHECK_MODULES, SUITE_PACKAGE, SuiteCheck
 from autograder.sandbox.replies import CallFailed
 
 
@@ -52,14 +52,39 @@ class Replayed:
     earlier_calls: int = 0
 
 
+_BLAME = " (a fault in the suite, not in the student's code; fix the check, then grade again)"
+
+
 class SuiteFault(Exception):
     """A check raised something no student can be blamed for: a bug in the suite (see the module's docstring)."""
 
     def __init__(self, check: str, error: BaseException):
-        super().__init__(f"the check {check} raised {type(error).__name__}: {error} (a fault in the suite, not in "
-                         "the student's code; fix the check, then grade again)")
+        self.where = check_frame(error)
+        at = f" at {self.where}" if self.where else ""
+        super().__init__(f"the check {check} raised {type(error).__name__}: {error}{at}{_BLAME}")
         self.check = check
         self.details = "".join(traceback.format_exception(error))
+
+
+def check_frame(error: BaseException) -> str:
+    """The innermost line of a check file that `error` passed through ("hidden_checks.py line 12, in f"), or ""."""
+    found = ""
+    tb = error.__traceback__
+    while tb is not None:
+        # The reference is a suite module too, left out: where a check called it, the check's own line says which call.
+        module = tb.tb_frame.f_globals.get("__name__", "").split(".")
+        if module[0] == SUITE_PACKAGE and module[-1] in CHECK_MODULES:
+            found = f"{tb.tb_frame.f_code.co_filename} line {tb.tb_lineno}, in {tb.tb_frame.f_code.co_name}"
+        tb = tb.tb_next
+    return found
+
+
+def suite_fault_in(details: str) -> str:
+    """What the SuiteFault a traceback's text (a result's internal_error) ends with says, without whose fault it
+    is ("the check c raised KeyError: 'k' at .../hidden_checks.py line 9, in f"), or "" if it ends otherwise."""
+    prefix = f"{SuiteFault.__module__}.{SuiteFault.__qualname__}: "
+    lines = [line for line in details.splitlines() if line.startswith(prefix)]
+    return lines[-1][len(prefix):].removesuffix(_BLAME) if lines else ""
 
 
 def attempt(entry: SuiteCheck, trial: Trial) -> Attempt:

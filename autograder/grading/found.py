@@ -13,7 +13,7 @@ from pathlib import Path
 from autograder.grading.handin import read_bytes
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import FILE_TIME, FILE_TIME_INSTEAD, TIMESTAMP_FILE, LateRule, file_time
-from autograder.text import safe
+from autograder.text import counted, safe
 
 CHECKPOINTS = ".ipynb_checkpoints"  # Jupyter's hidden folder of autosaved copies, never graded
 NOTHING_TO_GRADE = "nothing to grade"  # a hand-in with no .py or .ipynb (a PDF alone): graded as 0, said why
@@ -207,3 +207,39 @@ def named_as_module(path: Path, module: str, why: str) -> Found:
         f"{safe(path, 300)} is named after the assignment's module ({module}), not after a student, and {why}, so no "
         f"student id can be taken from it; copy it as STUDENT{path.suffix} (the student's id) and grade that, or put "
         "it in a folder named after the student and pass that folder"))
+
+
+
+def none_found(paths: list[Path], assignment: str) -> str:
+    """Why `grade` found nothing in `paths`, and what to do: where an nbgrader tree was looked in, what it holds."""
+    said = f"no submissions of {assignment} found in {', '.join(safe(p) for p in paths)}"
+    trees = [p if p.name == "submitted" else p / "submitted" for p in map(Path, paths)]
+    trees = [(tree, _student_folders(tree)) for tree in trees if tree.is_dir()]
+    if not trees:
+        return said
+    held = sorted({name for _, students in trees for folders in students.values() for name in folders})
+    other = f"`autograder grade {safe(held[0])} {' '.join(safe(p) for p in paths)}`" if len(held) == 1 else \
+        "`autograder grade ASSIGNMENT ...`"
+    looked = "; ".join(f"looked in {safe(tree)}/<student>/{safe(assignment)}/ and found {_held(students)}"
+                       for tree, students in trees)
+    return (f"{said}; {looked}. Collect this assignment's hand-ins first (`nbgrader collect {safe(assignment)}`, or "
+            f"copy each student's into submitted/<student>/{safe(assignment)}/), or grade the assignment they hold "
+            f"instead ({other})")
+
+
+def _student_folders(submitted: Path) -> dict[str, tuple[str, ...]]:
+    """Each student folder of an nbgrader submitted/ tree, with the folders (assignments) it holds."""
+    return {student.name: tuple(p.name for p in sorted(student.iterdir()) if p.is_dir())
+            for student in sorted(submitted.iterdir()) if student.is_dir() and not student.name.startswith(".")}
+
+
+def _held(students: dict[str, tuple[str, ...]]) -> str:
+    """What the student folders hold ("12 students with only hw1/"), kinds in order of first sight."""
+    if not students:
+        return "no student folders"
+    kinds: dict[tuple[str, ...], int] = {}
+    for folders in students.values():
+        kinds[folders] = kinds.get(folders, 0) + 1
+    return ", ".join(f"{counted(count, 'student')} with " + (f"only {', '.join(f + '/' for f in folders)}"
+                                                             if folders else "no assignment folder")
+                     for folders, count in kinds.items())

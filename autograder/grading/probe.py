@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
+from autograder.grading.attempt import suite_fault_in
 from autograder.grading.course import Course
 from autograder.grading.echo_child import last_line, preload_in_child
 from autograder.grading.grader import Grader
+from autograder.grading.results import SubmissionResult
 from autograder.grading.submission import read_submission
 from autograder.grading.suite import REFERENCE_FILE, Suite
 from autograder.sandbox.protections import SandboxError
@@ -52,14 +55,20 @@ class ProbeReport:
     fix: str = ""
     mapped_mib: float | None = None
     checks: int = 0  # reference checks that passed
+    check_fault: bool = False  # the problem is a bug in one of the assignment's checks, not in this environment
 
     @property
     def ok(self) -> bool:
         return not self.problem
 
+    @property
+    def cause(self) -> str:
+        """Who cannot grade, before the problem: this environment, or the assignment's own checks."""
+        return (f"{self.assignment}'s checks cannot grade" if self.check_fault
+                else f"this environment cannot grade {self.assignment}")
+
     def refusal(self, command: str) -> str:
-        return (f"{command} refused: this environment cannot grade {self.assignment}: {self.problem.rstrip('.')}. "
-                f"To fix it: "
+        return (f"{command} refused: {self.cause}: {self.problem.rstrip('.')}. To fix it: "
                 f"{self.fix}; then run again. Nothing was graded")
 
 
@@ -81,7 +90,12 @@ def probe_environment(course: Course, suite: Suite, sandbox: Sandbox, alongside:
         return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped), mapped)
     if suite.reference is None:
         return ProbeReport(assignment.name, mapped_mib=mapped)
-    problem, passed = _reference_passes(course, suite, sandbox, alongside)
+    path = assignment.solution_dir / REFERENCE_FILE
+    result = Grader(course, suite, sandbox, shares_with=alongside).grade(read_submission(path, student=PROBE_STUDENT))
+    fault = suite_fault_in(result.internal_error)
+    if fault:
+        return ProbeReport(assignment.name, *_check_fault(fault, assignment.name, path), mapped, check_fault=True)
+    problem, passed = _reference_passes(result, path)
     return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped) if problem else "",
                        mapped, passed)
 
@@ -97,10 +111,8 @@ def require_environment(course: Course, suite: Suite, sandbox: Sandbox, command:
 
 # ---------------------------------------------------------------- the steps
 
-def _reference_passes(course: Course, suite: Suite, sandbox: Sandbox, alongside: Grader | None) -> tuple[str, int]:
-    """The reference graded as a submission: ("", checks passed) or (what failed, checks passed)."""
-    path = suite.assignment.solution_dir / REFERENCE_FILE
-    result = Grader(course, suite, sandbox, shares_with=alongside).grade(read_submission(path, student=PROBE_STUDENT))
+def _reference_passes(result: SubmissionResult, path: Path) -> tuple[str, int]:
+    """The reference's result as a submission: ("", checks passed) or (what failed, checks passed)."""
     passed = [test for test in result.tests if test.status == "passed"]
     if result.internal_error:
         return f"grading the reference ({path}) hit an internal error: {result.internal_error.strip()[-300:]}", 0
@@ -116,6 +128,14 @@ def _reference_passes(course: Course, suite: Suite, sandbox: Sandbox, alongside:
 
 
 # ---------------------------------------------------------------- causes and fixes
+
+def _check_fault(fault: str, assignment: str, reference: Path) -> tuple[str, str]:
+    """(problem, fix) for a check that raised while grading the reference: the check's bug, named where it is."""
+    return (f"grading the reference solution, {fault}: a fault in that check, not in this environment or in the "
+            f"reference",
+            f"fix the check at the line named; `autograder checks {assignment}` lists every check with what it "
+            f"verifies, and `autograder grade {assignment} {reference}` grades the reference first, so it runs the "
+            f"fixed check before any student")
 
 def _start_problem(error: str, preload: tuple, python: str) -> tuple[str, str]:
     error = error.replace(" Run `autograder doctor` to see what this machine supports.", "").rstrip(".")

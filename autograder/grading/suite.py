@@ -28,12 +28,15 @@ from autograder.authoring.misconceptions import Catalogue
 from autograder.grading import collector
 from autograder.grading.course import Assignment, Course, CourseError
 from autograder.grading.manifest import MANIFEST_FILE, read_manifest
+from autograder.text import counted
 
 PUBLIC_FILE = "public_checks.py"
 HIDDEN_FILE = "hidden_checks.py"
 REFERENCE_FILE = "reference.py"
 COMMON_FILE = "checks_common.py"  # optional, beside the public checks: what public and hidden checks share
 MISCONCEPTIONS_FILE = "misconceptions.py"  # optional, beside the reference: see autograder.authoring.misconceptions
+SUITE_PACKAGE = "autograder_suites"  # each assignment's files are loaded as modules of SUITE_PACKAGE.<assignment>
+CHECK_MODULES = ("public_checks", "hidden_checks", "checks_common")  # those of them whose code is a check's
 # The code that grades: a change to any of it can change a verdict or what a stored result says, so it is
 # part of every suite's version, and a rerun after an upgrade regrades instead of skipping.
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -114,9 +117,15 @@ def _load_suite(course: Course, name: str) -> Suite:
     if hidden_path.is_file():
         found += [(check, "hidden") for check in _checks(_load_module(hidden_path, name, "hidden_checks"))]
     reference_path = assignment.solution_dir / REFERENCE_FILE
+    if hidden_path.is_file() and not reference_path.is_file():
+        # Hidden checks compare with the reference: without it every submission would end as an internal error.
+        raise CourseError(f"{reference_path} is missing: the hidden checks ({hidden_path}) compare every answer "
+                          "with the reference solution. Put the reference back there (a module defining every graded "
+                          "function); nothing was graded")
     reference = _load_module(reference_path, name, "reference") if reference_path.is_file() else None
-    checks = tuple(_with_points(check, visibility, assignment, course) for check, visibility in found)
-    _require_all_listed(checks, assignment, course)
+    names = {check.name for check, _ in found}
+    checks = tuple(_with_points(check, visibility, assignment, course, names) for check, visibility in found)
+    _require_all_listed(checks, assignment, course, hidden_path)
     catalogue_path = assignment.solution_dir / MISCONCEPTIONS_FILE
     catalogue = _catalogue(_load_module(catalogue_path, name, "misconceptions")) if catalogue_path.is_file() else None
     return Suite(assignment, checks, reference, _version(_suite_files(assignment), assignment), catalogue)
@@ -180,7 +189,7 @@ def _load_common(folder: Path, assignment: str) -> None:
     if path.is_file():
         _load_module(path, assignment, "checks_common")
     else:
-        sys.modules.pop(f"autograder_suites.{assignment}.checks_common", None)
+        sys.modules.pop(f"{SUITE_PACKAGE}.{assignment}.checks_common", None)
 
 
 def _with_contents(place: Path, limit: int = 5000) -> list[Path]:
@@ -192,7 +201,7 @@ def _with_contents(place: Path, limit: int = 5000) -> list[Path]:
 
 
 def _load_module(path: Path, assignment: str, role: str) -> ModuleType:
-    module_name = f"autograder_suites.{assignment}.{role}"
+    module_name = f"{SUITE_PACKAGE}.{assignment}.{role}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # so tracebacks and dataclasses in the module work
@@ -220,22 +229,32 @@ def _catalogue(module: ModuleType) -> Catalogue:
     return catalogue
 
 
-def _with_points(check: Check, visibility: str, assignment: Assignment, course: Course) -> SuiteCheck:
+def _with_points(check: Check, visibility: str, assignment: Assignment, course: Course,
+                 defined: set[str]) -> SuiteCheck:
+    """`check` with its points from course.yaml; defined: every check's name, which no typo can be."""
     config = assignment.checks.get(check.name)
     if config is None:
-        close = difflib.get_close_matches(check.name, list(assignment.checks), n=1, cutoff=0.8)
+        strays = [name for name in assignment.checks if name not in defined]
+        close = difflib.get_close_matches(check.name, strays, n=1, cutoff=0.8)
         typo = f" (it lists `{close[0]}`, which is no check: a typo of this name?)" if close else ""
         raise CourseError(f"{course.path}: check {check.name!r} ({visibility}) has no points{typo}; add "
                           f"`{check.name}: <points>` under assignments.{assignment.name}.checks")
     return SuiteCheck(check, visibility, config.points, config.seconds)
 
 
-def _require_all_listed(checks: tuple[SuiteCheck, ...], assignment: Assignment, course: Course) -> None:
+def _require_all_listed(checks: tuple[SuiteCheck, ...], assignment: Assignment, course: Course,
+                        hidden_path: Path) -> None:
     names = [c.name for c in checks]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise CourseError(f"{assignment.name}: check {duplicates[0]!r} is defined twice; names must be unique")
     unknown = sorted(set(assignment.checks) - set(names))
+    if unknown and not hidden_path.is_file():
+        # Most likely the hidden checks' file was moved away, not every one of these lines mistyped.
+        raise CourseError(f"{hidden_path} does not exist, and {course.path} lists {counted(len(unknown), 'check')} of "
+                          f"{assignment.name} that {PUBLIC_FILE} does not define ({', '.join(unknown[:3])}"
+                          f"{', ...' if len(unknown) > 3 else ''}): put {HIDDEN_FILE} back, or, if the assignment "
+                          "has no hidden checks, remove those lines")
     if unknown:
         raise CourseError(f"{course.path}: assignments.{assignment.name}.checks.{unknown[0]}: no check by that "
                           f"name exists in {PUBLIC_FILE} or {HIDDEN_FILE}; remove the line or fix its name")

@@ -102,7 +102,8 @@ def release(course: Course, suite: Suite, out: Path, gradebook: Path | None = No
     rebuilt = build_source(course, suite, write=rebuild, added=added)
     if rebuilt and not rebuild:
         names = ", ".join(str(path.relative_to(course.root)) for path in rebuilt)
-        raise ReleaseError(f"{names} no longer match the reference, the stub or course.yaml; run `autograder "
+        verb = "no longer matches" if len(rebuilt) == 1 else "no longer match"
+        raise ReleaseError(f"{names} {verb} the reference, the stub or course.yaml; run `autograder "
                            f"release {assignment.name} --rebuild` to regenerate them, then review and commit them")
     folder = generate_assignment(course, assignment, out, gradebook)
     source = nbformat.read(source_notebook_path(assignment), as_version=4)

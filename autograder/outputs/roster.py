@@ -143,11 +143,12 @@ def _refuse_shared_identities(path: Path, entries: list[dict[str, str]]) -> None
 
 
 def _csv_rows(text: str) -> list[dict]:
-    """A CSV roster's rows (comma- or tab-separated, as its header is); those of Canvas's gradebook export, Moodle's
+    """A CSV roster's rows (comma-, tab- or semicolon-separated, as its header is: a spreadsheet saved as CSV in a
+    locale whose decimal mark is a comma separates with semicolons); those of Canvas's gradebook export, Moodle's
     worksheet or Blackboard's Grade Center download with their columns as roster fields. (A cell may hold a line
     break: an earlier grader's feedback in Moodle's worksheet.)"""
     first_line = text.split("\n", 1)[0]
-    delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
+    delimiter = max((",", "\t", ";"), key=first_line.count)  # a comma where none is more frequent
     rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
     header = set(rows[0]) if rows else set()
     if not rows or "student" in header:

@@ -1,0 +1,112 @@
+"""What an instructor is told when a course file is missing or one of the assignment's checks is broken.
+
+Each test breaks a real copy of the course the way an instructor might (a check with a bug, a file moved
+away, a line deleted from course.yaml) and runs the real command on it: the message must name the fault and
+its place, and what to do next.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import FIXTURES, PLAIN, ROOT, private_course, run_cli
+
+ASSIGNMENT = "w07_attention"
+
+BUGGY_CHECK = '''
+
+def context_buggy_check(t):
+    """a check with a bug of its own."""
+    t.returned("context", np.eye(2), np.eye(2))
+    return {}["missing"]
+
+
+CHECKS += [Check("context.buggy_check", context_buggy_check)]
+'''
+
+
+def _stored(db) -> int:
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as connection:
+        return connection.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_a_check_that_raises_is_named_with_its_line_and_blamed_not_the_environment(tmp_path):
+    course = private_course(tmp_path)
+    hidden = tmp_path / "solutions" / ASSIGNMENT / "hidden_checks.py"
+    hidden.write_text(hidden.read_text() + BUGGY_CHECK)
+    line = hidden.read_text().splitlines().index('    return {}["missing"]') + 1
+    course.write_text(course.read_text().replace("      context.matches_reference: 3\n",
+                                                 "      context.matches_reference: 3\n      context.buggy_check: 1\n"))
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db)
+    assert done.returncode == 2, done.stderr
+    refusal = done.stderr.strip().splitlines()[-1]
+    assert re.search(rf"the check context\.buggy_check raised KeyError: 'missing' at {re.escape(str(hidden))} "
+                     rf"line {line}, in context_buggy_check: a fault in that check, not in this environment",
+                     refusal), refusal
+    assert "this environment cannot grade" not in refusal and "autograder doctor" not in refusal
+    assert f"`autograder checks {ASSIGNMENT}`" in refusal and _stored(db) == 0
+    doctor = run_cli("doctor", "--course", course)
+    assert doctor.returncode == 1
+    assert re.search(rf"\[ \] {ASSIGNMENT}: cannot grade: its checks have a fault: .*context\.buggy_check raised "
+                     rf"KeyError: 'missing' at .*hidden_checks\.py line {line}", doctor.stdout), doctor.stdout
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_a_missing_reference_refuses_grading_and_doctor_names_it(tmp_path):
+    course = private_course(tmp_path)
+    reference = tmp_path / "solutions" / ASSIGNMENT / "reference.py"
+    reference.unlink()
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db)
+    assert done.returncode == 2, done.stderr
+    assert f"{reference} is missing: the hidden checks" in done.stderr and "Put the reference back" in done.stderr
+    assert "internal error" not in done.stderr and _stored(db) == 0
+    doctor = run_cli("doctor", "--course", course)
+    assert doctor.returncode == 1
+    assert f"  [ ] {ASSIGNMENT}: cannot grade: {reference} is missing" in doctor.stdout, doctor.stdout
+
+
+def test_a_deleted_points_line_is_told_to_be_added_not_called_a_typo_of_a_real_check(tmp_path):
+    """`score.lecture_example: 2` deleted: `context.lecture_example`, a real check, was offered as its typo."""
+    course = private_course(tmp_path)
+    course.write_text(course.read_text().replace("      score.lecture_example: 2\n", ""))
+    done = run_cli("checks", ASSIGNMENT, "--course", course)
+    assert done.returncode == 2
+    assert "check 'score.lecture_example' (public) has no points; add `score.lecture_example: <points>` under " \
+           f"assignments.{ASSIGNMENT}.checks" in done.stderr, done.stderr
+    assert "typo" not in done.stderr
+
+
+def test_a_missing_hidden_checks_file_is_named_rather_than_every_line_of_course_yaml(tmp_path):
+    course = private_course(tmp_path)
+    hidden = tmp_path / "solutions" / ASSIGNMENT / "hidden_checks.py"
+    hidden.unlink()
+    done = run_cli("checks", ASSIGNMENT, "--course", course)
+    assert done.returncode == 2
+    assert re.search(rf"{re.escape(str(hidden))} does not exist, and {re.escape(str(course))} lists \d+ checks "
+                     rf"of {ASSIGNMENT} that public_checks.py does not define \(.*\): put hidden_checks.py back",
+                     done.stderr), done.stderr
+    assert "remove the line or fix its name" not in done.stderr
+
+
+def test_a_course_folder_without_this_assignment_says_where_it_looked_and_what_it_found(tmp_path):
+    """`grade tiny .` where every student of submitted/ has only w07_attention/: it said "no submissions found in ."."""
+    course = private_course(tmp_path)
+    course.write_text(course.read_text() + "  tiny:\n    title: Doubling\n    module: tiny\n    preload: [numpy]\n"
+                      "    checks:\n      double.small: 1\n      double.matches_reference: 2\n")
+    for folder in ("assignments", "solutions"):
+        shutil.copytree(FIXTURES / "tiny" / folder / "tiny", tmp_path / folder / "tiny")
+    shutil.copytree(ROOT / "examples" / "w07_class" / "submitted", tmp_path / "submitted")
+    students = len(list((tmp_path / "submitted").iterdir()))
+    done = run_cli("grade", "tiny", ".", "--db", tmp_path / "g.db", cwd=tmp_path)
+    assert done.returncode == 2
+    assert (f"no submissions of tiny found in .; looked in submitted/<student>/tiny/ and found {students} students "
+            f"with only {ASSIGNMENT}/. Collect this assignment's hand-ins first") in done.stderr, done.stderr
+    assert f"(`autograder grade {ASSIGNMENT} .`)" in done.stderr
