@@ -280,6 +280,27 @@ def test_float32_weights_sum_to_one_within_the_rounding_of_their_row():
                                    tol, "softmax(S)")
 
 
+def test_float32_log_sum_exp_weights_of_large_scores_are_held_to_the_rounding_at_their_size():
+    """exp(s - lse) carries the log-sum-exp's rounding at the scores' size: np.logaddexp.reduce of four scores near 19
+    gave a row summing to 1.0000015, over (nonzero weights + 2) half units times 4, and a right answer lost its
+    check. With the scores given, the row is allowed a half unit of its largest score per term more."""
+    from autograder.authoring.row_sums import expect_rows_sum_to_one
+    tol = Tolerance(rtol=1e-6, atol=1e-9, coarser=Tolerance(rtol=2e-4, atol=1e-5))
+    S = np.array([[19.43814444, 19.32307511, 19.21137112, 18.59966427]], dtype=np.float32)
+    right = np.exp(S - np.logaddexp.reduce(S, axis=-1, keepdims=True))
+    assert abs(right.astype(np.float64).sum() - 1) > 1e-6  # what the bound without the scores' size refused
+    with pytest.raises(CheckFailed, match="rounded, or something small was added to them"):
+        expect_rows_sum_to_one(right, tol, "softmax(S)")  # above 1: no epsilon in a denominator says so
+    expect_rows_sum_to_one(right, tol, "softmax(S)", scores=S)
+    expect_rows_sum_to_one(right.astype(np.float64), tol, "softmax(S)", scores=S)
+    # A row of small scores keeps the bound tight: 1e-6 added to a lone visible key's denominator is still found.
+    with np.errstate(divide="ignore"):
+        small = np.log(np.array([[1.0, 0.0, 0.0, 0.0]], dtype=np.float32))
+    e = np.exp(small - small.max())
+    with pytest.raises(CheckFailed, match="an epsilon"):
+        expect_rows_sum_to_one((e / (e.sum() + np.float32(1e-6))).astype(np.float64), tol, "softmax(S)", scores=small)
+
+
 def test_weights_computed_in_half_precision_and_cast_back_are_told_so():
     """Rows of float16 numbers in a float64 array miss 1 by half precision's rounding: the message says so, as for a
     float16 answer, not that an epsilon was added."""

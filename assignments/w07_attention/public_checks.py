@@ -317,7 +317,7 @@ def softmax_rows_sum_to_one(t):
     for S, expected, keys, what in cases:
         A = as_array(t.returned("softmax", S[..., keys]), what, S.shape)
         expect_shape(A, S.shape, what)
-        expect_rows_sum_to_one(A, t.tol(np.float64), what, ROWS_ADVICE)
+        expect_rows_sum_to_one(A, t.tol(np.float64), what, ROWS_ADVICE, scores=S[..., keys])
         expect_weights(A, expected[..., keys], t.tol(np.float64), what,
                        "each weight must be exp(s_ij) / Σ_m exp(s_im), so a higher score gets more weight (slide 11)")
 
@@ -335,7 +335,7 @@ def softmax_masked_weights_are_zero(t):
         A = as_array(t.returned("softmax", S[:, keys]), what, S.shape)
         expect_shape(A, S.shape, what)
         expect_exact_zeros(A, counts[:, keys] == 0, what, "a masked key must get weight exactly 0 (slide 20)")
-        expect_rows_sum_to_one(A, t.tol(np.float64), what, ROWS_ADVICE)
+        expect_rows_sum_to_one(A, t.tol(np.float64), what, ROWS_ADVICE, scores=S[:, keys])
         expect_weights(A, expected[:, keys], t.tol(np.float64), what,
                        "the visible keys' weights must be exp(s_ij) / Σ_m exp(s_im), the sum running over the "
                        "visible keys (slides 11 and 20)")
@@ -500,7 +500,8 @@ def attention_causal_rows(t):
     expect_shape(A, (5, 5), "the weights A of causal attention")
     expect_exact_zeros(A, ~allowed, "the weights A of causal attention",
                        "a future key must get weight exactly 0 (slides 20 and 26)")
-    expect_rows_sum_to_one(A, t.tol(np.float64), "the weights A of causal attention", ROWS_ADVICE)
+    expect_rows_sum_to_one(A, t.tol(np.float64), "the weights A of causal attention", ROWS_ADVICE,
+                           scores=np.where(allowed, Q @ K.T / 2, -np.inf))  # dk = 4: the scale is 1 / 2
     expect_weights(A, A_expected, t.tol(np.float64), "the weights A of causal attention",
                    "the visible keys' weights must be the softmax of their scores q_i · k_j / √dk (slide 30)")
     expect_close(C, A_expected @ V, t.tol(np.float64), "the context C of causal attention",
