@@ -7,6 +7,8 @@ message says so and no all-masked misconception is named. Graded through the rea
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 import pytest
 
@@ -189,3 +191,22 @@ def test_advice_for_a_valueerror_on_ordinary_input_follows_only_what_the_worker_
     raised = Raised("ValueError", "no key", own=own, kinds=("ValueError", "Exception", "BaseException"))
     message = _raises_on_ordinary_input("softmax", raised, raised, "ValueError", "the same row", "raise only then")
     assert says in message, message
+
+
+def test_an_exception_is_a_valueerror_by_the_built_in_class_itself_whatever_else_it_subclasses():
+    """`except ValueError` catches a subclass whose ValueError comes after eight other built-in parents, and misses a
+    class of the student's own named ValueError that claims the built-ins' module: the worker's account follows."""
+    from autograder.authoring.protocol import Raised
+    from autograder.sandbox.loader import builtin_kinds
+
+    class AllMasked(UserWarning, DeprecationWarning, PendingDeprecationWarning, SyntaxWarning, RuntimeWarning,
+                    FutureWarning, ImportWarning, builtins.ValueError):
+        pass
+
+    # The student's own, passed off as the built-in.
+    forged_class = type("ValueError", (Exception,), {"__module__": "builtins"})
+    deep, forged = AllMasked("all masked"), forged_class("all masked")
+    assert isinstance(deep, builtins.ValueError) and not isinstance(forged, builtins.ValueError)
+    assert Raised("AllMasked", "all masked", kinds=tuple(builtin_kinds(deep))).is_a("ValueError")
+    assert not Raised("ValueError", "all masked", kinds=tuple(builtin_kinds(forged))).is_a("ValueError")
+    assert Raised("ValueError", "x", kinds=tuple(builtin_kinds(builtins.ValueError("x")))).is_a("ValueError")

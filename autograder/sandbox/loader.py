@@ -8,6 +8,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import builtins
 import collections
 import functools
 import inspect
@@ -269,10 +270,11 @@ def describe(error: BaseException, filename) -> dict:
 def builtin_kinds(error: BaseException) -> list[str]:
     """The built-in exception classes `error` is an instance of, its own first where it is one, nearest first (a
     student's `class MaskError(ValueError)` is a ValueError, as `except ValueError` would catch it; a class of their
-    own named ValueError is none); at most 8."""
+    own named ValueError is none, whatever its `__module__` says). Each is the built-in itself, found by identity;
+    all of them (Python has about 70), since the one a check asks for may come after many others."""
     try:
         return [kind.__name__ for kind in type(error).__mro__
-                if kind.__module__ == "builtins" and kind is not object][:8]
+                if kind is not object and getattr(builtins, kind.__name__, None) is kind][:wire.MAX_KINDS]
     except BaseException:  # noqa: BLE001 - a metaclass's hostile __mro__
         return []
 

@@ -219,7 +219,7 @@ def read_raised(tree) -> Raised:
     return Raised(safe(tree.get("type"), 80), safe(tree.get("message", ""), wire.MAX_TEXT),
                   line if type(line) is int else None, tree.get("unfit") is True,
                   cell=safe(tree.get("cell", ""), 40), within=safe(tree.get("in", ""), 80),
-                  kinds=tuple(safe(kind, 80) for kind in kinds[:8]) if isinstance(kinds, list) else (),
+                  kinds=tuple(safe(kind, 80) for kind in kinds[:wire.MAX_KINDS]) if isinstance(kinds, list) else (),
                   own=tree.get("own") if type(tree.get("own")) is bool else None)
 
 

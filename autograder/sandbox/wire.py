@@ -25,6 +25,7 @@ import struct
 
 HEADER_LIMIT = 1 << 20  # bytes of JSON header accepted from the other side
 MAX_TEXT = 300  # characters of a type name, an exception message or a detail
+MAX_KINDS = 80  # built-in exception classes named for one exception: every one Python has (about 70)
 MAX_BUFFERS = 1 << 16  # buffers of one frame: more than a message's values hold (values.MAX_ITEMS each)
 
 
