@@ -206,11 +206,9 @@ def _export_lms(args) -> int:
                           "export again")
     out = args.out or Path(f"{assignment}-{args.lms}{kind.suffix}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    written = kind.written(made)
+    written, left_out = kind.written(made)
     with replaced_whole(out) as stream:
         kind.write(written, column, stream)
-    left_out = (f", left out of the file: {args.lms.capitalize()} would import a row's feedback over theirs, though "
-                "it skips a blank grade" if len(written) < len(made) else "")
     print(safe(f"wrote {counted(len(written), 'student')} of the roster of {assignment} "
                f"({len(made) - len(ungraded)} with a grade; {settings.submissions.missing} for {len(ungraded)}"
                f"{': ' + _some(ungraded, 10) if ungraded else ''}{left_out}) to {out.resolve()}: import it as the "

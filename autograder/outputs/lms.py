@@ -90,9 +90,11 @@ class Lms:
     # skips its blank grade, and would replace what a TA wrote there; a row left out changes nothing.
     leaves_out_blank: bool = False
 
-    def written(self, made: list[Row]) -> list[Row]:
-        """The rows this format's file holds."""
-        return [row for row in made if row.total != ""] if self.leaves_out_blank else made
+    def written(self, made: list[Row]) -> tuple[list[Row], str]:
+        """The rows this format's file holds, and what to add to the export's summary where some are left out."""
+        kept = [row for row in made if row.total != ""] if self.leaves_out_blank else made
+        said = ", left out of the file: Moodle would import a row's feedback over theirs, though it skips a blank grade"
+        return kept, said if len(kept) < len(made) else ""
 
 
 # The feedback of a roster student given no grade: no result stored, or only the grader's own failure.
