@@ -168,7 +168,7 @@ def _vectorised(stopped: CallFailed) -> bool:
     of a call a sandbox watched (what the kernel counted of it, `spent`, is said only then): a call in this process
     (nbgrader's kernels) is never asked where it was."""
     where, watched = getattr(stopped, "where", ""), getattr(stopped, "spent", "")
-    return bool(where or watched) and not _LOOPING.search(where) and not getattr(stopped, "in_kernel", False)
+    return bool(where or watched) and not _LOOPING.search(where)
 
 
 def stopped_advice(stopped: CallFailed, slow_hint: str = "") -> str:
