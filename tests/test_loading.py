@@ -29,7 +29,7 @@ from autograder.sandbox.limits import Limits
 from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.session import MAX_LOAD_ATTEMPTS, Session
 
-from conftest import PLAIN, SUBMISSIONS, compose, run_cli
+from conftest import PLAIN, SUBMISSIONS, compose, manifest, run_cli
 
 pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
 
@@ -483,14 +483,46 @@ def test_a_py_whose_demo_after_its_functions_runs_past_the_limit_is_graded_on_it
     path.write_text(PLAIN.read_text() + f"\n\nimport time\n{demo}\n")
     with Session(sandbox, read_submission(path).worker_spec("attention"), Limits(load_seconds=0.5)) as session:
         load = session.open()
-        assert not load.stopped and load.trimmed == (("the file", None),) and "softmax" in load.functions, load
+        assert not load.stopped and load.trimmed == ((f"line {len(PLAIN_LINES) + 4}", None),), load
+        assert "softmax" in load.functions
         assert session.call(Call("softmax", (np.zeros((1, 2)),))).value.tolist() == [[0.5, 0.5]]
     notes = load_notes(load, True, read_submission(path), {"softmax"})
-    assert any("only its definitions were run" in note and '`if __name__ == "__main__":`' in note for note in notes)
+    assert any("only its definitions were run" in note and '`if __name__ == "__main__":`' in note
+               and f"while line {len(PLAIN_LINES) + 4} was running" in note for note in notes), notes
     path.write_text(f"import time\n{demo}\n")
     with Session(sandbox, read_submission(path).worker_spec("attention"), Limits(load_seconds=0.5)) as session:
         load = session.open()
     assert load.hung and load.stopped and not load.trimmed, load
+
+
+@pytest.mark.parametrize("demo", sorted(manifest("demos")))
+def test_a_py_whose_demo_sets_names_its_functions_use_locally_is_graded_on_its_definitions(sandbox, tmp_path, demo):
+    """A timing loop after the functions that assigns `Q`, `C`, `A`: attention's parameters and locals have those
+    names, which the trim took for globals the functions read, so it kept the loop, the second load was stopped too,
+    and the file did not load (0 points; named otherwise, 100). The note names the line the load was stopped at."""
+    path = compose(tmp_path, demo, SUBMISSIONS / "demos" / f"{demo}.py")
+    with Session(sandbox, read_submission(path).worker_spec("attention"), Limits(load_seconds=0.5)) as session:
+        load = session.open()
+        assert not load.hung and not load.stopped and "attention" in load.functions, load
+        assert session.call(Call("softmax", (np.zeros((1, 2)),))).value.tolist() == [[0.5, 0.5]]
+    line = manifest("demos")[demo]["line"]
+    assert load.trimmed == ((f"line {line}", None),), load
+    notes = load_notes(load, True, read_submission(path), {"attention"})
+    assert any(f"ran past the load limit, while line {line} was running; so that its functions could be graded, "
+               "only its definitions were run" in note for note in notes), notes
+
+
+def test_a_demo_cell_setting_a_functions_local_names_is_trimmed_in_a_notebook_too():
+    """The same loop in a notebook's cell: a function's parameters and locals (`Q`, `A`) are not what it reads from
+    the notebook, so neither the cell's trim nor the trim of every cell after a stopped one keeps the loop."""
+    from autograder.sandbox.slow_cells import definitions_of, read_by_functions, trimmed_after
+
+    sources = ["import numpy as np\n\ndef attention(Q, K, V):\n    A = Q @ K.T\n    return A @ V, A\n",
+               "def helper(Q):\n    return Q\nrng = np.random.default_rng(0)\nfor trial in range(1500):\n"
+               "    Q = rng.standard_normal((4, 4))\n    C, A = attention(Q, Q, Q)\n"]
+    kept = "def helper(Q):\n    return Q\n\n\n\n\n"
+    assert definitions_of(sources[1], read_by_functions(sources), {"np"}) == kept
+    assert trimmed_after(0, ["code cell 1", "code cell 2"], sources) == [(1, "code cell 2", kept)]
 
 
 def test_a_py_whose_slow_top_level_its_functions_need_is_loaded_twice_at_most(sandbox, tmp_path):

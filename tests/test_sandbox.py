@@ -64,8 +64,8 @@ SAYS = {
     "sys_exit_at_import": "called sys.exit() (or exit(), or raised SystemExit) while loading; Python stops a file at "
                           "its first error",
     # Stopped at the load limit, then loaded again with its definitions alone (sandbox.slow_cells): the loop goes.
-    "import_hang_ignoring_signals": "the file's top-level code ran past the load limit; so that its functions could "
-                                    "be graded, only its definitions were run",
+    "import_hang_ignoring_signals": "the file's top-level code ran past the load limit, while line 113 was running; "
+                                    "so that its functions could be graded, only its definitions were run",
 }
 STOPPED_WHILE_LOADING = {"exit_at_import", "sys_exit_at_import"}
 CONTAINED_IN_FALLBACK = ["exit_in_function", "infinite_loop_in_function", "daemon", "print_flood",

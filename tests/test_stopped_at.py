@@ -154,3 +154,80 @@ def test_a_timeout_of_a_function_compiled_with_torch_compile_names_the_compiler(
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells]), notebook)
     told = with_compile_advice(tests, read_submission(notebook))
     assert [("torch.compile" in test.message) for test in told] == [False, True, False, False]
+
+
+def test_a_call_stopped_plotting_or_writing_a_file_is_told_to_do_that_outside_the_graded_function():
+    """A debug plot in softmax timed out and was told to look for a loop that never ends: it had none."""
+    for where, advice in (('line 106 (`fig.savefig("weights.png")`)', "it was plotting when it was stopped"),
+                          ("line 104 (`fig, ax = plt.subplots()`), inside matplotlib", "it was plotting"),
+                          ("line 3, in softmax (`draw(A)`), inside matplotlib", "it was plotting"),
+                          ('line 9 (`np.save("weights.npy", A)`)', "it was writing a file when it was stopped"),
+                          ("line 9 (`with open('log.txt', 'a') as f:`)", "it was writing a file")):
+        stopped = CallTimedOut("softmax did not return within 0.1 s and was stopped")
+        stopped.where = where
+        said = stopped_advice(stopped, "compute the whole grid")
+        assert said.startswith(advice) and "cell of its own" in said and "loop" not in said, (where, said)
+        assert not_computing(stopped)
+
+
+def test_a_call_stopped_outside_any_python_loop_is_told_it_is_vectorised_not_to_drop_loops_it_has_none_of():
+    """softmax in np.longdouble timed out and was told to stop looping over queries and keys: it had no loop."""
+    long_operation = CallTimedOut("attention did not return within 0.115 s and was stopped")
+    long_operation.spent = "the operating system counted 0.11 s of processor time for it (0.06 s of it in the ..."
+    long_operation.in_kernel = True  # np.longdouble's arrays: much of its time went allocating them
+    in_a_library = CallTimedOut("softmax did not return within 0.1 s and was stopped")
+    in_a_library.where = "line 35 (`return scipy.special.softmax(S, axis=-1)`), inside scipy"
+    for stopped in (long_operation, in_a_library):
+        said = stopped_advice(stopped, "compute the whole T × T grid with array operations instead of Python loops")
+        assert "the code is vectorised but still too slow" in said and "np.longdouble" in said, said
+        assert "instead of Python loops" not in said and not_computing(stopped)
+    for where in ("line 9, in score (`S[i, j] = q @ k`), in the loop `for j in range(Nk):`",
+                  "line 4, in _softmax (`return _softmax(S[1:])`), in a call of itself (recursion)",
+                  "line 2, in one (`return math.exp(x)`), called entry by entry from library code (as np.vectorize "
+                  "does)", "line 12 (`for i in range(n):`)"):
+        looping = CallTimedOut("score did not return within 0.1 s and was stopped")
+        looping.where = where
+        assert stopped_advice(looping, "drop the loops") == "drop the loops" and not not_computing(looping), where
+    unwatched = CallTimedOut("causal_mask did not return within 0.5 s and was stopped")  # in-process: never asked
+    assert stopped_advice(unwatched, "drop the loops") == "drop the loops"
+
+
+# matplotlib imported, and a figure saved, at the top: what it imports on its first figure would otherwise be
+# imported in the call, which is then timed again warm (sandbox.grace), with a message of its own.
+PLOTS_FOREVER = '''
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+_fig, _ax = plt.subplots()
+_ax.imshow(np.eye(2))
+_fig.savefig(io.BytesIO())
+
+
+def softmax(S):
+    fig, ax = plt.subplots()
+    while True:
+        ax.imshow(np.asarray(S).reshape(-1, np.shape(S)[-1]))
+        fig.savefig(io.BytesIO())
+'''
+ONE_LONG_PRODUCT = '''
+
+def softmax(S):
+    big = np.full((3000, 3000), 1e-9)
+    for _ in range(100):  # a loop of its own, but each turn one product of seconds: it answers in none of them
+        big = np.linalg.matrix_power(big, 64)
+'''
+
+
+@pytest.mark.slow  # each stopped call waits out the 5 s limit these tests grade with
+@pytest.mark.parametrize("code, advice", [(PLOTS_FOREVER, "it was plotting when it was stopped"),
+                                          (ONE_LONG_PRODUCT, "the code is vectorised but still too slow")])
+def test_a_real_call_stopped_plotting_or_in_one_long_array_operation_is_not_told_about_loops(grade, tmp_path, code,
+                                                                                              advice):
+    path = tmp_path / "s0004.py"
+    path.write_text(PLAIN.read_text() + code)
+    said = _timed_out(grade(path))["softmax.lecture_example"]
+    assert advice in said and "look for a loop that never ends" not in said, said

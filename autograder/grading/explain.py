@@ -24,6 +24,17 @@ from autograder.sandbox.replies import CallFailed, WorkerDied
 
 # Where the child said a stopped call was (sandbox.stopped_at): "line 69, in helper (`print("x:", x)`)".
 _PRINTING = re.compile(r"\(`\s*print\(")
+# A stopped call plotting (its line draws or saves a figure, or it was inside matplotlib) or writing a file.
+_PLOTTING = re.compile(r"\(`[^`]*\b(plt\.|matplotlib|savefig|imshow|subplots|\.plot\(|\.show\(|\.figure\()"
+                       r"|, inside matplotlib$")
+_WRITING = re.compile(r"\(`[^`]*(\bopen\(|np\.save|\.savetxt\(|\.tofile\(|\.to_csv\(|torch\.save\(|"
+                      r"\.dump\(|\.write\()")
+# A place the child named with a loop of the student's around it (sandbox.stopped_at._loop).
+_LOOPING = re.compile(r", (in the loop `|in a call of itself|called entry by entry)|\(`\s*(async )?(for|while)\b")
+VECTORISED_HINT = ("{why}: the code is vectorised but still too slow. Look for an array far larger than the answer "
+                   "(a broadcast over more axes than needed, a copy or a `np.tile` of the inputs), work done twice, "
+                   "or a slow dtype (np.longdouble and object arrays compute several to hundreds of times slower "
+                   "than float64)")
 # Said after WaitCredit.spent's "(… of it in the operating system: allocating or touching memory …)".
 MEMORY_HINT = ("look for a very large array made in the call: a table or cache built on its first call belongs at "
                "the top level of the file, built once")
@@ -143,9 +154,21 @@ def _raised_in(tried: Attempt | None) -> str:
 
 
 def not_computing(stopped: CallFailed | None) -> bool:
-    """Whether a stopped call was not computing when stopped: waiting (idle) or printing. Ideas about slow
-    computing (Python loops) are not named for it."""
-    return getattr(stopped, "idle", False) or bool(_PRINTING.search(getattr(stopped, "where", "")))
+    """Whether a stopped call was not computing in a Python loop when stopped: waiting (idle), printing, plotting,
+    writing a file, or in one long array operation (`_vectorised`). Ideas about Python loops are not named for it."""
+    where = getattr(stopped, "where", "")
+    return getattr(stopped, "idle", False) or any(pattern.search(where) for pattern in (_PRINTING, _PLOTTING,
+                                                                                      _WRITING)) \
+        or (stopped is not None and _vectorised(stopped))
+
+
+def _vectorised(stopped: CallFailed) -> bool:
+    """Whether a stopped call was in no Python loop of the file: the child named a place without one, or named none
+    (a Python loop answers at its next line; one long NumPy or PyTorch operation does not, within the wait). Only
+    of a call a sandbox watched (what the kernel counted of it, `spent`, is said only then): a call in this process
+    (nbgrader's kernels) is never asked where it was."""
+    where, watched = getattr(stopped, "where", ""), getattr(stopped, "spent", "")
+    return bool(where or watched) and not _LOOPING.search(where)
 
 
 def stopped_advice(stopped: CallFailed, slow_hint: str = "") -> str:
@@ -162,6 +185,17 @@ def stopped_advice(stopped: CallFailed, slow_hint: str = "") -> str:
                 "input), not computing; do the work in the function itself, without waiting for anything")
     if _PRINTING.search(getattr(stopped, "where", "")):
         return "it was printing when it was stopped: take the prints out (printing a large array whole takes long)"
+    if _PLOTTING.search(getattr(stopped, "where", "")):
+        return ("it was plotting when it was stopped: take the plot out of the graded function (drawing and saving a "
+                "figure takes far longer than the computation); plot in a cell of its own, on what the function "
+                "returns")
+    if _WRITING.search(getattr(stopped, "where", "")):
+        return ("it was writing a file when it was stopped: take that out of the graded function; write files in a "
+                "cell of its own, from what the function returns")
     if getattr(stopped, "in_kernel", False) and not slow_hint:
         return MEMORY_HINT
+    if _vectorised(stopped):
+        return VECTORISED_HINT.format(why="no Python loop of yours was around that line" if getattr(
+            stopped, "where", "") else "no line of yours answered when it was stopped, so it was inside one long "
+            "library operation (NumPy, PyTorch), not a Python loop")
     return slow_hint or UNENDING_HINT

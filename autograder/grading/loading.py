@@ -89,11 +89,11 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
               "could load, only its definitions were run (imports, defs, classes, and the names your functions "
               "read), not its demo. Keep demos short, or put them in a function you call when you want them"
               for unit, took in load.trimmed if submission.kind != "py"]
-    notes += [f"the file's top-level code ran past the load limit{'' if took is None else f' ({took:.1f} s)'}; so that "
-              "its functions could be graded, only its definitions were run (imports, defs, classes, and the names "
-              "your functions read), not its demo. Put demo, test and training code under `if __name__ == "
-              '"__main__":`, where it runs when you run the file but not when it is imported or graded'
-              for _, took in load.trimmed if submission.kind == "py"]
+    notes += [f"the file's top-level code ran past the load limit{'' if took is None else f' ({took:.1f} s)'}"
+              f"{_while_at(line)}; so that its functions could be graded, only its definitions were run (imports, "
+              "defs, classes, and the names your functions read), not its demo. Put demo, test and training code "
+              'under `if __name__ == "__main__":`, where it runs when you run the file but not when it is imported '
+              "or graded" for line, took in load.trimmed if submission.kind == "py"]
     notes += [f"{cell} took the name {name} for something else (`{name} = ...`, an import of that name, or `del "
               f"{name}`); {name}() was graded as your notebook last defined it, but in Jupyter every cell after that "
               f"one that calls {name}() gets the other thing. Give the other thing a name of its own"
@@ -105,6 +105,11 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
               "loading. The grader stopped what was left and charged no function for it. Start no processes at the "
               "top level of your file"] if load.stray_processes else []
     return notes
+
+
+def _while_at(unit: str) -> str:
+    """", while line 102 was running" for the statement a .py's load was stopped at (its unit's label)."""
+    return f", while {unit} was running" if unit.startswith("line ") else ""
 
 
 MAX_PLACES = 4  # definitions of one function a note lists: the first ones and the last, the one graded

@@ -303,7 +303,7 @@ class Session:
                             and module_definitions(self.spec["sources"][0]))
                     if not trim:
                         return LoadReport(frozenset(), stopped=self._stopped(), hung=timed_out)
-                    self._trimmed[0], self._skip = ("the file", None, trim), {}
+                    self._trimmed[0], self._skip = (unit[1], None, trim), {}  # its note names the line stopped
                     continue
                 if stage == 2:
                     break

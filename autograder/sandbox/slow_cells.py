@@ -69,13 +69,28 @@ def definitions_of(source: str, read: set[str], modules: set[str] = frozenset())
         return None
     while True:  # what a kept statement reads is kept too (`if HAVE_NUMPY:` around a def, `N` of `T = np.ones(N)`)
         kept = [node for node in tree.body if _defines(node, read, modules)]
-        more = set(read).union(*map(_reads, kept))
+        more = set(read).union(*map(_reads_from_outside, kept))
         if more == read:
             break
         read = more
     if len(kept) == len(tree.body):
         return None
     return kept_lines(source, tree.body, lambda node: any(node is k for k in kept))
+
+
+def _reads_from_outside(statement: ast.stmt) -> set[str]:
+    """The globals a top-level statement needs set before it: a def's or a class's free names (`globals_read`: its
+    parameters and locals, a function's `S` or `A`, are its own: counted, they kept a demo loop that sets a global
+    `A`, which ran again at each load), the same for a def or lambda inside it, and `_reads` of the rest."""
+    if isinstance(statement, DEFINITIONS):
+        return globals_read(statement)
+    inner = [node for node in ast.walk(statement) if isinstance(node, (*DEFINITIONS, ast.Lambda))]
+    if not inner:
+        return _reads(statement)
+    inside = {id(name) for node in inner for name in ast.walk(node) if isinstance(name, ast.Name)}
+    names = [node for node in ast.walk(statement) if isinstance(node, ast.Name) and id(node) not in inside]
+    own = {n.id for n in names if isinstance(n.ctx, ast.Load)} - {n.id for n in names if isinstance(n.ctx, ast.Store)}
+    return own.union(*map(globals_read, inner))
 
 
 def _reads(statement: ast.stmt) -> set[str]:
@@ -132,7 +147,7 @@ def read_by_functions(sources: list[str]) -> set[str]:
             if isinstance(node, DEFINITIONS) or isinstance(getattr(node, "value", None), ast.Lambda):
                 read |= globals_read(node if isinstance(node, DEFINITIONS) else node.value)
             elif i < last_def:
-                read |= _reads(node)
+                read |= _reads_from_outside(node)
     return read
 
 

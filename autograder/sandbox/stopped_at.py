@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 import signal
 import socket
 from collections.abc import Callable
@@ -25,6 +26,10 @@ from autograder.text import safe
 
 WHERE_SIGNAL = signal.SIGUSR2
 WAIT_SECONDS = 0.02  # per stopped call; a child that answers at all answers within microseconds of running
+# What starts a loop's first line, and a comprehension's `for` inside brackets: a line inside either was repeating.
+LOOP_STARTS = ("for ", "while ", "async for ", "for(", "while(")
+COMPREHENSION = re.compile(r"[\[{(][^\]})]*\bfor\b[^\]})]*\bin\b")
+MAX_LINES_UP = 400  # lines read upwards from the stopped one for its loop: a function longer is not searched further
 
 
 # ---------------------------------------------------------------- in the child
@@ -43,15 +48,62 @@ def install(sock: socket.socket, in_call: Callable[[], int | None], filename: st
 
 
 def _place(frame, filename: str) -> dict | None:
-    """The deepest frame of the student's file from `frame` outwards, as a line, its cell, function and text."""
+    """The deepest frame of the student's file from `frame` outwards, as a line, its cell, function and text; the
+    library the innermost frame is in, where it is not the student's ("matplotlib"); and the loop of the student's
+    it was in (`_loop`), for the advice: a call stopped outside any loop of its own is vectorised, not looping."""
+    innermost = frame
     while frame is not None and not frame.f_code.co_filename.startswith(filename):
         frame = frame.f_back
     if frame is None:
         return None
     code = frame.f_code
+    inside = "" if innermost is frame else str(innermost.f_globals.get("__name__", "")).split(".")[0]
     return {"line": frame.f_lineno, "cell": loader.cell_of(code.co_filename, filename),
             "in": "" if code.co_name == "<module>" else code.co_name[:80],
-            "code": linecache.getline(code.co_filename, frame.f_lineno).strip()[:200]}
+            "code": linecache.getline(code.co_filename, frame.f_lineno).strip()[:200], "inside": inside[:40],
+            "loop": _loop(frame, filename)}
+
+
+def _loop(frame, filename: str) -> str:
+    """How the student's code was repeating when stopped, as a phrase ("in the loop `for i in range(n):`"), from its
+    frames from `frame` outwards: a line inside a loop or comprehension, a function of the file calling itself, or
+    a library calling one of the file's functions for each entry (np.vectorize); "" where none was."""
+    seen, library_between = set(), False
+    while frame is not None:
+        code = frame.f_code
+        if not code.co_filename.startswith(filename):
+            library_between = bool(seen)
+        elif code in seen:
+            return "in a call of itself (recursion)"
+        elif library_between:
+            return "called entry by entry from library code (as np.vectorize does)"
+        else:
+            seen.add(code)
+            header = _loop_around(code, frame.f_lineno)
+            if header:
+                return f"in the loop `{header}`"
+        frame = frame.f_back
+    return ""
+
+
+def _loop_around(code, line: int) -> str:
+    """The first line of the innermost loop of the function `code` around `line` (a comprehension on the line
+    itself counts), read from its lines upwards by their indentation: parsing the file took 50 ms for 64 KiB, more
+    than the grader waits for the answer."""
+    lines = linecache.getlines(code.co_filename)
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    if COMPREHENSION.search(text) or text.lstrip().startswith(LOOP_STARTS):
+        return text.strip()[:80]
+    indent = len(text) - len(text.lstrip())
+    for number in range(line - 1, max(code.co_firstlineno, line - MAX_LINES_UP) - 1, -1):
+        above = lines[number - 1]
+        stripped = above.lstrip()
+        if not stripped or stripped.startswith("#") or len(above) - len(stripped) >= indent:
+            continue
+        if stripped.startswith(LOOP_STARTS):
+            return stripped.strip()[:80]
+        indent = len(above) - len(stripped)
+    return ""
 
 
 # ---------------------------------------------------------------- in the grader
@@ -72,6 +124,7 @@ def place_text(header: dict, function: str) -> str:
     line = header.get("line")
     if type(line) is not int or line < 1:
         return ""
-    cell, within, code = (safe(header.get(key) or "", limit) for key, limit in (("cell", 40), ("in", 80),
-                                                                                    ("code", 120)))
-    return place(line, cell, within, called=function) + (f" (`{code}`)" if code else "")
+    cell, within, code, loop, inside = (safe(header.get(key) or "", limit) for key, limit in (
+        ("cell", 40), ("in", 80), ("code", 120), ("loop", 120), ("inside", 40)))
+    return (place(line, cell, within, called=function) + (f" (`{code}`)" if code else "")
+            + (f", {loop}" if loop else "") + (f", inside {inside}" if inside else ""))
