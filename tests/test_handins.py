@@ -649,3 +649,20 @@ def test_a_hand_in_of_jupyters_checkpoint_folder_alone_says_so_not_that_it_is_em
     assert "this hand-in holds only .ipynb_checkpoints/, Jupyter's hidden folder of autosaved copies, which is " \
         "not graded" in ann.problem, ann.problem
     assert "is empty" not in ann.problem and "Hand in your notebook itself (attention.ipynb" in ann.problem
+
+
+def test_a_flat_class_folder_holding_only_jupyters_checkpoints_is_named_so_not_as_a_hand_in_one_folder_deep(tmp_path):
+    """dan/ held only .ipynb_checkpoints/attention-checkpoint.ipynb: `grade` said his .py or .ipynb was in a folder
+    inside dan/ and to move it up, which would grade an autosaved copy; the notebook itself is what is missing."""
+    from autograder.cli.not_graded import not_graded
+
+    folder = tmp_path / "class"
+    (folder / "dan" / ".ipynb_checkpoints").mkdir(parents=True)
+    shutil.copy(PLAIN, folder / "dan" / ".ipynb_checkpoints" / "attention-checkpoint.py")
+    shutil.copy(PLAIN, folder / "ann.py")
+    skipped: list = []
+    assert [f.student for f in find_submissions([folder], ASSIGNMENT, "attention", tmp_path, skipped)] == ["ann"]
+    [line] = not_graded(skipped, "attention")
+    assert "1 folder with no .py or .ipynb in it: dan/ (holds only Jupyter's hidden .ipynb_checkpoints/, " \
+        "autosaved copies, which are not graded: the notebook itself is missing)" in line, line
+    assert "Move the hand-in up" not in line

@@ -343,9 +343,9 @@ def test_retracting_the_file_the_rules_picked_grades_the_students_other_file(tmp
     (result,) = [json.loads(line) for line in again.stdout.splitlines()]
     assert result["file"].endswith("/carl.py") and result["score"] == 2, result
     said = " ".join(result["notes"])
-    assert ("graded carl.py instead: carl (1).py, which the rules pick, is hand-in 1 of theirs, retracted earlier"
+    assert ("graded carl.py instead: carl (1).py, which the rules pick, is a hand-in of theirs retracted earlier"
             in said), said
-    assert "`autograder retract tiny carl --handin 1 --undo` puts it back" in said
+    assert "`autograder history tiny carl` lists it; `autograder retract` with --undo and the hand-in's number" in said
     assert "several files were handed in; the rules pick carl (1).py, not carl.py" in said
     assert "not graded: carl (1).py" not in again.stderr, again.stderr
     assert _totals(course) == {"carl": "2"}
@@ -370,3 +370,120 @@ def test_a_copy_of_a_class_folder_grades_the_same_file_of_two_alike_so_the_rerun
     graded = _cli("grade", "tiny", copy, course=course)
     assert "1 submission already graded with this suite and unchanged: skipped" in graded.stderr, graded.stderr
     assert len(_history(course, "carl")) == 1
+
+
+def _student_folder(folder: Path, files: dict[str, tuple[str, float]]) -> Path:
+    """A flat class folder with carl/ holding these files: name -> (what `double` returns, its time)."""
+    (folder / "carl").mkdir(parents=True)
+    for name, (body, when) in files.items():
+        (folder / "carl" / name).write_text(f"def double(x):\n    return {body}\n")
+        os.utime(folder / "carl" / name, (when, when))
+    return folder
+
+
+def _graded(done) -> dict:
+    (result,) = [json.loads(line) for line in done.stdout.splitlines()]
+    return result
+
+
+def test_a_copy_of_a_graded_folder_grades_the_stored_one_of_two_files_its_times_tie_by_name_order(tmp_path):
+    """work.py (newest) was graded; `cp -r` gave both files the copy's time, final.py then won on its name, and was
+    stored as a new, late hand-in. Of files tied up to their times, the one already stored is graded (skipped)."""
+    course = _course(tmp_path, "last")
+    folder = _student_folder(tmp_path / "class", {"work.py": (RIGHT, 1.70e9 + 7200), "final.py": (WRONG, 1.70e9)})
+    assert _graded(_cli("grade", "tiny", folder, "--json", course=course))["file"].endswith("/work.py")
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", folder, copy], check=True)
+    for name, ns in (("work.py", 1_750_000_000_000_000_000), ("final.py", 1_750_000_000_000_001_000)):
+        os.utime(copy / "carl" / name, ns=(ns, ns))  # copied a microsecond apart: equally new
+    graded = _cli("grade", "tiny", copy, course=course)
+    assert "1 submission already graded with this suite and unchanged: skipped" in graded.stderr, graded.stderr
+    assert len(_history(course, "carl")) == 1 and _totals(course) == {"carl": "2"}
+
+
+def test_a_folder_and_its_zip_grade_the_same_file_as_a_zip_keeps_times_to_two_seconds(tmp_path):
+    """final.py at :00 and work.py at :03 (newer); a zip without exact times keeps 2-second steps, :00 and :02,
+    which had counted as equally new, and final.py won on its name: the zip graded another file than its folder."""
+    course = _course(tmp_path, "last")
+    folder = _student_folder(tmp_path / "class", {"work.py": (RIGHT, 1_700_000_003),
+                                                  "final.py": (WRONG, 1_700_000_000)})
+    assert _graded(_cli("grade", "tiny", folder, "--json", course=course))["file"].endswith("/work.py")
+    zipped = shutil.make_archive(str(tmp_path / "class"), "zip", tmp_path, "class")  # DOS times: 2 s steps
+    graded = _cli("grade", "tiny", zipped, "--json", course=course)
+    assert _graded(graded)["file"].endswith("/work.py"), graded.stdout
+
+
+def test_a_student_retracted_whole_stays_out_though_their_folder_holds_another_file(tmp_path):
+    """`retract tiny reference` (no --handin: the instructor's files graded as a student): the next `grade` graded
+    reference's other file as a new hand-in, bringing the student back."""
+    course = _course(tmp_path, "last")
+    folder = tiny_class(tmp_path / "class", {"ann": RIGHT}, 1.70e9)
+    (folder / "reference").mkdir()
+    for name, body in (("tiny.py", RIGHT), ("tiny_v2.py", "x + x")):
+        (folder / "reference" / name).write_text(f"def double(x):\n    return {body}\n")
+    _cli("grade", "tiny", folder, course=course)
+    done = _cli("retract", "tiny", "reference", "--reason", "instructor's files", course=course)
+    assert "does not grade it again until then, nor another file of theirs in its place" in done.stderr, done.stderr
+    again = _cli("grade", "tiny", folder, course=course)
+    assert "not graded: tiny.py of reference" in again.stderr, again.stderr
+    assert [bool(row.get("retracted")) for row in _history(course, "reference")] == [True]
+    assert _totals(course) == {"ann": "2"}
+
+
+def test_retracting_two_picked_files_names_both_and_no_hand_in_number_that_goes_stale(tmp_path):
+    """tiny.py, then mine.py retracted: the note of mine2.py named only the last passed over, and stored `hand-in 2`
+    and an undo command that an undo or a renumbering makes wrong."""
+    course = _course(tmp_path, "last")
+    folder = _student_folder(tmp_path / "class", {"tiny.py": (WRONG, 1.70e9), "mine.py": ("3 * x", 1.70e9),
+                                                  "mine2.py": (RIGHT, 1.70e9)})
+    _cli("grade", "tiny", folder, course=course)
+    done = _cli("retract", "tiny", "carl", "--handin", "1", course=course)
+    assert "where the student handed in other files beside it, `grade` grades their best other one" in done.stderr
+    assert _graded(_cli("grade", "tiny", folder, "--json", course=course))["file"].endswith("/mine.py")
+    _cli("retract", "tiny", "carl", "--handin", "2", course=course)
+    result = _graded(_cli("grade", "tiny", folder, "--json", course=course))
+    said = " ".join(result["notes"])
+    assert result["file"].endswith("/mine2.py") and result["score"] == 2, result
+    assert ("graded mine2.py instead: tiny.py and mine.py, which the rules pick first, are hand-ins of theirs "
+            "retracted earlier" in said), said
+    assert "`autograder history tiny carl` lists them" in said and "--handin 1" not in said and "hand-in 2" not in said
+
+
+def test_a_retracted_canvas_re_upload_grades_the_earlier_upload(tmp_path):
+    """The re-upload (`tiny-1.py`, a larger file id) retracted: the first upload, dropped before the hand-in rule,
+    was never considered, and the student had no result."""
+    course = _course(tmp_path, "last")
+    folder = tmp_path / "canvas"
+    folder.mkdir()
+    for name, body in (("carl_4101_90001_tiny.py", RIGHT), ("carl_4101_90002_tiny-1.py", WRONG),
+                       ("ann_4102_90003_tiny.py", RIGHT)):
+        (folder / name).write_text(f"def double(x):\n    return {body}\n")
+        os.utime(folder / name, (1.70e9, 1.70e9))
+    _cli("grade", "tiny", folder, course=course)
+    _cli("retract", "tiny", "carl_4101", "--handin", "1", course=course)
+    again = _cli("grade", "tiny", folder, "--json", course=course)
+    (carl,) = [json.loads(line) for line in again.stdout.splitlines() if '"carl_4101"' in line]
+    said = " ".join(carl["notes"])
+    assert carl["file"].endswith("carl_4101_90001_tiny.py") and carl["score"] == 2, carl
+    assert "the rules pick the later upload; graded carl_4101_90001_tiny.py instead" in said, said
+    assert _totals(course) == {"ann_4102": "2", "carl_4101": "2"}
+
+
+def test_a_retracted_blackboard_attempt_grades_the_earlier_attempt_at_its_own_time(tmp_path):
+    """The latest attempt retracted: the earlier one, dropped before the hand-in rule, was never considered."""
+    course = _course(tmp_path, "last")
+    folder = tmp_path / "blackboard"
+    folder.mkdir()
+    for user, attempt, body in (("carl", "2026-12-05-09-00-00", RIGHT), ("carl", "2026-12-05-10-00-00", WRONG),
+                                ("ann", "2026-12-05-10-00-00", RIGHT)):
+        (folder / f"HW7_{user}_attempt_{attempt}_tiny.py").write_text(f"def double(x):\n    return {body}\n")
+        (folder / f"HW7_{user}_attempt_{attempt}.txt").write_text(f"Name: {user} ({user})\nAssignment: HW7\n")
+    _cli("grade", "tiny", folder, course=course)
+    _cli("retract", "tiny", "carl", "--handin", "1", course=course)
+    carl = [json.loads(line) for line in _cli("grade", "tiny", folder, "--json", course=course).stdout.splitlines()
+            if '"carl"' in line]
+    assert len(carl) == 1 and carl[0]["file"].endswith("2026-12-05-09-00-00_tiny.py"), carl
+    assert carl[0]["submitted_at"].startswith("2026-12-05"), carl
+    assert "the rules pick the latest, of 2026-12-05 10:00:00; graded" in " ".join(carl[0]["notes"]), carl
+    rows = _history(course, "carl")
+    assert rows[-1]["submitted_at"] != rows[0]["submitted_at"], rows  # the earlier attempt's own time

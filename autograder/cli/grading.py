@@ -254,7 +254,7 @@ def _grade_found(args, suite, found, store: Store, run, doing: str, refused: tup
 
     doing: what `run` does before its first result, shown until then.
     """
-    found = retract.past_retracted(found, store, suite.assignment.name)  # a student's other file, where one is
+    found = retract.files_to_grade(found, store, suite.assignment.name)  # which of a student's files: store-aware
     plan = plan_batch(found, store, suite, args.force)
     plan = hold_changed_suite(plan, store, suite, args.force)  # cli.course: a changed suite is `regrade`'s
     plan = hold_retracted(plan, store, suite.assignment.name)  # cli.retract: graded again only once put back

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from autograder.grading.found import CHECKPOINTS
 from autograder.grading.submission import SUFFIXES
 from autograder.text import one_line
 
@@ -58,6 +59,7 @@ def not_graded(skipped: list[Path], module: str) -> list[str]:
 def _handed_in_below(folder: Path, depth: int = 3) -> bool:
     """Whether a .py or .ipynb lies in a folder inside `folder`, at most `depth` levels down (links not followed)."""
     for root, folders, files in os.walk(folder):
+        folders[:] = [name for name in folders if name != CHECKPOINTS]  # Jupyter's autosaved copies: no hand-in
         if any(Path(name).suffix in SUFFIXES for name in files) and Path(root) != folder:
             return True
         folders[:] = [] if len(Path(root).relative_to(folder).parts) >= depth else folders
@@ -77,6 +79,9 @@ def _contents(folder: Path) -> str:
     except OSError as error:
         return f"cannot be listed: {error.strerror}"
     shown = [entry for entry in entries if not entry.name.startswith(".") or Path(entry.name).suffix in SUFFIXES]
+    if entries and all(entry.name == CHECKPOINTS for entry in entries):
+        return (f"holds only Jupyter's hidden {CHECKPOINTS}/, autosaved copies, which are not graded: the notebook "
+                "itself is missing")
     if not shown:
         return "empty" if not entries else f"holds only hidden files such as {_listed([Path(entries[0].name)], '')}"
     names = [_listed([Path(entry.name)], "/" if entry.is_dir() else "") + (" (hidden)" * entry.name.startswith("."))

@@ -126,7 +126,9 @@ def _after(args, change: retract.Change, assignment: str, db: Path) -> str:
     return (f"retracted {what} of {change.student}: kept in {db}, marked retracted (`"
             f"{command('history', [assignment, change.student])}` shows {it}), and left out of every report and "
             f"export from now on; write those again (`autograder report`, `autograder export ...`) to replace files "
-            f"written before. `{undo}` puts {it} back; `autograder grade` does not grade {it} again until then")
+            f"written before. `{undo}` puts {it} back; `autograder grade` does not grade {it} again until then"
+            + (", nor another file of theirs in its place" if change.whole else
+               "; where the student handed in other files beside it, `grade` grades their best other one instead"))
 
 
 def hold_retracted(plan, store: Store, assignment: str):

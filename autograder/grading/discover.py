@@ -300,15 +300,19 @@ def _flat(folder: Path, module: str, empty: list[Path]) -> list[Found]:
         student = path.stem if base == path.stem or base not in stems else base
         students.setdefault(download[path.name].student if path.name in download else student, []).append(path)
     for student, paths in two_formats_joined(students).items():
-        paths, attempt = latest_attempt(paths, download)
-        paths, upload = latest_uploads(paths, download)
+        paths, attempt, earlier = latest_attempt(paths, download)
+        paths, upload, replaced = latest_uploads(paths, download)
         attempt = "; ".join(n for n in (attempt, upload) if n)
         chosen = choose(paths, module, folder, {p: download[p.name] for p in paths if p.name in download})
         path = chosen.path
         at = attempt_time(download[path.name].attempt) if path.name in download else ""
+        # An earlier upload or attempt comes last: graded only where every later file is retracted (grading.retract).
+        others = (*chosen.others, *replaced, *earlier)
         found.append(Found(student, path, "; ".join(n for n in (attempt, chosen.note) if n), submitted_at=at,
-                           submitted_at_source=LMS_LOCAL_TIME if at else "", others=chosen.others,
-                           lms=download[path.name].lms if path.name in download else ""))
+                           submitted_at_source=LMS_LOCAL_TIME if at else "", others=others, tied=chosen.tied,
+                           lms=download[path.name].lms if path.name in download else "",
+                           stated=tuple((o, attempt_time(download[o.name].attempt)) for o in others
+                                        if at and o.name in download)))
     for directory in folders:
         picked = _student_in(directory, module)
         if picked:
@@ -384,7 +388,7 @@ def _pick(folder: Path, module: str, student: str) -> Found | None:
     if not candidates:
         return None
     chosen = choose(candidates, module, folder)
-    return Found(student, chosen.path, chosen.note, others=chosen.others)
+    return Found(student, chosen.path, chosen.note, others=chosen.others, tied=chosen.tied)
 
 
 def _shown_entry(path: Path) -> bool:

@@ -39,6 +39,8 @@ class Found:
     # The student's other files, best first by the rule that chose `path` (grading.handin_choice): where `path` is a
     # retracted hand-in of theirs, the next of these is graded instead (grading.retract)
     others: tuple[Path, ...] = ()
+    tied: tuple[Path, ...] = ()  # those of `others` equally good by every rule up to the time (handin_choice.Chosen)
+    stated: tuple[tuple[Path, str], ...] = ()  # (one of `others`, the time the layout states for it: an attempt's)
 
 
 def settle_ids(found: list[Found]) -> list[Found]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import math
 import os
 import re
 import stat
@@ -25,14 +26,29 @@ from autograder.text import safe
 _TOP_LEVEL_DEF = re.compile(rb'(?:^|\n|"|\\n)(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)\s*\(')
 
 
-def latest_attempt(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str]:
+def latest_attempt(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str, list[Path]]:
     """Of a student's files in an LMS download, those of their latest attempt (Blackboard keeps each) and any the TA
-    put beside them (no attempt of the download's), and a note when there were several attempts."""
+    put beside them (no attempt of the download's), a note when there were several attempts, and the files of the
+    earlier attempts, latest first: graded only where the latest is retracted (grading.retract)."""
     attempts = sorted({_attempt(p, download) for p in paths} - {""})
     if len(attempts) < 2:
-        return paths, ""
-    return ([p for p in paths if _attempt(p, download) in ("", attempts[-1])],
-            f"{len(attempts)} attempts were downloaded; graded the latest, of {_shown(attempts[-1])}")
+        return paths, "", []
+    earlier = sorted((p for p in paths if _attempt(p, download) not in ("", attempts[-1])),
+                     key=lambda p: _attempt(p, download), reverse=True)
+    return ([p for p in paths if p not in earlier],
+            f"{len(attempts)} attempts were downloaded; {LATEST_GRADED}, of {_shown(attempts[-1])}", earlier)
+
+
+LATEST_GRADED = "graded the latest"  # latest_attempt's words, which picked_not_graded rewrites
+LATER_GRADED = "the later upload is the one graded"  # latest_uploads' words, likewise
+
+
+def picked_not_graded(note: str) -> str:
+    """A note of `choose`, latest_attempt or latest_uploads said of a file that was picked but not graded (it is a
+    retracted hand-in, and another file is graded instead: grading.retract): what the rules pick, and why."""
+    return (note.replace(SEVERAL, "several files were handed in; the rules pick ", 1)
+            .replace(LATEST_GRADED, "the rules pick the latest").replace(LATER_GRADED, "the rules pick the later "
+                                                                                      "upload"))
 
 
 def _shown(attempt: str) -> str:
@@ -52,6 +68,9 @@ class Chosen:
     path: Path
     note: str = ""
     others: tuple[Path, ...] = ()
+    # Those of `others` alike to `path` by every rule up to the time (within the same TIE_SECONDS step): a copy of
+    # the folder may have reordered them, so the one already stored as the student's hand-in is graded (retract)
+    tied: tuple[Path, ...] = ()
 
 
 def choose(paths: list[Path], module: str, folder: Path, download: dict[Path, LmsName] | None = None) -> Chosen:
@@ -69,8 +88,9 @@ def choose(paths: list[Path], module: str, folder: Path, download: dict[Path, Lm
     only raises NotImplementedError, as the template's do, is not written),
     then a notebook over a .py, then Canvas's later upload (a larger file id:
     the times in its zip say nothing of the order of uploads), then the newest
-    (times within TIE_SECONDS of each other are equally new: copying a folder
-    moves them apart), then a browser's later download of one name
+    (times in the same TIE_SECONDS step, floor(time / TIE_SECONDS), are
+    equally new: a zip keeps times to that step, so a folder and its zip give
+    one choice; copying a folder moves them apart), then a browser's later download of one name
     (`hw (2).py` after `hw (1).py` after `hw.py`), then the one nearest
     `folder` (which the note's names are relative to), then by name: the same
     folder copied gives the same choice. Nothing is followed.
@@ -87,11 +107,12 @@ def choose(paths: list[Path], module: str, folder: Path, download: dict[Path, Lm
     why = next((reason for reason, a, b in zip(_REASONS, first, second) if a != b), _REASONS[-1])
     graded = safe(ranked[0].relative_to(folder))
     note = f"{SEVERAL}{graded}, not {others} ({why})"
-    return Chosen(ranked[0], note + _helpers_note(ranked[0], ranked[1:], graded), tuple(ranked[1:]))
+    tied = tuple(p for p in ranked[1:] if ranks[p][:_UP_TO_TIME] == first[:_UP_TO_TIME])
+    return Chosen(ranked[0], note + _helpers_note(ranked[0], ranked[1:], graded), tuple(ranked[1:]), tied)
 
 
 SEVERAL = "several files were handed in; graded "  # how choose's note begins: grading.retract rewrites it
-TIE_SECONDS = 2.0  # a zip keeps file times to 2 seconds, and a copy (`cp -r`) moves them by microseconds
+TIE_SECONDS = 2  # a zip keeps file times to 2 seconds (DOS times), and a copy (`cp -r`) moves them by microseconds
 
 
 def _ranks(paths: list[Path], module: str, download: dict[Path, LmsName]) -> dict[Path, tuple]:
@@ -100,18 +121,14 @@ def _ranks(paths: list[Path], module: str, download: dict[Path, LmsName]) -> dic
     names = {p: download[p].name if p in download else p.name for p in paths}
     alike = {p: (not _regular(p), written[p] == 0, not named_after(Path(names[p]).stem, module), -written[p],
                  p.suffix != ".ipynb", -(download[p].upload if p in download else 0)) for p in paths}
-    newest: dict[tuple, float] = {}
-    for p in paths:
-        newest[alike[p]] = max(newest.get(alike[p], _mtime(p)), _mtime(p))
     copies = {p: _copy_of(names[p]) for p in paths}
     shared = [base for base, _ in copies.values()]
-    return {p: (*alike[p], _age(newest[alike[p]] - _mtime(p)),
+    # Newest first, two times in one TIE_SECONDS step equally new: a zip of the folder keeps each time's step.
+    return {p: (*alike[p], -math.floor(_mtime(p) / TIE_SECONDS),
                 -copies[p][1] if shared.count(copies[p][0]) > 1 else 0, len(p.parts), str(p)) for p in paths}
 
 
-def _age(behind: float) -> float:
-    """How much older than the newest alike a file is, 0 for one within TIE_SECONDS of it: equally new."""
-    return 0.0 if behind <= TIE_SECONDS else behind
+_UP_TO_TIME = 7  # how many of a rank's elements are the rules up to and including the time
 
 
 def _copy_of(name: str) -> tuple[str, int]:
@@ -196,27 +213,30 @@ _REASONS = ("a regular file over one that is not", "a file that writes a functio
             "the file that writes the most functions (one that only raises NotImplementedError, as the template's "
             "do, is not written)", "a notebook over a .py of as many functions",
             "Canvas's later upload of files alike by those rules (a larger file id)",
-            f"the newest of files alike by those rules (times within {TIE_SECONDS:g} seconds count as equally new)",
+            f"the newest of files alike by those rules (times in the same {TIE_SECONDS}-second step count as "
+            "equally new, as a zip keeps them)",
             "a browser's later download of one name, of files alike by those rules (`x (1).py` after `x.py`)",
             "the one nearest the top of the folder", "the first by name of files alike by every other rule")
 
 
-def latest_uploads(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str]:
+def latest_uploads(paths: list[Path], download: dict[str, LmsName]) -> tuple[list[Path], str, list[Path]]:
     """Of a student's files in a Canvas download, each name's latest upload (Canvas names a file uploaded again
-    under a name the student used `name-1.ipynb`, with a larger file id), and a note when one was left out."""
+    under a name the student used `name-1.ipynb`, with a larger file id), a note when one was left out, and those
+    left out, latest first: graded only where a later upload is retracted (grading.retract)."""
     by_name: dict[str, list[Path]] = {}
     for path in paths:
         entry = download.get(path.name)
         by_name.setdefault(entry.name if entry is not None and entry.upload else path.name, []).append(path)
-    kept, notes = [], []
+    kept, notes, dropped = [], [], []
     for uploads in by_name.values():
         latest = max(uploads, key=lambda p: _upload(p, download))
         kept.append(latest)
-        earlier = [safe(p.name) for p in uploads if p is not latest]
+        earlier = [p for p in uploads if p is not latest]
+        dropped += earlier
         if earlier:
-            notes.append(f"{safe(latest.name)} was uploaded after {', '.join(earlier)} under the same name (a larger "
-                         "file id): the later upload is the one graded")
-    return kept, "; ".join(notes)
+            notes.append(f"{safe(latest.name)} was uploaded after {', '.join(safe(p.name) for p in earlier)} under "
+                         f"the same name (a larger file id): {LATER_GRADED}")
+    return kept, "; ".join(notes), sorted(dropped, key=lambda p: _upload(p, download), reverse=True)
 
 
 def _upload(path: Path, download: dict[str, LmsName]) -> int:

@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS history (
     max_score REAL NOT NULL,
     held TEXT NOT NULL DEFAULT '',
     result TEXT NOT NULL,
-    retracted TEXT NOT NULL DEFAULT ''
+    retracted TEXT NOT NULL DEFAULT '',
+    retracted_whole INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS history_by_student ON history (assignment, student);
 CREATE TABLE IF NOT EXISTS handins (
@@ -61,7 +62,10 @@ KEPT_BYTES = 16 << 20
 # Columns added to the history table since it was first made, with their definitions: a database from before one
 # gets it added on open (grading.store's migration). `retracted`: why and when `autograder retract` withdrew the
 # row's hand-in ("" when it stands); such rows are read only when asked for (`entries`), and by grading.retract.
-ADDED = {"retracted": "retracted TEXT NOT NULL DEFAULT ''"}
+# `retracted_whole`: 1 where it was retracted with every hand-in of the student (no --handin): the student, not a
+# file, was the mistake, so no other file of theirs is graded in its place (an older database's rows: 0).
+ADDED = {"retracted": "retracted TEXT NOT NULL DEFAULT ''",
+         "retracted_whole": "retracted_whole INTEGER NOT NULL DEFAULT 0"}
 # The columns a history row is found by: one grading of one hand-in (graded_at tells two gradings apart).
 _KEY = ("assignment", "student", "sha256", "submitted_at", "suite_version", "graded_at")
 
@@ -176,6 +180,13 @@ def retracted(db: sqlite3.Connection, assignment: str, students: list[str]) -> d
                       "student IN (SELECT value FROM json_each(?)) AND sha256 != '' GROUP BY student, sha256 "
                       "HAVING MAX(retracted) != ''", (assignment, json.dumps(sorted(set(students)))))
     return {(student, sha256): note for student, sha256, note, least in rows if least != ""}
+
+
+def wholly_retracted(db: sqlite3.Connection, assignment: str, students: list[str]) -> set[str]:
+    """Which of `students` had a retraction of the whole student (`retract` without --handin) standing."""
+    rows = db.execute("SELECT DISTINCT student FROM history WHERE assignment=? AND student IN (SELECT value FROM "
+                      "json_each(?)) AND retracted != '' AND retracted_whole = 1", (assignment, json.dumps(students)))
+    return {student for (student,) in rows}
 
 
 def several_handins(db: sqlite3.Connection, assignment: str, students: list[str]) -> set[str]:

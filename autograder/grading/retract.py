@@ -12,7 +12,10 @@ becomes the latest result left standing (none: the row goes).
 A later `grade` of a class folder still holding a retracted file does not grade it again (`withheld`): it
 says so and how to put it back, since grading it would bring the mistake back as a new hand-in. `--force`
 does not change that: undo the retraction first. Where that file is the one the hand-in rule picked of a student's
-several, their best other file is graded instead (`past_retracted`): a retraction withdraws a file, not the student.
+several, their best other file is graded instead (`past_retracted`): a retraction of chosen hand-ins withdraws a
+file, not the student; one of the whole student (no --handin: a stray reference.py) keeps the student out.
+Beside it, `as_stored` grades, of files the rule cannot tell apart but by their times, the one already stored:
+`files_to_grade` is both steps, which `grade` takes before planning.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from autograder.grading.attempts import SubmissionPolicy, choose, total_of
 from autograder.grading.batch import BatchPlan
 from autograder.grading.found import Found, timed
-from autograder.grading.handin_choice import SEVERAL
+from autograder.grading.handin_choice import picked_not_graded
 from autograder.grading.history import Attempt, Entry, attempts
 from autograder.grading.late import FILE_TIME, LateRule
 from autograder.grading.results import SubmissionResult
@@ -53,7 +56,8 @@ class Change:
     """What retracting (or, with undo, putting back) some of one student's hand-ins does.
 
     handins: the hand-ins, as `history` shows them; rows: their history rows to mark (or clear); before, after:
-    what counts for the student (None: no result); current: the student's stored result afterwards.
+    what counts for the student (None: no result); current: the student's stored result afterwards; whole: every
+    hand-in of the student was asked for (no --handin), so no other file of theirs is graded in their place.
     """
 
     student: str
@@ -63,6 +67,7 @@ class Change:
     before: Counted | None
     after: Counted | None
     current: SubmissionResult | None
+    whole: bool = False
 
 
 def note(reason: str, now: datetime.datetime | None = None) -> str:
@@ -96,7 +101,7 @@ def plan(found: list[Entry], student: str, numbers: list[int] | None, undo: bool
     standing = [e for e in after if not e.retracted]
     current = max(standing, key=lambda e: e.order).result if standing else None
     return Change(student, undo, tuple(chosen), rows, counted(found, mine, policy, rule),
-                  counted(after, mine, policy, rule), current)
+                  counted(after, mine, policy, rule), current, whole=numbers is None and not undo)
 
 
 def counted(found: list[Entry], numbered: list[Attempt], policy: SubmissionPolicy,
@@ -116,14 +121,15 @@ def counted(found: list[Entry], numbered: list[Attempt], policy: SubmissionPolic
 def apply(store: Store, assignment: str, change: Change, marked: str) -> None:
     """Mark the change's rows retracted with `marked` (cleared, for an undo) and replace the student's stored
     result, in one transaction: a retraction is done whole or not at all."""
-    store.write(lambda db: (mark(db, change.rows, "" if change.undo else marked),
+    store.write(lambda db: (mark(db, change.rows, "" if change.undo else marked, change.whole),
                             store.replace(assignment, change.student, change.current)))
 
 
-def mark(db: sqlite3.Connection, rows: tuple[int, ...], marked: str) -> None:
-    """Set these history rows' retraction note ("" puts them back), inside the caller's transaction."""
-    db.execute("UPDATE history SET retracted=? WHERE id IN (SELECT value FROM json_each(?))",
-               (marked, json.dumps(list(rows))))
+def mark(db: sqlite3.Connection, rows: tuple[int, ...], marked: str, whole: bool = False) -> None:
+    """Set these history rows' retraction note ("" puts them back) and whether the whole student was retracted,
+    inside the caller's transaction."""
+    db.execute("UPDATE history SET retracted=?, retracted_whole=? WHERE id IN (SELECT value FROM json_each(?))",
+               (marked, int(whole and bool(marked)), json.dumps(list(rows))))
 
 
 def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan, list[tuple[str, str, list[int]]]]:
@@ -152,46 +158,93 @@ def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan
     return dataclasses.replace(batch, todo=keep, skipped=[*batch.skipped, *on], held=[*batch.held, *held]), lines
 
 
+def files_to_grade(found: list[Found], store: Store, assignment: str) -> list[Found]:
+    """`found`, each student's file settled against the store: of files alike but for their times, the one stored
+    already (`as_stored`); then past a retracted hand-in (`past_retracted`)."""
+    return past_retracted(as_stored(found, store, assignment), store, assignment)
+
+
+def as_stored(found: list[Found], store: Store, assignment: str) -> list[Found]:
+    """`found`, where the file the rules picked of a student's several is alike to others by every rule up to their
+    times (equally new), with the first of those whose bytes are a stored hand-in of the student standing: a copy of
+    the folder (`cp -r`) gives its files new times in whatever order, and the other file was stored as a new, late
+    hand-in; the stored one is found again and skipped. Only students with tied files and stored hand-ins are read,
+    one query for the class."""
+    if not any(item.tied and item.stored and not item.problem for item in found):
+        return found
+    stored = store.grading_keys(assignment)
+    return [_stored_one(item, {h.sha256 for h in stored[item.student] if not h.retracted})
+            if item.tied and item.stored and not item.problem and item.student in stored else item for item in found]
+
+
+def _stored_one(item: Found, shas: set[str]) -> Found:
+    """`item`, or the first of its tied files whose bytes are one of `shas` where its own are none of them."""
+    if not shas or _sha256(item) in shas:
+        return item
+    other = next((path for path in item.tied if _read(path, item) in shas), None)
+    if other is None:
+        return item
+    said = (f"graded {other.name} instead: it is a hand-in of theirs already stored, and of files equally new by "
+            "those rules (a copy of the folder gives them new times) the one graded before is graded again")
+    return _moved(item, other, "; ".join(n for n in (picked_not_graded(item.note), said) if n))
+
+
 def past_retracted(found: list[Found], store: Store, assignment: str) -> list[Found]:
     """`found`, where the file the rules picked of a student's several is a retracted hand-in of theirs (its bytes),
-    with their best other file that is not one instead, its note saying so and how to put the retracted one back:
-    a retraction withdraws that file, not the student's other work. Only students with retractions are read."""
+    with their best other file that is not one instead, its note saying so: a retraction of chosen hand-ins
+    withdraws those files, not the student's other work. A student retracted whole (no --handin) stays out:
+    `withheld` holds the file. Only students with retractions are read."""
     students = sorted({item.student for item in found if item.others and item.stored and not item.problem})
     gone = store.retracted(assignment, students) if students else {}
-    who = {student for student, _ in gone}
+    who = {student for student, _ in gone} - (store.wholly_retracted(assignment, students) if gone else set())
     if not who:
         return found
-    numbered = attempts(store.history(assignment, sorted(who), retracted=True))
-    return [_instead(item, gone, numbered, assignment) if item.student in who and item.others else item
-            for item in found]
+    return [_instead(item, gone, assignment) if item.student in who and item.others else item for item in found]
 
 
-def _instead(item: Found, gone: dict, numbered: dict, assignment: str) -> Found:
+def _instead(item: Found, gone: dict, assignment: str) -> Found:
     """`item`, or its student's best other file whose bytes are no retracted hand-in of theirs, where its own are."""
-    sha = _sha256(item)
-    if (item.student, sha) not in gone:
+    if (item.student, _sha256(item)) not in gone:
         return item
-    other = next((path for path in item.others if _not_retracted(path, item, gone)), None)
-    if other is None:
-        return item  # `withheld` says that it is retracted, and how to put it back
-    numbers = _numbers(numbered, item.student, sha)
-    back = command("retract", [assignment, item.student], [*(["--handin", *numbers] if numbers else []), "--undo"])
-    said = (f"graded {other.name} instead: {item.path.name}, which the rules pick, is hand-in "
-            f"{', '.join(map(str, numbers)) or '?'} of theirs, retracted earlier, and stays out of every grade "
-            f"(`{back}` puts it back; then grade again)")
-    # choose's note said the retracted file was graded: it now says which the rules pick, and why.
-    note = "; ".join(n for n in (item.note.replace(SEVERAL, "several files were handed in; the rules pick ", 1),
-                                 said) if n)
-    moved = dataclasses.replace(item, path=other, note=note,
-                                others=tuple(p for p in item.others if p != other) + (item.path,))
-    # A file's own time goes with the file; a time the layout states (nbgrader's, an LMS's attempt) stays.
-    return timed(dataclasses.replace(moved, submitted_at="")) if item.submitted_at_source == FILE_TIME else moved
+    passed = [item.path]
+    for path in item.others:
+        sha = _read(path, item)
+        if sha and (item.student, sha) not in gone:
+            return _moved(item, path, "; ".join(n for n in (picked_not_graded(item.note),
+                                                            _passed_note(path, passed, item.student, assignment))
+                                                if n))
+        passed += [path] if sha else []
+    return item  # `withheld` says that it is retracted, and how to put it back
 
 
-def _not_retracted(path, item: Found, gone: dict) -> bool:
-    """Whether `path` can be read, as grading reads it, and its bytes are no retracted hand-in of the student."""
+def _passed_note(graded, passed: list, student: str, assignment: str) -> str:
+    """Why `graded` is graded: each file the rules put before it is a retracted hand-in. No hand-in number nor
+    command that takes one: the note is stored, and an undo or a later hand-in would make them wrong."""
+    one = len(passed) == 1
+    names = ", ".join(path.name for path in passed[:-1]) + (" and " if not one else "") + passed[-1].name
+    return (f"graded {graded.name} instead: {names}, which the rules pick{',' if one else ' first,'} "
+            f"{'is a hand-in' if one else 'are hand-ins'} of theirs retracted earlier, and "
+            f"{'stays' if one else 'stay'} out of every grade (`{command('history', [assignment, student])}` lists "
+            f"{'it' if one else 'them'}; `autograder retract` with --undo and the hand-in's number puts one back, "
+            "then grade again)")
+
+
+def _moved(item: Found, other, note: str) -> Found:
+    """`item` graded from `other`, one of its others, instead: the file picked goes last among the others."""
+    moved = dataclasses.replace(item, path=other, note=note, others=(*(p for p in item.others if p != other),
+                                                                     item.path),
+                                tied=tuple(p for p in (*item.tied, item.path) if p != other))
+    # A file's own time goes with the file, and so does a time the layout states for it (a Blackboard attempt's).
+    if item.submitted_at_source == FILE_TIME:
+        return timed(dataclasses.replace(moved, submitted_at=""))
+    stated = dict(item.stated)
+    return dataclasses.replace(moved, submitted_at=stated[other]) if stated.get(other) else moved
+
+
+def _read(path, item: Found) -> str:
+    """The sha256 of `path` read as grading reads it; "" where it cannot be read."""
     content = read_bytes(path, item.root)
-    return not content.error and (item.student, content.sha256) not in gone
+    return "" if content.error else content.sha256
 
 
 def _numbers(numbered: dict, student: str, sha: str) -> list[int]:

@@ -246,6 +246,10 @@ class Store:
         """(student, sha256) -> its retraction, of these students' hand-ins retracted and not standing: one query."""
         return history.retracted(self._db, assignment, students)
 
+    def wholly_retracted(self, assignment: str, students: list[str]) -> set[str]:
+        """Which of `students` were retracted whole, not hand-in by hand-in (grading.history.wholly_retracted)."""
+        return history.wholly_retracted(self._db, assignment, students)
+
     def withdrawn(self, assignment: str) -> list[str]:
         """The students of `assignment` every hand-in of whom is retracted (grading.history.withdrawn)."""
         return history.withdrawn(self._db, assignment)
