@@ -43,6 +43,7 @@ class FunctionCode:
     tokens: tuple[Token, ...]
     spans: tuple[tuple[int, int], ...]
     coded: frozenset[int] = frozenset()  # the lines holding its code, kept once the tokens are dropped
+    as_released: bool = False  # its body only raises NotImplementedError, as the stub's does (see `is_stub_body`)
 
 
 @dataclass(frozen=True)
@@ -120,12 +121,16 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
 def missing_notes(tree: ast.Module, missing: list[str], everything: bool) -> list[str]:
     """What to tell of the contract functions not found: those the file binds somewhere, in a way this reading
     does not follow (`score = make_score()`), are not said to be absent, and are left to be compared by hand."""
-    where = {}
+    where, through_globals = {}, None
     for node in _module_level(tree):
         name = node.id if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) else getattr(
             node, "name", None)
         if name in missing and name not in where and hasattr(node, "lineno"):
             where[name] = node.lineno
+        if _writes_globals(node):
+            through_globals = min(node.lineno, through_globals or node.lineno)
+    if through_globals:  # `for name, f in ...: globals()[name] = f` may bind any of them: said with its line
+        where = {name: where.get(name, through_globals) for name in missing}
     unread = ", ".join(f"{name} (line {where[name]})" for name in missing if name in where)
     absent = [name for name in missing if name not in where]
     if everything and not where:
@@ -138,6 +143,15 @@ def missing_notes(tree: ast.Module, missing: list[str], everything: bool) -> lis
                      "a lambda, or a name given a function or a class's method); compare "
                      f"{'the file' if everything else 'those'} by hand")
     return notes
+
+
+def _writes_globals(node: ast.AST) -> bool:
+    """Whether `node` binds module names by a key computed as it runs: `globals()[k] = v`, `globals().update(...)`."""
+    def is_globals(part):
+        return isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in ("globals", "vars")
+    return (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and is_globals(node.value)) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_globals(node.func.value)
+        and node.func.attr in ("update", "setdefault", "__setitem__"))
 
 
 def _module_level(tree: ast.Module):
@@ -217,9 +231,17 @@ def functions_of(tree: ast.Module, contract: list[str]) -> dict[str, FunctionCod
                     tokens_of[part] = function_tokens(constants.visit(part), imports)
             tokens = [token for part in parts for token in tokens_of[part]]
             spans = tuple((_first_line(part), part.end_lineno or part.lineno) for part in parts)
-            found[name] = FunctionCode(name, tuple(tokens), spans)
+            found[name] = FunctionCode(name, tuple(tokens), spans, as_released=is_stub_body(module.defined[name]))
     return found
 
+
+def is_stub_body(function: ast.AST) -> bool:
+    """Whether `function`'s body, its docstring aside, is the released stub's: `raise NotImplementedError` (or
+    `raise NotImplementedError(...)`). Another raise, `pass` or `...` is a student's, though as short."""
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
+    raised = raised.func if isinstance(raised, ast.Call) else raised
+    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
 
 
 def _first_line(function: ast.AST) -> int:

@@ -59,8 +59,15 @@ def compare_class(assignment: str, submissions: list[Submission], stub: Path, so
     students = [c.student for c in codes]
     for number, student in enumerate(students):
         # nothing but what was released: such hand-ins weigh nothing, so they pair with no one; say why
-        if all(p.hash in released for f in contract for p in prints[f][number]):
+        if not all(p.hash in released for f in contract for p in prints[f][number]):
+            continue
+        if len(codes[number].functions) == len(contract) and all(
+                f.as_released for f in codes[number].functions.values()):
             notes.append(f"{student}: the unchanged stub (every function as released); paired with no one")
+        else:  # `pass`, `...`, `raise RuntimeError(...)`: too short to fingerprint, but not the stub
+            notes.append(f"{student}: nothing to compare beyond what was released (its functions are left as "
+                         "released or too short to compare, such as a lone `pass` or `raise`); paired with no one: "
+                         "open the file to see what it holds")
     pairs = score_pairs(students, list(indexes.values()))
     same = identical_groups(codes, prints, contract, released)
     wording = [] if reference is None else reference_wording(

@@ -126,11 +126,16 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Expr(self, node):
         self.generic_visit(node)
         if isinstance(node.value, ast.Constant) or _is_output(node.value, self.imports):
-            return None  # docstrings, bare strings, `...`; a debugging print or log line
+            return _walrus_assignments(node.value) or None  # docstrings, `...`; a debugging print or log line
+        if isinstance(node.value, ast.NamedExpr):  # `(x := v)` alone is `x = v`
+            return _walrus_assignments(node.value)
         return node
 
     def visit_Assert(self, node):
-        return None  # a student's own check, like a debugging print: it changes nothing the function returns
+        """A student's own check, like a debugging print, changes nothing the function returns: dropped, but for
+        the assignments it makes (`assert (x := v) is not None`)."""
+        self.generic_visit(node)
+        return _walrus_assignments(node) or None
 
     def visit_Pass(self, node):
         return None
@@ -138,7 +143,7 @@ class _Rewrite(ast.NodeTransformer):
     def visit_If(self, node):
         self.generic_visit(node)
         if _only_pass(node.body) and not node.orelse:  # `if DEBUG: print(...)`, its print dropped
-            return None
+            return _walrus_assignments(node.test) or None
         if isinstance(node.test, ast.Constant):
             return [s for s in (node.body if node.test.value else node.orelse) if not _only_pass([s])] or None
         return node
@@ -246,6 +251,18 @@ def _is_output(value: ast.expr, imports: dict[str, str]) -> bool:
     function = value.func
     return isinstance(function, ast.Attribute) and function.attr in LOG_METHODS and isinstance(
         function.value, ast.Name) and "log" in function.value.id.lower()  # logger.debug, log.info, LOG.warning
+
+
+def _walrus_assignments(node: ast.AST) -> list[ast.Assign]:
+    """`x = v` for each `(x := v)` in `node`, in the order they run: what a dropped statement still does."""
+    found = []
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, ast.Lambda):  # a lambda's walrus binds in the lambda
+            found.extend(_walrus_assignments(child))
+    if isinstance(node, ast.NamedExpr):
+        target = ast.copy_location(ast.Name(node.target.id, ast.Store()), node.target)
+        found.append(ast.copy_location(ast.Assign([target], node.value), node))
+    return found
 
 
 def _only_pass(block: list[ast.stmt]) -> bool:

@@ -4,42 +4,121 @@ Students define the contract's functions in more ways than `def name(...)`
 at the top of the file, and a copier may choose any of them to hide a copy:
 under other names given the stub's at the end (`score = _score`, or all at
 once, `(score, norm) = (_score, _norm)`), as methods of a class
-(`score = Attn.score`), as a lambda (`score = lambda Q, K: ...`), or inside
-`try:` or `if` blocks (`try: import torch; def score_torch(...)`). Each
-is read here as the plain function it is.
+(`score = Attn.score`), as a lambda (`score = lambda Q, K: ...`), through `globals()`, a starred or walrus
+assignment or `functools.partial(f)`, or inside `try:` or `if` blocks
+(`try: import torch; def score_torch(...)`), perhaps behind decoys (`if
+TYPE_CHECKING: def score(*args): ...`). Each is read here as the plain
+function it is, where the file itself says which.
 """
 from __future__ import annotations
 
 import ast
+import operator
+import sys
 from collections import Counter, deque
 from collections.abc import Iterator
 
 MAX_HELPERS = 200  # helpers followed from one function: far more than any hand-written answer has
 
 
-def top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+def top_level(body: list[ast.stmt], flags: dict[str, ast.Constant] | None = None) -> list[ast.stmt]:
     """The module's statements, those of its top-level `if` and `try` blocks in their place (not an `if __name__
-    == "__main__":` block's, which importing the file does not run).
+    == "__main__":` block's, which importing the file does not run), and a walrus's binding as the assignment it is.
 
-    A name a branch binds that an earlier branch of the same `if` or `try` bound too is left to the earlier one
-    (`try: def f` before `except ImportError: f = None`): the branch the file was written to run.
+    An `if` whose test is known at run time (`if TYPE_CHECKING:`, `if sys.version_info < (3, 8):`, a module flag
+    `DEBUG = False`) gives only the branch that runs. Where branches bind a name alike, the earlier is read (`try:
+    def f` before `except ImportError: f = None`: the branch the file was written to run), except that a def with
+    a body of its own is read before a placeholder (`...`, `pass`, a lone raise) or an import of that name: a copy
+    put in the `else:` behind decoys, or in the `except ImportError:` of a module that does not exist, is the code.
     """
+    flags = module_constants(ast.Module(body=body, type_ignores=[])) if flags is None else flags
     out = []
     for node in body:
+        out.extend(_walrus_assignments(node.test if isinstance(node, ast.If) else node))
         if isinstance(node, ast.If) and not _is_main_guard(node.test):
-            branches, after = [node.body, node.orelse], []
+            known = known_test(node.test, flags)
+            branches, after = [[node.body, node.orelse][known is False]] if known is not None else [
+                node.body, node.orelse], []
         elif isinstance(node, ast.Try | ast.TryStar):
             branches, after = [[*node.body, *node.orelse], *(h.body for h in node.handlers)], node.finalbody
         else:
             out.append(node)
             continue
-        earlier: set[str] = set()
-        for branch in branches:
-            kept = [statement for statement in top_level(branch) if not bound_names(statement) & earlier]
-            earlier |= {name for statement in branch for name in bound_names(statement)}
-            out.extend(kept)
-        out.extend(top_level(after))
+        out.extend(_read_of([top_level(branch, flags) for branch in branches]))
+        out.extend(top_level(after, flags))
     return out
+
+
+def _read_of(branches: list[list[ast.stmt]]) -> list[ast.stmt]:
+    """The statements of alternative branches that are read: for each name, its binding of highest `_rank`, the
+    earliest of those; a statement binding no name is kept."""
+    chosen: dict[str, ast.stmt] = {}
+    for statement in (s for branch in branches for s in branch):
+        for name in bound_names(statement):
+            if name not in chosen or _rank(statement) > _rank(chosen[name]):
+                chosen[name] = statement
+    read = {id(s) for s in chosen.values()}
+    return [s for branch in branches for s in branch if not bound_names(s) or id(s) in read]
+
+
+def _rank(statement: ast.stmt) -> int:
+    """2 for a def or class with code of its own, 0 for one whose body is a placeholder, 1 for other bindings."""
+    if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return 1
+    return 0 if is_placeholder(statement) else 2
+
+
+def is_placeholder(function: ast.AST) -> bool:
+    """Whether a def's body, its docstring aside, is `...`, `pass` or a lone `raise` (of any exception)."""
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                             and isinstance(s.value.value, str))]
+    return all(isinstance(s, ast.Pass | ast.Raise) or (isinstance(s, ast.Expr) and isinstance(
+        s.value, ast.Constant) and s.value.value is Ellipsis) for s in body) and len(body) <= 1
+
+
+def known_test(test: ast.expr, flags: dict[str, ast.Constant]) -> bool | None:
+    """What an `if` test is at run time where the file says: `TYPE_CHECKING` (False), a constant or a module flag
+    bound once to one, `sys.version_info` compared with a version (this Python's), `not` of one; else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = known_test(test.operand, flags)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else None
+    if isinstance(test, ast.Name) and name in flags:
+        return bool(flags[name].value)
+    if name == "TYPE_CHECKING":
+        return False
+    return _version_test(test)
+
+
+def _version_test(test: ast.expr) -> bool | None:
+    """`sys.version_info < (3, 8)` and the like, compared with this Python's version; None for other tests."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Attribute)
+            and test.left.attr == "version_info" and isinstance(test.comparators[0], ast.Tuple)):
+        return None
+    parts = [e.value for e in test.comparators[0].elts if isinstance(e, ast.Constant)]
+    if not parts or len(parts) != len(test.comparators[0].elts) or not all(type(p) is int for p in parts):
+        return None
+    compare = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+               ast.Eq: operator.eq, ast.NotEq: operator.ne}.get(type(test.ops[0]))
+    return None if compare is None else compare(tuple(sys.version_info[:len(parts)]), tuple(parts))
+
+
+def _walrus_assignments(node: ast.AST) -> list[ast.Assign]:
+    """`x = value` for each `(x := value)` in a top-level statement's expression or an `if`'s test (`if (score :=
+    _score): pass` binds score), not in a def, class or lambda, whose walrus binds no module name."""
+    if isinstance(node, ast.stmt) and not isinstance(node, ast.Expr):
+        return []
+    found, stack = [], [node]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, ast.NamedExpr):
+            target = ast.copy_location(ast.Name(part.target.id, ast.Store()), part.target)
+            found.append(ast.copy_location(ast.Assign([target], part.value), part))
+        elif not isinstance(part, ast.Lambda):
+            stack.extend(reversed(list(ast.iter_child_nodes(part))))
+    return found
 
 
 def _is_main_guard(test: ast.expr) -> bool:
@@ -67,24 +146,96 @@ def module_constants(tree: ast.Module) -> dict[str, ast.Constant]:
             and bound[name] == 1}
 
 
-def bindings(node: ast.AST) -> list[tuple[str, ast.expr]]:
+def bindings(node: ast.AST, sequences: dict[str, ast.expr] | None = None) -> list[tuple[str, ast.expr]]:
     """(name, value) of each plain name a statement binds: `a = b = v` and `a: T = v` alike (an annotation
-    changes nothing the code does), and `(a, b) = (v, w)` as `a = v` and `b = w`; none for other statements."""
+    changes nothing the code does), `(a, b) = (v, w)` as `a = v` and `b = w` (a starred name given the list of
+    the rest), `globals()["a"] = v` and `globals().update(a=v)` as `a = v`; none for other statements.
+
+    sequences: names already bound to a written-out list or tuple (`rest = [f, g]`), read as it where unpacked.
+    `functools.partial(f)`, binding no argument, is f.
+    """
+    sequences = sequences or {}
     if isinstance(node, ast.Assign):
-        return [pair for target in node.targets for pair in _paired(target, node.value)]
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-        return [(node.target.id, node.value)]
-    return []
+        pairs = [pair for target in node.targets for pair in _paired(_global_key(target) or target,
+                                                                     sequences.get(_name(node.value), node.value))]
+    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        pairs = [(node.target.id, node.value)]
+    elif isinstance(node, ast.Expr) and _is_globals(getattr(node.value, "func", None), "update"):
+        pairs = [(k.arg, k.value) for k in node.value.keywords if k.arg] + [
+            (key.value, value) for d in node.value.args if isinstance(d, ast.Dict)
+            for key, value in zip(d.keys, d.values, strict=True) if isinstance(key, ast.Constant)
+            and isinstance(key.value, str)]
+    else:
+        pairs = []
+    return [(name, _unwrapped(value)) for name, value in pairs]
+
+
+def _name(node: ast.AST) -> str | None:
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_globals(node: ast.AST | None, attribute: str) -> bool:
+    """Whether `node` is `globals().<attribute>`."""
+    return isinstance(node, ast.Attribute) and node.attr == attribute and isinstance(node.value, ast.Call) \
+        and _name(node.value.func) == "globals"
+
+
+def _global_key(target: ast.expr) -> ast.Name | None:
+    """`globals()["a"]`, a literal key, as the name `a` it binds."""
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Call) and _name(
+            target.value.func) == "globals" and isinstance(target.slice, ast.Constant) and isinstance(
+            target.slice.value, str) and target.slice.value.isidentifier():
+        return ast.copy_location(ast.Name(target.slice.value, ast.Store()), target)
+    return None
+
+
+def _unwrapped(value: ast.expr) -> ast.expr:
+    """`functools.partial(f)` (or `partial(f)`), which binds no argument, as the f it calls."""
+    if isinstance(value, ast.Call) and (_name(value.func) == "partial" or isinstance(
+            value.func, ast.Attribute) and value.func.attr == "partial") and len(value.args) == 1 \
+            and not value.keywords and not isinstance(value.args[0], ast.Starred):
+        return value.args[0]
+    return value
 
 
 def _paired(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr]]:
-    """The names of `target` with the parts of `value` they are bound to, where each name's part is written out."""
+    """The names of `target` with the parts of `value` they are bound to, where each name's part is written out
+    (`*rest` the list of the parts between those before and after it; `[f, *[g, h]]` as `[f, g, h]`)."""
     if isinstance(target, ast.Name):
         yield target.id, value
-    elif isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List) \
-            and len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in value.elts):
-        for name, part in zip(target.elts, value.elts, strict=True):
+        return
+    if not isinstance(target, ast.Tuple | ast.List) or not isinstance(value, ast.Tuple | ast.List):
+        return
+    parts = _flat(value.elts)
+    stars = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
+    if parts is None or len(stars) > 1 or (not stars and len(parts) != len(target.elts)) \
+            or len(parts) < len(target.elts) - len(stars):
+        return
+    star = stars[0] if stars else len(target.elts)
+    after = len(target.elts) - star - 1
+    for name, part in zip(target.elts[:star], parts, strict=False):
+        yield from _paired(name, part)
+    if stars:
+        rest = ast.copy_location(ast.List(parts[star:len(parts) - after], ast.Load()), value)
+        yield from _paired(target.elts[star].value, rest)
+        for name, part in zip(target.elts[star + 1:], parts[len(parts) - after:], strict=True):
             yield from _paired(name, part)
+
+
+def _flat(elements: list[ast.expr]) -> list[ast.expr] | None:
+    """A list's or tuple's elements, a starred written-out list's spliced in; None where one is not written out."""
+    out = []
+    for element in elements:
+        if isinstance(element, ast.Starred):
+            if not isinstance(element.value, ast.Tuple | ast.List):
+                return None
+            inner = _flat(element.value.elts)
+            if inner is None:
+                return None
+            out.extend(inner)
+        else:
+            out.append(element)
+    return out
 
 
 def as_function(name: str, expression: ast.Lambda, statement: ast.stmt) -> ast.FunctionDef:
@@ -145,11 +296,14 @@ class Module:
                           and value.func.id in self.methods}
         self.defined: dict[str, ast.AST] = {}
         aliases: dict[str, str] = {}  # `f = _f`: _f -> f
+        sequences: dict[str, ast.expr] = {}  # `rest = [_f, _g]`, unpacked later: `f, g = rest`
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.defined[node.name] = self.method(_delegated_call(node)) or node
-            for name, value in bindings(node):
-                if isinstance(value, ast.Lambda):
+            for name, value in bindings(node, sequences):
+                if isinstance(value, ast.List | ast.Tuple):
+                    sequences[name] = value
+                elif isinstance(value, ast.Lambda):
                     self.defined[name] = as_function(name, value, node)
                 elif method := self.method(value):
                     self.defined[name] = method
