@@ -467,6 +467,18 @@ def test_an_operation_the_sandbox_refuses_says_so(grade, tmp_path):
                             "outside its working folder; do the work in the function itself)")
 
 
+def test_a_socket_the_sandbox_refuses_says_the_grader_has_no_network(grade, tmp_path):
+    """Only Unix sockets may be made in grading: socket.socket() and create_connection raise PermissionError there,
+    whose advice is that there is no network, not the sandbox's refusals in general."""
+    path = tmp_path / "connect.py"
+    path.write_text(PLAIN.read_text() + "\n\nimport socket\n\n\ndef context(A, V):\n"
+                    "    socket.create_connection(('127.0.0.1', 80), timeout=1).close()\n    return A @ V\n")
+    message = next(t.message for t in grade(path).tests if t.name == "context.lecture_example")
+    assert message.startswith("context raised PermissionError at line "), message
+    assert message.endswith("(graded code runs without a network: download nothing, and read only what the function "
+                            "is given)"), message
+
+
 def test_a_download_at_the_top_of_a_file_says_the_grader_has_no_network(grade, tmp_path):
     """The student's own `python file.py` downloads fine; the problem must not send them there to find the error."""
     path = tmp_path / "download.py"

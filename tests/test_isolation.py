@@ -148,6 +148,22 @@ def test_no_child_can_hold_kernel_memory_in_posix_timers(job, tmp_path):
     assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
 
 
+def test_no_child_can_take_the_machines_tcp_memory_or_raise_its_socket_buffers(job, tmp_path):
+    """TCP's buffer memory is one count for the whole machine, whatever the network namespace (net.ipv4.tcp_mem): 90
+    loopback connections sending unread took 92 % of it, past which every TCP socket on the machine fails. Unix
+    socketpairs with SO_SNDBUF raised to 8 MiB held 1.4 GB that no limit counts. Only Unix sockets may be made, at
+    their default sizes (at most about 2 x 208 KiB a socket pair, net.core.wmem_default)."""
+    said = _said(job.grade(read_submission(attack(tmp_path, "hold_socket_memory"))),
+                 r"sockets: ([^;]+); tcp: (\d+) connections, (\d+) KiB sent, stopped by (\w+); machine's tcp pages "
+                 r"(\d+) before, (\d+) while held; unix: buffers (\w+), (\d+) KiB queued in one pair")
+    families = dict(part.split() for part in said.group(1).split(", "))
+    assert set(families.values()) == {"EPERM"} and set(families) >= {"inet", "inet6", "vsock"}, said.group(0)
+    assert said.group(2, 3, 4) == ("0", "0", "EPERM"), said.group(0)
+    assert int(said.group(6)) - int(said.group(5)) < 2048, said.group(0)  # others' traffic only: not 8 MiB a socket
+    assert said.group(7) == "EPERM" and int(said.group(8)) <= 1024, said.group(0)
+    assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
+
+
 def test_no_child_can_change_the_limits_or_scheduling_the_next_child_inherits(job, tmp_path):
     """prlimit on the zygote (same user, so the kernel allowed it) lowered its hard limits: later students got
     MemoryError at their own lines, or no worker at all. setpriority and sched_* on it starved them."""

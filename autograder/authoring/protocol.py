@@ -78,6 +78,8 @@ class Raised:
     own: raised by a `raise` statement in the student's file (True), or by a library the line called (False:
     NumPy's ValueError for shapes that do not fit), as the worker saw it; None where it could not tell (no
     line of the file in the traceback, an in-kernel check). For what the feedback advises only.
+    module: the module whose code raised it (the traceback's innermost frame): "socket" for a socket the sandbox
+    refused, so the feedback says there is no network. The worker's word, for advice only.
     """
 
     type: str
@@ -88,6 +90,7 @@ class Raised:
     within: str = ""
     kinds: tuple[str, ...] = ()  # the built-in exception classes it is an instance of
     own: bool | None = None
+    module: str = ""
 
     def is_a(self, exception: str) -> bool:
         """Whether `except <exception>` (a built-in's name) catches it: it is that built-in or subclasses it. Its

@@ -258,6 +258,9 @@ def describe(error: BaseException, filename) -> dict:
             line, code = trace.tb_lineno, trace.tb_frame.f_code
         last, trace = trace, trace.tb_next
     described = {"type": type(error).__name__[:80], "message": message, "line": line, "kinds": builtin_kinds(error)}
+    if last is not None:  # where it was raised: "socket" for socket.socket(), refused a network in grading
+        module = last.tb_frame.f_globals.get("__name__")
+        described["module"] = module[:80] if isinstance(module, str) else ""
     if code is not None:
         described["cell"] = cell_of(code.co_filename, str(filename))
         described["in"] = "" if code.co_name == "<module>" else code.co_name[:80]

@@ -94,7 +94,8 @@ class Protections:
              + ("the zygote is PID 1 of its namespace" if namespace else "the zygote is their subreaper"),
              namespace or NAMES[PR_SET_CHILD_SUBREAPER] not in missing),
             (f"seccomp filter in every child: no ptrace, process_vm_readv/writev, System V IPC, keyrings, "
-             f"signals to the zygote, or changes to its limits and scheduling ({platform.machine()})",
+             f"signals to the zygote, changes to its limits and scheduling, sockets but Unix ones, or larger "
+             f"socket buffers ({platform.machine()})",
              seccomp.supported()),
             ("a fresh scratch directory with a random 128-bit name per submission; scratch space wiped and "
              "checked between submissions (restart when it cannot be)", True),

@@ -220,7 +220,8 @@ def read_raised(tree) -> Raised:
                   line if type(line) is int else None, tree.get("unfit") is True,
                   cell=safe(tree.get("cell", ""), 40), within=safe(tree.get("in", ""), 80),
                   kinds=tuple(safe(kind, 80) for kind in kinds[:wire.MAX_KINDS]) if isinstance(kinds, list) else (),
-                  own=tree.get("own") if type(tree.get("own")) is bool else None)
+                  own=tree.get("own") if type(tree.get("own")) is bool else None,
+                  module=safe(tree.get("module", ""), 80))
 
 
 def size_text(n: int) -> str:

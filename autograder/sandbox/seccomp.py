@@ -12,6 +12,16 @@ The kernel then refuses, with EPERM:
   come from one pool for the whole machine (fs.aio-max-nr), which a load that
   called io_setup in a loop took whole, so every other process on the machine
   got EAGAIN from it until the submission ended; nothing graded uses it;
+- sockets of any family but AF_UNIX (socket, socketpair): TCP on the
+  sandbox's own loopback draws on one count of buffer memory for the whole
+  machine (net.ipv4.tcp_mem), and 90 connections sending unread took 92 % of
+  it, past which every TCP socket on the machine fails; AF_VSOCK reaches a
+  virtual machine's host. Nothing graded needs one: the grader's channel is
+  a socketpair made outside, and a download fails in grading either way;
+- changing a socket's buffer sizes (setsockopt SO_SNDBUF, SO_RCVBUF and
+  their FORCE forms at SOL_SOCKET): raised to 8 MiB, 29 unread socketpairs
+  in each of 4 processes held 1.4 GB that no limit counts, 40 times what
+  the default sizes allow (the grader sets its reply socket's size outside);
 - signals to the zygote (the child's parent) and to every process at once
   (pid -1), and pidfd_send_signal, which could reach any of them;
 - naming a process to be signalled when a file is ready (fcntl F_SETOWN,
@@ -66,9 +76,13 @@ RET_ERRNO = 0x00050000
 # BPF opcodes: load a word of seccomp_data, compare the accumulator, return.
 _LOAD, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
 _JSET, _JA = 0x45, 0x05  # jump if the accumulator has any of the constant's bits; jump always
-_NR, _ARCH, _ARG0, _ARG1, _ARG1_HIGH = 0, 4, 16, 24, 28  # offsets in struct seccomp_data (little-endian words)
+# Offsets in struct seccomp_data (little-endian words).
+_NR, _ARCH, _ARG0, _ARG1, _ARG1_HIGH, _ARG2 = 0, 4, 16, 24, 28, 32
 SIGCHLD = 17  # on every architecture here (x86_64, aarch64)
 SETS_OWNER = {"fcntl": (8, 10, 15), "ioctl": (0x8901, 0x8902)}  # F_SETOWN, F_SETSIG, F_SETOWN_EX; FIOSETOWN, SIOCSPGRP
+AF_UNIX = 1  # the one socket family a child may make: socket(family, ...) and socketpair(family, ...)
+SOL_SOCKET = 1  # asm-generic, as on x86_64 and aarch64
+SETS_BUFFER = (7, 8, 32, 33)  # setsockopt(fd, SOL_SOCKET, ...): SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
 NEW_NAMESPACES = 0x7E020000  # clone's CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 
 # (audit architecture, system call numbers) per machine, from the kernel's syscall tables.
@@ -85,7 +99,7 @@ _ARCHES = {
         "setpriority": 141, "ioprio_set": 251, "memfd_create": 319, "memfd_secret": 447,
         "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463,
         "io_setup": 206, "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210,
-        "io_pgetevents": 333}),
+        "io_pgetevents": 333, "socket": 41, "socketpair": 53, "setsockopt": 54}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "shmget": 194, "semget": 190, "msgget": 186, "mq_open": 180, "add_key": 217, "request_key": 218,
@@ -97,7 +111,8 @@ _ARCHES = {
         "sched_setattr": 274, "sched_setaffinity": 122, "migrate_pages": 238, "move_pages": 239,
         "setpriority": 140, "ioprio_set": 30, "memfd_create": 279, "memfd_secret": 447,
         "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463,
-        "io_setup": 0, "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292}),
+        "io_setup": 0, "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292,
+        "socket": 198, "socketpair": 199, "setsockopt": 208}),
 }
 _X32_BIT = 0x40000000  # x86_64's x32 ABI: the same calls under other numbers
 _SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: a pid
@@ -106,8 +121,9 @@ _PROCESS_STATE = ("prlimit64", "sched_setparam", "sched_setscheduler", "sched_se
                   "migrate_pages", "move_pages")
 # (which, who, ...): which names who's kind, and one kind is a whole user (PRIO_USER, IOPRIO_WHO_USER).
 WHOLE_USER = {"setpriority": 2, "ioprio_set": 3}
-_BY_ARGUMENT = (*_SIGNALS, *_PROCESS_STATE, *WHOLE_USER, "rt_sigaction", "fcntl", "ioctl", "clone",
-                "clone3")  # denied for some arguments only
+_SOCKETS = ("socket", "socketpair")  # first argument: the family
+_BY_ARGUMENT = (*_SIGNALS, *_PROCESS_STATE, *WHOLE_USER, *_SOCKETS, "rt_sigaction", "fcntl", "ioctl", "clone",
+                "clone3", "setsockopt")  # denied for some arguments only
 
 
 def supported() -> bool:
@@ -152,6 +168,13 @@ def program(parent: int, machine: str | None = None) -> list[tuple[int, int, int
     for name, user in WHOLE_USER.items():  # deny when arg 0 is a whole user or arg 1 the parent
         code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 5, numbers[name]), (_LOAD, 0, 0, _ARG0), (_JEQ, 2, 0, user),
                  (_LOAD, 0, 0, _ARG1), (_JEQ, 0, 1, parent & 0xFFFFFFFF), deny]
+    for name in _SOCKETS:  # not this call: skip its three instructions; else deny any family but AF_UNIX
+        code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 3, numbers[name]), (_LOAD, 0, 0, _ARG0), (_JEQ, 1, 0, AF_UNIX), deny]
+    # setsockopt(fd, SOL_SOCKET, SO_SNDBUF, ...) and its kin: not this call or level, skip to the end; an option, deny.
+    n = len(SETS_BUFFER)
+    code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, n + 5, numbers["setsockopt"]), (_LOAD, 0, 0, _ARG1),
+             (_JEQ, 0, n + 3, SOL_SOCKET), (_LOAD, 0, 0, _ARG2)]
+    code += [(_JEQ, n - i, 0, option) for i, option in enumerate(SETS_BUFFER)] + [(_JA, 0, 0, 1), deny]
     return code + [(_RET, 0, 0, RET_ALLOW)]
 
 
