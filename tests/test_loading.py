@@ -496,20 +496,42 @@ def test_a_py_whose_demo_after_its_functions_runs_past_the_limit_is_graded_on_it
 
 
 @pytest.mark.parametrize("demo", sorted(manifest("demos")))
-def test_a_py_whose_demo_sets_names_its_functions_use_locally_is_graded_on_its_definitions(sandbox, tmp_path, demo):
-    """A timing loop after the functions that assigns `Q`, `C`, `A`: attention's parameters and locals have those
-    names, which the trim took for globals the functions read, so it kept the loop, the second load was stopped too,
-    and the file did not load (0 points; named otherwise, 100). The note names the line the load was stopped at."""
+def test_a_py_whose_demo_runs_past_the_limit_is_graded_on_its_definitions_and_what_they_need(sandbox, tmp_path,
+                                                                                             demo):
+    """A timing loop after the functions (the manifest says what each had cost): its names are not what the
+    functions read, however their parameters, locals or nested helpers are named, so the loop goes; what sets a
+    global they read stays, whether it names it, fills it in place or calls a function that sets it through
+    `global`. Masked attention then answers right; the note names the line the load was stopped at."""
     path = compose(tmp_path, demo, SUBMISSIONS / "demos" / f"{demo}.py")
+    X = np.random.default_rng(1).standard_normal((3, 4))
+    weights = np.tril(np.exp(X @ X.T / 2))
     with Session(sandbox, read_submission(path).worker_spec("attention"), Limits(load_seconds=0.5)) as session:
         load = session.open()
         assert not load.hung and not load.stopped and "attention" in load.functions, load
         assert session.call(Call("softmax", (np.zeros((1, 2)),))).value.tolist() == [[0.5, 0.5]]
+        _, A = session.call(Call("attention", (X, X, X, np.tril(np.ones((3, 3), dtype=bool))))).value
+        assert np.allclose(A, weights / weights.sum(axis=-1, keepdims=True)), A
     line = manifest("demos")[demo]["line"]
     assert load.trimmed == ((f"line {line}", None),), load
     notes = load_notes(load, True, read_submission(path), {"attention"})
     assert any(f"ran past the load limit, while line {line} was running; so that its functions could be graded, "
                "only its definitions were run" in note for note in notes), notes
+
+
+def test_a_graded_function_bound_by_assignment_is_kept_by_the_trim(sandbox, tmp_path):
+    """`causal_mask = causal_mask_fast` reads nothing a function reads, so the trim dropped it, and a file whose demo
+    ran past the limit was told it "does not define causal_mask(), only causal_mask_loop()" (93 points). A binding
+    of a function the checks call stays, with what it needs."""
+    fast = ("def causal_mask_fast(n_q, n_k=None):\n    return np.tril(np.ones((n_q, n_k or n_q), dtype=bool))\n\n\n"
+            "causal_mask = causal_mask_fast\n")
+    path = tmp_path / "attention.py"
+    path.write_text(PLAIN.read_text().replace("def causal_mask(", "def causal_mask_loop(") + "\n\n" + fast
+                    + "\nimport time\nfor trial in range(8):\n    time.sleep(0.1)\n")
+    spec = read_submission(path).worker_spec("attention", graded={"causal_mask", "attention"})
+    with Session(sandbox, spec, Limits(load_seconds=0.5)) as session:
+        load = session.open()
+        assert load.trimmed and "causal_mask" in load.functions, load
+        assert session.call(Call("causal_mask", (2,))).value.tolist() == [[True, False], [True, True]]
 
 
 def test_a_demo_cell_setting_a_functions_local_names_is_trimmed_in_a_notebook_too():

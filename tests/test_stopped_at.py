@@ -162,7 +162,12 @@ def test_a_call_stopped_plotting_or_writing_a_file_is_told_to_do_that_outside_th
                           ("line 104 (`fig, ax = plt.subplots()`), inside matplotlib", "it was plotting"),
                           ("line 3, in softmax (`draw(A)`), inside matplotlib", "it was plotting"),
                           ('line 9 (`np.save("weights.npy", A)`)', "it was writing a file when it was stopped"),
-                          ("line 9 (`with open('log.txt', 'a') as f:`)", "it was writing a file")):
+                          ("line 9 (`with open('log.txt', 'a') as f:`)", "it was writing a file"),
+                          ('line 111, in softmax (`Path("w.txt").write_text(str(A))`)', "it was writing a file"),
+                          ('line 7, in log (`Path("w.npy").write_bytes(A.tobytes())`)', "it was writing a file"),
+                          ("line 104, in _save_heatmap (`img.resize((4096, 4096)).save(path, optimize=True)`), inside "
+                           "PIL", "it was writing a file"),
+                          ("line 3, in draw (`img = img.resize((4096, 4096))`), inside PIL", "it was plotting")):
         stopped = CallTimedOut("softmax did not return within 0.1 s and was stopped")
         stopped.where = where
         said = stopped_advice(stopped, "compute the whole grid")
@@ -184,7 +189,8 @@ def test_a_call_stopped_outside_any_python_loop_is_told_it_is_vectorised_not_to_
     for where in ("line 9, in score (`S[i, j] = q @ k`), in the loop `for j in range(Nk):`",
                   "line 4, in _softmax (`return _softmax(S[1:])`), in a call of itself (recursion)",
                   "line 2, in one (`return math.exp(x)`), called entry by entry from library code (as np.vectorize "
-                  "does)", "line 12 (`for i in range(n):`)"):
+                  "does)", "line 12 (`for i in range(n):`)",
+                  "line 8, in softmax (`math.exp(v)`), in the comprehension that begins on line 7"):
         looping = CallTimedOut("score did not return within 0.1 s and was stopped")
         looping.where = where
         assert stopped_advice(looping, "drop the loops") == "drop the loops" and not not_computing(looping), where
@@ -231,3 +237,68 @@ def test_a_real_call_stopped_plotting_or_in_one_long_array_operation_is_not_told
     path.write_text(PLAIN.read_text() + code)
     said = _timed_out(grade(path))["softmax.lecture_example"]
     assert advice in said and "look for a loop that never ends" not in said, said
+
+
+STOPPED_IN_PROCESS = """import math
+
+import numpy as np
+
+
+def black_formatted(S):
+    return np.array([
+        math.exp(v)
+        for v in S.reshape(-1)
+    ])
+
+
+def vectorized(S):
+    return np.vectorize(math.exp)(S)
+
+
+def commented(S):
+    return np.exp(np.sort(S, axis=-1) - S.max(axis=-1, keepdims=True))  # stable (for every row in S)
+
+
+@np.errstate(over="ignore")
+def _decorated(S):
+    return np.exp(np.sort(S, axis=-1) - S.max(axis=-1, keepdims=True))
+
+
+def decorated(S):
+    return _decorated(S)
+"""
+
+
+@pytest.mark.parametrize("function, loop", [
+    ("black_formatted", "in the comprehension that begins on line 7"),  # its stopped line has no `for`
+    ("vectorized", "called entry by entry from library code (as np.vectorize does)"),  # math.exp: no frame of its
+    ("commented", ""),  # a comment's `(for every row in S)` is no comprehension
+    ("decorated", ""),  # `@np.errstate`'s wrapper between two of the file's frames calls once
+])
+def test_where_a_stopped_call_was_looping_is_read_from_its_frames_not_the_look_of_its_line(tmp_path, function,
+                                                                                           loop):
+    """The timeout advice rests on whether the stopped code was looping: a black-formatted comprehension was called
+    vectorised, `np.vectorize(math.exp)` "not a Python loop", a comment made a line look like a comprehension, and a
+    decorated helper called once was said to be called entry by entry. The file's functions, stopped by a real
+    signal in this process as the worker's handler is, are placed as the child would."""
+    import importlib.util
+    import signal
+
+    import numpy as np
+
+    from autograder.sandbox.stopped_at import _place
+
+    path = tmp_path / "stopped_module.py"
+    path.write_text(STOPPED_IN_PROCESS)
+    spec = importlib.util.spec_from_file_location("stopped_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    places, S = [], np.random.default_rng(0).standard_normal((4, 512, 512))  # made before the timer runs
+    previous = signal.signal(signal.SIGALRM, lambda _signal, frame: places.append(_place(frame, str(path))))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        getattr(module, function)(S)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert len(places) == 1 and places[0] is not None and places[0]["loop"] == loop, places

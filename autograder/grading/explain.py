@@ -24,13 +24,15 @@ from autograder.sandbox.replies import CallFailed, WorkerDied
 
 # Where the child said a stopped call was (sandbox.stopped_at): "line 69, in helper (`print("x:", x)`)".
 _PRINTING = re.compile(r"\(`\s*print\(")
-# A stopped call plotting (its line draws or saves a figure, or it was inside matplotlib) or writing a file.
+# A stopped call writing a file (its line opens, saves or writes one; `Path.write_text`, PIL's `image.save(path)`)
+# or plotting (its line draws or saves a figure, or it was inside matplotlib or PIL, the image library).
+_WRITING = re.compile(r"\(`[^`]*(\bopen\(|np\.save|\.savetxt\(|\.tofile\(|\.to_csv\(|\.save\(|\.dump\(|"
+                      r"\.write\(|\.write_text\(|\.write_bytes\()")
 _PLOTTING = re.compile(r"\(`[^`]*\b(plt\.|matplotlib|savefig|imshow|subplots|\.plot\(|\.show\(|\.figure\()"
-                       r"|, inside matplotlib$")
-_WRITING = re.compile(r"\(`[^`]*(\bopen\(|np\.save|\.savetxt\(|\.tofile\(|\.to_csv\(|torch\.save\(|"
-                      r"\.dump\(|\.write\()")
+                       r"|, inside (matplotlib|PIL)$")
 # A place the child named with a loop of the student's around it (sandbox.stopped_at._loop).
-_LOOPING = re.compile(r", (in the loop `|in a call of itself|called entry by entry)|\(`\s*(async )?(for|while)\b")
+_LOOPING = re.compile(r", (in the loop `|in the comprehension|in a call of itself|called entry by entry)"
+                      r"|\(`\s*(async )?(for|while)\b")
 VECTORISED_HINT = ("{why}: the code is vectorised but still too slow. Look for an array far larger than the answer "
                    "(a broadcast over more axes than needed, a copy or a `np.tile` of the inputs), work done twice, "
                    "or a slow dtype (np.longdouble and object arrays compute several to hundreds of times slower "
@@ -185,13 +187,13 @@ def stopped_advice(stopped: CallFailed, slow_hint: str = "") -> str:
                 "input), not computing; do the work in the function itself, without waiting for anything")
     if _PRINTING.search(getattr(stopped, "where", "")):
         return "it was printing when it was stopped: take the prints out (printing a large array whole takes long)"
+    if _WRITING.search(getattr(stopped, "where", "")):
+        return ("it was writing a file when it was stopped: take that out of the graded function; write files in a "
+                "cell of its own, from what the function returns")
     if _PLOTTING.search(getattr(stopped, "where", "")):
         return ("it was plotting when it was stopped: take the plot out of the graded function (drawing and saving a "
                 "figure takes far longer than the computation); plot in a cell of its own, on what the function "
                 "returns")
-    if _WRITING.search(getattr(stopped, "where", "")):
-        return ("it was writing a file when it was stopped: take that out of the graded function; write files in a "
-                "cell of its own, from what the function returns")
     if getattr(stopped, "in_kernel", False) and not slow_hint:
         return MEMORY_HINT
     if _vectorised(stopped):

@@ -104,9 +104,8 @@ class Session:
         return self._start_child()
 
     def stream(self, calls: Iterable[Call | Request]) -> list[Answer]:
-        """Send `calls` (pulled as they can go; a Request is a call encoded already) and read the replies as
-        they come; each call's Answer, up to and including the first that gave no usable reply, which ends
-        the child (sandbox.stream)."""
+        """Send `calls` (pulled as they can go; a Request is a call encoded already) and read the replies as they
+        come: each call's Answer, up to and including the first with no usable reply, which ends the child."""
         return CallStream(self, calls).run()
 
     def call(self, call: Call | Request) -> Reply:
@@ -300,7 +299,7 @@ class Session:
                     # again with its definitions alone (slow_cells), as a notebook's slow cell is: its demo goes.
                     # Not where the budget, not the limit, stopped it (a reload after a call ended the worker).
                     trim = (timed_out and seconds >= self.limits.load_seconds and not left and attempt == 0
-                            and module_definitions(self.spec["sources"][0]))
+                            and module_definitions(self.spec["sources"][0], self.spec.get("graded", ())))
                     if not trim:
                         return LoadReport(frozenset(), stopped=self._stopped(), hung=timed_out)
                     self._trimmed[0], self._skip = (unit[1], None, trim), {}  # its note names the line stopped
@@ -316,17 +315,18 @@ class Session:
 
     def _trim_slow_demos(self) -> None:
         """After a notebook's load ran past its limit, its slow cells run only their definitions (slow_cells)."""
-        starts, sources = self._unit_starts, self.spec["sources"]
-        for index, label, took, imports in slow_demo_cells(starts, time.monotonic(), sources, self.limits.load_seconds):
+        starts, limit, graded = self._unit_starts, self.limits.load_seconds, self.spec.get("graded", ())
+        for index, label, took, code in slow_demo_cells(starts, time.monotonic(), self.spec["sources"], limit, graded):
             if index not in self._skip and index not in self._trimmed:
-                self._trimmed[index] = (label, took, imports)
+                self._trimmed[index] = (label, took, code)
 
     def _trim_after_first_stopped(self) -> None:
         """Before a notebook's last load but one, every cell after the first one stopped runs only its definitions:
         the loads kept being stopped, each at a later demo (sandbox.slow_cells)."""
-        for index, label, imports in trimmed_after(min(self._stops), self.spec["labels"], self.spec["sources"]):
+        labels, sources, graded = self.spec["labels"], self.spec["sources"], self.spec.get("graded", ())
+        for index, label, code in trimmed_after(min(self._stops), labels, sources, graded):
             if index not in self._skip:
-                self._trimmed.setdefault(index, (safe(label, 40), None, imports))
+                self._trimmed.setdefault(index, (safe(label, 40), None, code))
 
     def _skip_after_first_stopped(self) -> None:
         """Before a notebook's last load, every cell after the first one stopped is skipped as well. Each load so

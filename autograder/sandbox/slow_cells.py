@@ -13,6 +13,7 @@ before the last resort of loading only the cells before it.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from autograder.code_names import MAX_PARSED, globals_read, kept_lines, set_by
 
@@ -24,51 +25,60 @@ SETUP_CALLS = ("set", "seed", "manual_seed", "filterwarnings", "simplefilter", "
 
 
 def slow_demo_cells(starts: list[tuple[int, str, float]], stopped_at: float, sources: list[str],
-                    limit: float) -> list[tuple[int, str, float, str]]:
+                    limit: float, graded: Iterable[str] = ()) -> list[tuple[int, str, float, str]]:
     """(index, label, seconds it ran, its definitions' code) of the cells to trim in the next load, the stopped one
     (the last to begin) among them.
 
     starts: (index, label, time it began) of each cell the stopped load ran, in order; stopped_at: when it was
-    stopped (the last cell's end); sources: every cell's code, by index; limit: the load limit in seconds.
+    stopped (the last cell's end); sources: every cell's code, by index; limit: the load limit in seconds;
+    graded: the functions the checks call, whose every binding is kept (`mask = mask_fast`).
     """
     ends = [began for _, _, began in starts[1:]] + [stopped_at]
     slow = [(index, label, end - began) for (index, label, began), end in zip(starts, ends)
             if end - began >= SLOW_SHARE * limit]
-    read, modules = (read_by_functions(sources), imported(sources)) if slow else (set(), set())
-    demos = [(index, label, took, definitions_of(sources[index], read, modules)) for index, label, took in slow]
+    read, modules, setters = (read_by_functions(sources) | set(graded), imported(sources), global_setters(sources)) \
+        if slow else (set(), set(), {})
+    demos = [(index, label, took, definitions_of(sources[index], read, modules, setters))
+             for index, label, took in slow]
     return [demo for demo in demos if demo[3] is not None]
 
 
-def module_definitions(source: str) -> str | None:
-    """A .py file's code with only its definitions kept (`definitions_of`, with what its functions read: its own
-    top level goes whole, so what that reads does not count), for a load after one its top-level code ran past
-    the limit; None where that is the whole file, or where it defines no function or class (nothing to grade:
-    the file did not load, and its message says why)."""
+def module_definitions(source: str, graded: Iterable[str] = ()) -> str | None:
+    """A .py file's code with only its definitions kept (`definitions_of`, with what its functions read and the
+    names of the functions graded: its own top level goes whole, so what that reads does not count), for a load
+    after one its top-level code ran past the limit; None where that is the whole file, or where it defines no
+    function or class (nothing to grade: the file did not load, and its message says why)."""
     tree = _parsed(source)
     if tree is None or not any(isinstance(node, DEFINITIONS) for node in ast.walk(tree)):
         return None
-    read = set().union(*(globals_read(node) for node in ast.walk(tree) if isinstance(node, DEFINITIONS)))
-    return definitions_of(source, read, imported([source]))
+    # Only the file's outermost defs: a nested def's free names are its enclosing function's (`allowed`, a
+    # parameter of the function read by a helper inside it), not globals; counted, they kept a demo that set them.
+    outer = [node for node in _outermost(tree) if isinstance(node, DEFINITIONS)]
+    read = set(graded).union(*map(globals_read, outer))
+    return definitions_of(source, read, imported([source]), global_setters([source]))
 
 
-def trimmed_after(first: int, labels: list[str], sources: list[str]) -> list[tuple[int, str, str]]:
+def trimmed_after(first: int, labels: list[str], sources: list[str],
+                  graded: Iterable[str] = ()) -> list[tuple[int, str, str]]:
     """(index, label, its definitions' code) of each cell after `first` that does more than define."""
-    read, modules = read_by_functions(sources), imported(sources)
-    demos = [(index, labels[index], definitions_of(sources[index], read, modules))
+    read, modules, setters = read_by_functions(sources) | set(graded), imported(sources), global_setters(sources)
+    demos = [(index, labels[index], definitions_of(sources[index], read, modules, setters))
              for index in range(first + 1, len(sources))]
     return [(index, label, code) for index, label, code in demos if code is not None]
 
 
-def definitions_of(source: str, read: set[str], modules: set[str] = frozenset()) -> str | None:
+def definitions_of(source: str, read: set[str], modules: set[str] = frozenset(),
+                   setters: dict[str, set[str]] | None = None) -> str | None:
     """A slow cell's code with only its definitions kept, in their lines (code_names.kept_lines): its imports, defs
-    and classes, each statement that sets a global one of the notebook's functions reads (`read`), and each call
-    that sets up a library imported under one of the names `modules`. None where that is the whole cell (nothing
-    to leave out) or the cell cannot be read here."""
+    and classes, each statement that sets or changes a global one of the notebook's functions reads (`read`), each
+    call of a function that sets one through `global` (`setters`: function -> the names it declares so), and each
+    call that sets up a library imported under one of the names `modules`. None where that is the whole cell
+    (nothing to leave out) or the cell cannot be read here."""
     tree = _parsed(source)
     if tree is None:
         return None
     while True:  # what a kept statement reads is kept too (`if HAVE_NUMPY:` around a def, `N` of `T = np.ones(N)`)
-        kept = [node for node in tree.body if _defines(node, read, modules)]
+        kept = [node for node in tree.body if _defines(node, read, modules, setters or {})]
         more = set(read).union(*map(_reads_from_outside, kept))
         if more == read:
             break
@@ -84,7 +94,7 @@ def _reads_from_outside(statement: ast.stmt) -> set[str]:
     `A`, which ran again at each load), the same for a def or lambda inside it, and `_reads` of the rest."""
     if isinstance(statement, DEFINITIONS):
         return globals_read(statement)
-    inner = [node for node in ast.walk(statement) if isinstance(node, (*DEFINITIONS, ast.Lambda))]
+    inner = list(_outermost(statement))
     if not inner:
         return _reads(statement)
     inside = {id(name) for node in inner for name in ast.walk(node) if isinstance(name, ast.Name)}
@@ -93,16 +103,26 @@ def _reads_from_outside(statement: ast.stmt) -> set[str]:
     return own.union(*map(globals_read, inner))
 
 
+def _outermost(node: ast.AST):
+    """The defs, classes and lambdas inside `node` that are inside no other one: the nested ones are theirs."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (*DEFINITIONS, ast.Lambda)):
+            yield child
+        else:
+            yield from _outermost(child)
+
+
 def _reads(statement: ast.stmt) -> set[str]:
     """The names a statement reads that it does not bind itself (a loop's `n` is its own)."""
     names = [node for node in ast.walk(statement) if isinstance(node, ast.Name)]
     return {n.id for n in names if isinstance(n.ctx, ast.Load)} - {n.id for n in names if isinstance(n.ctx, ast.Store)}
 
 
-def _defines(statement: ast.stmt, read: set[str], modules: set[str]) -> bool:
+def _defines(statement: ast.stmt, read: set[str], modules: set[str], setters: dict[str, set[str]]) -> bool:
     """Whether a cell's statement defines something: an import or a def (in a `try:` or an `if` too), a class or a
     lambda, a call that sets a library up, or a change to a global a function reads, whether by name (`EPS =
-    1e-9`), in place (`FILL[0] = -np.inf`, `Config.fill = ...`) or through `globals()`."""
+    1e-9`), in place (`FILL[0] = -np.inf`, `Config.fill = ...`, `TABLE.append(x)` in a loop), through `globals()`
+    or by calling a function that sets it through `global`."""
     if isinstance(statement, DEFINITIONS) or isinstance(getattr(statement, "value", None), ast.Lambda):
         return True
     if _sets_up_a_library(statement, modules):
@@ -115,7 +135,24 @@ def _defines(statement: ast.stmt, read: set[str], modules: set[str]) -> bool:
             node = _root(node)
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in read:
             return True
+        if isinstance(node, ast.Expr) and _changes(node.value, read - modules, setters):
+            return True
     return False
+
+
+def _changes(call: ast.expr, read: set[str], setters: dict[str, set[str]]) -> bool:
+    """Whether a call standing alone (its result unused: it is made for what it changes) changes a global in `read`:
+    a method of it (`INV_SQRT.append(...)`, `W.fill_(0)`), a call given it first (`np.fill_diagonal(M, 0)`; not a
+    print), or a function of the file that sets it through `global` (`_init_constants()`)."""
+    if not isinstance(call, ast.Call):
+        return False
+    func, first = call.func, call.args[0] if call.args else None
+    owner = _root(func.value) if isinstance(func, ast.Attribute) else None
+    if isinstance(owner, ast.Name) and owner.id in read:
+        return True
+    if isinstance(first, ast.Name) and first.id in read and not (isinstance(func, ast.Name) and func.id == "print"):
+        return True
+    return isinstance(func, ast.Name) and bool(setters.get(func.id, set()) & read)
 
 
 def _sets_up_a_library(statement: ast.stmt, modules: set[str]) -> bool:
@@ -149,6 +186,17 @@ def read_by_functions(sources: list[str]) -> set[str]:
             elif i < last_def:
                 read |= _reads_from_outside(node)
     return read
+
+
+def global_setters(sources: list[str]) -> dict[str, set[str]]:
+    """The notebook's top-level functions that set globals through a `global` statement, and those names."""
+    setters: dict[str, set[str]] = {}
+    for tree in filter(None, map(_parsed, sources)):
+        for node in tree.body:
+            names = {name for inner in ast.walk(node) if isinstance(inner, ast.Global) for name in inner.names}
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and names:
+                setters[node.name] = names
+    return setters
 
 
 def imported(sources: list[str]) -> set[str]:

@@ -29,6 +29,12 @@ WAIT_SECONDS = 0.02  # per stopped call; a child that answers at all answers wit
 # What starts a loop's first line, and a comprehension's `for` inside brackets: a line inside either was repeating.
 LOOP_STARTS = ("for ", "while ", "async for ", "for(", "while(")
 COMPREHENSION = re.compile(r"[\[{(][^\]})]*\bfor\b[^\]})]*\bin\b")
+# A comprehension's own code object (Python 3.11: each runs in a frame of its own), whatever lines it spans.
+COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
+# Library code that calls a function once per entry, and the calls on a line that do so from C (no frame of theirs).
+PER_ENTRY_FRAMES = ("_vectorize_call", "_vectorize_call_with_signature", "apply_along_axis", "apply_over_axes")
+PER_ENTRY_CALL = re.compile(r"\b(vectorize|frompyfunc|map|apply_along_axis|apply_over_axes)\(")
+STRINGS_AND_COMMENT = re.compile(r"\"[^\"]*\"|'[^']*'|#.*")
 MAX_LINES_UP = 400  # lines read upwards from the stopped one for its loop: a function longer is not searched further
 
 
@@ -67,16 +73,20 @@ def _place(frame, filename: str) -> dict | None:
 def _loop(frame, filename: str) -> str:
     """How the student's code was repeating when stopped, as a phrase ("in the loop `for i in range(n):`"), from its
     frames from `frame` outwards: a line inside a loop or comprehension, a function of the file calling itself, or
-    a library calling one of the file's functions for each entry (np.vectorize); "" where none was."""
-    seen, library_between = set(), False
+    a library calling a function for each entry (np.vectorize, map); "" where none was. Other library code between
+    two of the file's frames (a decorator's wrapper, `@np.errstate`) calls once, and is not a loop."""
+    seen, per_entry = set(), False
     while frame is not None:
         code = frame.f_code
         if not code.co_filename.startswith(filename):
-            library_between = bool(seen)
+            per_entry = per_entry or (code.co_name in PER_ENTRY_FRAMES
+                                      and str(frame.f_globals.get("__name__", "")).startswith("numpy"))
         elif code in seen:
             return "in a call of itself (recursion)"
-        elif library_between:
+        elif per_entry or PER_ENTRY_CALL.search(_code_of(linecache.getline(code.co_filename, frame.f_lineno))):
             return "called entry by entry from library code (as np.vectorize does)"
+        elif code.co_name in COMPREHENSIONS:
+            return f"in the comprehension that begins on line {code.co_firstlineno}"
         else:
             seen.add(code)
             header = _loop_around(code, frame.f_lineno)
@@ -86,13 +96,18 @@ def _loop(frame, filename: str) -> str:
     return ""
 
 
+def _code_of(line: str) -> str:
+    """A line without its strings and comment: `# for every row in S` is no comprehension, `"map("` no call."""
+    return STRINGS_AND_COMMENT.sub('""', line)
+
+
 def _loop_around(code, line: int) -> str:
     """The first line of the innermost loop of the function `code` around `line` (a comprehension on the line
     itself counts), read from its lines upwards by their indentation: parsing the file took 50 ms for 64 KiB, more
     than the grader waits for the answer."""
     lines = linecache.getlines(code.co_filename)
     text = lines[line - 1] if 0 < line <= len(lines) else ""
-    if COMPREHENSION.search(text) or text.lstrip().startswith(LOOP_STARTS):
+    if COMPREHENSION.search(_code_of(text)) or text.lstrip().startswith(LOOP_STARTS):
         return text.strip()[:80]
     indent = len(text) - len(text.lstrip())
     for number in range(line - 1, max(code.co_firstlineno, line - MAX_LINES_UP) - 1, -1):
