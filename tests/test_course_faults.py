@@ -176,3 +176,40 @@ def test_points_that_are_not_a_finite_number_are_refused_like_negative_ones(tmp_
     shown = {".nan": "nan", ".inf": "inf", "-3": "-3"}[points]
     assert (f"assignments.{ASSIGNMENT}.checks.context.matches_reference: expected a number >= 0, got {shown}"
             in done.stderr), done.stderr
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_a_reference_with_wrong_answers_is_blamed_with_every_failing_check_not_the_environment(tmp_path):
+    """It said "this environment cannot grade", named one check, and advised grading the reference, which only
+    repeated the refusal."""
+    course = private_course(tmp_path)
+    reference = tmp_path / "solutions" / ASSIGNMENT / "reference.py"
+    reference.write_text(reference.read_text().replace("    return np.asarray(A) @ np.asarray(V)\n",
+                                                       "    return (np.asarray(A) @ np.asarray(V)) * 1.01\n"))
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", tmp_path / "g.db")
+    assert done.returncode == 2, done.stderr
+    refusal = done.stderr.strip().splitlines()[-1]
+    assert f"the reference solution of {ASSIGNMENT} fails its checks: {reference} failed " in refusal, refusal
+    failing = re.search(r"failed (\d+) of 39 checks on its own answers \((.*)\), which no environment", refusal)
+    assert failing and int(failing[1]) > 1, refusal
+    named = re.findall(r"(?:^|; )(\w+\.\w+): ", failing[2])
+    assert len(named) == int(failing[1]) and "context.lecture_example" in named, named
+    assert f"To fix it: fix {reference} so that it gives the right answers" in refusal
+    assert "this environment cannot grade" not in refusal and "to see every check's message" not in refusal
+    doctor = run_cli("doctor", "--course", course)
+    assert f"[ ] {ASSIGNMENT}: cannot grade: its reference fails its checks: {reference} failed" in doctor.stdout
+
+
+def test_a_reference_without_a_graded_function_is_named_when_the_suite_loads(tmp_path):
+    """It was refused as "this environment cannot grade", in the student's words: "your file does not define
+    context(); keep the function names of the stub"."""
+    course = private_course(tmp_path)
+    reference = tmp_path / "solutions" / ASSIGNMENT / "reference.py"
+    text = reference.read_text()
+    reference.write_text(text.replace("def context(A, V):", "def context_vectors(A, V):")
+                         .replace("return context(A, V), A", "return context_vectors(A, V), A"))
+    done = run_cli("checks", ASSIGNMENT, "--course", course)
+    assert done.returncode == 2
+    assert re.search(rf"{re.escape(str(reference))} does not define context\(\), which the checks "
+                     r"context\.\w+, .* grade: add it to the reference", done.stderr), done.stderr
+    assert "your file" not in done.stderr
