@@ -110,3 +110,106 @@ def test_a_course_folder_without_this_assignment_says_where_it_looked_and_what_i
     assert (f"no submissions of tiny found in .; looked in submitted/<student>/tiny/ and found {students} students "
             f"with only {ASSIGNMENT}/. Collect this assignment's hand-ins first") in done.stderr, done.stderr
     assert f"(`autograder grade {ASSIGNMENT} .`)" in done.stderr
+
+
+def _with_check(tmp_path, body: str, name: str) -> tuple:
+    """A private course whose hidden checks end with `body` (defining `context_<name>`), graded 1 point."""
+    course = private_course(tmp_path)
+    hidden = tmp_path / "solutions" / ASSIGNMENT / "hidden_checks.py"
+    hidden.write_text(hidden.read_text() + body + f'\n\nCHECKS += [Check("context.{name}", context_{name})]\n')
+    course.write_text(course.read_text().replace("      context.matches_reference: 3\n",
+                                                 f"      context.matches_reference: 3\n      context.{name}: 1\n"))
+    return course, hidden
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_a_check_that_returns_a_value_is_named_as_its_fault_never_a_pass(tmp_path):
+    """`return np.allclose(...)` in a pytest-style check: the value was ignored and every student passed."""
+    course, hidden = _with_check(tmp_path, '''
+
+def context_returns(t):
+    """a check written pytest-style."""
+    A, V = np.full((2, 2), 0.5), np.eye(2)
+    return bool(np.allclose(t.returned("context", A, V), t.ref.context(A, V)))
+''', "returns")
+    line = hidden.read_text().splitlines().index('    return bool(np.allclose(t.returned("context", A, V), '
+                                                  't.ref.context(A, V)))') + 1
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db)
+    assert done.returncode == 2, done.stderr
+    refusal = done.stderr.strip().splitlines()[-1]
+    assert re.search(rf"the check context\.returns returned True instead of None at {re.escape(str(hidden))} "
+                     rf"line {line}, in context_returns; a check passes by returning nothing", refusal), refusal
+    assert "a fault in that check, not in this environment" in refusal and _stored(db) == 0
+
+
+@pytest.mark.slow  # waits out the check's whole time limit (30 s) in a real grading run
+def test_a_check_in_an_endless_loop_is_stopped_and_named_with_its_line(tmp_path):
+    """`while True: pass` in a check hung `grade` on "loading the suite" until Ctrl-C."""
+    course, hidden = _with_check(tmp_path, '''
+
+def context_loops(t):
+    """a check that never ends."""
+    t.returned("context", np.eye(2), np.eye(2))
+    while True:
+        pass
+''', "loops")
+    lines = hidden.read_text().splitlines()
+    loop = lines.index("    while True:") + 1
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db, timeout=300)
+    assert done.returncode == 2, done.stderr
+    refusal = done.stderr.strip().splitlines()[-1]
+    assert re.search(rf"the check context\.loops ran longer than 30 s \(an endless loop\?\) at "
+                     rf"{re.escape(str(hidden))} line ({loop}|{loop + 1}), in context_loops", refusal), refusal
+    assert _stored(db) == 0
+
+
+@pytest.mark.parametrize("points", [".nan", ".inf", "-3"])
+def test_points_that_are_not_a_finite_number_are_refused_like_negative_ones(tmp_path, points):
+    """`.nan` points crashed grading with a raw sqlite3.IntegrityError; `.inf` ones were stored and exported."""
+    course = private_course(tmp_path)
+    course.write_text(course.read_text().replace("      context.matches_reference: 3\n",
+                                                 f"      context.matches_reference: {points}\n"))
+    done = run_cli("checks", ASSIGNMENT, "--course", course)
+    assert done.returncode == 2
+    shown = {".nan": "nan", ".inf": "inf", "-3": "-3"}[points]
+    assert (f"assignments.{ASSIGNMENT}.checks.context.matches_reference: expected a number >= 0, got {shown}"
+            in done.stderr), done.stderr
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_a_reference_with_wrong_answers_is_blamed_with_every_failing_check_not_the_environment(tmp_path):
+    """It said "this environment cannot grade", named one check, and advised grading the reference, which only
+    repeated the refusal."""
+    course = private_course(tmp_path)
+    reference = tmp_path / "solutions" / ASSIGNMENT / "reference.py"
+    reference.write_text(reference.read_text().replace("    return np.asarray(A) @ np.asarray(V)\n",
+                                                       "    return (np.asarray(A) @ np.asarray(V)) * 1.01\n"))
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", tmp_path / "g.db")
+    assert done.returncode == 2, done.stderr
+    refusal = done.stderr.strip().splitlines()[-1]
+    assert f"the reference solution of {ASSIGNMENT} fails its checks: {reference} failed " in refusal, refusal
+    failing = re.search(r"failed (\d+) of 39 checks on its own answers \((.*)\), which no environment", refusal)
+    assert failing and int(failing[1]) > 1, refusal
+    named = re.findall(r"(?:^|; )(\w+\.\w+): ", failing[2])
+    assert len(named) == int(failing[1]) and "context.lecture_example" in named, named
+    assert f"To fix it: fix {reference} so that it gives the right answers" in refusal
+    assert "this environment cannot grade" not in refusal and "to see every check's message" not in refusal
+    doctor = run_cli("doctor", "--course", course)
+    assert f"[ ] {ASSIGNMENT}: cannot grade: its reference fails its checks: {reference} failed" in doctor.stdout
+
+
+def test_a_reference_without_a_graded_function_is_named_when_the_suite_loads(tmp_path):
+    """It was refused as "this environment cannot grade", in the student's words: "your file does not define
+    context(); keep the function names of the stub"."""
+    course = private_course(tmp_path)
+    reference = tmp_path / "solutions" / ASSIGNMENT / "reference.py"
+    text = reference.read_text()
+    reference.write_text(text.replace("def context(A, V):", "def context_vectors(A, V):")
+                         .replace("return context(A, V), A", "return context_vectors(A, V), A"))
+    done = run_cli("checks", ASSIGNMENT, "--course", course)
+    assert done.returncode == 2
+    assert re.search(rf"{re.escape(str(reference))} does not define context\(\), which the checks "
+                     r"context\.\w+, .* grade: add it to the reference", done.stderr), done.stderr
+    assert "your file" not in done.stderr

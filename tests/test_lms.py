@@ -407,3 +407,59 @@ def test_a_roster_saved_with_semicolons_is_read(tmp_path):
     roster.write_text("student;name;email\ns0101;Ann One;a@uni.edu\ns0102;Ben, Two;b@uni.edu\n")
     assert read_roster(roster, ("name", "email")) == {"s0101": {"name": "Ann One", "email": "a@uni.edu"},
                                                       "s0102": {"name": "Ben, Two", "email": "b@uni.edu"}}
+
+
+def test_a_canvas_gradebook_saved_with_semicolons_keeps_its_column_id_and_points_check(stored):
+    """Saved where the decimal mark is a comma: the column id and the Points Possible check were lost, since
+    only tab or comma was tried for the header there, while its rows were read with semicolons."""
+    title = load_course(ROOT / "course.yaml").assignment(ASSIGNMENT).title
+    gradebook = (f"Student;ID;SIS User ID;SIS Login ID;Section;{title} (4242)\n    Points Possible;;;;;{{}}\n"
+                 "Lovelace, Ada;s1;S-1;ada;Lab A;\nGrace Hopper;s2;S-2;grace;Lab B;\n")
+    (stored / "roster.csv").write_text(gradebook.format("50,00"))
+    done = run_cli("export", "canvas", "--roster", stored / "roster.csv", "--out", stored / "c.csv", "--db",
+                   stored / "grades.db", "--course", ROOT / "course.yaml")
+    assert done.returncode == 2 and f"the roster gives the column '{title}' 50.00 points possible" in done.stderr, \
+        done.stderr
+    (stored / "roster.csv").write_text(gradebook.format(f"{POINTS},00"))
+    out, said = _export(stored, "canvas")
+    assert f"the roster's own column '{title}' has the id 4242" in said, said
+    assert next(csv.reader(io.StringIO(out.read_text())))[-1] == f"{title} (4242)"
+
+
+@pytest.mark.parametrize("text", [
+    'student;"Full name, as printed, on ID card";lms_id\ns1;Lovelace, Ada;101\n',  # commas inside a quoted title
+    "sep=;\nstudent;Full name, as printed, on ID card;lms_id\ns1;Lovelace, Ada;101\n",  # Excel's separator line
+    "\ufeffsep=;\r\nstudent;Full name, as printed, on ID card;lms_id\r\ns1;Lovelace, Ada;101\r\n",
+])
+def test_a_roster_with_commas_in_a_quoted_header_or_a_sep_line_is_read_with_its_own_separator(tmp_path, text):
+    from autograder.outputs.roster import read_roster
+
+    roster = tmp_path / "roster.csv"
+    roster.write_bytes(text.encode("utf-8"))
+    assert read_roster(roster, ("lms_id", "Full name, as printed, on ID card")) == {
+        "s1": {"lms_id": "101", "Full name, as printed, on ID card": "Lovelace, Ada"}}
+
+
+def test_a_roster_without_a_student_column_names_the_header_it_read(tmp_path):
+    from autograder.outputs import ExportError
+    from autograder.outputs.roster import read_roster
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("login;name;lms_id\ns1;Lovelace, Ada;101\n")
+    with pytest.raises(ExportError, match=r"no column is `student` or `id` \(its header, read as separated by "
+                                          r"semicolons, is: login, name, lms_id\); name the column of the student "
+                                          r"ids `student`"):
+        read_roster(roster, ("name",))
+
+
+@pytest.mark.parametrize("text, header", [("", "nor a header: it is empty"),
+                                          ("student;name;lms_id\n", "its header, read as separated by semicolons, "
+                                                                    "is: student, name, lms_id")])
+def test_an_empty_or_header_only_roster_is_said_to_have_no_student_rows(stored, text, header):
+    """It said "none of its 0 students is one with a result", as if its students were the wrong ones."""
+    (stored / "roster.csv").write_text(text)
+    done = run_cli("export", "canvas", "--roster", stored / "roster.csv", "--out", stored / "c.csv", "--db",
+                   stored / "grades.db", "--course", ROOT / "course.yaml")
+    assert done.returncode == 2 and f"roster.csv has no student rows ({header}): add one row per student" \
+        in done.stderr, done.stderr
+    assert "none of its 0 students" not in done.stderr and not (stored / "c.csv").exists()

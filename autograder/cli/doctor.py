@@ -71,7 +71,8 @@ def _suite_or_why(course, name: str):
 def _probe_line(suite, report) -> str:
     preload = ", ".join(suite.assignment.preload) or "nothing"
     if not report.ok:
-        where = "cannot grade: its checks have a fault" if report.check_fault else "cannot grade here"
+        where = ("cannot grade: its reference fails its checks" if report.reference_fault else
+                 "cannot grade: its checks have a fault" if report.check_fault else "cannot grade here")
         return f"  [ ] {suite.assignment.name}: {where}: {report.problem}. To fix it: {report.fix}"
     mapped = (f"; a worker maps {report.mapped_mib:.0f} MiB after the preload, and may map "
               f"{suite.assignment.limits.memory_mib} MiB more" if report.mapped_mib else "")

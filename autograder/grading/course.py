@@ -6,6 +6,7 @@ changes a grade. Point values live here and nowhere else.
 """
 from __future__ import annotations
 
+import math
 import zoneinfo
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -188,7 +189,9 @@ class _Reader:
         return str(value)
 
     def number(self, value, key: str, minimum: float = 0.0) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        # Not `value < minimum` alone: NaN compares false with everything, and .nan or .inf points, limits or
+        # tolerances would pass into every score and export.
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value < math.inf:
             self.fail(key, f"expected a number >= {minimum:g}, got {value!r}")
         return value
 

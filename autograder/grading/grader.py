@@ -263,6 +263,8 @@ class Grader:
         if isinstance(sent, str):
             return Judged(entry, self._result(entry, TIMEOUT, sent))
         planned, replies = sent
+        if planned.fault is not None:
+            raise planned.fault
         if planned.answered_alike(replies):
             tried = Attempt(PASSED, calls=list(zip(planned.calls, replies.replies)), sizes=entry.check.sizes)
         else:

@@ -25,6 +25,7 @@ grading has three steps, and only the third looks at the answers:
 from __future__ import annotations
 
 import dataclasses
+import signal
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -34,6 +35,7 @@ import numpy as np
 
 from autograder.authoring.checks import Trial, same_bytes
 from autograder.authoring.protocol import Call, Reply
+from autograder.grading.attempt import SuiteFault, run_check
 from autograder.grading.reference_cache import copied
 from autograder.grading.suite import SuiteCheck
 from autograder.sandbox import values, worker
@@ -82,7 +84,13 @@ class ReferenceAnswers:
     def call(self, call: Call) -> Reply:
         header, buffers = request_frame(call, 0)
         buffers = [bytearray(buffer) for buffer in buffers]
+        # A worker's call stops the interval timers as it returns; here one is the check's own clock
+        # (attempt.run_check), which must go on where it was.
+        clock = signal.getitimer(signal.ITIMER_REAL) if hasattr(signal, "getitimer") else (0.0, 0.0)
+        started = time.monotonic()
         reply, out = worker._call(header, buffers, self.namespace)
+        if clock[0]:
+            signal.setitimer(signal.ITIMER_REAL, max(clock[0] - (time.monotonic() - started), 1e-3), clock[1])
         inputs = tuple(values.decode(tree, buffers) for tree in argument_trees(header)) if call.return_inputs else None
         return read_reply(reply, out, call, inputs)
 
@@ -94,6 +102,8 @@ class Plan:
     answers: the reference's reply to each call, copied as it came (the
         check may change what it was given); empty where nothing planned.
     passed: the check passed on those answers.
+    fault: the SuiteFault the check's own code gave against the reference (it returned a value or ran
+        too long), which judging raises for every student rather than running the check again.
     requests: the calls encoded for the wire, once kept (KeptPlans), so that
         the students of a set are sent them without encoding them again.
     """
@@ -102,6 +112,7 @@ class Plan:
     answers: tuple = ()
     passed: bool = False
     requests: tuple = ()
+    fault: SuiteFault | None = None
 
     def to_send(self) -> list | tuple:
         """The calls as a session streams them: encoded already where this plan is kept."""
@@ -193,7 +204,9 @@ def plan_check(entry: SuiteCheck, trial: Trial, reference: ReferenceAnswers) -> 
         return reply
     trial.call_function = answer
     try:
-        entry.check.run(trial)
+        run_check(entry, trial)
+    except SuiteFault as fault:
+        return Plan([call for call, _ in trial.calls], tuple(answers), fault=fault)
     except Exception:  # noqa: BLE001 - judging runs the check again and reports what it does
         return Plan([call for call, _ in trial.calls], tuple(answers))
     return Plan([call for call, _ in trial.calls], tuple(answers), passed=True)
@@ -301,7 +314,9 @@ def run_live(entry: SuiteCheck, trial: Trial, session) -> tuple[Plan, Sent]:
         return reply
     trial.call_function = call
     try:
-        entry.check.run(trial)
+        run_check(entry, trial)
+    except SuiteFault:
+        raise  # judging would only run it as long again
     except Exception:  # noqa: BLE001 - judging runs the check again and reports what it does
         pass
     sent.seconds = time.monotonic() - started

@@ -56,6 +56,7 @@ class ProbeReport:
     mapped_mib: float | None = None
     checks: int = 0  # reference checks that passed
     check_fault: bool = False  # the problem is a bug in one of the assignment's checks, not in this environment
+    reference_fault: bool = False  # the reference gives wrong answers (or its checks expect them), here as anywhere
 
     @property
     def ok(self) -> bool:
@@ -64,6 +65,8 @@ class ProbeReport:
     @property
     def cause(self) -> str:
         """Who cannot grade, before the problem: this environment, or the assignment's own checks."""
+        if self.reference_fault:
+            return f"the reference solution of {self.assignment} fails its checks"
         return (f"{self.assignment}'s checks cannot grade" if self.check_fault
                 else f"this environment cannot grade {self.assignment}")
 
@@ -95,6 +98,10 @@ def probe_environment(course: Course, suite: Suite, sandbox: Sandbox, alongside:
     fault = suite_fault_in(result.internal_error)
     if fault:
         return ProbeReport(assignment.name, *_check_fault(fault, assignment.name, path), mapped, check_fault=True)
+    wrong = _wrong_answers(result)
+    if wrong:
+        return ProbeReport(assignment.name, *_reference_fault(wrong, len(result.tests), assignment.name, path),
+                           mapped, len(result.tests) - len(wrong), reference_fault=True)
     problem, passed = _reference_passes(result, path)
     return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped) if problem else "",
                        mapped, passed)
@@ -127,7 +134,25 @@ def _reference_passes(result: SubmissionResult, path: Path) -> tuple[str, int]:
     return problem + (f" (the worker printed: {last})" if last else ""), len(passed)
 
 
+def _wrong_answers(result: SubmissionResult) -> list:
+    """The reference's checks that failed on its answers (not a timeout or a crash, which the sandbox may
+    cause), where every check that did not pass did so: [] where another cause is the finding."""
+    failed = [test for test in result.tests if test.status != "passed"]
+    if result.internal_error or result.problem or any(test.status != "failed" for test in failed):
+        return []
+    return failed
+
+
 # ---------------------------------------------------------------- causes and fixes
+
+def _reference_fault(wrong: list, checks: int, assignment: str, reference: Path) -> tuple[str, str]:
+    """(problem, fix) for a reference whose answers fail checks: each check named with its message's first line."""
+    named = "; ".join(f"{test.name}: {(test.message.strip().splitlines() or [''])[0][:200]}" for test in wrong)
+    return (f"{reference} failed {len(wrong)} of {checks} checks on its own answers ({named}), which no "
+            "environment changes",
+            f"fix {reference} so that it gives the right answers, or, where a check expects a wrong one, fix that "
+            f"check (`autograder checks {assignment}` lists every check with what it verifies)")
+
 
 def _check_fault(fault: str, assignment: str, reference: Path) -> tuple[str, str]:
     """(problem, fix) for a check that raised while grading the reference: the check's bug, named where it is."""

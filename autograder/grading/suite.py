@@ -126,6 +126,8 @@ def _load_suite(course: Course, name: str) -> Suite:
     names = {check.name for check, _ in found}
     checks = tuple(_with_points(check, visibility, assignment, course, names) for check, visibility in found)
     _require_all_listed(checks, assignment, course, hidden_path)
+    if reference is not None:
+        _require_reference_functions(checks, reference, reference_path)
     catalogue_path = assignment.solution_dir / MISCONCEPTIONS_FILE
     catalogue = _catalogue(_load_module(catalogue_path, name, "misconceptions")) if catalogue_path.is_file() else None
     return Suite(assignment, checks, reference, _version(_suite_files(assignment), assignment), catalogue)
@@ -258,6 +260,22 @@ def _require_all_listed(checks: tuple[SuiteCheck, ...], assignment: Assignment, 
     if unknown:
         raise CourseError(f"{course.path}: assignments.{assignment.name}.checks.{unknown[0]}: no check by that "
                           f"name exists in {PUBLIC_FILE} or {HIDDEN_FILE}; remove the line or fix its name")
+
+
+def _require_reference_functions(checks: tuple[SuiteCheck, ...], reference: ModuleType, path: Path) -> None:
+    """Every function a check calls must be the reference's too: the checks plan their calls with its answers,
+    and without it the reference would fail them as a student who left the function out."""
+    missing = {}
+    for entry in checks:
+        for function in entry.check.functions:
+            if not callable(getattr(reference, function, None)):
+                missing.setdefault(function, []).append(entry.name)
+    if missing:
+        function, names = next(iter(missing.items()))
+        more = f" (nor {', '.join(f'{name}()' for name in list(missing)[1:])})" if len(missing) > 1 else ""
+        raise CourseError(f"{path} does not define {function}(){more}, which the checks {', '.join(names[:5])}"
+                          f"{' and more' if len(names) > 5 else ''} grade: add it to the reference (or, if the "
+                          "function was renamed, rename it in the checks and the stub too), then run again")
 
 
 def _grading_code() -> list[Path]:

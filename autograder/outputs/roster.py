@@ -42,7 +42,7 @@ BLACKBOARD_COLUMNS = {"Last Name": "last_name", "First Name": "first_name", "Use
 
 # A gradebook column as an LMS's own download heads it: Canvas's `Title (4242)`, Blackboard's
 # `Title [Total Pts: 100 Score] |1234567`.
-_POINTS = re.compile(r"\d+(?:\.\d+)?")
+_POINTS = re.compile(r"\d+(?:[.,]\d+)?")  # a decimal comma where the file is separated by semicolons
 _LMS_COLUMN = re.compile(r"^(?P<title>.+?) (?:\((?P<canvas>\d+)\)|\[Total Pts:[^\]]*\] \|(?P<blackboard>\S+))$")
 
 
@@ -51,9 +51,15 @@ def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]
     path = Path(path)
     text = _text(path, lambda note: print(safe(note, 2000), file=sys.stderr))
     rows = _json_rows(path, text) if path.suffix.lower() == ".json" else _csv_rows(text)
+    if not rows:
+        raise ExportError(f"{path} has no student rows{_header_read(path, text)}: add one row per student (its "
+                          "`student` id as `autograder grade` stores it) and run again")
     roster, entry_of = {}, {}
     for number, row in enumerate(rows, start=1):
         student = (row.get("student") or row.get("id")) if isinstance(row, dict) else None
+        if isinstance(row, dict) and not {"student", "id"} & set(row) and path.suffix.lower() != ".json":
+            raise ExportError(f"{path}: no column is `student` or `id`{_header_read(path, text)}; name the column "
+                              "of the student ids `student` (the ids `autograder grade` stores) and run again")
         if not isinstance(student, str) or not student.strip():
             raise ExportError(f"{path}: entry {number} has no student id (a `student` or `id` field); every entry "
                               "needs one, as `autograder grade` stores it")
@@ -73,9 +79,8 @@ def lms_columns(path: Path) -> list[tuple[str, str]]:
     path = Path(path)
     if path.suffix.lower() == ".json":
         return []
-    first_line = _text(path).split("\n", 1)[0]
-    delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
-    header = next(csv.reader([first_line], delimiter=delimiter), [])
+    delimiter, text = separated(_text(path))
+    header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
     found = [_LMS_COLUMN.match(cell.strip()) for cell in header]
     return [(match["title"], match["canvas"] or match["blackboard"]) for match in found if match]
 
@@ -86,16 +91,14 @@ def column_points(path: Path) -> dict[str, str]:
     path = Path(path)
     if path.suffix.lower() == ".json":
         return {}
-    text = _text(path)
-    first_line = text.split("\n", 1)[0]
-    delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
+    delimiter, text = separated(_text(path))
     lines = list(itertools.islice(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), 5))
     possible = next((row for row in lines[1:] if row and row[0].strip() == "Points Possible"), [])
     points = {}
     for number, cell in enumerate(lines[0] if lines else []):
         match = _LMS_COLUMN.match(cell.strip())
         if match and match["canvas"] and number < len(possible) and _POINTS.fullmatch(possible[number].strip()):
-            points[match["canvas"]] = possible[number].strip()
+            points[match["canvas"]] = possible[number].strip().replace(",", ".")
         elif match and match["blackboard"] and (total := re.search(r"Total Pts: *(\d+(?:\.\d+)?)", cell)):
             points[match["blackboard"]] = total[1]
     return points
@@ -147,8 +150,7 @@ def _csv_rows(text: str) -> list[dict]:
     locale whose decimal mark is a comma separates with semicolons); those of Canvas's gradebook export, Moodle's
     worksheet or Blackboard's Grade Center download with their columns as roster fields. (A cell may hold a line
     break: an earlier grader's feedback in Moodle's worksheet.)"""
-    first_line = text.split("\n", 1)[0]
-    delimiter = max((",", "\t", ";"), key=first_line.count)  # a comma where none is more frequent
+    delimiter, text = separated(text)
     rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
     header = set(rows[0]) if rows else set()
     if not rows or "student" in header:
@@ -163,6 +165,34 @@ def _csv_rows(text: str) -> list[dict]:
         return [{"student": row["Username"], **_fields(row, BLACKBOARD_COLUMNS)} for row in rows
                 if (row["Username"] or "").strip()]
     return rows
+
+
+def separated(text: str) -> tuple[str, str]:
+    """(the separator of a CSV roster's cells, its text without Excel's `sep=X` first line where it has one).
+
+    The separator is X where such a line names it, else whichever of comma, tab and semicolon the header holds
+    most often outside quotes (a comma where none is more frequent): a spreadsheet saved in a locale whose decimal
+    mark is a comma separates with semicolons, and a quoted title may hold commas
+    (`student;"Full name, as printed";lms_id`)."""
+    first_line, _, rest = text.partition("\n")
+    named = re.fullmatch(r"sep=(.)\r?", first_line)
+    if named:
+        return named[1], rest
+    outside = re.sub(r'"[^"]*"', "", first_line)  # a quote inside a quoted cell is doubled: still removed whole
+    return max((",", "\t", ";"), key=outside.count), text
+
+
+def _header_read(path: Path, text: str) -> str:
+    """", and its header, read as separated by ';', is: a, b" for a CSV roster with a header line, else ""."""
+    if path.suffix.lower() == ".json":
+        return ""
+    delimiter, text = separated(text)
+    header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
+    if not any(cell.strip() for cell in header):
+        return " (nor a header: it is empty)"
+    shown = {",": "commas", "\t": "tabs", ";": "semicolons"}.get(delimiter, repr(delimiter))
+    return safe(f" (its header, read as separated by {shown}, is: {', '.join(cell.strip() for cell in header)})",
+                400)
 
 
 def _fields(row: dict, columns: dict[str, str]) -> dict:

@@ -63,13 +63,14 @@ class _Alarm:
     rang: bool = False
     _previous: object = None
     _installed: bool = False
+    _outer: tuple = ((0.0, 0.0), 0.0)  # the interval timer this alarm replaced, and when
 
     def arm(self) -> None:
         if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
             return
         self._previous = signal.signal(signal.SIGALRM, self._ring)
         self._installed = True
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        self._outer = (signal.setitimer(signal.ITIMER_REAL, self.seconds), time.monotonic())
 
     def disarm(self) -> None:
         if not self._installed:
@@ -77,6 +78,9 @@ class _Alarm:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self._previous)
         self._installed = False
+        (left, every), started = self._outer
+        if left:  # the clock of the check making this call (grading.attempt.run_check) goes on where it was
+            signal.setitimer(signal.ITIMER_REAL, max(left - (time.monotonic() - started), 1e-3), every)
 
     def _ring(self, _signum, _frame):
         self.rang = True
