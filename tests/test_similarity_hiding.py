@@ -107,3 +107,87 @@ def softmax(S):
     return e / t
 """
     assert _all_tokens(hidden) == _all_tokens(plain)
+
+
+def _signature(function: ast.FunctionDef) -> str:
+    return ast.unparse(function).splitlines()[0]
+
+
+def _decoyed(head: str, test: str, text: str = ORIGINAL, after: str = "else:") -> str:
+    """`text` with its defs under `after` (an `else:` or `except ImportError:`), below `head` and `test` whose
+    branch defines each with the same signature and a body that uses only its first parameter."""
+    rest, functions = _split(text)
+    decoys = "\n".join(f"    {_signature(f)}\n        return [x for x in {f.args.args[0].arg}]" for f in functions)
+    return f"{rest}\n{head}\n{test}\n{decoys}\n{after}\n{_indented(functions)}\n"
+
+
+def test_a_copy_behind_decoys_under_a_test_the_file_does_not_settle_is_read():
+    """Found by trying the grader from outside: each of these read the decoys, and the copy shared nothing with
+    its source; `TYPE_CHECKING = 1 == 1` had been taken for typing's (False), reading the copy's branch backwards."""
+    cases = {
+        "flag assigned twice": ("FAST = True\nFAST = False", "if FAST:"),
+        "flag compared": ("MODE = 'ref'", "if MODE == 'fast':"),
+        "version subscript": ("import sys", "if sys.version_info[0] < 3:"),
+        "version major": ("import sys", "if sys.version_info.major < 3:"),
+        "version reversed": ("import sys", "if (3, 0) > sys.version_info:"),
+        "typing alias": ("from typing import TYPE_CHECKING as TC", "if TC:"),
+        "typing module": ("import typing as t", "if t.TYPE_CHECKING:"),
+        "main guard": ("", "if __name__ == '__main__':"),
+    }
+    expected = _all_tokens(ORIGINAL)
+    for how, (head, test) in cases.items():
+        assert _all_tokens(_decoyed(head, test)) == expected, how
+    shadow = _decoyed("TYPE_CHECKING = 1 == 1", "if not TYPE_CHECKING:")  # the file's own name: both are read
+    assert _all_tokens(shadow) == expected
+    not_main = _split(ORIGINAL)[0] + "\n" + "\n".join(
+        f"{_signature(f)}\n    return [x for x in {f.args.args[0].arg}]" for f in _split(ORIGINAL)[1]) + \
+        f"\nif __name__ != '__main__':\n{_indented(_split(ORIGINAL)[1])}\n"
+    assert _all_tokens(not_main) == expected
+
+
+def test_decoys_in_a_try_body_beside_the_copy_in_its_except_are_named_in_a_note():
+    text = _decoyed("try:\n    import attention_fast_kernels", "", after="except ImportError:")
+    assert _all_tokens(text) == _all_tokens(ORIGINAL)
+    comparison = compare_class("w07_attention", _class_with({"decoys": text}), STUB, SOURCE_DIR, jobs=1)
+    note = dict(n.split(": ", 1) for n in comparison.notes)["decoys"]
+    decoy, copy = (number for number, line in enumerate(text.splitlines(), start=1)
+                   if line.strip().startswith("def score("))
+    assert f"defines score in two branches (lines {decoy}, {copy}): the one compared is line {copy}'s, as the " \
+           "other does not use K" in note and "compare the other of each by hand" in note, note
+
+
+def test_functions_bound_in_a_with_block_a_loop_run_once_setattr_or_an_export_function_are_compared():
+    rest, functions = _split(ORIGINAL)
+    decoys = "\n".join(f"{_signature(f)}\n    return [x for x in {f.args.args[0].arg}]" for f in functions)
+    tree, names = _renamed(ORIGINAL)
+    private, order = ast.unparse(tree), [name for name in CONTRACT if name in names]
+    variants = {
+        "with": f"{rest}\n{decoys}\nimport contextlib\nwith contextlib.suppress(Exception):\n{_indented(functions)}\n",
+        "for once": f"{rest}\n{decoys}\nfor _once in range(1):\n{_indented(functions)}\n",
+        "setattr": f"{private}\n{decoys}\nimport sys\n" + "\n".join(
+            f"setattr(sys.modules[__name__], {n!r}, _{n})" for n in order),
+        "export": f"{private}\n{decoys}\ndef _export():\n    global {', '.join(order)}\n" + "\n".join(
+            f"    {n} = _{n}" for n in order) + "\n_export()\n",
+    }
+    expected = _all_tokens(ORIGINAL)
+    for how, text in variants.items():
+        assert _all_tokens(text) == expected, how
+
+
+def test_a_name_bound_again_in_a_way_not_read_is_named_with_its_line():
+    """A decorator of the file's own may return another function; a module `__getattr__` may give any name: both
+    had been silent (or "none of the assignment's functions is defined")."""
+    tree, names = _renamed(ORIGINAL)
+    private, order = ast.unparse(tree), [name for name in CONTRACT if name in names]
+    decorated = f"{private}\ndef _use(n):\n    return lambda _g: globals()['_' + n]\n" + "\n".join(
+        f"@_use({n!r})\ndef {n}(*args):\n    return args" for n in order)
+    getattr_ = f"{private}\ndef __getattr__(name):\n    return globals()['_' + name]\n"
+    comparison = compare_class("w07_attention", _class_with({"decorated": decorated, "getattr": getattr_}), STUB,
+                               SOURCE_DIR, jobs=1)
+    notes = dict(n.split(": ", 1) for n in comparison.notes)
+    lines = decorated.splitlines()
+    at, defined = lines.index("@_use('score')") + 1, lines.index("def score(*args):") + 1
+    assert f"score at line {defined} and binds it again at line {at}" in notes["decorated"], notes["decorated"]
+    assert "in a way this command does not read" in notes["decorated"]
+    line = getattr_.splitlines().index("def __getattr__(name):") + 1
+    assert f"could not find score (line {line})" in notes["getattr"] and "none" not in notes["getattr"], notes

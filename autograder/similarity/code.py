@@ -24,7 +24,8 @@ from autograder.grading.submission import Submission
 from autograder.similarity.depth import drop_deep_statements
 from autograder.similarity.imports import imported_names
 from autograder.similarity.normalise import Token, function_tokens
-from autograder.similarity.toplevel import Constants, Module, module_constants, top_level
+from autograder.similarity.toplevel import Constants, Module, Reading, module_constants, top_level
+from autograder.similarity.unread import missing_notes, unread_notes
 
 MAX_CODE_CHARS = 2_000_000  # of code, comments and docstrings left out: more than any hand-written answer
 
@@ -106,63 +107,19 @@ def student_code(submission: Submission, contract: list[str]) -> StudentCode:
     except (RecursionError, MemoryError):  # nested statements (drop_deep_statements measures expressions)
         return StudentCode(submission.student, path, text, {}, "; ".join(
             [*notes, "not compared: the code is nested too deeply to analyse"]), cells)
-    defined = Counter(node.name for node in top_level(tree.body) if isinstance(node, ast.FunctionDef
-                                                                               | ast.AsyncFunctionDef))
+    reading = Reading()
+    read = top_level(tree.body, reading=reading)
+    defined = Counter(node.name for node in read if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
     twice = [name for name in contract if defined[name] > 1]
     if twice:  # an earlier definition, perhaps a copy, is code the file holds but does not run
         notes.append(f"defines {', '.join(twice)} more than once; the last definition of each, which runs, was "
                      "compared, not the earlier ones")
+    notes.extend(unread_notes(tree, read, reading, [n for n in contract if n in functions],
+                              lambda line: place_in(cells, line)))
     missing = [name for name in contract if name not in functions]
     if missing and not (failed and submission.kind == "py"):
         notes.extend(missing_notes(tree, missing, everything=len(missing) == len(contract)))
     return StudentCode(submission.student, path, text, functions, "; ".join(notes), cells)
-
-
-def missing_notes(tree: ast.Module, missing: list[str], everything: bool) -> list[str]:
-    """What to tell of the contract functions not found: those the file binds somewhere, in a way this reading
-    does not follow (`score = make_score()`), are not said to be absent, and are left to be compared by hand."""
-    where, through_globals = {}, None
-    for node in _module_level(tree):
-        name = node.id if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) else getattr(
-            node, "name", None)
-        if name in missing and name not in where and hasattr(node, "lineno"):
-            where[name] = node.lineno
-        if _writes_globals(node):
-            through_globals = min(node.lineno, through_globals or node.lineno)
-    if through_globals:  # `for name, f in ...: globals()[name] = f` may bind any of them: said with its line
-        where = {name: where.get(name, through_globals) for name in missing}
-    unread = ", ".join(f"{name} (line {where[name]})" for name in missing if name in where)
-    absent = [name for name in missing if name not in where]
-    if everything and not where:
-        return ["not compared: none of the assignment's functions is defined"]
-    notes = []
-    if absent:
-        notes.append(f"defines no {', '.join(absent)}")
-    if where:
-        notes.append(f"{'not compared: ' * everything}could not find {unread} in a form this command reads (a def, "
-                     "a lambda, or a name given a function or a class's method); compare "
-                     f"{'the file' if everything else 'those'} by hand")
-    return notes
-
-
-def _writes_globals(node: ast.AST) -> bool:
-    """Whether `node` binds module names by a key computed as it runs: `globals()[k] = v`, `globals().update(...)`."""
-    def is_globals(part):
-        return isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in ("globals", "vars")
-    return (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and is_globals(node.value)) or (
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_globals(node.func.value)
-        and node.func.attr in ("update", "setdefault", "__setitem__"))
-
-
-def _module_level(tree: ast.Module):
-    """Every node of `tree` outside the bodies of its functions and classes (a local `context = A @ V` binds no
-    module name)."""
-    stack = list(tree.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            stack.extend(ast.iter_child_nodes(node))
 
 
 def for_instructor(problem: str) -> str:

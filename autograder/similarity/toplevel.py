@@ -7,102 +7,96 @@ once, `(score, norm) = (_score, _norm)`), as methods of a class
 (`score = Attn.score`), as a lambda (`score = lambda Q, K: ...`), through `globals()`, a starred or walrus
 assignment or `functools.partial(f)`, or inside `try:` or `if` blocks
 (`try: import torch; def score_torch(...)`), perhaps behind decoys (`if
-TYPE_CHECKING: def score(*args): ...`). Each is read here as the plain
-function it is, where the file itself says which.
+TYPE_CHECKING: def score(*args): ...`), in `with` blocks, through `setattr`
+or a function that binds `global` names. Each is read here as the plain
+function it is, where the file itself says which (similarity.branches).
 """
 from __future__ import annotations
 
 import ast
-import operator
-import sys
 from collections import Counter, deque
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from autograder.similarity import branches as runs
 
 MAX_HELPERS = 200  # helpers followed from one function: far more than any hand-written answer has
 
 
-def top_level(body: list[ast.stmt], flags: dict[str, ast.Constant] | None = None) -> list[ast.stmt]:
-    """The module's statements, those of its top-level `if` and `try` blocks in their place (not an `if __name__
-    == "__main__":` block's, which importing the file does not run), and a walrus's binding as the assignment it is.
+@dataclass
+class Reading:
+    """What `top_level` chose, for the notes: versions of a name it did not read, and code that does not run.
+
+    alternatives: (name, the statement read, another branch's statement binding the name, why the one read was
+    chosen); skipped: statements of branches that do not run (`if TYPE_CHECKING:`) and alternatives not read.
+    """
+
+    alternatives: list[tuple[str, ast.stmt, ast.stmt, str]] = field(default_factory=list)
+    skipped: list[ast.stmt] = field(default_factory=list)
+
+
+def top_level(body: list[ast.stmt], flags: dict[str, ast.Constant] | None = None,
+              reading: Reading | None = None) -> list[ast.stmt]:
+    """The module's statements, those of its top-level blocks that run when it is imported in their place, and a
+    walrus's binding as the assignment it is: `if` and `try` blocks, `with` blocks and loops over one item (each
+    runs once), a call of a module function that binds module names (`global score`) as those bindings.
 
     An `if` whose test is known at run time (`if TYPE_CHECKING:`, `if sys.version_info < (3, 8):`, a module flag
-    `DEBUG = False`) gives only the branch that runs. Where branches bind a name alike, the earlier is read (`try:
-    def f` before `except ImportError: f = None`: the branch the file was written to run), except that a def with
-    a body of its own is read before a placeholder (`...`, `pass`, a lone raise) or an import of that name: a copy
-    put in the `else:` behind decoys, or in the `except ImportError:` of a module that does not exist, is the code.
+    `DEBUG = False`, `if __name__ == "__main__":`) gives only the branch that runs (see branches.known_test).
+    Where branches bind a name alike, the earlier is read (`try: def f` before `except ImportError: f = None`:
+    the branch the file was written to run), except that a def with a body of its own is read before a
+    placeholder (`...`, `pass`, a lone raise) or an import of that name, and one that is no decoy (see
+    branches.decoy_reason) before one that is: a copy put in the `else:` behind decoys, or in the `except
+    ImportError:` of a module that does not exist, is the code. `reading` collects what was not read.
     """
     flags = module_constants(ast.Module(body=body, type_ignores=[])) if flags is None else flags
+    reading = Reading() if reading is None else reading
+    exporters = {n.name: n for n in body if isinstance(n, ast.FunctionDef) and runs.declared_global(n)}
     out = []
     for node in body:
         out.extend(_walrus_assignments(node.test if isinstance(node, ast.If) else node))
-        if isinstance(node, ast.If) and not _is_main_guard(node.test):
-            known = known_test(node.test, flags)
+        if isinstance(node, ast.If):
+            known = runs.known_test(node.test, flags)
             branches, after = [[node.body, node.orelse][known is False]] if known is not None else [
                 node.body, node.orelse], []
+            if known is not None:
+                reading.skipped.extend([node.orelse, node.body][known is False])
         elif isinstance(node, ast.Try | ast.TryStar):
             branches, after = [[*node.body, *node.orelse], *(h.body for h in node.handlers)], node.finalbody
+        elif isinstance(node, ast.With) or runs.runs_once(node):  # one branch, run once: read in order
+            out.extend(top_level([*node.body, *getattr(node, "orelse", [])], flags, reading))
+            continue
+        elif runs.called(node) in exporters:  # `_export()`: its `global score; score = _score` bind module names
+            function = exporters[runs.called(node)]
+            globals_ = runs.declared_global(function)
+            out.extend(s for s in top_level(function.body, flags, reading) if bound_names(s)
+                       and bound_names(s) <= globals_)
+            continue
         else:
             out.append(node)
             continue
-        out.extend(_read_of([top_level(branch, flags) for branch in branches]))
-        out.extend(top_level(after, flags))
+        out.extend(_read_of([top_level(branch, flags, reading) for branch in branches], reading))
+        out.extend(top_level(after, flags, reading))
     return out
 
 
-def _read_of(branches: list[list[ast.stmt]]) -> list[ast.stmt]:
-    """The statements of alternative branches that are read: for each name, its binding of highest `_rank`, the
+def _read_of(branches: list[list[ast.stmt]], reading: Reading) -> list[ast.stmt]:
+    """The statements of alternative branches that are read: for each name, its best binding (`branches.better`), the
     earliest of those; a statement binding no name is kept."""
     chosen: dict[str, ast.stmt] = {}
     for statement in (s for branch in branches for s in branch):
         for name in bound_names(statement):
-            if name not in chosen or _rank(statement) > _rank(chosen[name]):
+            if name not in chosen or runs.better(statement, chosen[name]):
                 chosen[name] = statement
     read = {id(s) for s in chosen.values()}
+    for statement in (s for branch in branches for s in branch):
+        if bound_names(statement) and id(statement) not in read:
+            reading.skipped.append(statement)
+            kept = next(chosen[name] for name in bound_names(statement) if name in chosen)
+            if runs.rank(statement) == runs.rank(kept) == 2:
+                reading.alternatives.append((getattr(statement, "name", ""), kept, statement,
+                                             runs.why(kept, statement)))
     return [s for branch in branches for s in branch if not bound_names(s) or id(s) in read]
-
-
-def _rank(statement: ast.stmt) -> int:
-    """2 for a def or class with code of its own, 0 for one whose body is a placeholder, 1 for other bindings."""
-    if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return 1
-    return 0 if is_placeholder(statement) else 2
-
-
-def is_placeholder(function: ast.AST) -> bool:
-    """Whether a def's body, its docstring aside, is `...`, `pass` or a lone `raise` (of any exception)."""
-    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                             and isinstance(s.value.value, str))]
-    return all(isinstance(s, ast.Pass | ast.Raise) or (isinstance(s, ast.Expr) and isinstance(
-        s.value, ast.Constant) and s.value.value is Ellipsis) for s in body) and len(body) <= 1
-
-
-def known_test(test: ast.expr, flags: dict[str, ast.Constant]) -> bool | None:
-    """What an `if` test is at run time where the file says: `TYPE_CHECKING` (False), a constant or a module flag
-    bound once to one, `sys.version_info` compared with a version (this Python's), `not` of one; else None."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = known_test(test.operand, flags)
-        return None if inner is None else not inner
-    if isinstance(test, ast.Constant):
-        return bool(test.value)
-    name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else None
-    if isinstance(test, ast.Name) and name in flags:
-        return bool(flags[name].value)
-    if name == "TYPE_CHECKING":
-        return False
-    return _version_test(test)
-
-
-def _version_test(test: ast.expr) -> bool | None:
-    """`sys.version_info < (3, 8)` and the like, compared with this Python's version; None for other tests."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Attribute)
-            and test.left.attr == "version_info" and isinstance(test.comparators[0], ast.Tuple)):
-        return None
-    parts = [e.value for e in test.comparators[0].elts if isinstance(e, ast.Constant)]
-    if not parts or len(parts) != len(test.comparators[0].elts) or not all(type(p) is int for p in parts):
-        return None
-    compare = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-               ast.Eq: operator.eq, ast.NotEq: operator.ne}.get(type(test.ops[0]))
-    return None if compare is None else compare(tuple(sys.version_info[:len(parts)]), tuple(parts))
 
 
 def _walrus_assignments(node: ast.AST) -> list[ast.Assign]:
@@ -121,29 +115,34 @@ def _walrus_assignments(node: ast.AST) -> list[ast.Assign]:
     return found
 
 
-def _is_main_guard(test: ast.expr) -> bool:
-    return isinstance(test, ast.Compare) and any(isinstance(n, ast.Name) and n.id == "__name__"
-                                                 for n in [test.left, *test.comparators])
-
-
 def bound_names(statement: ast.stmt) -> set[str]:
     """The names a top-level statement binds: a def's or class's, an import's, an assignment's targets."""
     if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return {statement.name}
     if isinstance(statement, ast.Import | ast.ImportFrom):
         return {(alias.asname or alias.name).split(".")[0] for alias in statement.names}
+    if isinstance(statement, ast.Expr):  # `globals().update(score=_score)`, `setattr(sys.modules[__name__], ...)`
+        return {name for name, _ in bindings(statement)}
     targets = {ast.Assign: lambda s: s.targets, ast.AnnAssign: lambda s: [s.target],
                ast.AugAssign: lambda s: [s.target]}.get(type(statement), lambda s: [])(statement)
     return {node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)}
 
 
 def module_constants(tree: ast.Module) -> dict[str, ast.Constant]:
-    """Names bound once in the whole file, at module level, to a constant (`VERBOSE = False`, `DK = 64`) -> it."""
+    """Names bound once in the whole file, at module level, to a constant (`VERBOSE = False`, `DK = 64`) -> it,
+    and `TYPE_CHECKING` as imported from typing (see branches.typing_flags), where the file binds it nowhere else.
+    A name bound again in any other way (an import, `globals()["DEBUG"] = True`, a `global`) is not settled."""
     nodes = list(ast.walk(tree))
     bound = Counter(node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
     bound.update(name for node in nodes if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names)
-    return {name: value for node in tree.body for name, value in bindings(node) if isinstance(value, ast.Constant)
-            and bound[name] == 1}
+    bound.update((alias.asname or alias.name).split(".")[0] for node in nodes
+                 if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names)
+    bound.update(name for node in nodes if isinstance(node, ast.Expr | ast.Assign) for name, _ in bindings(node)
+                 if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) for t in node.targets)))
+    constants = {name: value for node in tree.body for name, value in bindings(node)
+                 if isinstance(value, ast.Constant) and bound[name] == 1}
+    typing = {name: value for name, value in runs.typing_flags(tree).items() if bound[name.split(".")[0]] == 1}
+    return {**constants, **typing}
 
 
 def bindings(node: ast.AST, sequences: dict[str, ast.expr] | None = None) -> list[tuple[str, ast.expr]]:
@@ -160,6 +159,8 @@ def bindings(node: ast.AST, sequences: dict[str, ast.expr] | None = None) -> lis
                                                                      sequences.get(_name(node.value), node.value))]
     elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
         pairs = [(node.target.id, node.value)]
+    elif isinstance(node, ast.Expr) and _module_setattr(node.value):
+        pairs = [(node.value.args[1].value, node.value.args[2])]
     elif isinstance(node, ast.Expr) and _is_globals(getattr(node.value, "func", None), "update"):
         pairs = [(k.arg, k.value) for k in node.value.keywords if k.arg] + [
             (key.value, value) for d in node.value.args if isinstance(d, ast.Dict)
@@ -172,6 +173,17 @@ def bindings(node: ast.AST, sequences: dict[str, ast.expr] | None = None) -> lis
 
 def _name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _module_setattr(call: ast.expr) -> bool:
+    """Whether `call` is `setattr(sys.modules[__name__], "name", value)`, a literal name: `name = value`."""
+    if not (isinstance(call, ast.Call) and _name(call.func) == "setattr" and len(call.args) == 3
+            and not call.keywords):
+        return False
+    module, key = call.args[:2]
+    return isinstance(module, ast.Subscript) and isinstance(module.value, ast.Attribute) \
+        and module.value.attr == "modules" and _name(module.slice) == "__name__" and isinstance(key, ast.Constant) \
+        and isinstance(key.value, str) and key.value.isidentifier()
 
 
 def _is_globals(node: ast.AST | None, attribute: str) -> bool:
