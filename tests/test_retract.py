@@ -99,7 +99,8 @@ def test_under_best_a_mistaken_full_marks_hand_in_is_previewed_then_retracted_sh
 
     again = _run("retract", "tiny", "multi", "--handin", "2", course=course)
     assert again.returncode == 2 and "is retracted already" in again.stderr and "--undo" in again.stderr
-    _cli("retract", "tiny", "multi", "--handin", "2", "--undo", course=course)
+    undone = _cli("retract", "tiny", "multi", "--handin", "2", "--undo", course=course)
+    assert "put back 1 hand-in of multi: they count again as before the retraction." in undone.stderr, undone.stderr
     assert _totals(course)["multi"] == "2" and not any(r["retracted"] for r in _history(course, "multi"))
 
 
@@ -126,8 +127,8 @@ def test_a_stray_file_graded_as_a_student_leaves_every_export_and_is_not_graded_
     for extra in ((), ("--force",)):  # the class folder still holds reference.py
         graded = _cli("grade", "tiny", folder, *extra, course=course)
         assert "not graded: reference.py of reference" in graded.stderr, graded.stderr
-        assert "hand-in 1 of theirs" in graded.stderr and "`autograder retract tiny reference --handin 1 --undo`" \
-            in graded.stderr
+        assert "(hand-in 1 of theirs), retracted whole on " in graded.stderr and \
+            "`autograder retract tiny reference --undo` puts them back" in graded.stderr
         assert _totals(course) == {"a_good": "2"}
     assert len(_history(course, "reference")) == 1  # no new hand-in
     regraded = _cli("regrade", "tiny", "--preview", course=course)  # nor does a regrade grade it
@@ -343,9 +344,10 @@ def test_retracting_the_file_the_rules_picked_grades_the_students_other_file(tmp
     (result,) = [json.loads(line) for line in again.stdout.splitlines()]
     assert result["file"].endswith("/carl.py") and result["score"] == 2, result
     said = " ".join(result["notes"])
-    assert ("graded carl.py instead: carl (1).py, which the rules pick, is a hand-in of theirs retracted earlier"
-            in said), said
-    assert "`autograder history tiny carl` lists it; `autograder retract` with --undo and the hand-in's number" in said
+    assert ("graded carl.py instead: carl (1).py, which the rules pick, is a hand-in of theirs that was retracted "
+            "when this was graded" in said), said
+    assert ("`autograder history tiny carl` lists it and whether it is still retracted; `autograder retract` with "
+            "--undo and the hand-in's number" in said), said
     assert "several files were handed in; the rules pick carl (1).py, not carl.py" in said
     assert "not graded: carl (1).py" not in again.stderr, again.stderr
     assert _totals(course) == {"carl": "2"}
@@ -445,7 +447,7 @@ def test_retracting_two_picked_files_names_both_and_no_hand_in_number_that_goes_
     said = " ".join(result["notes"])
     assert result["file"].endswith("/mine2.py") and result["score"] == 2, result
     assert ("graded mine2.py instead: tiny.py and mine.py, which the rules pick first, are hand-ins of theirs "
-            "retracted earlier" in said), said
+            "that were retracted when this was graded" in said), said
     assert "`autograder history tiny carl` lists them" in said and "--handin 1" not in said and "hand-in 2" not in said
 
 
@@ -487,3 +489,73 @@ def test_a_retracted_blackboard_attempt_grades_the_earlier_attempt_at_its_own_ti
     assert "the rules pick the latest, of 2026-12-05 10:00:00; graded" in " ".join(carl[0]["notes"]), carl
     rows = _history(course, "carl")
     assert rows[-1]["submitted_at"] != rows[0]["submitted_at"], rows  # the earlier attempt's own time
+
+
+def test_a_student_retracted_whole_stays_out_after_a_copy_or_a_touch_makes_another_file_the_one_picked(tmp_path):
+    """carl/ holds a.py and b.py (newer, graded); carl retracted whole. `cp -r` gave both files the copy's time, a.py
+    then won on its name, and its bytes being no retracted hand-in, it was graded: carl was back, at 2 points."""
+    course = _course(tmp_path, "last")
+    folder = _student_folder(tmp_path / "class", {"a.py": (RIGHT, 1.70e9), "b.py": (WRONG, 1.70e9 + 60)})
+    assert _graded(_cli("grade", "tiny", folder, "--json", course=course))["file"].endswith("/b.py")
+    _cli("retract", "tiny", "carl", "--reason", "not enrolled", course=course)
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", folder, copy], check=True)
+    for name in ("a.py", "b.py"):
+        os.utime(copy / "carl" / name, ns=(1_750_000_000_000_000_000,) * 2)  # copied together: equally new
+    os.utime(folder / "carl" / "a.py", (1.80e9, 1.80e9))  # a touch makes a.py the newest
+    for place in (copy, folder):
+        for force in ([], ["--force"]):
+            done = _cli("grade", "tiny", place, *force, course=course)
+            assert "not graded: a.py of carl, retracted whole on " in done.stderr, done.stderr
+            assert "(not enrolled): no file of theirs is graded until the retraction is undone" in done.stderr
+            assert "`autograder retract tiny carl --undo` puts them back" in done.stderr, done.stderr
+    assert [bool(row.get("retracted")) for row in _history(course, "carl")] == [True]
+    with Store(tmp_path / "grades.db") as store:
+        assert store.students("tiny") == set()
+
+
+def test_a_new_hand_in_of_a_student_retracted_whole_is_held_and_said_to_be_after_the_retraction(tmp_path):
+    """nbgrader's timestamp.txt states the time: a new file of the student, handed in after the retraction."""
+    course = _course(tmp_path, "last")
+    folder = tmp_path / "submitted" / "s01" / "tiny"
+    folder.mkdir(parents=True)
+    (folder / "tiny.py").write_text(f"def double(x):\n    return {RIGHT}\n")
+    (folder / "timestamp.txt").write_text("2020-11-18 12:00:00.000000 UTC")
+    _cli("grade", "tiny", tmp_path / "submitted", course=course)
+    _cli("retract", "tiny", "s01", course=course)
+    (folder / "tiny.py").write_text(f"def double(x):\n    return {RIGHT}  # again\n")
+    (folder / "timestamp.txt").write_text("2099-11-18 12:00:00.000000 UTC")
+    done = _cli("grade", "tiny", tmp_path / "submitted", course=course)
+    assert "not graded: tiny.py of s01, retracted whole on " in done.stderr, done.stderr
+    assert ("no file of theirs is graded (it was handed in 2099-11-18T12:00:00+00:00, after the retraction, and "
+            "is held too: the retraction is of the student, not of a file)" in done.stderr), done.stderr
+    assert len(_history(course, "s01")) == 1
+    with Store(tmp_path / "grades.db") as store:
+        assert store.students("tiny") == set()
+
+
+def test_an_undo_after_another_file_was_graded_in_the_retracted_ones_place_says_what_counts_now(tmp_path):
+    """nbgrader: tiny.py (2 points) graded and retracted; `grade` then graded my_solution.py (0) in its place, at the
+    same timestamp. The undo said "they count again as before the retraction" while, under policy last, the other
+    file went on counting; and that file's note said the retracted one "stays out of every grade"."""
+    course = _course(tmp_path, "last")
+    folder = tmp_path / "submitted" / "s01" / "tiny"
+    folder.mkdir(parents=True)
+    (folder / "timestamp.txt").write_text("2026-11-18 12:00:00.000000 UTC")
+    (folder / "tiny.py").write_text(f"def double(x):\n    return {RIGHT}\n")
+    (folder / "my_solution.py").write_text(f"def double(x):\n    return {WRONG}\n")
+    _cli("grade", "tiny", tmp_path / "submitted", course=course)
+    _cli("retract", "tiny", "s01", "--handin", "1", course=course)
+    instead = _graded(_cli("grade", "tiny", tmp_path / "submitted", "--json", course=course))
+    said = " ".join(instead["notes"])
+    assert instead["file"].endswith("my_solution.py") and "stays out" not in said, said
+    assert "is a hand-in of theirs that was retracted when this was graded" in said, said
+    undone = _cli("retract", "tiny", "s01", "--handin", "1", "--undo", course=course)
+    assert "as before the retraction" not in undone.stderr.replace("not 2 (hand-in 1) as before", ""), undone.stderr
+    assert ("their counted total is now 0 (hand-in 2), not 2 (hand-in 1) as before the retraction; hand-in 2 "
+            "(my_solution.py) was graded in the retracted one's place while it was retracted, and counts now: "
+            "`autograder retract tiny s01 --handin 2` retracts it, and the total is then 2 (hand-in 1)"
+            in undone.stderr), undone.stderr
+    assert _totals(course) == {"s01": "0"}
+    _cli("retract", "tiny", "s01", "--handin", "2", course=course)
+    assert _totals(course) == {"s01": "2"}

@@ -118,9 +118,8 @@ def _after(args, change: retract.Change, assignment: str, db: Path) -> str:
         return (f"preview: nothing was changed; `{again}` (without --preview) "
                 f"{'puts' if change.undo else 'retracts'} the {what} above")
     if change.undo:
-        return (f"put back {what} of {change.student}: they count again as before the retraction. Write the "
-                "reports and exports again (`autograder report`, `autograder export ...`) to bring files written "
-                "since up to date")
+        return (f"put back {what} of {change.student}: {_as_before(change, assignment)}. Write the reports and "
+                "exports again (`autograder report`, `autograder export ...`) to bring files written since up to date")
     it = "it" if len(change.handins) == 1 else "them"
     undo = command("retract", [assignment, change.student], ["--handin", *(a.number for a in change.handins), "--undo"])
     return (f"retracted {what} of {change.student}: kept in {db}, marked retracted (`"
@@ -131,21 +130,54 @@ def _after(args, change: retract.Change, assignment: str, db: Path) -> str:
                "; where the student handed in other files beside it, `grade` grades their best other one instead"))
 
 
+def _as_before(change: retract.Change, assignment: str) -> str:
+    """What counts after an undo, said against what counted before the retraction: the same only where no hand-in
+    graded since (the student's other file, graded in the retracted one's place) changed it; each of those named,
+    with the command that retracts it."""
+    same = change.after == change.was
+    said = ("they count again as before the retraction" if same else
+            f"their counted total is now {_counted(change.after)}, not {_counted(change.was)} as before the "
+            "retraction")
+    for attempt in change.in_place:
+        result = attempt.current.result
+        again = command("retract", [assignment, change.student], ["--handin", attempt.number])
+        counts = change.after is not None and change.after.number == attempt.number
+        said += (f"; hand-in {attempt.number} ({Path(result.file).name or 'no file'}) was graded in the retracted "
+                 f"one's place while it was retracted, and {'counts now' if counts else 'stays among their hand-ins'}"
+                 f": `{again}` retracts it" + ("" if same else f", and the total is then {_counted(change.without)}"))
+    return said
+
+
 def hold_retracted(plan, store: Store, assignment: str):
-    """`grade`'s plan without the files that are retracted hand-ins again, said so, with how to put one back: a
-    class folder graded again still holds the file withdrawn by mistake, and grading it would bring it back."""
+    """`grade`'s plan without the files that are retracted hand-ins again, nor those of a student retracted whole,
+    said so, with how to put them back: grading them would bring the mistake back."""
     plan, lines = retract.withheld(plan, store, assignment)
-    for student, line, numbers in lines[:5]:
-        back = command("retract", [assignment, student], [*(["--handin", *numbers] if numbers else []), "--undo"])
-        print(safe(f"autograder: not graded: {line}, hand-in {', '.join(map(str, numbers)) or '?'} of theirs, "
-                   f"retracted earlier, stays out of every grade. To grade it again, put it back first (`{back}`; "
-                   "--preview shows what that puts back), then grade again; --force does not grade it", 2000),
-              file=sys.stderr)
+    for held in lines[:5]:
+        print(safe(f"autograder: not graded: {_held_line(held, assignment)}", 2000), file=sys.stderr)
     if len(lines) > 5:
         print(safe(f"autograder: not graded: {len(lines) - 5} more retracted hand-ins "
-                   f"({', '.join(s for s, _, _ in lines[5:])}); `autograder history {assignment} STUDENT` shows "
-                   "each", 2000), file=sys.stderr)
+                   f"({', '.join(held.student for held in lines[5:])}); `autograder history {assignment} STUDENT` "
+                   "shows each", 2000), file=sys.stderr)
     return plan
+
+
+def _held_line(held: retract.Held, assignment: str) -> str:
+    """Why one file is not graded, and the command that puts its hand-in (or its student) back."""
+    if held.whole:
+        when, why = retract.retracted_at(held.whole), held.whole.partition(": ")[2]
+        later = (f" (it was handed in {held.later}, after the retraction, and is held too: the retraction is of the "
+                 "student, not of a file)" if held.later else "")
+        handin = f" (hand-in {', '.join(map(str, held.numbers))} of theirs)" if held.numbers else ""
+        because = f" ({why})" if why else ""
+        return (f"{held.what}{handin}, retracted whole on {when[:10] or 'an earlier date'}{because}: "
+                f"no file of theirs is graded{later} until the retraction is undone; "
+                f"`{command('retract', [assignment, held.student], ['--undo'])}` puts them back (--preview shows "
+                "what that puts back), then grade again; --force does not grade them")
+    back = command("retract", [assignment, held.student],
+                   [*(["--handin", *held.numbers] if held.numbers else []), "--undo"])
+    return (f"{held.what}, hand-in {', '.join(map(str, held.numbers)) or '?'} of theirs, retracted earlier, stays out "
+            f"of every grade. To grade it again, put it back first (`{back}`; --preview shows what that puts back), "
+            "then grade again; --force does not grade it")
 
 
 def blank_after_retraction(made: list, db: Path, assignment: str, missing: str) -> str:

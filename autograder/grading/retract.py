@@ -37,6 +37,10 @@ from autograder.grading.store import Store
 from autograder.grading.submission import read_bytes
 from autograder.text import command, one_line
 
+# What the note of a hand-in graded in a retracted one's place says (`_passed_note`), then as notes stored before
+# it was reworded said: an undo finds such hand-ins by it.
+IN_PLACE = ("retracted when this was graded", "of theirs retracted earlier")
+
 
 class RetractError(Exception):
     """What was asked cannot be retracted (or put back); the message says what exists and what to do."""
@@ -68,6 +72,11 @@ class Change:
     after: Counted | None
     current: SubmissionResult | None
     whole: bool = False
+    # With undo: what counted before the retraction (the hand-ins graded since left out); the hand-ins graded in a
+    # retracted one's place while it was retracted (`past_retracted`), standing; and what counts once those go too.
+    was: Counted | None = None
+    in_place: tuple[Attempt, ...] = ()
+    without: Counted | None = None
 
 
 def note(reason: str, now: datetime.datetime | None = None) -> str:
@@ -100,8 +109,43 @@ def plan(found: list[Entry], student: str, numbers: list[int] | None, undo: bool
     after = [dataclasses.replace(e, retracted=marked) if e.order in rows else e for e in found]
     standing = [e for e in after if not e.retracted]
     current = max(standing, key=lambda e: e.order).result if standing else None
-    return Change(student, undo, tuple(chosen), rows, counted(found, mine, policy, rule),
-                  counted(after, mine, policy, rule), current, whole=numbers is None and not undo)
+    change = Change(student, undo, tuple(chosen), rows, counted(found, mine, policy, rule),
+                    counted(after, mine, policy, rule), current, whole=numbers is None and not undo)
+    return _since(change, after, mine, policy, rule) if undo else change
+
+
+def _since(change: Change, after: list[Entry], mine: list[Attempt], policy: SubmissionPolicy,
+           rule: LateRule | None) -> Change:
+    """An undo's `change` with what counted before the retraction, and the hand-ins graded in the put-back ones'
+    place since: while a hand-in was retracted, `grade` may have graded the student's other file, which stays and
+    may count now (policy last, or a `max` the put-back hand-in no longer fits in)."""
+    since = [a for a in mine if _graded_since(a, change)]
+    gone = {e.order for a in since for e in a.entries}
+    was = counted([e for e in after if e.order not in gone], mine, policy, rule)
+    in_place = tuple(a for a in since if not withdrawn(a) and _in_place(a))
+    taken = {e.order for a in in_place for e in a.entries}
+    without = counted([e for e in after if e.order not in taken], mine, policy, rule)
+    return dataclasses.replace(change, was=was, in_place=in_place, without=without)
+
+
+def _graded_since(attempt: Attempt, change: Change) -> bool:
+    """Whether `attempt` was first graded after the retraction that `change` undoes: saved after its rows, and
+    graded no earlier than the second the retraction was made (rows saved in between, before it, are not)."""
+    marked = [e.retracted for a in change.handins for e in a.entries if e.order in change.rows]
+    when = min((retracted_at(note) for note in marked), default="")
+    first = attempt.entries[0]
+    return first.order > max(change.rows, default=0) and (not when or first.result.graded_at[:19] >= when[:19])
+
+
+def retracted_at(marked: str) -> str:
+    """When a retraction note (`note`) was made, ISO 8601 in UTC ("" where the note does not say)."""
+    words = marked.split()
+    return words[1].rstrip(":") if len(words) > 1 and words[0] == "retracted" else ""
+
+
+def _in_place(attempt: Attempt) -> bool:
+    """Whether `grade` graded this hand-in in place of a retracted one (`_passed_note` says so in its notes)."""
+    return any(mark in note for entry in attempt.entries for note in entry.result.notes for mark in IN_PLACE)
 
 
 def counted(found: list[Entry], numbered: list[Attempt], policy: SubmissionPolicy,
@@ -132,30 +176,63 @@ def mark(db: sqlite3.Connection, rows: tuple[int, ...], marked: str, whole: bool
                (marked, int(whole and bool(marked)), json.dumps(list(rows))))
 
 
-def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan, list[tuple[str, str, list[int]]]]:
-    """`grade`'s plan without the hand-ins that are a retracted one's bytes again, and (student, what, the numbers of
-    the retracted hand-ins of those bytes, as `history` numbers them) for each: grading them would bring a withdrawn
-    mistake back as a new hand-in. A student with hand-ins still standing is shown as stored (`skipped`), at the
-    total that counts; one with none is held. Only the students about to be graded are read."""
+@dataclass(frozen=True)
+class Held:
+    """A file `grade` leaves out as retracted: its student, what it is ("b.py of bob (retracted …)"), the numbers of
+    the retracted hand-ins of its bytes; for a student retracted whole, that retraction's note (`whole`) and, where
+    the layout states the file was handed in after it, that time (`later`)."""
+
+    student: str
+    what: str
+    numbers: list[int]
+    whole: str = ""
+    later: str = ""
+
+
+def withheld(batch: BatchPlan, store: Store, assignment: str) -> tuple[BatchPlan, list[Held]]:
+    """`grade`'s plan without the hand-ins that are a retracted one's bytes again, nor any file of a student retracted
+    whole with nothing standing, and a `Held` for each: grading them would bring a withdrawn mistake back as a new
+    hand-in (a copy of the folder, or a touched file, makes another file of theirs the one picked). A student with
+    hand-ins still standing is shown as stored (`skipped`), at the total that counts; one with none is held. Only
+    the students about to be graded are read."""
     students = sorted({item.student for item in batch.todo})
     gone = store.retracted(assignment, students) if students else {}
     who = {student for student, _ in gone}
+    standing = store.students(assignment) if who else set()
+    whole = store.wholly_retracted(assignment, sorted(who - standing)) if who - standing else set()
     keep, found = [], []
     for item in batch.todo:
         sha = _sha256(item) if item.student in who else ""
-        if (item.student, sha) in gone:
-            found.append((item, sha, gone[item.student, sha]))
+        if (item.student, sha) in gone or item.student in whole:
+            found.append((item, sha))
         else:
             keep.append(item)
     if not found:
         return dataclasses.replace(batch, todo=keep), []
-    numbered = attempts(store.history(assignment, sorted({item.student for item, _, _ in found}), retracted=True))
-    standing = store.students(assignment)
-    lines = [(item.student, f"{item.path.name} of {item.student} ({why})", _numbers(numbered, item.student, sha))
-             for item, sha, why in found]
-    on = [item for item, _, _ in found if item.student in standing]
-    held = [item for item, _, _ in found if item.student not in standing]
+    numbered = attempts(store.history(assignment, sorted({item.student for item, _ in found}), retracted=True))
+    notes = {student: max(n for (s, _), n in gone.items() if s == student) for student in whole}
+    lines = [_held(item, gone.get((item.student, sha), ""), numbered, sha, notes.get(item.student, ""))
+             for item, sha in found]
+    on = [item for item, _ in found if item.student in standing]
+    held = [item for item, _ in found if item.student not in standing]
     return dataclasses.replace(batch, todo=keep, skipped=[*batch.skipped, *on], held=[*batch.held, *held]), lines
+
+
+def _held(item: Found, why: str, numbered: dict, sha: str, whole: str) -> Held:
+    """What `grade` says of `item` left out: of its bytes' retraction (`why`), or of its student's whole one."""
+    numbers = _numbers(numbered, item.student, sha) if why else []
+    what = f"{item.path.name} of {item.student}" + (f" ({why})" if why and not whole else "")
+    stated = whole and item.submitted_at_source != FILE_TIME  # a file's own time says nothing: a copy renews it
+    later = item.submitted_at if stated and _later(item.submitted_at, retracted_at(whole)) else ""
+    return Held(item.student, what, numbers, whole, later)
+
+
+def _later(one: str, other: str) -> bool:
+    """Whether ISO time `one` is after `other` (False where either does not read as a time)."""
+    try:
+        return datetime.datetime.fromisoformat(one) > datetime.datetime.fromisoformat(other)
+    except (TypeError, ValueError):  # a naive time beside an aware one, or no time at all
+        return False
 
 
 def files_to_grade(found: list[Found], store: Store, assignment: str) -> list[Found]:
@@ -219,14 +296,15 @@ def _instead(item: Found, gone: dict, assignment: str) -> Found:
 
 def _passed_note(graded, passed: list, student: str, assignment: str) -> str:
     """Why `graded` is graded: each file the rules put before it is a retracted hand-in. No hand-in number nor
-    command that takes one: the note is stored, and an undo or a later hand-in would make them wrong."""
+    command that takes one, nor what becomes of them: the note is stored, and an undo or a later hand-in would make
+    those wrong."""
     one = len(passed) == 1
     names = ", ".join(path.name for path in passed[:-1]) + (" and " if not one else "") + passed[-1].name
     return (f"graded {graded.name} instead: {names}, which the rules pick{',' if one else ' first,'} "
-            f"{'is a hand-in' if one else 'are hand-ins'} of theirs retracted earlier, and "
-            f"{'stays' if one else 'stay'} out of every grade (`{command('history', [assignment, student])}` lists "
-            f"{'it' if one else 'them'}; `autograder retract` with --undo and the hand-in's number puts one back, "
-            "then grade again)")
+            f"{'is a hand-in' if one else 'are hand-ins'} of theirs that {'was' if one else 'were'} {IN_PLACE[0]} "
+            f"(`{command('history', [assignment, student])}` lists {'it' if one else 'them'} and whether "
+            f"{'it is' if one else 'they are'} still retracted; `autograder retract` with --undo and the hand-in's "
+            "number puts one back)")
 
 
 def _moved(item: Found, other, note: str) -> Found:
