@@ -91,12 +91,17 @@ def test_moodle_file_has_identifier_columns_a_grade_column_and_feedback_in_its_o
     assert "wrote 2 students of the roster" in said, said
 
 
-def test_moodle_file_keeps_a_zero_for_a_student_without_a_hand_in_where_the_course_says_so(stored, tmp_path):
+def _course_missing_zero(folder):
+    """The course, in `folder`, with `submissions: {missing: zero}`: a roster student without a grade gets 0."""
     yaml_text = (ROOT / "course.yaml").read_text().replace(
         "  w07_attention:\n", "  w07_attention:\n    submissions: {missing: zero}\n", 1)
     for part in ("assignments", "solutions"):
-        (tmp_path / part).symlink_to(ROOT / part)
-    (tmp_path / "course.yaml").write_text(yaml_text)
+        (folder / part).symlink_to(ROOT / part)
+    (folder / "course.yaml").write_text(yaml_text)
+
+
+def test_moodle_file_keeps_a_zero_for_a_student_without_a_hand_in_where_the_course_says_so(stored, tmp_path):
+    _course_missing_zero(tmp_path)
     out = stored / "zero.csv"
     done = run_cli("export", "moodle", "--roster", stored / "roster.csv", "--out", out, "--db",
                    stored / "grades.db", "--course", tmp_path / "course.yaml")
@@ -108,11 +113,7 @@ def test_moodle_file_keeps_a_zero_for_a_student_without_a_hand_in_where_the_cour
 
 
 def test_blackboard_file_is_tab_delimited_with_username_and_the_column_id(stored, tmp_path):
-    yaml_text = (ROOT / "course.yaml").read_text().replace(
-        "  w07_attention:\n", "  w07_attention:\n    submissions: {missing: zero}\n", 1)
-    for part in ("assignments", "solutions"):
-        (tmp_path / part).symlink_to(ROOT / part)
-    (tmp_path / "course.yaml").write_text(yaml_text)
+    _course_missing_zero(tmp_path)
     out = stored / "grades.xls"
     done = run_cli("export", "blackboard", "--roster", stored / "roster.csv", "--out", out, "--db",
                    stored / "grades.db", "--course", tmp_path / "course.yaml", "--column", "W7", "--column-id", "_77_1")
