@@ -36,7 +36,7 @@ def slow_demo_cells(starts: list[tuple[int, str, float]], stopped_at: float, sou
     ends = [began for _, _, began in starts[1:]] + [stopped_at]
     slow = [(index, label, end - began) for (index, label, began), end in zip(starts, ends)
             if end - began >= SLOW_SHARE * limit]
-    read, modules, setters = (read_by_functions(sources) | set(graded), imported(sources), global_setters(sources)) \
+    read, modules, setters = (read_by_functions(sources, graded), imported(sources), global_setters(sources)) \
         if slow else (set(), set(), {})
     demos = [(index, label, took, definitions_of(sources[index], read, modules, setters))
              for index, label, took in slow]
@@ -54,14 +54,32 @@ def module_definitions(source: str, graded: Iterable[str] = ()) -> str | None:
     # Only the file's outermost defs: a nested def's free names are its enclosing function's (`allowed`, a
     # parameter of the function read by a helper inside it), not globals; counted, they kept a demo that set them.
     outer = [node for node in _outermost(tree) if isinstance(node, DEFINITIONS)]
-    read = set(graded).union(*map(globals_read, outer))
-    return definitions_of(source, read, imported([source]), global_setters([source]))
+    return definitions_of(source, reached(outer, graded), imported([source]), global_setters([source]))
+
+
+def reached(definitions: list[ast.AST], graded: Iterable[str]) -> set[str]:
+    """The graded functions' names and the globals they read, and those of each function or class of the file they
+    read in turn: a demo's own helper (`def summary(): print(np.mean(timings))`) reads `timings`, which the demo's
+    loop appends to, and counting it kept the demo, which ran again past the limit. Every definition's reads where
+    the graded functions are not known."""
+    names = {getattr(node, "name", None): node for node in definitions}
+    graded = set(graded)
+    if not graded:
+        return set().union(*map(globals_read, definitions))
+    read, todo = set(graded), list(graded)
+    while todo:
+        node = names.pop(todo.pop(), None)
+        if node is not None:
+            new = globals_read(node) - read
+            read |= new
+            todo += new
+    return read
 
 
 def trimmed_after(first: int, labels: list[str], sources: list[str],
                   graded: Iterable[str] = ()) -> list[tuple[int, str, str]]:
     """(index, label, its definitions' code) of each cell after `first` that does more than define."""
-    read, modules, setters = read_by_functions(sources) | set(graded), imported(sources), global_setters(sources)
+    read, modules, setters = read_by_functions(sources, graded), imported(sources), global_setters(sources)
     demos = [(index, labels[index], definitions_of(sources[index], read, modules, setters))
              for index in range(first + 1, len(sources))]
     return [(index, label, code) for index, label, code in demos if code is not None]
@@ -79,7 +97,9 @@ def definitions_of(source: str, read: set[str], modules: set[str] = frozenset(),
         return None
     while True:  # what a kept statement reads is kept too (`if HAVE_NUMPY:` around a def, `N` of `T = np.ones(N)`)
         kept = [node for node in tree.body if _defines(node, read, modules, setters or {})]
-        more = set(read).union(*map(_reads_from_outside, kept))
+        # A def no function reads is kept (defining is cheap) but pulls nothing in: a demo helper's `timings`.
+        needed = [node for node in kept if not isinstance(node, DEFINITIONS) or node.name in read]
+        more = set(read).union(*map(_reads_from_outside, needed))
         if more == read:
             break
         read = more
@@ -127,10 +147,16 @@ def _defines(statement: ast.stmt, read: set[str], modules: set[str], setters: di
         return True
     if _sets_up_a_library(statement, modules):
         return True
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return True
     for node in ast.walk(statement):
-        if isinstance(node, (ast.Import, ast.ImportFrom, *DEFINITIONS)) or (isinstance(node, ast.Name) and
-                                                                           node.id == "globals"):
-            return True  # a def under `if` or `try` too: the file's own way of defining it
+        if isinstance(node, ast.Name) and node.id == "globals":
+            return True
+        # A def under `if` or `try` (the file's own way of defining it), and an import there where a function reads
+        # what it binds (`try: import torch`): a demo block's own `import time` had kept the block, demo and all.
+        if isinstance(node, DEFINITIONS) or (isinstance(node, (ast.Import, ast.ImportFrom))
+                                             and set(set_by(node)) & read):
+            return True
         if isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
             node = _root(node)
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in read:
@@ -172,20 +198,24 @@ def _root(node: ast.expr) -> ast.expr:
     return ast.Name(node.id, ast.Store()) if isinstance(node, ast.Name) else node
 
 
-def read_by_functions(sources: list[str]) -> set[str]:
-    """The globals the notebook's top-level functions and classes read (a function's own `S` is not a demo's), and
-    what the top level of a cell reads before a def of its own: `print(X.shape)` there stops the defs after it
-    too. What a cell's demo reads after its last def is its own (a benchmark's `_t0`): keeping what sets it kept
-    the demo, and the def before it went with the cell."""
+def read_by_functions(sources: list[str], graded: Iterable[str] = ()) -> set[str]:
+    """The graded functions' names and the globals they read, and those of the notebook's top-level functions and
+    classes they read in turn (`reached`: a function's own `S` is not a demo's, nor is a demo helper's), and what
+    the top level of a cell reads before a def of its own: `print(X.shape)` there stops the defs after it too.
+    What a cell's demo reads after its last def is its own (a benchmark's `_t0`): keeping what sets it kept the
+    demo, and the def before it went with the cell."""
     read: set[str] = set()
+    definitions = []
     for tree in filter(None, map(_parsed, sources)):
         last_def = max((i for i, node in enumerate(tree.body) if isinstance(node, DEFINITIONS)), default=-1)
         for i, node in enumerate(tree.body):
-            if isinstance(node, DEFINITIONS) or isinstance(getattr(node, "value", None), ast.Lambda):
-                read |= globals_read(node if isinstance(node, DEFINITIONS) else node.value)
+            if isinstance(node, DEFINITIONS):
+                definitions.append(node)
+            elif isinstance(getattr(node, "value", None), ast.Lambda):  # `score = lambda ...`: read as a def of it
+                read |= globals_read(node.value)
             elif i < last_def:
                 read |= _reads_from_outside(node)
-    return read
+    return read | reached(definitions, graded)
 
 
 def global_setters(sources: list[str]) -> dict[str, set[str]]:
