@@ -455,6 +455,15 @@ def test_pytorch_threads_a_file_asks_for_are_not_started(grade_once, tmp_path):
     assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != "passed"]
 
 
+def test_a_file_that_asks_for_its_users_name_at_its_top_level_loads(grade, tmp_path):
+    """The sandbox's uid has no entry in /etc/passwd: `getpass.getuser()` at a file's top level raised KeyError and
+    a correct file did not load (0 points). Its processes have a user name in $USER and $LOGNAME."""
+    path = tmp_path / "author.py"
+    path.write_text("import getpass\nAUTHOR = getpass.getuser()\n" + PLAIN.read_text())
+    result = grade(path)
+    assert result.score == result.max_score, (result.problem, [t.message for t in result.tests if t.status != "passed"])
+
+
 def test_an_operation_the_sandbox_refuses_says_so(grade, tmp_path):
     """multiprocessing works on the student's machine and not in the sandbox: the message says that the sandbox
     refused it, not only "Permission denied"."""

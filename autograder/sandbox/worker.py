@@ -44,6 +44,7 @@ CONTROL_LIMIT = 1 << 20  # bytes of buffers in one message from the grader to th
 SOURCE_LIMIT = 256 << 20  # a submission's code (the grader reads at most 50 MB of a file)
 CALL_LIMIT = 1 << 30  # a call's buffers travel in shared memory; this caps what comes inline
 MAX_FDS = 4  # file descriptors one message may carry
+SANDBOX_USER = "student"  # $USER and $LOGNAME of a submission's processes
 PENDING_SIGNALS = 256  # RLIMIT_SIGPENDING of every child: queued signals and POSIX timers, per worker uid
 # Sessions served before the zygote moves its memory onto huge pages (kernel.collapse_anonymous_memory): the
 # move costs 0.17 s and saves a later session about 0.5 ms, which a class of a few hundred never repays.
@@ -202,7 +203,9 @@ def _child_main(limits: dict, sockets: tuple[int, int], output_fd: int, scratch:
         workdir = fresh_directory(scratch)
         os.chdir(workdir)
         os.environ.clear()
-        os.environ.update(HOME=workdir, TMPDIR=workdir, PATH="/usr/bin:/bin")
+        # A user name, since the sandbox's uid has none in /etc/passwd: getpass.getuser() at a file's top level
+        # (`AUTHOR = getpass.getuser()`) raised KeyError, and a correct file did not load.
+        os.environ.update(HOME=workdir, TMPDIR=workdir, PATH="/usr/bin:/bin", USER=SANDBOX_USER, LOGNAME=SANDBOX_USER)
         _set_limits(limits)
         if child_filter is not None:
             child_filter.load()
