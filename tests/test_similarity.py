@@ -700,11 +700,12 @@ def test_a_file_that_defines_a_function_twice_is_noted():
                for note in comparison.notes), comparison.notes
 
 
-def _all_tokens(text: str) -> dict[str, list[str]]:
+def function_tokens(text: str) -> dict[str, list[str]]:
+    """Each function of the contract in `text`, as the tokens similarity compares."""
     return {name: [t.text for t in f.tokens] for name, f in functions_of(parse_pieces([text])[1], CONTRACT).items()}
 
 
-def _renamed(text: str) -> tuple[ast.Module, set[str]]:
+def renamed_functions(text: str) -> tuple[ast.Module, set[str]]:
     """`text` parsed, every function of it renamed `_<name>` (its calls too)."""
     tree = ast.parse(text)
     names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -720,7 +721,7 @@ def test_functions_given_their_names_by_one_tuple_assignment_are_compared():
     """`(score, softmax, ...) = (_score, _softmax, ...)` at the end of a file, or the same of a class's static
     methods (`Attn.score`), had taken the whole file out: "none of the assignment's functions is defined"."""
     original = (CLASS / "i03_logsumexp.py").read_text()
-    tree, names = _renamed(original)
+    tree, names = renamed_functions(original)
     order = sorted(names)
     exported = ast.unparse(tree) + f"\n\n({', '.join(order)}) = ({', '.join('_' + n for n in order)})\n"
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
@@ -730,7 +731,7 @@ def test_functions_given_their_names_by_one_tuple_assignment_are_compared():
         name="Attn", bases=[], keywords=[], body=functions, decorator_list=[], type_params=[])]
     methods = ", ".join(f"Attn._{name}" for name in order)
     in_class = ast.unparse(ast.fix_missing_locations(tree)) + f"\n\n[{', '.join(order)}] = [{methods}]\n"
-    assert _all_tokens(exported) == _all_tokens(original)
+    assert function_tokens(exported) == function_tokens(original)
     comparison = compare_class("w07_attention", _class_with({"exported": exported, "in_class": in_class}), STUB,
                                SOURCE_DIR, jobs=1)
     scores = {(p.a, p.b): p.score for p in comparison.pairs}
@@ -766,7 +767,7 @@ import numpy as np
 score = lambda Q, K, scale=None: np.asarray(Q) @ np.asarray(K).swapaxes(-1, -2) * (
     scale if scale is not None else Q.shape[-1] ** -.5)
 """
-    assert _all_tokens(as_lambda)["score"] == _all_tokens(as_def)["score"]
+    assert function_tokens(as_lambda)["score"] == function_tokens(as_def)["score"]
     original = (CLASS / "i08_torch_inside.py").read_text()
     start = original.index("def attention_torch(")
     end = original.find("\ndef ", start + 1) if original.find("\ndef ", start + 1) > 0 else len(original)
@@ -776,7 +777,7 @@ score = lambda Q, K, scale=None: np.asarray(Q) @ np.asarray(K).swapaxes(-1, -2) 
     in_if = original[:start] + f"if True:\n    {body}\nelse:\n    def attention_torch(*a):\n        return a\n" \
         + original[end:]
     for text in (in_try, in_if):
-        assert _all_tokens(text) == _all_tokens(original)
+        assert function_tokens(text) == function_tokens(original)
 
 
 def test_debugging_prints_logs_and_asserts_do_not_hide_a_copy():
@@ -788,7 +789,7 @@ def test_debugging_prints_logs_and_asserts_do_not_hide_a_copy():
         tree = ast.parse("import logging\nlogger = logging.getLogger(__name__)\nDEBUG = True\n" + original)
         for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
             function.body.insert(len(function.body) // 2, ast.parse(statement).body[0])
-        assert _all_tokens(ast.unparse(tree)) == _all_tokens(original), statement
+        assert function_tokens(ast.unparse(tree)) == function_tokens(original), statement
 
 
 def test_functions_that_are_also_methods_or_operators_give_the_same_tokens():

@@ -12,10 +12,9 @@ import csv
 import textwrap
 
 import pytest
-from test_similarity import CLASS, CONTRACT, SOURCE_DIR, STUB, run_similarity
+from test_similarity import CLASS, CONTRACT, SOURCE_DIR, STUB, function_tokens, renamed_functions, run_similarity
 
 from autograder.grading.submission import read_submission
-from autograder.similarity.code import functions_of, parse_pieces
 from autograder.similarity.compare import compare_class
 
 STYLES = ("instance", "annotated", "fresh", "static")
@@ -58,20 +57,10 @@ def in_a_class(text: str, style: str) -> str:
     return "\n".join(rest) + "\n\n\nclass Impl:\n" + methods + "\n\n\n" + "\n\n".join(delegates) + "\n"
 
 
-def _tokens(text: str) -> dict[str, list[str]]:
-    return {name: [t.text for t in f.tokens] for name, f in functions_of(parse_pieces([text])[1], CONTRACT).items()}
-
-
 def under_other_names(text: str) -> str:
     """`text` with every function renamed `_<name>` (its calls too), and at the end `name = _name` for each (every
     other one annotated, `name: Callable = _name`)."""
-    tree = ast.parse(text)
-    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name in names:
-            node.name = f"_{node.name}"
-        elif isinstance(node, ast.Name) and node.id in names:
-            node.id = f"_{node.id}"
+    tree, names = renamed_functions(text)
     aliases = [f"{name}: Callable = _{name}" if index % 2 else f"{name} = _{name}"  # an annotation changes nothing
                for index, name in enumerate(sorted(names))]
     return ast.unparse(tree) + "\n\n" + "\n".join(aliases) + "\n"
@@ -83,7 +72,7 @@ def test_functions_given_the_stub_names_by_aliases_give_the_same_tokens():
     stub's functions."""
     for path in sorted(CLASS.glob("i*.py")):
         text = path.read_text()
-        assert _tokens(under_other_names(text)) == _tokens(text), path.name
+        assert function_tokens(under_other_names(text)) == function_tokens(text), path.name
 
 
 @pytest.mark.parametrize("style", STYLES)
@@ -93,7 +82,7 @@ def test_code_moved_into_a_class_gives_the_same_tokens(style):
     for path in sorted(CLASS.glob("i*.py")):
         text = path.read_text()
         wrapped = in_a_class(text, style)
-        assert _tokens(wrapped) == _tokens(text), (path.name, style)
+        assert function_tokens(wrapped) == function_tokens(text), (path.name, style)
 
 
 def test_a_delegate_only_file_is_compared(tmp_path):
@@ -147,13 +136,13 @@ def test_code_behind_a_module_flag_that_is_off_is_dead_code():
         for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
             function.body.insert(0, ast.parse("if VERBOSE:\n    sys.stderr.write(str(len(locals())))").body[0])
         padded = ("VERBOSE: bool = False\n" if index % 2 else "VERBOSE = False\n") + ast.unparse(tree)
-        assert _tokens(padded) == _tokens(text), path.name
+        assert function_tokens(padded) == function_tokens(text), path.name
     text = (CLASS / "i06_helpers.py").read_text()
     switched = "VERBOSE = False\n" + text + "\n\ndef verbose():\n    global VERBOSE\n    VERBOSE = True\n"
     tree = ast.parse(switched)
     for function in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "softmax"):
         function.body.insert(0, ast.parse("if VERBOSE:\n    sys.stderr.write(str(len(locals())))").body[0])
-    assert _tokens(ast.unparse(tree))["softmax"] != _tokens(text)["softmax"]
+    assert function_tokens(ast.unparse(tree))["softmax"] != function_tokens(text)["softmax"]
 
 
 
@@ -162,12 +151,12 @@ def test_every_spelling_of_a_transpose_gives_the_same_tokens():
     written `.mT` scored 0.80, under two honest pairs; a transpose is now one token, however it is spelled."""
     spellings = ["W_q.T", "np.transpose(W_q)", "W_q.transpose()", "np.swapaxes(W_q, -1, -2)", "W_q.swapaxes(-2, -1)",
                  "np.moveaxis(W_q, -1, -2)"]
-    tokens = {spelling: _tokens(f"import numpy as np\n\ndef score(Q, W_q):\n    return Q @ {spelling}\n")["score"]
-              for spelling in spellings}
+    tokens = {spelling: function_tokens(f"import numpy as np\n\ndef score(Q, W_q):\n    return Q @ {spelling}\n")
+              ["score"] for spelling in spellings}
     assert len({tuple(t) for t in tokens.values()}) == 1, tokens
     torch_spellings = ["K.mT", "K.transpose(-2, -1)", "torch.transpose(K, -1, -2)", "K.T"]
-    tokens = {spelling: _tokens(f"import torch\n\ndef score(Q, K):\n    return Q @ {spelling}\n")["score"]
+    tokens = {spelling: function_tokens(f"import torch\n\ndef score(Q, K):\n    return Q @ {spelling}\n")["score"]
               for spelling in torch_spellings}
     assert len({tuple(t) for t in tokens.values()}) == 1, tokens
-    other = _tokens("import numpy as np\n\ndef score(Q, K):\n    return Q @ np.swapaxes(K, 0, 1)\n")["score"]
+    other = function_tokens("import numpy as np\n\ndef score(Q, K):\n    return Q @ np.swapaxes(K, 0, 1)\n")["score"]
     assert other != next(iter(tokens.values()))  # a swap of other axes is another computation

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from test_similarity import CLASS, CONTRACT, SOURCE_DIR, STUB, _all_tokens, _class_with, _renamed
+from test_similarity import CLASS, CONTRACT, SOURCE_DIR, STUB, _class_with, function_tokens, renamed_functions
 
 from autograder.similarity.compare import compare_class
 
@@ -42,9 +42,9 @@ def test_a_copy_behind_decoys_or_a_missing_module_s_import_is_read_as_the_code_t
     rest, functions = _split(ORIGINAL)
     behind["fast import"] = f"{rest}\ntry:\n    from attention_fast import {', '.join(CONTRACT)}\n" \
                             f"except ImportError:\n{_indented(functions)}\n"
-    expected = _all_tokens(ORIGINAL)
+    expected = function_tokens(ORIGINAL)
     for how, text in behind.items():
-        assert _all_tokens(text) == expected, how
+        assert function_tokens(text) == expected, how
 
 
 def test_only_the_stub_s_own_bodies_are_called_the_unchanged_stub():
@@ -58,7 +58,7 @@ def test_only_the_stub_s_own_bodies_are_called_the_unchanged_stub():
 
 
 def test_functions_exported_through_globals_starred_or_walrus_assignments_are_compared():
-    tree, names = _renamed(ORIGINAL)
+    tree, names = renamed_functions(ORIGINAL)
     private = ast.unparse(tree)
     order = [name for name in CONTRACT if name in names]
     first, *middle, last = order
@@ -72,13 +72,13 @@ def test_functions_exported_through_globals_starred_or_walrus_assignments_are_co
         "walrus if": "\n".join(f"if ({n} := _{n}):\n    pass" for n in order),
         "partial": "import functools\n" + "\n".join(f"{n} = functools.partial(_{n})" for n in order),
     }
-    expected = _all_tokens(ORIGINAL)
+    expected = function_tokens(ORIGINAL)
     for how, export in exports.items():
-        assert _all_tokens(f"{private}\n{export}\n") == expected, how
+        assert function_tokens(f"{private}\n{export}\n") == expected, how
 
 
 def test_a_loop_over_globals_is_left_to_compare_by_hand_with_its_line():
-    tree, names = _renamed(ORIGINAL)
+    tree, names = renamed_functions(ORIGINAL)
     order = [name for name in CONTRACT if name in names]
     loop = f"{ast.unparse(tree)}\nfor _n, _f in zip({order!r}, [{', '.join('_' + n for n in order)}]):\n" \
            "    globals()[_n] = _f\n"
@@ -106,7 +106,7 @@ def softmax(S):
         print('flat')
     return e / t
 """
-    assert _all_tokens(hidden) == _all_tokens(plain)
+    assert function_tokens(hidden) == function_tokens(plain)
 
 
 def _signature(function: ast.FunctionDef) -> str:
@@ -134,20 +134,20 @@ def test_a_copy_behind_decoys_under_a_test_the_file_does_not_settle_is_read():
         "typing module": ("import typing as t", "if t.TYPE_CHECKING:"),
         "main guard": ("", "if __name__ == '__main__':"),
     }
-    expected = _all_tokens(ORIGINAL)
+    expected = function_tokens(ORIGINAL)
     for how, (head, test) in cases.items():
-        assert _all_tokens(_decoyed(head, test)) == expected, how
+        assert function_tokens(_decoyed(head, test)) == expected, how
     shadow = _decoyed("TYPE_CHECKING = 1 == 1", "if not TYPE_CHECKING:")  # the file's own name: both are read
-    assert _all_tokens(shadow) == expected
+    assert function_tokens(shadow) == expected
     not_main = _split(ORIGINAL)[0] + "\n" + "\n".join(
         f"{_signature(f)}\n    return [x for x in {f.args.args[0].arg}]" for f in _split(ORIGINAL)[1]) + \
         f"\nif __name__ != '__main__':\n{_indented(_split(ORIGINAL)[1])}\n"
-    assert _all_tokens(not_main) == expected
+    assert function_tokens(not_main) == expected
 
 
 def test_decoys_in_a_try_body_beside_the_copy_in_its_except_are_named_in_a_note():
     text = _decoyed("try:\n    import attention_fast_kernels", "", after="except ImportError:")
-    assert _all_tokens(text) == _all_tokens(ORIGINAL)
+    assert function_tokens(text) == function_tokens(ORIGINAL)
     comparison = compare_class("w07_attention", _class_with({"decoys": text}), STUB, SOURCE_DIR, jobs=1)
     note = dict(n.split(": ", 1) for n in comparison.notes)["decoys"]
     decoy, copy = (number for number, line in enumerate(text.splitlines(), start=1)
@@ -159,7 +159,7 @@ def test_decoys_in_a_try_body_beside_the_copy_in_its_except_are_named_in_a_note(
 def test_functions_bound_in_a_with_block_a_loop_run_once_setattr_or_an_export_function_are_compared():
     rest, functions = _split(ORIGINAL)
     decoys = "\n".join(f"{_signature(f)}\n    return [x for x in {f.args.args[0].arg}]" for f in functions)
-    tree, names = _renamed(ORIGINAL)
+    tree, names = renamed_functions(ORIGINAL)
     private, order = ast.unparse(tree), [name for name in CONTRACT if name in names]
     variants = {
         "with": f"{rest}\n{decoys}\nimport contextlib\nwith contextlib.suppress(Exception):\n{_indented(functions)}\n",
@@ -169,15 +169,15 @@ def test_functions_bound_in_a_with_block_a_loop_run_once_setattr_or_an_export_fu
         "export": f"{private}\n{decoys}\ndef _export():\n    global {', '.join(order)}\n" + "\n".join(
             f"    {n} = _{n}" for n in order) + "\n_export()\n",
     }
-    expected = _all_tokens(ORIGINAL)
+    expected = function_tokens(ORIGINAL)
     for how, text in variants.items():
-        assert _all_tokens(text) == expected, how
+        assert function_tokens(text) == expected, how
 
 
 def test_a_name_bound_again_in_a_way_not_read_is_named_with_its_line():
     """A decorator of the file's own may return another function; a module `__getattr__` may give any name: both
     had been silent (or "none of the assignment's functions is defined")."""
-    tree, names = _renamed(ORIGINAL)
+    tree, names = renamed_functions(ORIGINAL)
     private, order = ast.unparse(tree), [name for name in CONTRACT if name in names]
     decorated = f"{private}\ndef _use(n):\n    return lambda _g: globals()['_' + n]\n" + "\n".join(
         f"@_use({n!r})\ndef {n}(*args):\n    return args" for n in order)

@@ -99,7 +99,7 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
     result, which cancellation can bring near zero (see `allowed_error`).
     """
     got = expect_floating(got, expected, what, shape_hint)
-    tol = _for_precision(tol, got.dtype, expected.dtype)
+    tol = tolerance_for_precision(tol, got.dtype, expected.dtype)
     flat = got.reshape(-1)
     exp64 = expected.reshape(-1).astype(np.float64, copy=False)  # the reference is float64 already: no copy
     magnitude = None if terms is None else np.asarray(terms, dtype=np.float64)
@@ -107,7 +107,7 @@ def expect_close(got, expected: np.ndarray, tol: Tolerance, what: str, shape_hin
         magnitude = (magnitude if magnitude.shape == expected.shape
                      else np.broadcast_to(magnitude, expected.shape)).reshape(-1)
     if not _all_within(flat, exp64, tol, magnitude):
-        if _rounded_to_lower_precision(tol, flat):  # looked at only when float64's tolerance fails: it costs a pass
+        if rounded_to_lower_precision(tol, flat):  # looked at only when float64's tolerance fails: it costs a pass
             tol = tol.coarser
             if _all_within(flat, exp64, tol, magnitude):
                 return got
@@ -134,13 +134,13 @@ def expect_floating(got, expected: np.ndarray, what: str, shape_hint: str = "") 
 BLOCK = 1 << 15  # entries compared at a time (256 KiB of float64): see _all_within
 
 
-def _for_precision(tol: Tolerance, got: np.dtype, expected: np.dtype) -> Tolerance:
+def tolerance_for_precision(tol: Tolerance, got: np.dtype, expected: np.dtype) -> Tolerance:
     """`tol`, or its coarser tolerance for an answer computed in a lower precision than `expected`'s: held to
     that precision's tolerance every time, not by where its values happen to round (Tolerance.coarser)."""
     return tol.coarser if tol.coarser is not None and got.itemsize < expected.itemsize else tol
 
 
-def _rounded_to_lower_precision(tol: Tolerance, flat: np.ndarray) -> bool:
+def rounded_to_lower_precision(tol: Tolerance, flat: np.ndarray) -> bool:
     """Whether a float64 answer is held to its tolerance's coarser one for holding float32 numbers only."""
     return tol.coarser is not None and holds_float32_only(flat)
 

@@ -12,10 +12,10 @@ import numpy as np
 from autograder.authoring.checks import CheckFailed, Tolerance
 from autograder.authoring.compare import (
     HALF_ADVICE,
-    _for_precision,
-    _rounded_to_lower_precision,
     as_index,
     holds_float16_only,
+    rounded_to_lower_precision,
+    tolerance_for_precision,
 )
 from autograder.authoring.rounding import FLOAT32_UNIT
 
@@ -65,9 +65,9 @@ def allowed_miss(got: np.ndarray, tol: Tolerance, scores: np.ndarray | None = No
     precision = np.dtype(np.float64)
     if got.dtype.kind == "f":
         # Summed in float64: weights held more finely (longdouble) still meet 1 only to float64's rounding.
-        tol, precision = _for_precision(tol, got.dtype, np.dtype(np.float64)), max(
+        tol, precision = tolerance_for_precision(tol, got.dtype, np.dtype(np.float64)), max(
             got.dtype, np.dtype(np.float64), key=lambda d: np.finfo(d).eps)
-        if _rounded_to_lower_precision(tol, got.reshape(-1)):  # the weights are few: looked at every time
+        if rounded_to_lower_precision(tol, got.reshape(-1)):  # the weights are few: looked at every time
             tol, precision = tol.coarser, np.dtype(np.float32)
     flat = tol.atol * 10 + tol.rtol
     if precision == np.float32:  # a 0 adds nothing to a sum's rounding: a row of one visible key sums to 1 exactly
