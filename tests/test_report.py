@@ -272,6 +272,32 @@ def test_an_exception_message_makes_no_blocks_or_links_on_the_markdown_page(tmp_
     assert "53.1 points" in raw  # a number at the start of a line opens no list: not written 53\.1
 
 
+def test_a_messages_code_names_are_code_on_the_markdown_page_and_student_backticks_form_nothing_else(tmp_path):
+    """Our messages quote code in single backticks: the pages (Markdown and HTML) show it as code, not as literal
+    backticks. A student's backticks around markup, across lines or in a fence stay escaped text."""
+    mistune = pytest.importorskip("mistune")
+    message = ("the code is vectorised but still too slow: look for `np.tile` or `np.swapaxes(K, -1, -2)`. "
+               "raised ValueError: `<b>bold</b>` and `a|b` and ```fence``` and `http://x.example` and `open\nclose`")
+    check = CheckResult("f.c", "f", "public", "failed", 0, 1, message)
+    with Store(tmp_path / "g.db") as store:
+        store.save(SubmissionResult("s1", "w07_attention", "s1.py", "x", "v", 1, "bwrap", (check,), max_score=1))
+    assert run_cli("report", "--db", tmp_path / "g.db", "--out", tmp_path / "out").returncode == 0
+    raw = (tmp_path / "out" / "feedback" / "s1.md").read_text()
+    page = mistune.create_markdown(plugins=["url", "strikethrough", "table"])(raw)
+    section = page[page.index("<h3>f.c"):page.index("<h2>What the sandbox")]
+    assert "<code>np.tile</code>" in section and "<code>np.swapaxes(K, -1, -2)</code>" in section
+    assert "<code>http://x.example</code>" in section and "<a " not in section  # shown as code, never a link
+    assert sorted(re.findall(r"<code>(.*?)</code>", section)) == ["http://x.example", "np.swapaxes(K, -1, -2)",
+                                                                  "np.tile"]
+    assert not re.search(r"<(b|pre|h[12]|li)\b", section)
+    assert "\\`&lt;b&gt;bold&lt;/b&gt;\\`" in raw and "```fence```" in section  # as typed, escaped
+    html = (tmp_path / "out" / "feedback" / "s1.html").read_text()
+    shown = html[html.index('<p class="message">'):]
+    shown = shown[:shown.index("</p>")]
+    assert sorted(re.findall(r"<code>(.*?)</code>", shown)) == ["http://x.example", "np.swapaxes(K, -1, -2)", "np.tile"]
+    assert "<b>" not in shown and "`&lt;b&gt;bold&lt;/b&gt;`" in shown
+
+
 def test_a_report_written_again_removes_only_the_pages_of_the_last_that_it_did_not_write_again(tmp_path):
     """A student graded under another id since (or a folder reused) leaves no stale page among the new ones; a
     file the report never wrote stays. Without --out, each assignment has a folder of its own."""

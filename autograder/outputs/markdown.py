@@ -6,6 +6,8 @@ a message holding a newline followed by `===`, `- `, `1. ` or four spaces would 
 list item or a code block of its own on the student's page (a forged "Total: 100 / 100"). So every
 line of a value is joined to the one before by a hard line break, its indentation dropped and its
 first character escaped where it could open a block; links are never formed from it either.
+A pair of single backticks on one line around plain text (our messages' `np.swapaxes(K, -1, -2)`) stays a code
+span: its content is shown as written, so it can form nothing.
 """
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ _ADDRESS = re.compile(r"(?i):(?=//)|(?<=www)\.")
 # break (-, +), a setext heading's underline (=), an ordered list item (1. or 1), followed by a space or nothing: a
 # number such as 53.1 opens no list).
 _BLOCK_START = re.compile(r"^([-+=])|^(\d+)([.)])(?=\s|$)")
+# Backticks paired left to right on one line; a pair is kept as a code span when no backtick touches it and what it
+# holds is plain (no mark that a table cell or an entity would still read inside a span: | < > & \\).
+_BACKTICK_PAIR = re.compile(r"`([^`\n]*)`")
+_PLAIN_CODE = re.compile(r"[^`\n|<>&\\]+")
 
 
 class Verbatim(str):
@@ -33,10 +39,25 @@ def escape(value) -> str:
     if isinstance(value, Verbatim):
         return value
     text = "" if value is None else safe(value)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _ADDRESS.sub(r"\\\g<0>", _INLINE.sub(r"\\\1", text))
+    text = "".join(part if is_code else _escaped_inline(part) for part, is_code in code_spans(text))
     lines = (line.strip() for line in text.split("\n"))
     return "\\\n".join(_BLOCK_START.sub(_escaped_start, line) for line in lines if line)
+
+
+def code_spans(text: str) -> list[tuple[str, bool]]:
+    """`text` in pieces, each with whether it is a code span to show as code (backticks included) or plain text."""
+    pieces, at = [], 0
+    for pair in _BACKTICK_PAIR.finditer(text):
+        alone = text[pair.start() - 1:pair.start()] != "`" and text[pair.end():pair.end() + 1] != "`"
+        is_code = bool(alone and _PLAIN_CODE.fullmatch(pair.group(1)))
+        pieces += [(text[at:pair.start()], False), (pair.group(0), is_code)]
+        at = pair.end()
+    return pieces + [(text[at:], False)]
+
+
+def _escaped_inline(text: str) -> str:
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _ADDRESS.sub(r"\\\g<0>", _INLINE.sub(r"\\\1", text))
 
 
 def _escaped_start(match: re.Match) -> str:
