@@ -7,10 +7,11 @@ matters little:
 - local names and literals become placeholders (`N`, `NUM`, `STR`), while
   what a name was imported as stays (`np.exp`, `numpy.exp` and `from numpy
   import exp` all give `numpy.exp`): that is the code's meaning;
-- docstrings, bare strings, `pass`, code after `return`/`raise`, `if False:`
+- docstrings, bare strings, `pass`, `...`, code after `return`/`raise`, `if False:`
   branches and assignments to names never read are dropped (dead code), and
-  so are statements that only print, log or assert, with `if` blocks left
-  empty without them (debugging output, which a copier adds to hide a copy);
+  so are statements that only print, log or assert, `del` of names and
+  expression statements that call nothing (`(a, b)`, `x.shape`, `a[0]`), with
+  `if` blocks left empty without them (what a copier adds to hide a copy);
 - equivalent constructs are written one way: `x += y` as `x = x + y`, `x: int = y` as `x = y`,
   `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`, a transpose
   (`np.transpose(x)`, `x.swapaxes(-1, -2)`, `np.moveaxis(x, -1, -2)`, PyTorch's `x.mT`) as `x.T`,
@@ -49,6 +50,8 @@ from autograder.similarity.statements import (
     drop_dead_assignments,
     effects,
     inline_temporaries,
+    only_names,
+    only_reads,
     rename_rebindings,
 )
 
@@ -124,9 +127,10 @@ class _Rewrite(ast.NodeTransformer):
         return node
 
     def visit_Expr(self, node):
+        reads_only = only_reads(node.value)  # before rewriting: a call may become an operator (`np.add(a, b)`)
         self.generic_visit(node)
-        if isinstance(node.value, ast.Constant) or _is_output(node.value, self.imports):
-            return _walrus_assignments(node.value) or None  # docstrings, `...`; a debugging print or log line
+        if reads_only or isinstance(node.value, ast.Constant) or _is_output(node.value, self.imports):
+            return _walrus_assignments(node.value) or None  # docstrings, `...`, `(a, b)`; a debugging print or log
         if isinstance(node.value, ast.NamedExpr):  # `(x := v)` alone is `x = v`
             return _walrus_assignments(node.value)
         return node
@@ -139,6 +143,12 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Pass(self, node):
         return None
+
+    def visit_Delete(self, node):
+        """`del x` only unbinds a name (see `only_reads`): dropped; `del d[k]` changes `d` and is kept."""
+        node.targets = [t for t in node.targets if not only_names(t)]
+        self.generic_visit(node)
+        return node if node.targets else None
 
     def visit_If(self, node):
         self.generic_visit(node)
