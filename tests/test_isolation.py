@@ -17,20 +17,24 @@ import struct
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from autograder.grading.grader import Grader
 from autograder.grading.submission import read_submission
+from autograder.sandbox.limits import Limits
 from autograder.sandbox.protections import SandboxError, probe
+from autograder.sandbox.session import Session
 from autograder.sandbox.uids import SLOTS, lease_uid
 from autograder.sandbox.worker import PENDING_SIGNALS
 from autograder.sandbox.zygote import Sandbox
 
-from conftest import FIXTURES, PLAIN, SUBMISSIONS, bwrap_works, compose, run_cli
+from conftest import FIXTURES, PLAIN, SUBMISSIONS, bwrap_works, compose, module_spec, run_cli
 
 pytestmark = pytest.mark.slow  # end-to-end: left out of `make check`
 ATTACKS = SUBMISSIONS / "attacks"
+CAP_SYS_RESOURCE = 24  # what writes an oom_score_adj floor (kernel.killed_first)
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
@@ -90,7 +94,7 @@ def test_no_child_can_have_the_kernel_signal_the_zygote_or_make_namespaces(job, 
         assert f"{what}: denied (PermissionError)" in note, note
     assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
     assert job.sandbox.zygote_pid() == zygote  # the same zygote: never restarted
-    ignored = _signal_mask(zygote, "SigIgn")
+    ignored = _status_mask(zygote, "SigIgn")
     assert all(ignored >> (number - 1) & 1 for number in (signal.SIGINT, signal.SIGTERM, signal.SIGIO)), hex(ignored)
 
 
@@ -148,6 +152,24 @@ def test_no_child_can_hold_kernel_memory_in_posix_timers(job, tmp_path):
     assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
 
 
+def test_no_child_can_undo_being_what_the_kernel_ends_first(job, tmp_path):
+    """The zygote sets oom_score_adj 1000, which every child inherits, so that the kernel ends a submission's processes
+    first when memory runs out. A child that made itself dumpable again (prctl PR_SET_DUMPABLE) owned its /proc files
+    and wrote 0 there; so could a helper it started by exec, which the kernel makes dumpable. Read from outside."""
+    source = PLAIN.read_text() + "\n\n" + (ATTACKS / "undo_killed_first.py").read_text()
+    with Session(job.sandbox, module_spec(tmp_path, source), Limits(call_seconds=5.0)) as session:
+        report = session.open()
+        assert not report.failure and not report.problems, report
+        assert Path(session.child_proc(), "oom_score_adj").read_text().strip() == "1000"
+        said = re.search(r"oom: (.*)", session.output.text())
+    assert said, session.output.text()
+    for refused in ("write EACCES", "dumpable EPERM", "write again EACCES", "mm EPERM", "after 1000"):
+        assert refused in said.group(1), said.group(0)
+    if _status_mask(os.getpid(), "CapEff") >> CAP_SYS_RESOURCE & 1:  # the grader wrote 1000 as a floor, which
+        assert "exec'd helper: dumpable 1, write EACCES, now 1000" in said.group(1), said.group(0)  # binds it too
+    assert job.grade(read_submission(honest(tmp_path, "after"))).score == 100
+
+
 def test_no_child_can_take_the_machines_tcp_memory_or_raise_its_socket_buffers(job, tmp_path):
     """TCP's buffer memory is one count for the whole machine, whatever the network namespace (net.ipv4.tcp_mem): 90
     loopback connections sending unread took 92 % of it, past which every TCP socket on the machine fails. Unix
@@ -186,7 +208,8 @@ def _limits(pid: int) -> str:
         return limits.read()
 
 
-def _signal_mask(pid: int, field: str) -> int:
+def _status_mask(pid: int, field: str) -> int:
+    """A mask of /proc/<pid>/status in hex (SigIgn, CapEff): bit n - 1 is signal n, bit n capability n."""
     with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1], 16) for line in status if line.startswith(f"{field}:"))
 

@@ -15,6 +15,7 @@ PR_SET_DUMPABLE = 4  # 0: no process of the same uid may read our memory or ptra
 PR_SET_CHILD_SUBREAPER = 36  # orphans of our descendants become our children, not init's
 NAMES = {PR_SET_PDEATHSIG: "PR_SET_PDEATHSIG", PR_SET_DUMPABLE: "PR_SET_DUMPABLE",
          PR_SET_CHILD_SUBREAPER: "PR_SET_CHILD_SUBREAPER"}
+KILLED_FIRST = 1000  # oom_score_adj: the highest, what the kernel ends first when memory runs out
 MADV_COLLAPSE = 25  # Linux 6.1: back a range with huge pages now, whatever the system's THP mode
 HUGE_PAGE = 2 << 20
 
@@ -33,14 +34,20 @@ def set_controls(controls: list[tuple[int, int]]) -> dict[str, str]:
     return {NAMES.get(option, str(option)): why for option, value in controls if (why := prctl(option, value))}
 
 
-def killed_first() -> None:
-    """Be what the kernel ends first when the machine runs out of memory (oom_score_adj 1000, which children
-    inherit). Each of a submission's processes is limited, not their sum, so together they may touch more than
-    the machine has; the kernel's choice must then fall on them, not on the grader or the TA's session. Best
-    effort: where the setting cannot be written, the kernel chooses as it otherwise would."""
+def killed_first(pid: int | str = "self") -> None:
+    """Make process `pid` (this one by default) what the kernel ends first when the machine runs out of memory
+    (oom_score_adj KILLED_FIRST, which children inherit). Each of a submission's processes is limited, not their
+    sum, so together they may touch more than the machine has; the kernel's choice must then fall on them, not on
+    the grader or the TA's session.
+
+    Written by a process with CAP_SYS_RESOURCE (a root grader, for the zygote it started), the value is also a
+    floor: no process that inherits it may set a lower one without that capability. That holds for a process
+    whose /proc files have become its own again, which an exec does (the kernel makes the new program dumpable);
+    without the floor such a process could lower its value to 0. Best effort: where the setting cannot be
+    written, the kernel chooses as it otherwise would."""
     try:
-        with open("/proc/self/oom_score_adj", "w") as setting:
-            setting.write("1000")
+        with open(f"/proc/{pid}/oom_score_adj", "w") as setting:
+            setting.write(str(KILLED_FIRST))
     except OSError:
         pass
 

@@ -48,6 +48,13 @@ The kernel then refuses, with EPERM:
   scratch tmpfs their values are kernel memory that neither the memory limit
   nor the tmpfs's size counts, and 16 of 64 KiB on each of many files held
   1.4 GiB in one load; no library a submission uses sets them;
+- making itself dumpable again (prctl PR_SET_DUMPABLE), or rewriting what
+  /proc shows of it (prctl PR_SET_MM): a dumpable process's /proc files are
+  its own user's, so it could open /proc/self/mem on the memory it inherited
+  from the zygote, and lower its /proc/self/oom_score_adj, which the zygote
+  sets to 1000 so that the kernel ends a submission's processes first when
+  memory runs out (kernel.killed_first); PR_SET_MM_MAP rewrote its command
+  line in /proc without any privilege. Nothing graded needs either;
 - a new action for SIGCHLD (asking for the current one is allowed). Ignoring
   it, or SA_NOCLDWAIT, has the kernel reap the process's children itself: a
   helper's processor time is then counted nowhere and it leaves no trace in
@@ -83,6 +90,8 @@ SETS_OWNER = {"fcntl": (8, 10, 15), "ioctl": (0x8901, 0x8902)}  # F_SETOWN, F_SE
 AF_UNIX = 1  # the one socket family a child may make: socket(family, ...) and socketpair(family, ...)
 SOL_SOCKET = 1  # asm-generic, as on x86_64 and aarch64
 SETS_BUFFER = (7, 8, 32, 33)  # setsockopt(fd, SOL_SOCKET, ...): SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
+PR_SET_DUMPABLE, PR_SET_MM = 4, 35
+SETS_PROC = (PR_SET_DUMPABLE, PR_SET_MM)  # prctl(option, ...): options a child may not use
 NEW_NAMESPACES = 0x7E020000  # clone's CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 
 # (audit architecture, system call numbers) per machine, from the kernel's syscall tables.
@@ -99,7 +108,7 @@ _ARCHES = {
         "setpriority": 141, "ioprio_set": 251, "memfd_create": 319, "memfd_secret": 447,
         "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463,
         "io_setup": 206, "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210,
-        "io_pgetevents": 333, "socket": 41, "socketpair": 53, "setsockopt": 54}),
+        "io_pgetevents": 333, "socket": 41, "socketpair": 53, "setsockopt": 54, "prctl": 157}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "shmget": 194, "semget": 190, "msgget": 186, "mq_open": 180, "add_key": 217, "request_key": 218,
@@ -112,7 +121,7 @@ _ARCHES = {
         "setpriority": 140, "ioprio_set": 30, "memfd_create": 279, "memfd_secret": 447,
         "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463,
         "io_setup": 0, "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292,
-        "socket": 198, "socketpair": 199, "setsockopt": 208}),
+        "socket": 198, "socketpair": 199, "setsockopt": 208, "prctl": 167}),
 }
 _X32_BIT = 0x40000000  # x86_64's x32 ABI: the same calls under other numbers
 _SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: a pid
@@ -123,7 +132,7 @@ _PROCESS_STATE = ("prlimit64", "sched_setparam", "sched_setscheduler", "sched_se
 WHOLE_USER = {"setpriority": 2, "ioprio_set": 3}
 _SOCKETS = ("socket", "socketpair")  # first argument: the family
 _BY_ARGUMENT = (*_SIGNALS, *_PROCESS_STATE, *WHOLE_USER, *_SOCKETS, "rt_sigaction", "fcntl", "ioctl", "clone",
-                "clone3", "setsockopt")  # denied for some arguments only
+                "clone3", "setsockopt", "prctl")  # denied for some arguments only
 
 
 def supported() -> bool:
@@ -150,9 +159,8 @@ def program(parent: int, machine: str | None = None) -> list[tuple[int, int, int
     code += [(_JEQ, 0, 3, numbers["clone"]), (_LOAD, 0, 0, _ARG0), (_JSET, 0, 1, NEW_NAMESPACES), deny,
              (_LOAD, 0, 0, _NR)]
     for name, commands in SETS_OWNER.items():  # fcntl(fd, F_SETOWN, ...), ioctl(fd, FIOSETOWN, ...)
-        n = len(commands)  # not this call: skip its load, n tests, jump and deny; a command: on to the deny
-        code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, n + 3, numbers[name]), (_LOAD, 0, 0, _ARG1)]
-        code += [(_JEQ, n - i, 0, command) for i, command in enumerate(commands)] + [(_JA, 0, 0, 1), deny]
+        code += _deny_values(numbers[name], _ARG1, commands, deny)
+    code += _deny_values(numbers["prctl"], _ARG0, SETS_PROC, deny)  # prctl(PR_SET_DUMPABLE, ...), prctl(PR_SET_MM, ...)
     # rt_sigaction(SIGCHLD, act, ...) with an action (a pointer whose two words are not both 0): denied.
     code += [(_LOAD, 0, 0, _NR), (_JEQ, 0, 7, numbers["rt_sigaction"]), (_LOAD, 0, 0, _ARG0),
              (_JEQ, 0, 5, SIGCHLD), (_LOAD, 0, 0, _ARG1), (_JEQ, 0, 2, 0), (_LOAD, 0, 0, _ARG1_HIGH),
@@ -176,6 +184,13 @@ def program(parent: int, machine: str | None = None) -> list[tuple[int, int, int
              (_JEQ, 0, n + 3, SOL_SOCKET), (_LOAD, 0, 0, _ARG2)]
     code += [(_JEQ, n - i, 0, option) for i, option in enumerate(SETS_BUFFER)] + [(_JA, 0, 0, 1), deny]
     return code + [(_RET, 0, 0, RET_ALLOW)]
+
+
+def _deny_values(number: int, argument: int, values: tuple[int, ...], deny: tuple) -> list[tuple[int, int, int, int]]:
+    """Instructions that deny system call `number` when its argument at offset `argument` is one of `values`."""
+    n = len(values)  # not this call: skip its load, n tests, jump and deny; a value: on to the deny
+    code = [(_LOAD, 0, 0, _NR), (_JEQ, 0, n + 3, number), (_LOAD, 0, 0, argument)]
+    return code + [(_JEQ, n - i, 0, value) for i, value in enumerate(values)] + [(_JA, 0, 0, 1), deny]
 
 
 class _Program(ctypes.Structure):

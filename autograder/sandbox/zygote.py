@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.sandbox import processes, wire
+from autograder.sandbox import kernel, processes, wire
 from autograder.sandbox.boot import BOOT, worker_sources
 from autograder.sandbox.channel import call_pair, stamp_pair
 from autograder.sandbox.protections import WORKER_PYTHON, MissingProtections, Protections, SandboxError
@@ -166,6 +166,8 @@ class Sandbox:
             self.class_imports = ()
             return self.start()
         self._zygote_pid = self._find_zygote()
+        # Again from outside, before any child: written by root, 1000 is also a floor every child inherits (kernel).
+        kernel.killed_first(self._zygote_pid)
         self._started = True
         self._place()
 
@@ -186,14 +188,13 @@ class Sandbox:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self._process.pid, signal.SIGKILL)
             self._process.wait()
-        if self._control is not None:
-            self._control.close()
+        for end in (self._control, self._log):
+            if end is not None:
+                end.close()
         if self._scratch is not None:
             # What a submission left may be nested deeper than a recursive delete can go.
             wipe(self._scratch.name)
             self._scratch.cleanup()
-        if self._log is not None:
-            self._log.close()
         self._release_uid()
         self._process = self._control = self._scratch = self._log = None
         self._zygote_pid = 0
