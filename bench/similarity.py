@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import numpy as np
 
 from make_class import notebook_from_code
 
@@ -85,19 +86,30 @@ def command_seconds(folder: Path, out: Path) -> tuple[float, float]:
 
 
 def all_pairs_by_loops(comparison) -> dict[tuple[str, str], float]:
-    """The peer: every pair's best function score, by intersecting each pair's fingerprint sets."""
-    best: dict[tuple[str, str], float] = {}
+    """The peer: every pair's score by intersecting each pair's fingerprint sets, as `index.score_pairs` defines
+    it: the most alike function's score or the whole file's (what the pair shares in all its functions, over both
+    files' weight), whichever is higher."""
     students = comparison.students
+    n = len(students)
+    functions, shared_in_all = {}, {}
+    file_totals = [0.0] * n
     for idx in comparison.indexes.values():
-        totals = [idx.weight(i) for i in range(len(students))]
-        for a in range(len(students)):
-            for b in range(a + 1, len(students)):
+        totals = [idx.weight(i) for i in range(n)]
+        for a in range(n):
+            file_totals[a] += totals[a]
+            for b in range(a + 1, n):
                 shared = sum(idx.weights[h] for h in idx.hashes[a] & idx.hashes[b])
                 if shared > 0:
-                    score = shared / min(max((totals[a] + totals[b]) / 2, index.FLOOR),
-                                         max(min(totals[a], totals[b]), index.CONTAINED_FLOOR))
-                    key = (students[a], students[b])
-                    best[key] = max(best.get(key, 0.0), score)
+                    key = tuple(sorted((students[a], students[b])))
+                    score = float(index.dice(np.array(shared), np.array(totals[a]), np.array(totals[b])))
+                    functions[key] = max(functions.get(key, 0.0), score)
+                    shared_in_all[key] = shared_in_all.get(key, 0.0) + shared
+    position = {student: number for number, student in enumerate(students)}
+    best = {}
+    for key, shared in shared_in_all.items():
+        a, b = (file_totals[position[student]] for student in key)
+        whole = float(index.dice(np.array(shared), np.array(a), np.array(b), index.WHOLE_FLOOR))
+        best[key] = max(functions[key], whole)
     return best
 
 
