@@ -220,3 +220,16 @@ def test_a_bug_only_large_scores_show_fails_for_every_input_set(course, suite, t
         ran = run_checks(course, suite, "attention", namespace, student)
         failed = {r.name for r in ran.results if r.status != "passed"}
         assert failed == {"attention.matches_reference"}, (student, failed)
+
+
+def test_an_argument_returned_itself_costs_its_check_in_the_kernel_too(course, suite, tmp_path):
+    """apply_mask returning S itself for a mask that hides no key: the answer is right, and the in-process call
+    (nbgrader's kernel) marks the array returned as a sandboxed worker does, so S read back holds the mark."""
+    bug = "apply_mask_returns_scores_when_all_visible"
+    namespace = namespace_of(compose(tmp_path, bug, SUBMISSIONS / "narrow" / f"{bug}.py"))
+    ran = run_checks(course, suite, "apply_mask", namespace, "alice")
+    failed = {r.name: r.message for r in ran.results if r.status != "passed"}
+    assert list(failed) == ["apply_mask.input_unchanged"], failed
+    assert "apply_mask returned S itself" in failed["apply_mask.input_unchanged"]
+    right = run_checks(course, suite, "apply_mask", namespace_of(PLAIN), "alice")
+    assert all(r.status == "passed" for r in right.results), [(r.name, r.message) for r in right.results]

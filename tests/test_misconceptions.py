@@ -74,6 +74,16 @@ def test_a_bug_only_some_inputs_show_costs_its_check_and_is_named(grade_once, tm
     assert result.score == result.max_score - sum(suite.check(check).points for check in checks)
 
 
+def test_attention_raising_inside_context_is_told_about_context_not_the_scores_transpose(grade_once, tmp_path):
+    """Values with no leading axes: attention raised inside the student's context (repeat_kv reading V.shape[-3]),
+    and its message had told the student to transpose K in score."""
+    bug = "context_repeats_values_to_heads"
+    result = grade_once(compose(tmp_path, bug, SUBMISSIONS / "narrow" / f"{bug}.py"))
+    message = next(t.message for t in result.tests if t.name == "attention.matches_reference")
+    assert "in context" in message and "V.shape[-3]" in message, message
+    assert "np.swapaxes(K" not in message, message
+
+
 def test_a_wrong_scale_is_not_called_a_wrong_grid(grade_once, tmp_path):
     """score_wrong_scale's scores are the right grid times 1/4 (dk fixed at 64, the check's is 4): the public check
     of the grid says so, instead of that S[..., i, j] compares query i with key j."""

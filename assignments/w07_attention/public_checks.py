@@ -277,7 +277,8 @@ def apply_mask_hidden_become_neg_inf(t):
 
 
 def apply_mask_input_unchanged(t):
-    """apply_mask returns the masked scores in a new array and leaves its input S unmodified. It carries
+    """apply_mask returns the masked scores in a new array and leaves its input S unmodified, also for a mask that
+    hides no key, where the answer equals S but must not be S itself (returning S had full marks). It carries
     apply_mask's arguments changed in place, whichever check's call showed the change (a fill in place for a mask
     that broadcasts only)."""
     S, allowed = normal(t.rng, (3, 4)), mask_rows(t.rng, (3, 4))
@@ -285,6 +286,11 @@ def apply_mask_input_unchanged(t):
     # masked copy is the definition of apply_mask (slide 20), so checking it needs no reference.
     expect_close(t.returned("apply_mask", S, allowed), np.where(allowed, S, -np.inf), t.tol(np.float64),
                  "apply_mask(S, allowed), which left S unchanged as it should,")
+    # Every key visible: the grader marks the array returned once the answer is taken, and reads S back from its own
+    # memory; S holding the mark was returned itself (Trial.call).
+    every_key = np.ones(S.shape, dtype=bool)
+    expect_close(t.returned("apply_mask", S, every_key, mark_returned=True), S, t.tol(np.float64),
+                 "apply_mask(S, allowed), every key visible, which returned a new array as it should,")
 
 
 def softmax_lecture_example(t):

@@ -7,9 +7,11 @@ the whole `Reply`), judges the value with the `expect_*` functions, and raises `
 message in the course's words (a returned value goes into it as `shown(value)`, which writes any
 value, an int of 100,000 digits too); `CHECKS` lists them as `Check("f.aspect", name, sizes=...)`. A
 misconception catalogue defines `CATALOGUE = Catalogue(...)` of `Misconception`s. The modules behind
-these names (checks, compare, error_paths, exact, gradients, inputs, misconceptions, protocol, rounding) are the
-implementation; a check file imports only this package. Nothing here starts a process or touches the sandbox.
+these names (arguments_after, checks, compare, error_paths, exact, gradients, inputs, misconceptions, protocol,
+rounding) are the implementation; a check file imports only this package. Nothing here starts a process or
+touches the sandbox.
 """
+from autograder.authoring.arguments_after import holds_returned_mark
 from autograder.authoring.checks import (
     Check,
     CheckFailed,
@@ -53,6 +55,6 @@ __all__ = [
     "StudentError", "TensorData", "Tolerance", "Trial", "additive_rounding", "as_array", "as_tensor", "called_with",
     "expect_close", "expect_equal", "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_floating",
     "expect_gradients", "expect_pair", "expect_rows_sum_to_one", "expect_shape", "expect_within_rounding",
-    "holds_float32_only", "mask_rows", "normal", "precision_of_factors", "product_rounding", "raise_for",
-    "rounding_terms", "shown",
+    "holds_float32_only", "holds_returned_mark", "mask_rows", "normal", "precision_of_factors", "product_rounding",
+    "raise_for", "rounding_terms", "shown",
 ]

@@ -27,6 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from autograder.authoring.arguments_after import (
+    changed_argument,
+    changed_message,
+    holds_returned_mark,
+    returned_message,
+)
 from autograder.authoring.protocol import Call, Reply
 from autograder.authoring.seeds import check_rng
 
@@ -213,20 +219,23 @@ class Trial:
     changed: list = field(default_factory=list)
 
     def call(self, function: str, *args, as_tensors: bool = False, backward=None,
-             return_inputs: bool = False, **kwargs) -> Reply:
+             return_inputs: bool = False, mark_returned: bool = False, **kwargs) -> Reply:
         """Call the student's `function` in the sandbox; the reply may hold an exception.
 
-        The keyword options are Call's; every other keyword goes to the function.
+        The keyword options are Call's; every other keyword goes to the function. With `mark_returned`, an
+        argument returned itself (the answer is the caller's array) goes into `changed` as a change would.
         """
-        return_inputs = return_inputs or self.arguments_unchanged
-        request = Call(function, args, kwargs, as_tensors, backward, return_inputs, self.seconds)
+        return_inputs = return_inputs or self.arguments_unchanged or mark_returned
+        request = Call(function, args, kwargs, as_tensors, backward, return_inputs, self.seconds, mark_returned)
         reply = self.call_function(request)
         self.calls.append((request, reply))
-        if self.arguments_unchanged and reply.inputs is not None:
-            change = _changed_argument((*args, *kwargs.values()), reply.inputs)
+        if (self.arguments_unchanged or mark_returned) and reply.inputs is not None:
+            sent = (*args, *kwargs.values())
+            change = changed_argument(sent, reply.inputs)
             if change is not None:  # named only now: a signature costs more than the comparisons
                 name = (_argument_names(self.ref, function, args) + list(kwargs))[change]
-                self.changed.append((function, _changed_message(function, name)))
+                returned = mark_returned and holds_returned_mark(sent[change], reply.inputs[change])
+                self.changed.append((function, (returned_message if returned else changed_message)(function, name)))
         return reply
 
     def returned(self, function: str, *args, **kwargs):
@@ -286,7 +295,8 @@ def _template_hint(raised) -> str:
     return f"; {raised.within} still raises the template's NotImplementedError: write it (or delete that line)"
 
 
-_CALL_OPTIONS = ("as_tensors", "backward", "return_inputs")  # Trial.call's own keywords, not the function's
+# Trial.call's own keywords, not the function's
+_CALL_OPTIONS = ("as_tensors", "backward", "return_inputs", "mark_returned")
 
 
 def called_with(ref, function: str, args: tuple, kwargs: dict) -> str:
@@ -307,36 +317,6 @@ def _argument_names(ref, function: str, args: tuple) -> list[str]:
     except (TypeError, ValueError):
         names = []
     return [names[i] if i < len(names) else f"argument {i + 1}" for i in range(len(args))]
-
-
-def _changed_argument(sent: tuple, after: tuple) -> int | None:
-    """The place of the first array argument a call changed in place, or None. sent: the arguments as sent,
-    positional then keyword in the call's order; after: the same arguments as the call left them."""
-    for place, (before, now) in enumerate(zip(sent, after)):
-        if isinstance(before, np.ndarray) and not (
-                isinstance(now, np.ndarray) and now.dtype == before.dtype and now.shape == before.shape
-                and (same_bytes(now, before) or np.array_equal(now, before, equal_nan=before.dtype.kind in "fc"))):
-            return place
-    return None
-
-
-def _changed_message(function: str, name: str) -> str:
-    return (f"{function} (or a function it calls) changed its argument {name} in place (an in-place operation such "
-            f"as `{name} -= 1`, `{name}[...] = ...` or `np.logical_not({name}, out={name})` on np.asarray({name}), or "
-            f"a tensor method ending in `_`, works on the caller's array); compute into a new array so the caller's "
-            f"{name} is left as it was")
-
-
-_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
-    """Two arrays of one dtype and shape hold the same bytes: as bytes where they are small, else compared in
-    place as integers of their size, which is ten times faster than comparing their values at T = 512."""
-    unsigned = _UNSIGNED.get(a.dtype.itemsize)
-    if unsigned is None or a.nbytes < 1 << 16 or a.dtype.hasobject:
-        return a.tobytes() == b.tobytes()
-    return bool(np.array_equal(a.view(unsigned), b.view(unsigned)))
 
 
 def _kind_of(value, as_tensor: bool = False) -> str:

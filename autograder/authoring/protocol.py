@@ -36,6 +36,11 @@ class Opaque:
     detail: str = ""
 
 
+# What a call with `mark_returned` writes into each array it returned, after the reply is taken: exact in every
+# float and integer dtype an argument has (True for a mask), and no value a check sends.
+RETURNED_MARK = 1234.0
+
+
 @dataclass(frozen=True)
 class Call:
     """One request: run the student's `function` on these arguments.
@@ -47,6 +52,10 @@ class Call:
         gradients.
     return_inputs: read the arguments back after the call (from the
         grader's shared memory), to detect in-place modification.
+    mark_returned: once the answer is taken for the reply, fill every
+        array it returned with RETURNED_MARK: an argument read back holding
+        it was returned itself (or a view of it), not a new array. The grader
+        reads that from its own memory: Trial.call asks return_inputs with it.
     seconds: wall-clock limit for this call; None means the course default.
     """
 
@@ -57,6 +66,7 @@ class Call:
     backward: tuple | None = None
     return_inputs: bool = False
     seconds: float | None = None
+    mark_returned: bool = False
 
     def payload_bytes(self) -> int:
         arrays = [a for a in (*self.args, *self.kwargs.values(), *(self.backward or ()))

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autograder.authoring.checks import Trial, same_bytes
+from autograder.authoring.arguments_after import same_bytes
+from autograder.authoring.checks import Trial
 from autograder.authoring.protocol import Call, Reply
 from autograder.grading.attempt import SuiteFault, run_check
 from autograder.grading.reference_cache import copied
@@ -260,6 +261,7 @@ def recorded(name: str, planned: list[Call], sent: Sent) -> Callable[[Call], Rep
 def same_call(a: Call, b: Call) -> bool:
     """The same request: function, options and every argument equal, arrays in dtype, shape and values."""
     return (a.function == b.function and a.as_tensors == b.as_tensors and a.return_inputs == b.return_inputs
+            and a.mark_returned == b.mark_returned
             and a.seconds == b.seconds and _same(a.args, b.args) and _same(a.backward, b.backward)
             and sorted(a.kwargs) == sorted(b.kwargs) and all(_same(a.kwargs[k], b.kwargs[k]) for k in a.kwargs))
 

@@ -150,6 +150,7 @@ def encode_call(call: Call) -> Request:
               "args": [values.encode(a, buffers) for a in call.args],
               "kwargs": {k: values.encode(v, buffers) for k, v in call.kwargs.items()},
               "as_tensors": call.as_tensors, "return_inputs": call.return_inputs,
+              "mark_returned": call.mark_returned,
               "backward": None if call.backward is None else [values.encode(g, buffers) for g in call.backward]}
     return Request(call, header, buffers)
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autograder.authoring.protocol import Opaque, TensorData
+from autograder.authoring.protocol import RETURNED_MARK, Opaque, TensorData
 from autograder.sandbox.wire import HEADER_LIMIT, MAX_TEXT, WireError
 from autograder.text import safe
 
@@ -162,6 +162,18 @@ def items_of(value: tuple | list) -> list:
     if isinstance(value, tuple):
         return [tuple.__getitem__(value, i) for i in range(tuple.__len__(value))]
     return list(list.__iter__(value))
+
+
+def mark_returned(value) -> None:
+    """Fill each NumPy array of a returned `value` (itself, or an item of a returned tuple or list) with
+    RETURNED_MARK, where it can be written: an argument that was returned itself holds the mark when the grader
+    reads it back from its own memory. Through ndarray's own `fill`, so a subclass's methods run no code here."""
+    for array in items_of(value) if isinstance(value, (tuple, list)) else [value]:
+        if isinstance(array, np.ndarray) and array.flags.writeable and not array.dtype.hasobject:
+            try:
+                np.ndarray.fill(array, RETURNED_MARK)
+            except (TypeError, ValueError):  # a dtype the mark does not fit (a string): nothing is marked
+                pass
 
 
 def _append(buffers: list, data) -> int:

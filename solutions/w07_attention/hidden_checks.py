@@ -139,12 +139,31 @@ FEWER_AXES_ADVICE = ("leading axes broadcast as np.matmul's do, and one argument
                      "axes, and count no axes from the other argument")
 
 
-def _returned_broadcasting(t, function: str, *args, advice: str = BROADCAST_ADVICE):
-    """t.returned for a call whose arguments' batch axes differ; a raise says that they broadcast."""
+# attention_torch's words for the same: torch.matmul broadcasts as np.matmul does.
+TORCH_FEWER_AXES_ADVICE = ("leading axes broadcast as torch.matmul's do, and keys and values may have fewer of them "
+                           "than the queries, or none: transpose only the last two axes (K.transpose(-2, -1)), and "
+                           "read no axis of K or V counted from Q's (K.shape[-3] does not exist for a 2-D K)")
+
+
+# For values with fewer leading axes than the weights: context's own code, not score's transpose.
+VALUES_FEWER_AXES_ADVICE = ("leading axes broadcast as np.matmul's do, and the values may have fewer of them than the "
+                            "weights, or none: in context, compute A @ V on the whole arrays and read no axis of V "
+                            "counted from A's (V.shape[-3] does not exist for a 2-D V)")
+
+
+def _returned_broadcasting(t, function: str, *args, advice: str = BROADCAST_ADVICE, raised_in: dict | None = None):
+    """t.returned for a call whose arguments' batch axes differ; a raise says that they broadcast, in the words of
+    `raised_in` (the student's function the exception was raised in -> advice) where it names that function: advice
+    about score's transpose misleads where attention raised inside context. Where it was raised is the worker's word,
+    used for the advice only."""
+    reply = t.call(function, *args)
+    if reply.raised is None:
+        return reply.value
+    said = (raised_in or {}).get(reply.raised.within, advice)
     try:
-        return t.returned(function, *args)
+        raise_for(function, reply, called_with(t.ref, function, args, {}))
     except StudentError as error:
-        raise StudentError(f"{error}; {advice}") from None
+        raise StudentError(f"{error}; {said}") from None
 
 
 def _shared_by_heads(array):
@@ -411,8 +430,9 @@ def softmax_input_unchanged(t):
 
 def context_matches_reference(t):
     """context matches the reference on reference weights with batch axes and dk ≠ dv, on values shared by every
-    head, and on weights shared by every head of the values (batch axes broadcast either way: V broadcast to A's
-    batch axes alone had full marks), and leaves A and V unchanged."""
+    head, on weights shared by every head of the values (batch axes broadcast either way: V broadcast to A's
+    batch axes alone had full marks), and on values with no leading axes (as np.matmul broadcasts them, and as
+    attention is asked them), and leaves A and V unchanged."""
     d = t.sizes
     rows = "C has one row per query and one column per value dimension"
     for dtype in DTYPES:
@@ -429,6 +449,13 @@ def context_matches_reference(t):
         expect_close(_returned_broadcasting(t, "context", one, V), t.ref.context(*_f64(one, V)), t.tol(A.dtype),
                      f"context(A, V) with weights of shape {one.shape}, shared by every head of values of shape "
                      f"{V.shape} (batch axes broadcast)", shape_hint=rows, terms=_terms(one, V))
+        # Values with no leading axes, as attention passes them on: repeat_kv that reads V.shape[-3] raised there.
+        flat = V[(0,) * (V.ndim - 2)]
+        got = _returned_broadcasting(t, "context", A, flat, advice=f"values of shape {flat.shape}, with no leading "
+                                     f"axes, against weights of shape {A.shape}: {VALUES_FEWER_AXES_ADVICE}")
+        expect_close(got, t.ref.context(*_f64(A, flat)), t.tol(A.dtype), f"context(A, V) with values of shape "
+                     f"{flat.shape} for weights of shape {A.shape} (the missing leading axes broadcast, as in "
+                     "np.matmul)", shape_hint=rows, terms=_terms(A, flat))
     # Square weights (Nq = Nk) of either sign, rows not summing to 1: C = A V whatever A holds. A transposed only
     # when square, or weights normalized (or their magnitudes taken) again inside context, had full marks.
     A, V = normal(t.rng, (d["nk"], d["nk"])), normal(t.rng, (d["nk"], d["dv"]))
@@ -472,7 +499,8 @@ def attention_matches_reference(t):
         K, V = K[(0,) * (K.ndim - 2)], V[(0,) * (V.ndim - 2)]
         what = f"attention with keys and values of shapes {K.shape} and {V.shape} for queries of shape {Q.shape} " \
                f"(the missing leading axes broadcast, as in np.matmul)"
-        C, A = expect_pair(_returned_broadcasting(t, "attention", Q, K, V, advice=FEWER_AXES_ADVICE), what, PAIR)
+        C, A = expect_pair(_returned_broadcasting(t, "attention", Q, K, V, advice=FEWER_AXES_ADVICE,
+                                                  raised_in={"context": VALUES_FEWER_AXES_ADVICE}), what, PAIR)
         _expect_attention(C, A, t.ref.attention(*_f64(Q, K, V)), (Q, K, V), None, t.tol(Q.dtype), what)
     # A batch of one sequence and a single key: axes of length 1 stay (a batch of one squeezed away had full marks),
     # and a lone key takes the whole weight, 1 (exp of its score, left unnormalized, had full marks too).
@@ -623,7 +651,7 @@ def attention_torch_agrees_with_sdpa(t):
     """attention_torch agrees with scaled_dot_product_attention (C and the gradients of C with respect to Q, K and V)
     and the reference (A), with a mask. The float32 tensors' mask is (Nq, Nk), one mask for every batch entry, as
     a causal mask is: it broadcasts, as scaled_dot_product_attention's attn_mask does. Then keys and values shared
-    by every head (broadcast)."""
+    by every head (broadcast), and keys and values with no leading axes at all, as attention is asked them."""
     d = t.sizes
     for dtype, shape in ((np.float64, (*d["batch"], d["nq"], d["nk"])), (np.float32, (d["nq"], d["nk"]))):
         Q, K, V = _qkv(t, dtype)
@@ -637,6 +665,14 @@ def attention_torch_agrees_with_sdpa(t):
                        f"and {tuple(V.shape)}, shared by every head of queries of shape {tuple(Q.shape)}, and a "
                        f"padding mask of shape {allowed.shape} (batch axes broadcast, as in "
                        f"scaled_dot_product_attention; {BROADCAST_ADVICE})")
+        # No leading axes at all, as attention is asked them: repeat_kv guarded on Q's axes alone reads K.shape[-3].
+        K, V = K[(0,) * (K.ndim - 2)], V[(0,) * (V.ndim - 2)]
+        what = f"attention_torch with keys and values of shapes {tuple(K.shape)} and {tuple(V.shape)} for queries " \
+               f"of shape {tuple(Q.shape)} (the missing leading axes broadcast, as in torch.matmul)"
+        try:
+            _torch_checked(t, Q, K, V, None, None, what)
+        except StudentError as error:
+            raise StudentError(f"{error}; {what}: {TORCH_FEWER_AXES_ADVICE}") from None
 
 
 def attention_torch_respects_scale(t):
@@ -660,7 +696,8 @@ def attention_torch_agrees_with_numpy(t):
     run into the thousands, where the NumPy attention's softmax stays finite (softmax.large_scores_stable) and so
     must this one, and the second query's lie far below 0 (`_far_below`), under a finite fill written over the
     masked scores. First, a masked key scores far above the visible ones (_masked_far_above), where weights masked
-    after the softmax are 0/0. Last, every other query's scores far below 0 and none in the thousands (`_some_below`).
+    after the softmax are 0/0. Then every other query's scores far below 0 and none in the thousands (`_some_below`).
+    Last, a batch of one sequence and a single key, as attention is asked: axes of length 1 stay.
 
     The student's own NumPy attention is not asked: where it is wrong, its own checks say so, and a right
     attention_torch must not lose points for it."""
@@ -684,6 +721,12 @@ def attention_torch_agrees_with_numpy(t):
     _torch_checked(t, Q, K, V, None, 1.0, f"attention_torch with scale=1.0 and every other query's scores {BIG:g} "
                    "below 0, none in the thousands, which the NumPy attention answers with the same C and A (subtract "
                    "each row's maximum, in every row and on every call: slide 11)")
+    # A batch of one sequence and a single key, as attention is asked: a batch axis of length 1 squeezed away (to
+    # undo one added to 2-D inputs) had full marks.
+    Q, K, V = (x[:1, :n] for x, n in zip(_as_3d(*_qkv(t)), (d["nq"], 1, 1)))
+    _torch_checked(t, Q, K, V, None, None, f"attention_torch for a batch of one sequence and a single key (Q, K and "
+                   f"V of shapes {Q.shape}, {K.shape} and {V.shape}; axes of length 1 stay), which the NumPy "
+                   "attention answers with the same C and A")
 
 
 def _torch_checked(t, Q, K, V, allowed, scale, what):
@@ -695,17 +738,18 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     to autograd, so an A made in NumPy and wrapped as a tensor earns nothing.
     Returns the expected (C, A) as float64 arrays, which the student's matched.
     """
-    d, batch = t.sizes, np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
-    upstream = normal(t.rng, (*batch, d["nq"], d["dv"]), Q.dtype)
-    upstream_A = normal(t.rng, (*batch, d["nq"], d["nk"]), Q.dtype)
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+    nq, nk, dv = Q.shape[-2], K.shape[-2], V.shape[-1]  # from the inputs: a case may have a single key
+    upstream = normal(t.rng, (*batch, nq, dv), Q.dtype)
+    upstream_A = normal(t.rng, (*batch, nq, nk), Q.dtype)
     reply = t.call("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True,
                    backward=(upstream, upstream_A))
     if reply.raised is not None:
         raise_for("attention_torch", reply, called_with(t.ref, "attention_torch", (Q, K, V), {
             "allowed": allowed, "scale": scale, "as_tensors": True}))
     C, A = expect_pair(reply.value, "attention_torch", PAIR)
-    C = as_tensor(C, "the context C of attention_torch", (*batch, d["nq"], d["dv"]))
-    A = as_tensor(A, "the weights A of attention_torch", (*batch, d["nq"], d["nk"]))
+    C = as_tensor(C, f"the context C of {what}", (*batch, nq, dv))
+    A = as_tensor(A, f"the weights A of {what}", (*batch, nq, nk))
     C_exp, grads = t.reused(_sdpa, Q, K, V, allowed, scale, upstream)
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
     _expect_attention(C.array, A.array, (C_exp, A_exp), (Q, K, V), scale, t.tol(Q.dtype), what)

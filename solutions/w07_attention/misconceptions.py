@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from autograder.authoring import Catalogue, Misconception, TensorData
+from autograder.authoring import Catalogue, Misconception, TensorData, holds_returned_mark
 
 # ------------------------------------------------------------------ wrong parts
 
@@ -538,7 +538,10 @@ def _additive_weights_swapped(seen):
 def _changed_input(name):
     def shows(seen):
         after = seen.args_after
-        return after is not None and not np.array_equal(after[name], seen.args[name], equal_nan=True)
+        if after is None or np.array_equal(after[name], seen.args[name], equal_nan=True):
+            return False
+        # The grader's own mark in an argument that was returned itself: no change the function made.
+        return not (seen.call.mark_returned and holds_returned_mark(seen.args[name], after[name]))
     return shows
 
 

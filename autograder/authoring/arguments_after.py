@@ -1,0 +1,61 @@
+"""What a call did to its array arguments, read back after it from the grader's own memory: changed in place, or
+returned itself (`Call.mark_returned`). Trial.call records either as a change, which grading.changed_arguments
+charges once per function.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.authoring.protocol import RETURNED_MARK
+
+
+def changed_argument(sent: tuple, after: tuple) -> int | None:
+    """The place of the first array argument a call changed in place, or None. sent: the arguments as sent,
+    positional then keyword in the call's order; after: the same arguments as the call left them."""
+    for place, (before, now) in enumerate(zip(sent, after)):
+        if isinstance(before, np.ndarray) and not (
+                isinstance(now, np.ndarray) and now.dtype == before.dtype and now.shape == before.shape
+                and (same_bytes(now, before) or np.array_equal(now, before, equal_nan=before.dtype.kind in "fc"))):
+            return place
+    return None
+
+
+def changed_message(function: str, name: str) -> str:
+    """What a student is told whose `function` changed its argument `name` in place."""
+    return (f"{function} (or a function it calls) changed its argument {name} in place (an in-place operation such "
+            f"as `{name} -= 1`, `{name}[...] = ...` or `np.logical_not({name}, out={name})` on np.asarray({name}), or "
+            f"a tensor method ending in `_`, works on the caller's array); compute into a new array so the caller's "
+            f"{name} is left as it was")
+
+
+def holds_returned_mark(before: np.ndarray, after) -> bool:
+    """Whether an argument read back after a call with `mark_returned` holds the mark wherever it changed: the array
+    returned was that argument (or a view of it), filled with the mark once the answer was taken, and the change is
+    the grader's, not the function's. before: the argument as sent; after: as read back."""
+    if not isinstance(after, np.ndarray) or after.shape != before.shape or after.dtype != before.dtype:
+        return False
+    same = after == before
+    if after.dtype.kind in "fc":
+        same |= np.isnan(after) & np.isnan(before)
+    changed = ~same
+    return bool(np.all(after[changed] == np.asarray(RETURNED_MARK).astype(after.dtype)))
+
+
+def returned_message(function: str, name: str) -> str:
+    """What a student is told whose `function` returned its argument `name` itself where a new array is promised."""
+    return (f"{function} returned {name} itself (or a view of it), not a new array: the grader wrote into the array "
+            f"{function} returned, and the caller's {name} changed with it, so whoever changes the answer changes "
+            f"{name}. Return a new array in every case, also where there is nothing to change (`{name}.copy()`, or "
+            f"`np.where(...)`, which always makes one)")
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two arrays of one dtype and shape hold the same bytes: as bytes where they are small, else compared in
+    place as integers of their size, which is ten times faster than comparing their values at T = 512."""
+    unsigned = _UNSIGNED.get(a.dtype.itemsize)
+    if unsigned is None or a.nbytes < 1 << 16 or a.dtype.hasobject:
+        return a.tobytes() == b.tobytes()
+    return bool(np.array_equal(a.view(unsigned), b.view(unsigned)))
