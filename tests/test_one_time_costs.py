@@ -15,6 +15,7 @@ import pytest
 
 from autograder.authoring.protocol import Call
 from autograder.grading.course import CourseError, load_course
+from autograder.grading.explain import stopped_advice
 from autograder.grading.grader import Grader
 from autograder.grading.stopped_functions import LARGE_WORK, StoppedFunctions, input_bytes
 from autograder.grading.submission import read_submission
@@ -196,12 +197,16 @@ def test_a_call_slow_again_when_warm_is_slow_and_the_message_says_it_was_run_twi
 
 def test_a_call_with_no_float_array_to_draw_afresh_is_not_warmed_up_and_says_why(cold_sandbox, tmp_path):
     """Its warm-up would be the call itself, whose answer the timed run could hand back: it is stopped at its limit,
-    told to import at the top of the file, and the grace stays for the submission's other calls."""
+    told to import at the top of the file (and nothing else to look for), and the grace stays for the submission's
+    other calls."""
     with Session(cold_sandbox, _spec(tmp_path), LIMITS) as session:
         assert not session.open().failure
         started = time.monotonic()
         with pytest.raises(CallTimedOut) as stopped:
             session.call(Call("imports_with_an_int", (3,)))
+        # Importing is the known cause: its advice alone, not also to look for a loop that never ends.
+        assert stopped_advice(stopped.value) == ("import what the function needs at the top of the file, where "
+                                                 "loading pays for it")
         assert time.monotonic() - started < 1.0
         assert str(stopped.value).startswith("imports_with_an_int did not return within 0.3 s and was stopped. It "
                                              "was still importing modules then (a one-time cost), but its arguments "

@@ -9,12 +9,15 @@ import re
 import nbformat
 import pytest
 
+from autograder.authoring.checks import UNENDING_HINT
 from autograder.grading.explain import not_computing, stopped_advice
 from autograder.grading.statuses import PASSED, TIMEOUT
 from autograder.sandbox.replies import CallTimedOut
 from autograder.sandbox.stopped_at import place_text
 
-from conftest import PLAIN, compose
+from conftest import PLAIN, SUBMISSIONS, compose, manifest
+
+COMPILED = manifest("compiled")
 
 SPINS_IN_A_HELPER = '''
 def _spin(S):
@@ -131,29 +134,71 @@ def test_a_call_the_machine_kept_from_a_processor_is_told_so_not_told_it_waited_
     assert stopped_advice(waiting).startswith("it used little processor time: it was waiting")
 
 
-def test_a_timeout_of_a_function_compiled_with_torch_compile_names_the_compiler(tmp_path):
+def test_which_functions_are_compiled_with_torch_compile_is_read_from_their_last_top_level_binding(tmp_path):
     """torch.compile compiles again for every new input shape, seconds each time: such a file lost 14 points to
     timeouts told to look for a loop that never ends."""
-    import dataclasses
-
-    from autograder.grading.compiled import with_compile_advice
-    from autograder.grading.results import CheckResult
+    from autograder.grading.compiled import COMPILED_ADVICE, stop_causes
     from autograder.grading.submission import read_submission
     path = tmp_path / "compiled.py"
     path.write_text("import torch\n\n\ndef _eager(Q, K, V, allowed=None, scale=None):\n    return Q, K\n\n\n"
                     "attention_torch = torch.compile(_eager)\n\n\n@torch.compile(backend='inductor')\n"
                     "def score(Q, K, scale=None):\n    return Q\n\n\ndef softmax(S):\n    return S\n")
-    timeout = CheckResult("x.y", "attention_torch", "hidden", "timeout", 0.0, 2, "attention_torch was stopped")
-    tests = [timeout, dataclasses.replace(timeout, function="score"), dataclasses.replace(timeout, function="softmax"),
-             dataclasses.replace(timeout, status="failed")]
-    told = with_compile_advice(tests, read_submission(path))
-    assert [("torch.compile" in test.message) for test in told] == [True, True, False, False]
+    graded = {"attention_torch", "score", "softmax", "context"}
+    assert stop_causes(read_submission(path), graded) == {
+        name: COMPILED_ADVICE.format(function=name) for name in ("attention_torch", "score")}
     # A notebook's last binding decides: compiled in one cell, then defined plainly in a later one.
     notebook = tmp_path / "compiled.ipynb"
     cells = [path.read_text(), "def attention_torch(Q, K, V, allowed=None, scale=None):\n    return Q, K\n"]
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells]), notebook)
-    told = with_compile_advice(tests, read_submission(notebook))
-    assert [("torch.compile" in test.message) for test in told] == [False, True, False, False]
+    assert set(stop_causes(read_submission(notebook), graded)) == {"score"}
+
+
+# What the general advice for a stopped call sends a student to look for (explain.stopped_advice), none of which a
+# compiled function has; and what else the kernel saw of it, compiling in processes of its own (idle, waiting).
+GENERAL_ADVICE = (UNENDING_HINT, "look for a loop", "Python loop", "vectorised but still too slow",
+                  "array far larger", "it was waiting", "the machine was too busy", "look for a very large array")
+
+
+@pytest.mark.slow  # each stopped call waits out the 5 s limit these tests grade with
+@pytest.mark.parametrize("name", sorted(COMPILED))
+def test_a_function_compiled_with_torch_compile_is_told_that_alone_when_stopped(grade, tmp_path, name):
+    """attention_torch = torch.compile(attention_torch) was first told to look for a loop that never ends and to
+    run the function on a small input (where it returns at once), then that torch.compile was the cause."""
+    from autograder.grading.compiled import COMPILED_ADVICE
+    function = COMPILED[name]["function"]
+    result = grade(compose(tmp_path, name, SUBMISSIONS / "compiled" / f"{name}.py"))
+    stopped = {test.name: test for test in result.tests if test.status == TIMEOUT}
+    assert set(stopped) == set(COMPILED[name]["fails"]), {t.name: t.message for t in result.tests if t.status != PASSED}
+    advice = COMPILED_ADVICE.format(function=function)
+    for test in stopped.values():
+        assert test.message.endswith(advice), test.message
+        assert not [said for said in GENERAL_ADVICE if said in test.message], test.message
+        assert not test.misconception and not test.explanation, (test.name, test.misconception)
+    # Compiling in processes of its own, it can look idle: it is not graded again as a machine's hold-up could be.
+    assert not any("graded again" in note for note in result.notes), result.notes
+
+
+def test_no_slowness_idea_is_named_for_a_timeout_whose_cause_the_file_shows(course, suite):
+    """score's scale check names `score_python_loops` when score passed its smaller checks: not when score is
+    compiled with torch.compile, which has no loop to drop."""
+    from autograder.grading.compiled import COMPILED_ADVICE
+    from autograder.grading.explain import Judged
+    from autograder.grading.grader import Grader
+    from autograder.grading.results import CheckResult
+    entry = suite.check("score.long_sequence")
+    stopped = CheckResult(entry.name, "score", "hidden", TIMEOUT, 0.0, entry.points, "score was stopped")
+    earlier = [CheckResult("score.lecture_example", "score", "hidden", PASSED, 1.0, 1.0, "")]
+    grader = Grader(course, suite, None)
+    assert grader._name_slowness(Judged(entry, stopped), earlier).misconception == "score_python_loops"
+    compiled = Judged(entry, stopped, cause=COMPILED_ADVICE.format(function="score"))
+    assert grader._name_slowness(compiled, earlier).misconception is None
+
+
+def test_an_endless_loop_is_still_told_to_look_for_a_loop_that_never_ends(grade, tmp_path):
+    result = grade(compose(tmp_path, "s0004", SUBMISSIONS / "attacks" / "infinite_loop_in_function.py"))
+    said = _timed_out(result)["softmax.lecture_example"]
+    assert "(`while True:`)" in said or "(`pass`)" in said, said
+    assert said.endswith(f"; {UNENDING_HINT}") and "torch.compile" not in said, said
 
 
 def test_a_call_stopped_plotting_or_writing_a_file_is_told_to_do_that_outside_the_graded_function():

@@ -2,17 +2,16 @@
 
 torch.compile traces and compiles a function again for each new shape of its inputs: seconds each time, which no
 call's limit here allows, as every check sends shapes of its own. The timeout's general advice (a loop that
-never ends, a Python loop over every entry) points elsewhere; this names the compiler. Read from the file's
-text (each graded name's last top-level binding), never run: it words a message, and moves no point.
+never ends, a Python loop over every entry, an array far larger than the answer) points elsewhere, and so does
+what the kernel saw of the call (compiling in processes of its own, it looks idle): this names the compiler, in
+place of that advice (explain.stopped_advice). Read from the file's text (each graded name's last top-level
+binding), never run: it words a message, and moves no point.
 """
 from __future__ import annotations
 
 import ast
-import dataclasses
 
 from autograder.code_names import MAX_PARSED, set_by
-from autograder.grading.results import CheckResult
-from autograder.grading.statuses import TIMEOUT
 from autograder.grading.submission import Submission
 
 COMPILED_ADVICE = ("{function} is compiled with torch.compile, which compiles it again for each new shape of its "
@@ -20,18 +19,18 @@ COMPILED_ADVICE = ("{function} is compiled with torch.compile, which compiles it
                    "its own): hand it in without torch.compile")
 
 
-def with_compile_advice(tests: list[CheckResult], submission: Submission) -> list[CheckResult]:
-    """`tests` with COMPILED_ADVICE added to each timeout of a function whose last top-level binding in the file
-    uses torch.compile: `f = torch.compile(g)`, `@torch.compile` over its def, or a call of it in its body."""
-    timed_out = {test.function for test in tests if test.status == TIMEOUT}
-    compiled = compiled_functions(submission, timed_out) if timed_out else set()
-    return [dataclasses.replace(test, message=f"{test.message}; {COMPILED_ADVICE.format(function=test.function)}")
-            if test.status == TIMEOUT and test.function in compiled else test for test in tests]
+def stop_causes(submission: Submission, functions: set[str]) -> dict[str, str]:
+    """function -> what the file's text shows stops its calls at their limit, as advice for the student: of each of
+    `functions` whose last top-level binding uses torch.compile (`f = torch.compile(g)`, `@torch.compile` over its
+    def, or a call of it in its body). Only functions with such a cause are keys."""
+    return {name: COMPILED_ADVICE.format(function=name) for name in sorted(compiled_functions(submission, functions))}
 
 
 def compiled_functions(submission: Submission, names: set[str]) -> set[str]:
     """Which of `names` the file binds last, at its top level, through torch.compile."""
     sources = [submission.source] if submission.kind == "py" else [cell.source for cell in submission.cells]
+    if not any("compile" in source for source in sources):  # read for every file graded: most need no parsing
+        return set()
     last: dict[str, bool] = {}
     for source in sources:
         if len(source) > MAX_PARSED:

@@ -12,7 +12,9 @@ a hold-up seldom strikes the same call twice. So such checks are graded again
 (with the checks their timeout kept from running), and the second run is the
 grade. A function that sleeps some other way (waiting on a thread of its own,
 say) sleeps again and costs its limit twice; one that loops used the
-processor, and its timeout counts at once. Idle timeouts in a wait of the
+processor, and its timeout counts at once, as does one whose cause the file's
+text shows (Judged.cause: a function compiled with torch.compile, which
+compiles in processes of its own and so looks idle). Idle timeouts in a wait of the
 file's own asking in more than HELD_UP_FUNCTIONS functions are the file's
 waiting, and count at once. A second run
 whose worker did not load the file as the first did (it could not start, or
@@ -82,4 +84,5 @@ def _names(entries: list[SuiteCheck]) -> str:
 
 def _idle_timeout(one: Judged) -> bool:
     stopped = one.tried.stopped if one.tried is not None else None
-    return isinstance(stopped, CallTimedOut) and stopped.how is Stopped.TIMEOUT and stopped.idle and not stopped.asleep
+    return (isinstance(stopped, CallTimedOut) and stopped.how is Stopped.TIMEOUT and stopped.idle
+            and not stopped.asleep and not one.cause)

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from autograder.authoring.checks import UNENDING_HINT
 from autograder.authoring.misconceptions import Misconception
 from autograder.grading.attempt import Attempt
+from autograder.grading.calibration import CallLimit
 from autograder.grading.results import CheckResult
 from autograder.grading.statuses import ERROR, PASSED
 from autograder.grading.suite import SuiteCheck
-from autograder.sandbox.replies import CallFailed, WorkerDied
+from autograder.sandbox.replies import CallFailed, Stopped, WorkerDied
 
 # Where the child said a stopped call was (sandbox.stopped_at): "line 69, in helper (`print("x:", x)`)".
 _PRINTING = re.compile(r"\(`\s*print\(")
@@ -48,11 +49,14 @@ class Judged:
 
     tried: the judged run (None when the check made no calls: a missing
     function, work not sent again after a timeout).
+    cause: what the file's text shows stops the check's function (grading.compiled), or "": no idea about its
+    code is named for a timeout then.
     """
 
     entry: SuiteCheck
     result: CheckResult
     tried: Attempt | None = None
+    cause: str = ""
 
     def explainable(self) -> bool:
         """A wrong answer or a raise that a reply shows; a stopped call left nothing to explain."""
@@ -173,9 +177,27 @@ def _vectorised(stopped: CallFailed) -> bool:
     return bool(where or watched) and not _LOOPING.search(where)
 
 
-def stopped_advice(stopped: CallFailed, slow_hint: str = "") -> str:
+def timeout_message(timeout: CallFailed, limit: CallLimit, slow_hint: str = "", cause: str = "") -> str:
+    """A timeout's message, with how the limit compares with the reference, what the kernel and the child saw of
+    the call, and what to look for (`stopped_advice`). The comparison is for a call stopped at its own limit, not
+    one the submission's budget stopped."""
+    message = str(timeout)
+    if limit.reference and timeout.how is Stopped.TIMEOUT and getattr(timeout, "at_limit", True):
+        ratio = limit.seconds / max(limit.reference, 1e-9)
+        message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
+    seen = (getattr(timeout, "spent", ""), f"it was at {timeout.where}" if getattr(timeout, "where", "") else "")
+    message += "".join(f"; {part}" for part in seen if part)
+    return f"{message}; {stopped_advice(timeout, slow_hint, cause)}"
+
+
+def stopped_advice(stopped: CallFailed, slow_hint: str = "", cause: str = "") -> str:
     """What to look for in a call stopped at its limit, from what the kernel and the child saw of it: a sleep, a
-    wait, a print or memory before the check's own advice (`slow_hint`) or the general one."""
+    wait, a print or memory before the check's own advice (`slow_hint`) or the general one. A cause known for it is
+    the advice alone, since the rest would send the student looking for another: `cause`, what the file's text
+    shows stops the function (grading.compiled.stop_causes: what its call looked like from outside, idle while
+    compiling or in one long library operation, points elsewhere), else the sandbox's (CallTimedOut.cause)."""
+    if cause or getattr(stopped, "cause", ""):
+        return cause or stopped.cause
     if getattr(stopped, "asleep", False):  # the wait is the cause: no other advice
         return "it was asleep (time.sleep) when it was stopped: take the sleep out of your code"
     if getattr(stopped, "busy", False):  # the machine's doing, not the code's: no advice about the code

@@ -19,6 +19,7 @@ from autograder.authoring.seeds import check_rng, class_seed
 from autograder.grading import calibration, confirm, explain, loading
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.changed_arguments import charged_for_changes
+from autograder.grading.compiled import stop_causes
 from autograder.grading.course import Course
 from autograder.grading.diagnosis import Evidence, diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
@@ -44,7 +45,6 @@ from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
 from autograder.grading.varying import VARYING, answers_vary
 from autograder.sandbox.load_report import LoadReport
-from autograder.sandbox.replies import CallFailed, Stopped
 from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
 
@@ -106,13 +106,14 @@ class Grader:
             tests = self._all(loading.NOT_RUN, FAILED)
         else:
             spec = submission.worker_spec(assignment.module, self.suite.functions)
+            graded = self._graded_functions()
+            causes = stop_causes(submission, graded)
             with self._session(spec) as session:
                 load = session.open()
-                graded = self._graded_functions()
                 problem = load.failure or loading.not_loaded(submission, load, graded)
                 notes += loading.load_notes(load, not problem, submission, graded)
                 judged = [] if problem else self.judge_checks(
-                    session, load, seed, undefined=loading.undefined_messages(submission, load, graded))
+                    session, load, seed, undefined=loading.undefined_messages(submission, load, graded), causes=causes)
                 # What the graded calls printed and met; the feedback's re-runs below add only processes killed.
                 output, notes = session.output.text(), notes + session.notes
                 again = confirm.to_run_again(judged)
@@ -121,7 +122,7 @@ class Grader:
                     tests = self.explain(charged_for_changes(judged), seed, GradedChild(session))
             killed = session.killed_processes
             if again:  # after the graded session has closed: one submission's processes at a time
-                judged, killed_again, note = self._run_again(spec, seed, load, judged, again)
+                judged, killed_again, note = self._run_again(spec, seed, load, judged, again, causes)
                 killed += killed_again
                 notes.append(note)
             if load.failure:  # the worker's failure, not the file's
@@ -146,13 +147,13 @@ class Grader:
     def _session(self, spec: dict) -> Session:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
 
-    def _run_again(self, spec: dict, seed: int, first: LoadReport, judged: list[Judged],
-                   again: list[SuiteCheck]) -> tuple[list[Judged], int, str]:
+    def _run_again(self, spec: dict, seed: int, first: LoadReport, judged: list[Judged], again: list[SuiteCheck],
+                   causes: dict[str, str]) -> tuple[list[Judged], int, str]:
         """`judged` with the checks in `again` graded once more in a fresh session (grading.confirm), how
-        many processes that session stopped, and the note for the student."""
+        many processes that session stopped, and the note for the student. causes: as `judge_checks`'."""
         with self._session(spec) as session:
             load = session.open()
-            rerun = [] if load.failure else self.judge_checks(session, load, seed, again)
+            rerun = [] if load.failure else self.judge_checks(session, load, seed, again, causes=causes)
         rerun, note = confirm.decided(again, first, load, rerun)
         return confirm.merged(judged, rerun), session.killed_processes, note
 
@@ -171,7 +172,9 @@ class Grader:
             if loading.not_loaded(submission, load, self._graded_functions()):
                 return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
             sent = self._send_all(session, load, seed, prefix)
-        judged = charged_for_changes([self._judge(each, load, seed, sent.get(each.name)) for each in prefix])[-1]
+        causes = stop_causes(submission, self._graded_functions())
+        judged = charged_for_changes([self._judge(each, load, seed, sent.get(each.name), causes=causes)
+                                      for each in prefix])[-1]
         earlier = sum(len(done[1].replies) for name, done in sent.items() if name != entry.name and
                       not isinstance(done, str))
         return Replayed(judged.result, judged.tried, earlier)
@@ -187,14 +190,15 @@ class Grader:
         return self.explain(judged, seed) if explain else [j.result for j in judged]
 
     def judge_checks(self, session, load: LoadReport, seed: int, entries=None,
-                     undefined: dict[str, str] | None = None) -> list[Judged]:
+                     undefined: dict[str, str] | None = None, causes: dict[str, str] | None = None) -> list[Judged]:
         """Send every check's planned calls to `session`, then judge each check from its replies.
 
         undefined: the message for each function the file does not define (loading.undefined_messages);
-        without it, the stub's plain one."""
+        without it, the stub's plain one. causes: what the file's text shows stops a function
+        (compiled.stop_causes), told in place of any other advice when it is stopped."""
         entries = list(self.suite.checks if entries is None else entries)
         sent = self._send_all(session, load, seed, entries)
-        return [self._judge(entry, load, seed, sent.get(entry.name), undefined) for entry in entries]
+        return [self._judge(entry, load, seed, sent.get(entry.name), undefined, causes) for entry in entries]
 
     def _send_all(self, session, load: LoadReport, seed: int, entries) -> dict:
         """check name -> (its Plan, what its calls brought back), or the message of a check not run.
@@ -251,7 +255,7 @@ class Grader:
         return self._plans.plan(entry, seed, lambda: self._trial(entry, None, seed, entry.check.sizes), planner)
 
     def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[Plan, Sent] | str | None,
-               undefined: dict[str, str] | None = None) -> Judged:
+               undefined: dict[str, str] | None = None, causes: dict[str, str] | None = None) -> Judged:
         """One check's verdict from the replies its planned calls brought back.
 
         Replies that are, bit for bit, the reference's answers pass as the check passed on those
@@ -260,8 +264,9 @@ class Grader:
         if missing:
             message = (undefined or {}).get(missing) or loading.not_defined(missing)
             return Judged(entry, self._result(entry, FAILED, message))
-        if isinstance(sent, str):
-            return Judged(entry, self._result(entry, TIMEOUT, sent))
+        cause = (causes or {}).get(entry.function, "")
+        if isinstance(sent, str):  # not run after a stop: the check it names says where, and the cause with it
+            return Judged(entry, self._result(entry, TIMEOUT, f"{sent}; {cause}" if cause else sent), cause=cause)
         planned, replies = sent
         if planned.fault is not None:
             raise planned.fault
@@ -271,9 +276,10 @@ class Grader:
             tried = attempt(entry, self._trial(entry, recorded(entry.name, planned.calls, replies), seed,
                                                entry.check.sizes))
         stopped = tried.stopped
-        message = self._too_slow(entry, stopped) if stopped is not None and stopped.how.timed_out else tried.message
+        message = explain.timeout_message(stopped, self.time_limits[entry.name], entry.check.slow_hint, cause) \
+            if stopped is not None and stopped.how.timed_out else tried.message
         return Judged(entry, self._result(entry, tried.status, message, tried.hint, replies.seconds,
-                                          stopped=stopped.how.value if stopped is not None else ""), tried)
+                                          stopped=stopped.how.value if stopped is not None else ""), tried, cause)
 
     def explain(self, judged: list[Judged], seed: int,
                 child: GradedChild | FreshChild | None = None) -> list[CheckResult]:
@@ -319,8 +325,9 @@ class Grader:
 
     def _name_slowness(self, one: Judged, earlier: list[CheckResult]) -> CheckResult:
         """A timeout with the idea it reveals (diagnosis.diagnose_timeout), if any; none for a call that was waiting
-        or printing (explain.not_computing): slowness ideas are about computing."""
-        waiting = explain.not_computing(one.tried.stopped if one.tried else None)
+        or printing (explain.not_computing), nor for one the file's text explains (Judged.cause): slowness ideas are
+        about computing."""
+        waiting = bool(one.cause) or explain.not_computing(one.tried.stopped if one.tried else None)
         idea = None if waiting else diagnose_timeout(self.suite.misconceptions, one.entry.name, one.entry.function,
                                                      [(result.function, result.status) for result in earlier])
         return with_explanation(one.result, idea, one.result.example) if idea else one.result
@@ -367,20 +374,6 @@ class Grader:
                 entry, None, seed, at), planner).calls]) for at in (sizes, smallest))
             self._follows[entry.name] = least < full
         return self._follows[entry.name]
-
-    def _too_slow(self, entry: SuiteCheck, timeout: CallFailed) -> str:
-        """A timeout's message, with how the limit compares with the reference and what to look for.
-
-        The comparison is for a call stopped at its own limit, not one the submission's budget stopped.
-        """
-        limit = self.time_limits[entry.name]
-        message = str(timeout)
-        if limit.reference and timeout.how is Stopped.TIMEOUT and getattr(timeout, "at_limit", True):
-            ratio = limit.seconds / max(limit.reference, 1e-9)
-            message += f" ({ratio:.0f}× the reference's {limit.reference * 1000:.2g} ms)"
-        seen = (getattr(timeout, "spent", ""), f"it was at {timeout.where}" if getattr(timeout, "where", "") else "")
-        message += "".join(f"; {part}" for part in seen if part)
-        return f"{message}; {explain.stopped_advice(timeout, entry.check.slow_hint)}"
 
     def _result(self, entry: SuiteCheck, status: str, message: str, hint: str = "", seconds: float = 0.0,
                 stopped: str = "") -> CheckResult:

@@ -25,7 +25,6 @@ from autograder.authoring.checks import environment_hint
 from autograder.authoring.misconceptions import Misconception
 from autograder.authoring.protocol import Raised
 from autograder.code_names import MAX_PARSED, globals_read, names_set
-from autograder.grading.compiled import with_compile_advice
 from autograder.grading.load_advice import newer_python_hint, py_advice, raised_line, syntax_hint
 from autograder.grading.results import NOT_LOADED, CheckResult
 from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
@@ -293,7 +292,7 @@ def with_causes(tests: list[CheckResult], submission: Submission, load: LoadRepo
     (`with_load_causes`), a graded function called by the failing one that fails its own checks
     (`with_failing_parts`). load: None for a file that did not load, whose checks did not run. suite: its
     misconceptions say the function each idea lives in."""
-    explained = with_compile_advice(with_load_causes(tests, submission, load), submission)
+    explained = with_load_causes(tests, submission, load)
     catalogue = suite.misconceptions if suite is not None else None
     ideas = {idea.id: idea for idea in catalogue.misconceptions} if catalogue is not None else {}
     return explained if load is None else with_failing_parts(explained, submission, ideas)

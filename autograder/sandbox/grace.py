@@ -68,10 +68,11 @@ class OneTimeGrace:
 
     def not_warmed(self, timeout: CallTimedOut) -> CallTimedOut:
         """The timeout of a call still importing at its limit that could not be warmed up (`warm_up` gave None)."""
-        return CallTimedOut(f"{timeout}. It was still importing modules then (a one-time cost), but its arguments "
-                            "hold no floating-point array the grader could draw afresh for a warm-up run, so it was "
-                            "not run again: import what the function needs at the top of the file, where loading "
-                            "pays for it", timeout.how)
+        stopped = CallTimedOut(f"{timeout}. It was still importing modules then (a one-time cost), but its "
+                               "arguments hold no floating-point array the grader could draw afresh for a warm-up "
+                               "run, so it was not run again", timeout.how)
+        stopped.cause = "import what the function needs at the top of the file, where loading pays for it"
+        return stopped
 
     def slow_again(self, function: str, slow: CallTimedOut) -> CallTimedOut:
         """The grace is over: the call was importing at its limit, and timed out again once warm (`slow`)."""

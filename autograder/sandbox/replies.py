@@ -72,6 +72,8 @@ class CallTimedOut(CallFailed):
     spent: what the kernel counted of it, for the student ("the operating system counted 0.10 s of processor
     time for it"; WaitCredit.spent), or "". in_kernel: most of that was the kernel's (memory allocated or
     touched), so the call was not computing in Python.
+    cause: what the sandbox knows stopped it, as what to do ("import what the function needs at the top of the
+    file"), said in place of any other advice (grading.explain.stopped_advice), or "".
     """
 
     how = Stopped.TIMEOUT
@@ -83,6 +85,7 @@ class CallTimedOut(CallFailed):
     at_limit = True
     where = ""
     spent = ""
+    cause = ""
 
 
 class WorkerDied(CallFailed):
