@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.authoring import CheckFailed, Opaque, Tolerance, expect_equal
+from autograder.authoring.protocol import unmarked
 
 TOL = Tolerance(rtol=1e-6, atol=1e-9)
 
@@ -17,7 +18,7 @@ TOL = Tolerance(rtol=1e-6, atol=1e-9)
 def _message(got, expected, tol=TOL) -> str:
     with pytest.raises(CheckFailed) as failed:
         expect_equal(got, expected, "f(x)", tol)
-    return failed.value.message
+    return unmarked(failed.value.message)  # the code's own text is marked where the message quotes it
 
 
 @pytest.mark.parametrize("got, expected, message", [

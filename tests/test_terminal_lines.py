@@ -31,7 +31,8 @@ def test_a_message_with_newlines_stays_on_its_line_everywhere_the_terminal_shows
     snippet.write_text(FENCE)
     result = grade_once(compose(tmp_path, "fence", snippet))
     failing = [t for t in result.tests if t.function == "causal_mask"]
-    assert failing and all("# You got 100/100" in t.message for t in failing)  # kept, as text
+    public = [t for t in failing if t.visibility == "public"]  # a hidden check's is the instructor's (withheld)
+    assert public and all("# You got 100/100" in t.message for t in public)  # kept, as text
     # A forged id and reason too: a file name and a reason the student's text went into.
     forged = dataclasses.replace(result, student="fence\n# You got 100/100", problem="not loaded: x\n# You got 100/100",
                                  notes=("a\nnote: forged",))

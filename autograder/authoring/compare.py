@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.authoring.checks import CheckFailed, Tolerance
-from autograder.authoring.protocol import Opaque, TensorData
+from autograder.authoring.protocol import Opaque, TensorData, chosen
 from autograder.authoring.shown import SHOWN, int_text, int_too_long, sized
 from autograder.authoring.shown import shown as shown_within
 
@@ -28,9 +28,7 @@ def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
     if isinstance(got, TensorData):
         raise CheckFailed(f"{what} is a torch tensor; this function should return a NumPy array")
     if isinstance(got, Opaque):
-        detail = f" ({got.detail})" if got.detail else ""
-        raise CheckFailed(f"{what} is a {got.type_name} object{detail}, not a NumPy array "
-                          f"of shape {expected_shape}")
+        raise CheckFailed(f"{what} is {opaque_kind(got)}, not a NumPy array of shape {expected_shape}")
     if isinstance(got, (list, tuple)):
         raise CheckFailed(f"{what} is a {sized(got)}, not a NumPy array "
                           f"of shape {expected_shape}; return np.asarray(...) of it, or compute with NumPy")
@@ -40,6 +38,12 @@ def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
         raise CheckFailed(f"{what} is a single int, {int_text(got)}, not an array of shape {expected_shape}")
     raise CheckFailed(f"{what} is a single {type(got).__name__} ({shown(got)}), not an array of shape "
                       f"{expected_shape}")
+
+
+def opaque_kind(value: Opaque) -> str:
+    """"a Foo object (detail)": the type's name is the code's choice (a class it made), so it is marked as such."""
+    return f"a {chosen(value.type_name)} object" + (f" ({chosen(value.detail)})" if value.detail else "")
+
 
 
 def as_tensor(got, what: str, expected_shape: tuple) -> TensorData:
@@ -67,7 +71,7 @@ def expect_pair(value, what: str, names: tuple[str, str] = ("first", "second")):
     elif isinstance(value, TensorData):
         kind = f"a single torch tensor of shape {value.array.shape}"
     elif isinstance(value, Opaque):
-        kind = f"a {value.type_name} object" + (f" ({value.detail})" if value.detail else "")
+        kind = opaque_kind(value)
     elif isinstance(value, int) and not isinstance(value, bool) and int_too_long(value):
         kind = f"a single int, {int_text(value)}"
     else:
@@ -364,5 +368,8 @@ def as_index(position) -> tuple:
 def shown(value) -> str:
     """repr(value), cut to SHOWN characters; an int too long to write is shown as <an int of 10,001 digits>. The
     one way a check should write a returned value into a message: repr() of a returned 10**100000 raises
-    ValueError, which would make the check, not the student's answer, the fault (authoring.shown)."""
-    return shown_within(value, SHOWN)
+    ValueError, which would make the check, not the student's answer, the fault (authoring.shown). Text in it (a
+    str, or one inside a list or dict) is the code's own choice, marked as such (protocol.chosen); numbers are not."""
+    text = shown_within(value, SHOWN)
+    return text if value is None or isinstance(value, (bool, int, float, complex, np.number, np.bool_)) \
+        else chosen(text)

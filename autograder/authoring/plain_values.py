@@ -16,6 +16,7 @@ from autograder.authoring.compare import (
     distinct_digits,
     expect_close,
     expect_shape,
+    opaque_kind,
     shown,
 )
 from autograder.authoring.exact import expect_equal_mask
@@ -117,7 +118,7 @@ def _kind(value) -> str:
     if isinstance(value, TensorData):
         return "a torch tensor"
     if isinstance(value, Opaque):
-        return f"a {value.type_name} object"
+        return opaque_kind(value)
     if isinstance(value, np.ndarray):
         return f"a NumPy array of shape {value.shape}"
     name = type(value).__name__
@@ -129,7 +130,7 @@ def _kind(value) -> str:
 def _described(value) -> str:
     """Its kind and, where that does not say it all, the value: "an int (3)", "None", "a numpy.ufunc object"."""
     if value is None or isinstance(value, (Opaque, TensorData, np.ndarray)):
-        return _kind(value) + (f" ({shown(value.detail)})" if isinstance(value, Opaque) and value.detail else "")
+        return _kind(value)
     return f"{_kind(value)} ({shown(value)})"
 
 

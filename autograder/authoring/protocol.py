@@ -9,14 +9,38 @@ A reply carries the whole answer: no request says which part of it will be
 looked at. There is no process code here: the sandbox carries these across
 (autograder.sandbox.values), the authoring API judges them.
 
+`chosen` marks text the student's code chose while it ran (an exception's message, a returned object's type
+name) where a check's message quotes it: grading.results keeps it out of a hidden check's message for students.
+
 Shipped to the worker with the wire format (see sandbox.boot.BOOT): standard library and NumPy only.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+# The marks around chosen text: control characters, which text.safe escapes in all text that enters the grader (and
+# repr() in every returned value a message shows), so no text of a student's can hold a mark of its own.
+CHOSEN_START, CHOSEN_END = "\x0e", "\x0f"
+_CHOSEN = re.compile(f"{CHOSEN_START}[^{CHOSEN_END}]*(?:{CHOSEN_END}|\\Z)")  # unclosed: a cut that ended inside it
+
+
+def chosen(text: str) -> str:
+    """`text`, which the student's code chose while it ran, marked as such inside a message."""
+    return f"{CHOSEN_START}{text}{CHOSEN_END}"
+
+
+def unmarked(text: str) -> str:
+    """`text` with the marks of `chosen` taken out and all the text kept."""
+    return text.replace(CHOSEN_START, "").replace(CHOSEN_END, "") if CHOSEN_START in text else text
+
+
+def without_chosen(text: str, stand_in: str) -> str:
+    """`text` with every part `chosen` marked replaced by `stand_in`."""
+    return unmarked(_CHOSEN.sub(lambda _: stand_in, text))
 
 
 @dataclass(frozen=True)
@@ -114,8 +138,10 @@ class Raised:
 
     def describe(self, line: bool = True, called: str = "", unit: str = "") -> str:
         """"ValueError at code cell 7, line 3, in helper: message". called: the function the call named, which
-        goes without saying; unit: the unit being loaded (a cell), likewise. line=False leaves out the place."""
-        message = f": {self.message}" if self.message else ""
+        goes without saying; unit: the unit being loaded (a cell), likewise. line=False leaves out the place.
+        The message is the code's own text, which it can make of its arguments: marked (`chosen`), so that a
+        hidden check's feedback leaves it out; text shown anywhere else takes the marks out (`unmarked`)."""
+        message = f": {chosen(self.message)}" if self.message else ""
         if not (line and self.line):
             return f"{self.type}{message}"
         return f"{self.type} at {place(self.line, self.cell, self.within, called, unit)}{message}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.authoring.protocol import Call
+from autograder.authoring.protocol import Call, unmarked
 from autograder.grading.suite import Suite
 from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
@@ -33,7 +33,7 @@ def preload_in_child(suite: Suite, sandbox: Sandbox) -> tuple[float | None, str]
     values = np.arange(4096, dtype=np.float64)
     with Session(sandbox, spec, limits, limits.submission_seconds) as session:
         load = session.open()
-        trouble = load.failure or "; ".join(f"{unit}: {raised.describe()}" for unit, raised in load.problems)
+        trouble = load.failure or "; ".join(f"{unit}: {unmarked(raised.describe())}" for unit, raised in load.problems)
         if trouble:
             return None, with_output(f"a worker child could not import the preload under the limits ({trouble})",
                                      session)

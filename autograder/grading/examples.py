@@ -23,7 +23,7 @@ import numpy as np
 
 from autograder.authoring.checks import Sizes
 from autograder.authoring.misconceptions import bind_arguments
-from autograder.authoring.protocol import Opaque, TensorData
+from autograder.authoring.protocol import Opaque, TensorData, unmarked
 from autograder.authoring.shown import int_too_long, shown, sized
 from autograder.grading.results import CHECK_BUDGET, clip, omitted_example
 
@@ -47,7 +47,7 @@ def example_json(visibility: str, attempt, ref: ModuleType | None, shrunk_from: 
     if visibility != "public":
         return json.dumps(sizes) if sizes else ""
     calls = [_call_json(call, reply, ref) for call, reply in attempt.calls[-MAX_CALLS:]]
-    example = {**sizes, "message": clip(str(attempt.message), MAX_MESSAGE), "calls": calls}
+    example = {**sizes, "message": clip(unmarked(str(attempt.message)), MAX_MESSAGE), "calls": calls}
     failure = attempt.failure
     if failure is not None and failure.expected is not None:
         example["expected"] = value_json(failure.expected)
@@ -142,7 +142,7 @@ def _call_json(call, reply, ref) -> dict:
     if call.as_tensors:
         described["as_tensors"] = True
     if reply.raised is not None:
-        described["raised"] = clip(reply.raised.describe(called=call.function), MAX_MESSAGE)
+        described["raised"] = clip(unmarked(reply.raised.describe(called=call.function)), MAX_MESSAGE)
     else:
         described["returned"] = value_json(reply.value)
     return described

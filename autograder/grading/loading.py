@@ -23,7 +23,7 @@ import re
 
 from autograder.authoring.checks import environment_hint
 from autograder.authoring.misconceptions import Misconception
-from autograder.authoring.protocol import Raised
+from autograder.authoring.protocol import Raised, unmarked
 from autograder.code_names import MAX_PARSED, globals_read, names_set
 from autograder.grading.load_advice import newer_python_hint, py_advice, raised_line, syntax_hint
 from autograder.grading.results import NOT_LOADED, CheckResult
@@ -183,7 +183,7 @@ def _first_failure(load: LoadReport) -> tuple[str, bool, Raised | None]:
     where, raised = load.problems[0]
     if where == "the file":  # the worker's label for a .py file that does not parse
         line = f"line {raised.line}" if raised.line else "the file"
-        return f"{line}: {raised.describe(line=False)}", True, raised
+        return f"{line}: {unmarked(raised.describe(line=False))}", True, raised
     return f"{where} {_what_it_did(where, raised)}{environment_hint(raised)} while loading", False, raised
 
 
@@ -191,7 +191,7 @@ def _what_it_did(unit: str, raised) -> str:
     if raised.type == "SystemExit":
         return "called sys.exit() (or exit(), or raised SystemExit)"
     # A statement's own line is its label; a line deeper in (a function it called, a cell's line) is shown.
-    return f"raised {raised.describe(line=f'line {raised.line}' != unit, unit=unit)}"
+    return f"raised {unmarked(raised.describe(line=f'line {raised.line}' != unit, unit=unit))}"
 
 
 def undefined_messages(submission: Submission, load: LoadReport, graded: set[str]) -> dict[str, str]:
@@ -267,7 +267,7 @@ def _why_not_run(where: str, line: int, load: LoadReport) -> str:
         if unit != where:
             continue
         if raised.type == "SyntaxError":
-            return (f"that cell has a syntax error ({raised.describe()}), so nothing in it ran. Fix it, then "
+            return (f"that cell has a syntax error ({unmarked(raised.describe())}), so nothing in it ran. Fix it, then "
                     f"{RESTART}{newer_python_hint(raised)}")
         if raised.line is None or raised.cell not in ("", unit) or raised.line < line:  # or in another cell's code
             return (f"that cell {_what_it_did(unit, raised)} before reaching it{environment_hint(raised)}. Fix that "

@@ -11,6 +11,14 @@ a check, and a check as a whole, at most CHECK_BUDGET bytes; a submission, its
 checks included, at most SUBMISSION_BUDGET. What is cut ends with a visible
 note. So the store, the pages, the CSV, results.json and the gradebook, which
 are made from results, are bounded by construction, whatever a reply holds.
+
+Text the student's code chose while it ran (an exception's message, a
+returned object's type name or text; marked by authoring.protocol.chosen
+where a check's message quotes it) is split off here too: a hidden check's
+`message` shows WITHHELD in its place, its hint begins with CHOSEN_NOTE, and
+the whole message goes
+to `withheld`, which outputs.audience gives the instructor only. The code
+can write its arguments, a hidden check's inputs, into such text.
 """
 from __future__ import annotations
 
@@ -18,6 +26,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
+from autograder.authoring.protocol import CHOSEN_START, unmarked, without_chosen
 from autograder.grading.schema import described, from_plain, to_plain
 from autograder.grading.statuses import STATUSES
 from autograder.text import counted
@@ -29,6 +38,12 @@ NOTES_KEPT = 50  # notes per submission; each at most NOTE_BUDGET
 NOTE_BUDGET = 2 << 10
 TRACEBACK_BUDGET = 32 << 10  # the grader's own traceback, for instructors
 CUT = "\n[... {} more bytes not kept: over the feedback budget]"
+
+# What a hidden check's message shows for text the code chose, and what its hint then says (the module's docstring).
+WITHHELD = "[kept for your instructor]"
+CHOSEN_NOTE = ("A hidden check's feedback leaves out text your code chose (an exception's message, the name of a class "
+               "of yours), since that text can hold the check's inputs; your instructor sees it in full. Run the "
+               "public checks (`autograder check`) to see such messages.")
 
 # How the `problem` of a hand-in that did not load begins (grading.loading); its flag is this word too.
 NOT_LOADED = "not loaded"
@@ -53,12 +68,16 @@ class CheckResult:
                              "")
     stopped: str = described("how the sandbox stopped one of the check's calls: a sandbox.replies.Stopped value, "
                              'or ""', "")
+    withheld: str = described("a hidden check's message as its check worded it, with the text the student's code "
+                              "chose that `message` leaves out (an exception's message, say): for instructors only",
+                              "")
 
     def __post_init__(self):
+        _split_chosen(self)
         for name, limit in (("message", MESSAGE_BUDGET), ("hint", 1024), ("explanation", 1024), ("name", 200),
-                            ("function", 200)):
+                            ("function", 200), ("withheld", MESSAGE_BUDGET)):
             _set(self, name, clip(getattr(self, name), limit))
-        room = CHECK_BUDGET - size(self.message, self.hint, self.explanation, self.name)
+        room = CHECK_BUDGET - size(self.message, self.hint, self.explanation, self.name, self.withheld)
         if len(self.example.encode("utf-8", "replace")) > room:
             _set(self, "example", omitted_example(len(self.example)))
 
@@ -97,6 +116,9 @@ class SubmissionResult:
                                           '"gradescope metadata" or "file time (unreliable)")', "")
 
     def __post_init__(self):
+        for name in ("problem", "internal_error"):  # a load's exception (protocol.chosen): all of it shown
+            _set(self, name, unmarked(getattr(self, name)))
+        _set(self, "notes", tuple(unmarked(note) for note in self.notes))
         for name, limit in (("printed", 64 << 10), ("problem", MESSAGE_BUDGET), ("file", 1024), ("student", 512),
                             ("internal_error", TRACEBACK_BUDGET)):
             _set(self, name, clip(getattr(self, name), limit))
@@ -128,6 +150,18 @@ class SubmissionResult:
         return result_to_plain(self)
 
 
+def _split_chosen(check: CheckResult) -> None:
+    """A hidden check's message without the text the code chose, kept whole in `withheld`; a public one's unmarked."""
+    for name in ("hint", "explanation"):  # our own text: a mark there is a stray one
+        _set(check, name, unmarked(getattr(check, name)))
+    if check.visibility == "public" or CHOSEN_START not in check.message:
+        _set(check, "message", unmarked(check.message))
+        return
+    _set(check, "withheld", unmarked(check.message))
+    _set(check, "message", without_chosen(check.message, WITHHELD))
+    _set(check, "hint", f"{CHOSEN_NOTE} {check.hint}".rstrip())
+
+
 def clip(text: str, limit: int) -> str:
     """`text` in at most `limit` UTF-8 bytes, ending with a note saying how much was cut; idempotent."""
     if not isinstance(text, str) or len(text) * 4 <= limit or len(text.encode("utf-8", "replace")) <= limit:
@@ -150,7 +184,7 @@ def omitted_example(length: int) -> str:
 
 def _within(tests: tuple, room: int) -> tuple:
     """`tests` within `room` bytes: examples dropped (largest first), then messages cut, until they fit."""
-    used = sum(size(t.message, t.hint, t.explanation, t.example, t.name) for t in tests)
+    used = sum(size(t.message, t.hint, t.explanation, t.example, t.name, t.withheld) for t in tests)
     if used <= room or not tests:
         return tests
     tests = list(tests)
@@ -163,7 +197,8 @@ def _within(tests: tuple, room: int) -> tuple:
             tests[i] = smaller
     share = max(256, room // len(tests) - 512)
     if used > room:
-        tests = [dataclasses.replace(t, message=clip(t.message, share), hint=clip(t.hint, 256),
+        tests = [dataclasses.replace(t, message=clip(t.message, share), withheld=clip(t.withheld, share),
+                                     hint=clip(t.hint, 256),
                                      explanation=clip(t.explanation, 256)) for t in tests]
     return tuple(tests)
 

@@ -10,6 +10,11 @@ What each part of a result is, and who sees it (PARTS):
 - scores, check names, our messages and hints, misconceptions: both; a
   hidden check's message never quotes its inputs (grading.examples builds it
   so, before anything is stored);
+- text the student's code chose that a check's message quotes (an
+  exception's message, a returned object's type name or text): both for a
+  public check; for a hidden check the instructor's only (`withheld`), since
+  code can write its arguments into it; grading.results splits it off as the
+  result is built, and the student's message says it was kept;
 - a public check's example (inputs, expected and returned values): both;
 - a hidden check's example: its shrunk sizes only, to both; its inputs and
   expected values are never stored, so no output can show them;
@@ -42,6 +47,9 @@ class Part:
 PARTS = {part.name: part for part in (
     Part("scores and messages", BOTH, "our own text; hidden checks' messages never quote their inputs"),
     Part("public example", BOTH, "public checks' inputs are in the student's own notebook anyway"),
+    Part("chosen text in public messages", BOTH, "only public inputs can have been written into it"),
+    Part("chosen text in hidden messages", frozenset({INSTRUCTOR}),
+         "code can write its arguments (a hidden check's inputs) into an exception's message or a class's name"),
     Part("hidden sizes", BOTH, "the sizes a hidden failure was shrunk to say where to look, not what to return"),
     Part("hidden inputs", frozenset(), "never stored: grading.examples keeps sizes only"),
     Part("hidden expected values", frozenset(), "never stored: they are the answer"),
@@ -84,6 +92,19 @@ def submission_output(result: SubmissionResult, audience: str) -> str:
 
 def submission_output_note(result: SubmissionResult, audience: str) -> str:
     return printed_note(result.printed, audience, hidden_ran=_any_hidden(result))
+
+
+def message(check: CheckResult, audience: str) -> str:
+    """A check's message as `audience` may see it: a hidden check's in full (`withheld`) for the instructor only.
+
+    A public check's message holds the chosen text itself, so there is nothing withheld to show."""
+    part = "chosen text in hidden messages" if check.withheld else "chosen text in public messages"
+    return check.withheld if check.withheld and may_see(audience, part) else check.message
+
+
+def withheld(check: CheckResult, audience: str) -> str:
+    """What a hidden check's message left out, as its whole message, for `audience` ("" when it may not see it)."""
+    return check.withheld if may_see(audience, "chosen text in hidden messages") else ""
 
 
 def example(check: CheckResult, audience: str) -> dict:

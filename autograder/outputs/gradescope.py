@@ -38,9 +38,10 @@ TEXT = "text"
 # every other field goes to extra_data as it is. `printed` and `internal_error` pass the
 # audience's rules first; `score` is "raw_score" there, the top-level score being after any late penalty.
 SHOWN_OTHERWISE = ("tests", "seconds", "printed", "internal_error", "score")
-# A check's: name and points are Gradescope's keys; the message, explanation and hint make its "output";
+# A check's: name and points are Gradescope's keys; the message, explanation and hint make its "output" (`withheld`,
+# a hidden check's message in full, goes to its extra_data for instructors);
 # the example (up to 16 KiB a check) is shown by the report, not stored in every results.json.
-CHECK_SHOWN_OTHERWISE = ("name", "score", "max_score", "message", "explanation", "hint", "example")
+CHECK_SHOWN_OTHERWISE = ("name", "score", "max_score", "message", "explanation", "hint", "example", "withheld")
 
 
 def gradescope_results(result: SubmissionResult, late: Late | None = None) -> dict:
@@ -91,7 +92,9 @@ def _gradescope_test(test, number: str) -> dict:
         "output_format": TEXT,
         "tags": [test.function, test.visibility, test.status],
         "visibility": VISIBILITY[test.visibility],
-        "extra_data": to_plain(test, without=CHECK_SHOWN_OTHERWISE),  # every other field of the check
+        # Every other field of the check; a hidden check's message in full passes the audience's rules first.
+        "extra_data": {**to_plain(test, without=CHECK_SHOWN_OTHERWISE),
+                       "withheld": audience.withheld(test, audience.INSTRUCTOR)},
     }
 
 

@@ -15,11 +15,12 @@ import sys
 
 import numpy as np
 
-from autograder.authoring.protocol import Call, Opaque, Reply, TensorData
+from autograder.authoring.protocol import Call, Opaque, Reply, TensorData, unmarked
 from autograder.authoring.shown import shown
 from autograder.grading.attempt import Replayed
 from autograder.grading.results import CheckResult
 from autograder.grading.statuses import TIMEOUT
+from autograder.outputs import audience
 from autograder.text import one_line
 
 SCREEN = 50  # lines: a longer replay is abbreviated unless --full
@@ -49,7 +50,7 @@ def _lines(student, check, seed, replayed: Replayed, stored, comparable, full: b
     now, tried = replayed.result, replayed.tried
     lines = [f"replay of {check} for {student} (seed {seed}): {now.status}"]
     if now.message:
-        lines.append(f"verdict: {one_line(now.message)}")
+        lines.append(f"verdict: {one_line(audience.message(now, audience.INSTRUCTOR))}")
     lines += _compared(now, stored, comparable, replayed.earlier_calls)
     calls = tried.calls if tried is not None else []
     cap = VALUE_LINES if abbreviate else None
@@ -74,7 +75,8 @@ def _compared(now: CheckResult, stored: CheckResult | None, comparable: bool, ea
         return [f"stored: no verdict for this check (replayed {before})"]
     if _same_verdict(stored, now):
         return [f"stored: {stored.status}, the same verdict: the replay ({before}) reproduces the grade"]
-    lines = [f"stored: {stored.status}" + (f": {one_line(stored.message)}" if stored.message else "")]
+    said = one_line(audience.message(stored, audience.INSTRUCTOR))
+    lines = [f"stored: {stored.status}" + (f": {said}" if said else "")]
     if not comparable:
         return lines + ["the verdicts differ, but the file or the suite changed since grading, so that is expected"]
     return lines + [f"DIFFERENT FROM THE STORED VERDICT. The replay sent the same calls in the same order ({before}) "
@@ -104,7 +106,7 @@ def _call_lines(number: int, call: Call, reply: Reply, cap: int | None) -> list[
         lines.append(f"  {name} =")
         lines += _capped(_indented(_show(value), 4), cap)
     if reply.raised is not None:
-        lines.append(f"  raised {one_line(reply.raised.describe(called=call.function))}")
+        lines.append(f"  raised {one_line(unmarked(reply.raised.describe(called=call.function)))}")
     else:
         lines.append("  returned:")
         lines += _capped(_indented(_show(reply.value), 4), cap)
@@ -116,7 +118,7 @@ def _call_lines(number: int, call: Call, reply: Reply, cap: int | None) -> list[
 def _brief(reply: Reply) -> str:
     """One line for a reply: what was raised, or the shapes returned."""
     if reply.raised is not None:
-        return f"raised {one_line(reply.raised.describe())}"
+        return f"raised {one_line(unmarked(reply.raised.describe()))}"
     return f"returned {_kind(reply.value)}"
 
 

@@ -217,6 +217,8 @@ class ClassReport:
     flagged_groups: list[FlaggedGroup]  # the flagged submissions, those with the same flags and messages together
     plots: dict[str, str] = field(default_factory=dict)  # name -> data: URI
     out_of: OutOf | None = None  # the class's maximum, and why a result is out of another (outputs.maximums)
+    # (student, check, its message in full): text the code chose that hidden checks' feedback left out
+    withheld: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -294,7 +296,9 @@ def class_report(assignment: str, results: list[SubmissionResult], files: dict[s
         scores=score_summary([s.late.total for s in graded]),
         flag_meanings=[(flag, meaning) for flag, meaning in {**FLAG_MEANINGS, **LATE_MEANINGS}.items()
                        if flag in kinds],
-        flagged_groups=flagged_groups(flagged), out_of=out_of(results))
+        flagged_groups=flagged_groups(flagged), out_of=out_of(results),
+        withheld=[(r.student, t.name, audience.withheld(t, audience.INSTRUCTOR)) for r in results for t in r.tests
+                  if audience.withheld(t, audience.INSTRUCTOR)])
 
 
 def misconception_counts(results: list[SubmissionResult]) -> list[tuple[str, str, int, int]]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from autograder.grading.ids import roster_order
 from autograder.grading.late import LATE_MEANINGS, LateRule, assess_result
 from autograder.grading.results import FLAG_MEANINGS, CheckResult, SubmissionResult, flag_kind, flags
+from autograder.outputs import audience
 from autograder.text import one_line
 
 FULL_TABLES = 3  # up to this many submissions are shown whole; more get one summary line each
@@ -95,7 +96,8 @@ def format_result(result: SubmissionResult, rule: LateRule | None = None) -> str
     if failing and not result.problem:
         lines.append("  not passed:")
         for test in failing:
-            lines.append(f"    {test.name} [{test.status}, {test.visibility}]: {one_line(test.message)}")
+            lines.append(f"    {test.name} [{test.status}, {test.visibility}]: "
+                         f"{one_line(audience.message(test, audience.INSTRUCTOR))}")
             if test.explanation:
                 lines.append(f"      idea to revisit: {one_line(test.explanation)}")
     return "\n".join(lines)
