@@ -234,12 +234,48 @@ def test_a_hand_in_folder_without_a_notebook_is_listed_with_what_it_holds(tmp_pa
     _notebook(submitted / "bea" / "w07_attention" / "work" / "attention.ipynb", PLAIN.read_text())
     results, _ = _grade(tmp_path / "course", db=tmp_path / "g.db")
     assert sorted(results) == ["ann", "bea", "cy"] and results["ann"]["score"] == 100
-    assert results["bea"]["problem"].endswith("nothing to grade: this hand-in holds only attention.pdf, work/, with "
-                                              "no .py or .ipynb file in it. Hand in your notebook itself "
-                                              "(attention.ipynb, as saved by Jupyter) or your .py file")
+    assert results["bea"]["problem"].endswith("nothing to grade: work/attention.ipynb is in a subfolder; only files "
+                                              "at the top of a hand-in are graded: move it up (or hand in the file "
+                                              "itself) and grade again")
     assert "nothing to grade: this hand-in is empty" in results["cy"]["problem"]
     assert results["bea"]["score"] == results["cy"]["score"] == 0
 
+
+
+@pytest.mark.parametrize("layout", ["nbgrader", "moodle"])
+def test_a_hand_in_one_folder_down_is_named_with_how_to_grade_it_not_said_to_hold_no_py(tmp_path, layout):
+    """Ann's attention.py was in work/ (Moodle) or attention_project/ (nbgrader): she got "this hand-in holds only
+    work/, with no .py or .ipynb file in it", which a TA reads as nothing handed in. Her file is named, with the
+    fix; her Jupyter checkpoints folder beside it is named as not graded; a PDF alone still says what it holds."""
+    top = tmp_path / "class"
+    if layout == "nbgrader":
+        ann, eve = top / "submitted" / "ann" / "w07_attention", top / "submitted" / "eve" / "w07_attention"
+        kim = top / "submitted" / "kim" / "w07_attention" / "attention.py"
+        for folder in (ann, eve):
+            folder.mkdir(parents=True)
+            (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    else:
+        ann, eve = top / "Ann Lee_200003_assignsubmission_file_", top / "Eve Ng_200004_assignsubmission_file_"
+        kim = top / "Kim Park_300002_assignsubmission_file_attention.py"
+    (ann / "work" / ".ipynb_checkpoints").mkdir(parents=True)
+    shutil.copy(PLAIN, ann / "work" / "attention.py")
+    shutil.copy(PLAIN, ann / "work" / ".ipynb_checkpoints" / "attention-checkpoint.py")  # an autosave: not named
+    (ann / ".ipynb_checkpoints").mkdir()
+    (eve / ".ipynb_checkpoints").mkdir(parents=True)
+    (eve / "attention.pdf").write_bytes(b"%PDF-1.4")
+    kim.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(PLAIN, kim)
+    results, _ = _grade(top, db=tmp_path / "g.db")
+    (ann_result,) = [r for student, r in results.items() if student.lower().startswith("ann")]
+    (eve_result,) = [r for student, r in results.items() if student.lower().startswith("eve")]
+    assert ann_result["score"] == 0 and ann_result["problem"].endswith(
+        "nothing to grade: work/attention.py is in a subfolder (.ipynb_checkpoints/, Jupyter's hidden folder of "
+        "autosaved copies, which is not graded); only files at the top of a hand-in are graded: move it up (or hand "
+        "in the file itself) and grade again"), ann_result["problem"]
+    assert eve_result["problem"].endswith(
+        "nothing to grade: this hand-in holds only attention.pdf, with no .py or .ipynb file in it (its "
+        ".ipynb_checkpoints/, Jupyter's hidden folder of autosaved copies, which is not graded). Hand in your "
+        "notebook itself (attention.ipynb, as saved by Jupyter) or your .py file"), eve_result["problem"]
 
 BROKEN = {
     "not_json": (b'{"cells": [', "is not a valid notebook: its JSON is broken"),

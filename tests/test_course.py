@@ -125,6 +125,25 @@ def test_bad_yaml_and_missing_file_say_what_to_do(tmp_path):
     assert done.returncode == 2 and "pass --course" in done.stderr
 
 
+
+def test_a_tab_in_course_yaml_is_named_with_its_file_line_and_column_and_yamls_rule(tmp_path):
+    """A tab indenting `preload:` gave PyYAML's own text, `found character '\\t' that cannot start any token
+    in "<unicode string>"`: neither the file nor that tabs may not indent."""
+    lines = COURSE_TEXT.splitlines(keepends=True)
+    number = next(i for i, line in enumerate(lines) if line.startswith("    preload:"))
+    lines[number] = "\t" + lines[number].lstrip(" ")
+    path = _course_copy(tmp_path, "".join(lines))
+    done = run_cli("checks", "w07_attention", "--course", path)
+    assert done.returncode != 0
+    assert f"{path}, line {number + 1}, column 1: YAML does not allow tabs for indentation; use spaces" \
+        in done.stderr, done.stderr
+    assert "<unicode string>" not in done.stderr
+    # Any other YAML error keeps PyYAML's text, with the file's path where it said "<unicode string>".
+    path.write_text("course: [unclosed")
+    done = run_cli("checks", "w07_attention", "--course", path)
+    assert f'{path} is not valid YAML: ' in done.stderr and f'in "{path}", line 1' in done.stderr, done.stderr
+    assert "<unicode string>" not in done.stderr and "Fix the file and run again" in done.stderr
+
 def test_a_second_assignment_is_a_folder_and_a_course_yaml_entry(tmp_path):
     entry = ("  tiny:\n    title: Doubling\n    module: tiny\n    preload: [numpy]\n"
              "    checks:\n      double.small: 1\n      double.matches_reference: 2\n")

@@ -213,3 +213,26 @@ def test_a_reference_without_a_graded_function_is_named_when_the_suite_loads(tmp
     assert re.search(rf"{re.escape(str(reference))} does not define context\(\), which the checks "
                      r"context\.\w+, .* grade: add it to the reference", done.stderr), done.stderr
     assert "your file" not in done.stderr
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_a_misspelled_preload_names_its_course_yaml_key_and_the_likely_name_not_a_pip_install(tmp_path):
+    """`preload: [numpy, torhc]` was answered by `grade` and `doctor` with `python -m pip install 'torhc'`: advice
+    to install a typo from PyPI into the Python that reads solutions/. A library the project knows under another
+    name than the one imported (`sklearn`) is offered under the name pip installs it by."""
+    course = private_course(tmp_path)
+    course.write_text(course.read_text().replace("preload: [numpy, torch]", "preload: [numpy, torhc]", 1))
+    db = tmp_path / "g.db"
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", db)
+    assert done.returncode == 2, done.stderr
+    said = (f"course.yaml: assignments.{ASSIGNMENT}.preload: 'torhc' cannot be imported in the workers' Python",
+            f". To fix it: correct the name under assignments.{ASSIGNMENT}.preload in course.yaml (most likely "
+            "'torch' is meant), as `import` names the module")
+    assert all(part in done.stderr for part in said), done.stderr
+    assert "pip install" not in done.stderr and _stored(db) == 0
+    doctor = run_cli("doctor", "--course", course)
+    assert doctor.returncode == 1 and all(part in doctor.stdout for part in said), doctor.stdout
+    assert "pip install" not in doctor.stdout
+    course.write_text(course.read_text().replace("preload: [numpy, torhc]", "preload: [numpy, sklearn]", 1))
+    doctor = run_cli("doctor", "--course", course)
+    assert "-m pip install 'scikit-learn'`" in doctor.stdout and "'sklearn' cannot" not in doctor.stdout, doctor.stdout

@@ -209,6 +209,26 @@ def test_a_roster_id_matches_the_stored_id_in_another_unicode_form(tmp_path):
     assert "not on the roster" not in stderr and not any(decomposed in line for line in named), stderr
 
 
+
+def test_a_roster_id_that_lost_its_leading_zeros_is_named_with_what_to_do(tmp_path):
+    """Excel read the roster's ids as numbers: 00123 became 123, which the export listed as blank and 00123 as not
+    on the roster, with no word of why; and a class where every id lost its zeros wrote nothing, unexplained."""
+    with Store(tmp_path / "grades.db") as store:
+        for student in ("00123", "s2"):
+            store.save(_result(student, 7.5))
+    (tmp_path / "roster.csv").write_text("student,name,email,username\n123,Ann Lee,ann@uni.edu,alee\n"
+                                         "s2,Bo Li,bo@uni.edu,bli\n")
+    _, stderr = _export(tmp_path, "moodle")
+    assert "1 student with a result is not on the roster" in stderr and "00123" in stderr, stderr
+    assert "The roster's ids lost their leading zeros (123 is 00123): a spreadsheet such as Excel read its id column " \
+           "as numbers. Format that column as Text (or type each id after an apostrophe, '00123), put the zeros " \
+           "back, save the roster and export again" in stderr, stderr
+    (tmp_path / "roster.csv").write_text("student,name,email,username\n123,Ann Lee,ann@uni.edu,alee\n")
+    done = run_cli("export", "moodle", "--roster", tmp_path / "roster.csv", "--out", tmp_path / "out.csv", "--db",
+                   tmp_path / "grades.db", "--course", ROOT / "course.yaml")
+    assert done.returncode != 0 and "none of its 1 students is one with a result" in done.stderr, done.stderr
+    assert "lost their leading zeros (123 is 00123)" in done.stderr, done.stderr
+
 def test_a_roster_that_names_a_student_twice_is_refused_naming_both_entries(tmp_path):
     # The later entry's name and email had gone to the LMS at the earlier entry's place, without a word.
     from autograder.outputs import ExportError

@@ -486,3 +486,14 @@ def test_a_file_the_ta_put_beside_a_students_blackboard_attempts_is_not_taken_fo
     assert found.path.name == "HW7_jsmith_attempt_2026-12-01-22-40-13_attention.py", found
     assert "graded the latest, of 2026-12-01 22:40:13" in found.note
     assert "not jsmith.py (the file named after the assignment)" in found.note, found.note
+
+
+def test_a_moodle_class_of_one_submission_is_said_to_be_one_not_all_of_them(tmp_path):
+    """"1 submission of w07_attention found; all of them in a Moodle download" read wrong for a class of one."""
+    (tmp_path / "class").mkdir()
+    shutil.copy(PLAIN, tmp_path / "class" / "Kim Park_300002_assignsubmission_file_attention.py")
+    done = run_cli("grade", "w07_attention", tmp_path / "class", "--db", tmp_path / "g.db", "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    assert "1 submission of w07_attention found; it is in a Moodle download, named as Moodle's folder name " \
+           "(Full Name_123456_assignsubmission_file_)" in done.stderr, done.stderr
+    assert "all of them" not in done.stderr

@@ -29,7 +29,7 @@ from autograder.grading.suite import load_suite, suite_version
 from autograder.outputs import ExportError, lms, replaced_whole
 from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
 from autograder.outputs.progress import Progress, starting
-from autograder.outputs.roster import column_points, lms_columns, read_roster
+from autograder.outputs.roster import column_points, lms_columns, not_on_roster, read_roster, zeros_lost
 from autograder.text import counted, safe
 
 
@@ -203,7 +203,7 @@ def _export_lms(args) -> int:
                           f"{len(unknown)} with a result are not on it ({_some(unknown, 10)}), so nothing was "
                           "written: the roster's ids are not the ones graded. Check that it is this course's "
                           f"roster and that its students are found by the ids {assignment} was graded under, and "
-                          "export again")
+                          f"export again{zeros_lost(ungraded, unknown)}")
     out = args.out or Path(f"{assignment}-{args.lms}{kind.suffix}")
     out.parent.mkdir(parents=True, exist_ok=True)
     written, left_out = kind.written(made)
@@ -220,10 +220,7 @@ def _export_lms(args) -> int:
     for line in [*(f"written all the same (--force): {line}" for line in above), *([other] if other else [])]:
         print(safe(f"autograder: warning: {line}", 2000), file=sys.stderr)
     if unknown:
-        who = "1 student with a result is" if len(unknown) == 1 else f"{len(unknown)} students with a result are"
-        print(safe(f"autograder: warning: {who} not on the roster {args.roster}, so not in the file: "
-                   f"{', '.join(unknown)}. Add them to the roster (or fix their ids) and export again"),
-              file=sys.stderr)
+        print(safe(f"autograder: warning: {not_on_roster(unknown, ungraded, args.roster)}"), file=sys.stderr)
     return 0
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from autograder.grading.found import CHECKPOINTS
+from autograder.grading.found import CHECKPOINTS, handed_in_below
 from autograder.grading.submission import SUFFIXES
 from autograder.text import one_line
 
@@ -17,7 +17,7 @@ from autograder.text import one_line
 def not_graded(skipped: list[Path], module: str) -> list[str]:
     """What `grade` says of a flat class folder's folders that hold no hand-in and files that are not one
     (grading.discover)."""
-    nested = [path for path in skipped if path.is_dir() and _handed_in_below(path)]
+    nested = [path for path in skipped if path.is_dir() and handed_in_below(path)]
     folders = [path for path in skipped if path.is_dir() and path not in nested]
     hidden = [path for path in skipped if not path.is_dir() and path.name.startswith(".")]
     stray = [path for path in skipped if not path.is_dir() and path.suffix in SUFFIXES and path not in hidden]
@@ -54,16 +54,6 @@ def not_graded(skipped: list[Path], module: str) -> list[str]:
                      "download, keep the name the LMS gave it and change only its ending, as the LMS's name says who "
                      "the student is) and grade again")
     return lines
-
-
-def _handed_in_below(folder: Path, depth: int = 3) -> bool:
-    """Whether a .py or .ipynb lies in a folder inside `folder`, at most `depth` levels down (links not followed)."""
-    for root, folders, files in os.walk(folder):
-        folders[:] = [name for name in folders if name != CHECKPOINTS]  # Jupyter's autosaved copies: no hand-in
-        if any(Path(name).suffix in SUFFIXES for name in files) and Path(root) != folder:
-            return True
-        folders[:] = [] if len(Path(root).relative_to(folder).parts) >= depth else folders
-    return False
 
 
 def _holding(folders: list[Path]) -> str:

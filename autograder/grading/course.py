@@ -18,6 +18,7 @@ from autograder.authoring.seeds import INPUT_SETS, student_seed
 from autograder.grading.attempts import MISSING, POLICIES, SubmissionPolicy
 from autograder.grading.ids import canonical
 from autograder.grading.late import EXAMPLE_TIME, LateRule, TimeError, parse_due
+from autograder.grading.yaml_said import yaml_error
 from autograder.sandbox.limits import Limits
 
 COURSE_FILE = "course.yaml"
@@ -137,7 +138,7 @@ def load_course(path: Path) -> Course:
     except OSError as error:
         raise CourseError(f"cannot read {path}: {error.strerror}. Pass --course with the right path.") from None
     except yaml.YAMLError as error:
-        raise CourseError(f"{path} is not valid YAML: {error}. Fix the file and run again.") from None
+        raise CourseError(yaml_error(path, error)) from None
     reader = _Reader(path)
     top = reader.mapping(data, "", required={"course", "assignments"}, optional={"defaults"})
     course = reader.mapping(top["course"], "course", required={"name", "seed_salt"}, optional={"term"})

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from autograder.grading.class_zip import ZipRefused, extract
 from autograder.grading.found import (
-    CHECKPOINTS,
+    IGNORED,
     Found,
     LayoutError,
     link_refused,
@@ -71,7 +71,6 @@ from autograder.grading.lms_downloads import is_receipt, moodle_other_parts, moo
 from autograder.grading.submission import SUFFIXES
 from autograder.text import safe
 
-IGNORED = {CHECKPOINTS, "__pycache__", "__MACOSX"}
 NOT_HANDINS = {"Thumbs.db", "desktop.ini"}  # files an operating system leaves in a folder, never a student's
 MAX_LINE = 400  # bytes of a Blackboard receipt's first line read: a name and a username
 _BROWSER_COPY = re.compile(r" \(\d+\)$")

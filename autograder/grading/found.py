@@ -13,9 +13,13 @@ from pathlib import Path
 from autograder.grading.handin import read_bytes
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import FILE_TIME, FILE_TIME_INSTEAD, TIMESTAMP_FILE, LateRule, file_time
-from autograder.text import counted, safe
+from autograder.grading.submission import SUFFIXES
+from autograder.text import counted, joined, safe
 
 CHECKPOINTS = ".ipynb_checkpoints"  # Jupyter's hidden folder of autosaved copies, never graded
+CHECKPOINTS_SAID = f"{CHECKPOINTS}/, Jupyter's hidden folder of autosaved copies, which is not graded"
+IGNORED = {CHECKPOINTS, "__pycache__", "__MACOSX"}  # folders that are never a student's work
+BELOW = 3  # folders down a hand-in is looked in for a .py or .ipynb put in a subfolder (never graded, but named)
 NOTHING_TO_GRADE = "nothing to grade"  # a hand-in with no .py or .ipynb (a PDF alone): graded as 0, said why
 
 
@@ -169,18 +173,40 @@ def held_for_their_time(item: Found, rule: LateRule) -> Found:
 def nothing_to_grade(folder: Path, entries: list[Path], module: str, student: str) -> Found:
     """A student's hand-in folder with no .py or .ipynb in it (a PDF, a renamed file, a subfolder; `entries`, what it
     shows): the student handed in for this assignment, so they are listed with why nothing was graded, not left out
-    without a word."""
+    without a word. A .py or .ipynb in a subfolder is named, with how to grade it, as the folder does hold one."""
     entries = [p for p in entries if p.name != "timestamp.txt"]
+    checkpoints = Path(folder, CHECKPOINTS).is_dir()
+    below = handed_in_below(folder)
+    if below:
+        return Found(student, folder / f"{module}.ipynb", problem=f"{NOTHING_TO_GRADE}: {_in_subfolders(below)}" + (
+            f" ({CHECKPOINTS_SAID})" if checkpoints else "") + "; only files at the top of a hand-in are graded: "
+            f"move {'it' if len(below) == 1 else 'the one to grade'} up (or hand in the file itself) and grade again")
     held = ", ".join(safe(p.name, 60) + ("/" if p.is_dir() else "") for p in entries[:5]) + \
         (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
     # A notebook's autosaved copy, without the notebook: what a student who handed in the folder Jupyter ran in has.
-    checkpoints = not entries and any(Path(folder, CHECKPOINTS).glob("*"))
-    holds = f"holds only {held}" if entries else (
-        f"holds only {CHECKPOINTS}/, Jupyter's hidden folder of autosaved copies, which is not graded" if checkpoints
-        else "is empty")
+    holds = f"holds only {held}" if entries else f"holds only {CHECKPOINTS_SAID}" if checkpoints else "is empty"
+    also = f" (its {CHECKPOINTS_SAID})" if entries and checkpoints else ""
     return Found(student, folder / f"{module}.ipynb",
-                 problem=f"{NOTHING_TO_GRADE}: this hand-in {holds}, with no .py or .ipynb file in it. Hand in your "
-                         f"notebook itself ({module}.ipynb, as saved by Jupyter) or your .py file")
+                 problem=f"{NOTHING_TO_GRADE}: this hand-in {holds}, with no .py or .ipynb file in it{also}. Hand in "
+                         f"your notebook itself ({module}.ipynb, as saved by Jupyter) or your .py file")
+
+
+def handed_in_below(folder: Path, depth: int = BELOW) -> list[Path]:
+    """Each .py or .ipynb in a folder inside `folder`, at most `depth` levels down, relative to `folder` (links not
+    followed; Jupyter's autosaved copies and a zip tool's folders left out)."""
+    found: list[Path] = []
+    for root, folders, files in os.walk(folder):
+        here = Path(root).relative_to(folder)
+        folders[:] = sorted(name for name in folders if name not in IGNORED) if len(here.parts) < depth else []
+        found += [here / name for name in sorted(files) if here.parts and Path(name).suffix in SUFFIXES]
+    return found
+
+
+def _in_subfolders(below: list[Path]) -> str:
+    """`work/hw.py is in a subfolder`, or several such files named, a few at most."""
+    names = [safe(path.as_posix(), 100) for path in below[:3]] + (
+        [f"{len(below) - 3} more"] if len(below) > 3 else [])
+    return f"{joined(names)} {'is in a subfolder' if len(below) == 1 else 'are in subfolders'}"
 
 
 def misnamed(folder: Path, assignment: str, module: str, student: str) -> Found:

@@ -103,8 +103,13 @@ def download_note(lms_names: list[str]) -> str:
     """What `grade` says of the hand-ins read from an LMS's download names (each one's LMS, "" for none), so that a
     TA sees the ids they will be stored under before any is."""
     read = Counter(lms for lms in lms_names if lms)
-    return "".join(f"; {'all' if count == len(lms_names) else count} of them in a {lms} download, each named as "
-                   f"{STUDENT_IDS[lms]}" for lms, count in sorted(read.items()))
+    return "".join(f"; {_which(count, len(lms_names))} in a {lms} download, {'named' if count == 1 else 'each named'} "
+                   f"as {STUDENT_IDS[lms]}" for lms, count in sorted(read.items()))
+
+
+def _which(count: int, found: int) -> str:
+    """Which of the hand-ins found: "it is" (the only one), "all of them", "1 of them", "3 of them"."""
+    return "it is" if found == 1 else f"{'all' if count == found else count} of them"
 
 
 def shared_users(found: set[str], stored: set[str], assignment: str) -> list[str]:

@@ -19,11 +19,13 @@ probe asks whether the environment can grade, not how fast this machine is.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading.attempt import suite_fault_in
-from autograder.grading.course import Course
+from autograder.grading.class_imports import PIP_NAMES
+from autograder.grading.course import COURSE_FILE, Course
 from autograder.grading.echo_child import last_line, preload_in_child
 from autograder.grading.grader import Grader
 from autograder.grading.results import SubmissionResult
@@ -86,11 +88,11 @@ def probe_environment(course: Course, suite: Suite, sandbox: Sandbox, alongside:
     try:
         sandbox.start()
     except SandboxError as error:
-        problem, fix = _start_problem(str(error), assignment.preload, python)
+        problem, fix = _start_problem(str(error), course, assignment, python)
         return ProbeReport(assignment.name, problem, fix)
     mapped, problem = preload_in_child(suite, sandbox)
     if problem:
-        return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped), mapped)
+        return ProbeReport(assignment.name, problem, _fix_for(problem, course, assignment, python, mapped), mapped)
     if suite.reference is None:
         return ProbeReport(assignment.name, mapped_mib=mapped)
     path = assignment.solution_dir / REFERENCE_FILE
@@ -103,8 +105,8 @@ def probe_environment(course: Course, suite: Suite, sandbox: Sandbox, alongside:
         return ProbeReport(assignment.name, *_reference_fault(wrong, len(result.tests), assignment.name, path),
                            mapped, len(result.tests) - len(wrong), reference_fault=True)
     problem, passed = _reference_passes(result, path)
-    return ProbeReport(assignment.name, problem, _fix_for(problem, assignment, python, mapped) if problem else "",
-                       mapped, passed)
+    fix = _fix_for(problem, course, assignment, python, mapped) if problem else ""
+    return ProbeReport(assignment.name, problem, fix, mapped, passed)
 
 
 def require_environment(course: Course, suite: Suite, sandbox: Sandbox, command: str,
@@ -162,11 +164,14 @@ def _check_fault(fault: str, assignment: str, reference: Path) -> tuple[str, str
             f"verifies, and `autograder grade {assignment} {reference}` grades the reference first, so it runs the "
             f"fixed check before any student")
 
-def _start_problem(error: str, preload: tuple, python: str) -> tuple[str, str]:
+def _start_problem(error: str, course: Course, assignment, python: str) -> tuple[str, str]:
     error = error.replace(" Run `autograder doctor` to see what this machine supports.", "").rstrip(".")
+    preload = assignment.preload
     missing = re.search(r"No module named '([\w.]+)'", error)
     if missing:
         module = missing.group(1).split(".")[0]
+        if _unknown_preload(module, preload):
+            return _preload_misnamed(module, course, assignment, python)
         needed = f"the assignment preloads {', '.join(preload)}" if preload else "the worker needs it"
         what = (f"{needed}, and {module} is not installed in the workers' Python ({python})"
                 if module in preload else f"{needed}, whose import needs {module}, which is not installed in the "
@@ -178,7 +183,7 @@ def _start_problem(error: str, preload: tuple, python: str) -> tuple[str, str]:
     return error, "`autograder doctor` lists which sandbox protections work here and why one does not"
 
 
-def _fix_for(problem: str, assignment, python: str, mapped: float | None) -> str:
+def _fix_for(problem: str, course: Course, assignment, python: str, mapped: float | None) -> str:
     if "Cannot allocate memory" in problem or "MemoryError" in problem:
         now = f"{assignment.limits.memory_mib} MiB"
         base = f" on top of the {mapped:.0f} MiB a worker maps after its preload" if mapped else ""
@@ -187,9 +192,43 @@ def _fix_for(problem: str, assignment, python: str, mapped: float | None) -> str
                 else f"raise `memory_mib` in course.yaml (now {now}{base})")
     missing = re.search(r"No module named '([\w.]+)'", problem)
     if missing:
-        return f"`{install_command(missing.group(1).split('.')[0], python)}`"
+        module = missing.group(1).split(".")[0]
+        if _unknown_preload(module, assignment.preload):
+            return _preload_misnamed(module, course, assignment, python)[1]
+        return f"`{install_command(module, python)}`"
     return ("run `autograder doctor` for the sandbox's state, and `autograder grade "
             f"{assignment.name} {assignment.solution_dir / REFERENCE_FILE}` to see every check's message")
+
+
+def _unknown_preload(module: str, preload: tuple) -> bool:
+    """Whether `module`, missing, is one course.yaml's preload names and this project neither pins nor knows: most
+    likely a misspelling (`torhc`), which pip must not be told to install from PyPI into the workers' Python, the
+    one that reads solutions/ (a name anyone may have registered there)."""
+    return module in {name.split(".")[0] for name in preload} and not _pinned(module) and module not in PIP_NAMES
+
+
+def _preload_misnamed(module: str, course: Course, assignment, python: str) -> tuple[str, str]:
+    """The problem and fix for a preload name that cannot be imported and that no pip command is offered for: in
+    course.yaml, the instructor's to correct; in a released folder's manifest, the course staff's, not the student's."""
+    import difflib  # here: only a refusal needs it
+    import pkgutil
+
+    known = {info.name for info in pkgutil.iter_modules()} | set(sys.builtin_module_names) | set(PIP_NAMES)
+    close = difflib.get_close_matches(module, sorted(known | set(_pinned_modules())), n=1, cutoff=0.75)
+    meant = f" (most likely {close[0]!r} is meant)" if close else ""
+    if course.path.name != COURSE_FILE:  # a released folder: its manifest came from the course staff
+        return (f"{course.path}: the assignment preloads {module!r}, which cannot be imported in the workers' Python "
+                f"({python})", f"tell the course staff that the released assignment names {module!r}{meant}; no "
+                "install on your side fixes a misspelled name")
+    key = f"assignments.{assignment.name}.preload"
+    return (f"{COURSE_FILE}: {key}: {module!r} cannot be imported in the workers' Python ({python})",
+            f"correct the name under {key} in {COURSE_FILE}{meant}, as `import` names the module; if it is a "
+            f"library the course needs, install it into {python} from a source you trust")
+
+
+def _pinned_modules() -> list[str]:
+    """The names this package's requirements (its extras too) give, lowercased: the libraries it knows."""
+    return [re.split(r"[<>=!~\[ ;]", line, maxsplit=1)[0].strip().lower() for line in _requirements()]
 
 
 def install_command(module: str, python: str, reinstall: bool = False) -> str:
@@ -198,7 +237,7 @@ def install_command(module: str, python: str, reinstall: bool = False) -> str:
     PyTorch comes from its CPU index: the default build from PyPI grades too, but brings several GB of CUDA
     libraries that a grader without a GPU never uses.
     """
-    requirement = _pinned(module) or module
+    requirement = _pinned(module) or PIP_NAMES.get(module, module)
     force = " --force-reinstall" if reinstall else ""
     index = f" --index-url {CPU_INDEX}" if module == "torch" else ""
     return f"{python} -m pip install{force} '{requirement}'{index}"
@@ -206,14 +245,18 @@ def install_command(module: str, python: str, reinstall: bool = False) -> str:
 
 def _pinned(module: str) -> str:
     """This package's requirement for `module` (e.g. "torch==2.13.0" from the torch extra), or ""."""
-    import importlib.metadata  # here: its import costs every command ~20 ms, and only a refusal needs it
-    names = importlib.metadata.packages_distributions().get(__name__.split(".")[0]) or []
-    try:
-        requirements = (importlib.metadata.requires(names[0]) or []) if names else []
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-    for line in requirements:
+    for line in _requirements():
         spec = line.split(";")[0].strip()
         if re.split(r"[<>=!~\[ ]", spec, maxsplit=1)[0].lower() == module.lower():
             return spec
     return ""
+
+
+def _requirements() -> list[str]:
+    """This package's requirements as its metadata states them, extras included; [] where it is not installed."""
+    import importlib.metadata  # here: its import costs every command ~20 ms, and only a refusal needs it
+    names = importlib.metadata.packages_distributions().get(__name__.split(".")[0]) or []
+    try:
+        return (importlib.metadata.requires(names[0]) or []) if names else []
+    except importlib.metadata.PackageNotFoundError:
+        return []

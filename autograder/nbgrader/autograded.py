@@ -37,6 +37,7 @@ import nbformat
 from autograder.grading.handin import read_bytes
 from autograder.grading.results import SubmissionResult
 from autograder.nbgrader.inkernel import FunctionResults, format_function
+from autograder.text import safe
 
 # nbgrader's CourseDirectory defaults, which this course keeps (nbgrader_config.py): <step>/<student>/<assignment>/.
 SUBMITTED, AUTOGRADED = "submitted", "autograded"
@@ -171,9 +172,14 @@ def sanitized(path: Path, places: Places, db_url: str, released: dict[str, Relea
     return notebook
 
 
-def restored_notes(notebook) -> list[str]:
-    """What `sanitized` restored from the release (and takes out of the notebook it writes)."""
-    return list(notebook.metadata.pop("autograder_restored", []) or [])
+def restored_notes(notebook, student: str, name: str) -> list[str]:
+    """The export's notes of what `sanitized` restored from the release (taken out of the notebook it writes).
+
+    Said neutrally: a notebook fetched before `release --rebuild` differs from the new release as an edited test
+    cell does, and the gradebook keeps only the current release, so which one it was cannot be told here."""
+    return [f"{student}: {name} differs from the current release ({safe(change, 200)}); graded as released. A "
+            "re-release after the student fetched it, or an edit of a test cell, does this: if there was no re-release "
+            "since, have a look at this hand-in" for change in notebook.metadata.pop("autograder_restored", []) or []]
 
 
 def _quiet_log() -> logging.Logger:

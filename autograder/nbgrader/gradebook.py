@@ -199,9 +199,7 @@ def _export_student(gradebook, result: SubmissionResult, target: Target, truth: 
     notebook = None
     if released and path is not None:
         notebook = _autograded(path, places, result, target, truth)
-        for change in restored_notes(notebook) if notebook is not None else []:
-            summary.notes.append(f"{result.student}: {path.name} disagreed with the release ({safe(change, 200)}); "
-                                 "graded as released — have a look at this hand-in")
+        summary.notes += restored_notes(notebook, result.student, path.name) if notebook is not None else []
         if notebook is None:
             summary.notes.append(f"{result.student}: {path} is not a notebook nbgrader can read, so there is no "
                                  "autograded notebook (its grades, zero where it could not be graded, are in the "

@@ -46,6 +46,28 @@ _POINTS = re.compile(r"\d+(?:[.,]\d+)?")  # a decimal comma where the file is se
 _LMS_COLUMN = re.compile(r"^(?P<title>.+?) (?:\((?P<canvas>\d+)\)|\[Total Pts:[^\]]*\] \|(?P<blackboard>\S+))$")
 
 
+def not_on_roster(unknown: list[str], ungraded: list[str], roster: Path) -> str:
+    """What `export` says of the students with a result that the roster does not list (`ungraded`: the roster's
+    students without one), with their ids that lost their leading zeros there."""
+    who = "1 student with a result is" if len(unknown) == 1 else f"{len(unknown)} students with a result are"
+    return (f"{who} not on the roster {roster}, so not in the file: {', '.join(unknown)}. Add them to the roster "
+            f"(or fix their ids) and export again{zeros_lost(ungraded, unknown)}")
+
+
+def zeros_lost(ungraded: list[str], unknown: list[str]) -> str:
+    """Where a roster id with no result is a stored id of digits without its leading zeros (`123` for `00123`):
+    a spreadsheet read the id column as numbers, so the student is both without a result and not on the roster."""
+    lost = [(stored.lstrip("0"), stored) for stored in unknown if stored.isdigit() and stored.startswith("0")]
+    pairs = [(short, stored) for short, stored in lost if short in ungraded]
+    if not pairs:
+        return ""
+    shown = ", ".join(f"{short} is {stored}" for short, stored in pairs[:5]) + (
+        f" and {len(pairs) - 5} more" if len(pairs) > 5 else "")
+    return (f". The roster's ids lost their leading zeros ({shown}): a spreadsheet such as Excel read its id column "
+            "as numbers. Format that column as Text (or type each id after an apostrophe, '00123), put the zeros "
+            "back, save the roster and export again")
+
+
 def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]]:
     """student id -> {field: value} for the `fields` each entry gives, in the file's order."""
     path = Path(path)
