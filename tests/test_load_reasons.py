@@ -7,12 +7,14 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 
 from autograder.grading.statuses import PASSED
 from autograder.grading.submission import read_submission
 from autograder.outputs import audience
+from autograder.text import joined
 
-from conftest import PLAIN
+from conftest import PLAIN, SUBMISSIONS, manifest
 
 PLAIN_LINES = PLAIN.read_text().splitlines()
 FIRST_DEF = next(i for i, line in enumerate(PLAIN_LINES) if line.startswith("def "))
@@ -132,6 +134,61 @@ def test_a_notebooks_function_whose_name_a_later_cell_takes_is_graded_as_its_cel
     assert notes[2].startswith("code cell 4 took the name score for something else (`score = ...`, an import of that "
                                "name, or `del score`); score() was graded as your notebook last defined it, but in "
                                "Jupyter every cell after that one that calls score() gets the other thing"), notes
+
+
+@pytest.mark.parametrize("name", sorted(manifest("notebooks")))
+def test_a_notebook_whose_later_cell_takes_a_name_its_functions_read_scores_as_nbgrader_gives(grade_once, name):
+    """A helper reused as a variable name near the end (`masked = causal_mask(6).sum(axis=-1)`): nbgrader, whose
+    check cell runs right after the answer, gave 100; grade called attention with the array, 0/20. Each name a graded
+    function or its helpers read is now as the check cells saw it, and a note names the cell and the name."""
+    result = grade_once(SUBMISSIONS / "notebooks" / f"{name}.ipynb")
+    assert result.score == result.max_score == 100, [t.message for t in result.tests if t.message]
+    notes = sorted(note for note in result.notes if "took the name" in note)
+    taken = manifest("notebooks")[name]["taken"]
+    assert len(notes) == len(taken), notes
+    for other, where in taken.items():
+        users = [f"{user}()" for user in where["by"]]
+        assert f"{where['cell']} took the name {other} for something else (`{other} = ...`, an import of that name, " \
+            f"or `del {other}`); {joined(users)}, which read{'s' if len(users) == 1 else ''} it, " \
+            f"{'was' if len(users) == 1 else 'were'} graded with {other} as it was before that cell, as the check " \
+            f"cells in Jupyter and nbgrader saw it, but in Jupyter every cell after that one that calls " \
+            f"{' or '.join(users)} gets the other thing. Give the other thing a name of its own" in notes, notes
+
+
+def test_a_value_a_function_reads_is_as_its_check_cell_saw_it_and_its_own_state_as_its_calls_left_it(grade_once,
+                                                                                                     tmp_path):
+    """A constant softmax reads, set again by a later exploring cell (`TEMPERATURE = 5.0`): nbgrader's check cell had
+    seen 1.0 and passed softmax. A global score keeps for itself (`global CALLS`), changed by every demo call, is
+    the function's own state: it is never undone, and no note blames the cells that called score."""
+    path = tmp_path / "temperature.ipynb"
+    softmax = FUNCTIONS.replace("shifted = S - np.max(S, axis=-1, keepdims=True)",
+                                "shifted = (S - np.max(S, axis=-1, keepdims=True)) / TEMPERATURE")
+    counted = softmax.replace('    Q = np.asarray(Q)\n', '    global CALLS\n    CALLS += 1\n    Q = np.asarray(Q)\n', 1)
+    assert counted != softmax != FUNCTIONS
+    cells = [IMPORTS, "TEMPERATURE = 1.0\nCALLS = 0", counted, "print(score(np.ones((2, 3)), np.ones((4, 3))))",
+             "TEMPERATURE = 5.0  # flatter weights?\nprint(softmax(np.arange(4.0)), CALLS)", "score(np.ones((1, 2)), "
+             "np.ones((1, 2)))"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    result = grade_once(path)
+    assert result.score == result.max_score == 100, [t.message for t in result.tests if t.message]
+    notes = [note for note in result.notes if "took the name" in note]
+    assert len(notes) == 1 and notes[0].startswith("code cell 5 took the name TEMPERATURE for something else"), notes
+    assert "attention() and softmax(), which read it, were graded with TEMPERATURE as it was" in notes[0], notes
+
+
+def test_a_py_file_whose_later_line_takes_a_helpers_name_is_graded_as_an_import_sees_it(grade_once, tmp_path):
+    """A module has no check cells: its functions see what `import` leaves, so the same helper taken at the end of a
+    .py file still costs attention its points, and the error names the line."""
+    path = tmp_path / "helper_taken.py"
+    path.write_text(f"{PLAIN.read_text()}\n\ndef masked(S, allowed):\n    return S if allowed is None else "
+                    "apply_mask(S, allowed)\n\n\ndef attention(Q, K, V, allowed=None, scale=None):\n"
+                    "    A = softmax(masked(score(Q, K, scale), allowed))\n    return context(A, V), A\n\n\n"
+                    "masked = causal_mask(6).sum(axis=-1)\n")
+    result = grade_once(path)
+    attention = [t for t in result.tests if t.function == "attention"]
+    assert attention and all(t.status != PASSED for t in attention)
+    assert "'numpy.ndarray' object is not callable" in attention[0].message, attention[0].message
+    assert result.score == result.max_score - 20 and not [n for n in result.notes if "took the name" in n]
 
 
 def test_more_code_than_any_solution_needs_is_not_loaded_and_never_parsed(tmp_path):

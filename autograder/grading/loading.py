@@ -30,6 +30,7 @@ from autograder.grading.results import NOT_LOADED, CheckResult
 from autograder.grading.statuses import ERROR, FAILED, PASSED, TIMEOUT
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite
+from autograder.grading.taken_names import taken_note
 from autograder.sandbox.load_report import LoadReport
 from autograder.text import counted, joined, safe
 
@@ -93,10 +94,7 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
               "defs, classes, and the names your functions read), not its demo. Put demo, test and training code "
               'under `if __name__ == "__main__":`, where it runs when you run the file but not when it is imported '
               "or graded" for line, took in load.trimmed if submission.kind == "py"]
-    notes += [f"{cell} took the name {name} for something else (`{name} = ...`, an import of that name, or `del "
-              f"{name}`); {name}() was graded as your notebook last defined it, but in Jupyter every cell after that "
-              f"one that calls {name}() gets the other thing. Give the other thing a name of its own"
-              for name, cell in load.restored]
+    notes += [taken_note(name, cell, users) for name, cell, users in load.restored]
     notes += [f"the file's top-level code left {counted(load.threads, 'thread')} running after loading; threads "
               "share the processor with every call the grader times, so a call may be stopped at its limit for their "
               "work: start no thread at the top level, or join it before the code ends"] if load.threads else []

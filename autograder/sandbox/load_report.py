@@ -23,7 +23,9 @@ class LoadReport:
     stray_processes: int = 0  # processes the top-level code left running, stopped after loading
     hung: bool = False  # a .py file's top-level code ran past the load limit (a demo loop, a wait), and stopped there
     gave_up: bool = False  # a notebook's loads were stopped MAX_LOAD_ATTEMPTS times, each at a cell then skipped
-    restored: tuple = ()  # (function, cell) for each one a later cell of a notebook took the name of (loader)
+    # (name, cell, users) for each name a later cell of a notebook took (loader): a graded function's own (users
+    # empty), or a global that the graded functions in users read, which were graded with it as before that cell
+    restored: tuple = ()
     trimmed: tuple = ()  # (cell, seconds it ran or None) of slow cells that ran only their definitions (slow_cells)
     threads: int = 0  # threads of its own the top-level code left running after loading (the worker's word)
 
@@ -39,6 +41,11 @@ def read_ready(header: dict, **session) -> LoadReport:
         functions=frozenset(safe(f, 100) for f in functions[:500]),
         problems=tuple((safe(p.get("unit"), 40), read_raised(p.get("raised"))) for p in problems[:50]
                        if isinstance(p, dict)),
-        restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40)) for r in restored[:20]
-                       if isinstance(r, dict)),
+        restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40), _names(r.get("by")))
+                       for r in restored[:20] if isinstance(r, dict)),
         threads=min(max(threads, 0), 10_000), **session)
+
+
+def _names(names) -> tuple:
+    """The worker's list of function names, made safe to show (a few; anything else, none)."""
+    return tuple(safe(name, 100) for name in names[:20]) if isinstance(names, list) else ()
