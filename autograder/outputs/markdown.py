@@ -7,11 +7,14 @@ list item or a code block of its own on the student's page (a forged "Total: 100
 line of a value is joined to the one before by a hard line break, its indentation dropped and its
 first character escaped where it could open a block; links are never formed from it either.
 A pair of single backticks on one line around plain text (our messages' `np.swapaxes(K, -1, -2)`) stays a code
-span: its content is shown as written, so it can form nothing.
+span: its content is shown as written, so it can form nothing. The HTML pages show the same spans as code.
 """
 from __future__ import annotations
 
 import re
+
+from markupsafe import Markup
+from markupsafe import escape as html_escape
 
 from autograder.text import safe
 
@@ -53,6 +56,12 @@ def code_spans(text: str) -> list[tuple[str, bool]]:
         pieces += [(text[at:pair.start()], False), (pair.group(0), is_code)]
         at = pair.end()
     return pieces + [(text[at:], False)]
+
+
+def html_with_code(value) -> Markup:
+    """A message for an HTML page: its code spans (`code_spans`) as <code>, the rest as escaped text."""
+    return Markup("".join(f"<code>{html_escape(part[1:-1])}</code>" if is_code else str(html_escape(part))
+                          for part, is_code in code_spans(safe(value))))
 
 
 def _escaped_inline(text: str) -> str:

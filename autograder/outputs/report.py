@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from autograder.grading.examples import render_value
 from autograder.grading.late import LATE_MEANINGS, Late, LateRule, assess_result
@@ -322,12 +322,6 @@ def _html_text(value):
     return safe(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
-def _html_message(value) -> Markup:
-    """A message shown in a page, its code spans (`np.tile`) as code, the rest as text."""
-    return Markup("".join(f"<code>{escape(part[1:-1])}</code>" if is_code else str(escape(part))
-                          for part, is_code in markdown_text.code_spans(safe(value))))
-
-
 def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     loader = jinja2.FileSystemLoader(TEMPLATES)
     html = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
@@ -335,7 +329,7 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     markdown = jinja2.Environment(loader=loader, autoescape=False, finalize=markdown_text.escape,
                                   undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     markdown.filters["code"] = markdown_text.code_block
-    html.filters["message"] = _html_message
+    html.filters["message"] = markdown_text.html_with_code
     for env in (html, markdown):
         env.filters["points"] = lambda x: f"{x:g}"
         env.filters["counted_points"] = lambda x: counted(x, "point")  # "−1 point", "−2 points"
