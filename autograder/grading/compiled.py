@@ -5,7 +5,9 @@ call's limit here allows, as every check sends shapes of its own. The timeout's 
 never ends, a Python loop over every entry, an array far larger than the answer) points elsewhere, and so does
 what the kernel saw of the call (compiling in processes of its own, it looks idle): this names the compiler, in
 place of that advice (explain.stopped_advice). Read from the file's text (each graded name's last top-level
-binding), never run: it words a message, and moves no point.
+binding), never run. It words the message, and it moves only this file's own points: a compiled function's idle
+timeout counts at once, without the re-run that a machine's hold-up gets (grading.confirm), for compiling looks
+idle too; a file that names torch.compile can only forgo that re-run for itself.
 """
 from __future__ import annotations
 
