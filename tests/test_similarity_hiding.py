@@ -228,3 +228,53 @@ def test_a_del_of_an_item_and_a_statement_that_calls_are_kept():
     for statement in ("del S[0]", "del S.flags", "S.sort()", "np.add(S, 1, out=S)", "[s for s in S]"):
         changed = plain.replace("    return", f"    {statement}\n    return")
         assert function_tokens(changed) != function_tokens(plain), statement
+
+
+def _after_first_temporary(kind: str, text: str) -> str:
+    """`text` with one line of `kind` after the first `name = ...` of each top-level function, NAME standing for
+    that name: the disguise one line per function that the tests below try."""
+    lines, inserts = text.splitlines(), []
+    for function in (n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)):
+        first = next((s for s in function.body if isinstance(s, ast.Assign) and len(s.targets) == 1
+                      and isinstance(s.targets[0], ast.Name)), None)
+        if first is not None:
+            indent = " " * first.col_offset
+            code = kind.replace("NAME", first.targets[0].id).splitlines()
+            inserts.append((first.end_lineno, [indent + line for line in code]))
+    for line, code in sorted(inserts, reverse=True):
+        lines[line:line] = code
+    return "\n".join(lines) + "\n"
+
+
+NO_OP_LINES = {
+    "builtin calls": "len(NAME)\nid(NAME)\ntype(NAME)\nisinstance(NAME, tuple)\nrepr(NAME)",
+    "conversions": "np.asarray(NAME)\nnp.shape(NAME)\nlist(tuple(NAME.shape))\nint(len(NAME))",
+    "methods": "NAME.copy()\n(NAME.copy(), id(NAME))",
+    "while false": "while False:\n    NAME = NAME * 2",
+    "while zero": "while 0:\n    NAME = NAME * 2",
+    "times one": "NAME = NAME * 1", "plus zero": "NAME = NAME + 0", "one times": "NAME = 1 * NAME",
+    "zero plus": "NAME = 0 + NAME", "minus zero": "NAME = NAME - 0", "over one": "NAME = NAME / 1.0",
+    "power one": "NAME = NAME ** 1", "in place": "NAME *= 1",
+}
+
+
+def test_calls_that_change_nothing_a_false_loop_and_arithmetic_that_gives_back_its_operand_hide_no_copy():
+    """Found by trying the grader from outside: one such line per function after the first temporary kept a copy
+    of a whole file under the highest honest pair of the 20 independent solutions (0.68): `len(x)` or `id(x)` at
+    0.56 against its source, `while False:` 0.55, `x = x * 1` 0.51. Each counted as a read (and a bare call as a
+    change) of the temporary, which was then no longer inlined."""
+    for source in ("i01_einsum.py", "i03_logsumexp.py", "i16_scaled_first.py"):
+        original = (CLASS / source).read_text()
+        expected = function_tokens(original)
+        for kind, code in NO_OP_LINES.items():
+            assert function_tokens(_after_first_temporary(code, original)) == expected, (source, kind)
+
+
+def test_a_false_loop_s_else_runs_and_calls_that_may_change_their_arguments_are_kept():
+    plain = "import numpy as np\ndef softmax(S):\n    e = np.exp(S)\n    return e / e.sum()\n"
+    looped = plain.replace("    return", "    while False:\n        pass\n    else:\n        e = e + 1\n    return")
+    assert function_tokens(looped) == function_tokens(plain.replace("    return", "    e = e + 1\n    return"))
+    for statement in ("len(S.sort())", "S.fill(0)", "np.copyto(S, 0)", "e.copy(order='F')", "e = e * 2",
+                      "e = 1 - e", "e = e ** 2", "while True:\n        break"):
+        changed = plain.replace("    return", f"    {statement}\n    return")
+        assert function_tokens(changed) != function_tokens(plain), statement

@@ -8,11 +8,12 @@ matters little:
   what a name was imported as stays (`np.exp`, `numpy.exp` and `from numpy
   import exp` all give `numpy.exp`): that is the code's meaning;
 - docstrings, bare strings, `pass`, `...`, code after `return`/`raise`, `if False:`
-  branches and assignments to names never read are dropped (dead code), and
-  so are statements that only print, log or assert, `del` of names and
-  expression statements that call nothing (`(a, b)`, `x.shape`, `a[0]`), with
-  `if` blocks left empty without them (what a copier adds to hide a copy);
-- equivalent constructs are written one way: `x += y` as `x = x + y`, `x: int = y` as `x = y`,
+  and `while False:` blocks and assignments to names never read are dropped (dead
+  code), and so are statements that only print, log or assert, `del` of names,
+  `x = x`, and expression statements that call nothing or only what changes
+  nothing (`(a, b)`, `x.shape`, `len(x)`, `x.copy()`: noops.py), with `if`
+  blocks left empty without them (what a copier adds to hide a copy);
+- equivalent constructs are written one way: `x += y` as `x = x + y`, `x: int = y` as `x = y`, `x * 1` as `x`,
   `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`, a transpose
   (`np.transpose(x)`, `x.swapaxes(-1, -2)`, `np.moveaxis(x, -1, -2)`, PyTorch's `x.mT`) as `x.T`,
   keyword arguments sorted, operands of `+ * & |` in a fixed order, every
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 
 from autograder.similarity.calls import Subscripts, canonical_call
 from autograder.similarity.imports import dotted
+from autograder.similarity.noops import changes_nothing, false_loop, identity_operand
 from autograder.similarity.statements import (
     MAX_STATEMENTS,
     TERMINAL,
@@ -51,7 +53,6 @@ from autograder.similarity.statements import (
     effects,
     inline_temporaries,
     only_names,
-    only_reads,
     rename_rebindings,
 )
 
@@ -127,9 +128,9 @@ class _Rewrite(ast.NodeTransformer):
         return node
 
     def visit_Expr(self, node):
-        reads_only = only_reads(node.value)  # before rewriting: a call may become an operator (`np.add(a, b)`)
+        unused = changes_nothing(node.value, self.imports)  # before rewriting: a call may become an operator
         self.generic_visit(node)
-        if reads_only or isinstance(node.value, ast.Constant) or _is_output(node.value, self.imports):
+        if unused or isinstance(node.value, ast.Constant) or _is_output(node.value, self.imports):
             return _walrus_assignments(node.value) or None  # docstrings, `...`, `(a, b)`; a debugging print or log
         if isinstance(node.value, ast.NamedExpr):  # `(x := v)` alone is `x = v`
             return _walrus_assignments(node.value)
@@ -145,7 +146,7 @@ class _Rewrite(ast.NodeTransformer):
         return None
 
     def visit_Delete(self, node):
-        """`del x` only unbinds a name (see `only_reads`): dropped; `del d[k]` changes `d` and is kept."""
+        """`del x` only unbinds a name (see noops.py): dropped; `del d[k]` changes `d` and is kept."""
         node.targets = [t for t in node.targets if not only_names(t)]
         self.generic_visit(node)
         return node if node.targets else None
@@ -157,6 +158,12 @@ class _Rewrite(ast.NodeTransformer):
         if isinstance(node.test, ast.Constant):
             return [s for s in (node.body if node.test.value else node.orelse) if not _only_pass([s])] or None
         return node
+
+    def visit_While(self, node):
+        """`while False:` runs only its `else:` block, as `if False:` does."""
+        self.generic_visit(node)
+        runs = false_loop(node)
+        return node if runs is None else [s for s in runs if not _only_pass([s])] or None
 
     def visit_AnnAssign(self, node):
         """`d_k: int = Q.shape[-1]` as `d_k = Q.shape[-1]`: an annotation computes nothing; one without a value is
@@ -173,7 +180,9 @@ class _Rewrite(ast.NodeTransformer):
             if hasattr(part, "ctx"):
                 part.ctx = ast.Load()
         value = ast.copy_location(ast.BinOp(target, node.op, node.value), node)
-        return ast.copy_location(ast.Assign([node.target], value), node)
+        value = identity_operand(value) or value  # `x *= 1`
+        return None if _is_name(value, getattr(node.target, "id", None)) else ast.copy_location(
+            ast.Assign([node.target], value), node)
 
     def visit_Compare(self, node):
         self.generic_visit(node)
@@ -184,8 +193,9 @@ class _Rewrite(ast.NodeTransformer):
         return node
 
     def visit_BinOp(self, node):
+        """`x * 1`, `x + 0` as `x`; a commutative operator's operands in a fixed order."""
         self.generic_visit(node)
-        return self._ordered_operands(node)
+        return identity_operand(node) or self._ordered_operands(node)
 
     def _ordered_operands(self, node: ast.BinOp) -> ast.BinOp:
         """A commutative operator's operands in a fixed order: `b * a` as `a * b`."""
@@ -197,6 +207,8 @@ class _Rewrite(ast.NodeTransformer):
         """`x = a if c else x` as `if c: x = a` (and `x = x if c else a` as `if not c: x = a`): the same default."""
         self.generic_visit(node)
         value, target = node.value, node.targets[0]
+        if len(node.targets) == 1 and _is_name(value, getattr(target, "id", None)):  # `x = x`, as `x = x * 1` reads
+            return None
         if split := _split_assignment(node):
             return split
         if len(node.targets) != 1 or not isinstance(target, ast.Name) or not isinstance(value, ast.IfExp):

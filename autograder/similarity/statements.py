@@ -38,8 +38,6 @@ LOOPS = (ast.For, ast.AsyncFor, ast.While)
 EVALUATED_APART = (ast.stmt, ast.excepthandler, ast.match_case, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
                    ast.GeneratorExp)  # a nested block, or code run any number of times
 NOT_MOVED = (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)  # an expression that does more than compute
-RUNS_CODE = (ast.Call, ast.Yield, ast.YieldFrom, ast.Await, ast.ListComp, ast.SetComp, ast.DictComp,
-             ast.GeneratorExp)  # calls, or runs an iterator or a coroutine
 MAX_STATEMENTS = 200  # in a block reordered (its cost is their square), or from a temporary to its read: no answer
 #                       has more
 MAX_DEPTH = 100  # levels of a statement that temporaries are inlined into: far more than hand-written code has,
@@ -78,14 +76,6 @@ def effects(statement: ast.stmt) -> tuple[set[str], set[str], bool]:
     if isinstance(statement, ast.Expr):  # a bare call may change what it is given
         writes |= reads
     return reads, writes, barrier
-
-
-def only_reads(value: ast.expr) -> bool:
-    """Whether an expression statement computes nothing the function returns and calls nothing: `(a, b)`,
-    `x.shape`, `a[0]`, `a + b`, with no call, comprehension, yield or await. Such a statement, or a `del` of names
-    (`only_names`), kept, would count as a read of each name (so a temporary it names is no longer inlined) and
-    add tokens: a copier adds them to hide a copy."""
-    return not any(isinstance(node, RUNS_CODE) for node in ast.walk(value))
 
 
 def only_names(target: ast.expr) -> bool:
