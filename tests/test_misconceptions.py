@@ -28,7 +28,7 @@ from autograder.grading.submission import read_submission
 from autograder.sandbox.replies import CallFailed
 from autograder.sandbox.session import Session
 
-from conftest import PLAIN, REFERENCE, SUBMISSIONS, compose, manifest, run_cli
+from conftest import PLAIN, REFERENCE, ROOT, SUBMISSIONS, compose, manifest, run_cli
 from degenerate import write_degenerate
 
 BUGGY = manifest("buggy")
@@ -74,6 +74,20 @@ def test_a_bug_only_some_inputs_show_costs_its_check_and_is_named(grade_once, tm
     assert case["shows"] in shown, shown
     assert named.misconception == case["misconception"] and named.function == case["function"]
     assert result.score == result.max_score - sum(suite.check(check).points for check in checks)
+
+
+@pytest.mark.slow
+def test_a_students_own_check_names_arguments_as_the_stub_does(tmp_path):
+    """`autograder check` has no reference to read parameter names from: its messages had said "changed its argument
+    argument 1 in place" and suggested `argument 1.copy()`. The released manifest lists the stub's parameters."""
+    returned = compose(tmp_path, "returned", SUBMISSIONS / "narrow" / "apply_mask_returns_scores_when_all_visible.py")
+    changed = _buggy(tmp_path, "softmax_modifies_input")
+    said = {name: run_cli("check", path, "--dir", ROOT / "assignments" / "w07_attention").stdout
+            for name, path in (("returned", returned), ("changed", changed))}
+    assert "apply_mask returned S itself (or a view of it) for a mask that hides no key" in said["returned"], said
+    assert "`S.copy()`" in said["returned"], said["returned"]
+    assert "softmax (or a function it calls) changed its argument S in place" in said["changed"], said["changed"]
+    assert not any("argument argument" in text or "argument 1" in text for text in said.values()), said
 
 
 def test_attention_raising_inside_context_is_told_about_context_not_the_scores_transpose(grade_once, tmp_path):

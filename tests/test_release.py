@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from autograder.grading.course import CourseError, load_course
-from autograder.grading.manifest import MANIFEST_FILE, manifest_data, manifest_text
+from autograder.grading.manifest import MANIFEST_FILE, manifest_data, manifest_text, stub_parameters
 from autograder.grading.suite import HIDDEN_FILE, PUBLIC_FILE, load_public_suite, load_suite
 from autograder.nbgrader import ReleaseError
 from autograder.nbgrader.leaks import scan_release
@@ -55,7 +55,8 @@ def test_source_notebook_and_manifest_are_generated_from_reference_stub_and_cour
              if (c.source, c.metadata) != (s.source, s.metadata)]
     assert stale == [], f"{stale} are out of date: run `autograder release w07_attention --rebuild`, commit the result"
     public = [e.name for e in suite.checks if e.visibility == "public"]
-    assert (SOURCE / MANIFEST_FILE).read_text() == manifest_text(manifest_data(suite.assignment, public)), \
+    parameters = stub_parameters(STUB.read_text(), suite.functions)
+    assert (SOURCE / MANIFEST_FILE).read_text() == manifest_text(manifest_data(suite.assignment, public, parameters)), \
         "public_manifest.json is out of date with course.yaml: run `autograder release w07_attention --rebuild`"
 
 

@@ -289,7 +289,8 @@ def apply_mask_input_unchanged(t):
     # Every key visible: the grader marks the array returned once the answer is taken, and reads S back from its own
     # memory; S holding the mark was returned itself (Trial.call).
     every_key = np.ones(S.shape, dtype=bool)
-    expect_close(t.returned("apply_mask", S, every_key, mark_returned=True), S, t.tol(np.float64),
+    expect_close(t.returned("apply_mask", S, every_key, mark_returned=True, called_for="for a mask that hides no key"),
+                 S, t.tol(np.float64),
                  "apply_mask(S, allowed), every key visible, which returned a new array as it should,")
 
 

@@ -21,11 +21,13 @@ def changed_argument(sent: tuple, after: tuple) -> int | None:
 
 
 def changed_message(function: str, name: str) -> str:
-    """What a student is told whose `function` changed its argument `name` in place."""
-    return (f"{function} (or a function it calls) changed its argument {name} in place (an in-place operation such "
-            f"as `{name} -= 1`, `{name}[...] = ...` or `np.logical_not({name}, out={name})` on np.asarray({name}), or "
+    """What a student is told whose `function` changed its argument `name` ("S", or "argument 1" where no parameter
+    name is known) in place."""
+    first, later, code = _spoken(name)
+    return (f"{function} (or a function it calls) changed its {first} in place (an in-place operation such "
+            f"as `{code} -= 1`, `{code}[...] = ...` or `np.logical_not({code}, out={code})` on np.asarray({code}), or "
             f"a tensor method ending in `_`, works on the caller's array); compute into a new array so the caller's "
-            f"{name} is left as it was")
+            f"{later} is left as it was")
 
 
 def holds_returned_mark(before: np.ndarray, after) -> bool:
@@ -41,12 +43,23 @@ def holds_returned_mark(before: np.ndarray, after) -> bool:
     return bool(np.all(after[changed] == np.asarray(RETURNED_MARK).astype(after.dtype)))
 
 
-def returned_message(function: str, name: str) -> str:
-    """What a student is told whose `function` returned its argument `name` itself where a new array is promised."""
-    return (f"{function} returned {name} itself (or a view of it), not a new array: the grader wrote into the array "
-            f"{function} returned, and the caller's {name} changed with it, so whoever changes the answer changes "
-            f"{name}. Return a new array in every case, also where there is nothing to change (`{name}.copy()`, or "
-            f"`np.where(...)`, which always makes one)")
+def returned_message(function: str, name: str, called_for: str = "") -> str:
+    """What a student is told whose `function` returned its argument `name` itself where a new array is promised.
+    called_for: which call did, in words ("for a mask that hides no key"), or ""."""
+    first, later, code = _spoken(name)
+    which = f" {called_for}" if called_for else ""
+    return (f"{function} returned {name if name.isidentifier() else f'its {first}'} itself (or a view of it){which}, "
+            f"not a new array: the grader wrote into the array {function} returned, and the caller's {later} changed "
+            f"with it, so whoever changes the answer changes {later}. Return a new array in every case, also where "
+            f"there is nothing to change (`{code}.copy()`, or `np.where(...)`, which always makes one)")
+
+
+def _spoken(name: str) -> tuple[str, str, str]:
+    """How a message first says argument `name`, how it says it again, and how its code examples write it. A
+    numbered argument ("argument 1": no parameter name known) is `x` in the code, which its first mention says."""
+    if name.isidentifier():
+        return f"argument {name}", name, name
+    return f"{name} (`x` in the examples below)", name, "x"
 
 
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}

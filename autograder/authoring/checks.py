@@ -217,13 +217,16 @@ class Trial:
     # changed an array argument in place goes into `changed` as (function, message): the grader charges it once.
     arguments_unchanged: bool = False
     changed: list = field(default_factory=list)
+    # Each function's positional parameters in the stub: they name its arguments in messages where `ref` is None.
+    parameters: dict = field(default_factory=dict)
 
     def call(self, function: str, *args, as_tensors: bool = False, backward=None,
-             return_inputs: bool = False, mark_returned: bool = False, **kwargs) -> Reply:
+             return_inputs: bool = False, mark_returned: bool = False, called_for: str = "", **kwargs) -> Reply:
         """Call the student's `function` in the sandbox; the reply may hold an exception.
 
         The keyword options are Call's; every other keyword goes to the function. With `mark_returned`, an
-        argument returned itself (the answer is the caller's array) goes into `changed` as a change would.
+        argument returned itself (the answer is the caller's array) goes into `changed` as a change would, its
+        message saying which call it was in `called_for`'s words ("for a mask that hides no key").
         """
         return_inputs = return_inputs or self.arguments_unchanged or mark_returned
         request = Call(function, args, kwargs, as_tensors, backward, return_inputs, self.seconds, mark_returned)
@@ -233,16 +236,17 @@ class Trial:
             sent = (*args, *kwargs.values())
             change = changed_argument(sent, reply.inputs)
             if change is not None:  # named only now: a signature costs more than the comparisons
-                name = (_argument_names(self.ref, function, args) + list(kwargs))[change]
+                name = (_argument_names(self.ref, function, args, self.parameters) + list(kwargs))[change]
                 returned = mark_returned and holds_returned_mark(sent[change], reply.inputs[change])
-                self.changed.append((function, (returned_message if returned else changed_message)(function, name)))
+                said = returned_message(function, name, called_for) if returned else changed_message(function, name)
+                self.changed.append((function, said))
         return reply
 
     def returned(self, function: str, *args, **kwargs):
         """The value `function` returned; a raised exception fails the check, its message saying what it was given."""
         reply = self.call(function, *args, **kwargs)
         if reply.raised is not None:
-            raise_for(function, reply, called_with(self.ref, function, args, kwargs))
+            raise_for(function, reply, called_with(self.ref, function, args, kwargs, self.parameters))
         return reply.value
 
     def shared(self, build: Callable[[Trial], Any]):
@@ -296,26 +300,29 @@ def _template_hint(raised) -> str:
 
 
 # Trial.call's own keywords, not the function's
-_CALL_OPTIONS = ("as_tensors", "backward", "return_inputs", "mark_returned")
+_CALL_OPTIONS = ("as_tensors", "backward", "return_inputs", "mark_returned", "called_for")
 
 
-def called_with(ref, function: str, args: tuple, kwargs: dict) -> str:
+def called_with(ref, function: str, args: tuple, kwargs: dict, parameters: dict | None = None) -> str:
     """" (given S: a float64 array of shape (3, 4, 5), allowed: a bool array of shape (3, 1, 1, 5))": what a raised
     error's message adds, so the student sees which input their code refused. The names are the reference's
-    parameters where it has the function, else the arguments are numbered."""
+    parameters where it has the function, else the stub's (`parameters`, Trial.parameters), else the arguments are
+    numbered."""
     given = {name: value for name, value in kwargs.items() if name not in _CALL_OPTIONS}
-    named = list(zip(_argument_names(ref, function, args), args))
+    named = list(zip(_argument_names(ref, function, args, parameters), args))
     parts = [f"{name}: {_kind_of(value, kwargs.get('as_tensors'))}" for name, value in named + list(given.items())]
     return f" (given {', '.join(parts)})" if parts else ""
 
 
-def _argument_names(ref, function: str, args: tuple) -> list[str]:
-    """The names of `args`: the reference's parameters where it has `function`, else "argument 1", ...."""
+def _argument_names(ref, function: str, args: tuple, parameters: dict | None = None) -> list[str]:
+    """The names of `args`: the reference's parameters where it has `function`, else the stub's (`parameters`),
+    else "argument 1", ...."""
     target = getattr(ref, function, None)
     try:
         names = list(inspect.signature(target).parameters)[:len(args)] if callable(target) else []
     except (TypeError, ValueError):
         names = []
+    names = names or list((parameters or {}).get(function, ()))
     return [names[i] if i < len(names) else f"argument {i + 1}" for i in range(len(args))]
 
 

@@ -60,8 +60,8 @@ class Opaque:
     detail: str = ""
 
 
-# What a call with `mark_returned` writes into each array it returned, after the reply is taken: exact in every
-# float and integer dtype an argument has (True for a mask), and no value a check sends.
+# What a call with `mark_returned` writes into each argument whose memory an array it returned shares, after the
+# reply is taken: exact in every float and integer dtype an argument has (True for a mask), and no value a check sends.
 RETURNED_MARK = 1234.0
 
 
@@ -76,10 +76,12 @@ class Call:
         gradients.
     return_inputs: read the arguments back after the call (from the
         grader's shared memory), to detect in-place modification.
-    mark_returned: once the answer is taken for the reply, fill every
-        array it returned with RETURNED_MARK: an argument read back holding
-        it was returned itself (or a view of it), not a new array. The grader
-        reads that from its own memory: Trial.call asks return_inputs with it.
+    mark_returned: once the answer is taken for the reply, fill with
+        RETURNED_MARK every array argument whose memory an array it returned
+        shares, whatever either's writeable flag: an argument read back
+        holding it was returned itself (or a view of it), not a new array.
+        The grader reads that from its own memory: Trial.call asks
+        return_inputs with it.
     seconds: wall-clock limit for this call; None means the course default.
     """
 

@@ -338,6 +338,7 @@ class Grader:
                      call_function=call_function, tolerance=self.suite.assignment.tolerance, sizes=sizes,
                      seconds=self.time_limits[entry.name].seconds, shared_cache=self._shared,
                      class_seed=self._class_seed, arguments_unchanged=self.suite.assignment.arguments_unchanged,
+                     parameters=self.suite.parameters,
                      remember=self._reference.remembered if self._reference is not None else None)
 
     def _shrink(self, entry: SuiteCheck, child: GradedChild | FreshChild, seed: int, first: Attempt,

@@ -12,6 +12,7 @@ of the graded run.
 """
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -22,15 +23,40 @@ PUBLIC_SALT = "public-checks"  # not the course's salt, which must stay secret
 FORMAT = 2
 
 
-def manifest_data(assignment: Assignment, public_checks: list[str]) -> dict:
+def manifest_data(assignment: Assignment, public_checks: list[str], parameters: dict | None = None) -> dict:
     """The manifest of `assignment` for the public checks named `public_checks` (in suite order).
 
     The assignment is written as its course.yaml entry (`course.assignment_entry`), read back with the
-    same validating reader, so the two cannot drift apart.
+    same validating reader, so the two cannot drift apart. parameters: each graded function's positional
+    parameters in the stub (`stub_parameters`), which name a call's arguments in the public checks' messages,
+    where no reference does.
     """
-    return {"format": FORMAT,
+    data = {"format": FORMAT,
             "generated": "by `autograder release` from course.yaml; do not edit (points live in course.yaml)",
             "assignment": assignment.name, "entry": assignment_entry(assignment, public_checks)}
+    if parameters:
+        data["parameters"] = parameters
+    return data
+
+
+def stub_parameters(stub_code: str, functions) -> dict[str, list[str]]:
+    """The positional parameters of each of `functions` that the stub's code defines at its top level, in order."""
+    defined = {node.name: node for node in ast.parse(stub_code).body if isinstance(node, ast.FunctionDef)}
+    return {name: [arg.arg for arg in (*defined[name].args.posonlyargs, *defined[name].args.args)]
+            for name in functions if name in defined}
+
+
+def read_parameters(folder: Path) -> dict[str, tuple[str, ...]]:
+    """The stub's parameters as a released manifest in `folder` lists them; empty where it lists none (an older
+    release), or lists them in a form not written by `manifest_data`."""
+    try:
+        listed = json.loads((Path(folder) / MANIFEST_FILE).read_text()).get("parameters", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if not isinstance(listed, dict):
+        return {}
+    return {function: tuple(names) for function, names in listed.items()
+            if isinstance(names, list) and all(isinstance(name, str) and name.isidentifier() for name in names)}
 
 
 def manifest_text(data: dict) -> str:

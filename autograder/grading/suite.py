@@ -19,7 +19,7 @@ import difflib
 import hashlib
 import importlib.util
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -27,7 +27,7 @@ from autograder.authoring.checks import Check
 from autograder.authoring.misconceptions import Catalogue
 from autograder.grading import collector
 from autograder.grading.course import Assignment, Course, CourseError
-from autograder.grading.manifest import MANIFEST_FILE, read_manifest
+from autograder.grading.manifest import MANIFEST_FILE, read_manifest, read_parameters
 from autograder.text import counted
 
 PUBLIC_FILE = "public_checks.py"
@@ -66,6 +66,8 @@ class Suite:
     reference: ModuleType | None
     version: str  # changes whenever a check, the reference, or the assignment's settings change
     misconceptions: Catalogue | None = None  # the assignment's known wrong ideas, if it has a catalogue
+    # Each function's positional parameters in the stub, for messages where there is no reference to read them from
+    parameters: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def functions(self) -> tuple[str, ...]:
@@ -176,7 +178,7 @@ def load_public_suite(folder: Path) -> Suite:
     entries = tuple(SuiteCheck(c, "public", assignment.checks[c.name].points, assignment.checks[c.name].seconds)
                     for c in checks)
     files = [*public_check_files(folder), folder / MANIFEST_FILE, *_grading_code()]
-    return Suite(assignment, entries, None, _version(files, assignment))
+    return Suite(assignment, entries, None, _version(files, assignment), parameters=read_parameters(folder))
 
 
 def public_check_files(folder: Path) -> list[Path]:

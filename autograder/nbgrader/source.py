@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.grading.course import Assignment, Course
-from autograder.grading.manifest import MANIFEST_FILE, manifest_data, manifest_text
+from autograder.grading.manifest import MANIFEST_FILE, manifest_data, manifest_text, stub_parameters
 from autograder.grading.suite import REFERENCE_FILE, Suite
 from autograder.nbgrader import ReleaseError
 
@@ -49,10 +49,12 @@ def build_source(course: Course, suite: Suite, write: bool, added: list[str] | N
     if not path.is_file():
         raise ReleaseError(f"{path} is missing: the assignment needs its nbgrader source notebook there")
     notebook = nbformat.read(path, as_version=4)
-    synced = sync_notebook(notebook, suite, read_code(assignment.source_dir / f"{assignment.module}.py"),
-                           read_code(assignment.solution_dir / REFERENCE_FILE), added)
+    stub_code = read_code(assignment.source_dir / f"{assignment.module}.py")
+    synced = sync_notebook(notebook, suite, stub_code, read_code(assignment.solution_dir / REFERENCE_FILE), added)
     public = [entry.name for entry in suite.checks if entry.visibility == "public"]
-    manifest_path, manifest = assignment.source_dir / MANIFEST_FILE, manifest_text(manifest_data(assignment, public))
+    parameters = stub_parameters(stub_code, suite.functions)  # sync_notebook has refused a stub that does not parse
+    manifest_path = assignment.source_dir / MANIFEST_FILE
+    manifest = manifest_text(manifest_data(assignment, public, parameters))
     changed = []
     if synced != notebook:  # by content: how Jupyter happened to format the JSON does not matter
         changed.append(path)

@@ -164,16 +164,32 @@ def items_of(value: tuple | list) -> list:
     return list(list.__iter__(value))
 
 
-def mark_returned(value) -> None:
-    """Fill each NumPy array of a returned `value` (itself, or an item of a returned tuple or list) with
-    RETURNED_MARK, where it can be written: an argument that was returned itself holds the mark when the grader
-    reads it back from its own memory. Through ndarray's own `fill`, so a subclass's methods run no code here."""
-    for array in items_of(value) if isinstance(value, (tuple, list)) else [value]:
-        if isinstance(array, np.ndarray) and array.flags.writeable and not array.dtype.hasobject:
+def mark_returned(value, request: dict, buffers: list) -> None:
+    """Fill with RETURNED_MARK each array argument of `request` whose memory a NumPy array of the returned `value`
+    (itself, or an item of a returned tuple or list) shares: an argument that was returned itself, or a view of it,
+    holds the mark when the grader reads it back from its own memory. The arguments are decoded afresh from
+    `buffers` (the grader's shared memory, writeable), so no writeable flag the function set off, on the argument
+    or on the array it returned, keeps the mark out. Through ndarray's own methods, so a subclass runs no code."""
+    returned = [np.ndarray.view(item, np.ndarray) for item in (items_of(value) if isinstance(value, (tuple, list))
+                                                               else [value]) if isinstance(item, np.ndarray)]
+    if not returned:
+        return
+    trees = [*request["args"], *request["kwargs"].values()]
+    for argument in (decode(tree, buffers) for tree in trees if isinstance(tree, dict) and tree.get("t") == "array"):
+        if any(_shares_memory(argument, array) for array in returned):
             try:
-                np.ndarray.fill(array, RETURNED_MARK)
+                np.ndarray.fill(argument, RETURNED_MARK)
             except (TypeError, ValueError):  # a dtype the mark does not fit (a string): nothing is marked
                 pass
+
+
+def _shares_memory(argument: np.ndarray, array: np.ndarray) -> bool:
+    """Whether `array` shares memory with `argument`; a layout too hard to decide in a few steps counts as shared
+    (a view that intricate of anything but an argument's memory is not an answer either)."""
+    try:
+        return bool(np.shares_memory(argument, array, max_work=1000))
+    except np.exceptions.TooHardError:
+        return True
 
 
 def _append(buffers: list, data) -> int:

@@ -388,7 +388,7 @@ def _call(request: dict, buffers: list, namespace: dict):
             reply.update(tensors.backward(result, args, request["backward"], buffers, out, grad_on))
         if request.get("mark_returned"):
             out[:] = [bytes(buffer) for buffer in out]  # the answer as returned: the marks must not reach the reply
-            values.mark_returned(result)
+            values.mark_returned(result, request, buffers)
     except BaseException as error:  # noqa: BLE001
         out.clear()
         reply.pop("value", None)
