@@ -14,7 +14,7 @@ def taken_note(name: str, cell: str, users: tuple, defined: bool = False, unchan
     """The note for `name`, which `cell` took: a graded function's own (no users), or a global the graded functions
     `users` read (they, or a function of the notebook's they call), each graded with it as its check cell saw it.
     defined: `cell` defined a function of the notebook's under the name after their check cells ran. unchanged: the
-    graded functions that read it but could not be graded so (a library's decorator wraps them)."""
+    graded functions that read it but could not be graded so (a decorator the grader cannot re-point wraps them)."""
     calls = [f"{user}()" for user in (*users, *unchanged)] or [f"{name}()"]
     if defined:
         return (f"{cell} defined {name} again, after the check cell of {joined(calls)} had run: "
@@ -44,6 +44,6 @@ def _not_restored(name: str, unchanged: tuple, also: bool) -> str:
         return ""
     calls, one = [f"{user}()" for user in unchanged], len(unchanged) == 1
     return (f"{'; ' if also else ''}{joined(calls)}, which read{'s' if one else ''} it{' too' if also else ''}, "
-            f"{'is' if one else 'are'} wrapped by a library's "
-            f"decorator that the grader cannot give {name} as it was without running the decorator again, so "
+            f"{'is' if one else 'are'} wrapped by a decorator (not a "
+            f"plain function or @lru_cache) that the grader cannot give {name} as it was without running it again, so "
             f"{'it was' if one else 'they were'} graded with the other thing")
