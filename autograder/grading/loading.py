@@ -94,7 +94,7 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
               "defs, classes, and the names your functions read), not its demo. Put demo, test and training code "
               'under `if __name__ == "__main__":`, where it runs when you run the file but not when it is imported '
               "or graded" for line, took in load.trimmed if submission.kind == "py"]
-    notes += [taken_note(name, cell, users) for name, cell, users in load.restored]
+    notes += [taken_note(*restored) for restored in load.restored]
     notes += [f"the file's top-level code left {counted(load.threads, 'thread')} running after loading; threads "
               "share the processor with every call the grader times, so a call may be stopped at its limit for their "
               "work: start no thread at the top level, or join it before the code ends"] if load.threads else []

@@ -77,6 +77,8 @@ class Submission:
     # Jupyter never runs it, read only to say so when a function is missing (grading.loading)
     text_cells: tuple[tuple[str, str], ...] = ()
     kernel: str = ""  # a notebook's kernel language where it is not Python (an R notebook): its code is not ours
+    # (code cell number, the words in it) of a notebook's test cells, the course's checks, which run only in Jupyter
+    checks: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
     def worker_spec(self, module: str, graded: Iterable[str] = ()) -> dict:
         """What the worker needs to load this submission (see sandbox.loader.load): its units' labels and sources.
@@ -89,7 +91,10 @@ class Submission:
         spec = {"module": module, "filename": safe(Path(self.path).name, 100), "graded": sorted(graded)}
         if self.kind == "py":
             return dict(spec, kind="py", labels=["the file"], sources=[self.source])
-        return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.code() for c in self.cells])
+        # Where each graded function's check cell ran: a helper defined after it is not what that check saw.
+        checks = {name: [number for number, words in self.checks if name in words] for name in spec["graded"]}
+        return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.code() for c in self.cells],
+                    numbers=[int(c.label.rsplit(" ", 1)[-1]) for c in self.cells], checks=checks)
 
 
 def read_submission(path: Path, student: str | None = None, root: Path | None = None) -> Submission:
@@ -124,9 +129,10 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
                 n for n in (renamed, NOTEBOOK_LINES_NOTE.format(name=shown)) if n))
         return Submission(student, path, kind, digest, source=source, note=renamed)
     # JSON is UTF-8; a byte-order mark (Notepad's) is dropped as Jupyter's own reader would not choke on it.
+    checks: list = []
     cells, problem, note, text_cells = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"),
-                                                       shown)
-    return Submission(student, path, kind, digest, cells=cells, problem=problem,
+                                                       shown, checks)
+    return Submission(student, path, kind, digest, cells=cells, problem=problem, checks=tuple(checks),
                       note="; ".join(n for n in (renamed, note) if n), text_cells=text_cells, kernel=_kernel(data))
 
 
@@ -203,9 +209,9 @@ def _basic_problem(data: bytes, size: int, name: str) -> str:
     return ""
 
 
-def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, tuple[tuple[str, str], ...]]:
+def _notebook_cells(text: str, name: str, checks: list) -> tuple[tuple[Cell, ...], str, str, tuple]:
     """Code cells of a notebook, a problem that stops grading, a note that does not, and its text cells
-    that hold a def (Submission.text_cells).
+    that hold a def (Submission.text_cells); its test cells are added to `checks` (Submission.checks).
 
     Everything in the file is checked before it is used: a notebook is
     student data, and a list where text belongs must not stop the batch.
@@ -252,6 +258,8 @@ def _notebook_cells(text: str, name: str) -> tuple[tuple[Cell, ...], str, str, t
         code += len(source)
         if code > MAX_CODE:
             return (), _too_much_code(name), "", ()
+        if test or _only_course_checks(source):
+            checks.append((number, tuple(sorted(set(re.findall(r"\w+", source[:MAX_PARSED]))))))
         if _only_course_checks(source):
             continue  # a test cell that lost its nbgrader metadata (a copy of the notebook, another editor)
         cells.append((read_cell(f"code cell {number}", valid_utf8(source)), "test" if test else "demo" if demo else ""))

@@ -1,8 +1,8 @@
 """What a notebook is told about a name a later cell took for something else (`masked = mask.sum(-1)`
-after the def of a helper `masked`, `score = score(Q, Q)`, `del score`).
+after the def of a helper `masked`, `score = score(Q, Q)`, `del score`, `min = A.min()` over the built-in).
 
 Jupyter and nbgrader run each check cell right after its answer, so they never see what a later cell binds: the
-worker (sandbox.loader.KeptFunctions) grades each function with the names it reads as they were before that
+worker (sandbox.kept_names.KeptFunctions) grades each function with the names it reads as they were before that
 cell, and the note says which cell took which name, and that the other thing needs a name of its own.
 """
 from __future__ import annotations
@@ -10,16 +10,40 @@ from __future__ import annotations
 from autograder.text import joined
 
 
-def taken_note(name: str, cell: str, users: tuple) -> str:
+def taken_note(name: str, cell: str, users: tuple, defined: bool = False, unchanged: tuple = ()) -> str:
     """The note for `name`, which `cell` took: a graded function's own (no users), or a global the graded functions
-    `users` read (they, or a function of the notebook's they call), each graded with it as its check cell saw it."""
-    if users:
-        calls = [f"{user}()" for user in users]
-        one = len(users) == 1
-        graded = (f"{joined(calls)}, which read{'s' if one else ''} it, {'was' if one else 'were'} graded with {name} "
-                  "as it was before that cell, as the check cells in Jupyter and nbgrader saw it")
-    else:
-        calls, graded = [f"{name}()"], f"{name}() was graded as your notebook last defined it"
+    `users` read (they, or a function of the notebook's they call), each graded with it as its check cell saw it.
+    defined: `cell` defined a function of the notebook's under the name after their check cells ran. unchanged: the
+    graded functions that read it but could not be graded so (a decorator the grader cannot re-point wraps them)."""
+    calls = [f"{user}()" for user in (*users, *unchanged)] or [f"{name}()"]
+    if defined:
+        return (f"{cell} defined {name} again, after the check cell of {joined(calls)} had run: "
+                f"{_graded_with(name, users)}{_not_restored(name, unchanged, bool(users))}. Jupyter and nbgrader "
+                f"grade the definition a check cell runs with, so if the new {name} is a fix, put it in the answer "
+                "cell above the check cell; if it is another helper, give it a name of its own")
+    graded = f"{name}() was graded as your notebook last defined it" if not (users or unchanged) else \
+        _graded_with(name, users) + _not_restored(name, unchanged, bool(users))
     return (f"{cell} took the name {name} for something else (`{name} = ...`, an import of that name, or `del "
             f"{name}`); {graded}, but in Jupyter every cell after that one that calls {' or '.join(calls)} gets the "
             "other thing. Give the other thing a name of its own")
+
+
+def _graded_with(name: str, users: tuple) -> str:
+    """The words for the graded functions `users`, each graded with `name` as its check cell saw it."""
+    if not users:
+        return ""
+    calls, one = [f"{user}()" for user in users], len(users) == 1
+    return (f"{joined(calls)}, which read{'s' if one else ''} it, {'was' if one else 'were'} graded with {name} as it "
+            "was before that cell, as the check cells in Jupyter and nbgrader saw it")
+
+
+def _not_restored(name: str, unchanged: tuple, also: bool) -> str:
+    """The words for the graded functions `unchanged`, which read `name` but could not be given it as it was
+    (also: after the words for those that were)."""
+    if not unchanged:
+        return ""
+    calls, one = [f"{user}()" for user in unchanged], len(unchanged) == 1
+    return (f"{'; ' if also else ''}{joined(calls)}, which read{'s' if one else ''} it{' too' if also else ''}, "
+            f"{'is' if one else 'are'} wrapped by a decorator (not a "
+            f"plain function or @lru_cache) that the grader cannot give {name} as it was without running it again, so "
+            f"{'it was' if one else 'they were'} graded with the other thing")

@@ -23,8 +23,10 @@ class LoadReport:
     stray_processes: int = 0  # processes the top-level code left running, stopped after loading
     hung: bool = False  # a .py file's top-level code ran past the load limit (a demo loop, a wait), and stopped there
     gave_up: bool = False  # a notebook's loads were stopped MAX_LOAD_ATTEMPTS times, each at a cell then skipped
-    # (name, cell, users) for each name a later cell of a notebook took (loader): a graded function's own (users
-    # empty), or a global that the graded functions in users read, which were graded with it as before that cell
+    # (name, cell, users, defined, unchanged) for each name a later cell of a notebook took (sandbox.kept_names): a
+    # graded function's own (users empty), or a global that the graded functions in users read, which were graded
+    # with it as before that cell; defined: that cell defined a function of the notebook's there after their check
+    # cells; unchanged: the graded functions that read it that could not be graded so (a library's decorator)
     restored: tuple = ()
     trimmed: tuple = ()  # (cell, seconds it ran or None) of slow cells that ran only their definitions (slow_cells)
     threads: int = 0  # threads of its own the top-level code left running after loading (the worker's word)
@@ -41,7 +43,8 @@ def read_ready(header: dict, **session) -> LoadReport:
         functions=frozenset(safe(f, 100) for f in functions[:500]),
         problems=tuple((safe(p.get("unit"), 40), read_raised(p.get("raised"))) for p in problems[:50]
                        if isinstance(p, dict)),
-        restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40), _names(r.get("by")))
+        restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40), _names(r.get("by")),
+                        r.get("defined") is True, _names(r.get("unchanged")))
                        for r in restored[:20] if isinstance(r, dict)),
         threads=min(max(threads, 0), 10_000), **session)
 

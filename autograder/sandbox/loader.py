@@ -20,6 +20,7 @@ import threading
 import types
 
 from autograder.sandbox import notebook_modules, wire
+from autograder.sandbox.kept_names import KeptFunctions, defined_in
 
 
 def units(spec: dict, sources: list[str]):
@@ -98,7 +99,7 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     skip = set(spec["skip"])
     me = os.getpid()
     graded = set(spec.get("graded", ()))
-    kept = KeptFunctions(graded, spec["filename"]) if notebook else None
+    kept = KeptFunctions(graded, spec["filename"], spec.get("checks")) if notebook else None
     for index, (label, code) in enumerate(units(spec, sources)):
         if index in skip:
             continue
@@ -113,8 +114,8 @@ def load(spec: dict, sources: list[str], sock) -> dict:
             problems.append({"unit": label, "raised": describe(error, spec["filename"])})
             if spec["kind"] == "py":
                 break
-        if kept is not None:
-            kept.after(label, module.__dict__)
+        if kept is not None:  # a code cell's number places it among the check cells, which never run here
+            kept.after(label, module.__dict__, spec["numbers"][index] if "numbers" in spec else index)
     exit_if_forked_copy(me)
     sys.stdout.flush()
     restored, graded_as = kept.restore(module.__dict__) if kept is not None else ([], {})
@@ -122,174 +123,13 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     # of callables, and a file may define hundreds of its own; only 500 names are sent.
     functions = sorted((name for name, value in vars(module).items()
                         if callable(value) and not name.startswith("__") and given.get(name) is not value),
-                       key=lambda name: (name not in graded, not _defined_in(vars(module)[name], spec["filename"]),
+                       key=lambda name: (name not in graded, not defined_in(vars(module)[name], spec["filename"]),
                                          name))[:500]
     wire.send(sock, {"event": "ready", "functions": functions, "problems": problems[:50], "restored": restored,
                      "threads": threading.active_count() - 1})
     # Calls find each graded function here: as the notebook defined it where a library's function was imported
     # over its name later, while the notebook's own code still finds that one under the name, as in Jupyter.
     return collections.ChainMap(graded_as, module.__dict__) if graded_as else module.__dict__
-
-
-class KeptFunctions:
-    """A notebook's graded functions, and every global they read, as its check cells saw them.
-
-    Jupyter runs a notebook's check cells in order, so `score = score(Q, Q)` in a demo cell after them takes
-    nothing from what they saw: each function is kept as the last of the notebook's own functions its name
-    held. Where the name ends holding a value, or nothing, the function is put back under it. Where it ends
-    holding a library's function (imported over a graded name, for a later function's use), the name keeps
-    that, as the later cells' code calls it; the grader's calls get the notebook's function. A name that ends
-    holding another function of the notebook's is graded as that one, the notebook's last word.
-
-    The same holds for each global a graded function, or a function of the notebook's it calls, reads (a
-    helper `masked()` that a later cell reuses as `masked = mask.sum(-1)`, a constant): the grader
-    calls it with that name as it was from the function's cell on, which is what its check cell saw, as
-    nbgrader runs it. A function of the notebook's that replaces another under the name is followed (a fix
-    written below); anything else that a later cell binds there, or `del`, is what the check cell never saw.
-    """
-
-    def __init__(self, graded: set, filename: str):
-        self._graded, self._filename = sorted(graded), filename
-        self._kept: dict = {}  # name -> (its last function of the notebook's own, the cell's number then)
-        self._lost: dict = {}  # name -> (the label of the cell after which it held another thing, its number)
-        # graded name -> {global it reads: [its value as the function's check cell saw it, the label of the cell
-        # that took the name for something else, or None]}
-        self._reads: dict = {}
-        self._names: dict = {}  # (code object, exactly) -> (the globals it reads, those it sets): each read once
-        self._closures: dict = {}  # graded name -> the globals it and its helpers read, until one of them changes
-        self._cells = 0
-
-    def after(self, label: str, namespace: dict) -> None:
-        self._cells += 1
-        for name in self._graded:
-            value = namespace.get(name)
-            if _defined_in(value, self._filename):
-                if self._kept.get(name, (None,))[0] is not value:
-                    self._kept[name] = (value, self._cells)
-                    self._reads[name] = {}  # a new definition, whose check cells come after this one
-                    self._closures.pop(name, None)
-                self._lost.pop(name, None)
-            elif name in self._kept:
-                self._lost.setdefault(name, (label, self._cells))
-        for name, seen in self._reads.items():
-            reads = self._closures.get(name)
-            # What the function reads is looked for again only where a name it reads took a new value it keeps.
-            if reads is None or any([self._watch(other, seen, label, namespace) for other in reads]):
-                self._closures[name] = reads = self._read_by(self._kept[name][0], seen, namespace) - {name}
-                for other in reads:
-                    self._watch(other, seen, label, namespace)
-
-    def _watch(self, name: str, seen: dict, label: str, namespace: dict) -> bool:
-        """Note what the global `name` holds now against what a graded function's check cell saw (`seen`); whether
-        the value kept for it changed (a function then may read other names)."""
-        value = namespace.get(name, _UNSET)
-        if name not in seen:
-            if value is not _UNSET:  # first bound at or after the function's cell: before its check cell
-                seen[name] = [value, None]
-            return value is not _UNSET
-        if value is seen[name][0]:
-            seen[name][1] = None
-        elif _defined_in(value, self._filename) and _defined_in(seen[name][0], self._filename):
-            seen[name] = [value, None]  # the notebook's own function for its own: its last word
-            return True
-        elif seen[name][1] is None:
-            seen[name][1] = label
-        return False
-
-    def _read_by(self, function, seen: dict, namespace: dict, exactly: bool = False) -> set:
-        """The globals `function` reads, and those each function of the notebook's it reads reads in turn; not
-        those any of them sets (`global calls`): the functions' own state, which their calls change.
-
-        While the cells run, every name the code holds (its attributes' too: `S.sum()`), which costs nothing to
-        find; `exactly`, only its globals, read from its bytecode (some ms), once a name was taken."""
-        found, written, todo = set(), set(), [function]
-        while todo:
-            code = getattr(_unwrapped(todo.pop()), "__code__", None)
-            if not isinstance(code, types.CodeType):
-                continue
-            if (code, exactly) not in self._names:
-                self._names[code, exactly] = _globals_of(code) if exactly else (_all_names(code), frozenset())
-            read, sets = self._names[code, exactly]
-            written |= sets
-            for name in read - found:
-                found.add(name)
-                value = seen[name][0] if name in seen else namespace.get(name)
-                if isinstance(_unwrapped(value), types.FunctionType) and _defined_in(value, self._filename):
-                    todo.append(value)
-        return found - written
-
-    def restore(self, namespace: dict) -> tuple[list, dict]:
-        """([{"name", "cell", "by"}] for each name a later cell took: a graded function's own ("by" empty), or a
-        global graded functions read ("by": those functions); {name: function} for the grader's calls where they
-        differ from `namespace`). Graded functions whose name ends holding a value are put back in `namespace`."""
-        graded_as, lost, by = {}, [], {}
-        for name, (label, _) in self._lost.items():
-            if callable(namespace.get(name)):
-                graded_as[name] = self._kept[name][0]
-            else:
-                namespace[name] = self._kept[name][0]
-            lost.append({"name": name, "cell": label, "by": []})
-        for name, seen in self._reads.items():
-            function = self._kept[name][0]
-            taken = {other for other, (_, cell) in seen.items() if cell is not None}
-            if not taken or not isinstance(function, types.FunctionType):
-                continue  # a decorated function keeps its module's globals
-            reads = self._read_by(function, seen, namespace, exactly=True)
-            if taken & reads:
-                graded_as[name] = _as_checked(name, function, {**namespace, **{o: seen[o][0] for o in taken & reads}},
-                                              reads, self._filename)
-            for other in sorted(taken & reads - set(self._kept)):  # a graded function's own name has its note
-                by.setdefault((other, seen[other][1]), []).append(name)
-        return lost + [{"name": name, "cell": cell, "by": users} for (name, cell), users in by.items()], graded_as
-
-
-_UNSET = object()  # a name nothing is bound to
-
-
-def _globals_of(code: types.CodeType) -> tuple[frozenset, frozenset]:
-    """The global names `code` reads, and those it sets or deletes (`global calls; calls += 1`), a comprehension's
-    and an inner function's among them; not the attribute names its co_names holds beside them (`S.sum()`)."""
-    import dis  # the worker's own import, once: a .py file never needs it
-
-    read, written, todo = set(), set(), [code]
-    while todo:
-        current = todo.pop()
-        for op in dis.get_instructions(current):
-            if op.opname in ("LOAD_GLOBAL", "LOAD_NAME") and isinstance(op.argval, str):
-                read.add(op.argval)
-            elif op.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") and isinstance(op.argval, str):
-                written.add(op.argval)
-        todo += [const for const in current.co_consts if isinstance(const, types.CodeType)]
-    return frozenset(read), frozenset(written)
-
-
-def _all_names(code: types.CodeType) -> frozenset:
-    """Every name `code` and the code inside it (a comprehension, an inner function) hold: globals and attributes."""
-    names, todo = set(), [code]
-    while todo:
-        current = todo.pop()
-        names.update(current.co_names)
-        todo += [const for const in current.co_consts if isinstance(const, types.CodeType)]
-    return frozenset(names)
-
-
-def _as_checked(name: str, function: types.FunctionType, view: dict, reads: set, filename) -> types.FunctionType:
-    """`function`, and each function of the notebook's it calls, looking their globals up in `view`: the module's,
-    with the names a later cell took as the check cell saw them."""
-    for other in reads | {name}:
-        value = view.get(other)
-        if isinstance(value, types.FunctionType) and _defined_in(value, filename):
-            view[other] = _with_globals(value, view)
-    view[name] = _with_globals(function, view)
-    return view[name]
-
-
-def _with_globals(function: types.FunctionType, namespace: dict) -> types.FunctionType:
-    """`function` looking its globals up in `namespace` instead of its module's."""
-    copy = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__,
-                              function.__closure__)
-    copy.__kwdefaults__ = function.__kwdefaults__
-    return copy
 
 
 def run_unit(code: types.CodeType, namespace: dict, events: EventLoop) -> None:
@@ -325,21 +165,6 @@ def notebook_names(namespace: dict) -> dict:
             print(repr(shown))
     shell = notebook_modules.Shell(namespace)
     return {"display": display, "get_ipython": lambda: shell}
-
-
-def _defined_in(value, filename) -> bool:
-    """Whether `value` is a function whose code was compiled from the submission (any of its cells), decorated
-    or not (`@functools.lru_cache` and `@np.errstate(...)` keep the function as `__wrapped__`)."""
-    code = getattr(_unwrapped(value), "__code__", None)
-    return isinstance(getattr(code, "co_filename", None), str) and code.co_filename.startswith(str(filename))
-
-
-def _unwrapped(value):
-    """The function a decorator wraps (`__wrapped__`), or `value` itself; None where unwrapping fails."""
-    try:
-        return inspect.unwrap(value) if callable(value) else value
-    except Exception:  # noqa: BLE001 - a loop of __wrapped__ (ValueError), or a student's attribute that raises
-        return None
 
 
 def exit_if_forked_copy(me: int) -> None:

@@ -372,8 +372,8 @@ class Session:
     def _load_frame(self) -> list:
         """The submission itself, sent to the child over its own socket (never through the zygote)."""
         spec = self.spec
-        header = {"op": "load", "kind": spec["kind"], "module": spec["module"], "filename": spec["filename"],
-                  "labels": spec["labels"], "skip": sorted(self._skip), "graded": spec.get("graded", [])}
+        header = {"op": "load", "skip": sorted(self._skip), "graded": [], **{key: spec[key] for key in (
+            "kind", "module", "filename", "labels", "graded", "numbers", "checks") if key in spec}}
         sources = [self._trimmed[index][2] if index in self._trimmed else source
                    for index, source in enumerate(spec["sources"])]
         return wire.pack(header, [source.encode("utf-8", "replace") for source in sources])

@@ -1,0 +1,290 @@
+"""The untrusted side, in a worker child: a notebook's graded functions, and every global they read, as their check
+cells saw them (sandbox.loader runs the cells and calls KeptFunctions after each one).
+
+Shipped to the worker with `worker` (see sandbox.boot.BOOT): standard library only.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import types
+
+
+class KeptFunctions:
+    """A notebook's graded functions, and every global they read, as its check cells saw them.
+
+    Jupyter runs a notebook's check cells in order, so `score = score(Q, Q)` in a demo cell after them takes
+    nothing from what they saw: each function is kept as the last of the notebook's own functions its name
+    held. Where the name ends holding a value, or nothing, the function is put back under it. Where it ends
+    holding a library's function (imported over a graded name, for a later function's use), the name keeps
+    that, as the later cells' code calls it; the grader's calls get the notebook's function. A name that ends
+    holding another function of the notebook's is graded as that one, the notebook's last word.
+
+    The same holds for each global a graded function, or a function of the notebook's it calls, reads (a
+    helper `masked()` that a later cell reuses as `masked = mask.sum(-1)`, a constant, a built-in such as `min`
+    that a later `min = A.min()` or `from numpy import *` hides): the grader calls it with that name as it was
+    from the function's cell on, which is what its check cell saw, as nbgrader runs it. A function of the
+    notebook's that replaces another under the name before the graded function's check cell (the course's test
+    cell that names it, `checks`) is followed, as the check cell saw it; one defined after that check cell is
+    not (another answer's helper of the same name, a fix the check never ran), unless the graded function
+    itself is defined again after it. Without a check cell, the notebook's last word is followed. Anything else
+    that a later cell binds there, or `del`, is what the check cell never saw; the same value bound again is no
+    change.
+    """
+
+    def __init__(self, graded: set, filename: str, checks: dict | None = None):
+        """checks: {graded name: the numbers of the code cells that check it} (nbgrader's test cells)."""
+        self._graded, self._filename, self._checks = sorted(graded), filename, checks or {}
+        self._kept: dict = {}  # name -> (its last function of the notebook's own, the code cell's number then)
+        self._lost: dict = {}  # name -> (the label of the cell after which it held another thing, its number)
+        # graded name -> {global it reads: [its value as the function's check cell saw it, the label of the cell
+        # that took the name for something else or None, whether that was a def of the notebook's after the check]}
+        self._reads: dict = {}
+        self._checked: set = set()  # graded names whose check cell ran after their last definition
+        self._names: dict = {}  # (code object, exactly) -> (the globals it reads, those it sets): each read once
+        self._closures: dict = {}  # graded name -> the globals it and its helpers read, until one of them changes
+
+    def after(self, label: str, namespace: dict, number: int = 0) -> None:
+        """Note what the code cell `label`, numbered `number`, left in `namespace`, the notebook's globals."""
+        for name, (_, at) in self._kept.items():  # a check cell between the definition and this cell ran
+            if any(at < check < number for check in self._checks.get(name, ())):
+                self._checked.add(name)
+        for name in self._graded:
+            value = namespace.get(name)
+            if defined_in(value, self._filename):
+                if self._kept.get(name, (None,))[0] is not value:
+                    self._kept[name] = (value, number)
+                    self._reads[name] = {}  # a new definition, whose check cells come after this one
+                    self._closures.pop(name, None)
+                    self._checked.discard(name)
+                self._lost.pop(name, None)
+            elif name in self._kept:
+                self._lost.setdefault(name, (label, number))
+        for name, seen in self._reads.items():
+            follow = name not in self._checked
+            reads = self._closures.get(name)
+            # What the function reads is looked for again only where a name it reads took a new value it keeps.
+            if reads is None or any([self._watch(other, seen, label, namespace, follow) for other in reads]):
+                self._closures[name] = reads = self._read_by(self._kept[name][0], seen, namespace) - {name}
+                for other in reads:
+                    self._watch(other, seen, label, namespace, follow)
+
+    def _watch(self, name: str, seen: dict, label: str, namespace: dict, follow: bool) -> bool:
+        """Note what the global `name` holds now against what a graded function's check cell saw (`seen`); whether
+        the value kept for it changed (a function then may read other names). follow: the check cell is still to
+        come, so a function of the notebook's replacing another is what it will see."""
+        # A name the globals lack is the built-in of that name, if any, as Python looks it up.
+        value = namespace.get(name, getattr(builtins, name, _UNSET))
+        if name not in seen:
+            if value is not _UNSET:  # first bound at or after the function's cell: before its check cell
+                seen[name] = [value, None, False]
+            return value is not _UNSET
+        kept = seen[name][0]
+        if value is kept or _same_value(value, kept):
+            seen[name][1:] = [None, False]
+        elif defined_in(value, self._filename) and (defined_in(kept, self._filename)
+                                                      or kept is getattr(builtins, name, _UNSET)):
+            if follow:
+                seen[name] = [value, None, False]  # the notebook's own function for its own: its last word
+                return True
+            if seen[name][1] is None:
+                seen[name][1:] = [label, True]
+        elif seen[name][1] is None:
+            seen[name][1:] = [label, False]
+        return False
+
+    def _read_by(self, function, seen: dict, namespace: dict, exactly: bool = False) -> set:
+        """The globals `function` reads, and those each function of the notebook's it reads reads in turn; not
+        those any of them sets (`global calls`): the functions' own state, which their calls change. A decorated
+        function's wrapper, the function it wraps and the functions of the notebook's its closure holds count.
+
+        While the cells run, every name the code holds (its attributes' too: `S.sum()`), which costs nothing to
+        find; `exactly`, only its globals, read from its bytecode (some ms), once a name was taken."""
+        found, written, todo = set(), set(), [function]
+        while todo:
+            current = todo.pop()
+            todo += self._parts(current)
+            if not isinstance(current, types.FunctionType) or not _own_code(current, self._filename):
+                continue  # a library's wrapper reads its own module's globals
+            code = current.__code__
+            if (code, exactly) not in self._names:
+                self._names[code, exactly] = _globals_of(code) if exactly else (_all_names(code), frozenset())
+            read, sets = self._names[code, exactly]
+            written |= sets
+            for name in read - found:
+                found.add(name)
+                value = seen[name][0] if name in seen else namespace.get(name)
+                if defined_in(value, self._filename):
+                    todo.append(value)
+        return found - written
+
+    def _parts(self, function) -> list:
+        """The functions of the notebook's a decorated `function` holds: the one it wraps (`__wrapped__`, once) and
+        those in its closure (a decorator of the notebook's own without functools.wraps)."""
+        parts = [function.__wrapped__] if isinstance(getattr(function, "__wrapped__", None), types.FunctionType) \
+            else []
+        for cell in getattr(function, "__closure__", None) or ():
+            try:
+                held = cell.cell_contents
+            except ValueError:  # a cell not yet filled
+                continue
+            if held is not function and defined_in(held, self._filename):
+                parts.append(held)
+        return parts
+
+    def restore(self, namespace: dict) -> tuple[list, dict]:
+        """([{"name", "cell", "by", "defined", "unchanged"}] for each name a later cell took: a graded function's own
+        ("by" empty), or a global graded functions read ("by": those graded with it as their check cells saw it;
+        "unchanged": those a library's decorator wraps so that they could not be; "defined": the other thing is a
+        def of the notebook's after their check cells); {name: function} for the grader's calls where they differ
+        from `namespace`. Graded functions whose name ends holding a value are put back in `namespace`."""
+        graded_as, lost, by = {}, [], {}
+        for name, (label, _) in self._lost.items():
+            if callable(namespace.get(name)):
+                graded_as[name] = self._kept[name][0]
+            else:
+                namespace[name] = self._kept[name][0]
+            lost.append({"name": name, "cell": label, "by": [], "defined": False, "unchanged": []})
+        for name, seen in self._reads.items():
+            function = self._kept[name][0]
+            taken = {other for other, (_, cell, _) in seen.items() if cell is not None}
+            if not taken:
+                continue
+            reads = self._read_by(function, seen, namespace, exactly=True)
+            checked = _as_checked(name, function, {**namespace, **{o: seen[o][0] for o in taken & reads}}, reads,
+                                  self._filename) if taken & reads else None
+            if checked is not None:
+                graded_as[name] = checked
+            for other in sorted(taken & reads - set(self._kept)):  # a graded function's own name has its note
+                entry = by.setdefault((other, seen[other][1], seen[other][2]), ([], []))
+                entry[checked is None].append(name)
+        return lost + [{"name": name, "cell": cell, "by": users, "defined": defined, "unchanged": unchanged}
+                       for (name, cell, defined), (users, unchanged) in by.items()], graded_as
+
+
+_UNSET = object()  # a name nothing is bound to
+# Values compared by value: a cell copied from above binds `NEG = -np.inf` again, a new float equal to the old.
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _same_value(value, kept) -> bool:
+    """Whether `value` is `kept` again: an equal number, string, bytes, None or bool of the same type, a tuple of
+    those, or the same module under its name."""
+    if type(value) is not type(kept):
+        return False
+    if isinstance(value, types.ModuleType):
+        return value.__name__ == kept.__name__
+    if isinstance(value, tuple):
+        return len(value) == len(kept) and all(map(_same_value, value, kept))
+    if isinstance(value, _PLAIN):
+        return value == kept or (value != value and kept != kept)  # NaN again is the same NaN
+    return False
+
+
+def _globals_of(code: types.CodeType) -> tuple[frozenset, frozenset]:
+    """The global names `code` reads, and those it sets or deletes (`global calls; calls += 1`), a comprehension's
+    and an inner function's among them; not the attribute names its co_names holds beside them (`S.sum()`)."""
+    import dis  # the worker's own import, once: a .py file never needs it
+
+    read, written, todo = set(), set(), [code]
+    while todo:
+        current = todo.pop()
+        for op in dis.get_instructions(current):
+            if op.opname in ("LOAD_GLOBAL", "LOAD_NAME") and isinstance(op.argval, str):
+                read.add(op.argval)
+            elif op.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") and isinstance(op.argval, str):
+                written.add(op.argval)
+        todo += [const for const in current.co_consts if isinstance(const, types.CodeType)]
+    return frozenset(read), frozenset(written)
+
+
+def _all_names(code: types.CodeType) -> frozenset:
+    """Every name `code` and the code inside it (a comprehension, an inner function) hold: globals and attributes."""
+    names, todo = set(), [code]
+    while todo:
+        current = todo.pop()
+        names.update(current.co_names)
+        todo += [const for const in current.co_consts if isinstance(const, types.CodeType)]
+    return frozenset(names)
+
+
+def _as_checked(name: str, function, view: dict, reads: set, filename):
+    """`function`, and each function of the notebook's it calls, looking their globals up in `view`: the module's,
+    with the names a later cell took as the check cell saw them; None where one of them cannot be (a library's
+    decorator whose function cannot be reached without running the decorator again)."""
+    copies: dict = {}
+    for other in sorted(reads | {name}, key=lambda other: other == name):  # the graded function last
+        value = view.get(other)
+        if defined_in(value, filename):
+            view[other] = _repointed(value, view, filename, copies)
+            if view[other] is None:
+                return None
+    return view[name]
+
+
+def _repointed(value, view: dict, filename, copies: dict):
+    """A copy of `value` whose code of the notebook's looks its globals up in `view`: a plain function, a decorator's
+    wrapper with the function it wraps (`__wrapped__`) and the functions of the notebook's its closure holds,
+    or an `@lru_cache` made again over the copy, with an empty cache; None for anything else."""
+    if id(value) in copies:
+        return copies[id(value)]
+    copies[id(value)] = value  # a function whose closure holds itself keeps that reference to itself
+    if isinstance(value, types.FunctionType):
+        closure = _repointed_closure(value, view, filename, copies)
+        if closure is None:
+            return None
+        # A library's wrapper (contextlib's for `@np.errstate(...)`) keeps its own module's globals.
+        copy = types.FunctionType(value.__code__, view if _own_code(value, filename) else value.__globals__,
+                                  value.__name__, value.__defaults__, closure or None)
+        copy.__kwdefaults__, copy.__qualname__, copy.__doc__ = value.__kwdefaults__, value.__qualname__, value.__doc__
+        copy.__dict__.update(value.__dict__)
+        if hasattr(value, "__wrapped__") and defined_in(value.__wrapped__, filename):
+            copy.__wrapped__ = _repointed(value.__wrapped__, view, filename, copies) or value.__wrapped__
+    elif isinstance(value, functools._lru_cache_wrapper) and hasattr(value, "cache_parameters"):
+        inner = _repointed(value.__wrapped__, view, filename, copies)
+        parameters = value.cache_parameters()
+        copy = None if inner is None else functools.lru_cache(parameters["maxsize"], parameters["typed"])(inner)
+    else:
+        copy = None
+    copies[id(value)] = copy
+    return copy
+
+
+def _repointed_closure(function: types.FunctionType, view: dict, filename, copies: dict):
+    """`function`'s closure with each function of the notebook's in it re-pointed (`_repointed`), its other cells
+    shared (a `nonlocal` counter stays one); None where one cannot be."""
+    cells = []
+    for cell in function.__closure__ or ():
+        try:
+            held = cell.cell_contents
+        except ValueError:
+            held = None
+        if held is not None and held is not function and defined_in(held, filename):
+            held = _repointed(held, view, filename, copies)
+            if held is None:
+                return None
+            cell = types.CellType(held)
+        cells.append(cell)
+    return tuple(cells)
+
+
+def _own_code(function: types.FunctionType, filename) -> bool:
+    """Whether `function`'s own code (not the one it wraps) was compiled from the submission."""
+    return function.__code__.co_filename.startswith(str(filename))
+
+
+def defined_in(value, filename) -> bool:
+    """Whether `value` is a function whose code was compiled from the submission (any of its cells), decorated
+    or not (`@functools.lru_cache` and `@np.errstate(...)` keep the function as `__wrapped__`)."""
+    code = getattr(_unwrapped(value), "__code__", None)
+    return isinstance(getattr(code, "co_filename", None), str) and code.co_filename.startswith(str(filename))
+
+
+
+def _unwrapped(value):
+    """The function a decorator wraps (`__wrapped__`), or `value` itself; None where unwrapping fails."""
+    try:
+        return inspect.unwrap(value) if callable(value) else value
+    except Exception:  # noqa: BLE001 - a loop of __wrapped__ (ValueError), or a student's attribute that raises
+        return None
