@@ -166,8 +166,8 @@ class Sandbox:
             self.class_imports = ()
             return self.start()
         self._zygote_pid = self._find_zygote()
-        # Again from outside, before any child: written by root, 1000 is also a floor every child inherits (kernel).
-        kernel.killed_first(self._zygote_pid)
+        # Again from outside, before any child: written by root, it is also a floor every child inherits (kernel).
+        kernel.kill_order(self._zygote_pid)
         self._started = True
         self._place()
 
