@@ -14,6 +14,7 @@ import errno
 import os
 import pickle
 import platform
+import shutil
 import stat
 import subprocess
 import sys
@@ -181,3 +182,23 @@ def test_a_protection_the_worker_could_not_set_is_reported_by_doctor_and_refused
                     "--course", private_course(tmp_path), cwd=ROOT)
     assert graded.returncode == 2 and said in graded.stderr and "Nothing was graded" in graded.stderr
     assert not (tmp_path / "g.db").exists()
+
+
+def test_doctor_says_whether_the_oom_score_floor_holds(tmp_path):
+    """Only a grader with CAP_SYS_RESOURCE writes the zygote's oom_score_adj as a floor (kernel.kill_order); without
+    it a helper a submission starts by exec may lower its own to 0. `doctor` had no line for it. Asked of the real
+    command, with the capability this process has and, through setpriv, without it."""
+    has_it = int(next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
+                      if line.startswith("CapEff:")), 16) >> 24 & 1 and os.geteuid() == 0
+    done = run_cli("doctor", cwd=tmp_path)  # no course here: the protections alone
+    assert "Traceback" not in done.stderr, done.stderr
+    floor = next(line for line in done.stdout.splitlines() if "oom_score_adj floor" in line)
+    assert floor.startswith("  [x]" if has_it else "  [ ]") and ("CAP_SYS_RESOURCE" in floor) != bool(has_it), floor
+    assert "[x] when memory runs out the kernel ends a submission's processes first" in done.stdout
+    if shutil.which("setpriv") and os.geteuid() == 0:
+        without = subprocess.run(["setpriv", "--inh-caps=-sys_resource", "--bounding-set=-sys_resource",
+                                  sys.executable, "-m", "autograder", "doctor"], cwd=tmp_path, capture_output=True,
+                                 text=True, timeout=600, env=repository_env())
+        assert ("  [ ] oom_score_adj floor: no process a submission starts can lower its own below the zygote's 500 "
+                "(needs CAP_SYS_RESOURCE: a helper a submission starts can lower its own to 0)") in without.stdout, \
+            without.stdout + without.stderr

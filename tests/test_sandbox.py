@@ -201,15 +201,19 @@ def test_fallback_contains_what_it_can(fallback_grader, suite, tmp_path, attack)
 
 
 def test_a_submission_is_what_the_kernel_ends_first_when_memory_runs_out(sandbox, tmp_path):
-    """The zygote and each child it forks carry oom_score_adj 1000, read from outside: a submission's processes,
-    each within its limit, may together touch more than the machine has, and the kernel then ends them, not
-    the grader."""
+    """Each child the zygote forks carries oom_score_adj 1000 and the zygote 500, read from outside: a submission's
+    processes, each within its limit, may together touch more than the machine has, and the kernel then ends them,
+    then the zygote, never the grader. The zygote at 1000 too, and larger than its children, had been ended first,
+    which cost the submission graded in it a check as if its code had crashed. The kernel's own score decides."""
     spec = module_spec(tmp_path, "def nothing():\n    return None\n")
+    zygote = Path(f"/proc/{sandbox.zygote_pid()}")
     with Session(sandbox, spec, Limits(call_seconds=5.0)) as session:
         assert not session.open().failure
-        assert Path(session.child_proc(), "oom_score_adj").read_text().strip() == "1000"
-    assert Path(f"/proc/{sandbox.zygote_pid()}/oom_score_adj").read_text().strip() == "1000"
-    assert Path("/proc/self/oom_score_adj").read_text().strip() != "1000"
+        child = Path(session.child_proc())
+        assert (child / "oom_score_adj").read_text().strip() == "1000"
+        assert (zygote / "oom_score_adj").read_text().strip() == "500"
+        assert int((child / "oom_score").read_text()) > int((zygote / "oom_score").read_text())
+    assert int((zygote / "oom_score").read_text()) > int(Path("/proc/self/oom_score").read_text())
 
 
 def test_doctor_reports_protections():

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from autograder.authoring.checks import Sizes, Trial
 from autograder.authoring.seeds import check_rng, class_seed
 from autograder.grading import calibration, confirm, explain, loading
+from autograder.grading import grader_faults as faults
 from autograder.grading.attempt import Attempt, Replayed, attempt
 from autograder.grading.changed_arguments import charged_for_changes
 from autograder.grading.compiled import stop_causes
@@ -24,7 +25,6 @@ from autograder.grading.course import Course
 from autograder.grading.diagnosis import Evidence, diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
 from autograder.grading.explain import FreshChild, GradedChild, Judged, with_error_sources, with_explanation
-from autograder.grading.grader_faults import blame_environment, internal_error_result, now, sandbox_fields
 from autograder.grading.plan import (
     KeptPlans,
     Plan,
@@ -79,20 +79,26 @@ class Grader:
         something no check foresaw) becomes this submission's result, "could
         not grade: internal error", with the traceback kept for the
         instructor, and the sandbox is restarted so the next file starts clean.
+        A sandbox that dies under it, ended from outside, is not the file's doing: the file is graded again from
+        the start in a fresh one (grader_faults.again_if_sandbox_lost).
         """
         started = time.monotonic()
         try:
-            return self._grade(submission, started)
+            return faults.again_if_sandbox_lost(lambda: self._grade(submission, started), self.sandbox,
+                                                lambda why: self._fault(submission, why, started))
         except KeyboardInterrupt:
             raise
         except BaseException:  # noqa: BLE001 - SystemExit from a check must not end the batch either
-            details = traceback.format_exc()
             traceback.print_exc(file=sys.stderr)
-            if self.sandbox is not None:
-                self.sandbox.close()
-            protections = self.sandbox.protections if self.sandbox is not None else None
-            return internal_error_result(submission.student, self.suite, str(submission.path), submission.sha256,
-                                         details, time.monotonic() - started, **sandbox_fields(protections))
+            return self._fault(submission, traceback.format_exc(), started)
+
+    def _fault(self, submission: Submission, details: str, started: float) -> SubmissionResult:
+        """The internal error of a submission graded since `started`; the sandbox restarts for the next one."""
+        if self.sandbox is not None:
+            self.sandbox.close()
+        protections = self.sandbox.protections if self.sandbox is not None else None
+        return faults.internal_error_result(submission.student, self.suite, str(submission.path), submission.sha256,
+                                            details, time.monotonic() - started, **faults.sandbox_fields(protections))
 
     def _grade(self, submission: Submission, started: float) -> SubmissionResult:
         assignment = self.suite.assignment
@@ -135,14 +141,14 @@ class Grader:
                 with FreshChild(lambda: self._session(spec)) as fresh:
                     tests = self.explain(charged_for_changes(judged), seed, fresh)
                 killed += fresh.killed_processes
-        return blame_environment(SubmissionResult(
+        return faults.blame_environment(SubmissionResult(
             student=submission.student, assignment=assignment.name, file=str(submission.path),
             sha256=submission.sha256, suite_version=self.suite.version, seed=seed,
-            **sandbox_fields(self.sandbox.protections),
+            **faults.sandbox_fields(self.sandbox.protections),
             tests=tuple(loading.with_causes(tests, submission, None if did_not_load else load, self.suite)),
             problem=problem, did_not_load=did_not_load,
             notes=tuple(notes), printed=output, killed_processes=killed,
-            seconds=time.monotonic() - started, graded_at=now()), self.suite, judged, self.sandbox)
+            seconds=time.monotonic() - started, graded_at=faults.now()), self.suite, judged, self.sandbox)
 
     def _session(self, spec: dict) -> Session:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)

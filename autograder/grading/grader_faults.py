@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections.abc import Callable
 
 from autograder.grading.echo_child import preload_in_child
 from autograder.grading.explain import Judged
@@ -17,11 +18,37 @@ from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.statuses import UNGRADED
 from autograder.grading.suite import Suite
 from autograder.sandbox.protections import Protections
-from autograder.sandbox.replies import Stopped, how_it_ended
+from autograder.sandbox.replies import SandboxLost, Stopped, how_it_ended
 from autograder.sandbox.zygote import Sandbox
 
 INTERNAL_ERROR = ("internal error: the grader failed on this submission (not because of your code); your "
                   "instructor has the details and will grade it again")
+
+GRADED_AGAIN = ("the sandbox this file was being graded in was ended from outside (the machine ran short of memory, "
+                "or it was killed), not by your code: the file was graded again from the start in a fresh sandbox, "
+                "and these are the results of that grading")
+LOST_TWICE = ("the sandbox was ended from outside twice while this file was graded (each time its zygote died with "
+              "a call under way: the kernel's out-of-memory killer does this when the machine runs out of memory, "
+              "or something killed it); nothing was charged to the student. See what ended it (`dmesg` names what "
+              "the out-of-memory killer ended), leave the machine more memory (fewer --jobs, fewer other programs), "
+              "then run `autograder grade` again: it grades this file again")
+
+
+def again_if_sandbox_lost(grade: Callable[[], SubmissionResult], sandbox: Sandbox | None,
+                          lost: Callable[[str], SubmissionResult]) -> SubmissionResult:
+    """What `grade` gives, graded once more from the start in a fresh sandbox where the first grading's sandbox died
+    under it (sandbox.replies.SandboxLost), with a note that says so. A second such death gives `lost(why)`, an
+    internal error that the next run grades again: never the student's crash, which it had read as before."""
+    try:
+        return grade()
+    except SandboxLost:
+        if sandbox is not None:
+            sandbox.close()  # started afresh by the next session (Sandbox.spawn)
+    try:
+        result = grade()
+    except SandboxLost as again:
+        return lost(f"{LOST_TWICE}. ({again})")
+    return dataclasses.replace(result, notes=(*result.notes, GRADED_AGAIN))
 
 
 def sandbox_fields(protections: Protections | None) -> dict:

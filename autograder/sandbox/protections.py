@@ -20,11 +20,19 @@ from pathlib import Path
 from autograder.sandbox import seccomp
 from autograder.sandbox.bubblewrap import Bubblewrap
 from autograder.sandbox.fallback import Fallback
-from autograder.sandbox.kernel import NAMES, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
+from autograder.sandbox.kernel import (
+    KILLED_FIRST,
+    KILLED_NEXT,
+    NAMES,
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_DUMPABLE,
+    PR_SET_PDEATHSIG,
+)
 from autograder.sandbox.kind import Interpreter, Kind
 from autograder.text import safe
 
 WORKER_PYTHON = "AUTOGRADER_WORKER_PYTHON"  # names the interpreter workers run, if not the grader's own
+CAP_DAC_OVERRIDE, CAP_SYS_RESOURCE = 1, 24  # capability bits: open another user's file; set an oom_score_adj floor
 
 KINDS: tuple[Kind, ...] = (Bubblewrap(), Fallback())  # strongest first; the last one always starts
 REQUESTS = ("auto",) + tuple(kind.name for kind in KINDS)  # what `--sandbox` takes
@@ -112,12 +120,30 @@ class Protections:
              True),
             ("grading refused where workers could read the solutions, course.yaml, results or other "
              "submissions", True),
+            (f"when memory runs out the kernel ends a submission's processes first (oom_score_adj {KILLED_FIRST}), "
+             f"then its zygote ({KILLED_NEXT}), before the grader; a zygote ended all the same has the file graded "
+             "again in a fresh sandbox, never charged as the student's crash", True),
+            (f"oom_score_adj floor: no process a submission starts can lower its own below the zygote's "
+             f"{KILLED_NEXT}" + ("" if oom_floor_holds() else " (needs CAP_SYS_RESOURCE: a helper a submission "
+                                 "starts can lower its own to 0)"), oom_floor_holds()),
             ("resource limits: address space, CPU time, file size, open files", True),
             ("per-call and per-submission wall-clock timeouts, whole process tree killed", True),
             ("empty environment, private working directory", True),
             ("workers run under a user id of their own (never root), with a process-count limit",
              self.separate_user),
         ] + self.kind.isolation.rows()
+
+
+def oom_floor_holds() -> bool:
+    """Whether this grader's write into each zygote's oom_score_adj is also a floor (kernel.kill_order): it needs
+    CAP_SYS_RESOURCE, and to open the zygote's file, root's once the zygote is not dumpable (root, or
+    CAP_DAC_OVERRIDE). Docker withholds CAP_SYS_RESOURCE by default, and this grader then sets no floor."""
+    try:
+        with open("/proc/self/status") as status:
+            mask = next((int(line.split()[1], 16) for line in status if line.startswith("CapEff:")), 0)
+    except (OSError, ValueError):
+        return False
+    return bool(mask >> CAP_SYS_RESOURCE & 1) and (os.geteuid() == 0 or bool(mask >> CAP_DAC_OVERRIDE & 1))
 
 
 def probe(requested: str = "auto", python: str | None = None) -> Protections:

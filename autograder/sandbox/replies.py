@@ -105,6 +105,13 @@ class ReplyRejected(CallFailed):
     how = Stopped.REJECTED
 
 
+class SandboxLost(BaseException):
+    """A child died and its zygote is gone with it, so nothing says how the child ended: something outside ended
+    the sandbox (the kernel's out-of-memory killer, a kill), not the submission. The grader grades the file again
+    from the start in a fresh sandbox (grading.grader_faults.again_if_sandbox_lost). A BaseException, so that no
+    `except Exception` on the way (a check's code, the plan's) takes it for a call that failed."""
+
+
 # The replies of one session together (the grader keeps them until it judges): a few MB for an honest file, the
 # T = 512 answers included. One reply may hold ALWAYS_ROOM however much came before.
 REPLIES_KEPT = 256 << 20
@@ -281,6 +288,16 @@ def child_end(reported) -> tuple | None:
     """A child's end as the zygote reported it (["exit", code] or ["signal", name]), checked, as a tuple; else None."""
     parts = [type(part) for part in reported] if isinstance(reported, list) else []
     return tuple(reported) if parts in ([str, int], [str, str]) else None
+
+
+def reported_end(exits: dict, pid: int) -> tuple:
+    """How child `pid` ended by its zygote's account (`exits`: sandbox.zygote.Sandbox.clean's), as `child_end` gives
+    it. Raises SandboxLost where there is none: the zygote reaps and reports every child of its own, unless it died
+    itself. Before, such a death read "it exited" and cost the submission a check as its own crash."""
+    ended = child_end(exits.get(str(pid)))
+    if ended is None:
+        raise SandboxLost(f"the sandbox's zygote was gone when its child {pid} ended, so nothing reported how")
+    return ended
 
 
 def how_it_ended(ended: tuple | None) -> str:

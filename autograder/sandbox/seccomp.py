@@ -51,9 +51,9 @@ The kernel then refuses, with EPERM:
 - making itself dumpable again (prctl PR_SET_DUMPABLE), or rewriting what
   /proc shows of it (prctl PR_SET_MM): a dumpable process's /proc files are
   its own user's, so it could open /proc/self/mem on the memory it inherited
-  from the zygote, and lower its /proc/self/oom_score_adj, which the zygote
-  sets to 1000 so that the kernel ends a submission's processes first when
-  memory runs out (kernel.killed_first); PR_SET_MM_MAP rewrote its command
+  from the zygote, and lower its /proc/self/oom_score_adj, which each child
+  starts at 1000 so that the kernel ends a submission's processes first when
+  memory runs out (kernel.own_setting); PR_SET_MM_MAP rewrote its command
   line in /proc without any privilege. Nothing graded needs either;
 - a new action for SIGCHLD (asking for the current one is allowed). Ignoring
   it, or SA_NOCLDWAIT, has the kernel reap the process's children itself: a

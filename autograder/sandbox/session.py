@@ -40,8 +40,8 @@ from autograder.sandbox.replies import (
     Request,
     Stopped,
     WorkerDied,
-    child_end,
     past_limit,
+    reported_end,
 )
 from autograder.sandbox.slow_cells import module_definitions, slow_demo_cells, trimmed_after
 from autograder.sandbox.stream import Answer, CallStream
@@ -394,7 +394,7 @@ class Session:
     def _stopped(self) -> tuple:
         return tuple(self._skip[index] for index in sorted(self._skip))
 
-    def _death(self) -> tuple | None:
-        """How the child ended, from the zygote's account of it: ("exit", code), ("signal", name) or None."""
+    def _death(self) -> tuple:
+        """How the child ended, from the zygote's account of it; none is the sandbox's death (replies.reported_end)."""
         self.stop_child()
-        return child_end(self._exits.get(str(self._pid)))
+        return reported_end(self._exits, self._pid)

@@ -76,7 +76,8 @@ def zygote_main(config: dict) -> None:
         # Orphans of a submission (double-forked daemons) must stay our
         # descendants so the grader can find and kill them.
         controls.append((kernel.PR_SET_CHILD_SUBREAPER, 1))
-    kernel.killed_first()  # first: once not dumpable, this process's /proc files are root's
+    own_score = kernel.own_setting()  # first: once not dumpable, this process's /proc files are root's
+    kernel.set_own(own_score, kernel.KILLED_NEXT)
     missing = kernel.set_controls(controls)
     if missing:
         # Each stands for a protection every submission is promised, so none may run here: the grader
@@ -113,8 +114,10 @@ def zygote_main(config: dict) -> None:
         header, _ = frame
         op = header.get("op")
         if op == "spawn" and len(fds) == 3:
-            wire.send(control, {"event": "spawned",
-                                "pid": _spawn(header, fds, config["scratch"], own_modules, child_filter)})
+            kernel.set_own(own_score, kernel.KILLED_FIRST)  # what the child starts at: ended before the zygote
+            child = _spawn(header, fds, config["scratch"], own_modules, child_filter)
+            kernel.set_own(own_score, kernel.KILLED_NEXT)
+            wire.send(control, {"event": "spawned", "pid": child})
         elif op == "clean":
             if config["as_init"]:
                 # PID 1 of the sandbox's namespace: kill(-1) reaches exactly the submission's processes.

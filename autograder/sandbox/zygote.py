@@ -166,8 +166,8 @@ class Sandbox:
             self.class_imports = ()
             return self.start()
         self._zygote_pid = self._find_zygote()
-        # Again from outside, before any child: written by root, 1000 is also a floor every child inherits (kernel).
-        kernel.killed_first(self._zygote_pid)
+        # Again from outside, before any child: written by root, it is also a floor every child inherits (kernel).
+        kernel.kill_order(self._zygote_pid)
         self._started = True
         self._place()
 
@@ -257,13 +257,11 @@ class Sandbox:
     def clean(self, child: int = 0) -> processes.Cleaned:
         """Kill every process the last submission left, reap them, wipe the scratch space.
 
-        child: the submission's own child (its pid as the zygote knows it),
-        which `killed` does not count: it is the process the grader started,
-        and one that has just exited by itself is still running for a moment
-        (tearing down its memory) after its socket closed. Only the processes
-        found besides it, from outside the sandbox, count as left behind.
-        When the scratch space cannot be emptied the sandbox is closed, so the
-        next submission starts in a new one; `restarted` says so.
+        child: the submission's own child (its pid as the zygote knows it), which `killed` does not count: it is
+        the process the grader started, and one that has just exited by itself is still running for a moment
+        (tearing down its memory) after its socket closed. Only the processes found besides it, from outside the
+        sandbox, count as left behind. When the scratch space cannot be emptied the sandbox is closed, so the next
+        submission starts in a new one; `restarted` says so. `exits` is empty where the zygote did not answer.
         """
         if self._process is None:
             return processes.Cleaned()
@@ -275,11 +273,13 @@ class Sandbox:
             inside = None
             killed = processes.kill_descendants(self._zygote_pid, uncounted={child})
         reply = self._ask_zygote_to_clean()
+        exits = _exits(reply)
         if self._process is not None and inside is not None and self.process_count() != 1:
-            # The zygote lives inside the sandbox too, so its work is checked from outside.
+            # The zygote lives inside the sandbox too, so its work is checked from outside. The child's end is in
+            # the first reply (it was reaped then): a missing one would read as the sandbox's death (replies).
             processes.kill_descendants(self._zygote_pid)
             reply = self._ask_zygote_to_clean()
-        exits = reply.get("exits") if isinstance(reply.get("exits"), dict) else {}
+            exits |= _exits(reply)
         left = reply.get("left")
         restarted = ""
         if self._process is not None and left != []:
@@ -302,10 +302,8 @@ class Sandbox:
     def readable(self, paths: list[Path]) -> list[str]:
         """Which of `paths` (files and directories, not searched below) a worker of this sandbox could read.
 
-        Asked of the zygote before any submission has run in it, so the
-        answer is the sandbox's own, from the worker's uid and view of the
-        file system.
-        """
+        Asked of the zygote before any submission has run in it, so the answer is the sandbox's own, from the
+        worker's uid and view of the file system."""
         self.start()
         wire.send(self._control, {"op": "probe", "paths": [str(p) for p in paths]})
         found = self._expect("probed", 60.0).get("readable")
@@ -397,3 +395,6 @@ class Sandbox:
         lines = self._log.read().decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else ""
 
+
+def _exits(reply: dict) -> dict:
+    return reply["exits"] if isinstance(reply.get("exits"), dict) else {}
