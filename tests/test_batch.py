@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -234,13 +235,67 @@ def test_a_hand_in_folder_without_a_notebook_is_listed_with_what_it_holds(tmp_pa
     _notebook(submitted / "bea" / "w07_attention" / "work" / "attention.ipynb", PLAIN.read_text())
     results, _ = _grade(tmp_path / "course", db=tmp_path / "g.db")
     assert sorted(results) == ["ann", "bea", "cy"] and results["ann"]["score"] == 100
-    assert results["bea"]["problem"].endswith("nothing to grade: work/attention.ipynb is in a subfolder; only files "
-                                              "at the top of a hand-in are graded: move it up (or hand in the file "
-                                              "itself) and grade again")
+    assert results["bea"]["problem"].endswith("nothing to grade: work/attention.ipynb is in a subfolder, and only "
+                                              "files at the top of a hand-in are graded. Hand in your notebook itself "
+                                              "(attention.ipynb, as saved by Jupyter) or your .py file, not a folder "
+                                              "that holds it")
     assert "nothing to grade: this hand-in is empty" in results["cy"]["problem"]
     assert results["bea"]["score"] == results["cy"]["score"] == 0
 
 
+
+
+def _handed_in(top: Path, student: str) -> Path:
+    folder = top / "submitted" / student / "w07_attention"
+    folder.mkdir(parents=True)
+    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    return folder
+
+
+def test_a_file_in_a_subfolder_is_explained_to_the_student_and_the_tas_step_is_said_to_the_ta_alone(tmp_path):
+    """"move it up (or hand in the file itself) and grade again" was the stored reason, so a student read a TA's step
+    in their feedback page, on Gradescope and in the LMS's feedback column; and Gradescope headed it
+    "attention.ipynb: 0 / 100" for a student who had handed in attention.py. Now the student reads what happened and
+    what to hand in; `grade` tells the TA what they may do; Gradescope names no file, as none was graded."""
+    top = tmp_path / "class"
+    (_handed_in(top, "s02") / "work" / "sub").mkdir(parents=True)
+    shutil.copy(PLAIN, top / "submitted" / "s02" / "w07_attention" / "work" / "sub" / "attention.py")
+    db = tmp_path / "g.db"
+    results, done = _grade(top, db=db)
+    student_said = ("nothing to grade: work/sub/attention.py is in a subfolder, and only files at the top of a hand-in "
+                    "are graded. Hand in your notebook itself (attention.ipynb, as saved by Jupyter) or your .py "
+                    "file, not a folder that holds it")
+    assert results["s02"]["problem"].endswith(student_said), results["s02"]["problem"]
+    assert f"s02: not loaded: {student_said} (the student was told this). To grade the file as it was handed in " \
+        "instead, move it up to the top of the student's hand-in folder and grade again" in done.stderr, done.stderr
+    assert run_cli("report", "w07_attention", "--db", db, "--out", tmp_path / "report").returncode == 0
+    feedback = (tmp_path / "report" / "feedback" / "s02.md").read_text()
+    assert student_said in feedback and "grade again" not in feedback
+    assert run_cli("export", "gradescope", "w07_attention", "--db", db, "--out", tmp_path / "gs").returncode == 0
+    output = json.loads((tmp_path / "gs" / "s02" / "results.json").read_text())["output"]
+    assert output.startswith("No file was graded: 0 / 100 points") and student_said in output, output
+    assert "grade again" not in output and "attention.ipynb:" not in output
+
+
+def test_a_hand_in_of_only_macos_metadata_a_zip_inside_or_a_file_too_deep_says_what_it_holds(tmp_path):
+    """Hand-ins that hold something were described wrongly: only __MACOSX/ as "empty"; a zip in a subfolder, and a
+    file four folders down, as a folder "with no .py or .ipynb file in it", naming neither."""
+    top = tmp_path / "class"
+    (_handed_in(top, "s03") / "a" / "b" / "c" / "d").mkdir(parents=True)
+    shutil.copy(PLAIN, top / "submitted" / "s03" / "w07_attention" / "a" / "b" / "c" / "d" / "attention.py")
+    (_handed_in(top, "s05") / "sub").mkdir()
+    with zipfile.ZipFile(top / "submitted" / "s05" / "w07_attention" / "sub" / "hw.zip", "w") as archive:
+        archive.write(PLAIN, "attention.py")
+    (_handed_in(top, "s06") / "__MACOSX").mkdir()
+    (top / "submitted" / "s06" / "w07_attention" / "__MACOSX" / "attention.ipynb").write_text("{}")
+    results, _ = _grade(top, db=tmp_path / "g.db")
+    said = {student: result["problem"] for student, result in results.items()}
+    assert "this hand-in holds only a/, with no .py or .ipynb file in it; a/ holds folders more than 3 folders " \
+        "down, which were not looked in. Hand in your notebook itself" in said["s03"], said["s03"]
+    assert "sub/hw.zip is a zip, and a zip inside a hand-in is not opened. Hand in your notebook itself" in \
+        said["s05"], said["s05"]
+    assert "this hand-in holds only __MACOSX/, a zip tool's folder of file metadata (not your files), which is not " \
+        "graded, with no .py or .ipynb file in it" in said["s06"] and "empty" not in said["s06"], said["s06"]
 
 @pytest.mark.parametrize("layout", ["nbgrader", "moodle"])
 def test_a_hand_in_one_folder_down_is_named_with_how_to_grade_it_not_said_to_hold_no_py(tmp_path, layout):
@@ -270,8 +325,9 @@ def test_a_hand_in_one_folder_down_is_named_with_how_to_grade_it_not_said_to_hol
     (eve_result,) = [r for student, r in results.items() if student.lower().startswith("eve")]
     assert ann_result["score"] == 0 and ann_result["problem"].endswith(
         "nothing to grade: work/attention.py is in a subfolder (.ipynb_checkpoints/, Jupyter's hidden folder of "
-        "autosaved copies, which is not graded); only files at the top of a hand-in are graded: move it up (or hand "
-        "in the file itself) and grade again"), ann_result["problem"]
+        "autosaved copies, which is not graded), and only files at the top of a hand-in are graded. Hand in your "
+        "notebook itself (attention.ipynb, as saved by Jupyter) or your .py file, not a folder that holds it"), \
+        ann_result["problem"]
     assert eve_result["problem"].endswith(
         "nothing to grade: this hand-in holds only attention.pdf, with no .py or .ipynb file in it (its "
         ".ipynb_checkpoints/, Jupyter's hidden folder of autosaved copies, which is not graded). Hand in your "

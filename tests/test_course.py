@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -143,6 +144,23 @@ def test_a_tab_in_course_yaml_is_named_with_its_file_line_and_column_and_yamls_r
     done = run_cli("checks", "w07_attention", "--course", path)
     assert f'{path} is not valid YAML: ' in done.stderr and f'in "{path}", line 1' in done.stderr, done.stderr
     assert "<unicode string>" not in done.stderr and "Fix the file and run again" in done.stderr
+
+
+@pytest.mark.parametrize("tab_at", ["comment", "value"])
+def test_a_tab_inside_a_line_of_course_yaml_is_not_called_indentation(tmp_path, tab_at):
+    """A tab before an aligned comment, or after a key's colon, was reported as "YAML does not allow tabs for
+    indentation", sending the reader to the start of a line that had none."""
+    lines = COURSE_TEXT.splitlines(keepends=True)
+    number = next(i for i, line in enumerate(lines) if re.fullmatch(r" +[\w.]+: \d+\n", line))  # no comment yet
+    key, value = lines[number].rstrip("\n").split(":", 1)
+    lines[number] = f"{key}:{value}\t# the module's name\n" if tab_at == "comment" else f"{key}:\t{value.strip()}\n"
+    column = len(f"{key}:{value}") + 1 if tab_at == "comment" else len(key) + 2
+    path = _course_copy(tmp_path, "".join(lines))
+    done = run_cli("checks", "w07_attention", "--course", path)
+    assert done.returncode != 0
+    assert (f"{path}: a tab at line {number + 1}, column {column}: YAML does not allow tabs there (only spaces "
+            "separate keys, values and comments); replace it with spaces and run again.") in done.stderr, done.stderr
+    assert "indentation" not in done.stderr
 
 def test_a_second_assignment_is_a_folder_and_a_course_yaml_entry(tmp_path):
     entry = ("  tiny:\n    title: Doubling\n    module: tiny\n    preload: [numpy]\n"

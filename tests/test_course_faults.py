@@ -216,6 +216,29 @@ def test_a_reference_without_a_graded_function_is_named_when_the_suite_loads(tmp
 
 
 @pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+@pytest.mark.parametrize("preload, entry, meant", [
+    ("[numpy, Torch]", "Torch", "torch"),  # wrong case: torch IS installed, so no pip command can fix it
+    ("[numpy, torch, torch.nn.functionl]", "torch.nn.functionl", "torch.nn.functional"),  # a misspelt submodule
+    ("[numpy, scikit-learn, torch]", "scikit-learn", "sklearn"),  # pip's name, with a hyphen, before torch
+    ("[numpy, torch-cpu]", "torch-cpu", "torch"),  # a hyphen: had been told to `pip install --force-reinstall` it
+])
+def test_a_preload_entry_that_is_no_import_name_is_named_with_the_real_module_never_a_pip_command(
+        tmp_path, preload, entry, meant):
+    """`Torch` and `torch.nn.functionl` were told "torch is not installed" with a pip command, though torch is
+    installed; a name with a hyphen was offered `pip install --force-reinstall` of itself, or of the LAST preload
+    entry (torch, for `[numpy, scikit-learn, torch]`). Each is named with its course.yaml key and the module meant."""
+    course = private_course(tmp_path)
+    course.write_text(course.read_text().replace("preload: [numpy, torch]", f"preload: {preload}", 1))
+    done = run_cli("grade", ASSIGNMENT, PLAIN, "--course", course, "--db", tmp_path / "g.db")
+    assert done.returncode == 2, done.stderr
+    assert (f"course.yaml: assignments.{ASSIGNMENT}.preload: {entry!r} cannot be imported in the workers' Python"
+            in done.stderr), done.stderr
+    assert (f"correct the name under assignments.{ASSIGNMENT}.preload in course.yaml (most likely {meant!r} is meant), "
+            "as `import` names the module (case-sensitive, and not always the name pip knows it by") in done.stderr
+    assert "pip install" not in done.stderr and "is not installed" not in done.stderr
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
 def test_a_misspelled_preload_names_its_course_yaml_key_and_the_likely_name_not_a_pip_install(tmp_path):
     """`preload: [numpy, torhc]` was answered by `grade` and `doctor` with `python -m pip install 'torhc'`: advice
     to install a typo from PyPI into the Python that reads solutions/. A library the project knows under another

@@ -146,11 +146,25 @@ def test_a_missing_preload_is_named_with_its_course_yaml_key_and_no_pip_install_
     assert done.returncode == 2
     assert (f"course.yaml: assignments.{ASSIGNMENT}.preload: 'no_such_module_here' cannot be imported in the "
             f"workers' Python ({sys.executable}). To fix it: correct the name under assignments.{ASSIGNMENT}.preload "
-            "in course.yaml, as `import` names the module; if it is a library the course needs, install it into "
+            "in course.yaml, as `import` names the module (case-sensitive, and not always the name pip knows it by: "
+            "`sklearn` for scikit-learn); if it is a library the course needs, install it into "
             f"{sys.executable} from a source you trust") in done.stderr, done.stderr
     assert "pip install" not in done.stderr and _stored(db) == 0
     doctor = run_cli("doctor", "--course", course)
     assert doctor.returncode == 1 and "'no_such_module_here' cannot be imported" in doctor.stdout
+
+
+@pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it
+def test_a_preload_that_fails_to_import_is_the_one_named_never_another_to_reinstall(tmp_path, preload_python):
+    """An installed preload whose import raises ImportError was answered with `pip install --force-reinstall` of the
+    LAST preload entry (torch here), whatever failed: the entry that fails is found and named alone."""
+    course = _course_with(tmp_path, preload=["numpy", "import_fails", "torch"])
+    done = run_cli("grade", ASSIGNMENT, REFERENCE, "--course", course, "--db", tmp_path / "g.db",
+                   env={"AUTOGRADER_WORKER_PYTHON": preload_python})
+    assert done.returncode == 2
+    assert (f"To fix it: reinstall 'import_fails', the preload entry that fails, into {preload_python} from a source "
+            "you trust") in done.stderr, done.stderr
+    assert "pip install" not in done.stderr and "torch" not in done.stderr.split("To fix it:")[1]
 
 
 @pytest.mark.slow  # whole commands in subprocesses, each starting its own sandbox: make test runs it

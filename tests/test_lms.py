@@ -229,6 +229,30 @@ def test_a_roster_id_that_lost_its_leading_zeros_is_named_with_what_to_do(tmp_pa
     assert done.returncode != 0 and "none of its 1 students is one with a result" in done.stderr, done.stderr
     assert "lost their leading zeros (123 is 00123)" in done.stderr, done.stderr
 
+def test_a_json_roster_with_numeric_ids_is_read_as_their_digits(tmp_path):
+    """json.dump and pandas write a spreadsheet's id column as numbers: `[{"student": 123}]` was refused with "entry 1
+    has no student id (a `student` or `id` field)", which it has; and a numeric LMS id was left out of the file."""
+    with Store(tmp_path / "grades.db") as store:
+        for student in ("00123", "1000"):
+            store.save(_result(student, 7.5))
+    roster = tmp_path / "roster.json"
+    roster.write_text('[{"student": 123, "name": "Ann Lee", "lms_id": 11}, {"student": 1000, "name": "Di Wu", '
+                      '"lms_id": 14.0}]')
+    out = tmp_path / "grades.csv"
+    done = run_cli("export", "canvas", "--roster", roster, "--out", out, "--db", tmp_path / "grades.db",
+                   "--course", ROOT / "course.yaml")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.reader(out.read_text(encoding="utf-8").splitlines()))
+    assert [row[:2] for row in rows[2:]] == [["Ann Lee", "11"], ["Di Wu", "14"]] and rows[3][-1] == "7.5", rows
+    assert "lost their leading zeros (123 is 00123)" in done.stderr and 'write each id in quotes: "00123"' \
+        in done.stderr, done.stderr
+    roster.write_text('[{"student": 12.5, "name": "Ann Lee"}]')  # no id is a fraction: said as what it is
+    done = run_cli("export", "canvas", "--roster", roster, "--out", out, "--db", tmp_path / "grades.db",
+                   "--course", ROOT / "course.yaml")
+    assert done.returncode != 0 and f"{roster}: entry 1 gives its `student` as 12.5, not as the text of a student " \
+        "id; write it as `autograder grade` stores it, in quotes, and run again" in done.stderr, done.stderr
+
+
 def test_a_roster_that_names_a_student_twice_is_refused_naming_both_entries(tmp_path):
     # The later entry's name and email had gone to the LMS at the earlier entry's place, without a word.
     from autograder.outputs import ExportError

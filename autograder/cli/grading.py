@@ -19,7 +19,7 @@ from autograder.grading.batch import BatchPlan, default_db, grade_batch, plan_ba
 from autograder.grading.class_imports import class_imports
 from autograder.grading.course import Assignment, find_course, load_course
 from autograder.grading.discover import find_submissions, one_students_part
-from autograder.grading.found import Found, LayoutError, held_for_their_time, none_found
+from autograder.grading.found import Found, LayoutError, for_the_ta, held_for_their_time, none_found
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
@@ -283,7 +283,8 @@ def _carry_out(args, plan: BatchPlan, store: Store, assignment: Assignment, run,
         if result.problem and not result.internal_error and (graded or not result.did_not_load):
             # A file that did not load was graded (0 points): its reason is said once, when it is graded.
             said = "" if result.did_not_load else "not graded: "
-            not_graded.append(f"{said}{one_line(result.student)}: {one_line(result.problem)}")
+            not_graded.append(f"{said}{one_line(result.student)}: {one_line(result.problem)}"
+                              f"{for_the_ta(result.problem)}")  # advice for the TA, not in the student's feedback
         failed += graded and bool(result.internal_error)
 
     def on_result(result):

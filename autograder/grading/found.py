@@ -13,12 +13,16 @@ from pathlib import Path
 from autograder.grading.handin import read_bytes
 from autograder.grading.ids import canonical, id_problem, shown_id, unique
 from autograder.grading.late import FILE_TIME, FILE_TIME_INSTEAD, TIMESTAMP_FILE, LateRule, file_time
+from autograder.grading.results import NOT_LOADED, SubmissionResult
 from autograder.grading.submission import SUFFIXES
 from autograder.text import counted, joined, safe
 
 CHECKPOINTS = ".ipynb_checkpoints"  # Jupyter's hidden folder of autosaved copies, never graded
 CHECKPOINTS_SAID = f"{CHECKPOINTS}/, Jupyter's hidden folder of autosaved copies, which is not graded"
-IGNORED = {CHECKPOINTS, "__pycache__", "__MACOSX"}  # folders that are never a student's work
+MACOSX = "__MACOSX"  # macOS's zip tool's folder of file metadata (resource forks, `._hw.ipynb`)
+MACOSX_SAID = f"{MACOSX}/, a zip tool's folder of file metadata (not your files), which is not graded"
+IGNORED = {CHECKPOINTS, "__pycache__", MACOSX}  # folders that are never a student's work
+TOP_ONLY = "only files at the top of a hand-in are graded"
 BELOW = 3  # folders down a hand-in is looked in for a .py or .ipynb put in a subfolder (never graded, but named)
 NOTHING_TO_GRADE = "nothing to grade"  # a hand-in with no .py or .ipynb (a PDF alone): graded as 0, said why
 
@@ -173,33 +177,68 @@ def held_for_their_time(item: Found, rule: LateRule) -> Found:
 def nothing_to_grade(folder: Path, entries: list[Path], module: str, student: str) -> Found:
     """A student's hand-in folder with no .py or .ipynb in it (a PDF, a renamed file, a subfolder; `entries`, what it
     shows): the student handed in for this assignment, so they are listed with why nothing was graded, not left out
-    without a word. A .py or .ipynb in a subfolder is named, with how to grade it, as the folder does hold one."""
+    without a word. What is said is the student's to read (feedback, Gradescope, an LMS's feedback column): what
+    their hand-in holds and what to hand in; what a TA may do instead is `grade`'s to say (for_the_ta)."""
     entries = [p for p in entries if p.name != "timestamp.txt"]
     checkpoints = Path(folder, CHECKPOINTS).is_dir()
-    below = handed_in_below(folder)
+    below, zips, deeper = _looked_below(folder)
+    hand_in = f"Hand in your notebook itself ({module}.ipynb, as saved by Jupyter) or your .py file"
     if below:
         return Found(student, folder / f"{module}.ipynb", problem=f"{NOTHING_TO_GRADE}: {_in_subfolders(below)}" + (
-            f" ({CHECKPOINTS_SAID})" if checkpoints else "") + "; only files at the top of a hand-in are graded: "
-            f"move {'it' if len(below) == 1 else 'the one to grade'} up (or hand in the file itself) and grade again")
+            f" ({CHECKPOINTS_SAID})" if checkpoints else "") + f", and {TOP_ONLY}. {hand_in}, not a folder that "
+            "holds it")
     held = ", ".join(safe(p.name, 60) + ("/" if p.is_dir() else "") for p in entries[:5]) + \
         (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
     # A notebook's autosaved copy, without the notebook: what a student who handed in the folder Jupyter ran in has.
-    holds = f"holds only {held}" if entries else f"holds only {CHECKPOINTS_SAID}" if checkpoints else "is empty"
+    holds = f"holds only {held}" if entries else f"holds only {CHECKPOINTS_SAID}" if checkpoints else \
+        f"holds only {MACOSX_SAID}" if Path(folder, MACOSX).is_dir() else "is empty"
     also = f" (its {CHECKPOINTS_SAID})" if entries and checkpoints else ""
+    zipped = f"; {joined([safe(p.as_posix(), 100) for p in zips[:3]])} {'is a zip' if len(zips) == 1 else 'are zips'}" \
+        ", and a zip inside a hand-in is not opened" if zips else ""
+    deep = f"; {joined([safe(name, 60) + '/' for name in deeper[:3]])} {'holds' if len(deeper) == 1 else 'hold'} " \
+        f"folders more than {BELOW} folders down, which were not looked in" if deeper else ""
     return Found(student, folder / f"{module}.ipynb",
-                 problem=f"{NOTHING_TO_GRADE}: this hand-in {holds}, with no .py or .ipynb file in it{also}. Hand in "
-                         f"your notebook itself ({module}.ipynb, as saved by Jupyter) or your .py file")
+                 problem=f"{NOTHING_TO_GRADE}: this hand-in {holds}, with no .py or .ipynb file in it{also}{zipped}"
+                         f"{deep}. {hand_in}")
+
+
+def for_the_ta(problem: str) -> str:
+    """What a TA may do about a hand-in whose file is in a subfolder (`problem`, as nothing_to_grade said it to the
+    student), for `grade` to print beside it: the student's feedback says only what to hand in; "" for others."""
+    if NOTHING_TO_GRADE not in problem or TOP_ONLY not in problem:
+        return ""
+    return (" (the student was told this). To grade the file as it was handed in instead, move it up to the top of "
+            "the student's hand-in folder and grade again")
+
+
+def nothing_handed_in(result: SubmissionResult) -> bool:
+    """Whether `result` is of a hand-in with no file to grade (nothing_to_grade's): its stored file name is made up."""
+    return (not result.sha256 and result.did_not_load
+            and result.problem.startswith(f"{NOT_LOADED}: {NOTHING_TO_GRADE}"))
 
 
 def handed_in_below(folder: Path, depth: int = BELOW) -> list[Path]:
     """Each .py or .ipynb in a folder inside `folder`, at most `depth` levels down, relative to `folder` (links not
     followed; Jupyter's autosaved copies and a zip tool's folders left out)."""
+    return _looked_below(folder, depth)[0]
+
+
+def _looked_below(folder: Path, depth: int = BELOW) -> tuple[list[Path], list[Path], list[str]]:
+    """handed_in_below's files; the zips in `folder` or below it (relative to it); and the names of `folder`'s own
+    folders that hold folders deeper than `depth`, which were not looked in."""
     found: list[Path] = []
+    zips: list[Path] = []
+    deeper: list[str] = []
     for root, folders, files in os.walk(folder):
         here = Path(root).relative_to(folder)
-        folders[:] = sorted(name for name in folders if name not in IGNORED) if len(here.parts) < depth else []
+        folders[:] = sorted(name for name in folders if name not in IGNORED)
+        if len(here.parts) >= depth:
+            if folders and here.parts[0] not in deeper:
+                deeper.append(here.parts[0])
+            folders[:] = []
         found += [here / name for name in sorted(files) if here.parts and Path(name).suffix in SUFFIXES]
-    return found
+        zips += [here / name for name in sorted(files) if Path(name).suffix.lower() == ".zip"]
+    return found, zips, deeper
 
 
 def _in_subfolders(below: list[Path]) -> str:

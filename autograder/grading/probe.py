@@ -19,7 +19,6 @@ probe asks whether the environment can grade, not how fast this machine is.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,20 +165,12 @@ def _check_fault(fault: str, assignment: str, reference: Path) -> tuple[str, str
 
 def _start_problem(error: str, course: Course, assignment, python: str) -> tuple[str, str]:
     error = error.replace(" Run `autograder doctor` to see what this machine supports.", "").rstrip(".")
-    preload = assignment.preload
-    missing = re.search(r"No module named '([\w.]+)'", error)
+    missing = _MISSING.search(error)
     if missing:
-        module = missing.group(1).split(".")[0]
-        if _unknown_preload(module, preload):
-            return _preload_misnamed(module, course, assignment, python)
-        needed = f"the assignment preloads {', '.join(preload)}" if preload else "the worker needs it"
-        what = (f"{needed}, and {module} is not installed in the workers' Python ({python})"
-                if module in preload else f"{needed}, whose import needs {module}, which is not installed in the "
-                                          f"workers' Python ({python})")
-        return what, f"`{install_command(module, python)}`"
+        return _missing_module(missing.group(1), course, assignment, python)
+    preload = assignment.preload
     if preload and re.search(r"(ImportError|OSError|Error):", error):
-        return (f"the workers' Python ({python}) could not import the assignment's preload ({', '.join(preload)}): "
-                f"{error}", f"reinstall it: `{install_command(preload[-1], python, reinstall=True)}`")
+        return _preload_broken(error, course, assignment, python)
     return error, "`autograder doctor` lists which sandbox protections work here and why one does not"
 
 
@@ -190,40 +181,135 @@ def _fix_for(problem: str, course: Course, assignment, python: str, mapped: floa
         return (f"raise `memory_mib` in course.yaml (now {now}{base}), or install a smaller build of the "
                 f"preload: `{install_command('torch', python, reinstall=True)}`" if "torch" in assignment.preload
                 else f"raise `memory_mib` in course.yaml (now {now}{base})")
-    missing = re.search(r"No module named '([\w.]+)'", problem)
+    missing = _MISSING.search(problem)
     if missing:
-        module = missing.group(1).split(".")[0]
-        if _unknown_preload(module, assignment.preload):
-            return _preload_misnamed(module, course, assignment, python)[1]
-        return f"`{install_command(module, python)}`"
+        return _missing_module(missing.group(1), course, assignment, python)[1]
     return ("run `autograder doctor` for the sandbox's state, and `autograder grade "
             f"{assignment.name} {assignment.solution_dir / REFERENCE_FILE}` to see every check's message")
 
 
-def _unknown_preload(module: str, preload: tuple) -> bool:
-    """Whether `module`, missing, is one course.yaml's preload names and this project neither pins nor knows: most
-    likely a misspelling (`torhc`), which pip must not be told to install from PyPI into the workers' Python, the
-    one that reads solutions/ (a name anyone may have registered there)."""
-    return module in {name.split(".")[0] for name in preload} and not _pinned(module) and module not in PIP_NAMES
+# Any name Python's error quotes: a preload entry may be a pip name (`scikit-learn`) or a typo with any character.
+_MISSING = re.compile(r"No module named '([^']+)'")
+# Run in the workers' Python: what it has, not what this process has (AUTOGRADER_WORKER_PYTHON may be another one).
+_INSTALLED = "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
+_FIRST_FAILING = ("import importlib, sys\nfor name in sys.argv[1:]:\n    try:\n        importlib.import_module(name)\n"
+                  "    except BaseException:\n        print(name)\n        break")
+_NEARBY = """import importlib.metadata, importlib.util, json, pkgutil, sys
+parts, parent, places = sys.argv[1].split("."), "", None
+for end in range(1, len(parts)):
+    try:
+        spec = importlib.util.find_spec(".".join(parts[:end]))
+    except Exception:
+        break
+    if spec is None or not spec.submodule_search_locations:
+        break
+    parent, places = ".".join(parts[:end]), list(spec.submodule_search_locations)
+names = [(parent + "." if parent else "") + info.name for info in pkgutil.iter_modules(places)]
+pip = {}
+for module, dists in ({} if parent else importlib.metadata.packages_distributions()).items():
+    for dist in dists:
+        pip.setdefault(dist.lower().replace("_", "-"), []).append(module)
+print(json.dumps({"names": names + ([] if parent else list(sys.builtin_module_names)), "pip": pip}))"""
 
 
-def _preload_misnamed(module: str, course: Course, assignment, python: str) -> tuple[str, str]:
-    """The problem and fix for a preload name that cannot be imported and that no pip command is offered for: in
+def _missing_module(name: str, course: Course, assignment, python: str) -> tuple[str, str]:
+    """(problem, fix) for `name`, which the workers' Python could not find. pip is offered only for a package this
+    project pins or knows, named exactly as it is imported, that is really not installed there, and then for that
+    package: any other name is a preload entry to correct (`Torch`, `scikit-learn`, `torch.nn.functionl`), or a
+    library that a preload's import needs, which no pip command of ours should fetch from PyPI by a guessed name."""
+    preload = assignment.preload
+    top = name.split(".")[0]
+    if _known(top) and not _runs(python, _INSTALLED, top):
+        needed = f"the assignment preloads {', '.join(preload)}" if preload else "the worker needs it"
+        what = (f"{needed}, and {top} is not installed in the workers' Python ({python})" if top in preload
+                else f"{needed}, whose import needs {top}, which is not installed in the workers' Python ({python})")
+        return what, f"`{install_command(top, python)}`"
+    entry = next((entry for entry in preload if entry == name or entry.startswith(name + ".")), None)
+    if entry is not None:
+        return _preload_misnamed(entry, course, assignment, python)
+    return (f"the workers' Python ({python}) could not import the assignment's preload ({', '.join(preload)}): its "
+            f"import needs {name!r}, which cannot be imported there",
+            f"install the library that provides {name} into {python} from a source you trust, or reinstall the "
+            "preload entry that needs it")
+
+
+def _preload_broken(error: str, course: Course, assignment, python: str) -> tuple[str, str]:
+    """(problem, fix) for a preload that is there but fails to import (a broken build, a missing shared library):
+    the entry that fails is found by importing each in turn in the workers' Python, and only it is named."""
+    import subprocess  # here: only a refusal needs it
+
+    preload = assignment.preload
+    problem = (f"the workers' Python ({python}) could not import the assignment's preload ({', '.join(preload)}): "
+               f"{error}")
+    try:
+        failing = subprocess.run([python, "-c", _FIRST_FAILING, *preload], capture_output=True, text=True,
+                                 timeout=120).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        failing = ""
+    if not failing:  # every entry imports outside the sandbox: the sandbox is the cause, not a package
+        return problem, "`autograder doctor` lists which sandbox protections work here and why one does not"
+    top = failing.split(".")[0]
+    if _known(top):
+        return problem, f"reinstall {top}: `{install_command(top, python, reinstall=True)}`"
+    return problem, f"reinstall {failing!r}, the preload entry that fails, into {python} from a source you trust"
+
+
+def _known(module: str) -> bool:
+    """Whether `module`, exactly as `import` spells it (case and all), is one this project pins or knows."""
+    return module in PIP_NAMES or module in _pinned_modules()
+
+
+def _runs(python: str, script: str, *args: str) -> bool:
+    """Whether `script` exits 0 in `python`; False where it cannot be run."""
+    import subprocess  # here: only a refusal needs it
+    try:
+        return subprocess.run([python, "-c", script, *args], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _preload_misnamed(entry: str, course: Course, assignment, python: str) -> tuple[str, str]:
+    """The problem and fix for a preload entry that cannot be imported and that no pip command is offered for: in
     course.yaml, the instructor's to correct; in a released folder's manifest, the course staff's, not the student's."""
-    import difflib  # here: only a refusal needs it
-    import pkgutil
-
-    known = {info.name for info in pkgutil.iter_modules()} | set(sys.builtin_module_names) | set(PIP_NAMES)
-    close = difflib.get_close_matches(module, sorted(known | set(_pinned_modules())), n=1, cutoff=0.75)
-    meant = f" (most likely {close[0]!r} is meant)" if close else ""
+    close = _closest(entry, python)
+    meant = f" (most likely {close!r} is meant)" if close else ""
     if course.path.name != COURSE_FILE:  # a released folder: its manifest came from the course staff
-        return (f"{course.path}: the assignment preloads {module!r}, which cannot be imported in the workers' Python "
-                f"({python})", f"tell the course staff that the released assignment names {module!r}{meant}; no "
+        return (f"{course.path}: the assignment preloads {entry!r}, which cannot be imported in the workers' Python "
+                f"({python})", f"tell the course staff that the released assignment names {entry!r}{meant}; no "
                 "install on your side fixes a misspelled name")
     key = f"assignments.{assignment.name}.preload"
-    return (f"{COURSE_FILE}: {key}: {module!r} cannot be imported in the workers' Python ({python})",
-            f"correct the name under {key} in {COURSE_FILE}{meant}, as `import` names the module; if it is a "
-            f"library the course needs, install it into {python} from a source you trust")
+    return (f"{COURSE_FILE}: {key}: {entry!r} cannot be imported in the workers' Python ({python})",
+            f"correct the name under {key} in {COURSE_FILE}{meant}, as `import` names the module (case-sensitive, "
+            f"and not always the name pip knows it by: `sklearn` for scikit-learn); if it is a library the course "
+            f"needs, install it into {python} from a source you trust")
+
+
+def _closest(entry: str, python: str) -> str:
+    """The real module or submodule `entry` most likely means, in the workers' Python: the import name of a pip name
+    (`scikit-learn`: `sklearn`), else the nearest name beside it (`Torch`: `torch`; `torch.nn.functionl`:
+    `torch.nn.functional`; `torch-cpu`: `torch`); "" where none is near."""
+    import difflib  # here: only a refusal needs it
+    import json
+    import subprocess
+
+    try:
+        nearby = json.loads(subprocess.run([python, "-c", _NEARBY, entry], capture_output=True, text=True,
+                                           timeout=120).stdout or "{}")
+    except (OSError, subprocess.SubprocessError, ValueError):
+        nearby = {}
+    names, pip = set(nearby.get("names", [])), nearby.get("pip", {})
+    same = [name for name in names if name.lower() == entry.lower()]  # `Torch`: only its case is wrong
+    if same:
+        return same[0]
+    as_pip = entry.lower().replace("_", "-")
+    provided = pip.get(as_pip) or [module for module, name in PIP_NAMES.items() if name == as_pip]
+    if provided:  # a distribution may provide several modules (torch: torch, torchgen, functorch)
+        return (difflib.get_close_matches(as_pip, provided, n=1, cutoff=0) or sorted(provided))[0]
+    before_hyphen = entry.split("-")[0]
+    if "-" in entry and before_hyphen in names:
+        return before_hyphen
+    close = difflib.get_close_matches(entry, sorted(names | set(PIP_NAMES)), n=1, cutoff=0.75)
+    return close[0] if close else ""
 
 
 def _pinned_modules() -> list[str]:

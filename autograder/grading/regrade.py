@@ -22,7 +22,7 @@ from pathlib import Path
 
 from autograder.grading.attempts import SubmissionPolicy, choose, counted_result, total_of
 from autograder.grading.batch import BatchPlan
-from autograder.grading.found import NOTHING_TO_GRADE, Found
+from autograder.grading.found import Found, nothing_handed_in
 from autograder.grading.handin import read_bytes
 from autograder.grading.history import Attempt, Entry, kept
 from autograder.grading.late import LateRule
@@ -114,10 +114,7 @@ def hand_ins(store: Store, attempts: dict[str, list[Attempt]], folder: Path, mod
 def _nothing_handed_in(result: SubmissionResult) -> str:
     """Why a hand-in with no file to grade was not loaded (a folder with only a PDF), as discover said it; ""
     for one with a file, whose bytes are regraded."""
-    prefix = f"{NOT_LOADED}: "
-    if result.sha256 or not result.did_not_load or not result.problem.startswith(prefix + NOTHING_TO_GRADE):
-        return ""
-    return result.problem.removeprefix(prefix)
+    return result.problem.removeprefix(f"{NOT_LOADED}: ") if nothing_handed_in(result) else ""
 
 
 def _write_kept(store: Store, every: list[Attempt], places: list[Path]) -> set[int]:

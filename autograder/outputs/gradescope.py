@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading.found import nothing_handed_in
 from autograder.grading.ids import id_problem
 from autograder.grading.late import Late, LateRule, assess_result
 from autograder.grading.results import SubmissionResult
@@ -112,7 +113,10 @@ def _test_numbers(result: SubmissionResult) -> dict[str, str]:
 def _summary(result: SubmissionResult, late: Late) -> str:
     counts = result.counts()
     note = audience.submission_output_note(result, audience.STUDENT)  # the output itself is in extra_data
-    lines = [f"{Path(result.file).name}: {result.score:g} / {result.max_score:g} points "
+    # A hand-in with no file to grade (only a PDF, the file in a subfolder) names none: its made-up name would read
+    # as the file graded, a notebook where the student handed in a .py.
+    graded = "No file was graded" if nothing_handed_in(result) else Path(result.file).name
+    lines = [f"{graded}: {result.score:g} / {result.max_score:g} points "
              f"({counts['passed']} of {len(result.tests)} checks passed)."]
     if late.penalty:
         lines.append(f"Late penalty: −{counted(late.penalty, 'point')}, so your total is {late.total:g} / "

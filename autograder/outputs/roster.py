@@ -65,7 +65,7 @@ def zeros_lost(ungraded: list[str], unknown: list[str]) -> str:
         f" and {len(pairs) - 5} more" if len(pairs) > 5 else "")
     return (f". The roster's ids lost their leading zeros ({shown}): a spreadsheet such as Excel read its id column "
             "as numbers. Format that column as Text (or type each id after an apostrophe, '00123), put the zeros "
-            "back, save the roster and export again")
+            "back, save the roster and export again (in a JSON roster, write each id in quotes: \"00123\")")
 
 
 def read_roster(path: Path, fields: tuple[str, ...]) -> dict[str, dict[str, str]]:
@@ -229,4 +229,19 @@ def _json_rows(path: Path, text: str) -> list:
                           "roster with a header row") from None
     if not isinstance(rows, list):
         raise ExportError(f"{path} must hold a list of students, each with `student` and its other fields")
-    return rows
+    return [{key: _json_text(path, number, key, value) for key, value in row.items()} if isinstance(row, dict)
+            else row for number, row in enumerate(rows, start=1)]
+
+
+def _json_text(path: Path, number: int, key: str, value):
+    """A JSON roster's value as a CSV roster's would be: a whole number as its digits, since json.dump and pandas
+    write a spreadsheet's id column (and an LMS id) as numbers, `{"student": 123}`; a student id that is any other
+    number or kind of value is refused with what it is."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if key in ("student", "id") and value is not None and not isinstance(value, str):
+        raise ExportError(f"{path}: entry {number} gives its `{key}` as {safe(json.dumps(value), 100)}, not as the "
+                          "text of a student id; write it as `autograder grade` stores it, in quotes, and run again")
+    return value
