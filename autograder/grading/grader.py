@@ -25,6 +25,7 @@ from autograder.grading.diagnosis import Evidence, diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
 from autograder.grading.explain import FreshChild, GradedChild, Judged, with_error_sources, with_explanation
 from autograder.grading.grader_faults import blame_environment, internal_error_result, now, sandbox_fields
+from autograder.grading.places import SourceText
 from autograder.grading.plan import (
     KeptPlans,
     Plan,
@@ -113,7 +114,8 @@ class Grader:
                 problem = load.failure or loading.not_loaded(submission, load, graded)
                 notes += loading.load_notes(load, not problem, submission, graded)
                 judged = [] if problem else self.judge_checks(
-                    session, load, seed, undefined=loading.undefined_messages(submission, load, graded), causes=causes)
+                    session, load, seed, undefined=loading.undefined_messages(submission, load, graded), causes=causes,
+                    source=SourceText.of(spec))
                 # What the graded calls printed and met; the feedback's re-runs below add only processes killed.
                 output, notes = session.output.text(), notes + session.notes
                 again = confirm.to_run_again(judged)
@@ -153,7 +155,8 @@ class Grader:
         many processes that session stopped, and the note for the student. causes: as `judge_checks`'."""
         with self._session(spec) as session:
             load = session.open()
-            rerun = [] if load.failure else self.judge_checks(session, load, seed, again, causes=causes)
+            rerun = [] if load.failure else self.judge_checks(session, load, seed, again, causes=causes,
+                                                              source=SourceText.of(spec))
         rerun, note = confirm.decided(again, first, load, rerun)
         return confirm.merged(judged, rerun), session.killed_processes, note
 
@@ -165,7 +168,8 @@ class Grader:
         if submission.problem:
             return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
         prefix = self.suite.checks[:self.suite.checks.index(entry) + 1]
-        with self._session(submission.worker_spec(self.suite.assignment.module, self.suite.functions)) as session:
+        spec = submission.worker_spec(self.suite.assignment.module, self.suite.functions)
+        with self._session(spec) as session:
             load = session.open()
             if load.failure:
                 return Replayed(self._result(entry, UNGRADED, f"your file could not be loaded: {load.failure}"))
@@ -173,8 +177,8 @@ class Grader:
                 return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
             sent = self._send_all(session, load, seed, prefix)
         causes = stop_causes(submission, self._graded_functions())
-        judged = charged_for_changes([self._judge(each, load, seed, sent.get(each.name), causes=causes)
-                                      for each in prefix])[-1]
+        judged = charged_for_changes([self._judge(each, load, seed, sent.get(each.name), causes=causes,
+                                                  source=SourceText.of(spec)) for each in prefix])[-1]
         earlier = sum(len(done[1].replies) for name, done in sent.items() if name != entry.name and
                       not isinstance(done, str))
         return Replayed(judged.result, judged.tried, earlier)
@@ -190,15 +194,16 @@ class Grader:
         return self.explain(judged, seed) if explain else [j.result for j in judged]
 
     def judge_checks(self, session, load: LoadReport, seed: int, entries=None,
-                     undefined: dict[str, str] | None = None, causes: dict[str, str] | None = None) -> list[Judged]:
+                     undefined: dict[str, str] | None = None, causes: dict[str, str] | None = None,
+                     source: SourceText | None = None) -> list[Judged]:
         """Send every check's planned calls to `session`, then judge each check from its replies.
 
         undefined: the message for each function the file does not define (loading.undefined_messages);
         without it, the stub's plain one. causes: what the file's text shows stops a function
-        (compiled.stop_causes), told in place of any other advice when it is stopped."""
+        (compiled.stop_causes), told in place of any other advice when it is stopped. source: grading.places's."""
         entries = list(self.suite.checks if entries is None else entries)
         sent = self._send_all(session, load, seed, entries)
-        return [self._judge(entry, load, seed, sent.get(entry.name), undefined, causes) for entry in entries]
+        return [self._judge(entry, load, seed, sent.get(entry.name), undefined, causes, source) for entry in entries]
 
     def _send_all(self, session, load: LoadReport, seed: int, entries) -> dict:
         """check name -> (its Plan, what its calls brought back), or the message of a check not run.
@@ -255,7 +260,8 @@ class Grader:
         return self._plans.plan(entry, seed, lambda: self._trial(entry, None, seed, entry.check.sizes), planner)
 
     def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[Plan, Sent] | str | None,
-               undefined: dict[str, str] | None = None, causes: dict[str, str] | None = None) -> Judged:
+               undefined: dict[str, str] | None = None, causes: dict[str, str] | None = None,
+               source: SourceText | None = None) -> Judged:
         """One check's verdict from the replies its planned calls brought back.
 
         Replies that are, bit for bit, the reference's answers pass as the check passed on those
@@ -278,6 +284,7 @@ class Grader:
         stopped = tried.stopped
         message = explain.timeout_message(stopped, self.time_limits[entry.name], entry.check.slow_hint, cause) \
             if stopped is not None and stopped.how.timed_out else tried.message
+        message = source.vouch(message) if source is not None else message
         return Judged(entry, self._result(entry, tried.status, message, tried.hint, replies.seconds,
                                           stopped=stopped.how.value if stopped is not None else ""), tried, cause)
 
