@@ -63,8 +63,10 @@ def test_same_verdicts_and_messages_as_the_sandbox(course, suite, grade, tmp_pat
     path = SAMPLE[name](tmp_path)
     sandboxed = grade(path, "alice")
     kernel = in_kernel(course, suite, path, "alice")
-    assert sorted((t.name, t.status, t.score, t.message) for t in kernel) == \
-           sorted((t.name, t.status, t.score, _PART_POINTER.sub("", t.message)) for t in sandboxed.tests)
+    # A hidden check's message in full (`withheld`): a kernel has no file to vouch for an exception's place, so the
+    # student's message withholds it there (grading.places), where the sandbox's shows a place the file has.
+    assert sorted((t.name, t.status, t.score, t.withheld or t.message) for t in kernel) == \
+           sorted((t.name, t.status, t.score, t.withheld or _PART_POINTER.sub("", t.message)) for t in sandboxed.tests)
     if name not in ("reference", "float32_kept"):
         assert sum(t.score for t in kernel) < suite.max_score  # the sample does exercise failures
 

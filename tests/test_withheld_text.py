@@ -1,4 +1,5 @@
-"""Text a student's code chose (an exception's message, a class's name) reaches no student from a hidden check.
+"""Text a student's code chose (an exception's message, a class's name, a returned value, shape or entry, the place
+an exception names that the file's text does not have) reaches no student from a hidden check.
 
 Code can write its arguments into such text, and a hidden check's arguments are its inputs, which no student
 output may show (outputs.audience). The submissions under fixtures/submissions/leaking/ do so on the hidden
@@ -12,7 +13,8 @@ import sqlite3
 
 import pytest
 
-from autograder.authoring.protocol import chosen
+from autograder.authoring.protocol import Raised, chosen
+from autograder.grading.places import SourceText
 from autograder.grading.results import CHOSEN_NOTE, WITHHELD, CheckResult, SubmissionResult
 from autograder.grading.store import Store
 from autograder.nbgrader.inkernel import format_function, run_checks
@@ -62,7 +64,7 @@ def test_a_hidden_checks_text_from_the_code_reaches_the_instructor_only(name, gr
         assert marker not in shown
     assert marker not in "".join(t.message for t in result.tests)
     for test in leaking:  # what happened, and what to do to see such messages
-        assert WITHHELD in test.message and test.hint.startswith(CHOSEN_NOTE) and "autograder check" in CHOSEN_NOTE
+        assert WITHHELD in test.message and test.hint.startswith(CHOSEN_NOTE)
         assert WITHHELD not in test.withheld
 
     # The instructor's: the store (read back above), the class report, Gradescope's extra_data.
@@ -90,3 +92,33 @@ def test_a_store_from_before_withheld_text_still_opens(tmp_path):
     with Store(db) as store:
         (read,) = store.results("w07_attention")
     assert read.tests[0].message == "f returned the wrong values" and read.tests[0].withheld == ""
+
+
+def test_the_hint_says_how_to_see_a_withheld_message_on_inputs_like_the_checks():
+    """A hidden check's inputs can be of a dtype no public check uses (float32): running the public checks would not
+    show the message, calling the function on inputs like the ones it describes would."""
+    quoted = (f"softmax raised UFuncTypeError at line 105: {chosen('Cannot cast ufunc')} "
+              "(given S: a float32 array of shape (2, 3, 5, 7))")
+    hidden = CheckResult("softmax.a", "softmax", "hidden", "error", 0, 1, quoted)
+    assert hidden.message.endswith(f"{WITHHELD} (given S: a float32 array of shape (2, 3, 5, 7))")
+    assert "call the function on inputs like the ones the message describes" in hidden.hint
+    assert "given" in hidden.hint and "dtypes and shapes" in hidden.hint
+    assert "one way" in hidden.hint and "`autograder check`" in hidden.hint
+
+
+def test_a_place_is_shown_where_the_files_text_has_it(tmp_path):
+    """The line and function an exception names are the code's choice too (it can make a code object with any): a
+    hidden check shows them only where the file has that line and that name, and a public check always."""
+    source = SourceText.of({"kind": "py", "labels": ["the file"], "sources": ["def helper():\n    raise ValueError\n"]})
+    fits = Raised("ValueError", "no", line=2, within="helper").describe(called="f")
+    made = Raised("ValueError", "no", line=1009379751, within="LEAKFN_1049370999").describe(called="f")
+    named = Raised("ValueError", "no", line=2, within="LEAKFN_1049370999").describe(called="f")
+    shown = [CheckResult("f.a", "f", "hidden", "error", 0, 1, source.vouch(text)).message
+             for text in (fits, made, named)]
+    assert shown[0] == f"ValueError at line 2, in helper: {WITHHELD}"
+    assert shown[1] == shown[2] == f"ValueError at {WITHHELD}: {WITHHELD}"
+    public = CheckResult("f.a", "f", "public", "error", 0, 1, source.vouch(made))
+    assert public.message == "ValueError at line 1009379751, in LEAKFN_1049370999: no"
+    notebook = SourceText.of({"kind": "cells", "labels": ["code cell 1"], "sources": ["x = 1\ny = 2"]})
+    assert notebook.fits("code cell 1", 2, "") and not notebook.fits("code cell 2", 1, "")
+    assert not notebook.fits("code cell 1", 3, "") and notebook.fits("code cell 1", 1, "<lambda>")

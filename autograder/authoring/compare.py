@@ -12,7 +12,7 @@ import numpy as np
 
 from autograder.authoring.checks import CheckFailed, Tolerance
 from autograder.authoring.protocol import Opaque, TensorData, chosen
-from autograder.authoring.shown import SHOWN, int_text, int_too_long, sized
+from autograder.authoring.shown import SHOWN, int_text, int_too_long
 from autograder.authoring.shown import shown as shown_within
 
 HALF_ADVICE = ("compute in float32 or float64: a half precision (float16, bfloat16) keeps about 3 significant "
@@ -30,12 +30,12 @@ def as_array(got, what: str, expected_shape: tuple) -> np.ndarray:
     if isinstance(got, Opaque):
         raise CheckFailed(f"{what} is {opaque_kind(got)}, not a NumPy array of shape {expected_shape}")
     if isinstance(got, (list, tuple)):
-        raise CheckFailed(f"{what} is a {sized(got)}, not a NumPy array "
+        raise CheckFailed(f"{what} is a {returned_size(got)}, not a NumPy array "
                           f"of shape {expected_shape}; return np.asarray(...) of it, or compute with NumPy")
     if isinstance(got, dict):
-        raise CheckFailed(f"{what} is a {sized(got)}, not a NumPy array of shape {expected_shape}")
+        raise CheckFailed(f"{what} is a {returned_size(got)}, not a NumPy array of shape {expected_shape}")
     if isinstance(got, int) and not isinstance(got, bool) and int_too_long(got):
-        raise CheckFailed(f"{what} is a single int, {int_text(got)}, not an array of shape {expected_shape}")
+        raise CheckFailed(f"{what} is a single int, {chosen(int_text(got))}, not an array of shape {expected_shape}")
     raise CheckFailed(f"{what} is a single {type(got).__name__} ({shown(got)}), not an array of shape "
                       f"{expected_shape}")
 
@@ -45,6 +45,16 @@ def opaque_kind(value: Opaque) -> str:
     return f"a {chosen(value.type_name)} object" + (f" ({chosen(value.detail)})" if value.detail else "")
 
 
+def returned_shape(shape) -> str:
+    """A shape the student's function returned, as a message quotes it: its sizes are the code's choice (an empty
+    array of shape (0, 16351, 18845, 49040) holds four numbers), so it is marked as such (protocol.chosen)."""
+    return chosen(str(tuple(int(n) for n in shape)))
+
+
+def returned_size(value) -> str:
+    """"list of 3 items" for a container the function returned; its length is the code's choice, marked so."""
+    count = len(value)
+    return f"{type(value).__name__} of {chosen(f'{count} item' + 's' * (count != 1))}"
 
 def as_tensor(got, what: str, expected_shape: tuple) -> TensorData:
     """The returned value as a tensor, or CheckFailed saying what it was instead."""
@@ -65,15 +75,15 @@ def expect_pair(value, what: str, names: tuple[str, str] = ("first", "second")):
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return value
     if isinstance(value, (tuple, list)):
-        kind = f"a {sized(value)}"
+        kind = f"a {returned_size(value)}"
     elif isinstance(value, np.ndarray):
-        kind = f"a single array of shape {value.shape}"
+        kind = f"a single array of shape {returned_shape(value.shape)}"
     elif isinstance(value, TensorData):
-        kind = f"a single torch tensor of shape {value.array.shape}"
+        kind = f"a single torch tensor of shape {returned_shape(value.array.shape)}"
     elif isinstance(value, Opaque):
         kind = opaque_kind(value)
     elif isinstance(value, int) and not isinstance(value, bool) and int_too_long(value):
-        kind = f"a single int, {int_text(value)}"
+        kind = f"a single int, {chosen(int_text(value))}"
     else:
         kind = "None" if value is None else f"a single {type(value).__name__} ({shown(value)})"
     raise CheckFailed(f"{what} should return a pair ({names[0]}, {names[1]}), got {kind}")
@@ -86,7 +96,7 @@ def expect_shape(got: np.ndarray, expected_shape: tuple, what: str, hint: str = 
     swapped = tuple(expected_shape[:-2]) + tuple(expected_shape[-2:][::-1])
     if not hint and len(expected_shape) >= 2 and got.shape == swapped:
         hint = "its last two axes are the other way round"
-    raise CheckFailed(f"{what}: expected shape {tuple(expected_shape)}, got {got.shape}"
+    raise CheckFailed(f"{what}: expected shape {tuple(expected_shape)}, got {returned_shape(got.shape)}"
                       + (f": {hint}" if hint else ""), got=got)
 
 
@@ -243,8 +253,8 @@ def _explain_difference(flat, exp64, tol, magnitude, what, expected, got, block:
         shown_error, shown_allowed = _distinct_sizes(worst_error, worst_allowed)
         raise CheckFailed(
             f"{what} differs from the expected values at {count} of {exp64.size} positions; the largest difference "
-            f"is at index {index(worst)}: got {shown_got}, expected {shown_expected} (differs by "
-            f"{shown_error}, allowed {shown_allowed})", expected, got)
+            f"is at index {index(worst)}: got {chosen(shown_got)}, expected {shown_expected} (differs by "
+            f"{chosen(shown_error)}, allowed {shown_allowed})", expected, got)
 
 
 def _distinct_sizes(error: float, allowed: float) -> tuple[str, str]:
@@ -357,7 +367,7 @@ def _expect_same_nonfinite(flat, exp64, what, expected, got, index, block: int =
             first = firsts[kind]
             where = f"{counts[kind]} positions, e.g." if counts[kind] > 1 else "one position,"
             raise CheckFailed(f"{what} has {name} at {where} index {index(first)} "
-                              f"(got {np.float64(flat[first])}, expected {exp64[first]})", expected, got)
+                              f"(got {chosen(str(np.float64(flat[first])))}, expected {exp64[first]})", expected, got)
 
 
 def as_index(position) -> tuple:
@@ -368,8 +378,12 @@ def as_index(position) -> tuple:
 def shown(value) -> str:
     """repr(value), cut to SHOWN characters; an int too long to write is shown as <an int of 10,001 digits>. The
     one way a check should write a returned value into a message: repr() of a returned 10**100000 raises
-    ValueError, which would make the check, not the student's answer, the fault (authoring.shown). Text in it (a
-    str, or one inside a list or dict) is the code's own choice, marked as such (protocol.chosen); numbers are not."""
-    text = shown_within(value, SHOWN)
-    return text if value is None or isinstance(value, (bool, int, float, complex, np.number, np.bool_)) \
-        else chosen(text)
+    ValueError, which would make the check, not the student's answer, the fault (authoring.shown). All of it is the
+    code's own choice, marked as such (protocol.chosen): a str can hold a hidden check's inputs, and so can an int
+    (six float32 values' bits packed into one) or a float. A value the grader chose is written with `told`."""
+    return chosen(shown_within(value, SHOWN))
+
+
+def told(value) -> str:
+    """A value the grader chose (an expected one, a key it asks for), as `shown` writes it, unmarked."""
+    return shown_within(value, SHOWN)

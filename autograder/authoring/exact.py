@@ -5,6 +5,7 @@ import numpy as np
 
 from autograder.authoring.checks import CheckFailed
 from autograder.authoring.compare import as_array, as_index, expect_shape
+from autograder.authoring.protocol import chosen
 
 
 def expect_equal_mask(got, expected: np.ndarray, what: str, shape_hint: str = "") -> np.ndarray:
@@ -28,4 +29,4 @@ def expect_exact_zeros(got: np.ndarray, zero: np.ndarray, what: str, why: str) -
     if leaks.any():
         where = as_index(next(zip(*np.nonzero(leaks))))
         raise CheckFailed(f"{what}: {int(leaks.sum())} positions that must be exactly 0 are not, e.g. index "
-                          f"{where} has {got[where]:.3g}; {why}", got=got)
+                          f"{where} has {chosen(f'{got[where]:.3g}')}; {why}", got=got)

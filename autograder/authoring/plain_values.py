@@ -17,10 +17,12 @@ from autograder.authoring.compare import (
     expect_close,
     expect_shape,
     opaque_kind,
+    returned_shape,
     shown,
+    told,
 )
 from autograder.authoring.exact import expect_equal_mask
-from autograder.authoring.protocol import Opaque, TensorData
+from autograder.authoring.protocol import Opaque, TensorData, chosen, unmarked
 
 
 def expect_equal(got, expected, what: str, tol: Tolerance | None = None) -> None:
@@ -45,20 +47,20 @@ def _expect_equal(got, expected, what: str, tol: Tolerance | None, path: tuple[s
     if isinstance(expected, float) and type(got) is int:
         got = float(got)  # an int is an exact real number
     if _kind(got) != _kind(expected):
-        raise CheckFailed(f"{what}{where} is {_described(got)}; expected {_described(expected)}")
+        raise CheckFailed(f"{what}{where} is {_described(got)}; expected {unmarked(_described(expected))}")
     if isinstance(expected, (list, tuple)):
         if len(got) != len(expected):
-            raise CheckFailed(f"{what}{where} has {len(got)} items; expected {len(expected)}")
+            raise CheckFailed(f"{what}{where} has {chosen(str(len(got)))} items; expected {len(expected)}")
         for index, (item, want) in enumerate(zip(got, expected)):
             _expect_equal(item, want, what, tol, (*path, f"index {index}"))
     elif isinstance(expected, dict):
         _expect_same_keys(got, expected, f"{what}{where}")
         for key, want in expected.items():
-            _expect_equal(got[key], want, what, tol, (*path, f"key {shown(key)}"))
+            _expect_equal(got[key], want, what, tol, (*path, f"key {told(key)}"))
     elif isinstance(expected, float):
         _expect_float(got, expected, f"{what}{where}", tol)
     elif got != expected:
-        raise CheckFailed(f"{what}{where}: got {shown(got)}, expected {shown(expected)}"
+        raise CheckFailed(f"{what}{where}: got {shown(got)}, expected {told(expected)}"
                           + _first_difference(got, expected))
 
 
@@ -85,13 +87,13 @@ def _expect_array(got, expected: np.ndarray, what: str, tol: Tolerance | None) -
     if not same.all():
         index = as_index(np.unravel_index(int(np.argmin(same)), expected.shape))
         raise CheckFailed(f"{what} is wrong at {int((~same).sum())} of {same.size} positions, e.g. index {index}: "
-                          f"got {shown(got[index].item())}, expected {shown(expected[index].item())}", expected, got)
+                          f"got {shown(got[index].item())}, expected {told(expected[index].item())}", expected, got)
 
 
 def _expect_same_keys(got: dict, expected: dict, what: str) -> None:
     missing = [key for key in expected if key not in got]
     if missing:
-        raise CheckFailed(f"{what} has no key {shown(missing[0])}" + (f" (nor {len(missing) - 1} other keys)"
+        raise CheckFailed(f"{what} has no key {told(missing[0])}" + (f" (nor {len(missing) - 1} other keys)"
                                                                         if len(missing) > 1 else ""))
     extra = [key for key in got if key not in expected]
     if extra:
@@ -103,11 +105,12 @@ def _expect_float(got: float, expected: float, what: str, tol: Tolerance | None)
     if np.isnan(expected) or np.isnan(got) or np.isinf(expected) or np.isinf(got) or tol is None:
         if got == expected or (np.isnan(got) and np.isnan(expected)):
             return
-        raise CheckFailed(f"{what}: got {shown(got)}, expected {shown(expected)}")
+        raise CheckFailed(f"{what}: got {shown(got)}, expected {told(expected)}")
     error, allowed = abs(got - expected), float(allowed_error(np.array([expected]), tol)[0])
     if error > allowed:
         shown_got, shown_expected = distinct_digits(got, expected)
-        raise CheckFailed(f"{what}: got {shown_got}, expected {shown_expected} (differs by {error:.1e}, allowed "
+        raise CheckFailed(f"{what}: got {chosen(shown_got)}, expected {shown_expected} (differs by "
+                          f"{chosen(f'{error:.1e}')}, allowed "
                           f"{allowed:.1e})")
 
 
@@ -120,7 +123,7 @@ def _kind(value) -> str:
     if isinstance(value, Opaque):
         return opaque_kind(value)
     if isinstance(value, np.ndarray):
-        return f"a NumPy array of shape {value.shape}"
+        return f"a NumPy array of shape {returned_shape(value.shape)}"
     name = type(value).__name__
     if isinstance(value, (list, tuple, dict)) or type(value) in (bool, int, float, str):
         return f"an {name}" if name[0] in "aeiou" else f"a {name}"
@@ -140,4 +143,4 @@ def _first_difference(got, expected) -> str:
         return ""
     first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
     return f"; they first differ at character {first} (got {shown(got[first:first + 20])}, expected " \
-           f"{shown(expected[first:first + 20])})"
+           f"{told(expected[first:first + 20])})"

@@ -10,7 +10,10 @@ looked at. There is no process code here: the sandbox carries these across
 (autograder.sandbox.values), the authoring API judges them.
 
 `chosen` marks text the student's code chose while it ran (an exception's message, a returned object's type
-name) where a check's message quotes it: grading.results keeps it out of a hidden check's message for students.
+name, a returned value, shape or entry) where a check's message quotes it: grading.results keeps it out of a
+hidden check's message for students. `Raised.describe` marks the place it names (line, cell, function) with what
+to check it against: code can set those too while it runs (`code.replace(co_firstlineno=...)`), so a place is
+shown as it is only where it fits the submission's own text (`vouched`, which grading.places calls), else as chosen.
 
 Shipped to the worker with the wire format (see sandbox.boot.BOOT): standard library and NumPy only.
 """
@@ -28,19 +31,41 @@ CHOSEN_START, CHOSEN_END = "\x0e", "\x0f"
 _CHOSEN = re.compile(f"{CHOSEN_START}[^{CHOSEN_END}]*(?:{CHOSEN_END}|\\Z)")  # unclosed: a cut that ended inside it
 
 
+# The marks around a place an exception reports: its cell, line and function, each ended by FIELD, then its text.
+PLACE_START, PLACE_END, FIELD = "\x10", "\x11", "\x1f"
+_PLACE = re.compile(f"{PLACE_START}([^{PLACE_END}]*)(?:{PLACE_END}|\\Z)")  # unclosed: as _CHOSEN
+
+
 def chosen(text: str) -> str:
     """`text`, which the student's code chose while it ran, marked as such inside a message."""
     return f"{CHOSEN_START}{text}{CHOSEN_END}"
 
 
 def unmarked(text: str) -> str:
-    """`text` with the marks of `chosen` taken out and all the text kept."""
+    """`text` with the marks of `chosen` and `Raised.describe`'s places taken out and all the text kept."""
+    if PLACE_START in text:
+        text = _PLACE.sub(lambda match: _fields(match)[3], text)
     return text.replace(CHOSEN_START, "").replace(CHOSEN_END, "") if CHOSEN_START in text else text
 
 
 def without_chosen(text: str, stand_in: str) -> str:
-    """`text` with every part `chosen` marked replaced by `stand_in`."""
-    return unmarked(_CHOSEN.sub(lambda _: stand_in, text))
+    """`text` with every part `chosen` marked, and every place not `vouched` for, replaced by `stand_in`."""
+    return unmarked(_CHOSEN.sub(lambda _: stand_in, _PLACE.sub(lambda _: stand_in, text)))
+
+
+def vouched(text: str, fits) -> str:
+    """`text` with each place `Raised.describe` marked shown as it is where fits(cell, line, within) says the
+    submission's own text has it, and marked as `chosen` where not (a place cut short never fits)."""
+    def one(match: re.Match) -> str:
+        cell, line, within, shown = _fields(match)
+        whole = match.group(0).endswith(PLACE_END)
+        return shown if whole and line.isdigit() and fits(cell, int(line), within) else chosen(shown)
+    return _PLACE.sub(one, text) if PLACE_START in text else text
+
+
+def _fields(match: re.Match) -> list[str]:
+    """A marked place's cell, line, function and text ("" for those a cut left out)."""
+    return (match.group(1).split(FIELD, 3) + ["", "", "", ""])[:4]
 
 
 @dataclass(frozen=True)
@@ -142,11 +167,14 @@ class Raised:
         """"ValueError at code cell 7, line 3, in helper: message". called: the function the call named, which
         goes without saying; unit: the unit being loaded (a cell), likewise. line=False leaves out the place.
         The message is the code's own text, which it can make of its arguments: marked (`chosen`), so that a
-        hidden check's feedback leaves it out; text shown anywhere else takes the marks out (`unmarked`)."""
+        hidden check's feedback leaves it out; the place is marked to be `vouched` for; text shown anywhere else
+        takes the marks out (`unmarked`)."""
         message = f": {chosen(self.message)}" if self.message else ""
         if not (line and self.line):
             return f"{self.type}{message}"
-        return f"{self.type} at {place(self.line, self.cell, self.within, called, unit)}{message}"
+        shown = place(self.line, self.cell, self.within, called, unit)
+        return f"{self.type} at {PLACE_START}{FIELD.join((self.cell, str(self.line), self.within, shown))}{PLACE_END}" \
+               f"{message}"
 
 
 def place(line: int, cell: str = "", within: str = "", called: str = "", unit: str = "") -> str:

@@ -17,6 +17,7 @@ from autograder.authoring.compare import (
     rounded_to_lower_precision,
     tolerance_for_precision,
 )
+from autograder.authoring.protocol import chosen
 from autograder.authoring.rounding import FLOAT32_UNIT
 
 # In a precision other than float32, this many roundings per entry is the most a sum may miss 1 by: log-sum-exp
@@ -52,9 +53,9 @@ def expect_rows_sum_to_one(got: np.ndarray, tol: Tolerance, what: str, advice: s
         how = f"it holds NaN (look for inf - inf or 0 / 0 in the row); {how}" if np.isnan(sums[where]) else how
         if sums[where] == 0 and not np.any(got[where]):  # nothing was normalized at all: no axis to blame
             how = "every weight of the row is 0: exponentiate the shifted scores, then divide each by its row's sum"
-        off = "" if not np.isfinite(sums[where]) else f", {abs(sums[where] - 1.0):.2g} from 1"
+        off = "" if not np.isfinite(sums[where]) else f", {chosen(f'{abs(sums[where] - 1.0):.2g}')} from 1"
         raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} rows do not sum to 1, e.g. row {where} "
-                          f"sums to {sums[where]:.8g}{off}; {how}", got=got)
+                          f"sums to {chosen(f'{sums[where]:.8g}')}{off}; {how}", got=got)
 
 
 def allowed_miss(got: np.ndarray, tol: Tolerance, scores: np.ndarray | None = None) -> float | np.ndarray:

@@ -25,6 +25,7 @@ from autograder.grading.course import Course
 from autograder.grading.diagnosis import Evidence, diagnose, diagnose_timeout
 from autograder.grading.examples import example_json
 from autograder.grading.explain import FreshChild, GradedChild, Judged, with_error_sources, with_explanation
+from autograder.grading.places import SourceText
 from autograder.grading.plan import (
     KeptPlans,
     Plan,
@@ -75,12 +76,10 @@ class Grader:
     def grade(self, submission: Submission) -> SubmissionResult:
         """Grade one file; never raises for anything the file does.
 
-        The one boundary per submission: a fault in the grader itself (a bug,
-        something no check foresaw) becomes this submission's result, "could
-        not grade: internal error", with the traceback kept for the
-        instructor, and the sandbox is restarted so the next file starts clean.
-        A sandbox that dies under it, ended from outside, is not the file's doing: the file is graded again from
-        the start in a fresh one (grader_faults.again_if_sandbox_lost).
+        The one boundary per submission: a fault in the grader itself (a bug, something no check foresaw) becomes
+        this submission's result, "could not grade: internal error", with the traceback kept for the instructor,
+        and the sandbox is restarted so the next file starts clean. A sandbox that dies under it, ended from
+        outside, is not the file's doing: the file is graded again in a fresh one (faults.again_if_sandbox_lost).
         """
         started = time.monotonic()
         try:
@@ -113,13 +112,13 @@ class Grader:
         else:
             spec = submission.worker_spec(assignment.module, self.suite.functions)
             graded = self._graded_functions()
-            causes = stop_causes(submission, graded)
+            text = SourceText.of(spec, stop_causes(submission, graded))
             with self._session(spec) as session:
                 load = session.open()
                 problem = load.failure or loading.not_loaded(submission, load, graded)
                 notes += loading.load_notes(load, not problem, submission, graded)
                 judged = [] if problem else self.judge_checks(
-                    session, load, seed, undefined=loading.undefined_messages(submission, load, graded), causes=causes)
+                    session, load, seed, undefined=loading.undefined_messages(submission, load, graded), source=text)
                 # What the graded calls printed and met; the feedback's re-runs below add only processes killed.
                 output, notes = session.output.text(), notes + session.notes
                 again = confirm.to_run_again(judged)
@@ -128,7 +127,7 @@ class Grader:
                     tests = self.explain(charged_for_changes(judged), seed, GradedChild(session))
             killed = session.killed_processes
             if again:  # after the graded session has closed: one submission's processes at a time
-                judged, killed_again, note = self._run_again(spec, seed, load, judged, again, causes)
+                judged, killed_again, note = self._run_again(spec, seed, load, judged, again, text)
                 killed += killed_again
                 notes.append(note)
             if load.failure:  # the worker's failure, not the file's
@@ -154,12 +153,12 @@ class Grader:
         return Session(self.sandbox, spec, self.suite.assignment.limits, self.budget)
 
     def _run_again(self, spec: dict, seed: int, first: LoadReport, judged: list[Judged], again: list[SuiteCheck],
-                   causes: dict[str, str]) -> tuple[list[Judged], int, str]:
+                   source: SourceText) -> tuple[list[Judged], int, str]:
         """`judged` with the checks in `again` graded once more in a fresh session (grading.confirm), how
-        many processes that session stopped, and the note for the student. causes: as `judge_checks`'."""
+        many processes that session stopped, and the note for the student. source: as `judge_checks`'."""
         with self._session(spec) as session:
             load = session.open()
-            rerun = [] if load.failure else self.judge_checks(session, load, seed, again, causes=causes)
+            rerun = [] if load.failure else self.judge_checks(session, load, seed, again, source=source)
         rerun, note = confirm.decided(again, first, load, rerun)
         return confirm.merged(judged, rerun), session.killed_processes, note
 
@@ -171,15 +170,16 @@ class Grader:
         if submission.problem:
             return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
         prefix = self.suite.checks[:self.suite.checks.index(entry) + 1]
-        with self._session(submission.worker_spec(self.suite.assignment.module, self.suite.functions)) as session:
+        spec = submission.worker_spec(self.suite.assignment.module, self.suite.functions)
+        with self._session(spec) as session:
             load = session.open()
             if load.failure:
                 return Replayed(self._result(entry, UNGRADED, f"your file could not be loaded: {load.failure}"))
             if loading.not_loaded(submission, load, self._graded_functions()):
                 return Replayed(self._result(entry, FAILED, loading.NOT_RUN))
             sent = self._send_all(session, load, seed, prefix)
-        causes = stop_causes(submission, self._graded_functions())
-        judged = charged_for_changes([self._judge(each, load, seed, sent.get(each.name), causes=causes)
+        text = SourceText.of(spec, stop_causes(submission, self._graded_functions()))
+        judged = charged_for_changes([self._judge(each, load, seed, sent.get(each.name), source=text)
                                       for each in prefix])[-1]
         earlier = sum(len(done[1].replies) for name, done in sent.items() if name != entry.name and
                       not isinstance(done, str))
@@ -196,15 +196,15 @@ class Grader:
         return self.explain(judged, seed) if explain else [j.result for j in judged]
 
     def judge_checks(self, session, load: LoadReport, seed: int, entries=None,
-                     undefined: dict[str, str] | None = None, causes: dict[str, str] | None = None) -> list[Judged]:
+                     undefined: dict[str, str] | None = None, source: SourceText | None = None) -> list[Judged]:
         """Send every check's planned calls to `session`, then judge each check from its replies.
 
         undefined: the message for each function the file does not define (loading.undefined_messages);
-        without it, the stub's plain one. causes: what the file's text shows stops a function
-        (compiled.stop_causes), told in place of any other advice when it is stopped."""
+        without it, the stub's plain one. source: the file's text (grading.places), which vouches for the places
+        messages name and tells what stops a function."""
         entries = list(self.suite.checks if entries is None else entries)
         sent = self._send_all(session, load, seed, entries)
-        return [self._judge(entry, load, seed, sent.get(entry.name), undefined, causes) for entry in entries]
+        return [self._judge(entry, load, seed, sent.get(entry.name), undefined, source) for entry in entries]
 
     def _send_all(self, session, load: LoadReport, seed: int, entries) -> dict:
         """check name -> (its Plan, what its calls brought back), or the message of a check not run.
@@ -261,7 +261,7 @@ class Grader:
         return self._plans.plan(entry, seed, lambda: self._trial(entry, None, seed, entry.check.sizes), planner)
 
     def _judge(self, entry: SuiteCheck, load: LoadReport, seed: int, sent: tuple[Plan, Sent] | str | None,
-               undefined: dict[str, str] | None = None, causes: dict[str, str] | None = None) -> Judged:
+               undefined: dict[str, str] | None = None, source: SourceText | None = None) -> Judged:
         """One check's verdict from the replies its planned calls brought back.
 
         Replies that are, bit for bit, the reference's answers pass as the check passed on those
@@ -270,7 +270,7 @@ class Grader:
         if missing:
             message = (undefined or {}).get(missing) or loading.not_defined(missing)
             return Judged(entry, self._result(entry, FAILED, message))
-        cause = (causes or {}).get(entry.function, "")
+        cause = source.causes.get(entry.function, "") if source is not None else ""
         if isinstance(sent, str):  # not run after a stop: the check it names says where, and the cause with it
             return Judged(entry, self._result(entry, TIMEOUT, f"{sent}; {cause}" if cause else sent), cause=cause)
         planned, replies = sent
@@ -284,6 +284,7 @@ class Grader:
         stopped = tried.stopped
         message = explain.timeout_message(stopped, self.time_limits[entry.name], entry.check.slow_hint, cause) \
             if stopped is not None and stopped.how.timed_out else tried.message
+        message = source.vouch(message) if source is not None else message
         return Judged(entry, self._result(entry, tried.status, message, tried.hint, replies.seconds,
                                           stopped=stopped.how.value if stopped is not None else ""), tried, cause)
 
@@ -349,13 +350,11 @@ class Grader:
 
     def _shrink(self, entry: SuiteCheck, child: GradedChild | FreshChild, seed: int, first: Attempt,
                 budget: ShrinkBudget, guesses: Sequence[Sizes] = ()) -> Shrunk | None:
-        """The smallest sizes at which a failed randomized check still fails, re-run in `child`.
-
-        Not for errors or failures a raise decided (a raise is already small; a template's NotImplementedError
-        fails at every size), nor an argument changed in place (its re-runs pass on their values, and the change
-        is charged whole), nor for checks with their own time limit in course.yaml: those time a fixed large
-        case. Smaller inputs take no longer than the failing run did, so its limit is the re-runs' limit too.
-        """
+        """The smallest sizes at which a failed randomized check still fails, re-run in `child`. Not for errors or
+        failures a raise decided (a raise is already small; a template's NotImplementedError fails at every size),
+        nor an argument changed in place (its re-runs pass on their values, and the change is charged whole), nor
+        for checks with their own time limit in course.yaml: those time a fixed large case. Smaller inputs take no
+        longer than the failing run did, so its limit is the re-runs' limit too."""
         raised = bool(first.calls) and first.calls[-1][1].raised is not None
         if first.status != FAILED or raised or first.changed or entry.check.sizes is None or entry.seconds is not None:
             return None

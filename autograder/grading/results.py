@@ -13,8 +13,10 @@ note. So the store, the pages, the CSV, results.json and the gradebook, which
 are made from results, are bounded by construction, whatever a reply holds.
 
 Text the student's code chose while it ran (an exception's message, a
-returned object's type name or text; marked by authoring.protocol.chosen
-where a check's message quotes it) is split off here too: a hidden check's
+returned value, shape, entry or object's type name; marked by
+authoring.protocol.chosen where a check's message quotes it, and an
+exception's place that grading.places could not vouch for) is split off
+here too: a hidden check's
 `message` shows WITHHELD in its place, its hint begins with CHOSEN_NOTE, and
 the whole message goes
 to `withheld`, which outputs.audience gives the instructor only. The code
@@ -26,7 +28,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
-from autograder.authoring.protocol import CHOSEN_START, unmarked, without_chosen
+from autograder.authoring.protocol import CHOSEN_START, PLACE_START, unmarked, without_chosen
 from autograder.grading.schema import described, from_plain, to_plain
 from autograder.grading.statuses import STATUSES
 from autograder.text import counted
@@ -41,9 +43,11 @@ CUT = "\n[... {} more bytes not kept: over the feedback budget]"
 
 # What a hidden check's message shows for text the code chose, and what its hint then says (the module's docstring).
 WITHHELD = "[kept for your instructor]"
-CHOSEN_NOTE = ("A hidden check's feedback leaves out text your code chose (an exception's message, the name of a class "
-               "of yours), since that text can hold the check's inputs; your instructor sees it in full. Run the "
-               "public checks (`autograder check`) to see such messages.")
+CHOSEN_NOTE = ("A hidden check's feedback leaves out what your code chose while it ran (an exception's message, a "
+               "value, shape or class your function returned), since that can hold the check's inputs; your "
+               "instructor sees it in full. To see it yourself, call the function on inputs like the ones the "
+               "message describes (the dtypes and shapes after \"given\", where it says them); running the public "
+               "checks (`autograder check`) is one way to call it, on their own inputs.")
 
 # How the `problem` of a hand-in that did not load begins (grading.loading); its flag is this word too.
 NOT_LOADED = "not loaded"
@@ -154,7 +158,7 @@ def _split_chosen(check: CheckResult) -> None:
     """A hidden check's message without the text the code chose, kept whole in `withheld`; a public one's unmarked."""
     for name in ("hint", "explanation"):  # our own text: a mark there is a stray one
         _set(check, name, unmarked(getattr(check, name)))
-    if check.visibility == "public" or CHOSEN_START not in check.message:
+    if check.visibility == "public" or (CHOSEN_START not in check.message and PLACE_START not in check.message):
         _set(check, "message", unmarked(check.message))
         return
     _set(check, "withheld", unmarked(check.message))

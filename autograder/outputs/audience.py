@@ -10,8 +10,9 @@ What each part of a result is, and who sees it (PARTS):
 - scores, check names, our messages and hints, misconceptions: both; a
   hidden check's message never quotes its inputs (grading.examples builds it
   so, before anything is stored);
-- text the student's code chose that a check's message quotes (an
-  exception's message, a returned object's type name or text): both for a
+- what a check's message quotes of the student's reply (an exception's
+  message and a place the file's text does not have, a returned value,
+  shape, length or type name, the "got" entry): both for a
   public check; for a hidden check the instructor's only (`withheld`), since
   code can write its arguments into it; grading.results splits it off as the
   result is built, and the student's message says it was kept;

@@ -1,0 +1,49 @@
+"""Whether the place an exception reports (its cell, line and function) is one the submission's own text has.
+
+The worker reads the place from the code object that raised, and code can make such an object while it runs
+(`code.replace(co_firstlineno=..., co_name=...)`), so line 1009379751 "in LEAKFN_1049370999" can carry a hidden
+check's inputs. A place is shown as it is only where it fits the text the worker loaded: a cell the submission has,
+a line within that cell's (or the file's) line count, a function name that appears in its text as an identifier.
+Anything else is the code's choice, withheld from a hidden check's student message as its exception's message is
+(authoring.protocol.vouched, grading.results). A place that fits can still be picked among the unit's lines and
+names by code that wants to: a few bits, no more.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from autograder.authoring.protocol import vouched
+
+# The names Python gives code that has none of its own (a lambda, a comprehension): the grader's words, not the code's.
+NAMELESS = frozenset({"<lambda>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<module>"})
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """The text the worker loaded, by the cell label a place names ("" for a .py file), and what that text shows
+    stops a graded function at its calls (`causes`: function -> advice, grading.compiled.stop_causes), told in
+    place of any other advice when it is stopped."""
+
+    units: dict[str, str]
+    causes: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, spec: dict, causes: dict[str, str] | None = None) -> SourceText:
+        """From a worker spec (grading.submission.Submission.worker_spec): what was compiled, unit by unit."""
+        labels = [""] if spec["kind"] == "py" else spec["labels"]
+        return cls(dict(zip(labels, spec["sources"])), causes or {})
+
+    def fits(self, cell: str, line: int, within: str) -> bool:
+        """Whether `cell` is one of the units, `line` one of its lines, and `within` ("" at top level) a name in it."""
+        source = self.units.get(cell)
+        if source is None:
+            return False
+        lines = source.count("\n") + 1
+        return 1 <= line <= lines and (not within or within in NAMELESS
+                                       or within in set(_IDENTIFIER.findall(source)))
+
+    def vouch(self, message: str) -> str:
+        """`message` with each place it names shown where it fits, else marked as text the code chose."""
+        return vouched(message, self.fits)
