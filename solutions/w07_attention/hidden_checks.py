@@ -145,25 +145,42 @@ TORCH_FEWER_AXES_ADVICE = ("leading axes broadcast as torch.matmul's do, and key
                            "read no axis of K or V counted from Q's (K.shape[-3] does not exist for a 2-D K)")
 
 
+# For a mask with fewer axes than the scores: a causal (Nq, Nk) on (B, Nq, Nk), a row of keys (Nk,) on (Nq, Nk).
+FEWER_MASK_AXES_ADVICE = ("a mask with fewer axes than the scores lines up with their last axes, as NumPy and PyTorch "
+                          "broadcast it: an (Nq, Nk) mask serves every batch entry, an (Nk,) mask every query; leave "
+                          "its axes as they are (np.where(allowed, S, -np.inf) or masked_fill broadcast it) instead "
+                          "of inserting one after its first (slides 20 and 21)")
+
+
 # For values with fewer leading axes than the weights: context's own code, not score's transpose.
 VALUES_FEWER_AXES_ADVICE = ("leading axes broadcast as np.matmul's do, and the values may have fewer of them than the "
                             "weights, or none: in context, compute A @ V on the whole arrays and read no axis of V "
                             "counted from A's (V.shape[-3] does not exist for a 2-D V)")
 
 
-def _returned_broadcasting(t, function: str, *args, advice: str = BROADCAST_ADVICE, raised_in: dict | None = None):
+def _returned_broadcasting(t, function: str, *args, advice: str = BROADCAST_ADVICE, raised_in: dict | None = None,
+                           **kwargs):
     """t.returned for a call whose arguments' batch axes differ; a raise says that they broadcast, in the words of
     `raised_in` (the student's function the exception was raised in -> advice) where it names that function: advice
     about score's transpose misleads where attention raised inside context. Where it was raised is the worker's word,
-    used for the advice only."""
-    reply = t.call(function, *args)
+    used for the advice only. kwargs go to the function."""
+    reply = t.call(function, *args, **kwargs)
     if reply.raised is None:
         return reply.value
     said = (raised_in or {}).get(reply.raised.within, advice)
     try:
-        raise_for(function, reply, called_with(t.ref, function, args, {}))
+        raise_for(function, reply, called_with(t.ref, function, args, kwargs))
     except StudentError as error:
         raise StudentError(f"{error}; {said}") from None
+
+
+def _told(advice: str, compare, *args, **kwargs):
+    """compare(*args, **kwargs), whose failure's message ends with `advice`: what to do about that case."""
+    try:
+        return compare(*args, **kwargs)
+    except CheckFailed as failure:
+        failure.message += f"; {advice}"
+        raise
 
 
 def _shared_by_heads(array):
@@ -334,7 +351,10 @@ def apply_mask_broadcasts(t):
     """apply_mask broadcasts a padding mask (B, 1, 1, Nk), a causal mask (Nq, Nk) and one row of keys (Nk,) over
     batch and heads, and a padding mask (B, 1, Nk) over the queries of 3-D scores (B, Nq, Nk), and leaves S and the
     mask unchanged (a fill in place only where the mask broadcasts had full marks). A 1-D mask is a row of keys,
-    as NumPy broadcasts it: read as one entry per query, it had full marks."""
+    as NumPy broadcasts it: read as one entry per query, it had full marks. Last, masks of one axis fewer than the
+    scores: a causal mask (Nq, Nk) on 3-D scores of B ≠ Nq and of B = Nq sequences, and a row of keys (Nk,) on 2-D
+    scores; an axis inserted after a smaller mask's first (`allowed[:, None]`, as if it were one mask per sequence
+    for multi-head scores) raised or hid the wrong keys, and had full marks."""
     d = t.sizes
     S = normal(t.rng, (3, 2, d["nq"], d["nk"]), scale=5.0)
     S3 = S.reshape(-1, d["nq"], d["nk"])  # a batch and no heads, as slide 21's padding mask is used
@@ -346,6 +366,14 @@ def apply_mask_broadcasts(t):
     for what, (scores, allowed) in cases.items():
         expect_close(t.returned("apply_mask", scores, allowed),
                      t.ref.apply_mask(scores, allowed), t.tol(S.dtype), f"apply_mask(S, allowed) with {what}")
+    causal = t.ref.causal_mask(d["nq"], d["nk"])
+    fewer = [normal(t.rng, (batch, d["nq"], d["nk"])) for batch in (d["nq"] + 1, d["nq"])]  # B ≠ Nq, then B = Nq
+    fewer = [(scores, causal, f"a causal mask of shape (Nq, Nk) = {causal.shape}") for scores in fewer]
+    fewer.append((fewer[0][0][0], mask_rows(t.rng, (d["nk"],)), f"a mask of shape (Nk,) = ({d['nk']},)"))
+    for scores, allowed, mask in fewer:
+        what = f"apply_mask(S, allowed) with scores of shape {scores.shape} and {mask}, one axis fewer"
+        got = _returned_broadcasting(t, "apply_mask", scores, allowed, advice=f"{what}: {FEWER_MASK_AXES_ADVICE}")
+        _told(FEWER_MASK_AXES_ADVICE, expect_close, got, t.ref.apply_mask(scores, allowed), t.tol(S.dtype), what)
 
 
 # ------------------------------------------------------------------ softmax
@@ -615,7 +643,9 @@ def attention_agrees_with_sdpa(t):
     """attention agrees with torch's scaled_dot_product_attention (C) and the reference (A) for the same inputs, scale
     and mask (slide 27). The float32 inputs' mask is a padding mask's shape, (..., 1, Nk), one row broadcast over
     every query: `allowed` is broadcastable to (..., Nq, Nk), as attention's docstring says. The scales are 1.0
-    (slide 8's plain dot product, not "none given") and the int 2 (a scale above 1 multiplies the scores)."""
+    (slide 8's plain dot product, not "none given") and the int 2 (a scale above 1 multiplies the scores). Then
+    3-D inputs of B ≠ Nq and of B = Nq sequences with one causal mask (Nq, Nk), one axis fewer than the scores
+    (_fewer_mask_axes)."""
     d = t.sizes
     for dtype, rows, scale in ((np.float64, d["nq"], 1.0), (np.float32, 1, 2)):
         Q, K, V = _qkv(t, dtype)
@@ -623,10 +653,36 @@ def attention_agrees_with_sdpa(t):
         inputs = f"{_name(dtype)}, scale={scale}" + ("" if rows == d["nq"] else ", the mask of shape (..., 1, Nk) "
                                                     "broadcast over the queries")
         C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), "attention", PAIR)
-        A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
-        _expect_weighted(C, A, (t.reused(_sdpa, Q, K, V, allowed, scale), A_exp), (Q, K, V), scale, t.tol(dtype),
-                         (f"attention's C compared with scaled_dot_product_attention ({inputs})",
-                          f"attention's A for the inputs given to scaled_dot_product_attention ({inputs})"))
+        _expect_sdpa(t, C, A, (Q, K, V), allowed, scale, inputs)
+    for Q, K, V, allowed, what in _fewer_mask_axes(t):
+        got = _returned_broadcasting(t, "attention", Q, K, V, advice=f"attention {what}: {FEWER_MASK_AXES_ADVICE}",
+                                     allowed=allowed)
+        _told(FEWER_MASK_AXES_ADVICE, _expect_sdpa, t, *expect_pair(got, "attention", PAIR), (Q, K, V), allowed,
+              None, what)
+
+
+def _expect_sdpa(t, C, A, inputs: tuple, allowed, scale, what: str) -> None:
+    """attention's C against scaled_dot_product_attention's and its A against the reference's, for `inputs` (Q, K,
+    V) with `allowed` and `scale`; `what` says what the inputs were."""
+    Q, K, V = inputs
+    A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
+    _expect_weighted(C, A, (t.reused(_sdpa, Q, K, V, allowed, scale), A_exp), inputs, scale, t.tol(Q.dtype),
+                     (f"attention's C compared with scaled_dot_product_attention ({what})",
+                      f"attention's A for the inputs given to scaled_dot_product_attention ({what})"))
+
+
+def _fewer_mask_axes(t):
+    """Tiny 3-D inputs (B, N, d) of B = Nq + 1, then B = Nq sequences, each with one causal mask (Nq, Nk): one axis
+    fewer than the scores, so it serves every sequence. An axis inserted after its first, as for one mask per
+    sequence (`allowed[:, None]`), raises for the first and hides the wrong keys for the second. Yields
+    (Q, K, V, allowed, what)."""
+    d = t.sizes
+    allowed = t.ref.causal_mask(d["nq"], d["nk"])
+    for batch in (d["nq"] + 1, d["nq"]):
+        Q, K, V = (normal(t.rng, (batch, n, d[width])) for n, width in ((d["nq"], "dk"), (d["nk"], "dk"),
+                                                                        (d["nk"], "dv")))
+        yield Q, K, V, allowed, (f"for 3-D inputs of {batch} sequences, Q of shape {Q.shape}, and one causal mask "
+                                 f"of shape {allowed.shape}, one axis fewer than the scores")
 
 
 def attention_long_sequence(t):
@@ -673,6 +729,11 @@ def attention_torch_agrees_with_sdpa(t):
             _torch_checked(t, Q, K, V, None, None, what)
         except StudentError as error:
             raise StudentError(f"{error}; {what}: {TORCH_FEWER_AXES_ADVICE}") from None
+    for Q, K, V, allowed, what in _fewer_mask_axes(t):
+        try:
+            _told(FEWER_MASK_AXES_ADVICE, _torch_checked, t, Q, K, V, allowed, None, f"attention_torch {what}")
+        except StudentError as error:
+            raise StudentError(f"{error}; attention_torch {what}: {FEWER_MASK_AXES_ADVICE}") from None
 
 
 def attention_torch_respects_scale(t):
