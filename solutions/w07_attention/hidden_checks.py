@@ -11,6 +11,8 @@ gradient checks. Every check compares the whole answer (for attention_torch,
 also the gradients autograd brings back), so an answer of the right shape
 that computes nothing earns nothing. Points live in course.yaml.
 """
+import inspect
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -225,6 +227,22 @@ def score_matches_reference(t):
                            shape_hint=ROWS_ARE_QUERIES)
 
 
+def _in_stub_order(t, function: str) -> str:
+    """What a message adds for a call that passes every parameter by position, as the stub orders them (the
+    reference's signature is the stub's: tests/test_release.py). Every other call passes the optional parameters
+    by keyword, where a signature in another order (`scale=None, allowed=None`) had kept its points."""
+    call = f"{function}({', '.join(inspect.signature(getattr(t.ref, function)).parameters)})"
+    return f"called as {call}: parameters in the stub's order; keep them in that order"
+
+
+def _returned_in_stub_order(t, function: str, *args):
+    """t.returned for a call that passes every parameter by position, in the stub's order; a raise says so."""
+    try:
+        return t.returned(function, *args)
+    except StudentError as error:
+        raise StudentError(f"{error}; {_in_stub_order(t, function)}") from None
+
+
 ZERO_SCALE = "0.0 multiplies every score by 0, and only None means 1/√dk (`scale or 1/√dk` takes 0.0 for None)"
 
 
@@ -238,12 +256,18 @@ def score_explicit_scale(t):
     for float32 inputs: no dtype takes a path of its own that drops it) instead of 1/√dk, and leaves Q and K
     unchanged. 0.0 is a scale, not "none given" (`scale or 1/√dk` takes it for None), a
     negative one keeps its sign, one above 1 multiplies too (it is no temperature to divide by), an int is a
-    scale as a float is, and any number of leading axes broadcast (the stub's `...`)."""
+    scale as a float is, and any number of leading axes broadcast (the stub's `...`). The float64 −0.25 goes by
+    position, as the stub orders the parameters; every other call names it."""
     Q, K, _ = _qkv(t)
     cases = [(Q, K, 1.0, ""), (Q, K, -0.25, ""), (Q, K, 0.0, ""), (Q[None], K[None], 2, " for 5-D inputs"),
              (Q.astype(np.float32), K.astype(np.float32), -0.25, " for float32 inputs")]
-    for q, k, scale, what in cases:
-        _expect_scores(t, t.returned("score", q, k, scale=scale), q, k, scale, _scaled(f"score(Q, K){what}", scale))
+    for number, (q, k, scale, what) in enumerate(cases):
+        what = _scaled(f"score(Q, K){what}", scale)
+        if number == 1:  # once by position, in the stub's order: every other call names the scale
+            got, what = _returned_in_stub_order(t, "score", q, k, scale), f"{what} ({_in_stub_order(t, 'score')})"
+        else:
+            got = t.returned("score", q, k, scale=scale)
+        _expect_scores(t, got, q, k, scale, what)
 
 
 def score_long_sequence(t):
@@ -643,16 +667,21 @@ def attention_agrees_with_sdpa(t):
     """attention agrees with torch's scaled_dot_product_attention (C) and the reference (A) for the same inputs, scale
     and mask (slide 27). The float32 inputs' mask is a padding mask's shape, (..., 1, Nk), one row broadcast over
     every query: `allowed` is broadcastable to (..., Nq, Nk), as attention's docstring says. The scales are 1.0
-    (slide 8's plain dot product, not "none given") and the int 2 (a scale above 1 multiplies the scores). Then
-    3-D inputs of B ≠ Nq and of B = Nq sequences with one causal mask (Nq, Nk), one axis fewer than the scores
-    (_fewer_mask_axes)."""
+    (slide 8's plain dot product, not "none given") and the int 2 (a scale above 1 multiplies the scores). The
+    float64 call passes the mask and the scale by position, in the stub's order (every other call names them: a
+    signature `scale=None, allowed=None` had full marks). Then 3-D inputs of B ≠ Nq and of B = Nq sequences with
+    one causal mask (Nq, Nk), one axis fewer than the scores (_fewer_mask_axes)."""
     d = t.sizes
     for dtype, rows, scale in ((np.float64, d["nq"], 1.0), (np.float32, 1, 2)):
         Q, K, V = _qkv(t, dtype)
         allowed = mask_rows(t.rng, (*d["batch"], rows, d["nk"]))
         inputs = f"{_name(dtype)}, scale={scale}" + ("" if rows == d["nq"] else ", the mask of shape (..., 1, Nk) "
                                                     "broadcast over the queries")
-        C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), "attention", PAIR)
+        if dtype == np.float64:
+            C, A = expect_pair(_returned_in_stub_order(t, "attention", Q, K, V, allowed, scale), "attention", PAIR)
+            inputs += f"; {_in_stub_order(t, 'attention')}"
+        else:
+            C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), "attention", PAIR)
         _expect_sdpa(t, C, A, (Q, K, V), allowed, scale, inputs)
     for Q, K, V, allowed, what in _fewer_mask_axes(t):
         got = _returned_broadcasting(t, "attention", Q, K, V, advice=f"attention {what}: {FEWER_MASK_AXES_ADVICE}",
@@ -739,15 +768,19 @@ def attention_torch_agrees_with_sdpa(t):
 def attention_torch_respects_scale(t):
     """attention_torch uses an explicitly given scale (−1.5: its sign kept, and above 1 it multiplies; −20 for float32
     tensors with a mask, scores past float32's exp range; then 0.0 with a mask: uniform weights over the visible
-    keys, not "none given") instead of 1/√dk, in C, A and the gradients.
+    keys, not "none given") instead of 1/√dk, in C, A and the gradients. The float32 call passes the mask and the
+    scale by position, in the stub's order (every other call names them: a signature `scale=None, allowed=None`
+    had full marks).
     The scores are scaled before they are masked (slide 30: softmax(QKᵀ/√dk + mask)): masked first, 0.0 × −∞ is
     NaN."""
     Q, K, V = _qkv(t)
     _torch_checked(t, Q, K, V, None, -1.5, _scaled("attention_torch", -1.5))
     allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
     # Large enough that float32 scores pass exp's range (88): an unshifted softmax in float32 overflows.
+    # By position, in the stub's order: every other call names the mask and the scale.
     _torch_checked(t, *(x.astype(np.float32) for x in (Q, K, V)), allowed, -20.0,
-                   _scaled("attention_torch for float32 tensors with a mask", -20.0))
+                   f"{_scaled('attention_torch for float32 tensors with a mask', -20.0)} "
+                   f"({_in_stub_order(t, 'attention_torch')})", by_position=True)
     _torch_checked(t, Q, K, V, allowed, 0.0, _scaled("attention_torch with a mask", 0.0))
 
 
@@ -790,8 +823,9 @@ def attention_torch_agrees_with_numpy(t):
                    "attention answers with the same C and A")
 
 
-def _torch_checked(t, Q, K, V, allowed, scale, what):
-    """Call attention_torch with gradients asked for; C, A and the gradients must all be right.
+def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False):
+    """Call attention_torch with gradients asked for; C, A and the gradients must all be right. The mask and the
+    scale go by keyword, or `by_position` in the stub's order (a raise then says that order).
 
     Q (..., Nq, dk), K (..., Nk, dk), V (..., Nk, dv), allowed bool (..., Nq, Nk) or None.
     C is compared with scaled_dot_product_attention's, A with the reference's, and the gradients of
@@ -803,11 +837,15 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     nq, nk, dv = Q.shape[-2], K.shape[-2], V.shape[-1]  # from the inputs: a case may have a single key
     upstream = normal(t.rng, (*batch, nq, dv), Q.dtype)
     upstream_A = normal(t.rng, (*batch, nq, nk), Q.dtype)
-    reply = t.call("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True,
-                   backward=(upstream, upstream_A))
+    args, kwargs = ((Q, K, V, allowed, scale), {}) if by_position else ((Q, K, V), {"allowed": allowed, "scale": scale})
+    reply = t.call("attention_torch", *args, as_tensors=True, backward=(upstream, upstream_A), **kwargs)
     if reply.raised is not None:
-        raise_for("attention_torch", reply, called_with(t.ref, "attention_torch", (Q, K, V), {
-            "allowed": allowed, "scale": scale, "as_tensors": True}))
+        given = called_with(t.ref, "attention_torch", args, {**kwargs, "as_tensors": True})
+        try:
+            raise_for("attention_torch", reply, given)
+        except StudentError as error:
+            order = f"; {_in_stub_order(t, 'attention_torch')}" if by_position else ""
+            raise StudentError(f"{error}{order}") from None
     C, A = expect_pair(reply.value, "attention_torch", PAIR)
     C = as_tensor(C, f"the context C of {what}", (*batch, nq, dv))
     A = as_tensor(A, f"the weights A of {what}", (*batch, nq, nk))
