@@ -11,6 +11,8 @@ gradient checks. Every check compares the whole answer (for attention_torch,
 also the gradients autograd brings back), so an answer of the right shape
 that computes nothing earns nothing. Points live in course.yaml.
 """
+import inspect
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -145,25 +147,42 @@ TORCH_FEWER_AXES_ADVICE = ("leading axes broadcast as torch.matmul's do, and key
                            "read no axis of K or V counted from Q's (K.shape[-3] does not exist for a 2-D K)")
 
 
+# For a mask with fewer axes than the scores: a causal (Nq, Nk) on (B, Nq, Nk), a row of keys (Nk,) on (Nq, Nk).
+FEWER_MASK_AXES_ADVICE = ("a mask with fewer axes than the scores lines up with their last axes, as NumPy and PyTorch "
+                          "broadcast it: an (Nq, Nk) mask serves every batch entry, an (Nk,) mask every query; leave "
+                          "its axes as they are (np.where(allowed, S, -np.inf) or masked_fill broadcast it) instead "
+                          "of inserting one after its first (slides 20 and 21)")
+
+
 # For values with fewer leading axes than the weights: context's own code, not score's transpose.
 VALUES_FEWER_AXES_ADVICE = ("leading axes broadcast as np.matmul's do, and the values may have fewer of them than the "
                             "weights, or none: in context, compute A @ V on the whole arrays and read no axis of V "
                             "counted from A's (V.shape[-3] does not exist for a 2-D V)")
 
 
-def _returned_broadcasting(t, function: str, *args, advice: str = BROADCAST_ADVICE, raised_in: dict | None = None):
+def _returned_broadcasting(t, function: str, *args, advice: str = BROADCAST_ADVICE, raised_in: dict | None = None,
+                           **kwargs):
     """t.returned for a call whose arguments' batch axes differ; a raise says that they broadcast, in the words of
     `raised_in` (the student's function the exception was raised in -> advice) where it names that function: advice
     about score's transpose misleads where attention raised inside context. Where it was raised is the worker's word,
-    used for the advice only."""
-    reply = t.call(function, *args)
+    used for the advice only. kwargs go to the function."""
+    reply = t.call(function, *args, **kwargs)
     if reply.raised is None:
         return reply.value
     said = (raised_in or {}).get(reply.raised.within, advice)
     try:
-        raise_for(function, reply, called_with(t.ref, function, args, {}))
+        raise_for(function, reply, called_with(t.ref, function, args, kwargs))
     except StudentError as error:
         raise StudentError(f"{error}; {said}") from None
+
+
+def _told(advice: str, compare, *args, **kwargs):
+    """compare(*args, **kwargs), whose failure's message ends with `advice`: what to do about that case."""
+    try:
+        return compare(*args, **kwargs)
+    except CheckFailed as failure:
+        failure.message += f"; {advice}"
+        raise
 
 
 def _shared_by_heads(array):
@@ -208,6 +227,22 @@ def score_matches_reference(t):
                            shape_hint=ROWS_ARE_QUERIES)
 
 
+def _in_stub_order(t, function: str) -> str:
+    """What a message adds for a call that passes every parameter by position, as the stub orders them (the
+    reference's signature is the stub's: tests/test_release.py). Every other call passes the optional parameters
+    by keyword, where a signature in another order (`scale=None, allowed=None`) had kept its points."""
+    call = f"{function}({', '.join(inspect.signature(getattr(t.ref, function)).parameters)})"
+    return f"called as {call}: parameters in the stub's order; keep them in that order"
+
+
+def _returned_in_stub_order(t, function: str, *args):
+    """t.returned for a call that passes every parameter by position, in the stub's order; a raise says so."""
+    try:
+        return t.returned(function, *args)
+    except StudentError as error:
+        raise StudentError(f"{error}; {_in_stub_order(t, function)}") from None
+
+
 ZERO_SCALE = "0.0 multiplies every score by 0, and only None means 1/√dk (`scale or 1/√dk` takes 0.0 for None)"
 
 
@@ -221,12 +256,18 @@ def score_explicit_scale(t):
     for float32 inputs: no dtype takes a path of its own that drops it) instead of 1/√dk, and leaves Q and K
     unchanged. 0.0 is a scale, not "none given" (`scale or 1/√dk` takes it for None), a
     negative one keeps its sign, one above 1 multiplies too (it is no temperature to divide by), an int is a
-    scale as a float is, and any number of leading axes broadcast (the stub's `...`)."""
+    scale as a float is, and any number of leading axes broadcast (the stub's `...`). The float64 −0.25 goes by
+    position, as the stub orders the parameters; every other call names it."""
     Q, K, _ = _qkv(t)
     cases = [(Q, K, 1.0, ""), (Q, K, -0.25, ""), (Q, K, 0.0, ""), (Q[None], K[None], 2, " for 5-D inputs"),
              (Q.astype(np.float32), K.astype(np.float32), -0.25, " for float32 inputs")]
-    for q, k, scale, what in cases:
-        _expect_scores(t, t.returned("score", q, k, scale=scale), q, k, scale, _scaled(f"score(Q, K){what}", scale))
+    for number, (q, k, scale, what) in enumerate(cases):
+        what = _scaled(f"score(Q, K){what}", scale)
+        if number == 1:  # once by position, in the stub's order: every other call names the scale
+            got, what = _returned_in_stub_order(t, "score", q, k, scale), f"{what} ({_in_stub_order(t, 'score')})"
+        else:
+            got = t.returned("score", q, k, scale=scale)
+        _expect_scores(t, got, q, k, scale, what)
 
 
 def score_long_sequence(t):
@@ -334,7 +375,10 @@ def apply_mask_broadcasts(t):
     """apply_mask broadcasts a padding mask (B, 1, 1, Nk), a causal mask (Nq, Nk) and one row of keys (Nk,) over
     batch and heads, and a padding mask (B, 1, Nk) over the queries of 3-D scores (B, Nq, Nk), and leaves S and the
     mask unchanged (a fill in place only where the mask broadcasts had full marks). A 1-D mask is a row of keys,
-    as NumPy broadcasts it: read as one entry per query, it had full marks."""
+    as NumPy broadcasts it: read as one entry per query, it had full marks. Last, masks of one axis fewer than the
+    scores: a causal mask (Nq, Nk) on 3-D scores of B ≠ Nq and of B = Nq sequences, and a row of keys (Nk,) on 2-D
+    scores; an axis inserted after a smaller mask's first (`allowed[:, None]`, as if it were one mask per sequence
+    for multi-head scores) raised or hid the wrong keys, and had full marks."""
     d = t.sizes
     S = normal(t.rng, (3, 2, d["nq"], d["nk"]), scale=5.0)
     S3 = S.reshape(-1, d["nq"], d["nk"])  # a batch and no heads, as slide 21's padding mask is used
@@ -346,6 +390,14 @@ def apply_mask_broadcasts(t):
     for what, (scores, allowed) in cases.items():
         expect_close(t.returned("apply_mask", scores, allowed),
                      t.ref.apply_mask(scores, allowed), t.tol(S.dtype), f"apply_mask(S, allowed) with {what}")
+    causal = t.ref.causal_mask(d["nq"], d["nk"])
+    fewer = [normal(t.rng, (batch, d["nq"], d["nk"])) for batch in (d["nq"] + 1, d["nq"])]  # B ≠ Nq, then B = Nq
+    fewer = [(scores, causal, f"a causal mask of shape (Nq, Nk) = {causal.shape}") for scores in fewer]
+    fewer.append((fewer[0][0][0], mask_rows(t.rng, (d["nk"],)), f"a mask of shape (Nk,) = ({d['nk']},)"))
+    for scores, allowed, mask in fewer:
+        what = f"apply_mask(S, allowed) with scores of shape {scores.shape} and {mask}, one axis fewer"
+        got = _returned_broadcasting(t, "apply_mask", scores, allowed, advice=f"{what}: {FEWER_MASK_AXES_ADVICE}")
+        _told(FEWER_MASK_AXES_ADVICE, expect_close, got, t.ref.apply_mask(scores, allowed), t.tol(S.dtype), what)
 
 
 # ------------------------------------------------------------------ softmax
@@ -615,18 +667,51 @@ def attention_agrees_with_sdpa(t):
     """attention agrees with torch's scaled_dot_product_attention (C) and the reference (A) for the same inputs, scale
     and mask (slide 27). The float32 inputs' mask is a padding mask's shape, (..., 1, Nk), one row broadcast over
     every query: `allowed` is broadcastable to (..., Nq, Nk), as attention's docstring says. The scales are 1.0
-    (slide 8's plain dot product, not "none given") and the int 2 (a scale above 1 multiplies the scores)."""
+    (slide 8's plain dot product, not "none given") and the int 2 (a scale above 1 multiplies the scores). The
+    float64 call passes the mask and the scale by position, in the stub's order (every other call names them: a
+    signature `scale=None, allowed=None` had full marks). Then 3-D inputs of B ≠ Nq and of B = Nq sequences with
+    one causal mask (Nq, Nk), one axis fewer than the scores (_fewer_mask_axes)."""
     d = t.sizes
     for dtype, rows, scale in ((np.float64, d["nq"], 1.0), (np.float32, 1, 2)):
         Q, K, V = _qkv(t, dtype)
         allowed = mask_rows(t.rng, (*d["batch"], rows, d["nk"]))
         inputs = f"{_name(dtype)}, scale={scale}" + ("" if rows == d["nq"] else ", the mask of shape (..., 1, Nk) "
                                                     "broadcast over the queries")
-        C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), "attention", PAIR)
-        A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
-        _expect_weighted(C, A, (t.reused(_sdpa, Q, K, V, allowed, scale), A_exp), (Q, K, V), scale, t.tol(dtype),
-                         (f"attention's C compared with scaled_dot_product_attention ({inputs})",
-                          f"attention's A for the inputs given to scaled_dot_product_attention ({inputs})"))
+        if dtype == np.float64:
+            C, A = expect_pair(_returned_in_stub_order(t, "attention", Q, K, V, allowed, scale), "attention", PAIR)
+            inputs += f"; {_in_stub_order(t, 'attention')}"
+        else:
+            C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed, scale=scale), "attention", PAIR)
+        _expect_sdpa(t, C, A, (Q, K, V), allowed, scale, inputs)
+    for Q, K, V, allowed, what in _fewer_mask_axes(t):
+        got = _returned_broadcasting(t, "attention", Q, K, V, advice=f"attention {what}: {FEWER_MASK_AXES_ADVICE}",
+                                     allowed=allowed)
+        _told(FEWER_MASK_AXES_ADVICE, _expect_sdpa, t, *expect_pair(got, "attention", PAIR), (Q, K, V), allowed,
+              None, what)
+
+
+def _expect_sdpa(t, C, A, inputs: tuple, allowed, scale, what: str) -> None:
+    """attention's C against scaled_dot_product_attention's and its A against the reference's, for `inputs` (Q, K,
+    V) with `allowed` and `scale`; `what` says what the inputs were."""
+    Q, K, V = inputs
+    A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
+    _expect_weighted(C, A, (t.reused(_sdpa, Q, K, V, allowed, scale), A_exp), inputs, scale, t.tol(Q.dtype),
+                     (f"attention's C compared with scaled_dot_product_attention ({what})",
+                      f"attention's A for the inputs given to scaled_dot_product_attention ({what})"))
+
+
+def _fewer_mask_axes(t):
+    """Tiny 3-D inputs (B, N, d) of B = Nq + 1, then B = Nq sequences, each with one causal mask (Nq, Nk): one axis
+    fewer than the scores, so it serves every sequence. An axis inserted after its first, as for one mask per
+    sequence (`allowed[:, None]`), raises for the first and hides the wrong keys for the second. Yields
+    (Q, K, V, allowed, what)."""
+    d = t.sizes
+    allowed = t.ref.causal_mask(d["nq"], d["nk"])
+    for batch in (d["nq"] + 1, d["nq"]):
+        Q, K, V = (normal(t.rng, (batch, n, d[width])) for n, width in ((d["nq"], "dk"), (d["nk"], "dk"),
+                                                                        (d["nk"], "dv")))
+        yield Q, K, V, allowed, (f"for 3-D inputs of {batch} sequences, Q of shape {Q.shape}, and one causal mask "
+                                 f"of shape {allowed.shape}, one axis fewer than the scores")
 
 
 def attention_long_sequence(t):
@@ -673,20 +758,29 @@ def attention_torch_agrees_with_sdpa(t):
             _torch_checked(t, Q, K, V, None, None, what)
         except StudentError as error:
             raise StudentError(f"{error}; {what}: {TORCH_FEWER_AXES_ADVICE}") from None
+    for Q, K, V, allowed, what in _fewer_mask_axes(t):
+        try:
+            _told(FEWER_MASK_AXES_ADVICE, _torch_checked, t, Q, K, V, allowed, None, f"attention_torch {what}")
+        except StudentError as error:
+            raise StudentError(f"{error}; attention_torch {what}: {FEWER_MASK_AXES_ADVICE}") from None
 
 
 def attention_torch_respects_scale(t):
     """attention_torch uses an explicitly given scale (−1.5: its sign kept, and above 1 it multiplies; −20 for float32
     tensors with a mask, scores past float32's exp range; then 0.0 with a mask: uniform weights over the visible
-    keys, not "none given") instead of 1/√dk, in C, A and the gradients.
+    keys, not "none given") instead of 1/√dk, in C, A and the gradients. The float32 call passes the mask and the
+    scale by position, in the stub's order (every other call names them: a signature `scale=None, allowed=None`
+    had full marks).
     The scores are scaled before they are masked (slide 30: softmax(QKᵀ/√dk + mask)): masked first, 0.0 × −∞ is
     NaN."""
     Q, K, V = _qkv(t)
     _torch_checked(t, Q, K, V, None, -1.5, _scaled("attention_torch", -1.5))
     allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
     # Large enough that float32 scores pass exp's range (88): an unshifted softmax in float32 overflows.
+    # By position, in the stub's order: every other call names the mask and the scale.
     _torch_checked(t, *(x.astype(np.float32) for x in (Q, K, V)), allowed, -20.0,
-                   _scaled("attention_torch for float32 tensors with a mask", -20.0))
+                   f"{_scaled('attention_torch for float32 tensors with a mask', -20.0)} "
+                   f"({_in_stub_order(t, 'attention_torch')})", by_position=True)
     _torch_checked(t, Q, K, V, allowed, 0.0, _scaled("attention_torch with a mask", 0.0))
 
 
@@ -729,8 +823,9 @@ def attention_torch_agrees_with_numpy(t):
                    "attention answers with the same C and A")
 
 
-def _torch_checked(t, Q, K, V, allowed, scale, what):
-    """Call attention_torch with gradients asked for; C, A and the gradients must all be right.
+def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False):
+    """Call attention_torch with gradients asked for; C, A and the gradients must all be right. The mask and the
+    scale go by keyword, or `by_position` in the stub's order (a raise then says that order).
 
     Q (..., Nq, dk), K (..., Nk, dk), V (..., Nk, dv), allowed bool (..., Nq, Nk) or None.
     C is compared with scaled_dot_product_attention's, A with the reference's, and the gradients of
@@ -742,11 +837,15 @@ def _torch_checked(t, Q, K, V, allowed, scale, what):
     nq, nk, dv = Q.shape[-2], K.shape[-2], V.shape[-1]  # from the inputs: a case may have a single key
     upstream = normal(t.rng, (*batch, nq, dv), Q.dtype)
     upstream_A = normal(t.rng, (*batch, nq, nk), Q.dtype)
-    reply = t.call("attention_torch", Q, K, V, allowed=allowed, scale=scale, as_tensors=True,
-                   backward=(upstream, upstream_A))
+    args, kwargs = ((Q, K, V, allowed, scale), {}) if by_position else ((Q, K, V), {"allowed": allowed, "scale": scale})
+    reply = t.call("attention_torch", *args, as_tensors=True, backward=(upstream, upstream_A), **kwargs)
     if reply.raised is not None:
-        raise_for("attention_torch", reply, called_with(t.ref, "attention_torch", (Q, K, V), {
-            "allowed": allowed, "scale": scale, "as_tensors": True}))
+        given = called_with(t.ref, "attention_torch", args, {**kwargs, "as_tensors": True})
+        try:
+            raise_for("attention_torch", reply, given)
+        except StudentError as error:
+            order = f"; {_in_stub_order(t, 'attention_torch')}" if by_position else ""
+            raise StudentError(f"{error}{order}") from None
     C, A = expect_pair(reply.value, "attention_torch", PAIR)
     C = as_tensor(C, f"the context C of {what}", (*batch, nq, dv))
     A = as_tensor(A, f"the weights A of {what}", (*batch, nq, nk))
