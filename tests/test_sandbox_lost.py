@@ -4,8 +4,10 @@ error that the next run grades again. Real sandboxes, both kinds; the zygote is 
 stream of the submission's calls is under way."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -105,3 +107,31 @@ def test_a_zygote_killed_in_both_gradings_is_an_internal_error_graded_again_late
     monkeypatch.undo()
     after = job.grade(read_submission(PLAIN))
     assert after.score == 100 and not after.internal_error and GRADED_AGAIN not in after.notes
+
+
+def test_a_sandbox_that_cannot_start_a_worker_is_never_stored_as_a_grade_of_the_file(job):
+    """Every zygote killed as soon as it is seen, so the fresh sandbox cannot start a worker either. Before, a worker
+    that could not start was stored as a grade: every check ungraded but the result no internal error, so the next
+    `grade` skipped it as graded, and exports wrote a 0 for a file that never ran."""
+    stop = threading.Event()
+
+    def kill_every_zygote():
+        while not stop.is_set():
+            pid = job.sandbox.zygote_pid()
+            if pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.002)
+
+    killer = threading.Thread(target=kill_every_zygote, daemon=True)
+    killer.start()
+    try:
+        result = job.grade(read_submission(PLAIN))
+    finally:
+        stop.set()
+        killer.join()
+    _no_crash(result)
+    assert result.internal_error, [(t.status, t.message) for t in result.tests]
+    assert {t.status for t in result.tests} == {UNGRADED} and result.score == 0
+    after = job.grade(read_submission(PLAIN))
+    assert after.score == 100 and not after.internal_error

@@ -114,7 +114,7 @@ class Grader:
             graded = self._graded_functions()
             text = SourceText.of(spec, stop_causes(submission, graded))
             with self._session(spec) as session:
-                load = session.open()
+                load = faults.started(session.open())
                 problem = load.failure or loading.not_loaded(submission, load, graded)
                 notes += loading.load_notes(load, not problem, submission, graded)
                 judged = [] if problem else self.judge_checks(

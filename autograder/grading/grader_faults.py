@@ -17,6 +17,7 @@ from autograder.grading.explain import Judged
 from autograder.grading.results import CheckResult, SubmissionResult
 from autograder.grading.statuses import UNGRADED
 from autograder.grading.suite import Suite
+from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.protections import Protections
 from autograder.sandbox.replies import SandboxLost, Stopped, how_it_ended
 from autograder.sandbox.zygote import Sandbox
@@ -27,11 +28,11 @@ INTERNAL_ERROR = ("internal error: the grader failed on this submission (not bec
 GRADED_AGAIN = ("the sandbox this file was being graded in was ended from outside (the machine ran short of memory, "
                 "or it was killed), not by your code: the file was graded again from the start in a fresh sandbox, "
                 "and these are the results of that grading")
-LOST_TWICE = ("the sandbox was ended from outside twice while this file was graded (each time its zygote died with "
-              "a call under way: the kernel's out-of-memory killer does this when the machine runs out of memory, "
-              "or something killed it); nothing was charged to the student. See what ended it (`dmesg` names what "
-              "the out-of-memory killer ended), leave the machine more memory (fewer --jobs, fewer other programs), "
-              "then run `autograder grade` again: it grades this file again")
+LOST_TWICE = ("the sandbox was ended from outside, or could not start a worker, twice while this file was graded "
+              "(its zygote died with a call under way, which the kernel's out-of-memory killer does when the machine "
+              "runs out of memory, or something killed it); nothing was charged to the student. See what ended it "
+              "(`dmesg` names what the out-of-memory killer ended), leave the machine more memory (fewer --jobs, "
+              "fewer other programs), then run `autograder grade` again: it grades this file again")
 
 
 def again_if_sandbox_lost(grade: Callable[[], SubmissionResult], sandbox: Sandbox | None,
@@ -49,6 +50,15 @@ def again_if_sandbox_lost(grade: Callable[[], SubmissionResult], sandbox: Sandbo
     except SandboxLost as again:
         return lost(f"{LOST_TWICE}. ({again})")
     return dataclasses.replace(result, notes=(*result.notes, GRADED_AGAIN))
+
+
+def started(load: LoadReport) -> LoadReport:
+    """`load`, unless no child of the sandbox began it through the sandbox's failure (LoadReport.started): then
+    SandboxLost, so the file is graded again in a fresh sandbox (`again_if_sandbox_lost`), never stored as a
+    grade of the file."""
+    if not load.started:
+        raise SandboxLost(load.failure)
+    return load
 
 
 def sandbox_fields(protections: Protections | None) -> dict:

@@ -30,6 +30,15 @@ class LoadReport:
     restored: tuple = ()
     trimmed: tuple = ()  # (cell, seconds it ran or None) of slow cells that ran only their definitions (slow_cells)
     threads: int = 0  # threads of its own the top-level code left running after loading (the worker's word)
+    # False: no child got as far as the submission's code, through the sandbox's failure (it could not start one, or
+    # one was not ready in a load limit the file had not used): never the file's doing. The session's word only.
+    started: bool = True
+
+
+def load_failed(why: str, sandbox_to_blame: bool = True) -> LoadReport:
+    """The report of a load no child began, with why: through the sandbox's failure (`started` False), or the file's
+    (a budget its earlier loads used up)."""
+    return LoadReport(frozenset(), failure=why, started=not sandbox_to_blame)
 
 
 def read_ready(header: dict, **session) -> LoadReport:

@@ -27,7 +27,7 @@ from autograder.sandbox import processes, stopped_at, wire
 from autograder.sandbox.channel import Channel, NoReply
 from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.load_report import LoadReport, read_ready
+from autograder.sandbox.load_report import LoadReport, load_failed, read_ready
 from autograder.sandbox.protections import SandboxError
 from autograder.sandbox.region import SharedRegion
 from autograder.sandbox.replies import (
@@ -257,7 +257,7 @@ class Session:
             try:
                 sock, out, stamps, self._pid = self.sandbox.spawn(self._child_limits())
             except (OSError, SandboxError) as error:
-                return LoadReport(frozenset(), failure=f"the worker could not start ({error})")
+                return load_failed(f"the worker could not start ({error})")
             if self.deadline == math.inf:
                 self.deadline = time.monotonic() + self.budget
             self.region.close()  # each child gets a region of its own; the last one's arrays were read by now
@@ -275,7 +275,7 @@ class Session:
                     waited = (f"it was not ready within {seconds:g} s" if seconds > 0 else
                               f"the submission's {self.budget:g} s budget was used up before it was ready")
                     cause = waited if timed_out else stop.cause
-                    return LoadReport(frozenset(), failure=f"the worker stopped before running any code ({cause})")
+                    return load_failed(f"the worker stopped before running any code ({cause})", seconds > 0)
                 # The limit is the whole load's: a cell that takes 6 s may be the one running when it is reached.
                 reason = (f"was still running at the load limit of {seconds:g} s (which counts the code before it "
                           "too) and was stopped") if timed_out else stop.says
