@@ -142,7 +142,7 @@ def test_a_notebook_whose_later_cell_takes_a_name_its_functions_read_scores_as_n
     check cell runs right after the answer, gave 100; grade called attention with the array, 0/20. Each name a graded
     function or its helpers read is now as the check cells saw it (a built-in hidden later, through a decorator, a
     helper of the same name defined after the check cell), and a note names the cell and the name."""
-    result = grade_once(SUBMISSIONS / "notebooks" / f"{name}.ipynb")
+    result = grade_once(SUBMISSIONS / "notebooks" / manifest("notebooks")[name].get("file", f"{name}.ipynb"))
     expected = manifest("notebooks")[name].get("score", 100)
     assert (result.score, result.max_score) == (expected, 100), [t.message for t in result.tests if t.message]
     notes = sorted(note for note in result.notes if " took the name " in note or " again, after the check " in note)

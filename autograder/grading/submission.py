@@ -119,9 +119,9 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
         source, renamed = module_text(data), "; ".join(n for n in (renamed, encoding_note(data, shown)) if n)
         if len(source) > MAX_CODE:
             return Submission(student, path, kind, digest, problem=_too_much_code(shown))
-        exported = _exported_cells(source)
+        exported, checks = _exported_cells(source)
         if exported:
-            return Submission(student, path, "ipynb", digest, cells=exported, note="; ".join(
+            return Submission(student, path, "ipynb", digest, cells=exported, checks=checks, note="; ".join(
                 n for n in (renamed, _exported_note(shown)) if n))
         kept = _with_notebook_lines(source)
         if kept:
@@ -136,22 +136,30 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
                       note="; ".join(n for n in (renamed, note) if n), text_cells=text_cells, kernel=_kernel(data))
 
 
-def _exported_cells(source: str) -> tuple[Cell, ...]:
+def _exported_cells(source: str) -> tuple[tuple[Cell, ...], tuple]:
     """The code cells of a .py that Jupyter ("Save and Export As → Python", nbconvert: `# In[3]:`) or Jupytext
     (`# %%`) wrote from a notebook, where its code only runs in one: it calls get_ipython() for its magics, or the
     released test cells import the course's checks. Run as a module, its first such line stopped it (0 points).
-    Each cell keeps the file's line numbers (blank lines before it); () for any other .py."""
+    Each cell keeps the file's line numbers (blank lines before it); ((), ()) for any other .py. With the cells,
+    its test cells as Submission.checks, found by their code (an export keeps no metadata)."""
     if not _NOTEBOOK_ONLY.search(source):
-        return ()
+        return (), ()
     lines = source.split("\n")
     starts = [number for number, line in enumerate(lines) if _CELL_MARKER.match(line)]
     if not starts:
-        return ()
+        return (), ()
     blocks = zip([0, *starts], [*starts, len(lines)])
     cells = [read_cell(f"code cell {number}", "\n" * start + "\n".join(lines[start:end]))
              for number, (start, end) in enumerate(blocks)]
     # The text before the first marker is a header nbconvert writes (`# coding: utf-8`): cell 0, run all the same.
-    return tuple(cell for cell in cells if not _only_course_checks(cell.source))
+    tests = [number for number, cell in enumerate(cells) if _only_course_checks(cell.source)]
+    return (tuple(cell for number, cell in enumerate(cells) if number not in tests),
+            tuple((number, _words(cells[number].source)) for number in tests))
+
+
+def _words(source: str) -> tuple[str, ...]:
+    """The words in a test cell's source, among them the names of the functions it checks."""
+    return tuple(sorted(set(re.findall(r"\w+", source[:MAX_PARSED]))))
 
 
 def _exported_note(name: str) -> str:
@@ -259,7 +267,7 @@ def _notebook_cells(text: str, name: str, checks: list) -> tuple[tuple[Cell, ...
         if code > MAX_CODE:
             return (), _too_much_code(name), "", ()
         if test or _only_course_checks(source):
-            checks.append((number, tuple(sorted(set(re.findall(r"\w+", source[:MAX_PARSED]))))))
+            checks.append((number, _words(source)))
         if _only_course_checks(source):
             continue  # a test cell that lost its nbgrader metadata (a copy of the notebook, another editor)
         cells.append((read_cell(f"code cell {number}", valid_utf8(source)), "test" if test else "demo" if demo else ""))
