@@ -142,14 +142,21 @@ def test_a_notebook_whose_later_cell_takes_a_name_its_functions_read_scores_as_n
     check cell runs right after the answer, gave 100; grade called attention with the array, 0/20. Each name a graded
     function or its helpers read is now as the check cells saw it (a built-in hidden later, through a decorator, a
     helper of the same name defined after the check cell), and a note names the cell and the name."""
-    result = grade_once(SUBMISSIONS / "notebooks" / f"{name}.ipynb")
+    result = grade_once(SUBMISSIONS / "notebooks" / manifest("notebooks")[name].get("file", f"{name}.ipynb"))
     expected = manifest("notebooks")[name].get("score", 100)
     assert (result.score, result.max_score) == (expected, 100), [t.message for t in result.tests if t.message]
-    notes = sorted(note for note in result.notes if " took the name " in note or " again, after the check " in note)
+    notes = sorted(note for note in result.notes if " took the name " in note or " again, after the check " in note
+                   or " first defines " in note)
     taken = manifest("notebooks")[name]["taken"]
     assert len(notes) == len(taken), notes
     for other, where in taken.items():
         users = [f"{user}()" for user in where["by"]]
+        if where.get("first"):  # bound only after the check cell: graded unbound, as the check cell ran it
+            checks = " and ".join(f"{user}'s" for user in where["by"])
+            assert f"{where['cell']} first defines {other} after {checks} check cell; Jupyter and nbgrader ran the " \
+                f"check before it, where {other} was not defined yet, and so did the grader: define {other} in the " \
+                "answer cell or above" in notes, notes
+            continue
         graded = f"{joined(users)}, which read{'s' if len(users) == 1 else ''} it, " \
             f"{'was' if len(users) == 1 else 'were'} graded with {other} as it was before that cell, as the check " \
             "cells in Jupyter and nbgrader saw it"
@@ -183,6 +190,21 @@ def test_a_value_a_function_reads_is_as_its_check_cell_saw_it_and_its_own_state_
     notes = [note for note in result.notes if "took the name" in note]
     assert len(notes) == 1 and notes[0].startswith("code cell 5 took the name TEMPERATURE for something else"), notes
     assert "attention() and softmax(), which read it, were graded with TEMPERATURE as it was" in notes[0], notes
+
+
+def test_a_name_first_bound_after_the_check_cell_in_a_branch_that_never_runs_costs_nothing(grade_once, tmp_path):
+    """A graded function sees a name first bound after its check cell as unbound (its check cell raised NameError in
+    nbgrader); where it reads the name only in a branch the checks never take, nbgrader's check passed, and so do
+    the grader's."""
+    notebook = nbformat.read(SUBMISSIONS / "notebooks" / "helper_first_defined_after_its_check.ipynb", as_version=4)
+    answer = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer_attention")
+    answer.source = ("def attention(Q, K, V, allowed=None, scale=None):\n    S = score(Q, K, scale)\n"
+                     "    if isinstance(scale, str):  # exploring only, never checked\n        S = masked(S, allowed)\n"
+                     "    A = softmax(S if allowed is None else apply_mask(S, allowed))\n    return context(A, V), A")
+    path = tmp_path / "branch.ipynb"
+    nbformat.write(notebook, path)
+    result = grade_once(path)
+    assert (result.score, result.max_score) == (100, 100), [t.message for t in result.tests if t.message]
 
 
 def test_a_py_file_whose_later_line_takes_a_helpers_name_is_graded_as_an_import_sees_it(grade_once, tmp_path):

@@ -7,7 +7,6 @@ becomes a Submission with a `problem` that the student's feedback shows.
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
 import sys
@@ -16,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.code_names import MAX_PARSED
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, over_size_limit, read_bytes
 from autograder.grading.ipython_cells import Cell, definitions_of, imports_of, parses, read_cell, read_from_demos
 from autograder.grading.source_text import encoding_note, module_text
+from autograder.grading.test_cells import PACKAGE, checked_names, is_grader_test, only_course_checks, words
 from autograder.text import safe, valid_utf8
 
 # jsonschema (which nbformat imports) loads every optional format checker that is installed, and
@@ -44,7 +43,6 @@ MAX_TEXT_CELLS = 20  # markdown and raw cells holding code kept for the message 
 # As grading.loading reads a top-level def: at the very start of a line.
 _DEF_AT_LINE_START = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 SUFFIXES = (".py", ".ipynb")
-PACKAGE = __name__.split(".")[0]  # the grader's own package, which released test cells import
 # A line only a notebook runs: a magic as nbconvert writes it, or a test cell's import of the course's checks.
 _NOTEBOOK_ONLY = re.compile(rf"\bget_ipython\(\)|^(?:from|import)[ \t]+{PACKAGE}\b", re.MULTILINE)
 _ASSIGNED_TO = r"(?:[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*)?"  # `files = !ls`
@@ -77,7 +75,8 @@ class Submission:
     # Jupyter never runs it, read only to say so when a function is missing (grading.loading)
     text_cells: tuple[tuple[str, str], ...] = ()
     kernel: str = ""  # a notebook's kernel language where it is not Python (an R notebook): its code is not ours
-    # (code cell number, the words in it) of a notebook's test cells, the course's checks, which run only in Jupyter
+    # (code cell number, the names it checks: its nbgrader grade_id's, or the words in it) of a notebook's test
+    # cells, the course's checks, which run only in Jupyter
     checks: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
     def worker_spec(self, module: str, graded: Iterable[str] = ()) -> dict:
@@ -92,7 +91,7 @@ class Submission:
         if self.kind == "py":
             return dict(spec, kind="py", labels=["the file"], sources=[self.source])
         # Where each graded function's check cell ran: a helper defined after it is not what that check saw.
-        checks = {name: [number for number, words in self.checks if name in words] for name in spec["graded"]}
+        checks = {name: [number for number, names in self.checks if name in names] for name in spec["graded"]}
         return dict(spec, kind="cells", labels=[c.label for c in self.cells], sources=[c.code() for c in self.cells],
                     numbers=[int(c.label.rsplit(" ", 1)[-1]) for c in self.cells], checks=checks)
 
@@ -119,9 +118,9 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
         source, renamed = module_text(data), "; ".join(n for n in (renamed, encoding_note(data, shown)) if n)
         if len(source) > MAX_CODE:
             return Submission(student, path, kind, digest, problem=_too_much_code(shown))
-        exported = _exported_cells(source)
+        exported, checks = _exported_cells(source)
         if exported:
-            return Submission(student, path, "ipynb", digest, cells=exported, note="; ".join(
+            return Submission(student, path, "ipynb", digest, cells=exported, checks=checks, note="; ".join(
                 n for n in (renamed, _exported_note(shown)) if n))
         kept = _with_notebook_lines(source)
         if kept:
@@ -136,22 +135,25 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
                       note="; ".join(n for n in (renamed, note) if n), text_cells=text_cells, kernel=_kernel(data))
 
 
-def _exported_cells(source: str) -> tuple[Cell, ...]:
+def _exported_cells(source: str) -> tuple[tuple[Cell, ...], tuple]:
     """The code cells of a .py that Jupyter ("Save and Export As → Python", nbconvert: `# In[3]:`) or Jupytext
     (`# %%`) wrote from a notebook, where its code only runs in one: it calls get_ipython() for its magics, or the
     released test cells import the course's checks. Run as a module, its first such line stopped it (0 points).
-    Each cell keeps the file's line numbers (blank lines before it); () for any other .py."""
+    Each cell keeps the file's line numbers (blank lines before it); ((), ()) for any other .py. With the cells,
+    its test cells as Submission.checks, found by their code (an export keeps no metadata)."""
     if not _NOTEBOOK_ONLY.search(source):
-        return ()
+        return (), ()
     lines = source.split("\n")
     starts = [number for number, line in enumerate(lines) if _CELL_MARKER.match(line)]
     if not starts:
-        return ()
+        return (), ()
     blocks = zip([0, *starts], [*starts, len(lines)])
     cells = [read_cell(f"code cell {number}", "\n" * start + "\n".join(lines[start:end]))
              for number, (start, end) in enumerate(blocks)]
     # The text before the first marker is a header nbconvert writes (`# coding: utf-8`): cell 0, run all the same.
-    return tuple(cell for cell in cells if not _only_course_checks(cell.source))
+    tests = [number for number, cell in enumerate(cells) if only_course_checks(cell.source)]
+    return (tuple(cell for number, cell in enumerate(cells) if number not in tests),
+            tuple((number, words(cells[number].source)) for number in tests))
 
 
 def _exported_note(name: str) -> str:
@@ -250,17 +252,17 @@ def _notebook_cells(text: str, name: str, checks: list) -> tuple[tuple[Cell, ...
         if number > MAX_CELLS:
             notes.append(f"{name} has more than {MAX_CELLS} code cells; only the first {MAX_CELLS} were graded")
             break
-        test = _is_grader_test(cell)  # the course's checks: not the student's work, but for a def written in a copy
+        test = is_grader_test(cell)  # the course's checks: not the student's work, but for a def written in a copy
         source, demo = _source_text(cell.get("source", "")), DEMO_TAG in _tags(cell)
+        if test or (source is not None and only_course_checks(source)):
+            checks.append((number, checked_names(cell, source or "")))
         if source is None:
             skipped += [] if demo or test else [f"code cell {number}"]
             continue
         code += len(source)
         if code > MAX_CODE:
             return (), _too_much_code(name), "", ()
-        if test or _only_course_checks(source):
-            checks.append((number, tuple(sorted(set(re.findall(r"\w+", source[:MAX_PARSED]))))))
-        if _only_course_checks(source):
+        if only_course_checks(source):
             continue  # a test cell that lost its nbgrader metadata (a copy of the notebook, another editor)
         cells.append((read_cell(f"code cell {number}", valid_utf8(source)), "test" if test else "demo" if demo else ""))
     # A course cell's definitions run only where no cell of the student's defines the name (nbgrader itself puts
@@ -362,33 +364,6 @@ def _source_text(source) -> str | None:
 def _tags(cell: dict) -> list:
     tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
     return [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
-
-
-def _is_grader_test(cell: dict) -> bool:
-    meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}
-    return isinstance(meta, dict) and meta.get("grade") is True and meta.get("solution") is not True
-
-
-def _only_course_checks(source: str) -> bool:
-    """Whether the cell only imports this package's checks and calls them, as the released test cells do
-    (`from autograder.nbgrader.inkernel import check_function`, then `check_function("score", globals())`).
-
-    The package runs in the student's Jupyter, never in the sandbox: run there, the cell would only raise
-    ModuleNotFoundError, and its note would tell the student to remove an import they never wrote."""
-    if PACKAGE not in source or len(source) > MAX_PARSED:
-        return False
-    try:
-        statements = ast.parse(source).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    imported: set[str] = set()
-    for statement in statements:
-        if isinstance(statement, ast.ImportFrom) and (statement.module or "").split(".")[0] == PACKAGE:
-            imported.update(alias.asname or alias.name for alias in statement.names)
-        elif not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
-                  and isinstance(statement.value.func, ast.Name) and statement.value.func.id in imported):
-            return False
-    return bool(imported)
 
 
 def _first_line(error: Exception) -> str:

@@ -10,12 +10,19 @@ from __future__ import annotations
 from autograder.text import joined
 
 
-def taken_note(name: str, cell: str, users: tuple, defined: bool = False, unchanged: tuple = ()) -> str:
+def taken_note(name: str, cell: str, users: tuple, defined: bool = False, unchanged: tuple = (),
+               first: bool = False) -> str:
     """The note for `name`, which `cell` took: a graded function's own (no users), or a global the graded functions
     `users` read (they, or a function of the notebook's they call), each graded with it as its check cell saw it.
     defined: `cell` defined a function of the notebook's under the name after their check cells ran. unchanged: the
-    graded functions that read it but could not be graded so (a decorator the grader cannot re-point wraps them)."""
+    graded functions that read it but could not be graded so (a decorator the grader cannot re-point wraps them).
+    first: `cell` bound the name first, after their check cells ran, so they were graded with it unbound."""
     calls = [f"{user}()" for user in (*users, *unchanged)] or [f"{name}()"]
+    if first:
+        checks = " and ".join(f"{user}'s" for user in (*users, *unchanged))
+        return (f"{cell} first defines {name} after {checks} check cell; Jupyter and nbgrader ran the check before "
+                f"it, where {name} was not defined yet, and so did the grader: define {name} in the answer cell or "
+                f"above{'. ' + _not_restored(name, unchanged, False) if unchanged else ''}")
     if defined:
         return (f"{cell} defined {name} again, after the check cell of {joined(calls)} had run: "
                 f"{_graded_with(name, users)}{_not_restored(name, unchanged, bool(users))}. Jupyter and nbgrader "

@@ -44,6 +44,7 @@ from autograder.grading.ids import id_problem
 from autograder.grading.late import NBGRADER_TIMESTAMP, TIMESTAMP_FILE, LateRule, assess_result, parse_timestamp
 from autograder.grading.results import SubmissionResult
 from autograder.grading.submission import file_sha256
+from autograder.grading.test_cells import TEST_CELL
 from autograder.nbgrader import install_nbgrader_hint, nbgrader_missing
 from autograder.nbgrader.autograded import (
     Places,
@@ -107,7 +108,7 @@ def function_points(results: list[SubmissionResult]) -> dict[str, float]:
 
 def grade_cell_name(function: str) -> str:
     """The released notebook's name for a function's autograder-test cell."""
-    return f"test_{function}"
+    return f"{TEST_CELL}{function}"
 
 
 def write_nbgrader(results: list[SubmissionResult], target: Target) -> NbgraderSummary:

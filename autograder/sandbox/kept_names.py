@@ -28,7 +28,8 @@ class KeptFunctions:
     notebook's that replaces another under the name before the graded function's check cell (the course's test
     cell that names it, `checks`) is followed, as the check cell saw it; one defined after that check cell is
     not (another answer's helper of the same name, a fix the check never ran), unless the graded function
-    itself is defined again after it. Without a check cell, the notebook's last word is followed. Anything else
+    itself is defined again after it; a name first bound after that check cell is unbound for the function.
+    Without a check cell, the notebook's last word is followed. Anything else
     that a later cell binds there, or `del`, is what the check cell never saw; the same value bound again is no
     change.
     """
@@ -38,8 +39,9 @@ class KeptFunctions:
         self._graded, self._filename, self._checks = sorted(graded), filename, checks or {}
         self._kept: dict = {}  # name -> (its last function of the notebook's own, the code cell's number then)
         self._lost: dict = {}  # name -> (the label of the cell after which it held another thing, its number)
-        # graded name -> {global it reads: [its value as the function's check cell saw it, the label of the cell
-        # that took the name for something else or None, whether that was a def of the notebook's after the check]}
+        # graded name -> {global it reads: [its value as the function's check cell saw it (_UNSET: unbound), the
+        # label of the cell that took the name for something else or None, whether that was a def of the notebook's
+        # after the check (True), or the name's first binding, after the check (FIRST)]}
         self._reads: dict = {}
         self._checked: set = set()  # graded names whose check cell ran after their last definition
         self._names: dict = {}  # (code object, exactly) -> (the globals it reads, those it sets): each read once
@@ -77,7 +79,9 @@ class KeptFunctions:
         # A name the globals lack is the built-in of that name, if any, as Python looks it up.
         value = namespace.get(name, getattr(builtins, name, _UNSET))
         if name not in seen:
-            if value is not _UNSET:  # first bound at or after the function's cell: before its check cell
+            if value is not _UNSET and not follow:  # first bound after the check cell, which found it unbound
+                seen[name] = [_UNSET, label, FIRST]
+            elif value is not _UNSET:  # first bound at or after the function's cell: before its check cell
                 seen[name] = [value, None, False]
             return value is not _UNSET
         kept = seen[name][0]
@@ -134,36 +138,41 @@ class KeptFunctions:
         return parts
 
     def restore(self, namespace: dict) -> tuple[list, dict]:
-        """([{"name", "cell", "by", "defined", "unchanged"}] for each name a later cell took: a graded function's own
-        ("by" empty), or a global graded functions read ("by": those graded with it as their check cells saw it;
-        "unchanged": those a library's decorator wraps so that they could not be; "defined": the other thing is a
-        def of the notebook's after their check cells); {name: function} for the grader's calls where they differ
-        from `namespace`. Graded functions whose name ends holding a value are put back in `namespace`."""
+        """([{"name", "cell", "by", "defined", "unchanged", "first"}] for each name a later cell took: a graded
+        function's own ("by" empty), or a global graded functions read ("by": those graded with it as their check
+        cells saw it; "unchanged": those a library's decorator wraps so that they could not be; "defined": the other
+        thing is a def of the notebook's after their check cells; "first": the cell bound it first, after their check
+        cells, so they are graded with it unbound, and a call that reads it raises NameError as there); {name:
+        function} for the grader's calls where they differ from `namespace`. Graded functions whose name ends holding
+        a value are put back in `namespace`."""
         graded_as, lost, by = {}, [], {}
         for name, (label, _) in self._lost.items():
             if callable(namespace.get(name)):
                 graded_as[name] = self._kept[name][0]
             else:
                 namespace[name] = self._kept[name][0]
-            lost.append({"name": name, "cell": label, "by": [], "defined": False, "unchanged": []})
+            lost.append({"name": name, "cell": label, "by": [], "defined": False, "unchanged": [], "first": False})
         for name, seen in self._reads.items():
             function = self._kept[name][0]
             taken = {other for other, (_, cell, _) in seen.items() if cell is not None}
             if not taken:
                 continue
             reads = self._read_by(function, seen, namespace, exactly=True)
-            checked = _as_checked(name, function, {**namespace, **{o: seen[o][0] for o in taken & reads}}, reads,
-                                  self._filename) if taken & reads else None
+            view = {**namespace, **{o: seen[o][0] for o in taken & reads}}
+            for other in [o for o in taken & reads if view[o] is _UNSET]:  # unbound for it, as at its check cell
+                del view[other]
+            checked = _as_checked(name, function, view, reads, self._filename) if taken & reads else None
             if checked is not None:
                 graded_as[name] = checked
             for other in sorted(taken & reads - set(self._kept)):  # a graded function's own name has its note
                 entry = by.setdefault((other, seen[other][1], seen[other][2]), ([], []))
                 entry[checked is None].append(name)
-        return lost + [{"name": name, "cell": cell, "by": users, "defined": defined, "unchanged": unchanged}
-                       for (name, cell, defined), (users, unchanged) in by.items()], graded_as
+        return lost + [{"name": name, "cell": cell, "by": users, "defined": kind is True, "unchanged": unchanged,
+                        "first": kind is FIRST} for (name, cell, kind), (users, unchanged) in by.items()], graded_as
 
 
 _UNSET = object()  # a name nothing is bound to
+FIRST = "first"  # a name a graded function reads, first bound after its check cell ran
 # Values compared by value: a cell copied from above binds `NEG = -np.inf` again, a new float equal to the old.
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 

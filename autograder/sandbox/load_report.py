@@ -53,7 +53,7 @@ def read_ready(header: dict, **session) -> LoadReport:
         problems=tuple((safe(p.get("unit"), 40), read_raised(p.get("raised"))) for p in problems[:50]
                        if isinstance(p, dict)),
         restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40), _names(r.get("by")),
-                        r.get("defined") is True, _names(r.get("unchanged")))
+                        r.get("defined") is True, _names(r.get("unchanged")), r.get("first") is True)
                        for r in restored[:20] if isinstance(r, dict)),
         threads=min(max(threads, 0), 10_000), **session)
 
