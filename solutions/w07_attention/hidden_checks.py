@@ -376,9 +376,9 @@ def apply_mask_broadcasts(t):
     batch and heads, and a padding mask (B, 1, Nk) over the queries of 3-D scores (B, Nq, Nk), and leaves S and the
     mask unchanged (a fill in place only where the mask broadcasts had full marks). A 1-D mask is a row of keys,
     as NumPy broadcasts it: read as one entry per query, it had full marks. Last, masks of one axis fewer than the
-    scores: a causal mask (Nq, Nk) on 3-D scores of B ≠ Nq and of B = Nq sequences, and a row of keys (Nk,) on 2-D
-    scores; an axis inserted after a smaller mask's first (`allowed[:, None]`, as if it were one mask per sequence
-    for multi-head scores) raised or hid the wrong keys, and had full marks."""
+    scores: a causal mask (Nq, Nk) on 3-D scores of B = Nq sequences, and a row of keys (Nk,) on 2-D scores; an
+    axis inserted after a smaller mask's first (`allowed[:, None]`, as if it were one mask per sequence for
+    multi-head scores) hides the wrong keys there (and raises for B ≠ Nq), and had full marks."""
     d = t.sizes
     S = normal(t.rng, (3, 2, d["nq"], d["nk"]), scale=5.0)
     S3 = S.reshape(-1, d["nq"], d["nk"])  # a batch and no heads, as slide 21's padding mask is used
@@ -391,8 +391,8 @@ def apply_mask_broadcasts(t):
         expect_close(t.returned("apply_mask", scores, allowed),
                      t.ref.apply_mask(scores, allowed), t.tol(S.dtype), f"apply_mask(S, allowed) with {what}")
     causal = t.ref.causal_mask(d["nq"], d["nk"])
-    fewer = [normal(t.rng, (batch, d["nq"], d["nk"])) for batch in (d["nq"] + 1, d["nq"])]  # B ≠ Nq, then B = Nq
-    fewer = [(scores, causal, f"a causal mask of shape (Nq, Nk) = {causal.shape}") for scores in fewer]
+    # B = Nq: an inserted axis broadcasts there and hides the wrong keys (for B ≠ Nq it raises: one case finds both)
+    fewer = [(normal(t.rng, (d["nq"], d["nq"], d["nk"])), causal, f"a causal mask of shape (Nq, Nk) = {causal.shape}")]
     fewer.append((fewer[0][0][0], mask_rows(t.rng, (d["nk"],)), f"a mask of shape (Nk,) = ({d['nk']},)"))
     for scores, allowed, mask in fewer:
         what = f"apply_mask(S, allowed) with scores of shape {scores.shape} and {mask}, one axis fewer"
@@ -669,8 +669,8 @@ def attention_agrees_with_sdpa(t):
     every query: `allowed` is broadcastable to (..., Nq, Nk), as attention's docstring says. The scales are 1.0
     (slide 8's plain dot product, not "none given") and the int 2 (a scale above 1 multiplies the scores). The
     float64 call passes the mask and the scale by position, in the stub's order (every other call names them: a
-    signature `scale=None, allowed=None` had full marks). Then 3-D inputs of B ≠ Nq and of B = Nq sequences with
-    one causal mask (Nq, Nk), one axis fewer than the scores (_fewer_mask_axes)."""
+    signature `scale=None, allowed=None` had full marks). Then 3-D inputs of B = Nq sequences with one causal mask
+    (Nq, Nk), one axis fewer than the scores (_fewer_mask_axes)."""
     d = t.sizes
     for dtype, rows, scale in ((np.float64, d["nq"], 1.0), (np.float32, 1, 2)):
         Q, K, V = _qkv(t, dtype)
@@ -701,13 +701,13 @@ def _expect_sdpa(t, C, A, inputs: tuple, allowed, scale, what: str) -> None:
 
 
 def _fewer_mask_axes(t):
-    """Tiny 3-D inputs (B, N, d) of B = Nq + 1, then B = Nq sequences, each with one causal mask (Nq, Nk): one axis
-    fewer than the scores, so it serves every sequence. An axis inserted after its first, as for one mask per
-    sequence (`allowed[:, None]`), raises for the first and hides the wrong keys for the second. Yields
-    (Q, K, V, allowed, what)."""
+    """Tiny 3-D inputs (B, N, d) of B = Nq sequences with one causal mask (Nq, Nk): one axis fewer than the scores,
+    so it serves every sequence. An axis inserted after its first, as for one mask per sequence
+    (`allowed[:, None]`), broadcasts there and hides the wrong keys; for B ≠ Nq it raises, so one case finds both,
+    and every call costs each submission its time. Yields (Q, K, V, allowed, what)."""
     d = t.sizes
     allowed = t.ref.causal_mask(d["nq"], d["nk"])
-    for batch in (d["nq"] + 1, d["nq"]):
+    for batch in (d["nq"],):
         Q, K, V = (normal(t.rng, (batch, n, d[width])) for n, width in ((d["nq"], "dk"), (d["nk"], "dk"),
                                                                         (d["nk"], "dv")))
         yield Q, K, V, allowed, (f"for 3-D inputs of {batch} sequences, Q of shape {Q.shape}, and one causal mask "
