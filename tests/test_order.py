@@ -96,7 +96,9 @@ def test_noticing_a_rerun_earns_nothing(grade_once, tmp_path):
 def _stored(db, student: str, check: str) -> tuple[str, str]:
     with sqlite3.connect(db) as connection:
         return connection.execute(
-            "SELECT c.status, c.message FROM checks c JOIN submissions s ON s.id = c.submission_id "
+            # The instructor's reading (a hidden check's message in full, `withheld`), which `replay` prints.
+            "SELECT c.status, COALESCE(NULLIF(c.withheld, ''), c.message) FROM checks c "
+            "JOIN submissions s ON s.id = c.submission_id "
             "WHERE s.student = ? AND c.name = ?", (student, check)).fetchone()
 
 
@@ -143,8 +145,9 @@ def test_a_replay_reproduces_a_verdict_that_depends_on_the_calls_before_it(grade
     stored, text = _replayed_here(grade_once, grader, _file(tmp_path, "wearing", "order/softmax_wears_out.py"),
                                   WEARS_OUT)
     assert stored.status == "failed"
-    _assert_the_same_verdict(text(stored), "wearing", WEARS_OUT, stored.message)
-    _assert_flagged(text(dataclasses.replace(stored, status="passed", message="")))
+    # `replay` is the instructor's: a hidden check's message in full (`withheld`)
+    _assert_the_same_verdict(text(stored), "wearing", WEARS_OUT, stored.withheld or stored.message)
+    _assert_flagged(text(dataclasses.replace(stored, status="passed", message="", withheld="")))
 
 
 def test_a_replay_fits_a_screen_unless_asked_for_everything(grade_once, grader, tmp_path):
@@ -165,7 +168,8 @@ def test_replay_reproduces_a_verdict_that_depends_on_the_calls_before_it(tmp_pat
     assert replay.returncode == 0, replay.stderr
     _assert_the_same_verdict(replay.stdout, "wearing", WEARS_OUT, output)
     with sqlite3.connect(db) as connection:
-        connection.execute("UPDATE checks SET status = 'passed', message = '' WHERE name = ?", (WEARS_OUT,))
+        connection.execute("UPDATE checks SET status = 'passed', message = '', withheld = '' WHERE name = ?",
+                           (WEARS_OUT,))
     _assert_flagged(run_cli("replay", "wearing", WEARS_OUT, "--db", db).stdout)
 
 

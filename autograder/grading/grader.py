@@ -44,7 +44,7 @@ from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
 from autograder.grading.stopped_functions import StoppedFunctions, input_bytes
 from autograder.grading.submission import Submission
 from autograder.grading.suite import Suite, SuiteCheck
-from autograder.grading.varying import VARYING, answers_vary
+from autograder.grading.varying import VARYING, answers_vary, checks_to_repeat
 from autograder.sandbox.load_report import LoadReport
 from autograder.sandbox.session import Session
 from autograder.sandbox.zygote import Sandbox
@@ -302,7 +302,7 @@ class Grader:
         budget = ShrinkBudget.for_submission(self.budget)
         evidence = Evidence([one.tried for one in judged], self.suite.reference, self.suite.assignment.tolerance)
         shrunk_functions: set[str] = set()
-        repeated: set[str] = set()  # functions one of whose calls was sent again (grading.varying)
+        repeat = checks_to_repeat(judged)  # one check a function whose call is sent again (grading.varying)
         smallest: list[Sizes] = []  # the smallest failing sizes found so far, latest first
         results = []
         for one in judged:
@@ -316,8 +316,7 @@ class Grader:
             # garbage such as all zeros) can give the same numbers.
             idea = diagnose(self.suite.misconceptions, one.tried.calls, self.suite.reference,
                             self.suite.assignment.tolerance, evidence)
-            if idea is None and child is not None and one.entry.function not in repeated:
-                repeated.add(one.entry.function)
+            if idea is None and child is not None and one.entry.name in repeat:
                 idea = VARYING if answers_vary(one.tried.calls, child.call) else None
             shrunk = None
             if child is not None and one.entry.function not in shrunk_functions:
