@@ -131,7 +131,13 @@ def test_a_sandbox_that_cannot_start_a_worker_is_never_stored_as_a_grade_of_the_
         stop.set()
         killer.join()
     _no_crash(result)
-    assert result.internal_error, [(t.status, t.message) for t in result.tests]
-    assert {t.status for t in result.tests} == {UNGRADED} and result.score == 0
+    # An internal error (nothing scored, graded again by the next run), or, where a child forked before a kill
+    # outlived its zygote (the fallback has no PID namespace to end it with), the file's full grade: never a stored
+    # grade of checks that never ran.
+    if result.internal_error:
+        assert {t.status for t in result.tests} == {UNGRADED} and result.score == 0
+    else:
+        assert result.score == 100 and UNGRADED not in {t.status for t in result.tests}, [
+            (t.status, t.message) for t in result.tests]
     after = job.grade(read_submission(PLAIN))
     assert after.score == 100 and not after.internal_error
