@@ -12,7 +12,7 @@ import numpy as np
 
 from autograder.authoring.checks import CheckFailed, Tolerance
 from autograder.authoring.protocol import Opaque, TensorData, chosen
-from autograder.authoring.shown import SHOWN, int_text, int_too_long
+from autograder.authoring.shown import SHOWN, int_text, int_too_long, sized
 from autograder.authoring.shown import shown as shown_within
 
 HALF_ADVICE = ("compute in float32 or float64: a half precision (float16, bfloat16) keeps about 3 significant "
@@ -53,8 +53,7 @@ def returned_shape(shape) -> str:
 
 def returned_size(value) -> str:
     """"list of 3 items" for a container the function returned; its length is the code's choice, marked so."""
-    count = len(value)
-    return f"{type(value).__name__} of {chosen(f'{count} item' + 's' * (count != 1))}"
+    return sized(value, chosen)
 
 def as_tensor(got, what: str, expected_shape: tuple) -> TensorData:
     """The returned value as a tensor, or CheckFailed saying what it was instead."""

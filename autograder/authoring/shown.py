@@ -32,10 +32,11 @@ def int_text(value: int) -> str:
     return f"an int of {digits + (abs(value) >= 10 ** digits):,} digits"
 
 
-def sized(value) -> str:
-    """A container's type and length as feedback says them: 'list of 3 items', 'tuple of 1 item'."""
+def sized(value, count_as=str) -> str:
+    """A container's type and length as feedback says them: 'list of 3 items', 'tuple of 1 item'. count_as: how
+    the count is written (compare.returned_size marks it as the code's choice)."""
     count = len(value)
-    return f"{type(value).__name__} of {count} item{'s' * (count != 1)}"
+    return f"{type(value).__name__} of {count_as(f'{count} item' + 's' * (count != 1))}"
 
 
 def shown(value, limit: int | None = SHOWN) -> str:
