@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from autograder.similarity.calls import Subscripts, canonical_call
 from autograder.similarity.imports import dotted
-from autograder.similarity.noops import changes_nothing, false_loop, identity_operand
+from autograder.similarity.noops import changes_nothing, false_loop, identity_operand, only_output
 from autograder.similarity.statements import (
     MAX_STATEMENTS,
     TERMINAL,
@@ -58,7 +58,6 @@ from autograder.similarity.statements import (
 
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
 INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
-LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}  # a logger's
 CANONICAL_NAMES = {"INF", "FLOAT64"}  # names the rewriting itself puts in, emitted as they are
 EXPRESSION_TOKENS = 2_000  # per expression of a statement, after repeats are collapsed: none hand-written is longer
 REPEATS_KEPT = 6  # a run of the same few tokens repeated more often than this keeps only this many
@@ -130,7 +129,7 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Expr(self, node):
         unused = changes_nothing(node.value, self.imports)  # before rewriting: a call may become an operator
         self.generic_visit(node)
-        if unused or isinstance(node.value, ast.Constant) or _is_output(node.value, self.imports):
+        if unused or isinstance(node.value, ast.Constant) or only_output(node.value, self.imports):
             return _walrus_assignments(node.value) or None  # docstrings, `...`, `(a, b)`; a debugging print or log
         if isinstance(node.value, ast.NamedExpr):  # `(x := v)` alone is `x = v`
             return _walrus_assignments(node.value)
@@ -261,18 +260,6 @@ def _split_assignment(node: ast.Assign) -> list[ast.Assign] | None:
     if len(names) < len(target.elts) or any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)):
         return None
     return [ast.copy_location(ast.Assign([t], v), node) for t, v in zip(target.elts, value.elts, strict=True)]
-
-
-def _is_output(value: ast.expr, imports: dict[str, str]) -> bool:
-    """Whether a statement's expression only prints or logs: `print(...)`, `logging.info(...)`, `log.debug(...)`."""
-    if not isinstance(value, ast.Call):
-        return False
-    name = dotted(value.func, imports) or (value.func.id if isinstance(value.func, ast.Name) else "")
-    if name in ("print", "pprint.pprint") or name.startswith("logging."):
-        return True
-    function = value.func
-    return isinstance(function, ast.Attribute) and function.attr in LOG_METHODS and isinstance(
-        function.value, ast.Name) and "log" in function.value.id.lower()  # logger.debug, log.info, LOG.warning
 
 
 def _walrus_assignments(node: ast.AST) -> list[ast.Assign]:
