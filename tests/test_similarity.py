@@ -827,3 +827,38 @@ def f(S, m, Q, K):
     assert _texts(as_functions.replace("np.tanh(", "(")) == _texts(as_methods)
     swap = "import numpy as np\ndef f(a, b):\n    a, b = b, a\n    return a - b\n"
     assert _texts(swap) != _texts(swap.replace("a, b = b, a", "a = b\n    b = a"))  # a swap is not two steps
+
+
+class _SwapSides(ast.NodeTransformer):
+    """Every comparison of two operands by `==`, `!=`, `is` or `is not` written with its sides swapped."""
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq | ast.NotEq | ast.Is | ast.IsNot):
+            node.left, node.comparators = node.comparators[0], [node.left]
+        return node
+
+
+def test_a_comparison_with_its_sides_swapped_hides_no_copy():
+    """Found by trying the grader from outside: a copy of i14 that wrote `lengths.ndim != 1` as `1 != lengths.ndim`
+    and `S.shape[-1] == 0` as `0 == S.shape[-1]` matched 6 of its 9 functions (0.88 for the whole file), as only
+    `>` and `>=` were read the other way round."""
+    original = (CLASS / "i14_guard_first.py").read_text()
+    swapped = ast.unparse(_SwapSides().visit(ast.parse(original)))
+    assert "1 != lengths.ndim" in swapped and "0 == S.shape[-1]" in swapped and "None is c" in swapped
+    assert function_tokens(swapped) == function_tokens(original)
+    comparison = compare_class("w07_attention", _class_with({"swapped": swapped}), STUB, SOURCE_DIR, jobs=1)
+    pair = next(p for p in comparison.pairs if (p.a, p.b) == ("i14_guard_first", "swapped"))
+    assert sorted(f.function for f in pair.functions) == sorted(CONTRACT) and pair.score > 0.99, pair
+
+
+def test_a_chain_of_comparisons_is_only_read_backwards_whole():
+    """`n > x > 0` is `0 < x < n` and `1 == y > x` is `x < y == 1`; swapping one link of a chain changes what it
+    compares (`x < y == 1` is not `x < 1 == y`), and `in` reads no other way round."""
+    def texts(test: str) -> list[str]:
+        return _texts(f"def f(x, y, n):\n    return {test}\n")
+
+    assert texts("n > x > 0") == texts("0 < x < n")
+    assert texts("1 == y > x") == texts("x < y == 1")
+    assert texts("x < y == 1") != texts("x < 1 == y")
+    assert texts("x in (1, 2)") != texts("(1, 2) in x")

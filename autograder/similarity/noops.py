@@ -9,6 +9,8 @@ benchmark's 20 independent solutions (0.68), found by trying the grader from out
 - `while False:` (0.55), which runs only its `else:`, as `if False:` does;
 - arithmetic that gives back its operand: `x = x * 1`, `x + 0`, `1 * x`, `x ** 1` (0.51).
 
+A statement that only prints or logs (`print(...)`, `logger.debug(...)`) changes nothing either.
+
 The lists are explicit and small: a call of anything else may change what it is given (`S.sort()`,
 `np.add(S, 1, out=S)`), so it is kept.
 """
@@ -29,6 +31,7 @@ PURE_FUNCTIONS = {"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.asc
                   "torch.numel", "torch.clone"}
 # An array's methods that, called with no argument, only copy or describe it.
 PURE_METHODS = {"copy", "clone", "detach", "contiguous", "tolist", "numel", "dim", "size", "nelement", "item"}
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}  # a logger's
 
 
 def changes_nothing(value: ast.expr, imports: dict[str, str]) -> bool:
@@ -39,6 +42,18 @@ def changes_nothing(value: ast.expr, imports: dict[str, str]) -> bool:
     (`np.add(a, b)`)."""
     return all(not isinstance(node, RUNS_CODE) or (isinstance(node, ast.Call) and _pure_call(node, imports))
                for node in ast.walk(value))
+
+
+def only_output(value: ast.expr, imports: dict[str, str]) -> bool:
+    """Whether a statement's expression only prints or logs: `print(...)`, `logging.info(...)`, `log.debug(...)`."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = dotted(value.func, imports) or (value.func.id if isinstance(value.func, ast.Name) else "")
+    if name in ("print", "pprint.pprint") or name.startswith("logging."):
+        return True
+    function = value.func
+    return isinstance(function, ast.Attribute) and function.attr in LOG_METHODS and isinstance(
+        function.value, ast.Name) and "log" in function.value.id.lower()  # logger.debug, log.info, LOG.warning
 
 
 def _pure_call(node: ast.Call, imports: dict[str, str]) -> bool:

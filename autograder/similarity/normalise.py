@@ -14,7 +14,7 @@ matters little:
   nothing (`(a, b)`, `x.shape`, `len(x)`, `x.copy()`: noops.py), with `if`
   blocks left empty without them (what a copier adds to hide a copy);
 - equivalent constructs are written one way: `x += y` as `x = x + y`, `x: int = y` as `x = y`, `x * 1` as `x`,
-  `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`, a transpose
+  `np.matmul(a, b)`/`np.dot(a, b)`/`a.dot(b)` as `a @ b`, `a > b` as `b < a`, `0 == x` as `x == 0`, a transpose
   (`np.transpose(x)`, `x.swapaxes(-1, -2)`, `np.moveaxis(x, -1, -2)`, PyTorch's `x.mT`) as `x.T`,
   keyword arguments sorted, operands of `+ * & |` in a fixed order, every
   spelling of infinity as `INF`, `np.newaxis` as `None`, `a, b = x, y` as two
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from autograder.similarity.calls import Subscripts, canonical_call
 from autograder.similarity.imports import dotted
-from autograder.similarity.noops import changes_nothing, false_loop, identity_operand
+from autograder.similarity.noops import changes_nothing, false_loop, identity_operand, only_output
 from autograder.similarity.statements import (
     MAX_STATEMENTS,
     TERMINAL,
@@ -57,8 +57,10 @@ from autograder.similarity.statements import (
 )
 
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
+# Each comparison operator as it reads with its operands swapped (`a > b` is `b < a`); `in`, `not in` have none.
+MIRRORED = {ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq,
+            ast.Is: ast.Is, ast.IsNot: ast.IsNot}
 INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
-LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}  # a logger's
 CANONICAL_NAMES = {"INF", "FLOAT64"}  # names the rewriting itself puts in, emitted as they are
 EXPRESSION_TOKENS = 2_000  # per expression of a statement, after repeats are collapsed: none hand-written is longer
 REPEATS_KEPT = 6  # a run of the same few tokens repeated more often than this keeps only this many
@@ -130,7 +132,7 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Expr(self, node):
         unused = changes_nothing(node.value, self.imports)  # before rewriting: a call may become an operator
         self.generic_visit(node)
-        if unused or isinstance(node.value, ast.Constant) or _is_output(node.value, self.imports):
+        if unused or isinstance(node.value, ast.Constant) or only_output(node.value, self.imports):
             return _walrus_assignments(node.value) or None  # docstrings, `...`, `(a, b)`; a debugging print or log
         if isinstance(node.value, ast.NamedExpr):  # `(x := v)` alone is `x = v`
             return _walrus_assignments(node.value)
@@ -185,12 +187,20 @@ class _Rewrite(ast.NodeTransformer):
             ast.Assign([node.target], value), node)
 
     def visit_Compare(self, node):
+        """A comparison read the way that has fewer `>` and `>=` (`a > b` as `b < a`, `c > b > a` as `a < b < c`),
+        and where that leaves a choice (`==`, `!=`, `is`, `is not`), its operands in a fixed order, as
+        `_ordered_operands` puts them: `0 == x` as `x == 0`. A chain is only read backwards whole (`c > b == a` as
+        `a == b < c`), never with one link swapped alone; one with `in` or `not in` is kept as written."""
         self.generic_visit(node)
-        flipped = {ast.Gt: ast.Lt, ast.GtE: ast.LtE}
-        if len(node.ops) == 1 and type(node.ops[0]) in flipped:
-            return ast.copy_location(ast.Compare(node.comparators[0], [flipped[type(node.ops[0])]()], [node.left]),
-                                     node)
-        return node
+        if not all(type(op) in MIRRORED for op in node.ops):
+            return node
+        operands = [node.left, *node.comparators]
+        greater = sum(isinstance(op, ast.Gt | ast.GtE) for op in node.ops)
+        lesser = sum(isinstance(op, ast.Lt | ast.LtE) for op in node.ops)
+        if lesser > greater or (lesser == greater and not self._before(operands[::-1], operands)):
+            return node
+        ops = [MIRRORED[type(op)]() for op in reversed(node.ops)]
+        return ast.copy_location(ast.Compare(operands[-1], ops, operands[-2::-1]), node)
 
     def visit_BinOp(self, node):
         """`x * 1`, `x + 0` as `x`; a commutative operator's operands in a fixed order."""
@@ -199,9 +209,13 @@ class _Rewrite(ast.NodeTransformer):
 
     def _ordered_operands(self, node: ast.BinOp) -> ast.BinOp:
         """A commutative operator's operands in a fixed order: `b * a` as `a * b`."""
-        if isinstance(node.op, COMMUTATIVE) and _key(node.right, self.imports) < _key(node.left, self.imports):
+        if isinstance(node.op, COMMUTATIVE) and self._before([node.right], [node.left]):
             node.left, node.right = node.right, node.left
         return node
+
+    def _before(self, these: list[ast.expr], those: list[ast.expr]) -> bool:
+        """Whether operands `these` come before `those` in the fixed order operands are put in."""
+        return [_key(n, self.imports) for n in these] < [_key(n, self.imports) for n in those]
 
     def visit_Assign(self, node):
         """`x = a if c else x` as `if c: x = a` (and `x = x if c else a` as `if not c: x = a`): the same default."""
@@ -261,18 +275,6 @@ def _split_assignment(node: ast.Assign) -> list[ast.Assign] | None:
     if len(names) < len(target.elts) or any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)):
         return None
     return [ast.copy_location(ast.Assign([t], v), node) for t, v in zip(target.elts, value.elts, strict=True)]
-
-
-def _is_output(value: ast.expr, imports: dict[str, str]) -> bool:
-    """Whether a statement's expression only prints or logs: `print(...)`, `logging.info(...)`, `log.debug(...)`."""
-    if not isinstance(value, ast.Call):
-        return False
-    name = dotted(value.func, imports) or (value.func.id if isinstance(value.func, ast.Name) else "")
-    if name in ("print", "pprint.pprint") or name.startswith("logging."):
-        return True
-    function = value.func
-    return isinstance(function, ast.Attribute) and function.attr in LOG_METHODS and isinstance(
-        function.value, ast.Name) and "log" in function.value.id.lower()  # logger.debug, log.info, LOG.warning
 
 
 def _walrus_assignments(node: ast.AST) -> list[ast.Assign]:
