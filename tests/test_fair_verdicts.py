@@ -23,6 +23,7 @@ from autograder.sandbox.session import Session
 from conftest import PLAIN, SUBMISSIONS, compose, manifest
 
 RAISING = manifest("raising")
+PARAMETERS = manifest("parameters")
 FLOAT64 = Tolerance(rtol=1e-6, atol=1e-9)
 STUDENTS = [f"s{n:04d}" for n in range(1, 7)]
 ALL_MASKED_IDEAS = {"all_masked_wrong_exception", "all_masked_nan", "all_masked_uniform", "raises_on_valid_rows"}
@@ -175,13 +176,45 @@ def test_a_call_that_does_not_fit_the_parameters_says_to_keep_the_stubs(grade, t
                                                  "def score(Q, K, s=None):\n    scale = s"))
     failed = {t.name: t.message for t in grade(renamed).tests if t.status != "passed"}
     assert failed and all(name.startswith("score.") for name in failed)
-    assert all(message.endswith("keep the stub's parameters, their names and order") for message in failed.values())
+    assert all(message.endswith("its parameters are Q, K, s, so rename `s` to `scale`") for message in failed.values())
     cached = tmp_path / "cached.py"
     cached.write_text("import functools\n" + PLAIN.read_text().replace(
         "def score(Q, K, scale=None):", "@functools.lru_cache\ndef score(Q, K, scale=None):"))
     failed = [t for t in grade(cached).tests if t.function == "score" and t.status != "passed"]
     # A hidden check's message leaves the exception's own text to the instructor (`withheld`).
     assert failed and all("unhashable" in (t.withheld or t.message) and "stub" not in t.message for t in failed)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMETERS))
+def test_a_parameter_named_otherwise_than_the_stubs_is_named_in_public_and_hidden_checks_alike(grade_once, tmp_path,
+                                                                                            name):
+    """Correct code with the Annotated Transformer's names (attention(query, key, value, mask=None, ...)) loses the
+    checks that pass `allowed=` by name, as designed; each message says which parameter it lacks, the ones it has
+    and what to rename, in a hidden check's message for students too: the names are the file's own `def`."""
+    case = PARAMETERS[name]
+    result = grade_once(compose(tmp_path, name, SUBMISSIONS / "parameters" / f"{name}.py"))
+    failed = [t for t in result.tests if t.status != "passed"]
+    said = (f"your {case['function']} has no parameter `{case['keyword']}`: the checks pass `{case['keyword']}=` by "
+            f"name, as the stub defines it; its parameters are {', '.join(case['has'])}, so rename "
+            f"`{case['rename']}` to `{case['keyword']}`")
+    assert failed and {t.function for t in failed} == {case["function"]}
+    assert {t.visibility for t in failed} == {"public", "hidden"}
+    assert all(t.message == said for t in failed), [t.message for t in failed]
+
+
+def test_parameters_that_the_files_text_does_not_declare_are_kept_from_a_hidden_checks_message(grade, tmp_path):
+    """A function built while the code runs can have any parameter names, which could carry a hidden check's inputs:
+    its names are shown in public checks, and in hidden ones only to the instructor."""
+    built = tmp_path / "built.py"
+    built.write_text(PLAIN.read_text() + '\n\nexec("def attention(" + "qu" + "ery, key, value, mask=None, scale=None):'
+                                         '\\n    return None")\n')
+    failed = [t for t in grade(built).tests if t.function == "attention" and t.status != "passed"]
+    unfit = [t for t in failed if "has no parameter `allowed`" in t.message]
+    hidden = [t for t in unfit if t.visibility == "hidden"]
+    assert hidden and all("query" not in t.message and "its parameters are query, key" in t.withheld
+                          for t in hidden), [t.message for t in hidden]
+    assert all("its parameters are query, key" in t.message for t in unfit if t.visibility == "public")
+    assert {t.visibility for t in unfit} == {"public", "hidden"}
 
 
 @pytest.mark.parametrize("own, says", [(True, "(if this ValueError is your own"),

@@ -522,7 +522,7 @@ def attention_torch_lecture_example(t):
     upstream = np.array([[1.0, -1.0]])  # the gradient of a loss with respect to C
     reply = t.call("attention_torch", Q_LECTURE, K_LECTURE, V_LECTURE, as_tensors=True, backward=(upstream, None))
     if reply.raised is not None:
-        raise_for("attention_torch", reply)
+        raise_for("attention_torch", reply, stub=t.stub("attention_torch"))
     C, A = expect_pair(reply.value, "attention_torch(q, K, V)", PAIR)
     expect_context_first(C, A, "attention_torch")
     C = as_tensor(C, "the context C of attention_torch", (1, 2))
@@ -535,7 +535,7 @@ def attention_torch_lecture_example(t):
     what = "attention_torch(q, K, V, allowed) with a mask that hides no key"
     reply = t.call("attention_torch", Q_LECTURE, K_LECTURE, V_LECTURE, allowed=SHOWS_EVERY_KEY, as_tensors=True)
     if reply.raised is not None:
-        raise_for("attention_torch", reply)
+        raise_for("attention_torch", reply, stub=t.stub("attention_torch"))
     A = as_tensor(expect_pair(reply.value, what, PAIR)[1], f"the weights A of {what}", (1, 3))
     expect_zero_score_kept(A.array, f"the weights A of {what}")
     # Keys and values of the student's own (own_memory), and an upstream gradient of their own too.
@@ -544,7 +544,7 @@ def attention_torch_lecture_example(t):
     what = "attention_torch(q, K, V) with keys and values of your own"
     reply = t.call("attention_torch", Q_LECTURE, K, V, as_tensors=True, backward=(upstream, None))
     if reply.raised is not None:
-        raise_for("attention_torch", reply)
+        raise_for("attention_torch", reply, stub=t.stub("attention_torch"))
     C, A = expect_pair(reply.value, what, PAIR)
     A = as_tensor(A, f"the weights A of {what}", (1, 3)).array
     expect_close(A, weights, t.tol(np.float64), f"the weights A of {what}")

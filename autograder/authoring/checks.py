@@ -20,7 +20,6 @@ student pays for the author's mistake (grading.attempt).
 """
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,6 +34,7 @@ from autograder.authoring.arguments_after import (
 )
 from autograder.authoring.protocol import Call, Reply
 from autograder.authoring.seeds import check_rng
+from autograder.authoring.unfit import missing_keyword, signature_hint, stub_parameters
 
 
 @dataclass(frozen=True)
@@ -242,11 +242,16 @@ class Trial:
                 self.changed.append((function, said))
         return reply
 
+    def stub(self, function: str) -> tuple[str, ...]:
+        """`function`'s parameters as the stub defines them (`stub_parameters`), for raise_for's advice."""
+        return stub_parameters(self.ref, function, self.parameters)
+
     def returned(self, function: str, *args, **kwargs):
         """The value `function` returned; a raised exception fails the check, its message saying what it was given."""
         reply = self.call(function, *args, **kwargs)
         if reply.raised is not None:
-            raise_for(function, reply, called_with(self.ref, function, args, kwargs, self.parameters))
+            raise_for(function, reply, called_with(self.ref, function, args, kwargs, self.parameters),
+                      self.stub(function))
         return reply.value
 
     def shared(self, build: Callable[[Trial], Any]):
@@ -275,9 +280,12 @@ class Trial:
         return self.tolerance["float32" if np.dtype(dtype).itemsize <= 4 else "float64"]
 
 
-def raise_for(function: str, reply: Reply, arguments: str = ""):
-    """Turn a student exception into the right failure. arguments: what the call was given (`called_with`)."""
+def raise_for(function: str, reply: Reply, arguments: str = "", stub: tuple[str, ...] = ()):
+    """Turn a student exception into the right failure. arguments: what the call was given (`called_with`); stub:
+    the function's parameters in the stub (`stub_parameters`), for advice on a call that did not fit."""
     raised = reply.raised
+    if raised.unfit and raised.missing and raised.parameters is not None:
+        raise StudentError(missing_keyword(function, raised.missing, raised.parameters, stub))
     if raised.type == "NotImplementedError" and raised.within in ("", function) and \
             raised.message.strip().strip("'\"") in ("", function):
         raise CheckFailed(f"{function} is not implemented yet (it raises NotImplementedError); if you did write it, "
@@ -288,7 +296,7 @@ def raise_for(function: str, reply: Reply, arguments: str = ""):
     # What the call was given is beside the point where the place it ran is the cause (a module it lacks).
     where = environment_hint(raised)
     raise StudentError(f"{function} raised {raised.describe(called=function)}{'' if where else arguments}"
-                       f"{_signature_hint(raised)}{_template_hint(raised)}{where}")
+                       f"{signature_hint(raised, function)}{_template_hint(raised)}{where}")
 
 
 def _template_hint(raised) -> str:
@@ -317,12 +325,7 @@ def called_with(ref, function: str, args: tuple, kwargs: dict, parameters: dict 
 def _argument_names(ref, function: str, args: tuple, parameters: dict | None = None) -> list[str]:
     """The names of `args`: the reference's parameters where it has `function`, else the stub's (`parameters`),
     else "argument 1", ...."""
-    target = getattr(ref, function, None)
-    try:
-        names = list(inspect.signature(target).parameters)[:len(args)] if callable(target) else []
-    except (TypeError, ValueError):
-        names = []
-    names = names or list((parameters or {}).get(function, ()))
+    names = stub_parameters(ref, function, parameters)
     return [names[i] if i < len(names) else f"argument {i + 1}" for i in range(len(args))]
 
 
@@ -337,14 +340,6 @@ def _kind_of(value, as_tensor: bool = False) -> str:
 def _a(name: str) -> str:
     """"an int64", "a float64": the article a name takes as the feedback reads it."""
     return f"an {name}" if name[:1] in ("a", "e", "i", "o", "u") else f"a {name}"
-
-
-def _signature_hint(raised) -> str:
-    """What to do when the call itself did not fit the function's parameters (`Raised.unfit`); a TypeError
-    from inside the function, or from a wrapper such as a cache refusing an array, gets nothing."""
-    if not raised.unfit:
-        return ""
-    return "; the checks call it as the stub defines it, so keep the stub's parameters, their names and order"
 
 
 def environment_hint(raised) -> str:

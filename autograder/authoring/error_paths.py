@@ -30,8 +30,8 @@ def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, 
     ordinary = t.call(function, *valid.args, **valid.kwargs)
     faulty = t.call(function, *invalid.args, **invalid.kwargs)
     if ordinary.raised is not None:
-        if ordinary.raised.type in ("NotImplementedError", "SystemExit"):
-            raise_for(function, ordinary)
+        if ordinary.raised.type in ("NotImplementedError", "SystemExit") or ordinary.raised.missing:
+            raise_for(function, ordinary, stub=t.stub(function))
         raise CheckFailed(_raises_on_ordinary_input(function, ordinary.raised, faulty.raised, exception, valid_what,
                                                     valid_advice))
     if faulty.raised is None:

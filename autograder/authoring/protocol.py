@@ -14,6 +14,9 @@ name, a returned value, shape or entry) where a check's message quotes it: gradi
 hidden check's message for students. `Raised.describe` marks the place it names (line, cell, function) with what
 to check it against: code can set those too while it runs (`code.replace(co_firstlineno=...)`), so a place is
 shown as it is only where it fits the submission's own text (`vouched`, which grading.places calls), else as chosen.
+`declared` marks words about a function's own parameters, as the worker read them from the function it called: code
+can build a function with any names while it runs, so they are shown only where the submission's text has a `def`
+of that function with just those parameters, else as chosen.
 
 Shipped to the worker with the wire format (see sandbox.boot.BOOT): standard library and NumPy only.
 """
@@ -36,31 +39,60 @@ PLACE_START, PLACE_END, FIELD = "\x10", "\x11", "\x1f"
 _PLACE = re.compile(f"{PLACE_START}([^{PLACE_END}]*)(?:{PLACE_END}|\\Z)")  # unclosed: as _CHOSEN
 
 
+# The marks around words about a function's parameters: the function and its parameters (comma-separated), each
+# ended by FIELD, then the text.
+DECLARED_START, DECLARED_END = "\x12", "\x13"
+_DECLARED = re.compile(f"{DECLARED_START}([^{DECLARED_END}]*)(?:{DECLARED_END}|\\Z)")  # unclosed: as _CHOSEN
+MARKS = (CHOSEN_START, PLACE_START, DECLARED_START)  # what starts a part a hidden check's message may withhold
+
+
 def chosen(text: str) -> str:
     """`text`, which the student's code chose while it ran, marked as such inside a message."""
     return f"{CHOSEN_START}{text}{CHOSEN_END}"
 
 
+def declared(function: str, parameters: tuple[str, ...], text: str) -> str:
+    """`text`, which tells of `function`'s `parameters` as the worker read them, marked to be `vouched` for."""
+    return f"{DECLARED_START}{function}{FIELD}{','.join(parameters)}{FIELD}{text}{DECLARED_END}"
+
+
 def unmarked(text: str) -> str:
-    """`text` with the marks of `chosen` and `Raised.describe`'s places taken out and all the text kept."""
+    """`text` with the marks of `chosen`, `declared` and `Raised.describe`'s places taken out and all the text
+    kept."""
+    if DECLARED_START in text:
+        text = _DECLARED.sub(lambda match: _declared_fields(match)[2], text)
     if PLACE_START in text:
         text = _PLACE.sub(lambda match: _fields(match)[3], text)
     return text.replace(CHOSEN_START, "").replace(CHOSEN_END, "") if CHOSEN_START in text else text
 
 
 def without_chosen(text: str, stand_in: str) -> str:
-    """`text` with every part `chosen` marked, and every place not `vouched` for, replaced by `stand_in`."""
+    """`text` with every part `chosen` marked, and every place or `declared` part not `vouched` for, replaced by
+    `stand_in`."""
+    text = _DECLARED.sub(lambda _: stand_in, text) if DECLARED_START in text else text
     return unmarked(_CHOSEN.sub(lambda _: stand_in, _PLACE.sub(lambda _: stand_in, text)))
 
 
-def vouched(text: str, fits) -> str:
+def vouched(text: str, fits, declares=None) -> str:
     """`text` with each place `Raised.describe` marked shown as it is where fits(cell, line, within) says the
-    submission's own text has it, and marked as `chosen` where not (a place cut short never fits)."""
+    submission's own text has it, and each `declared` part where declares(function, parameters) says its text
+    defines that function with those parameters; either marked as `chosen` where not (a mark cut short never fits)."""
     def one(match: re.Match) -> str:
         cell, line, within, shown = _fields(match)
         whole = match.group(0).endswith(PLACE_END)
         return shown if whole and line.isdigit() and fits(cell, int(line), within) else chosen(shown)
+
+    def declared_one(match: re.Match) -> str:
+        function, parameters, shown = _declared_fields(match)
+        whole = match.group(0).endswith(DECLARED_END) and declares is not None
+        return shown if whole and declares(function, tuple(filter(None, parameters.split(",")))) else chosen(shown)
+    text = _DECLARED.sub(declared_one, text) if DECLARED_START in text else text
     return _PLACE.sub(one, text) if PLACE_START in text else text
+
+
+def _declared_fields(match: re.Match) -> list[str]:
+    """A `declared` part's function, parameters and text ("" for those a cut left out)."""
+    return (match.group(1).split(FIELD, 2) + ["", "", ""])[:3]
 
 
 def _fields(match: re.Match) -> list[str]:
@@ -134,6 +166,9 @@ class Raised:
     within: the student's function that line is in; "" at top level.
     unfit: the call's arguments did not bind to the function's own parameters (a renamed or missing one),
     so it raised before running. The worker's word, like the rest, used only to say what to do.
+    parameters: for an unfit call, the names of the function's parameters as the worker read them (None where it
+    could not), and missing: the first keyword the call passed that is none of them, as the grader reads it from
+    its own call (sandbox.replies.read_raised). Shown only `declared`.
     kinds: the built-in classes it is an instance of, its own first where it is one, as the worker read them: no
     more to be trusted than `type`. A student's own class named ValueError has the name, not the kind.
     own: raised by a `raise` statement in the student's file (True), or by a library the line called (False:
@@ -152,6 +187,8 @@ class Raised:
     kinds: tuple[str, ...] = ()  # the built-in exception classes it is an instance of
     own: bool | None = None
     module: str = ""
+    parameters: tuple[str, ...] | None = None
+    missing: str = ""
 
     def is_a(self, exception: str) -> bool:
         """Whether `except <exception>` (a built-in's name) catches it: it is that built-in or subclasses it. Its

@@ -6,10 +6,13 @@ check's inputs. A place is shown as it is only where it fits the text the worker
 a line within that cell's (or the file's) line count, a function name that appears in its text as an identifier.
 Anything else is the code's choice, withheld from a hidden check's student message as its exception's message is
 (authoring.protocol.vouched, grading.results). A place that fits can still be picked among the unit's lines and
-names by code that wants to: a few bits, no more.
+names by code that wants to: a few bits, no more. Likewise the parameters the worker read from a function a call
+did not fit (authoring.protocol.declared) are shown only where the text has a `def` of that function with just
+those parameters.
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 
@@ -44,6 +47,29 @@ class SourceText:
         return 1 <= line <= lines and (not within or within in NAMELESS
                                        or within in set(_IDENTIFIER.findall(source)))
 
+    def declares(self, function: str, parameters: tuple[str, ...]) -> bool:
+        """Whether some unit has a `def function(...)` whose parameters are just `parameters`, in order."""
+        return any(parameters == _parameters(node) for source in self.units.values() for node in _defs(source)
+                   if node.name == function)
+
     def vouch(self, message: str) -> str:
-        """`message` with each place it names shown where it fits, else marked as text the code chose."""
-        return vouched(message, self.fits)
+        """`message` with each place it names shown where it fits, and each part about a function's parameters
+        where the text declares them, else marked as text the code chose."""
+        return vouched(message, self.fits, self.declares)
+
+
+def _defs(source: str) -> list:
+    """Every function definition in `source`; none where it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _parameters(node) -> tuple[str, ...]:
+    """A definition's parameters in the order inspect.signature gives them."""
+    args = node.args
+    starred = [args.vararg] if args.vararg else []
+    return tuple(a.arg for a in (*args.posonlyargs, *args.args, *starred, *args.kwonlyargs,
+                                 *([args.kwarg] if args.kwarg else [])))

@@ -28,7 +28,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
-from autograder.authoring.protocol import CHOSEN_START, PLACE_START, unmarked, without_chosen
+from autograder.authoring.protocol import MARKS, unmarked, without_chosen
 from autograder.grading.schema import described, from_plain, to_plain
 from autograder.grading.statuses import STATUSES
 from autograder.text import counted
@@ -158,7 +158,7 @@ def _split_chosen(check: CheckResult) -> None:
     """A hidden check's message without the text the code chose, kept whole in `withheld`; a public one's unmarked."""
     for name in ("hint", "explanation"):  # our own text: a mark there is a stray one
         _set(check, name, unmarked(getattr(check, name)))
-    if check.visibility == "public" or (CHOSEN_START not in check.message and PLACE_START not in check.message):
+    if check.visibility == "public" or not any(mark in check.message for mark in MARKS):
         _set(check, "message", unmarked(check.message))
         return
     _set(check, "withheld", unmarked(check.message))

@@ -185,7 +185,7 @@ def read_reply(header: dict, buffers: list, call: Call, inputs: tuple | None = N
     """
     try:
         if header.get("raised") is not None:
-            return Reply(raised=read_raised(header["raised"]), inputs=inputs)
+            return Reply(raised=read_raised(header["raised"], call.kwargs), inputs=inputs)
         if header.get("unsendable") is not None:
             problem = read_raised(header["unsendable"])
             raise ReplyRejected(f"the returned value could not be sent back ({problem.describe()})")
@@ -221,18 +221,31 @@ def _gradients(trees, buffers: list, call: Call, budget: values.Budget) -> tuple
     return grads
 
 
-def read_raised(tree) -> Raised:
-    """The worker's account of an exception (sandbox.loader.describe) as a Raised, whatever shape it came in."""
+def read_raised(tree, keywords=()) -> Raised:
+    """The worker's account of an exception (sandbox.loader.describe) as a Raised, whatever shape it came in.
+    keywords: those the call passed, the first of which the function's parameters (the worker's word) lack is
+    `missing`."""
     if not isinstance(tree, dict):
         return Raised("Exception", "(no details)")
     line = tree.get("line")
     kinds = tree.get("kinds")
+    parameters = _parameters(tree.get("parameters")) if tree.get("unfit") is True else None
+    missing = next((name for name in keywords if name not in parameters), "") if parameters is not None else ""
     return Raised(safe(tree.get("type"), 80), safe(tree.get("message", ""), wire.MAX_TEXT),
                   line if type(line) is int else None, tree.get("unfit") is True,
                   cell=safe(tree.get("cell", ""), 40), within=safe(tree.get("in", ""), 80),
                   kinds=tuple(safe(kind, 80) for kind in kinds[:wire.MAX_KINDS]) if isinstance(kinds, list) else (),
                   own=tree.get("own") if type(tree.get("own")) is bool else None,
-                  module=safe(tree.get("module", ""), 80))
+                  module=safe(tree.get("module", ""), 80), parameters=parameters, missing=missing)
+
+
+def _parameters(names) -> tuple[str, ...] | None:
+    """A function's parameter names as the worker sent them: identifiers, at most wire.MAX_KINDS of them; None for
+    anything else."""
+    if not (isinstance(names, list) and len(names) <= wire.MAX_KINDS and all(
+            isinstance(name, str) and name.isidentifier() and len(name) <= 80 for name in names)):
+        return None
+    return tuple(names)
 
 
 def size_text(n: int) -> str:

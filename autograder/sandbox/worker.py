@@ -352,16 +352,17 @@ def _mapping(mappings: list, number) -> memoryview | None:
     return mappings[number] if type(number) is int and 0 <= number < len(mappings) else None
 
 
-def _fits(function, args: list, kwargs: dict) -> bool:
-    """Whether the arguments bind to `function`'s parameters; True where its signature cannot be read."""
+def _unfit(function, args: list, kwargs: dict) -> dict:
+    """Where the call does not fit `function`'s parameters: the reply's word for it and their names; else {}."""
     import inspect  # only after a TypeError: most sessions never need it
+    signature = None
     try:
-        inspect.signature(function).bind(*args, **kwargs)
-    except TypeError:
-        return False
-    except Exception:  # noqa: BLE001 - no signature to read (a builtin), or one the student's code broke
-        return True
-    return True
+        signature = inspect.signature(function)
+        signature.bind(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - no signature to read (a builtin), or one the student's code broke
+        unfit = signature is not None and isinstance(error, TypeError)
+        return {"unfit": True, "parameters": [str(name) for name in signature.parameters]} if unfit else {}
+    return {}
 
 
 def _call(request: dict, buffers: list, namespace: dict):
@@ -380,8 +381,8 @@ def _call(request: dict, buffers: list, namespace: dict):
         result = function(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - report every failure, including SystemExit
         reply["raised"] = loader.describe(error, namespace.get("__file__"))
-        if isinstance(error, TypeError) and not _fits(function, args, kwargs):
-            reply["raised"]["unfit"] = True
+        if isinstance(error, TypeError):
+            reply["raised"].update(_unfit(function, args, kwargs))
         return reply, out
     finally:
         _disarm_timers()

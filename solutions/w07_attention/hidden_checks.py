@@ -171,7 +171,7 @@ def _returned_broadcasting(t, function: str, *args, advice: str = BROADCAST_ADVI
         return reply.value
     said = (raised_in or {}).get(reply.raised.within, advice)
     try:
-        raise_for(function, reply, called_with(t.ref, function, args, kwargs))
+        raise_for(function, reply, called_with(t.ref, function, args, kwargs), t.stub(function))
     except StudentError as error:
         raise StudentError(f"{error}; {said}") from None
 
@@ -842,7 +842,7 @@ def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False):
     if reply.raised is not None:
         given = called_with(t.ref, "attention_torch", args, {**kwargs, "as_tensors": True})
         try:
-            raise_for("attention_torch", reply, given)
+            raise_for("attention_torch", reply, given, t.stub("attention_torch"))
         except StudentError as error:
             order = f"; {_in_stub_order(t, 'attention_torch')}" if by_position else ""
             raise StudentError(f"{error}{order}") from None
