@@ -794,3 +794,17 @@ def test_a_local_named_after_a_graded_function_is_not_a_call_of_it(grade_once, t
     assert torch_failed and all(t.misconception == "score_divides_by_dk" for t in torch_failed), [
         (t.name, t.misconception) for t in torch_failed]
     assert not any("calls context" in t.message for t in torch_failed), [t.message for t in torch_failed]
+
+
+def test_a_mask_handled_right_is_not_told_to_keep_its_axes(grade_once, tmp_path):
+    """A score that keeps an explicit scale for later calls fails attention's case of a mask with one axis fewer than
+    the scores, whose keys it hides rightly: that message had told the student to leave the mask's axes alone. An
+    axis inserted after the mask's first hides other keys, and is still told so."""
+    kept = grade_once(compose(tmp_path, "kept", SUBMISSIONS / "narrow" / "score_keeps_a_scale_per_dk.py"))
+    message = next(t.message for t in kept.tests if t.name == "attention.agrees_with_sdpa")
+    assert "one axis fewer than the scores" in message and "fewer axes than the scores" not in message, message
+    assert "attention calls score, which fails its own checks" in message, message
+    bug = "attention_adds_an_axis_for_one_axis_fewer"
+    inserted = grade_once(compose(tmp_path, bug, SUBMISSIONS / "narrow" / f"{bug}.py"))
+    message = next(t.withheld or t.message for t in inserted.tests if t.name == "attention.agrees_with_sdpa")
+    assert "a mask with fewer axes than the scores lines up with their last axes" in message, message

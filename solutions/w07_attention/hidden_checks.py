@@ -177,12 +177,26 @@ def _returned_broadcasting(t, function: str, *args, advice: str = BROADCAST_ADVI
 
 
 def _told(advice: str, compare, *args, **kwargs):
-    """compare(*args, **kwargs), whose failure's message ends with `advice`: what to do about that case."""
+    """compare(*args, **kwargs), whose failure's message ends with `advice`: what to do about that case. An empty
+    advice adds nothing."""
     try:
         return compare(*args, **kwargs)
     except CheckFailed as failure:
-        failure.message += f"; {advice}"
+        if advice:
+            failure.message += f"; {advice}"
         raise
+
+
+def _mask_advice(A, allowed) -> str:
+    """FEWER_MASK_AXES_ADVICE where the weights A hide other keys than `allowed` does, broadcast as NumPy broadcasts
+    it (weight 0 exactly where the mask says False), else "": a wrong answer whose hidden keys are the right ones
+    (a scale kept from an earlier call, say) had been told to leave the mask's axes alone, which it had done."""
+    try:
+        weights = np.asarray(A, dtype=np.float64)
+        hidden = ~np.broadcast_to(allowed, weights.shape)
+    except (TypeError, ValueError):  # weights of another shape or no numbers: the mask may well explain them
+        return FEWER_MASK_AXES_ADVICE
+    return FEWER_MASK_AXES_ADVICE if np.any((weights == 0) != hidden) else ""
 
 
 def _shared_by_heads(array):
@@ -686,8 +700,8 @@ def attention_agrees_with_sdpa(t):
     for Q, K, V, allowed, what in _fewer_mask_axes(t):
         got = _returned_broadcasting(t, "attention", Q, K, V, advice=f"attention {what}: {FEWER_MASK_AXES_ADVICE}",
                                      allowed=allowed)
-        _told(FEWER_MASK_AXES_ADVICE, _expect_sdpa, t, *expect_pair(got, "attention", PAIR), (Q, K, V), allowed,
-              None, what)
+        C, A = expect_pair(got, "attention", PAIR)
+        _told(_mask_advice(A, allowed), _expect_sdpa, t, C, A, (Q, K, V), allowed, None, what)
 
 
 def _expect_sdpa(t, C, A, inputs: tuple, allowed, scale, what: str) -> None:
@@ -735,14 +749,20 @@ def _long_attention_case(t):
 def attention_torch_agrees_with_sdpa(t):
     """attention_torch agrees with scaled_dot_product_attention (C and the gradients of C with respect to Q, K and V)
     and the reference (A), with a mask. The float32 tensors' mask is (Nq, Nk), one mask for every batch entry, as
-    a causal mask is: it broadcasts, as scaled_dot_product_attention's attn_mask does. Then keys and values shared
-    by every head (broadcast), and keys and values with no leading axes at all, as attention is asked them."""
+    a causal mask is: it broadcasts, as scaled_dot_product_attention's attn_mask does; and their second query
+    scores every key far below 0 (_far_below) with one of them masked. Then keys and values shared by every head
+    (broadcast), and keys and values with no leading axes at all, as attention is asked them."""
     d = t.sizes
     for dtype, shape in ((np.float64, (*d["batch"], d["nq"], d["nk"])), (np.float32, (d["nq"], d["nk"]))):
         Q, K, V = _qkv(t, dtype)
         allowed = mask_rows(t.rng, shape)
         mask = "a mask" if len(shape) == len(Q.shape) else "one (Nq, Nk) mask broadcast over the batch axes"
-        _torch_checked(t, Q, K, V, allowed, None, f"attention_torch for {_name(dtype)} tensors with {mask}")
+        q, k, what = Q, K, f"attention_torch for {_name(dtype)} tensors with {mask}"
+        if dtype == np.float32 and d["nq"] > 1 and d["nk"] > 1:
+            q, k = _far_below_float32(Q, K, allowed)
+            what += (f", the second query's every key {FAR:,.0f} below 0 and one of them masked (hide masked keys "
+                     "with −∞ whatever the dtype: slide 20)")
+        _torch_checked(t, q, k, V, allowed, None, what)
     K, V = _shared_by_heads(K), _shared_by_heads(V)
     if K is not None:  # a reshape to (-1, N, d) for torch.bmm fails here, and indexing with a padding mask
         allowed = mask_rows(t.rng, (*d["batch"], 1, d["nk"]))
@@ -760,9 +780,26 @@ def attention_torch_agrees_with_sdpa(t):
             raise StudentError(f"{error}; {what}: {TORCH_FEWER_AXES_ADVICE}") from None
     for Q, K, V, allowed, what in _fewer_mask_axes(t):
         try:
-            _told(FEWER_MASK_AXES_ADVICE, _torch_checked, t, Q, K, V, allowed, None, f"attention_torch {what}")
+            _torch_checked(t, Q, K, V, allowed, None, f"attention_torch {what}", mask_advice=True)
         except StudentError as error:
             raise StudentError(f"{error}; attention_torch {what}: {FEWER_MASK_AXES_ADVICE}") from None
+
+
+def _far_below_float32(Q, K, allowed):
+    """Copies of float32 Q and K whose second query scores every key FAR below 0 at the default scale, and `allowed`
+    (Nq, Nk) changed in place so that it hides the last of those keys and shows the first: a finite fill (−1e4)
+    kept for dtypes other than float64, whose far-below cases it had passed, lies above them and takes the weight.
+    Not _far_below: float32 cannot tell apart scores 100,000 below 0 that differ by ordinary amounts (its step
+    there is 0.008), so that query's scores are made all alike, its weights uniform over its visible keys. Every
+    other query's last coordinate is made 0, so its scores stay as they were. The copies leave Q and K to the
+    cases after this one."""
+    Q, K = Q.copy(), K.copy()
+    Q[..., :, -1] = 0.0
+    Q[..., 1, :] = 0.0
+    Q[..., 1, -1] = 1.0
+    K[..., -1] = -FAR * np.sqrt(Q.shape[-1])  # times the default scale 1/√dk: −FAR
+    allowed[1, -1], allowed[1, 0] = False, True
+    return Q, K
 
 
 def attention_torch_respects_scale(t):
@@ -770,11 +807,13 @@ def attention_torch_respects_scale(t):
     tensors with a mask, scores past float32's exp range; then 0.0 with a mask: uniform weights over the visible
     keys, not "none given") instead of 1/√dk, in C, A and the gradients. The float32 call passes the mask and the
     scale by position, in the stub's order (every other call names them: a signature `scale=None, allowed=None`
-    had full marks).
+    had full marks). The −1.5 call has PAST_A_BLOCK keys, where every other case has a handful.
     The scores are scaled before they are masked (slide 30: softmax(QKᵀ/√dk + mask)): masked first, 0.0 × −∞ is
     NaN."""
     Q, K, V = _qkv(t)
-    _torch_checked(t, Q, K, V, None, -1.5, _scaled("attention_torch", -1.5))
+    more = (*t.sizes["batch"], PAST_A_BLOCK - t.sizes["nk"])
+    keys, values = (np.concatenate([x, normal(t.rng, (*more, x.shape[-1]))], axis=-2) for x in (K, V))
+    _torch_checked(t, Q, keys, values, None, -1.5, _scaled(f"attention_torch for {PAST_A_BLOCK} keys", -1.5))
     allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
     # Large enough that float32 scores pass exp's range (88): an unshifted softmax in float32 overflows.
     # By position, in the stub's order: every other call names the mask and the scale.
@@ -823,9 +862,11 @@ def attention_torch_agrees_with_numpy(t):
                    "attention answers with the same C and A")
 
 
-def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False):
+def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False, mask_advice: bool = False):
     """Call attention_torch with gradients asked for; C, A and the gradients must all be right. The mask and the
-    scale go by keyword, or `by_position` in the stub's order (a raise then says that order).
+    scale go by keyword, or `by_position` in the stub's order (a raise then says that order). With `mask_advice`
+    (a mask of fewer axes than the scores), wrong C or A whose hidden keys are not the mask's get
+    FEWER_MASK_AXES_ADVICE.
 
     Q (..., Nq, dk), K (..., Nk, dk), V (..., Nk, dv), allowed bool (..., Nq, Nk) or None.
     C is compared with scaled_dot_product_attention's, A with the reference's, and the gradients of
@@ -851,7 +892,8 @@ def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False):
     A = as_tensor(A, f"the weights A of {what}", (*batch, nq, nk))
     C_exp, grads = t.reused(_sdpa, Q, K, V, allowed, scale, upstream)
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
-    _expect_attention(C.array, A.array, (C_exp, A_exp), (Q, K, V), scale, t.tol(Q.dtype), what)
+    _told(_mask_advice(A.array, allowed) if mask_advice else "", _expect_attention, C.array, A.array,
+          (C_exp, A_exp), (Q, K, V), scale, t.tol(Q.dtype), what)
     through_A = _weights_gradients(Q, K, A_exp, upstream_A, scale)
     shapes = {"Q": Q.shape, "K": K.shape, "V": V.shape}
     tol = precision_of_factors(t.tol(Q.dtype), A.array)
@@ -935,11 +977,17 @@ BIG = 1000.0
 # past a finite fill added to masked scores (-1e4, an old Hugging Face constant; -65504, float16's largest), which
 # left such a key the whole weight. A fill of -1e9 or of the dtype's smallest number still hides it.
 FAR = 1e5
+# Keys past a block of 64 and not a multiple of it (attention_torch.respects_scale): code that runs through the keys
+# in blocks of 64 (a common tile) and forgets the last partial one had full marks, every other case having a
+# handful. Small d keeps the call cheap.
+PAST_A_BLOCK = 100
 SATURATING = 3000.0  # queries scaled so that W_q q reaches the thousands, past exp(2a)'s range (a > 355)
 
 CHECKS = [
-    Check("score.matches_reference", score_matches_reference, sizes=RANDOM),
+    # An explicit scale first, then none at the same d_k: a scale kept from an earlier call (per d_k or not) for the
+    # next default one shows, as in attention_torch's checks below.
     Check("score.explicit_scale", score_explicit_scale, sizes=RANDOM),
+    Check("score.matches_reference", score_matches_reference, sizes=RANDOM),
     Check("score.long_sequence", score_long_sequence, sizes=LONG, slow_hint=VECTORIZE),
     Check("additive_score.matches_reference", additive_score_matches_reference, sizes=Sizes.of(nq=4, nk=6, dk=3, h=5)),
     Check("causal_mask.rectangular", causal_mask_rectangular, sizes=Sizes.of(nq=4, nk=7)),
