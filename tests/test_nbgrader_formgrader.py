@@ -65,7 +65,8 @@ def test_names_come_from_the_roster_or_the_gradebook(exported):
     shown = {s["student"]: (s["first_name"], s["last_name"]) for s in _api(root).get_submissions(ASSIGNMENT)}
     assert shown["named"] == ("Ada", "Lovelace") and shown["known"] == ("Kim", "Known")
     assert shown["scratch"] == (None, None)
-    assert "1 students have no name in the gradebook (scratch)" in said and "--roster" in said
+    assert "1 student has no name in the gradebook (scratch)" in said and "does not list this id" in said
+    assert "lists 1 student with no result of w07_attention (other), so no name of theirs was written" in said
 
 
 def test_a_notebook_not_built_from_the_release_is_exported_with_a_warning_and_nothing_to_grade_by_hand(exported):

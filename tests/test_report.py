@@ -17,6 +17,8 @@ import urllib.parse
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from markupsafe import escape
 
 from autograder.authoring.checks import Sizes, Trial
@@ -478,6 +480,28 @@ def test_count_axes_show_whole_numbers():
     figure.canvas.draw()
     ticks = figure.axes[0].get_xticks()
     assert len(ticks) > 1 and all(float(t).is_integer() for t in ticks)
+
+
+def test_late_totals_on_a_bins_lower_edge_count_in_that_bin():
+    # A 103-point course and 10 %-a-day penalties: 92.7, 82.4, ..., 10.3, each on an edge (92.7 // 10.3 is 8.0).
+    from autograder.outputs.report import histogram
+    scores = [round(103 * (1 - 0.1 * days), 6) for days in range(1, 10)]
+    assert [count for *_, count in histogram(scores, 103)] == [0] + [1] * 9
+
+
+@given(hundredths=st.integers(1, 10**6), bins=st.integers(1, 20), data=st.data())
+def test_a_score_on_an_edge_counts_in_the_upper_bin_however_it_was_computed(hundredths, bins, data):
+    from autograder.outputs.report import histogram
+    max_score = hundredths / 100  # points per check are decimals, so are a course's maximum and its totals
+    edge = data.draw(st.integers(0, bins))
+    ways = [edge * max_score / bins, max_score * (edge / bins), edge * (max_score / bins),
+            max_score - round(max_score * (1 - edge / bins), 6)]  # the last as the late rule takes a fraction off
+    for score in ways:
+        counts = [count for *_, count in histogram([round(score, 6)], max_score, bins)]
+        assert counts.index(1) == min(edge, bins - 1), (score, max_score, bins)
+    middle = (edge + 0.5) * max_score / bins  # well inside a bin: in it
+    if edge < bins:
+        assert [count for *_, count in histogram([middle], max_score, bins)].index(1) == edge
 
 
 def test_one_process_left_running_and_one_point_lost_are_said_in_the_singular(tmp_path, reported):

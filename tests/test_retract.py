@@ -12,6 +12,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 from autograder.grading.history import ADDED
@@ -183,6 +184,33 @@ def test_exporting_to_nbgrader_again_takes_a_fully_retracted_student_out_of_the_
     assert "retracted:" not in again.stderr and _gradebook(tmp_path) == {"a_good": 2}
 
 
+def _nbgrader_export(tmp_path: Path) -> dict[str, str]:
+    """student -> score of tiny in the real `nbgrader export`'s grades.csv."""
+    from nbgrader_course import nbgrader
+
+    out = tmp_path / "nbgrader-grades.csv"
+    done = nbgrader("export", f"--db=sqlite:///{tmp_path / 'gradebook.db'}", f"--to={out}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return {row["student_id"]: row["score"] for row in csv.DictReader(out.open()) if row["assignment"] == "tiny"}
+
+
+def test_a_fully_retracted_student_is_said_to_be_listed_with_0_by_nbgrader_export_and_its_command_removes_them(
+        tmp_path):
+    course = _course(tmp_path, "last")
+    _cli("grade", "tiny", tiny_class(tmp_path / "class", {"a_good": RIGHT, "reference": RIGHT}, 1.70e9), course=course)
+    _cli("export", "nbgrader", "--root", tmp_path, course=course)
+    _cli("retract", "tiny", "reference", course=course)
+    said = _cli("export", "nbgrader", "--root", tmp_path, course=course).stderr
+    assert "`nbgrader export` lists them with 0 points for tiny" in said, said
+    assert _nbgrader_export(tmp_path) == {"a_good": "2.0", "reference": "0.0"}  # what the message says
+    remove = said.split("remove the student: `")[1].split("`")[0]
+    assert remove.startswith("nbgrader db student remove reference --db=sqlite:///") and "--force" not in remove
+    done = subprocess.run(remove, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert _nbgrader_export(tmp_path) == {"a_good": "2.0"}
+
+
 def test_a_fully_retracted_student_a_ta_graded_by_hand_keeps_the_tas_grade_and_loses_ours(tmp_path):
     from nbgrader.api import Gradebook
 
@@ -197,6 +225,10 @@ def test_a_fully_retracted_student_a_ta_graded_by_hand_keeps_the_tas_grade_and_l
     done = _cli("export", "nbgrader", "--root", tmp_path, course=course)
     assert "a TA graded this submission by hand, so it was kept" in done.stderr, done.stderr
     assert "`autograder retract tiny stray --undo`" in done.stderr
+    assert "`nbgrader export` lists them with the TA's points alone" in done.stderr
+    assert _nbgrader_export(tmp_path) == {"a_good": "2.0", "stray": "1.0"}
+    assert "`nbgrader db student remove stray --db=sqlite:///" in done.stderr
+    assert "--force` (this removes their grades of tiny too)" in done.stderr
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
         grades = book.find_submission("tiny", "stray").notebooks[0].grades
         assert [(g.name, g.auto_score, g.manual_score) for g in grades] == [("test_double", 0, 1.0)]

@@ -95,7 +95,7 @@ def _export_gradescope(args) -> int:
 def _export_nbgrader(args) -> int:
     # Imported here: only this command needs nbgrader, an extra.
     from autograder.nbgrader.gradebook import Target, gradebook_url, write_nbgrader
-    from autograder.nbgrader.roster import read_roster
+    from autograder.nbgrader.roster import read_roster, unnamed, without_result
     from autograder.nbgrader.withdrawn import clear_withdrawn
 
     course, assignment, results, rule = stored_grades(args)
@@ -105,10 +105,11 @@ def _export_nbgrader(args) -> int:
     notebook = args.notebook or settings.module
     names = read_roster(args.roster) if args.roster else {}
     summary = write_nbgrader(results, Target(url, root, assignment, notebook, rule, settings.source_dir, names))
-    print(f"wrote {summary.students} students of {assignment} into the nbgrader gradebook {place} (notebook "
-          f"{notebook!r}, one autograded cell per function, {sum(summary.cells.values()):g} points)", file=sys.stderr)
+    print(f"wrote {counted(summary.students, 'student')} of {assignment} into the nbgrader gradebook {place} "
+          f"(notebook {notebook!r}, one autograded cell per function, {sum(summary.cells.values()):g} points)",
+          file=sys.stderr)
     if summary.autograded:
-        print(f"wrote {len(summary.autograded)} autograded notebooks under {root / 'autograded'}/<student>/"
+        print(f"wrote {counted(len(summary.autograded), 'autograded notebook')} under {root / 'autograded'}/<student>/"
               f"{assignment}/: the formgrader (Manage Submissions, manual grading), `nbgrader export` and "
               "`nbgrader generate_feedback` show our scores", file=sys.stderr)
     else:
@@ -119,10 +120,9 @@ def _export_nbgrader(args) -> int:
     for line in summary.notes:
         print(f"  note: {line}", file=sys.stderr)
     if summary.unnamed:
-        shown = ", ".join(summary.unnamed[:5]) + (", …" if len(summary.unnamed) > 5 else "")
-        print(f"  note: {len(summary.unnamed)} students have no name in the gradebook ({shown}), so the formgrader "
-              "shows them as \"None, None\": pass --roster (nbgrader's students.csv: id,first_name,last_name,"
-              "email), or import them with `nbgrader db student import`", file=sys.stderr)
+        print(f"  note: {unnamed(summary.unnamed, args.roster)}", file=sys.stderr)
+    if args.roster and (note := without_result(names, [r.student for r in results], args.roster, assignment)):
+        print(f"  note: {note}", file=sys.stderr)
     for line in clear_withdrawn(url, assignment, notebook, withdrawn_students(options.db_path(args).resolve(),
                                                                                  assignment)):
         print(f"autograder: retracted: {line}", file=sys.stderr)

@@ -40,6 +40,7 @@ TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's, beside the notebooks in submitte
 UTC = datetime.UTC
 DAY_SECONDS = 86400.0
 EXAMPLE_TIME = "2026-11-20T23:59:00-05:00"
+TOTAL_DIGITS = 6  # the decimals a penalty and a total are rounded to
 
 
 class TimeError(ValueError):
@@ -117,7 +118,7 @@ class Late:
 
     @property
     def total(self) -> float:
-        return round(self.raw - self.penalty, 6)
+        return round(self.raw - self.penalty, TOTAL_DIGITS)
 
     def flags(self) -> list[str]:
         """Short labels for a TA's flagged list."""
@@ -174,10 +175,10 @@ def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, s
         return _replace(late, reason=f"{when}, within the {rule.grace_minutes:g}-minute grace: no penalty")
     days = math.ceil(after_grace / DAY_SECONDS)
     if rule.max_days_late is not None and after_grace > rule.max_days_late * DAY_SECONDS:
-        return _replace(late, days=days, penalty=round(raw, 6),
+        return _replace(late, days=days, penalty=round(raw, TOTAL_DIGITS),
                         reason=f"{when}: more than {rule.max_days_late:g} days late, so the total is 0")
     fraction = min(1.0, days * rule.penalty_per_day)
-    penalty = round(raw * fraction, 6)
+    penalty = round(raw * fraction, TOTAL_DIGITS)
     return _replace(late, days=days, penalty=penalty,
                     reason=f"{when}: {days} started day{'s' if days != 1 else ''} late × "
                            f"{100 * rule.penalty_per_day:g}% = {100 * fraction:g}% of {_points(raw)} points, "

@@ -5,10 +5,14 @@ Such a student has no result, so the export writes nothing of theirs; without th
 wrote would stay in gradebook.db and `nbgrader export` would go on giving them. Their submission of the assignment
 is removed through nbgrader's own API (Gradebook.remove_submission), as `nbgrader db` would, unless a TA graded or
 commented on it by hand: then only our points (the test_<function> cells' auto_score) are taken out, and the TA's
-work stays. The student's own record (name, email) stays, and so do files on disk (submitted/, autograded/).
+work stays. The student's own record (name, email) stays, and so do files on disk (submitted/, autograded/): nbgrader
+lists every student of its gradebook in `nbgrader export`, so the student is listed there with 0 for the assignment,
+as one who handed nothing in. Only removing the student (`nbgrader db student remove`) takes them out of it, from
+every assignment, which is the TA's call: the message gives the command.
 """
 from __future__ import annotations
 
+import shlex
 import warnings
 
 from autograder.text import command, safe
@@ -30,7 +34,7 @@ def clear_withdrawn(db_url: str, assignment: str, notebook: str, students: list[
                 submission = gradebook.find_submission(assignment, student)
             except MissingEntry:
                 continue  # never exported (or removed already): nothing to take out
-            lines.append(safe(_clear(gradebook, submission, assignment, notebook, student), 600))
+            lines.append(safe(_clear(gradebook, submission, assignment, notebook, student), 1200))
     return lines
 
 
@@ -41,9 +45,10 @@ def _clear(gradebook, submission, assignment: str, notebook: str, student: str) 
     if not by_hand:
         gradebook.remove_submission(assignment, student)
         return (f"{student}: every hand-in is retracted, so their submission of {assignment} was removed from the "
-                f"gradebook (`nbgrader export` no longer lists a grade of theirs); their files under submitted/ and "
-                f"autograded/ stay: move them out of the course folder so `nbgrader autograde` does not grade them "
-                f"again")
+                f"gradebook; they stay in it as a student, so `nbgrader export` lists them with 0 points for "
+                f"{assignment}, as a student who handed nothing in. To leave them out of it, remove the student: "
+                f"{_remove_student(gradebook, student)}. Their files under submitted/ and autograded/ stay: move them "
+                f"out of the course folder so `nbgrader autograde` does not grade them again")
     for submitted in submission.notebooks:
         for grade in submitted.grades:
             if grade.name.startswith("test_"):  # ours (export refuses a notebook with other autograded cells)
@@ -51,6 +56,22 @@ def _clear(gradebook, submission, assignment: str, notebook: str, student: str) 
         submitted.late_submission_penalty = None
     gradebook.db.commit()
     return (f"{student}: every hand-in is retracted, so our points in notebook {notebook!r} of {assignment} are now "
-            f"0 in the gradebook; a TA graded this submission by hand, so it was kept with their grades. Remove it "
-            f"if it should not count (`nbgrader db` or the formgrader), or put the hand-in back (`"
+            f"0 in the gradebook; a TA graded this submission by hand, so it was kept with their grades, and "
+            f"`nbgrader export` lists them with the TA's points alone. If it should not count, remove the student "
+            f"(with the TA's grades): {_remove_student(gradebook, student)}; or put the hand-in back (`"
             f"{command('retract', [assignment, student], ['--undo'])}`) and export again")
+
+
+def _remove_student(gradebook, student: str) -> str:
+    """nbgrader's own command that removes `student` from this gradebook, and what else it removes."""
+    others = sorted({s.assignment.name for s in gradebook.find_student(student).submissions})
+    line = f"`nbgrader db student remove {shlex.quote(student)} --db={shlex.quote(_url(gradebook))}"
+    if not others:
+        return line + "`"
+    # nbgrader refuses, without --force, to remove a student with grades, and removes those grades with them.
+    return line + f" --force` (this removes their grades of {', '.join(others)} too)"
+
+
+def _url(gradebook) -> str:
+    """The gradebook's URL for a command to paste: a database password, if any, shown as ***."""
+    return gradebook.db.bind.url.render_as_string(hide_password=True)

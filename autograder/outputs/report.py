@@ -15,6 +15,7 @@ and the starts of blocks alike, unless it is a fenced code block built there.
 """
 from __future__ import annotations
 
+import bisect
 import re
 import statistics
 import urllib.parse
@@ -26,7 +27,7 @@ import jinja2
 from markupsafe import Markup
 
 from autograder.grading.examples import render_value
-from autograder.grading.late import LATE_MEANINGS, Late, LateRule, assess_result
+from autograder.grading.late import LATE_MEANINGS, TOTAL_DIGITS, Late, LateRule, assess_result
 from autograder.grading.results import FLAG_MEANINGS, NOT_LOADED, CheckResult, SubmissionResult, flag_kind, flags
 from autograder.outputs import audience, replaced_whole, write_whole
 from autograder.outputs import markdown as markdown_text
@@ -259,10 +260,13 @@ def grouped_checks(rows: list[tuple[str, str, str, int, int]]) -> list[tuple[str
 def histogram(scores: list[float], max_score: float, bins: int = HISTOGRAM_BINS) -> list[tuple[float, float, int]]:
     """Equal-width bins over [0, max_score]; a score on an inner edge counts in the upper bin."""
     width = max_score / bins if max_score > 0 else 1.0
+    edges = [round(i * width, TOTAL_DIGITS) for i in range(bins + 1)]  # as the table shows them, as precise as totals
     counts = [0] * bins
     for score in scores:
-        counts[min(bins - 1, max(0, int(score // width)))] += 1
-    return [(round(i * width, 6), round((i + 1) * width, 6), counts[i]) for i in range(bins)]
+        # Against the edges the table shows: a late total on an edge (92.7 of 103) is on it, where
+        # `score // width` put it in the lower bin (92.7 // 10.3 is 8.0).
+        counts[min(bins - 1, max(0, bisect.bisect_right(edges, round(score, TOTAL_DIGITS)) - 1))] += 1
+    return [(edges[i], edges[i + 1], counts[i]) for i in range(bins)]
 
 
 def class_report(assignment: str, results: list[SubmissionResult], files: dict[str, str],
