@@ -133,7 +133,7 @@ def test_a_stray_file_graded_as_a_student_leaves_every_export_and_is_not_graded_
         assert _totals(course) == {"a_good": "2"}
     assert len(_history(course, "reference")) == 1  # no new hand-in
     regraded = _cli("regrade", "tiny", "--preview", course=course)  # nor does a regrade grade it
-    assert "regrading 1 hand-ins of 1 students of tiny" in regraded.stderr, regraded.stderr
+    assert "regrading 1 hand-in of 1 student of tiny" in regraded.stderr, regraded.stderr
     _cli("retract", "tiny", "reference", "--undo", course=course)
     assert _totals(course) == {"a_good": "2", "reference": "2"}
 

@@ -304,8 +304,8 @@ def _regrade(args) -> int:
             print(safe(f"autograder: not regraded: {line}", 2000), file=sys.stderr)
         protections = protect(args.sandbox, suite.secret_paths(course) + [db] + [item.found.path for item in todo],
                               sys.stderr)
-        starting(f"regrading {len(todo)} hand-ins of {len(before)} students of {settings.name} under suite "
-                 f"{suite.version}" + (" (preview: nothing is stored)" if args.preview else ""))
+        starting(f"regrading {counted(len(todo), 'hand-in')} of {counted(len(before), 'student')} of {settings.name} "
+                 f"under suite {suite.version}" + (" (preview: nothing is stored)" if args.preview else ""))
         found, jobs = [item.found for item in todo], args.jobs or os.cpu_count() or 1
         imports = class_imports(found, min(jobs, len(found)), settings)
         for note in imports.notes():
