@@ -33,7 +33,7 @@ from autograder.authoring.compare import (
     precision_of_factors,
     shown,
 )
-from autograder.authoring.error_paths import Inputs, expect_error_path
+from autograder.authoring.error_paths import Inputs, expect_error_path, invalid_first
 from autograder.authoring.exact import expect_equal_mask, expect_exact_zeros
 from autograder.authoring.gradients import expect_gradients
 from autograder.authoring.inputs import mask_rows, normal
@@ -55,6 +55,6 @@ __all__ = [
     "StudentError", "TensorData", "Tolerance", "Trial", "additive_rounding", "as_array", "as_tensor", "called_with",
     "expect_close", "expect_equal", "expect_equal_mask", "expect_error_path", "expect_exact_zeros", "expect_floating",
     "expect_gradients", "expect_pair", "expect_rows_sum_to_one", "expect_shape", "expect_within_rounding",
-    "holds_float32_only", "holds_returned_mark", "mask_rows", "normal", "precision_of_factors", "product_rounding",
-    "raise_for", "rounding_terms", "shown",
+    "holds_float32_only", "holds_returned_mark", "invalid_first", "mask_rows", "normal", "precision_of_factors",
+    "product_rounding", "raise_for", "rounding_terms", "shown",
 ]

@@ -21,14 +21,18 @@ def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, 
     """An error path: `function` raises `exception` (a type name) on `invalid` and returns on `valid`, its
     neighbour (the same input with the fault removed). Returns the valid call's value, for the check to compare.
 
-    Both calls are made before either is judged, the valid one first, so the calls never depend on the
-    answers. When the valid input raises too, that is the message: the function raises on ordinary input,
-    so its exception says nothing about the invalid one. what/valid_what: name the two inputs; advice: why
-    raising is right, for a function that returns instead; valid_advice: when raising is right, for a
-    function that raises `exception` on the valid input.
+    Both calls are made before either is judged, so the calls never depend on the answers; which comes
+    first is drawn from the check's own generator (`invalid_first`). When the valid input raises too, that
+    is the message: the function raises on ordinary input, so its exception says nothing about the invalid
+    one. what/valid_what: name the two inputs; advice: why raising is right, for a function that returns
+    instead; valid_advice: when raising is right, for a function that raises `exception` on the valid input.
     """
-    ordinary = t.call(function, *valid.args, **valid.kwargs)
-    faulty = t.call(function, *invalid.args, **invalid.kwargs)
+    if invalid_first(t):
+        faulty = t.call(function, *invalid.args, **invalid.kwargs)
+        ordinary = t.call(function, *valid.args, **valid.kwargs)
+    else:
+        ordinary = t.call(function, *valid.args, **valid.kwargs)
+        faulty = t.call(function, *invalid.args, **invalid.kwargs)
     if ordinary.raised is not None:
         if ordinary.raised.type in ("NotImplementedError", "SystemExit") or ordinary.raised.missing:
             raise_for(function, ordinary, stub=t.stub(function))
@@ -41,6 +45,17 @@ def expect_error_path(t: Trial, exception: str, function: str, invalid: Inputs, 
         raise CheckFailed(f"{what} raised {faulty.raised.describe(called=function)}; expected {exception}"
                           f"{_shadowed(faulty.raised, exception)}")
     return ordinary.value
+
+
+def invalid_first(t: Trial) -> bool:
+    """Whether an error path asks its invalid input before its valid one, drawn from the student's generator.
+
+    The two inputs differ in one entry; in a fixed order, code that raises whenever a call differs from the one
+    before it in one entry passed without looking for the fault. Drawn, the order is fixed before any answer
+    (and the same for the same seed) yet not known from a call's place: such code raises on the valid input
+    for half the students, and loses the check. The draw makes the plan the seed's own (grading.plan.KeptPlans).
+    """
+    return bool(t.rng.integers(2))
 
 
 def _shadowed(raised, exception: str) -> str:
