@@ -171,6 +171,34 @@ def test_a_notebook_whose_later_cell_takes_a_name_its_functions_read_scores_as_n
                 f"{' or '.join(users)} gets the other thing. Give the other thing a name of its own" in notes, notes
 
 
+@pytest.mark.parametrize("name", sorted(name for name, entry in manifest("notebooks").items() if "notes" in entry))
+def test_a_notebook_is_graded_with_the_cells_nbgrader_puts_back_and_told_of_those_it_cannot(grade_once, name):
+    """Whole released notebooks, each compared with a real `nbgrader autograde`. An answer cell changed to Markdown or
+    Raw (nbgrader runs it as code: 100) had scored 59; an edited locked imports cell (nbgrader puts it back: 71) had
+    counted, 100 and no word; a deleted test cell, or one that lost its metadata (nbgrader: that function 0) had no
+    word. Each is now graded as nbgrader grades it, or keeps its points with a note saying what nbgrader gives."""
+    entry = manifest("notebooks")[name]
+    result = grade_once(SUBMISSIONS / "notebooks" / f"{name}.ipynb")
+    assert (result.score, result.max_score) == (entry.get("score", 100), 100), \
+        [t.message for t in result.tests if t.message]
+    said = [note for note in result.notes if "nbgrader's autograde" in note]
+    assert len(said) == len(entry["notes"]) and all(any(words in note for note in said) for words in entry["notes"]), \
+        said
+
+
+def test_a_released_markdown_cell_made_code_is_not_run_as_nbgrader_makes_it_markdown_again(tmp_path):
+    """The locked introduction changed to a code cell: nbgrader gives it its released type back and never runs it;
+    the grader had run it, a syntax error in the first cell."""
+    notebook = nbformat.read(SUBMISSIONS / "notebooks" / "test_cell_deleted.ipynb", as_version=4)
+    intro = notebook.cells[0]
+    assert intro.metadata["nbgrader"]["cell_type"] == "markdown"
+    intro.update(cell_type="code", outputs=[], execution_count=None)
+    path = tmp_path / "intro_as_code.ipynb"
+    nbformat.write(notebook, path)
+    cells = read_submission(path).cells
+    assert cells[0].source.startswith("import math") and not any("# Week 7" in cell.source for cell in cells)
+
+
 def test_a_value_a_function_reads_is_as_its_check_cell_saw_it_and_its_own_state_as_its_calls_left_it(grade_once,
                                                                                                      tmp_path):
     """A constant softmax reads, set again by a later exploring cell (`TEMPERATURE = 5.0`): nbgrader's check cell had

@@ -38,6 +38,7 @@ from autograder.grading.plan import (
     timed_out,
 )
 from autograder.grading.reference_cache import CachedReference
+from autograder.grading.restored_cells import as_nbgrader_grades
 from autograder.grading.results import NOT_LOADED, CheckResult, SubmissionResult
 from autograder.grading.shrink import ShrinkBudget, Shrunk, input_size, shrink
 from autograder.grading.statuses import FAILED, PASSED, TIMEOUT, UNGRADED
@@ -81,7 +82,7 @@ class Grader:
         and the sandbox is restarted so the next file starts clean. A sandbox that dies under it, ended from
         outside, is not the file's doing: the file is graded again in a fresh one (faults.again_if_sandbox_lost).
         """
-        started = time.monotonic()
+        started, submission = time.monotonic(), as_nbgrader_grades(submission, self.suite)  # as nbgrader grades it
         try:
             return faults.again_if_sandbox_lost(lambda: self._grade(submission, started), self.sandbox,
                                                 lambda why: self._fault(submission, why, started))
@@ -165,7 +166,7 @@ class Grader:
     def replay(self, submission: Submission, check_name: str) -> Replayed:
         """Run one check for one student again as graded: in a fresh session, after the same calls of
         every check before it, so code whose answers depend on what ran before sees what it saw then."""
-        entry = self.suite.check(check_name)
+        entry, submission = self.suite.check(check_name), as_nbgrader_grades(submission, self.suite)
         seed = self.suite.assignment.seed_for(self.course.seed_salt, submission.student)
         if submission.problem:
             return Replayed(self._result(entry, FAILED, loading.NOT_RUN))

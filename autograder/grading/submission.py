@@ -17,6 +17,7 @@ from pathlib import Path
 
 from autograder.grading.handin import MAX_BYTES, FileBytes, file_sha256, over_size_limit, read_bytes
 from autograder.grading.ipython_cells import Cell, definitions_of, imports_of, parses, read_cell, read_from_demos
+from autograder.grading.restored_cells import LockedEdit, ReleaseMarks, runs_as_code
 from autograder.grading.source_text import encoding_note, module_text
 from autograder.grading.test_cells import PACKAGE, checked_names, is_grader_test, only_course_checks, words
 from autograder.text import safe, valid_utf8
@@ -78,6 +79,10 @@ class Submission:
     # (code cell number, the names it checks: its nbgrader grade_id's, or the words in it) of a notebook's test
     # cells, the course's checks, which run only in Jupyter
     checks: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    # What nbgrader's autograde puts back (grading.restored_cells): locked cells the student changed, and the
+    # functions whose test cell keeps its nbgrader grade_id
+    edited_locked: tuple[LockedEdit, ...] = ()
+    test_ids: tuple[str, ...] = ()
 
     def worker_spec(self, module: str, graded: Iterable[str] = ()) -> dict:
         """What the worker needs to load this submission (see sandbox.loader.load): its units' labels and sources.
@@ -128,11 +133,12 @@ def submission_from_bytes(path: Path, student: str, content: FileBytes) -> Submi
                 n for n in (renamed, NOTEBOOK_LINES_NOTE.format(name=shown)) if n))
         return Submission(student, path, kind, digest, source=source, note=renamed)
     # JSON is UTF-8; a byte-order mark (Notepad's) is dropped as Jupyter's own reader would not choke on it.
-    checks: list = []
+    checks, marks = [], ReleaseMarks()
     cells, problem, note, text_cells = _notebook_cells(data.decode("utf-8", errors="replace").removeprefix("\ufeff"),
-                                                       shown, checks)
+                                                       shown, checks, marks)
     return Submission(student, path, kind, digest, cells=cells, problem=problem, checks=tuple(checks),
-                      note="; ".join(n for n in (renamed, note) if n), text_cells=text_cells, kernel=_kernel(data))
+                      note="; ".join(n for n in (renamed, note) if n), text_cells=text_cells, kernel=_kernel(data),
+                      edited_locked=tuple(marks.edited), test_ids=tuple(marks.tests))
 
 
 def _exported_cells(source: str) -> tuple[tuple[Cell, ...], tuple]:
@@ -211,9 +217,11 @@ def _basic_problem(data: bytes, size: int, name: str) -> str:
     return ""
 
 
-def _notebook_cells(text: str, name: str, checks: list) -> tuple[tuple[Cell, ...], str, str, tuple]:
-    """Code cells of a notebook, a problem that stops grading, a note that does not, and its text cells
-    that hold a def (Submission.text_cells); its test cells are added to `checks` (Submission.checks).
+def _notebook_cells(text: str, name: str, checks: list, marks: ReleaseMarks) -> tuple[tuple[Cell, ...], str, str,
+                                                                                     tuple]:
+    """Code cells of a notebook (those nbgrader runs as code), a problem that stops grading, a note that does not,
+    and its text cells that hold a def (Submission.text_cells); its test cells are added to `checks`
+    (Submission.checks), what its nbgrader metadata says of the release to `marks`.
 
     Everything in the file is checked before it is used: a notebook is
     student data, and a list where text belongs must not stop the batch.
@@ -247,8 +255,7 @@ def _notebook_cells(text: str, name: str, checks: list) -> tuple[tuple[Cell, ...
         notes.append(f"{name} does not fully follow the notebook format ({_first_line(invalid['ValidationError'])}); "
                      "its code cells were graded anyway")
     cells, skipped, code = [], [], 0
-    for number, cell in enumerate((c for c in raw["cells"] if isinstance(c, dict) and c.get("cell_type") == "code"),
-                                  start=1):
+    for number, cell in enumerate((c for c in raw["cells"] if isinstance(c, dict) and runs_as_code(c)), start=1):
         if number > MAX_CELLS:
             notes.append(f"{name} has more than {MAX_CELLS} code cells; only the first {MAX_CELLS} were graded")
             break
@@ -262,6 +269,7 @@ def _notebook_cells(text: str, name: str, checks: list) -> tuple[tuple[Cell, ...
         code += len(source)
         if code > MAX_CODE:
             return (), _too_much_code(name), "", ()
+        marks.read(cell, f"code cell {number}", source)
         if only_course_checks(source):
             continue  # a test cell that lost its nbgrader metadata (a copy of the notebook, another editor)
         cells.append((read_cell(f"code cell {number}", valid_utf8(source)), "test" if test else "demo" if demo else ""))
@@ -273,6 +281,7 @@ def _notebook_cells(text: str, name: str, checks: list) -> tuple[tuple[Cell, ...
     cells = [(definitions_of(read, defined) if kind == "test" else imports_of(read, defined, wanted) if kind else read,
               kind) for read, kind in cells]
     cells = [read for read, kind in cells if read.source.strip() or kind != "test"]
+    notes += marks.notes
     if skipped:
         notes.append(f"{', '.join(skipped[:10])} of {name}: the cell's source is not text, so it was skipped; "
                      "open the notebook in Jupyter and save it again")
@@ -292,7 +301,7 @@ def _text_cells_with_code(cells: list) -> tuple[tuple[str, str], ...]:
     """(label, source) of the markdown and raw cells among `cells` that hold a def at the start of a line."""
     found = []
     for number, cell in enumerate(cells, start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") not in ("markdown", "raw"):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("markdown", "raw") or runs_as_code(cell):
             continue
         source = _source_text(cell.get("source", ""))
         if source is not None and _DEF_AT_LINE_START.search(source):

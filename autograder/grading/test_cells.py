@@ -21,11 +21,17 @@ def checked_names(cell: dict, source: str) -> tuple[str, ...]:
     """The names a test cell checks: the function its nbgrader grade_id (`test_score`) names, as nbgrader puts the
     released cell back by that id and runs it where it stands, whatever the student left in it (emptied, or
     overwritten); the words in its source for a cell without one (a copy that lost its metadata)."""
+    tested = tested_function(cell)
+    return (tested,) if tested else words(source)
+
+
+def tested_function(cell: dict) -> str:
+    """The function a test cell's nbgrader grade_id names (`test_score`: "score"); "" for a cell without one."""
     meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}
     grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
     if isinstance(grade_id, str) and re.fullmatch(rf"{TEST_CELL}[A-Za-z_]\w*", grade_id):
-        return (grade_id.removeprefix(TEST_CELL),)
-    return words(source)
+        return grade_id.removeprefix(TEST_CELL)
+    return ""
 
 
 def is_grader_test(cell: dict) -> bool:

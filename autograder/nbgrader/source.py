@@ -25,6 +25,7 @@ import nbformat
 
 from autograder.grading.course import Assignment, Course
 from autograder.grading.manifest import MANIFEST_FILE, manifest_data, manifest_text, stub_parameters
+from autograder.grading.restored_cells import IMPORTS_CELL, reference_imports
 from autograder.grading.suite import REFERENCE_FILE, Suite
 from autograder.nbgrader import ReleaseError
 
@@ -94,7 +95,7 @@ def sync_notebook(notebook, suite: Suite, stub_code: str, reference_code: str, a
             if added is not None:
                 added.append(f"added a heading, the answer cell answer_{function} and the test cell test_{function} "
                              f"{where}")
-    expected = {"imports"} | {f"{kind}_{f}" for f in suite.functions for kind in ("answer", "test")} \
+    expected = {IMPORTS_CELL} | {f"{kind}_{f}" for f in suite.functions for kind in ("answer", "test")} \
         | {f"written_{key}" for key in assignment.written}
     unknown, missing = sorted(set(cells) - expected), sorted(expected - set(cells))
     if missing:
@@ -105,7 +106,7 @@ def sync_notebook(notebook, suite: Suite, stub_code: str, reference_code: str, a
         raise ReleaseError(f"{source_notebook_path(assignment)}: cell {unknown[0]!r} names no function of the "
                            "suite and no written answer in course.yaml; rename or delete it")
     points = {f: sum(e.points for e in suite.checks if e.function == f) for f in suite.functions}
-    cells["imports"].source = _imports(reference_code)
+    cells[IMPORTS_CELL].source = reference_imports(reference_code)
     for function in suite.functions:
         cells[f"answer_{function}"].source = answer_source(stub_code, stub, reference_code, reference, function)
         test = cells[f"test_{function}"]
@@ -157,7 +158,7 @@ def _graded_cells(notebook) -> dict:
     cells = {}
     for cell in notebook.cells:
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-        if grade_id == "imports" or grade_id.split("_", 1)[0] in ("answer", "test", "written"):
+        if grade_id == IMPORTS_CELL or grade_id.split("_", 1)[0] in ("answer", "test", "written"):
             if grade_id in cells:
                 raise ReleaseError(f"two cells have the nbgrader grade_id {grade_id!r}; grade ids must be unique")
             cells[grade_id] = cell
@@ -201,12 +202,6 @@ def answer_source(stub_code: str, stub: dict, reference_code: str, reference: di
 def has_docstring(node: ast.FunctionDef) -> bool:
     first = node.body[0]
     return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
-
-
-def _imports(reference_code: str) -> str:
-    tree = ast.parse(reference_code)
-    return "\n".join(ast.get_source_segment(reference_code, node) for node in tree.body
-                     if isinstance(node, (ast.Import, ast.ImportFrom)))
 
 
 def grading_cell_source(assignment: str, function: str, points: float) -> str:
