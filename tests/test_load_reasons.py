@@ -276,10 +276,36 @@ def test_a_notebook_of_more_json_than_any_notebook_holds_is_refused_unparsed(tmp
     assert "holds 600,0" in problem and "JSON objects and lists" in problem and "resubmit" in problem, problem
 
 
-def test_a_py_stopped_for_printing_at_its_top_level_is_not_sent_to_look_for_an_error(grade_once, tmp_path):
-    """Running the file shows no error: it is told to guard its demo, not that Python stopped at its first error."""
+@pytest.mark.parametrize("name", sorted(manifest("floods")))
+def test_a_log_printed_past_the_output_cap_while_loading_costs_no_function(grade_once, name):
+    """A training log printed at every step, at a .py's top level (before or after its defs) or in a notebook cell
+    that defines a helper: stopped at the output cap, the file did not load (0) or the cell was dropped with its
+    helper (59), while the same log stopped at the load limit cost nothing. It is now loaded once more with its
+    definitions alone, as that is, and told so."""
+    unit = manifest("floods")[name]["unit"]
+    [path] = (SUBMISSIONS / "floods").glob(f"{name}.*")
+    result = grade_once(path)
+    assert (result.score, result.max_score) == (100, 100), (result.problem, [t.message for t in result.tests
+                                                                             if t.message])
+    said = " ".join(result.notes)
+    if path.suffix == ".py":
+        assert (f"the file's top-level code printed more than 16 MB of output, while {unit} was running; so that its "
+                "functions could be graded, only its definitions were run") in said, said
+        assert 'Print less' in said and '`if __name__ == "__main__":`' in said, said
+    else:
+        assert (f"{unit} printed more than 16 MB of output and was stopped; so that its functions could be graded, "
+                "only its definitions were run") in said, said
+    assert "ran past the load limit" not in said, said
+
+
+def test_a_py_whose_definitions_still_print_past_the_cap_is_not_sent_to_look_for_an_error(grade_once, tmp_path):
+    """A table score reads, built by a function that prints at every step: the load with the definitions alone keeps
+    it and prints as much, and the cap stops that load too, so the file does not load. Running the file shows no
+    error: it is told to guard its demo, not that Python stopped at its first error."""
     path = tmp_path / "chatty.py"
-    path.write_text(f"{IMPORTS}\n{FUNCTIONS}\n\nfor i in range(400_000):\n    print('debug line', i, 'x' * 40)\n")
+    table = "def build():\n    for i in range(400_000):\n        print('debug line', i, 'x' * 40)\n    return 1.0\n"
+    path.write_text(f"{IMPORTS}\n\n\n{table}\n\nSCALE = build()\n\n\n"
+                    f"{FUNCTIONS.replace(') * scale', ') * scale * SCALE', 1)}\n")
     result = grade_once(path)
     assert result.did_not_load and "printed more than" in result.problem, result.problem
     assert "first error" not in result.problem and "to see the error" not in result.problem, result.problem

@@ -208,6 +208,29 @@ def test_a_stopped_cell_is_told_of_the_processes_it_left_running(sandbox, suite,
     assert cell == "code cell 2" and why.endswith("and was stopped, and the 2 processes it had started with it"), why
 
 
+def test_a_cell_stopped_for_its_output_runs_its_definitions_once_and_the_cap_holds_there_too(sandbox, suite, tmp_path):
+    """A cell that defines a helper and then prints a log past the output cap was skipped whole, the helper with it,
+    while a cell stopped at the load limit keeps its definitions. It now runs its definitions alone in the next load,
+    told so; a cell whose definitions themselves print as much (a table built by a chatty function) is stopped there
+    too, by the same cap, and skipped whole."""
+    log = "for step in range(100_000):\n    print('step', step, 'loss', 1.0 / (step + 1))\n"
+    chatty = "def noisy():\n" + "".join(f"    {line}\n" for line in log.splitlines()) + "    return 3\n"
+    path = tmp_path / "logs.ipynb"
+    _notebook(path, f"def double(x):\n    return 2 * x\n{log}", f"{chatty}\nTABLE = noisy()\n\n\ndef triple(x):\n"
+              "    return TABLE * x\n", "def four(x):\n    return 4 * x")
+    spec = read_submission(path).worker_spec(suite.assignment.module, graded={"double", "triple", "four"})
+    with Session(sandbox, spec, Limits(load_seconds=5.0, max_output_mib=1), budget=10.0) as session:
+        report = session.open()
+        assert {"double", "four"} <= report.functions and "triple" not in report.functions, report
+        assert session.call(Call("double", (3,))).value == 6
+    assert report.flooded == (("code cell 1", "printed more than 1 MB of output"),) and not report.trimmed, report
+    [(cell, why)] = report.stopped
+    assert cell == "code cell 2" and why.startswith("printed more than 1 MB of output and was stopped"), why
+    notes = load_notes(report, True, read_submission(path), {"double", "triple", "four"})
+    assert any(note.startswith("code cell 1 printed more than 1 MB of output and was stopped; so that its functions "
+                               "could be graded, only its definitions were run") for note in notes), notes
+
+
 def test_demo_cells_that_together_outlast_the_load_limit_run_only_their_imports_and_every_function_loads(
         sandbox, suite, tmp_path):
     """A short demo after each function, each finishing but together past the load limit (which counts the cells

@@ -36,6 +36,8 @@ from autograder.text import counted, joined, safe
 
 NOT_RUN = "not run: the file did not load (see the top of this feedback)"
 RESTART = "run the notebook from the top (Kernel → Restart & Run All) and hand it in again"
+DEFINITIONS_ONLY = "only its definitions were run (imports, defs, classes, the names your functions read), not its demo"
+PRINT_LESS = "Print less (a line every few thousand steps, not every step)"
 
 
 def not_loaded(submission: Submission, load: LoadReport, graded: set[str]) -> str:
@@ -86,14 +88,13 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
               for unit, reason in load.stopped]
     notes += [f"{unit} {'came after' if took is None else f'ran for {took:.1f} s, and'} the notebook's cells together "
               "ran past the load limit (which counts every cell before the one running); so that the cells after it "
-              "could load, only its definitions were run (imports, defs, classes, and the names your functions "
-              "read), not its demo. Keep demos short, or put them in a function you call when you want them"
+              f"could load, {DEFINITIONS_ONLY}. Keep demos short, or put them in a function you call when you want them"
               for unit, took in load.trimmed if submission.kind != "py"]
-    notes += [f"the file's top-level code ran past the load limit{'' if took is None else f' ({took:.1f} s)'}"
-              f"{_while_at(line)}; so that its functions could be graded, only its definitions were run (imports, "
-              "defs, classes, and the names your functions read), not its demo. Put demo, test and training code "
-              'under `if __name__ == "__main__":`, where it runs when you run the file but not when it is imported '
-              "or graded" for line, took in load.trimmed if submission.kind == "py"]
+    notes += [_top_level_trimmed(line, f"ran past the load limit{'' if took is None else f' ({took:.1f} s)'}")
+              for line, took in load.trimmed if submission.kind == "py"]
+    notes += [_top_level_trimmed(unit, printed, f"{PRINT_LESS}. ") if submission.kind == "py" else f"{unit} {printed} "
+              f"and was stopped; so that its functions could be graded, {DEFINITIONS_ONLY}. {PRINT_LESS}, or put the "
+              "demo in a function you call when you want it" for unit, printed in load.flooded]
     notes += [taken_note(*restored) for restored in load.restored]
     notes += [f"the file's top-level code left {counted(load.threads, 'thread')} running after loading; threads "
               "share the processor with every call the grader times, so a call may be stopped at its limit for their "
@@ -104,9 +105,12 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
     return notes
 
 
-def _while_at(unit: str) -> str:
-    """", while line 102 was running" for the statement a .py's load was stopped at (its unit's label)."""
-    return f", while {unit} was running" if unit.startswith("line ") else ""
+def _top_level_trimmed(unit: str, what: str, advice: str = "") -> str:
+    """The note of a .py whose top-level code `what` ("ran past the load limit") while its statement `unit` ("line
+    102") ran, and was then run with its definitions alone; advice: what to do besides keeping demos out of imports."""
+    return (f"the file's top-level code {what}{f', while {unit} was running' if unit.startswith('line ') else ''}; so "
+            f"that its functions could be graded, {DEFINITIONS_ONLY}. {advice}Put demo, test and training code under "
+            '`if __name__ == "__main__":`, where it runs when you run the file but not when it is imported or graded')
 
 
 MAX_PLACES = 4  # definitions of one function a note lists: the first ones and the last, the one graded
@@ -360,7 +364,7 @@ def with_load_causes(tests: list[CheckResult], submission: Submission, load: Loa
     """`tests` with the cause added to each that failed on a NameError for a name a notebook cell would have
     defined, had it not failed while loading (an import the grader lacks, in the imports cell, leaves `np`
     undefined for every check: the cell is what to fix, and each such message says so)."""
-    if load is None or submission.kind == "py" or not (load.problems or load.stopped or load.trimmed):
+    if load is None or submission.kind == "py" or not (load.problems or load.stopped or load.trimmed or load.flooded):
         return list(tests)
     sources = {cell.label: cell.source for cell in submission.cells}
     # (cell, its first line whose names are missing, what happened, what to do)
@@ -370,6 +374,8 @@ def with_load_causes(tests: list[CheckResult], submission: Submission, load: Loa
                "when you want it), or set those names in a cell of their own") for unit, reason in load.stopped]
     cells += [(unit, 1, "ran only its definitions, for the notebook's cells together ran past the load limit (see "
                "the notes)", "Set those names in a cell of their own") for unit, _ in load.trimmed]
+    cells += [(unit, 1, f"ran only its definitions, for it {printed} (see the notes)", "Set those names in a cell of "
+               "their own") for unit, printed in load.flooded]
     causes = []  # (the names a cell left undefined, why, in words that list them)
     for unit, first, happened, todo in cells:
         names = names_set(sources.get(unit, ""), first)

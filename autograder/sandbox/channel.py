@@ -32,6 +32,16 @@ class NoReply(Exception):
         self.how, self.says, self.cause, self.ended = how, says, cause or says, ended
 
 
+class Flooded(NoReply):
+    """The child printed more than `limit` bytes since its channel's mark, and was stopped: a load stopped so runs
+    its definitions alone once (sandbox.session), as one stopped at its time limit does. printed: what it did, in
+    the student's words ("printed more than 16 MB of output")."""
+
+    def __init__(self, limit: int):
+        self.printed = f"printed more than {limit >> 20} MB of output"
+        super().__init__(Stopped.CRASHED, f"{self.printed} and was stopped; remove the prints from your code")
+
+
 def died(cause: str, ended: tuple | None = None) -> NoReply:
     """The child's process ended; cause: how ("it exited with status 1"). The student's message adds what to look
     for, by how it ended."""
@@ -207,8 +217,7 @@ class Channel:
         if chunk:
             self.output.add(chunk)
             if self.output.total - self.output_mark > self._max_output:
-                raise NoReply(Stopped.CRASHED, f"printed more than {self._max_output >> 20} MB of output "
-                              "and was stopped; remove the prints from your code")
+                raise Flooded(self._max_output)
         else:
             self._selector.unregister(self.out)
             os.close(self.out)

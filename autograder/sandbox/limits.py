@@ -31,3 +31,10 @@ class Limits:
     max_processes: int = 64
     max_open_files: int = 64
     max_file_mib: int = 16
+
+    def rlimits(self, budget: float, separate_user: bool) -> dict:
+        """The rlimits of worker._set_limits for a child of a submission with `budget` seconds: CPU time backs up the
+        wall-clock budget. Process counts are per uid, so their limit is set only where workers have their own uid
+        (separate_user)."""
+        return {"memory_mib": self.memory_mib, "cpu_seconds": int(budget) + 5, "max_file_mib": self.max_file_mib,
+                "max_open_files": self.max_open_files, "max_processes": self.max_processes if separate_user else 0}

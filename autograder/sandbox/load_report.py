@@ -29,6 +29,9 @@ class LoadReport:
     # cells; unchanged: the graded functions that read it that could not be graded so (a library's decorator)
     restored: tuple = ()
     trimmed: tuple = ()  # (cell, seconds it ran or None) of slow cells that ran only their definitions (slow_cells)
+    # (cell, what it printed: "printed more than 16 MB of output") of cells, or a .py's statement, stopped for their
+    # output, which then ran only their definitions (slow_cells); not in trimmed
+    flooded: tuple = ()
     threads: int = 0  # threads of its own the top-level code left running after loading (the worker's word)
     # False: no child got as far as the submission's code, through the sandbox's failure (it could not start one, or
     # one was not ready in a load limit the file had not used): never the file's doing. The session's word only.
@@ -43,7 +46,7 @@ def load_failed(why: str, sandbox_to_blame: bool = True) -> LoadReport:
 
 def read_ready(header: dict, **session) -> LoadReport:
     """The LoadReport of a worker's "ready" report; session: what the session itself knows of the load (stopped,
-    stray_processes, trimmed). A report of the wrong shape is the worker's failure."""
+    stray_processes, trimmed, flooded). A report of the wrong shape is the worker's failure."""
     functions, problems = header.get("functions"), header.get("problems")
     restored, threads = header.get("restored", []), header.get("threads", 0)
     if not all(isinstance(x, list) for x in (functions, problems, restored)) or type(threads) is not int:

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from autograder.authoring.protocol import Call, Reply
 from autograder.sandbox import processes, stopped_at, wire
-from autograder.sandbox.channel import Channel, NoReply
+from autograder.sandbox.channel import Channel, Flooded, NoReply
 from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.load_report import LoadReport, load_failed, read_ready
@@ -43,7 +43,7 @@ from autograder.sandbox.replies import (
     past_limit,
     reported_end,
 )
-from autograder.sandbox.slow_cells import module_definitions, slow_demo_cells, trimmed_after
+from autograder.sandbox.slow_cells import cell_definitions, module_definitions, slow_demo_cells, trimmed_after
 from autograder.sandbox.stream import Answer, CallStream
 from autograder.sandbox.waiting import Extensions, ProcFiles, WaitCredit
 from autograder.sandbox.zygote import Sandbox
@@ -90,11 +90,12 @@ class Session:
         self._zygote_files = ProcFiles()  # the zygote's children, read after every call (extra_processes)
         self._skip: dict[int, tuple[str, str]] = {}  # unit index -> (its label, why it was stopped)
         self._stops: set[int] = set()  # the units a load was stopped at, skipped or trimmed
-        self._pid = 0
-        self._next_id = 0
+        self._pid = self._next_id = 0
         self._unit: tuple[int, str] | None = None
         self._unit_starts: list[tuple[int, str, float]] = []  # this load's cells as they began: (index, label, time)
-        self._trimmed: dict[int, tuple] = {}  # unit index -> (label, seconds it ran or None, its definitions' code)
+        # unit index -> (label, seconds it ran or None, its definitions' code, what it printed where its output, not
+        # its time, was stopped: "printed more than 16 MB of output"; else "")
+        self._trimmed: dict[int, tuple] = {}
         self._exits: dict = {}
 
     # -------------------------------------------------------------- public
@@ -255,7 +256,8 @@ class Session:
                     self._skip_after_first_stopped()
             attempt_started = time.monotonic()
             try:
-                sock, out, stamps, self._pid = self.sandbox.spawn(self._child_limits())
+                sock, out, stamps, self._pid = self.sandbox.spawn(
+                    self.limits.rlimits(self.budget, self.sandbox.protections.separate_user))
             except (OSError, SandboxError) as error:
                 return load_failed(f"the worker could not start ({error})")
             if self.deadline == math.inf:
@@ -271,6 +273,7 @@ class Session:
                 unit, killed = self._unit, self.killed_processes
                 self.stop_child()
                 left, timed_out = self.killed_processes - killed, stop.how is Stopped.TIMEOUT
+                printed = stop.printed if isinstance(stop, Flooded) else ""  # stopped for its output, not its time
                 if unit is None:
                     waited = (f"it was not ready within {seconds:g} s" if seconds > 0 else
                               f"the submission's {self.budget:g} s budget was used up before it was ready")
@@ -285,6 +288,10 @@ class Session:
                 again = unit[0] in self._trimmed
                 if timed_out:
                     self._trim_slow_demos()
+                elif printed and self.spec["kind"] != "py" and unit[0] not in self._trimmed:
+                    # A cell stopped for its output runs only its definitions next, as a slow one does: a log goes.
+                    code = cell_definitions(self.spec["sources"], unit[0], self.spec.get("graded", ()))
+                    self._trimmed[unit[0]] = (unit[1], None, code or "", printed)
                 self._stops.add(unit[0])
                 if again or left or not self._trimmed.get(unit[0], ("", 0, ""))[2].strip():
                     self._trimmed.pop(unit[0], None)
@@ -295,14 +302,15 @@ class Session:
                 self.deadline += time.monotonic() - attempt_started
                 loading += time.monotonic() - attempt_started
                 if self.spec["kind"] == "py":
-                    # A module stops at its first statement past the limit, as `import` would. Once, it is loaded
-                    # again with its definitions alone (slow_cells), as a notebook's slow cell is: its demo goes.
-                    # Not where the budget, not the limit, stopped it (a reload after a call ended the worker).
-                    trim = (timed_out and seconds >= self.limits.load_seconds and not left and attempt == 0
-                            and module_definitions(self.spec["sources"][0], self.spec.get("graded", ())))
+                    # A module stops at its first statement past the limit or the output cap, as `import` would.
+                    # Once, it is loaded again with its definitions alone (slow_cells; the cap holds there too): its
+                    # demo goes. Not where the budget, not the limit, stopped it (a reload after a call ended it).
+                    past = printed or (timed_out and seconds >= self.limits.load_seconds)
+                    trim = past and not left and attempt == 0 and module_definitions(self.spec["sources"][0],
+                                                                                     self.spec.get("graded", ()))
                     if not trim:
                         return LoadReport(frozenset(), stopped=self._stopped(), hung=timed_out)
-                    self._trimmed[0], self._skip = (unit[1], None, trim), {}  # its note names the line stopped
+                    self._trimmed[0], self._skip = (unit[1], None, trim, printed), {}  # its note names the line stopped
                     continue
                 if stage == 2:
                     break
@@ -318,7 +326,7 @@ class Session:
         starts, limit, graded = self._unit_starts, self.limits.load_seconds, self.spec.get("graded", ())
         for index, label, took, code in slow_demo_cells(starts, time.monotonic(), self.spec["sources"], limit, graded):
             if index not in self._skip and index not in self._trimmed:
-                self._trimmed[index] = (label, took, code)
+                self._trimmed[index] = (label, took, code, "")
 
     def _trim_after_first_stopped(self) -> None:
         """Before a notebook's last load but one, every cell after the first one stopped runs only its definitions:
@@ -326,7 +334,7 @@ class Session:
         labels, sources, graded = self.spec["labels"], self.spec["sources"], self.spec.get("graded", ())
         for index, label, code in trimmed_after(min(self._stops), labels, sources, graded):
             if index not in self._skip:
-                self._trimmed.setdefault(index, (safe(label, 40), None, code))
+                self._trimmed.setdefault(index, (safe(label, 40), None, code, ""))
 
     def _skip_after_first_stopped(self) -> None:
         """Before a notebook's last load, every cell after the first one stopped is skipped as well. Each load so
@@ -340,10 +348,8 @@ class Session:
                                      "later cell, so the last load ran only the cells before the first one stopped")
 
     def _load(self, seconds: float) -> dict:
-        """Send the submission and wait up to `seconds` for the child to be ready; its report's header.
-
-        Raises NoReply at the deadline, and when the child dies or sends something malformed.
-        """
+        """Send the submission and wait up to `seconds` for the child to be ready; its report's header. Raises
+        NoReply at the deadline, and when the child dies or sends something malformed."""
         started = time.monotonic()
         deadline = started + max(seconds, 0.0)
         # The time the load waited for a processor is given back, as a call's is (sandbox.waiting): a top level
@@ -378,18 +384,12 @@ class Session:
                    for index, source in enumerate(spec["sources"])]
         return wire.pack(header, [source.encode("utf-8", "replace") for source in sources])
 
-    def _child_limits(self) -> dict:
-        """The rlimits of worker._set_limits; CPU time backs up the wall-clock budget."""
-        limits = self.limits
-        return {"memory_mib": limits.memory_mib, "cpu_seconds": int(self.budget) + 5,
-                "max_file_mib": limits.max_file_mib, "max_open_files": limits.max_open_files,
-                # Process counts are per uid, so the limit is only safe where workers have their own.
-                "max_processes": limits.max_processes if self.sandbox.protections.separate_user else 0}
-
     def _load_report(self, header: dict, stray: int) -> LoadReport:
         self.killed_processes += stray
+        trims = self._trimmed.values()
         return read_ready(header, stopped=self._stopped(), stray_processes=stray,
-                          trimmed=tuple((label, took) for label, took, _ in self._trimmed.values()))
+                          trimmed=tuple((label, took) for label, took, _, printed in trims if not printed),
+                          flooded=tuple((label, printed) for label, _, _, printed in trims if printed))
 
     def _stopped(self) -> tuple:
         return tuple(self._skip[index] for index in sorted(self._skip))

@@ -9,6 +9,9 @@ functions reads (a table `LOOKUP = build()` a function uses stays, however slow)
 up (`torch.set_default_dtype(...)`, `np.seterr(...)`); its demo goes, and the feedback names the cell. Loads
 stopped again and again (each at a later demo) trim every cell after the first stopped one so (`trimmed_after`),
 before the last resort of loading only the cells before it.
+
+A cell (or a .py's top level) stopped for printing more than the output cap is trimmed the same way, once
+(`cell_definitions`, `module_definitions`): a verbose training log goes, the functions defined with it stay.
 """
 from __future__ import annotations
 
@@ -41,6 +44,16 @@ def slow_demo_cells(starts: list[tuple[int, str, float]], stopped_at: float, sou
     demos = [(index, label, took, definitions_of(sources[index], read, modules, setters))
              for index, label, took in slow]
     return [demo for demo in demos if demo[3] is not None]
+
+
+def cell_definitions(sources: list[str], index: int, graded: Iterable[str] = ()) -> str | None:
+    """Cell `index`'s code with only its definitions kept (`definitions_of`, with what the notebook's functions read),
+    for a load after one that cell printed past the output cap in: a training log goes, the defs above it stay. None
+    where that is the whole cell, or where the notebook has no such cell (the index is the worker's word)."""
+    if not 0 <= index < len(sources):
+        return None
+    return definitions_of(sources[index], read_by_functions(sources, graded), imported(sources),
+                          global_setters(sources))
 
 
 def module_definitions(source: str, graded: Iterable[str] = ()) -> str | None:
