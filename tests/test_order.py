@@ -100,12 +100,18 @@ def test_raising_by_the_order_of_calls_earns_no_all_masked_point(grade, tmp_path
     # softmax leaves an all-masked row NaN and raises on a call one entry from the call before it, attention
     # likewise: in a fixed order (the valid neighbour first) that had all five points. The order is each input
     # set's own draw now, so for some students such code raises on the valid neighbour or returns on the
-    # all-masked input, and loses the check; the checks it does not trick stay as the NaN softmax has them.
+    # all-masked input, and loses the check; and each function's matches_reference asks, right after a masked
+    # call, the same call with one more key visible, where such code raises and loses that check for every
+    # student. So it scores below the plain NaN softmax, which loses the five points, for every student.
     path = _file(tmp_path, "by_call_order", "buggy/all_masked_nan.py", "order/all_masked_by_call_order.py")
+    honest = _file(tmp_path, "nan", "buggy/all_masked_nan.py")
+    decoys = {"softmax.matches_reference", "attention.matches_reference"}
     lost = set()
     for student in ("s0001", "s0002", "s0003", "s0004", "s0005", "s0006"):
-        result = grade(path, student)
-        assert [t.name for t in result.tests if t.status != "passed" and t.name not in ALL_MASKED] == []
+        result, baseline = grade(path, student), grade(honest, student)
+        assert [t.name for t in result.tests if t.status != "passed" and t.name not in ALL_MASKED | decoys] == []
+        assert {t.name for t in result.tests if t.name in decoys and t.score == 0} == decoys
+        assert result.score < baseline.score
         lost |= {t.name for t in result.tests if t.name in ALL_MASKED and t.score == 0}
     assert lost == ALL_MASKED
 

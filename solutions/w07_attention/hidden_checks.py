@@ -447,10 +447,25 @@ def softmax_matches_reference(t):
             rounded = _weight_terms(expected, _row_rounding(S), t.tol(dtype)) if dtype == np.float32 else None
             expect_close(t.returned("softmax", S), expected, t.tol(dtype), f"softmax(S) for masked {_name(dtype)} "
                          f"scores of size up to {magnitude:g}{what}", terms=rounded)
+            if dtype == np.float64 and magnitude == 3.0 and what == "":
+                _one_key_shown(t, S)
     # A single key takes the whole weight, 1, whatever its score; alone this case cannot tell a right
     # softmax from an array of ones, so it only counts together with the cases above.
     for S in (np.array([[t.rng.normal() * 10]]), normal(t.rng, (3, 1, 1))):
         expect_close(t.returned("softmax", S), t.ref.softmax(S), t.tol(S.dtype), f"softmax of shape {S.shape}")
+
+
+def _one_key_shown(t, S):
+    """softmax of `S` again with one masked key made visible, right after `S` itself: the two calls differ in one
+    entry, as an all-masked row and its neighbour do, so code that raises whenever a call differs from the one
+    before it in one entry, rather than looking for a row with every key masked, raises here and loses this check.
+    Nothing is drawn: the rest of the check's inputs stay as they were. S (..., Nq, Nk) float64."""
+    hidden = np.argwhere(np.isneginf(S))
+    if len(hidden):
+        shown = S.copy()
+        shown[tuple(hidden[-1])] = 0.5
+        expect_close(t.returned("softmax", shown), t.ref.softmax(shown), t.tol(S.dtype),
+                     "softmax(S) for the same masked scores with one more key visible")
 
 
 def _row_rounding(S):
@@ -556,6 +571,8 @@ def attention_matches_reference(t):
             C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed,
                                                    scale=scale), what, PAIR)
             _expect_attention(C, A, (C_exp, A_exp), (Q, K, V), scale, t.tol(dtype), what)
+            if allowed is not None and dtype == np.float64:
+                _one_key_shown_to_attention(t, Q, K, V, allowed, scale)
     K, V = _shared_by_heads(K), _shared_by_heads(V)
     if K is not None:
         what = f"attention with keys and values of shapes {K.shape} and {V.shape}, shared by every head of queries " \
@@ -578,6 +595,21 @@ def attention_matches_reference(t):
     _expect_attention(C, A, t.ref.attention(Q, K, V), (Q, K, V), None, t.tol(Q.dtype), what)
     if d["nk"] > 1 and d["nq"] > 1:
         _attention_large_scores(t)
+
+
+def _one_key_shown_to_attention(t, Q, K, V, allowed, scale):
+    """attention again with the same Q, K, V and scale and one more key visible, right after the call with `allowed`:
+    the two masks differ in one entry, as a fully masked query's mask and its neighbour do, so code that raises
+    whenever a call's mask differs from the one before it in one entry loses this check (see `_one_key_shown`).
+    Nothing is drawn. allowed (..., Nq, Nk) bool (mask_rows: a False entry wherever Nk > 1)."""
+    if allowed.all():
+        return
+    shown = allowed.copy()
+    shown[tuple(np.argwhere(~allowed)[-1])] = True
+    what = _scaled("attention for float64 inputs with the same mask but one more key visible", scale)
+    C, A = expect_pair(t.returned("attention", Q, K, V, allowed=shown, scale=scale), what, PAIR)
+    _expect_attention(C, A, t.ref.attention(Q, K, V, allowed=shown, scale=scale), (Q, K, V), scale, t.tol(Q.dtype),
+                      what)
 
 
 def _attention_large_scores(t):
