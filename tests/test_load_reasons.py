@@ -11,6 +11,7 @@ import pytest
 
 from autograder.grading.statuses import PASSED
 from autograder.grading.submission import read_submission
+from autograder.grading.taken_names import SWITCHES
 from autograder.outputs import audience
 from autograder.text import joined
 
@@ -146,11 +147,20 @@ def test_a_notebook_whose_later_cell_takes_a_name_its_functions_read_scores_as_n
     expected = manifest("notebooks")[name].get("score", 100)
     assert (result.score, result.max_score) == (expected, 100), [t.message for t in result.tests if t.message]
     notes = sorted(note for note in result.notes if " took the name " in note or " again, after the check " in note
-                   or " first defines " in note)
+                   or " first defines " in note or " had run" in note)
     taken = manifest("notebooks")[name]["taken"]
     assert len(notes) == len(taken), notes
     for other, where in taken.items():
         users = [f"{user}()" for user in where["by"]]
+        if where.get("changed") == "switch":  # a library switch a later cell changed: calls start as the check saw it
+            assert any(note.startswith(f"{where['cell']} {SWITCHES[other][0]} after the check cell of {joined(users)} "
+                                       f"had run; {joined(users)} {'was' if len(users) == 1 else 'were'} graded with "
+                                       "the setting as that check cell saw it") for note in notes), notes
+            continue
+        if where.get("changed") == "data":  # changed in place: graded with a copy as the check cell saw it
+            start = f"{where['cell']} changed {other} in place after the check cell of {joined(users)} had run: "
+            assert any(note.startswith(f"{start}{joined(users)}, which read") for note in notes), notes
+            continue
         if where.get("first"):  # bound only after the check cell: graded unbound, as the check cell ran it
             checks = " and ".join(f"{user}'s" for user in where["by"])
             assert f"{where['cell']} first defines {other} after {checks} check cell; Jupyter and nbgrader ran the " \
@@ -197,6 +207,16 @@ def test_a_released_markdown_cell_made_code_is_not_run_as_nbgrader_makes_it_mark
     nbformat.write(notebook, path)
     cells = read_submission(path).cells
     assert cells[0].source.startswith("import math") and not any("# Week 7" in cell.source for cell in cells)
+
+
+def test_autograd_switched_off_above_a_check_cell_is_blamed_on_the_cells_before_that_check(grade_once):
+    """Autograd off at attention_torch's check cell costs its gradient checks in nbgrader and here alike; the message
+    names the cells run before that check cell, not the file's top-level code (a notebook's last cell, run after the
+    check, no longer counts: autograd_switched_off_after_its_check)."""
+    result = grade_once(SUBMISSIONS / "notebooks" / "autograd_switched_off_before_its_check.ipynb")
+    messages = [t.message for t in result.tests if t.function == "attention_torch" and t.score < t.max_score]
+    assert messages and all("left on by the cells run before its check cell" in m for m in messages), messages
+    assert not any("top-level code" in m for m in messages), messages
 
 
 def test_a_value_a_function_reads_is_as_its_check_cell_saw_it_and_its_own_state_as_its_calls_left_it(grade_once,

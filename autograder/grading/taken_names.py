@@ -11,12 +11,22 @@ from autograder.text import joined
 
 
 def taken_note(name: str, cell: str, users: tuple, defined: bool = False, unchanged: tuple = (),
-               first: bool = False) -> str:
+               first: bool = False, changed: str = "") -> str:
     """The note for `name`, which `cell` took: a graded function's own (no users), or a global the graded functions
     `users` read (they, or a function of the notebook's they call), each graded with it as its check cell saw it.
     defined: `cell` defined a function of the notebook's under the name after their check cells ran. unchanged: the
     graded functions that read it but could not be graded so (a decorator the grader cannot re-point wraps them).
-    first: `cell` bound the name first, after their check cells ran, so they were graded with it unbound."""
+    first: `cell` bound the name first, after their check cells ran, so they were graded with it unbound. changed:
+    "data" where `cell` changed the dict, list, set or array under the name in place, "switch" where it changed the
+    library switch `name` (SWITCHES), after their check cells ran."""
+    if changed == "switch":
+        return _switch_note(name, cell, users)
+    if changed == "data":
+        calls = [f"{user}()" for user in (*users, *unchanged)]
+        return (f"{cell} changed {name} in place after the check cell of {joined(calls)} had run: "
+                f"{_graded_with(name, users)}{_not_restored(name, unchanged, bool(users))}, but in Jupyter every cell "
+                f"after that one that calls {' or '.join(calls)} gets the changed {name}. Where a cell should try "
+                f"another value, change a copy (`{name}.copy()`), not what your functions read")
     calls = [f"{user}()" for user in (*users, *unchanged)] or [f"{name}()"]
     if first:
         checks = " and ".join(f"{user}'s" for user in (*users, *unchanged))
@@ -54,3 +64,21 @@ def _not_restored(name: str, unchanged: tuple, also: bool) -> str:
             f"{'is' if one else 'are'} wrapped by a decorator (not a "
             f"plain function or @lru_cache) that the grader cannot give {name} as it was without running it again, so "
             f"{'it was' if one else 'they were'} graded with the other thing")
+
+
+# What a later cell can switch for every call after it (sandbox.tensors.LibraryState.changes), and how to keep such a
+# change to the code that needs it.
+SWITCHES = {"grad": ("switched autograd (torch.set_grad_enabled)", "`with torch.no_grad():`"),
+            "errors": ("changed NumPy's error handling (np.seterr)", "`with np.errstate(...):`"),
+            "dtype": ("changed PyTorch's default dtype (torch.set_default_dtype)",
+                      "a `try`/`finally` that sets it back")}
+
+
+def _switch_note(switch: str, cell: str, users: tuple) -> str:
+    """The note for a library switch `cell` changed after the check cells of the graded functions `users` ran."""
+    what, keep = SWITCHES.get(switch, ("changed a library's settings", "code that sets them back"))
+    calls, one = [f"{user}()" for user in users], len(users) == 1
+    return (f"{cell} {what} after the check cell of {joined(calls)} had run; {joined(calls)} "
+            f"{'was' if one else 'were'} graded with the setting as that check cell saw it, as Jupyter and nbgrader "
+            "ran it, but in Jupyter every cell after that one runs with the change. Keep such a change to the code "
+            f"that needs it, with {keep}")

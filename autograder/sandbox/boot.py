@@ -9,7 +9,8 @@ from pathlib import Path
 
 # The modules the worker runs, in import order (each imports only the ones before it).
 WORKER_MODULES = ("text", "authoring.protocol", "sandbox.kernel", "sandbox.seccomp", "sandbox.scratch", "sandbox.wire",
-                  "sandbox.values", "sandbox.region", "sandbox.notebook_modules", "sandbox.kept_names",
+                  "sandbox.values", "sandbox.region", "sandbox.notebook_modules", "sandbox.kept_state",
+                  "sandbox.kept_names",
                   "sandbox.loader", "sandbox.libraries", "sandbox.stopped_at", "sandbox.tensors", "sandbox.worker")
 
 # Runs in a fresh interpreter: read the worker's modules from stdin (their packages empty, so nothing

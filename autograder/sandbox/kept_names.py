@@ -10,6 +10,8 @@ import functools
 import inspect
 import types
 
+from autograder.sandbox.kept_state import SWITCH, KeptState
+
 
 class KeptFunctions:
     """A notebook's graded functions, and every global they read, as its check cells saw them.
@@ -34,8 +36,10 @@ class KeptFunctions:
     change.
     """
 
-    def __init__(self, graded: set, filename: str, checks: dict | None = None):
-        """checks: {graded name: the numbers of the code cells that check it} (nbgrader's test cells)."""
+    def __init__(self, graded: set, filename: str, checks: dict | None = None, state: KeptState | None = None):
+        """checks: {graded name: the numbers of the code cells that check it} (nbgrader's test cells); state: where
+        the switches and plain data each check cell saw are kept."""
+        self._state = state or KeptState()
         self._graded, self._filename, self._checks = sorted(graded), filename, checks or {}
         self._kept: dict = {}  # name -> (its last function of the notebook's own, the code cell's number then)
         self._lost: dict = {}  # name -> (the label of the cell after which it held another thing, its number)
@@ -58,6 +62,7 @@ class KeptFunctions:
                 if self._kept.get(name, (None,))[0] is not value:
                     self._kept[name] = (value, number)
                     self._reads[name] = {}  # a new definition, whose check cells come after this one
+                    self._state.forget(name)
                     self._closures.pop(name, None)
                     self._checked.discard(name)
                 self._lost.pop(name, None)
@@ -71,6 +76,17 @@ class KeptFunctions:
                 self._closures[name] = reads = self._read_by(self._kept[name][0], seen, namespace) - {name}
                 for other in reads:
                     self._watch(other, seen, label, namespace, follow)
+        self._keep_state(label, namespace, number)
+
+    def _keep_state(self, label: str, namespace: dict, number: int) -> None:
+        """Keep the switches and plain data each graded function reads as its check cell, still to come, will see
+        them; note the first cell after it that changed them."""
+        now = self._state.now()
+        for name in self._reads:
+            if name in self._checked:
+                self._state.after_check(label, name, namespace, now)
+            elif any(check > number for check in self._checks.get(name, ())):
+                self._state.before_check(name, self._closures[name], namespace, now)
 
     def _watch(self, name: str, seen: dict, label: str, namespace: dict, follow: bool) -> bool:
         """Note what the global `name` holds now against what a graded function's check cell saw (`seen`); whether
@@ -142,7 +158,9 @@ class KeptFunctions:
         function's own ("by" empty), or a global graded functions read ("by": those graded with it as their check
         cells saw it; "unchanged": those a library's decorator wraps so that they could not be; "defined": the other
         thing is a def of the notebook's after their check cells; "first": the cell bound it first, after their check
-        cells, so they are graded with it unbound, and a call that reads it raises NameError as there); {name:
+        cells, so they are graded with it unbound, and a call that reads it raises NameError as there; "changed": "data"
+        where the cell changed the plain data under it in place, the functions graded with a copy as their check cells
+        saw it, "switch" where the name is a library switch the cell changed, kept_state.KeptState); {name:
         function} for the grader's calls where they differ from `namespace`. Graded functions whose name ends holding
         a value are put back in `namespace`."""
         graded_as, lost, by = {}, [], {}
@@ -155,24 +173,38 @@ class KeptFunctions:
         for name, seen in self._reads.items():
             function = self._kept[name][0]
             taken = {other for other, (_, cell, _) in seen.items() if cell is not None}
-            if not taken:
-                continue
-            reads = self._read_by(function, seen, namespace, exactly=True)
-            view = {**namespace, **{o: seen[o][0] for o in taken & reads}}
-            for other in [o for o in taken & reads if view[o] is _UNSET]:  # unbound for it, as at its check cell
-                del view[other]
-            checked = _as_checked(name, function, view, reads, self._filename) if taken & reads else None
-            if checked is not None:
-                graded_as[name] = checked
-            for other in sorted(taken & reads - set(self._kept)):  # a graded function's own name has its note
-                entry = by.setdefault((other, seen[other][1], seen[other][2]), ([], []))
-                entry[checked is None].append(name)
+            changed, checked = self._state.changed(name, namespace), None  # data a later cell changed in place
+            if taken or changed:
+                reads = self._read_by(function, seen, namespace, exactly=True)
+                changed = {other: value for other, value in changed.items() if other in reads - taken}
+                view = {**namespace, **changed, **{o: seen[o][0] for o in taken & reads}}
+                for other in [o for o in taken & reads if view[o] is _UNSET]:  # unbound for it, as at its check cell
+                    del view[other]
+                checked = _as_checked(name, function, view, reads, self._filename) if taken & reads or changed \
+                    else None
+                if checked is not None:
+                    graded_as[name] = checked
+                for other in sorted(taken & reads - set(self._kept)):  # a graded function's own name has its note
+                    entry = by.setdefault((other, seen[other][1], seen[other][2]), ([], []))
+                    entry[checked is None].append(name)
+            for other, cell in sorted(self._state.cells(name).items()):  # a switch, or data changed in place
+                if other.startswith(SWITCH) or other in changed:
+                    kind = SWITCH if other.startswith(SWITCH) else CHANGED
+                    entry = by.setdefault((other.removeprefix(SWITCH), cell, kind), ([], []))
+                    entry[kind is CHANGED and checked is None].append(name)
         return lost + [{"name": name, "cell": cell, "by": users, "defined": kind is True, "unchanged": unchanged,
-                        "first": kind is FIRST} for (name, cell, kind), (users, unchanged) in by.items()], graded_as
+                        "first": kind is FIRST, "changed": {SWITCH: "switch", CHANGED: "data"}.get(kind, "")}
+                       for (name, cell, kind), (users, unchanged) in by.items()], graded_as
+
+    def switches(self) -> dict:
+        """{graded name: the libraries' switches its calls start from, as its check cell saw them}; a function
+        without a check cell after its last definition starts from them as the notebook's cells left them."""
+        return self._state.switches()
 
 
 _UNSET = object()  # a name nothing is bound to
 FIRST = "first"  # a name a graded function reads, first bound after its check cell ran
+CHANGED = "data"  # plain data a graded function reads (a dict, list, set, array), changed in place after its check
 # Values compared by value: a cell copied from above binds `NEG = -np.inf` again, a new float equal to the old.
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 

@@ -26,7 +26,9 @@ class LoadReport:
     # (name, cell, users, defined, unchanged) for each name a later cell of a notebook took (sandbox.kept_names): a
     # graded function's own (users empty), or a global that the graded functions in users read, which were graded
     # with it as before that cell; defined: that cell defined a function of the notebook's there after their check
-    # cells; unchanged: the graded functions that read it that could not be graded so (a library's decorator)
+    # cells; unchanged: the graded functions that read it that could not be graded so (a library's decorator); first:
+    # the name was first bound after their check cells; changed: "data" (changed in place there) or "switch" (the name
+    # is a library switch, sandbox.tensors.LibraryState.changes, changed there)
     restored: tuple = ()
     trimmed: tuple = ()  # (cell, seconds it ran or None) of slow cells that ran only their definitions (slow_cells)
     # (cell, what it printed: "printed more than 16 MB of output") of cells, or a .py's statement, stopped for their
@@ -56,7 +58,8 @@ def read_ready(header: dict, **session) -> LoadReport:
         problems=tuple((safe(p.get("unit"), 40), read_raised(p.get("raised"))) for p in problems[:50]
                        if isinstance(p, dict)),
         restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40), _names(r.get("by")),
-                        r.get("defined") is True, _names(r.get("unchanged")), r.get("first") is True)
+                        r.get("defined") is True, _names(r.get("unchanged")), r.get("first") is True,
+                        r.get("changed") if r.get("changed") in ("data", "switch") else "")
                        for r in restored[:20] if isinstance(r, dict)),
         threads=min(max(threads, 0), 10_000), **session)
 

@@ -21,6 +21,7 @@ import types
 
 from autograder.sandbox import notebook_modules, wire
 from autograder.sandbox.kept_names import KeptFunctions, defined_in
+from autograder.sandbox.kept_state import KeptState
 
 
 def units(spec: dict, sources: list[str]):
@@ -74,7 +75,7 @@ def remember_source(filename: str, source: str) -> None:
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
 
 
-def load(spec: dict, sources: list[str], sock) -> dict:
+def load(spec: dict, sources: list[str], sock, switches) -> tuple[dict, dict]:
     """Execute the submission's top-level code, reporting each unit before it runs.
 
     A notebook's cell that raises is recorded and skipped, as Jupyter would;
@@ -82,6 +83,10 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     (the grader then reports it as not loaded). A unit that hangs or kills
     the process is reported by the grader, which restarts the child with
     that unit in `spec["skip"]`.
+
+    switches: (source) -> the library switches now (tensors.LibraryState). Returns the namespace the calls find the
+    graded functions in, and {graded name, or None for any other: the switches its calls start from}: a notebook's
+    function's as its check cell saw them, every other call's as the file's code left them.
     """
     notebook = spec["kind"] != "py"
     # A notebook runs as Jupyter runs it: as __main__, with its folder first on sys.path, so a module its cells
@@ -99,7 +104,8 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     skip = set(spec["skip"])
     me = os.getpid()
     graded = set(spec.get("graded", ()))
-    kept = KeptFunctions(graded, spec["filename"], spec.get("checks")) if notebook else None
+    kept = KeptFunctions(graded, spec["filename"], spec.get("checks"), KeptState(
+        lambda: switches("the cells run before its check cell"))) if notebook else None
     for index, (label, code) in enumerate(units(spec, sources)):
         if index in skip:
             continue
@@ -119,6 +125,8 @@ def load(spec: dict, sources: list[str], sock) -> dict:
     exit_if_forked_copy(me)
     sys.stdout.flush()
     restored, graded_as = kept.restore(module.__dict__) if kept is not None else ([], {})
+    started = {**(kept.switches() if kept is not None else {}),
+               None: switches("your notebook's cells" if notebook else "your file's top-level code")}
     # The graded functions first, then the file's own: a cell with `from numpy import *` (%pylab) adds hundreds
     # of callables, and a file may define hundreds of its own; only 500 names are sent.
     functions = sorted((name for name, value in vars(module).items()
@@ -129,7 +137,7 @@ def load(spec: dict, sources: list[str], sock) -> dict:
                      "threads": threading.active_count() - 1})
     # Calls find each graded function here: as the notebook defined it where a library's function was imported
     # over its name later, while the notebook's own code still finds that one under the name, as in Jupyter.
-    return collections.ChainMap(graded_as, module.__dict__) if graded_as else module.__dict__
+    return collections.ChainMap(graded_as, module.__dict__) if graded_as else module.__dict__, started
 
 
 def run_unit(code: types.CodeType, namespace: dict, events: EventLoop) -> None:

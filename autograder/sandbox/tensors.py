@@ -2,7 +2,8 @@
 
 Runs in the child (sandbox.worker), after the student's code has loaded. Checks run in an order the
 student does not choose, so no call may see what an earlier call switched: each starts with autograd,
-PyTorch's default dtype and NumPy's error handling as the file's top-level code left them. A
+PyTorch's default dtype and NumPy's error handling as the file's top-level code left them (a notebook's graded
+function: as they were when its check cell ran, which never saw the cells after it). A
 `torch.set_grad_enabled(False)` left on by one function would otherwise cost another, graded later, its
 gradient checks, and the feedback would blame that other one.
 """
@@ -30,7 +31,9 @@ class LibraryState:
     A file that replaced PyTorch's switches with functions of its own (or broke them) has its calls start from
     whatever those leave: restoring never stops the worker, which would cost the file every later check."""
 
-    def __init__(self):
+    def __init__(self, source: str = "your file's top-level code"):
+        """source: what left the switches so, for a message (`backward`)."""
+        self.source = source
         self.errors = _GETERR()
         torch = sys.modules.get("torch")
         try:
@@ -38,7 +41,14 @@ class LibraryState:
         except Exception:  # noqa: BLE001 - replaced by the file's own code
             self.grad = self.dtype = None
 
-    def restore(self) -> None:
+    def changes(self, other: LibraryState) -> list[str]:
+        """The switches `other` holds otherwise: "grad", "dtype", "errors"."""
+        pairs = {"grad": (self.grad, other.grad), "dtype": (self.dtype, other.dtype),
+                 "errors": (self.errors, other.errors)}
+        return [switch for switch, (mine, theirs) in pairs.items() if mine != theirs]
+
+    def restore(self) -> str:
+        """Set the switches back; what left them so (`source`)."""
         _SETERR(**self.errors)
         torch = sys.modules.get("torch")
         if torch is not None and self.grad is not None:
@@ -49,6 +59,7 @@ class LibraryState:
                     torch._C.set_num_threads(THREADS)
             except Exception:  # noqa: BLE001 - replaced by the file's own code
                 pass
+        return self.source
 
 
 def to_tensor(value, requires_grad: bool):
@@ -62,8 +73,9 @@ def to_tensor(value, requires_grad: bool):
     return tensor
 
 
-def backward(result, args, upstream_trees, buffers, out, grad_at_start: bool) -> dict:
-    """Backpropagate the grader's upstream gradients; return d(output)/d(each input)."""
+def backward(result, args, upstream_trees, buffers, out, off_by: str) -> dict:
+    """Backpropagate the grader's upstream gradients; return d(output)/d(each input). off_by: what left autograd
+    off when the call began ("" where it was on)."""
     torch = sys.modules["torch"]
     outputs = values.items_of(result) if isinstance(result, (tuple, list)) else (result,)  # as encoded
     pairs = []
@@ -74,7 +86,7 @@ def backward(result, args, upstream_trees, buffers, out, grad_at_start: bool) ->
         if not isinstance(output, torch.Tensor) or output.grad_fn is None:
             which = "the output" if len(outputs) == 1 else f"returned value {position + 1} of {len(outputs)}"
             return {"grad_error": f"{which} is not connected to the autograd graph (no grad_fn): "
-                                  + _why_unconnected(grad_at_start, torch.is_grad_enabled())}
+                                  + _why_unconnected(off_by, torch.is_grad_enabled())}
         pairs.append((output, torch.from_numpy(np.array(upstream)).to(output.dtype)))
     try:
         # sum(output * upstream) has the same gradients as backward(output, upstream), and a scalar
@@ -88,10 +100,10 @@ def backward(result, args, upstream_trees, buffers, out, grad_at_start: bool) ->
                       for a in args]}
 
 
-def _why_unconnected(at_start: bool, at_return: bool) -> str:
-    if not at_start:
+def _why_unconnected(off_by: str, at_return: bool) -> str:
+    if off_by:
         return ("autograd was already switched off when the call began (torch.set_grad_enabled(False) or "
-                "torch.no_grad() left on by your file's top-level code), so nothing was recorded")
+                f"torch.no_grad() left on by {off_by}), so nothing was recorded")
     if not at_return:
         return ("autograd was switched off during the call (torch.set_grad_enabled(False) in this function or one "
                 "it calls), so nothing was recorded; use `with torch.no_grad():` only around what needs no gradient")

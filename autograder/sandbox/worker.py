@@ -218,8 +218,9 @@ def _child_main(limits: dict, sockets: tuple[int, int], output_fd: int, scratch:
         inbox = _Inbox(sock, SOURCE_LIMIT)
         (spec, sources), _ = inbox.next()
         inbox.parser.limit = CALL_LIMIT
-        namespace = loader.load(spec, [bytes(s).decode("utf-8", "replace") for s in sources], sock)
-        _serve(inbox, stamps, namespace)
+        namespace, switches = loader.load(spec, [bytes(s).decode("utf-8", "replace") for s in sources], sock,
+                                          tensors.LibraryState)
+        _serve(inbox, stamps, namespace, switches)
     except BaseException:  # noqa: BLE001 - the child must never fall back into the zygote loop
         # Shown to the grader as the child's output: a worker fault, not the student's.
         traceback.print_exc()
@@ -308,19 +309,18 @@ class _ImportWatch:
             wire.send(self.sock, {"event": "importing", "id": call_id})
 
 
-def _serve(inbox: _Inbox, stamps: socket.socket, namespace: dict) -> None:
+def _serve(inbox: _Inbox, stamps: socket.socket, namespace: dict, switches: dict) -> None:
     """Answer calls in the order they come, each with a reply, until the grader closes the socket.
 
     The grader may send many calls before the first reply (a stream). Each new
     region of shared memory comes as a descriptor; a call names the region its
     arrays are in by number, so a descriptor read together with earlier calls'
-    bytes is never taken for theirs.
+    bytes is never taken for theirs. switches: as loader.load returns them.
     """
     watch = _ImportWatch(inbox.sock)
     sys.meta_path.insert(0, watch)  # after loading: imports at the top of the file are no call's
     stopped_at.install(inbox.sock, lambda: watch.call_id, str(namespace.get("__file__")))
     me = os.getpid()
-    state = tensors.LibraryState()  # as the file's top level left it: each call starts from it
     mappings = []  # of the grader's shared memory regions, in the order they were sent (map_region closes each)
     while True:
         frame, fds = inbox.next()
@@ -331,8 +331,8 @@ def _serve(inbox: _Inbox, stamps: socket.socket, namespace: dict) -> None:
         if header.get("shared") is not None:
             buffers = region.shared_buffers(_mapping(mappings, header.get("region")), header["shared"])
         watch.call_id = header.get("id")
-        state.restore()
-        reply, reply_buffers = _call(header, buffers, namespace)
+        started = switches.get(header.get("function"), switches[None]).restore()
+        reply, reply_buffers = _call(header, buffers, namespace, started)
         watch.call_id = None
         loader.exit_if_forked_copy(me)
         sys.stdout.flush()
@@ -365,8 +365,8 @@ def _unfit(function, args: list, kwargs: dict) -> dict:
     return {}
 
 
-def _call(request: dict, buffers: list, namespace: dict):
-    """Run one call on arrays decoded from `buffers`, in place: the caller reads them back afterwards."""
+def _call(request: dict, buffers: list, namespace: dict, started: str = "the code run before the call"):
+    """Run one call on arrays decoded from `buffers`, in place; started: LibraryState.restore's word."""
     args = [values.decode(tree, buffers) for tree in request["args"]]
     kwargs = {name: values.decode(tree, buffers) for name, tree in request["kwargs"].items()}
     if request.get("as_tensors"):
@@ -375,8 +375,8 @@ def _call(request: dict, buffers: list, namespace: dict):
     reply = {"event": "reply", "id": request["id"]}
     out = []
     function = namespace[request["function"]]
-    # Autograd off when the call begins: the file's top level switched it off (each call starts from its state).
-    grad_on = request.get("backward") is None or sys.modules["torch"].is_grad_enabled()
+    # Autograd off when the call begins: what the call started from (`started`) switched it off.
+    off_by = "" if request.get("backward") is None or sys.modules["torch"].is_grad_enabled() else started
     try:
         result = function(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - report every failure, including SystemExit
@@ -389,7 +389,7 @@ def _call(request: dict, buffers: list, namespace: dict):
     try:
         reply["value"] = values.encode(result, out)
         if request.get("backward") is not None:
-            reply.update(tensors.backward(result, args, request["backward"], buffers, out, grad_on))
+            reply.update(tensors.backward(result, args, request["backward"], buffers, out, off_by))
         if request.get("mark_returned"):
             out[:] = [bytes(buffer) for buffer in out]  # the answer as returned: the marks must not reach the reply
             values.mark_returned(result, request, buffers)
