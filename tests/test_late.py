@@ -185,6 +185,61 @@ def test_blackboard_times_are_read_on_the_institutions_clock_however_the_due_tim
     assert assess(zoneless, "s1", 80.0, "2026-11-21T01:00:00", LMS_LOCAL_TIME).late_by_hours == 0
 
 
+def test_blackboard_times_on_a_clock_change_are_flagged_and_every_time_is_exported_in_utc(tmp_path):
+    """Blackboard's attempt times carry no zone. On the night the clocks go back 01:30 happens twice: it is read as
+    the earlier, and said so; on the night they skip an hour 02:30 does not exist: said too. The CSV writes each
+    time in UTC with its offset, and its source names the zone it was read in."""
+    course = _course(tmp_path, due="2026-11-01T01:45:00-04:00", time_zone="America/New_York",
+                     late={"penalty_per_day": 0.1, "grace_minutes": 15, "max_days_late": 5})
+    folder = tmp_path / "download"
+    folder.mkdir()
+    for student, attempt in {"amb": "2026-11-01-01-30-00", "gap": "2026-03-08-02-30-00",
+                             "late1": "2026-11-01-03-30-00"}.items():
+        shutil.copy(PLAIN, folder / f"HW7_{student}_attempt_{attempt}_attention.py")
+        (folder / f"HW7_{student}_attempt_{attempt}.txt").write_text(f"Name: {student}\nAssignment: HW7\n")
+    done = run_cli("grade", ASSIGNMENT, folder, "--course", course, "--db", "g.db", "--jobs", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "amb: Blackboard's attempt time 2026-11-01 01:30:00 happened twice in America/New_York (the clocks went " \
+           "back that night): it was read as the earlier, 2026-11-01T05:30:00+00:00" in done.stderr, done.stderr
+    assert "gap: Blackboard's attempt time 2026-03-08 02:30:00 does not exist in America/New_York" in done.stderr
+    assert "Check the attempt's time in Blackboard" in done.stderr and "late1: Blackboard" not in done.stderr
+    # Each one's table says how its time was read, as the flag says in a class's summary and in the CSV.
+    assert "late rule: handed in on time (Blackboard's attempt time 2026-11-01 01:30:00 happened twice" in done.stdout
+    assert "late rule: handed in on time (Blackboard's attempt time 2026-03-08 02:30:00 does not exist" in done.stdout
+    exported = run_cli("export", "csv", "--db", "g.db", "--course", course, cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    table = {row["student"]: row for row in csv.DictReader(io.StringIO(exported.stdout))}
+    assert table["late1"]["submitted_at"] == "2026-11-01T08:30:00+00:00"  # 03:30 EST: after the clocks went back
+    assert table["late1"]["late_by"] == "2.75" and table["late1"]["total"] == "90"
+    assert {row["submitted_at_source"] for row in table.values()} == {"Blackboard attempt time (in America/New_York)"}
+    assert table["amb"]["submitted_at"] == "2026-11-01T05:30:00+00:00" and "happened twice" in \
+        table["amb"]["penalty_reason"] and "time on a clock change" in table["amb"]["flags"]
+    assert table["gap"]["submitted_at"] == "2026-03-08T07:30:00+00:00" and "does not exist" in \
+        table["gap"]["penalty_reason"] and "time on a clock change" in table["gap"]["flags"]
+    assert "time on a clock change" not in table["late1"]["flags"]
+
+
+def test_a_blackboard_time_stored_without_a_zone_is_exported_in_utc_in_the_due_times_offset(tmp_path):
+    """Stores written before keep Blackboard's time as it wrote it, under its first label: read as before, and
+    exported in UTC, the source naming the offset used."""
+    course = _course(tmp_path, **RULE)
+    db = tmp_path / "grades.db"
+    with Store(db) as store:
+        store.save(_result("bb", 80.0, "2026-11-21T01:00:00", LMS_LOCAL_TIME))
+        store.save(_result("nb", 80.0, "2026-11-20T20:00:00+00:00", NBGRADER_TIMESTAMP))
+    exported = run_cli("export", "csv", "--db", db, "--course", course, cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    table = {row["student"]: row for row in csv.DictReader(io.StringIO(exported.stdout))}
+    assert table["bb"]["submitted_at"] == "2026-11-21T06:00:00+00:00" and table["bb"]["late_by"] == "1.02"
+    assert table["bb"]["submitted_at_source"] == "Blackboard attempt time (in the due time's offset, UTC-05:00)"
+    assert table["nb"]["submitted_at"] == "2026-11-20T20:00:00+00:00"
+    assert table["nb"]["submitted_at_source"] == NBGRADER_TIMESTAMP
+    done = run_cli("export", "gradescope", "--db", db, "--course", course, "--out", "gs", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    extra = json.loads((tmp_path / "gs" / "bb" / "results.json").read_text())["extra_data"]
+    assert extra["submitted_at"] == "2026-11-21T06:00:00+00:00" and "UTC-05:00" in extra["submitted_at_source"]
+
+
 def test_grade_shows_each_total_after_the_late_rule_and_names_hand_ins_timed_by_their_files(tmp_path):
     course = _course(tmp_path, **RULE)
     times = {"ontime": "2026-11-20 20:00:00.000000 -0500", "late": "2026-11-22 11:00:00.000000 -0500",
@@ -213,6 +268,8 @@ def test_grade_shows_each_total_after_the_late_rule_and_names_hand_ins_timed_by_
            "class folder changes (untimed)" in exported.stderr, exported.stderr
     assert "not graded, nothing stored: garbled: timestamp.txt could not be read ('yesterday-ish' is not a time" \
            in done.stderr and "; fix timestamp.txt and grade again" in done.stderr, done.stderr
+    # Nothing is stored of it, so later commands cannot name it: this run says what they will do.
+    assert "Until then `report` and every export leave this student out, as nothing is stored" in done.stderr
     assert "1 hand-in has no timestamp.txt" in done.stderr and "(untimed)" in done.stderr
 
 

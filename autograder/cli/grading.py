@@ -22,7 +22,7 @@ from autograder.grading.discover import find_submissions, one_students_part
 from autograder.grading.found import Found, LayoutError, for_the_ta, held_for_their_time, none_found
 from autograder.grading.history import attempts
 from autograder.grading.ids import as_stored
-from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE
+from autograder.grading.late import FILE_TIME, LMS_LOCAL_TIME, TIMESTAMP_FILE, stated
 from autograder.grading.lms_downloads import download_note, shared_users
 from autograder.grading.rerun import again_lines
 from autograder.grading.sole_writer import SUFFIX as LOCK_SUFFIX
@@ -99,7 +99,8 @@ def _grade(args) -> int:
             raise LayoutError(f"none of the {counted(len(refused), 'hand-in')} found can be graded as the class folder "
                               "stands; fix what is named above and grade again")
         if assignment.late.due is not None:
-            for line in _timed_by_file(found) + _zoneless(found, assignment.late):
+            for line in _timed_by_file(found) + _zoneless(found, assignment.late) + _on_clock_changes(
+                    found, assignment.late):
                 starting(line)
         # The results database may be kept in the class's folder: it and SQLite's files beside it are no hand-ins.
         ours = {db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm", "-journal", LOCK_SUFFIX)}
@@ -158,6 +159,15 @@ def _zoneless(found: list[Found], rule) -> list[str]:
             f"{offset[3:]}), the institution's clock only if the due time is written in it. Add the institution's "
             "zone to the assignment in course.yaml (`time_zone: America/New_York`) to read them on its clock, "
             "summer time included"]
+
+
+def _on_clock_changes(found: list[Found], rule) -> list[str]:
+    """Each Blackboard attempt time that the night's clock change doubled or skipped in `time_zone`, with how it
+    is read (grading.late.stated): an hour's doubt the TA can settle only by Blackboard's own record."""
+    return [f"{one_line(item.student)}: {said} (flagged `time on a clock change`). Check the attempt's time in "
+            "Blackboard; where it is an hour from this reading and that changes the penalty, correct the total in "
+            "the LMS after exporting" for item in found if item.submitted_at_source == LMS_LOCAL_TIME
+            for said in [stated(rule, item.student, item.submitted_at, item.submitted_at_source).clock_change] if said]
 
 
 def _timed_by_file(found: list[Found]) -> list[str]:

@@ -171,7 +171,9 @@ def held_for_their_time(item: Found, rule: LateRule) -> Found:
         return item
     return dataclasses.replace(item, stored=False, problem=(
         f"{item.student}: {item.note.removesuffix(FILE_TIME_INSTEAD)}; fix {TIMESTAMP_FILE} and grade again (its "
-        "file's modification time, which copying the class folder changes, would decide whether it is late)"))
+        "file's modification time, which copying the class folder changes, would decide whether it is late). Until "
+        "then `report` and every export leave this student out, as nothing is stored (an LMS export with "
+        "`missing: zero` writes them 0)"))
 
 
 def nothing_to_grade(folder: Path, entries: list[Path], module: str, student: str) -> Found:

@@ -10,8 +10,9 @@ regrading.
 A submission's time comes from, in this order of trust: nbgrader's
 `timestamp.txt` (written by `nbgrader collect`), Gradescope's
 `submission_metadata.json` (`created_at`), Blackboard's attempt time in its
-download's file names (which carry no zone: read in the offset of the student's
-due time, the institution's), or the file's modification time,
+download's file names (which carry no zone: stored as written, and read at each
+export on the assignment's `time_zone`, else in the offset of the student's due
+time; the exports write them in UTC), or the file's modification time,
 which copying, unzipping or a checkout changes, and which is therefore
 flagged as unreliable wherever it decides a penalty.
 """
@@ -32,8 +33,9 @@ from autograder.grading.ids import canonical
 NBGRADER_TIMESTAMP = "nbgrader timestamp"
 GRADESCOPE_METADATA = "gradescope metadata"
 FILE_TIME = "file time (unreliable)"
-# Stored without a zone, and read by LateRule.local: in `time_zone` where course.yaml sets one. The text is what
-# results store, so it stays as the first ones stored it.
+# Stored as Blackboard wrote it, without a zone, and read by `stated` on the clock course.yaml names at each export,
+# so a `time_zone` set after grading needs no regrading. The text is what results store, so it stays as the first
+# ones stored it; the exports write `stated`'s source instead, which names the zone the time was read in.
 LMS_LOCAL_TIME = "Blackboard attempt time (in the due time's offset)"
 FILE_TIME_INSTEAD = "; the file's modification time was used as the submission time instead"  # ends such a note
 TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's, beside the notebooks in submitted/<student>/<assignment>/
@@ -66,11 +68,6 @@ class LateRule:
     max_days_late: float | None = None
     extensions: dict[str, datetime.datetime] = field(default_factory=dict)
     time_zone: str = ""
-
-    def local(self, moment: datetime.datetime, deadline: datetime.datetime) -> datetime.datetime:
-        """A time the LMS wrote without a zone, read on the institution's clock: `time_zone` (its summer time
-        included), else the offset of `deadline`, the due time it is held to."""
-        return moment.replace(tzinfo=zoneinfo.ZoneInfo(self.time_zone) if self.time_zone else deadline.tzinfo)
 
     def extension(self, student: str) -> datetime.datetime | None:
         """The student's own due time, if they have one; its id matched as ids compare (case aside)."""
@@ -115,6 +112,9 @@ class Late:
     reason: str = ""
     deadline: str = ""
     unreliable_time: bool = False
+    submitted_at: str = ""  # the hand-in time as the exports write it: ISO 8601 in UTC where its zone is known
+    submitted_at_source: str = ""  # where it came from, naming the zone a Blackboard time was read in
+    clock_change: str = ""  # why a Blackboard time may be an hour off: a time the clock change doubled or skipped
 
     @property
     def total(self) -> float:
@@ -129,6 +129,8 @@ class Late:
             found.append("late, within the grace")
         if self.unreliable_time and self.late_by_hours is not None:
             found.append("time from the file")
+        if self.clock_change:
+            found.append("time on a clock change")
         return found
 
 
@@ -138,39 +140,91 @@ LATE_MEANINGS = {
                  "feedback; −0 where the total was 0 already)",
     "late, within the grace": "handed in after the due time but within the grace period: no penalty",
     "time from the file": "the hand-in time is the file's modification time, which the student can change",
+    "time on a clock change": "Blackboard's attempt time (it carries no zone) falls in the hour the clocks went back, "
+                              "which happens twice, or in the hour they skipped, which does not exist: the reason "
+                              "says how it was read; check the attempt's time in Blackboard, and where it is an "
+                              "hour from that reading and the penalty would differ, correct the total in the LMS",
 }
+
+
+@dataclass(frozen=True)
+class Stated:
+    """A stored hand-in time as read now. moment: the instant (None where unknown); text: as the exports write it,
+    ISO 8601 in UTC where the zone is known; source: where it came from, naming the zone a Blackboard time was read
+    in; clock_change: why it may be an hour off ("" almost always)."""
+
+    moment: datetime.datetime | None
+    text: str
+    source: str
+    clock_change: str = ""
+
+
+def stated(rule: LateRule | None, student: str, submitted_at: str, source: str) -> Stated:
+    """`submitted_at` (as stored: ISO 8601, a Blackboard time without a zone) read as an instant.
+
+    Raises ValueError where it is not a time (not one this package wrote).
+    """
+    if not submitted_at:
+        return Stated(None, "", source)
+    moment = datetime.datetime.fromisoformat(submitted_at)
+    if moment.tzinfo is not None or source != LMS_LOCAL_TIME:
+        moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+        return Stated(moment, iso(moment), source)
+    if rule is not None and rule.time_zone:  # the institution's clock, its summer time included
+        zone = zoneinfo.ZoneInfo(rule.time_zone)
+        read = moment.replace(tzinfo=zone)
+        return Stated(read, iso(read), f"Blackboard attempt time (in {rule.time_zone})", _clock_change(moment, zone))
+    deadline = rule.deadline(student) if rule else None
+    if deadline is None:  # no clock to read it on: written as Blackboard wrote it
+        return Stated(None, submitted_at, "Blackboard attempt time (its zone unknown: set `time_zone` in course.yaml)")
+    read = moment.replace(tzinfo=deadline.tzinfo)
+    return Stated(read, iso(read), f"Blackboard attempt time (in the due time's offset, UTC{read.isoformat()[-6:]})")
+
+
+def _clock_change(moment: datetime.datetime, zone: zoneinfo.ZoneInfo) -> str:
+    """What was assumed of a wall-clock time that the night's clock change doubled or skipped; "" for any other."""
+    first, second = moment.replace(tzinfo=zone, fold=0), moment.replace(tzinfo=zone, fold=1)
+    if first.utcoffset() == second.utcoffset():
+        return ""
+    wall = moment.isoformat(sep=" ")
+    if first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == moment:
+        return (f"Blackboard's attempt time {wall} happened twice in {zone.key} (the clocks went back that night): "
+                f"it was read as the earlier, {iso(first)}, not {iso(second)}")
+    return (f"Blackboard's attempt time {wall} does not exist in {zone.key} (the clocks skipped that hour): it was "
+            f"read as {iso(first)}; Blackboard's clock may not be in the assignment's time_zone")
 
 
 def assess(rule: LateRule | None, student: str, raw: float, submitted_at: str, source: str) -> Late:
     """The late rule applied to one raw total handed in at `submitted_at` (ISO 8601; "" if unknown)."""
     deadline = rule.deadline(student) if rule else None
-    if deadline is None:
-        return Late(raw)
-    shown_deadline = deadline.isoformat()
-    if not submitted_at:
-        return Late(raw, deadline=shown_deadline, reason="the submission time is unknown (no hand-in file to take "
-                                                          "it from, or a result stored before times were recorded), "
-                                                          "so no late rule was applied; if there is a hand-in, grade "
-                                                          "it again with --force")
     try:
-        handed_in = datetime.datetime.fromisoformat(submitted_at)
+        handed, readable = stated(rule, student, submitted_at, source), True
     except ValueError:  # not a time this package wrote: treated as unknown rather than stopping an export
-        return Late(raw, deadline=shown_deadline, reason=f"the stored submission time {submitted_at[:40]!r} is not "
-                                                          "a time, so no late rule was applied; grade it again with "
-                                                          "--force")
-    if handed_in.tzinfo is None:
-        handed_in = rule.local(handed_in, deadline) if source == LMS_LOCAL_TIME else handed_in.replace(tzinfo=UTC)
+        handed, readable = Stated(None, submitted_at, source), False
+    shown = {"submitted_at": handed.text, "submitted_at_source": handed.source, "clock_change": handed.clock_change}
+    if deadline is None:
+        return Late(raw, **shown)
+    shown_deadline = deadline.isoformat()
+    if not readable:
+        return Late(raw, deadline=shown_deadline, **shown, reason=f"the stored submission time {submitted_at[:40]!r} "
+                                                                   "is not a time, so no late rule was applied; grade "
+                                                                   "it again with --force")
+    if handed.moment is None:
+        return Late(raw, deadline=shown_deadline, **shown, reason="the submission time is unknown (no hand-in file to "
+                                                                  "take it from, or a result stored before times were "
+                                                                  "recorded), so no late rule was applied; if there is "
+                                                                  "a hand-in, grade it again with --force")
     unreliable = source == FILE_TIME
-    seconds = (handed_in - deadline).total_seconds()
+    seconds = (handed.moment - deadline).total_seconds()
     # Rounded up to the hundredth: a hand-in 17 s late is late by 0.01 hours, not by 0.
     late = Late(raw, late_by_hours=math.ceil(max(0.0, seconds) / 36) / 100, deadline=shown_deadline,
-                unreliable_time=unreliable)
-    if seconds <= 0:
-        return late
+                unreliable_time=unreliable, **shown)
+    if seconds <= 0:  # on time; a clock change's doubt is said all the same, since the TA must check it
+        return _replace(late, reason=handed.clock_change and f"handed in on time ({handed.clock_change})")
     after_grace = seconds - rule.grace_minutes * 60
-    when = f"handed in {_duration(seconds)} after the due time {shown_deadline}"
-    if unreliable:
-        when += " (by the file's modification time, which is unreliable)"
+    when = f"handed in {_duration(seconds)} after the due time {shown_deadline}" + (
+        f" ({handed.clock_change})" if handed.clock_change else
+        " (by the file's modification time, which is unreliable)" if unreliable else "")
     if after_grace <= 0:
         return _replace(late, reason=f"{when}, within the {rule.grace_minutes:g}-minute grace: no penalty")
     days = math.ceil(after_grace / DAY_SECONDS)

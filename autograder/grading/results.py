@@ -115,9 +115,10 @@ class SubmissionResult:
     graded_at: str = described("when it was graded (ISO 8601, UTC)", "")
     internal_error: str = described("the grader's own traceback when grading failed inside the grader: for "
                                     "instructors, never students", "")
-    submitted_at: str = described('when it was handed in (ISO 8601, UTC; "" if unknown)', "")
+    submitted_at: str = described('when it was handed in (ISO 8601, UTC; "" if unknown; a Blackboard attempt time '
+                                  'as Blackboard wrote it, without a zone, which the exports write in UTC)', "")
     submitted_at_source: str = described('where that time came from (grading.late: "nbgrader timestamp", '
-                                          '"gradescope metadata" or "file time (unreliable)")', "")
+                                          '"gradescope metadata", LMS_LOCAL_TIME or "file time (unreliable)")', "")
 
     def __post_init__(self):
         for name in ("problem", "internal_error"):  # a load's exception (protocol.chosen): all of it shown

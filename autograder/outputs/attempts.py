@@ -34,10 +34,11 @@ def history_rows(attempts: list[Attempt], policy: SubmissionPolicy, rule: LateRu
                 status = f"over the limit of {policy.limit} hand-ins: not counted"
             else:
                 status = "counts" if attempt is choice.counted else f"not counted (policy: {policy.policy})"
+            late = assess_result(rule, result)
             rows.append({"student": result.student, "hand_in": attempt.number, "graded_at": result.graded_at,
-                         "submitted_at": result.submitted_at, "sha256": result.sha256,
+                         "submitted_at": late.submitted_at, "sha256": result.sha256,
                          "suite_version": result.suite_version, "score": result.score, "max_score": result.max_score,
-                         "total": assess_result(rule, result).total, "counts": status == "counts", "status": status,
+                         "total": late.total, "counts": status == "counts", "status": status,
                          "internal_error": bool(result.internal_error), "retracted": entry.retracted})
     return rows
 

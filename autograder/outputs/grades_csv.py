@@ -97,9 +97,15 @@ def _graded(result: SubmissionResult, points: float | None) -> str:
     return "" if result.internal_error else _number(points)
 
 
+# Fields written as the late rule reads them (grading.late.stated): a Blackboard time, stored without a zone, in UTC.
+READ_BY_THE_LATE_RULE = ("submitted_at", "submitted_at_source")
+
+
 def _field_column(field: Field) -> Column:
     """A field's column, its cell made from the field's type."""
     def value(result: SubmissionResult, late: Late) -> str:
+        if field.name in READ_BY_THE_LATE_RULE:
+            return cell(getattr(late, field.name))
         return _field_cell(field, getattr(result, field.name))
     return Column(field.name, value)
 

@@ -52,7 +52,7 @@ def gradescope_results(result: SubmissionResult, late: Late | None = None) -> di
     can be less than the tests' sum, which Gradescope allows: a top-level score overrides the sum.
     """
     numbers = _test_numbers(result)
-    late = late or Late(result.score)
+    late = late or assess_result(None, result)
     return {
         "score": late.total,
         "execution_time": round(result.seconds, 3),
@@ -70,6 +70,7 @@ def gradescope_results(result: SubmissionResult, late: Late | None = None) -> di
             **to_plain(result, without=SHOWN_OTHERWISE),
             "student_output": audience.submission_output(result, audience.INSTRUCTOR),
             "internal_error": audience.traceback(result, audience.INSTRUCTOR),
+            "submitted_at": late.submitted_at, "submitted_at_source": late.submitted_at_source,
             "raw_score": result.score, "late_penalty": late.penalty,
             "late_by_hours": late.late_by_hours, "late_reason": late.reason,
         },
