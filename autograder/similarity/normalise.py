@@ -18,7 +18,8 @@ matters little:
   (`np.transpose(x)`, `x.swapaxes(-1, -2)`, `np.moveaxis(x, -1, -2)`, PyTorch's `x.mT`) as `x.T`,
   keyword arguments sorted, operands of `+ * & |` in a fixed order, every
   spelling of infinity as `INF`, `np.newaxis` as `None`, `a, b = x, y` as two
-  assignments; a call of NumPy or PyTorch as calls.py writes it;
+  assignments; a call of NumPy or PyTorch as calls.py writes it; a comparison,
+  its negation and a choice (`b if x is not None else a`, `np.where(~M, a, b)`) as comparisons.py writes them;
 - an einsum's subscripts are kept, their index letters renamed in order of
   first use: unlike other strings, they are what the call computes;
 - a name assigned again at the top level (`Q = np.asarray(Q)`) gets a new name
