@@ -862,3 +862,65 @@ def test_a_chain_of_comparisons_is_only_read_backwards_whole():
     assert texts("1 == y > x") == texts("x < y == 1")
     assert texts("x < y == 1") != texts("x < 1 == y")
     assert texts("x in (1, 2)") != texts("(1, 2) in x")
+
+
+def test_comparisons_as_functions_and_their_exact_negations_give_the_same_tokens():
+    """NumPy's and PyTorch's comparison functions and methods are their operators, `logical_not` is `~`, a negated
+    `==`, `!=`, `is`, `is not` or `in` is its opposite, and a choice (`a if c else b`, `np.where`) whose test is a
+    negation is written with the test negated and its branches swapped."""
+    def texts(body: str) -> list[str]:
+        code = "import numpy as np\nimport torch\ndef f(a, b, x, M):\n" + "".join(
+            f"    {line}\n" for line in body.splitlines())
+        return _texts(code)
+
+    alike = [("return a <= b", "return np.less_equal(a, b)"), ("return a <= b", "return torch.le(a, b)"),
+             ("return a <= b", "return b.ge(a)"), ("return a < b", "return np.greater(b, a)"),
+             ("return a == b", "return torch.eq(b, a)"), ("return a != b", "return a.ne(b)"),
+             ("return a != b", "return np.not_equal(a, b)"), ("return ~M", "return torch.logical_not(M)"),
+             ("return ~M", "return np.logical_not(M)"), ("return ~M", "return M.logical_not()"),
+             ("return a != b", "return not (a == b)"), ("return a != b", "return ~(a == b)"),
+             ("return a == b", "return not a != b"), ("return a is not None", "return not a is None"),
+             ("return a != b", "return np.logical_not(np.equal(a, b))"), ("return a not in b", "return not a in b"),
+             ("return a if x is None else b", "return b if x is not None else a"),
+             ("return a if x == 0 else b", "return b if x != 0 else a"),
+             ("return a if x < 0 else b", "return b if not x < 0 else a"),
+             ("return np.where(M, a, b)", "return np.where(~M, b, a)"),
+             ("return np.where(M, a, b)", "return np.where(np.logical_not(M), b, a)"),
+             ("return torch.where(M == 0, a, b)", "return torch.where(M != 0, b, a)"),
+             ("x = a if x is None else x\nreturn x", "x = x if x is not None else a\nreturn x")]
+    for first, second in alike:
+        assert texts(first) == texts(second), (first, second)
+    # With NaN, `not (a < b)` is not `a >= b`; `out=` writes into an array; `torch.equal` is one bool.
+    different = [("return a >= b", "return not (a < b)"), ("return a <= b", "return ~(a > b)"),
+                 ("return a < b", "return np.less(a, b, out=M)"), ("return a == b", "return torch.equal(a, b)"),
+                 ("return np.where(M, a, 0)", "return np.where(M, 0, a)")]
+    for first, second in different:
+        assert texts(first) != texts(second), (first, second)
+
+
+# A copy's comparisons rewritten, found by trying the grader from outside: i01 so rewritten had scored 0.58 (two of
+# its nine functions matched), under two honest pairs of the 24 independent solutions (0.69, 0.66).
+COMPARISONS_REWRITTEN = {
+    "factor = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale":
+        "factor = scale if scale is not None else 1 / math.sqrt(Q.shape[-1])",
+    "n_k = n_q if n_k is None else n_k": "n_k = n_k if n_k is not None else n_q",
+    "return cols <= rows": "return np.less_equal(cols, rows)",
+    "return np.arange(n_k).reshape(1, 1, -1) < lengths": "return np.less(np.arange(n_k).reshape(1, 1, -1), lengths)",
+    "np.where(allowed, S, -np.inf)": "np.where(np.logical_not(allowed), -np.inf, S)",
+    "torch.logical_not(allowed)": "~allowed",
+}
+
+
+def test_a_copy_with_its_comparisons_rewritten_scores_above_every_independent_pair():
+    original = (CLASS / "i01_einsum.py").read_text()
+    copy = original
+    for written, rewritten in COMPARISONS_REWRITTEN.items():
+        assert written in copy, written
+        copy = copy.replace(written, rewritten)
+    independent = [*sorted(CLASS.glob("i*.py")), *sorted((BENCHMARK / "originals").glob("*.py"))]
+    submissions = [*(read_submission(p) for p in independent), _submission("rewritten", copy)]
+    comparison = compare_class("w07_attention", submissions, STUB, SOURCE_DIR, jobs=1)
+    pair = next(p for p in comparison.pairs if (p.a, p.b) == ("i01_einsum", "rewritten"))
+    honest = max(p.score for p in comparison.pairs if "rewritten" not in (p.a, p.b))
+    assert sorted(f.function for f in pair.functions) == sorted(CONTRACT) and pair.score > 0.99, pair
+    assert pair.score > honest, (pair.score, honest)

@@ -1,6 +1,7 @@
 """A call of NumPy or PyTorch written one way, whichever of its equivalent spellings a student chose.
 
 `np.max(S, axis=-1)` and `S.max(axis=-1)`, `np.matmul(a, b)` and `a @ b`, `np.add(a, b)` and `a + b`,
+`np.less(a, b)`, `torch.lt(a, b)`, `a.lt(b)` and `a < b`, `np.logical_not(M)` and `~M`,
 `np.asarray(S, float)` and `np.asarray(S, dtype=np.float64)` compute the same: a copier swaps one for the other
 to hide a copy, so each gives the same tree here. normalise.py calls `canonical_call` on every call, its
 arguments already rewritten.
@@ -9,14 +10,22 @@ from __future__ import annotations
 
 import ast
 
+from autograder.similarity.comparisons import positive_where
 from autograder.similarity.imports import dotted
 
 MATMUL_FUNCTIONS = {"numpy.matmul", "numpy.dot", "torch.matmul", "torch.mm", "torch.bmm"}
 EINSUM_FUNCTIONS = {"numpy.einsum", "torch.einsum"}
-# NumPy's and PyTorch's functions for an operator: `np.add(a, b)` is `a + b`.
+# NumPy's and PyTorch's functions for an operator: `np.add(a, b)` is `a + b`, `np.less(a, b)` is `a < b`.
 OPERATOR_FUNCTIONS = {"numpy.add": ast.Add, "numpy.subtract": ast.Sub, "numpy.multiply": ast.Mult,
                       "numpy.divide": ast.Div, "numpy.true_divide": ast.Div, "torch.add": ast.Add,
-                      "torch.sub": ast.Sub, "torch.mul": ast.Mult, "torch.div": ast.Div}
+                      "torch.sub": ast.Sub, "torch.mul": ast.Mult, "torch.div": ast.Div,
+                      "numpy.less": ast.Lt, "numpy.less_equal": ast.LtE, "numpy.greater": ast.Gt,
+                      "numpy.greater_equal": ast.GtE, "numpy.equal": ast.Eq, "numpy.not_equal": ast.NotEq,
+                      "torch.lt": ast.Lt, "torch.le": ast.LtE, "torch.gt": ast.Gt, "torch.ge": ast.GtE,
+                      "torch.eq": ast.Eq, "torch.ne": ast.NotEq}
+# A tensor's comparison methods: `a.lt(b)` is `a < b`. (`torch.equal`, one bool for two tensors, is not one.)
+COMPARISON_METHODS = {"lt": ast.Lt, "le": ast.LtE, "gt": ast.Gt, "ge": ast.GtE, "eq": ast.Eq, "ne": ast.NotEq}
+NOT_FUNCTIONS = {"numpy.logical_not", "torch.logical_not"}  # `np.logical_not(M)` is `~M`, as is `M.logical_not()`
 # Modules whose functions are also methods of their arrays (`np.max(S, axis=-1)` is `S.max(axis=-1)`), and those
 # functions. Not every one: PyTorch's normalising exponential written alike as function and method made the
 # benchmark's copied PyTorch function what many honest students write (README, Code similarity: 0.68 to 0.56).
@@ -38,6 +47,7 @@ def canonical_call(node: ast.Call, imports: dict[str, str]) -> ast.expr:
     name = dotted(node.func, imports)
     if name in ARRAY_FUNCTIONS and len(node.args) == 2:  # np.asarray(S, float): dtype=float
         node.keywords.append(ast.keyword("dtype", node.args.pop()))
+    node = positive_where(node, imports)
     module, _, function = (name or "").rpartition(".")
     if module in METHOD_MODULES and function in METHOD_FUNCTIONS and node.args:
         method = ast.Attribute(node.args[0], function, ast.Load())
@@ -54,8 +64,15 @@ def canonical_call(node: ast.Call, imports: dict[str, str]) -> ast.expr:
         node.args[0] = dtype(node.args[0], imports)
     if name in MATMUL_FUNCTIONS and len(node.args) == 2 and not node.keywords:
         return ast.copy_location(ast.BinOp(node.args[0], ast.MatMult(), node.args[1]), node)
-    if name in OPERATOR_FUNCTIONS and len(node.args) == 2 and not node.keywords:
-        return ast.copy_location(ast.BinOp(node.args[0], OPERATOR_FUNCTIONS[name](), node.args[1]), node)
+    if name in OPERATOR_FUNCTIONS and len(node.args) == 2 and not node.keywords:  # not with out= or where=
+        return _operator(node.args[0], OPERATOR_FUNCTIONS[name](), node.args[1], node)
+    if name is None and isinstance(node.func, ast.Attribute) and not node.keywords:
+        if node.func.attr in COMPARISON_METHODS and len(node.args) == 1:
+            return _operator(node.func.value, COMPARISON_METHODS[node.func.attr](), node.args[0], node)
+        if node.func.attr == "logical_not" and not node.args:
+            return ast.copy_location(ast.UnaryOp(ast.Invert(), node.func.value), node)
+    if name in NOT_FUNCTIONS and len(node.args) == 1 and not node.keywords:
+        return ast.copy_location(ast.UnaryOp(ast.Invert(), node.args[0]), node)
     if isinstance(node.func, ast.Attribute) and node.func.attr == "dot" and name is None and len(node.args) == 1:
         return ast.copy_location(ast.BinOp(node.func.value, ast.MatMult(), node.args[0]), node)
     if name in EINSUM_FUNCTIONS and node.args and isinstance(node.args[0], ast.Constant) \
@@ -69,6 +86,13 @@ def canonical_call(node: ast.Call, imports: dict[str, str]) -> ast.expr:
         if text in ("-inf", "-infinity"):
             return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Name("INF", ast.Load())), node)
     return node
+
+
+def _operator(left: ast.expr, op: ast.operator | ast.cmpop, right: ast.expr, call: ast.Call) -> ast.expr:
+    """`left op right` written as its operator: `a + b` for `np.add(a, b)`, `a < b` for `np.less(a, b)`."""
+    if isinstance(op, ast.cmpop):
+        return ast.copy_location(ast.Compare(left, [op], [right]), call)
+    return ast.copy_location(ast.BinOp(left, op, right), call)
 
 
 def _axis_as_keyword(node: ast.Call) -> None:

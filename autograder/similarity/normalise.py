@@ -18,7 +18,8 @@ matters little:
   (`np.transpose(x)`, `x.swapaxes(-1, -2)`, `np.moveaxis(x, -1, -2)`, PyTorch's `x.mT`) as `x.T`,
   keyword arguments sorted, operands of `+ * & |` in a fixed order, every
   spelling of infinity as `INF`, `np.newaxis` as `None`, `a, b = x, y` as two
-  assignments; a call of NumPy or PyTorch as calls.py writes it;
+  assignments; a call of NumPy or PyTorch as calls.py writes it; a comparison,
+  its negation and a choice (`b if x is not None else a`, `np.where(~M, a, b)`) as comparisons.py writes them;
 - an einsum's subscripts are kept, their index letters renamed in order of
   first use: unlike other strings, they are what the call computes;
 - a name assigned again at the top level (`Q = np.asarray(Q)`) gets a new name
@@ -42,6 +43,7 @@ import copy
 from dataclasses import dataclass
 
 from autograder.similarity.calls import Subscripts, canonical_call
+from autograder.similarity.comparisons import negated, ordered_comparison, positive_choice, without_negation
 from autograder.similarity.imports import dotted
 from autograder.similarity.noops import changes_nothing, false_loop, identity_operand, only_output
 from autograder.similarity.statements import (
@@ -57,9 +59,6 @@ from autograder.similarity.statements import (
 )
 
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr)
-# Each comparison operator as it reads with its operands swapped (`a > b` is `b < a`); `in`, `not in` have none.
-MIRRORED = {ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq,
-            ast.Is: ast.Is, ast.IsNot: ast.IsNot}
 INFINITY_NAMES = {"numpy.inf", "numpy.Inf", "numpy.infty", "math.inf", "torch.inf"}
 CANONICAL_NAMES = {"INF", "FLOAT64"}  # names the rewriting itself puts in, emitted as they are
 EXPRESSION_TOKENS = 2_000  # per expression of a statement, after repeats are collapsed: none hand-written is longer
@@ -187,20 +186,18 @@ class _Rewrite(ast.NodeTransformer):
             ast.Assign([node.target], value), node)
 
     def visit_Compare(self, node):
-        """A comparison read the way that has fewer `>` and `>=` (`a > b` as `b < a`, `c > b > a` as `a < b < c`),
-        and where that leaves a choice (`==`, `!=`, `is`, `is not`), its operands in a fixed order, as
-        `_ordered_operands` puts them: `0 == x` as `x == 0`. A chain is only read backwards whole (`c > b == a` as
-        `a == b < c`), never with one link swapped alone; one with `in` or `not in` is kept as written."""
         self.generic_visit(node)
-        if not all(type(op) in MIRRORED for op in node.ops):
-            return node
-        operands = [node.left, *node.comparators]
-        greater = sum(isinstance(op, ast.Gt | ast.GtE) for op in node.ops)
-        lesser = sum(isinstance(op, ast.Lt | ast.LtE) for op in node.ops)
-        if lesser > greater or (lesser == greater and not self._before(operands[::-1], operands)):
-            return node
-        ops = [MIRRORED[type(op)]() for op in reversed(node.ops)]
-        return ast.copy_location(ast.Compare(operands[-1], ops, operands[-2::-1]), node)
+        return ordered_comparison(node, self._before)
+
+    def visit_UnaryOp(self, node):
+        """`not (a == b)` and `~(a == b)` as `a != b` (comparisons.py)."""
+        self.generic_visit(node)
+        return without_negation(node)
+
+    def visit_IfExp(self, node):
+        """`b if x is not None else a` as `a if x is None else b` (comparisons.py)."""
+        self.generic_visit(node)
+        return positive_choice(node)
 
     def visit_BinOp(self, node):
         """`x * 1`, `x + 0` as `x`; a commutative operator's operands in a fixed order."""
@@ -230,14 +227,18 @@ class _Rewrite(ast.NodeTransformer):
         if _is_name(value.orelse, target.id):
             test, new = value.test, value.body
         elif _is_name(value.body, target.id):
-            test, new = _negated(value.test), value.orelse
+            test, new = negated(value.test), value.orelse
         else:
             return node
         return ast.copy_location(ast.If(test, [ast.copy_location(ast.Assign([target], new), node)], []), node)
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        call = canonical_call(node, self.imports)
+        call = canonical_call(node, self.imports)  # an operator, a comparison or `~x` for some
+        if isinstance(call, ast.Compare):
+            return ordered_comparison(call, self._before)
+        if isinstance(call, ast.UnaryOp):
+            return without_negation(call)
         return self._ordered_operands(call) if isinstance(call, ast.BinOp) else call
 
     def visit_Name(self, node):
@@ -295,14 +296,6 @@ def _only_pass(block: list[ast.stmt]) -> bool:
 
 def _is_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
-
-
-def _negated(test: ast.expr) -> ast.expr:
-    """`test` negated, as its writer would: `x is not None` as `x is None`, `a != b` as `a == b`, else `not test`."""
-    opposite = {ast.IsNot: ast.Is, ast.Is: ast.IsNot, ast.NotEq: ast.Eq, ast.Eq: ast.NotEq}
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in opposite:
-        return ast.copy_location(ast.Compare(test.left, [opposite[type(test.ops[0])]()], test.comparators), test)
-    return ast.copy_location(ast.UnaryOp(ast.Not(), test), test)
 
 
 def _live(block: list[ast.stmt]) -> list[ast.stmt]:
