@@ -513,8 +513,9 @@ def softmax_input_unchanged(t):
 def context_matches_reference(t):
     """context matches the reference on reference weights with batch axes and dk ≠ dv, on values shared by every
     head, on weights shared by every head of the values (batch axes broadcast either way: V broadcast to A's
-    batch axes alone had full marks), and on values with no leading axes (as np.matmul broadcasts them, and as
-    attention is asked them), and leaves A and V unchanged."""
+    batch axes alone had full marks), on values with no leading axes (as np.matmul broadcasts them, and as
+    attention is asked them), on square weights, and last on PAST_A_BLOCK keys (a sum over blocks of keys misses
+    none), and leaves A and V unchanged."""
     d = t.sizes
     rows = "C has one row per query and one column per value dimension"
     for dtype in DTYPES:
@@ -544,6 +545,13 @@ def context_matches_reference(t):
     expect_close(t.returned("context", A, V), t.ref.context(A, V), t.tol(A.dtype), f"context(A, V) for square "
                  f"weights of shape {A.shape} of either sign, whose rows do not sum to 1 (C = A V whatever A holds)",
                  shape_hint=rows, terms=_terms(A, V))
+    # Last, so every case above keeps its draws: PAST_A_BLOCK keys, where a sum over blocks of 64 or 128 keys that
+    # forgot the last partial one had full marks (every other case has a handful of keys, or T = 512).
+    A = t.ref.softmax(normal(t.rng, (2, d["nq"], PAST_A_BLOCK), scale=2.0))
+    V = normal(t.rng, (2, PAST_A_BLOCK, d["dv"]))
+    expect_close(t.returned("context", A, V), t.ref.context(A, V), t.tol(A.dtype), f"context(A, V) for "
+                 f"{PAST_A_BLOCK} keys (weights of shape {A.shape}: every key's weight counts, however the keys are "
+                 "split into blocks)", shape_hint=rows, terms=_terms(A, V))
 
 
 # ------------------------------------------------------------------ attention
@@ -1019,10 +1027,12 @@ BIG = 1000.0
 # past a finite fill added to masked scores (-1e4, an old Hugging Face constant; -65504, float16's largest), which
 # left such a key the whole weight. A fill of -1e9 or of the dtype's smallest number still hides it.
 FAR = 1e5
-# Keys past a block of 64 and not a multiple of it (attention_torch.respects_scale): code that runs through the keys
-# in blocks of 64 (a common tile) and forgets the last partial one had full marks, every other case having a
-# handful. Small d keeps the call cheap.
-PAST_A_BLOCK = 100
+# Keys past a block of 128 and a multiple of no block size (a prime), for attention_torch.respects_scale and one case
+# of context: code that runs through the keys in blocks of 64 or 128 (common tiles) and forgets the last partial one
+# had full marks, every other case having a handful, or 512, a multiple of both (100 keys caught a tile of 64 only).
+# Small: attention_torch's case of two sequences stays under the bytes a wrong answer is diagnosed on
+# (grading.diagnosis.MAX_DIAGNOSED_BYTES; 211 keys is the most that fits there), and small d keeps the calls cheap.
+PAST_A_BLOCK = 151
 SATURATING = 3000.0  # queries scaled so that W_q q reaches the thousands, past exp(2a)'s range (a > 355)
 
 CHECKS = [
