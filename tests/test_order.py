@@ -96,22 +96,38 @@ def test_noticing_a_rerun_earns_nothing(grade_once, tmp_path):
 ALL_MASKED = {"softmax.all_masked_raises", "softmax.all_masked_anywhere", "attention.all_masked_raises"}
 
 
-def test_raising_by_the_order_of_calls_earns_no_all_masked_point(grade, tmp_path):
+def test_raising_by_the_order_of_calls_earns_no_all_masked_point(grade, grade_once, tmp_path):
     # softmax leaves an all-masked row NaN and raises on a call one entry from the call before it, attention
     # likewise: in a fixed order (the valid neighbour first) that had all five points. The order is each input
     # set's own draw now, so for some students such code raises on the valid neighbour or returns on the
     # all-masked input, and loses the check; and each function's matches_reference asks, right after a masked
     # call, the same call with one more key visible, where such code raises and loses that check for every
     # student. So it scores below the plain NaN softmax, which loses the five points, for every student.
-    path = _file(tmp_path, "by_call_order", "buggy/all_masked_nan.py", "order/all_masked_by_call_order.py")
+    _assert_below_the_nan_baseline(grade, grade_once, tmp_path, "order/all_masked_by_call_order.py")
+
+
+def test_raising_on_one_more_hidden_key_earns_no_all_masked_point(grade, grade_once, tmp_path):
+    # The same, in one direction only: softmax raises when its input is the previous call's with one entry newly
+    # −∞, attention when its mask is the previous call's with one more False (or hides every key). The decoys of
+    # one more key visible never raise it, and it kept about half of the error-path points (95 to 99 against the
+    # NaN softmax's 95). Each matches_reference now also asks, right after a masked call, the same call with one
+    # more key hidden, where it raises and loses that check for every student.
+    _assert_below_the_nan_baseline(grade, grade_once, tmp_path, "order/all_masked_by_direction.py")
+
+
+def _assert_below_the_nan_baseline(grade, grade_once, tmp_path, snippet: str) -> None:
+    """The NaN softmax (buggy/all_masked_nan.py) with `snippet` appended scores below the NaN softmax alone for
+    each of six students, loses both decoy checks every time, no check but those and the all-masked ones, and
+    each all-masked check for some student."""
+    path = _file(tmp_path, "gaming", "buggy/all_masked_nan.py", snippet)
     honest = _file(tmp_path, "nan", "buggy/all_masked_nan.py")
     decoys = {"softmax.matches_reference", "attention.matches_reference"}
     lost = set()
     for student in ("s0001", "s0002", "s0003", "s0004", "s0005", "s0006"):
-        result, baseline = grade(path, student), grade(honest, student)
+        result, baseline = grade(path, student), grade_once(honest, student)
         assert [t.name for t in result.tests if t.status != "passed" and t.name not in ALL_MASKED | decoys] == []
-        assert {t.name for t in result.tests if t.name in decoys and t.score == 0} == decoys
-        assert result.score < baseline.score
+        assert {t.name for t in result.tests if t.name in decoys and t.score == 0} == decoys, student
+        assert result.score < baseline.score, (student, result.score, baseline.score)
         lost |= {t.name for t in result.tests if t.name in ALL_MASKED and t.score == 0}
     assert lost == ALL_MASKED
 

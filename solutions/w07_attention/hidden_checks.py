@@ -427,7 +427,8 @@ def softmax_last_axis(t):
 def softmax_matches_reference(t):
     """softmax matches the reference on masked scores up to ±1000, float32 and float64, on every other row far below
     0 beside ordinary ones (none in the thousands to overflow: a shift taken only when exp would overflow leaves them
-    0/0), on float32 scores in the hundreds, and on single scores (1×1)."""
+    0/0), on float32 scores in the hundreds, and on single scores (1×1). Right after two of the masked calls, the same
+    scores with one more key visible (`_one_key_shown`), and with one more key masked (`_one_key_hidden`)."""
     d = t.sizes
     # Every other query's row far below 0, beside ordinary ones and none in the thousands: a shift taken only when exp
     # would overflow, or when the call's largest score is far from 0, leaves those rows 0/0. In float32, FAR below:
@@ -447,8 +448,13 @@ def softmax_matches_reference(t):
             rounded = _weight_terms(expected, _row_rounding(S), t.tol(dtype)) if dtype == np.float32 else None
             expect_close(t.returned("softmax", S), expected, t.tol(dtype), f"softmax(S) for masked {_name(dtype)} "
                          f"scores of size up to {magnitude:g}{what}", terms=rounded)
+            # Right after a masked call, the same call one entry from it: one more key visible, then (after
+            # another) one more masked, so raising on a call one entry from the one before it in either direction
+            # costs this check.
             if dtype == np.float64 and magnitude == 3.0 and what == "":
                 _one_key_shown(t, S)
+            if dtype == np.float64 and magnitude == 1000.0:
+                _one_key_hidden(t, S)
     # A single key takes the whole weight, 1, whatever its score; alone this case cannot tell a right
     # softmax from an array of ones, so it only counts together with the cases above.
     for S in (np.array([[t.rng.normal() * 10]]), normal(t.rng, (3, 1, 1))):
@@ -466,6 +472,26 @@ def _one_key_shown(t, S):
         shown[tuple(hidden[-1])] = 0.5
         expect_close(t.returned("softmax", shown), t.ref.softmax(shown), t.tol(S.dtype),
                      "softmax(S) for the same masked scores with one more key visible")
+
+
+def _one_key_hidden(t, S):
+    """softmax of `S` again with one more key masked, right after `S` itself: `_one_key_shown`'s other direction, so
+    code that raises whenever a call has one entry newly −∞ (never when one is newly visible), rather than looking
+    for a row with every key masked, raises here and loses this check. The key is in a row that keeps another
+    visible key, so a right softmax returns. Nothing is drawn. S (..., Nq, Nk) float64."""
+    where = _key_to_hide(np.isfinite(S))
+    if where is not None:
+        hidden = S.copy()
+        hidden[where] = -np.inf
+        expect_close(t.returned("softmax", hidden), t.ref.softmax(hidden), t.tol(S.dtype),
+                     "softmax(S) for the same masked scores with one more key masked")
+
+
+def _key_to_hide(visible):
+    """The index of the last True entry of `visible` (..., Nq, Nk) in a row with another True one: hidden, it leaves
+    that row a visible key. None where no row has two."""
+    where = np.argwhere(visible & (visible.sum(axis=-1, keepdims=True) > 1))
+    return tuple(where[-1]) if len(where) else None
 
 
 def _row_rounding(S):
@@ -513,8 +539,9 @@ def softmax_input_unchanged(t):
 def context_matches_reference(t):
     """context matches the reference on reference weights with batch axes and dk ≠ dv, on values shared by every
     head, on weights shared by every head of the values (batch axes broadcast either way: V broadcast to A's
-    batch axes alone had full marks), and on values with no leading axes (as np.matmul broadcasts them, and as
-    attention is asked them), and leaves A and V unchanged."""
+    batch axes alone had full marks), on values with no leading axes (as np.matmul broadcasts them, and as
+    attention is asked them), on square weights, and last on PAST_A_BLOCK keys (a sum over blocks of keys misses
+    none), and leaves A and V unchanged."""
     d = t.sizes
     rows = "C has one row per query and one column per value dimension"
     for dtype in DTYPES:
@@ -544,6 +571,13 @@ def context_matches_reference(t):
     expect_close(t.returned("context", A, V), t.ref.context(A, V), t.tol(A.dtype), f"context(A, V) for square "
                  f"weights of shape {A.shape} of either sign, whose rows do not sum to 1 (C = A V whatever A holds)",
                  shape_hint=rows, terms=_terms(A, V))
+    # Last, so every case above keeps its draws: PAST_A_BLOCK keys, where a sum over blocks of 64 or 128 keys that
+    # forgot the last partial one had full marks (every other case has a handful of keys, or T = 512).
+    A = t.ref.softmax(normal(t.rng, (2, d["nq"], PAST_A_BLOCK), scale=2.0))
+    V = normal(t.rng, (2, PAST_A_BLOCK, d["dv"]))
+    expect_close(t.returned("context", A, V), t.ref.context(A, V), t.tol(A.dtype), f"context(A, V) for "
+                 f"{PAST_A_BLOCK} keys (weights of shape {A.shape}: every key's weight counts, however the keys are "
+                 "split into blocks)", shape_hint=rows, terms=_terms(A, V))
 
 
 # ------------------------------------------------------------------ attention
@@ -553,7 +587,8 @@ def attention_matches_reference(t):
     no mask: uniform weights; and a negative one with a mask, the scores scaled before they are masked), on keys
     and values shared by every head (broadcast) or with no leading axes (as np.matmul broadcasts them), and with one
     query's scores in the thousands, for a batch of one sequence and a single key, and leaves Q, K, V and the mask
-    unchanged."""
+    unchanged. Right after each masked call, the same call with one more key visible (float64) or one more key
+    masked (float32)."""
     d = t.sizes
     for dtype in DTYPES:
         Q, K, V = _qkv(t, dtype)
@@ -571,8 +606,11 @@ def attention_matches_reference(t):
             C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed,
                                                    scale=scale), what, PAIR)
             _expect_attention(C, A, (C_exp, A_exp), (Q, K, V), scale, t.tol(dtype), what)
+            # Right after a masked call, the same call one mask entry from it, one direction per dtype.
             if allowed is not None and dtype == np.float64:
                 _one_key_shown_to_attention(t, Q, K, V, allowed, scale)
+            if allowed is not None and dtype == np.float32:
+                _one_key_hidden_from_attention(t, Q, K, V, allowed, scale)
     K, V = _shared_by_heads(K), _shared_by_heads(V)
     if K is not None:
         what = f"attention with keys and values of shapes {K.shape} and {V.shape}, shared by every head of queries " \
@@ -606,10 +644,29 @@ def _one_key_shown_to_attention(t, Q, K, V, allowed, scale):
         return
     shown = allowed.copy()
     shown[tuple(np.argwhere(~allowed)[-1])] = True
-    what = _scaled("attention for float64 inputs with the same mask but one more key visible", scale)
-    C, A = expect_pair(t.returned("attention", Q, K, V, allowed=shown, scale=scale), what, PAIR)
-    _expect_attention(C, A, t.ref.attention(Q, K, V, allowed=shown, scale=scale), (Q, K, V), scale, t.tol(Q.dtype),
-                      what)
+    _expect_attention_for_mask(t, (Q, K, V), shown, scale, "one more key visible")
+
+
+def _one_key_hidden_from_attention(t, Q, K, V, allowed, scale):
+    """attention again with the same Q, K, V and scale and one more key masked, right after the call with `allowed`:
+    `_one_key_shown_to_attention`'s other direction, so code that raises whenever a call's mask has one more False
+    than the one before it (never one more True) loses this check. The key is in a row that keeps another visible
+    key (`_key_to_hide`), so a right attention returns. Nothing is drawn. allowed (..., Nq, Nk) bool."""
+    where = _key_to_hide(allowed)
+    if where is None:
+        return
+    hidden = allowed.copy()
+    hidden[where] = False
+    _expect_attention_for_mask(t, (Q, K, V), hidden, scale, "one more key masked")
+
+
+def _expect_attention_for_mask(t, inputs: tuple, allowed, scale, change: str) -> None:
+    """attention's answer for `inputs` (Q, K, V) with `allowed` and `scale` against the reference's; `change` says how
+    the mask differs from the call's just before."""
+    what = _scaled(f"attention for {_name(inputs[0].dtype)} inputs with the same mask but {change}", scale)
+    C, A = expect_pair(t.returned("attention", *inputs, allowed=allowed, scale=scale), what, PAIR)
+    _expect_attention(C, A, t.ref.attention(*_f64(*inputs), allowed=allowed, scale=scale), inputs, scale,
+                      t.tol(inputs[0].dtype), what)
 
 
 def _attention_large_scores(t):
@@ -1019,10 +1076,12 @@ BIG = 1000.0
 # past a finite fill added to masked scores (-1e4, an old Hugging Face constant; -65504, float16's largest), which
 # left such a key the whole weight. A fill of -1e9 or of the dtype's smallest number still hides it.
 FAR = 1e5
-# Keys past a block of 64 and not a multiple of it (attention_torch.respects_scale): code that runs through the keys
-# in blocks of 64 (a common tile) and forgets the last partial one had full marks, every other case having a
-# handful. Small d keeps the call cheap.
-PAST_A_BLOCK = 100
+# Keys past a block of 128 and a multiple of no block size (a prime), for attention_torch.respects_scale and one case
+# of context: code that runs through the keys in blocks of 64 or 128 (common tiles) and forgets the last partial one
+# had full marks, every other case having a handful, or 512, a multiple of both (100 keys caught a tile of 64 only).
+# Small: attention_torch's case of two sequences stays under the bytes a wrong answer is diagnosed on
+# (grading.diagnosis.MAX_DIAGNOSED_BYTES; 211 keys is the most that fits there), and small d keeps the calls cheap.
+PAST_A_BLOCK = 151
 SATURATING = 3000.0  # queries scaled so that W_q q reaches the thousands, past exp(2a)'s range (a > 355)
 
 CHECKS = [
