@@ -186,7 +186,7 @@ def test_a_call_that_does_not_fit_the_parameters_says_to_keep_the_stubs(grade, t
     assert failed and all("unhashable" in (t.withheld or t.message) and "stub" not in t.message for t in failed)
 
 
-@pytest.mark.parametrize("name", sorted(PARAMETERS))
+@pytest.mark.parametrize("name", sorted(name for name, case in PARAMETERS.items() if "rename" in case))
 def test_a_parameter_named_otherwise_than_the_stubs_is_named_in_public_and_hidden_checks_alike(grade_once, tmp_path,
                                                                                             name):
     """Correct code with the Annotated Transformer's names (attention(query, key, value, mask=None, ...)) loses the
@@ -201,6 +201,42 @@ def test_a_parameter_named_otherwise_than_the_stubs_is_named_in_public_and_hidde
     assert failed and {t.function for t in failed} == {case["function"]}
     assert {t.visibility for t in failed} == {"public", "hidden"}
     assert all(t.message == said for t in failed), [t.message for t in failed]
+
+
+@pytest.mark.parametrize("name", sorted(name for name, case in PARAMETERS.items() if "says" in case))
+def test_the_stubs_parameters_taken_another_way_are_told_as_such_never_as_other_names(grade_once, tmp_path, name):
+    """Correct code with the stub's names and order that takes them otherwise (after `*`, before `/`, with no
+    default) loses the checks that call it the stub's way; each message says which way and what to change, in a
+    hidden check's message for students too, and none says to keep the stub's names and order, which it has."""
+    case = PARAMETERS[name]
+    result = grade_once(compose(tmp_path, name, SUBMISSIONS / "parameters" / f"{name}.py"))
+    failed = [t for t in result.tests if t.status != "passed" and t.function == case["function"]]
+    assert failed and {t.visibility for t in failed} == set(case["visibility"])
+    assert all(case["says"] in t.message and "names and order" not in t.message + (t.withheld or "")
+               for t in failed), [t.message for t in failed]
+
+
+def test_a_parameters_kind_the_files_text_does_not_declare_is_kept_from_a_hidden_checks_message(grade, tmp_path):
+    """The kinds and defaults the worker reads are the code's word too (`__signature__` can be set while it runs):
+    a hidden check shows them only where the file has a `def` with just those parameters, each of that kind."""
+    built = tmp_path / "built.py"
+    built.write_text(PLAIN.read_text() + """
+
+import inspect
+_attention = attention
+
+
+def attention(*args, **kwargs):
+    if len(args) > 3:
+        raise TypeError("by keyword")
+    return _attention(*args, **kwargs)
+
+
+attention.__signature__ = inspect.signature(lambda Q, K, V, *, allowed=None, scale=None: None)
+""")
+    failed = [t for t in grade(built).tests if t.function == "attention" and t.status != "passed"]
+    assert failed and all(t.visibility == "hidden" and "keyword only" not in t.message
+                          and "keyword only" in t.withheld for t in failed), [t.message for t in failed]
 
 
 def test_parameters_that_the_files_text_does_not_declare_are_kept_from_a_hidden_checks_message(grade, tmp_path):

@@ -12,6 +12,7 @@ import datetime
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -99,6 +100,29 @@ def test_regrade_of_a_database_with_no_results_says_to_grade_first(tmp_path):
     # Ids asked for that the database lacks are named as such.
     done = run_cli("regrade", "tiny", "--students", "zed", "--course", course, "--db", tmp_path / "grades.db")
     assert done.returncode == 2 and "no stored hand-in of zed" in done.stderr, done.stderr
+
+
+@pytest.mark.slow  # end to end: three commands, each starting its sandbox
+def test_a_previews_advice_commits_with_its_own_options_and_nothing_else(tmp_path):
+    """The command a preview says commits it repeats the preview's students, --no-decrease and database, quoted for
+    the shell: without them it regraded everyone, into the default database."""
+    course, db = _course(tmp_path), tmp_path / "their grades.db"
+    assert run_cli("grade", "tiny", tiny_class(tmp_path / "class", STUDENTS, 1.7e9), "--course", course,
+                   "--db", db).returncode == 0
+    hidden = tmp_path / "solutions" / "tiny" / "hidden_checks.py"
+    hidden.write_text(hidden.read_text().replace(*PLANTED))
+    preview = run_cli("regrade", "tiny", "--students", "b_abs", "c_zero", "--no-decrease", "--preview", "--db", db,
+                      "--course", course)
+    said = re.search(r"`(autograder regrade [^`]*)` commits it", preview.stderr)
+    assert preview.returncode == 0 and said, preview.stderr
+    words = shlex.split(said.group(1))
+    assert "--preview" not in words and words[words.index("--db") + 1] == str(db) and "--no-decrease" in words
+    assert words[words.index("--students") + 1:][:2] == ["b_abs", "c_zero"], words
+    committed = run_cli(*words[1:])
+    assert committed.returncode == 0, committed.stderr
+    with sqlite3.connect(db) as connection:
+        kept = dict(connection.execute("SELECT student, count(*) FROM history GROUP BY student").fetchall())
+    assert kept == {"a_good": 1, "b_abs": 2, "c_zero": 2, "d_sum": 1} and not (tmp_path / "grades.db").exists()
 
 
 @pytest.mark.slow  # end to end: eight commands, each starting its sandbox

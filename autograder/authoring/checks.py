@@ -32,9 +32,9 @@ from autograder.authoring.arguments_after import (
     holds_returned_mark,
     returned_message,
 )
-from autograder.authoring.protocol import Call, Reply
+from autograder.authoring.protocol import Call, Parameter, Reply
 from autograder.authoring.seeds import check_rng
-from autograder.authoring.unfit import missing_keyword, signature_hint, stub_parameters
+from autograder.authoring.unfit import missing_keyword, signature_hint, stub_parameters, stub_signature
 
 
 @dataclass(frozen=True)
@@ -242,9 +242,10 @@ class Trial:
                 self.changed.append((function, said))
         return reply
 
-    def stub(self, function: str) -> tuple[str, ...]:
-        """`function`'s parameters as the stub defines them (`stub_parameters`), for raise_for's advice."""
-        return stub_parameters(self.ref, function, self.parameters)
+    def stub(self, function: str) -> tuple[Parameter, ...]:
+        """`function`'s parameters as the stub defines them, with kinds and defaults (`stub_signature`), for
+        raise_for's advice."""
+        return stub_signature(self.ref, function, self.parameters)
 
     def returned(self, function: str, *args, **kwargs):
         """The value `function` returned; a raised exception fails the check, its message saying what it was given."""
@@ -280,9 +281,9 @@ class Trial:
         return self.tolerance["float32" if np.dtype(dtype).itemsize <= 4 else "float64"]
 
 
-def raise_for(function: str, reply: Reply, arguments: str = "", stub: tuple[str, ...] = ()):
+def raise_for(function: str, reply: Reply, arguments: str = "", stub: tuple[Parameter, ...] = ()):
     """Turn a student exception into the right failure. arguments: what the call was given (`called_with`); stub:
-    the function's parameters in the stub (`stub_parameters`), for advice on a call that did not fit."""
+    the function's parameters in the stub (`stub_signature`), for advice on a call that did not fit."""
     raised = reply.raised
     if raised.unfit and raised.missing and raised.parameters is not None:
         raise StudentError(missing_keyword(function, raised.missing, raised.parameters, stub))
@@ -296,7 +297,7 @@ def raise_for(function: str, reply: Reply, arguments: str = "", stub: tuple[str,
     # What the call was given is beside the point where the place it ran is the cause (a module it lacks).
     where = environment_hint(raised)
     raise StudentError(f"{function} raised {raised.describe(called=function)}{'' if where else arguments}"
-                       f"{signature_hint(raised, function)}{_template_hint(raised)}{where}")
+                       f"{signature_hint(raised, function, stub)}{_template_hint(raised)}{where}")
 
 
 def _template_hint(raised) -> str:

@@ -22,6 +22,7 @@ Shipped to the worker with the wire format (see sandbox.boot.BOOT): standard lib
 """
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,8 +40,8 @@ PLACE_START, PLACE_END, FIELD = "\x10", "\x11", "\x1f"
 _PLACE = re.compile(f"{PLACE_START}([^{PLACE_END}]*)(?:{PLACE_END}|\\Z)")  # unclosed: as _CHOSEN
 
 
-# The marks around words about a function's parameters: the function and its parameters (comma-separated), each
-# ended by FIELD, then the text.
+# The marks around words about a function's parameters: the function and its parameters (each `Parameter.token`,
+# comma-separated), each ended by FIELD, then the text.
 DECLARED_START, DECLARED_END = "\x12", "\x13"
 _DECLARED = re.compile(f"{DECLARED_START}([^{DECLARED_END}]*)(?:{DECLARED_END}|\\Z)")  # unclosed: as _CHOSEN
 MARKS = (CHOSEN_START, PLACE_START, DECLARED_START)  # what starts a part a hidden check's message may withhold
@@ -51,9 +52,39 @@ def chosen(text: str) -> str:
     return f"{CHOSEN_START}{text}{CHOSEN_END}"
 
 
-def declared(function: str, parameters: tuple[str, ...], text: str) -> str:
-    """`text`, which tells of `function`'s `parameters` as the worker read them, marked to be `vouched` for."""
-    return f"{DECLARED_START}{function}{FIELD}{','.join(parameters)}{FIELD}{text}{DECLARED_END}"
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a function as its `def` line writes it: its name, its kind (inspect.Parameter.kind's number:
+    POSITIONAL_ONLY before `/`, KEYWORD_ONLY after `*` or `*args`) and whether it has a default. Not the default
+    itself: that is a value the code chose, where the kind and the presence of a default are the def line's syntax."""
+
+    name: str
+    kind: int = int(inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    default: bool = False
+
+    def token(self) -> str:
+        """"1scale=": the kind's number, the name, and "=" where it has a default; `of_token` reads it back."""
+        return f"{int(self.kind)}{self.name}{'=' if self.default else ''}"
+
+    @classmethod
+    def of_token(cls, token: str) -> Parameter | None:
+        """The parameter a `token` writes; None for text that is no token."""
+        name = token[1:].removesuffix("=")
+        if not (token[:1] and token[0] in "01234" and name.isidentifier()):
+            return None
+        return cls(name, int(token[0]), token.endswith("="))
+
+
+def names(parameters) -> tuple[str, ...]:
+    """The names of `parameters` (Parameter), in order."""
+    return tuple(parameter.name for parameter in parameters)
+
+
+def declared(function: str, parameters: tuple[Parameter, ...], text: str) -> str:
+    """`text`, which tells of `function`'s `parameters` (their names, kinds and defaults) as the worker read them,
+    marked to be `vouched` for."""
+    tokens = ",".join(parameter.token() for parameter in parameters)
+    return f"{DECLARED_START}{function}{FIELD}{tokens}{FIELD}{text}{DECLARED_END}"
 
 
 def unmarked(text: str) -> str:
@@ -76,16 +107,18 @@ def without_chosen(text: str, stand_in: str) -> str:
 def vouched(text: str, fits, declares=None) -> str:
     """`text` with each place `Raised.describe` marked shown as it is where fits(cell, line, within) says the
     submission's own text has it, and each `declared` part where declares(function, parameters) says its text
-    defines that function with those parameters; either marked as `chosen` where not (a mark cut short never fits)."""
+    defines that function with those parameters (Parameter: names, kinds and defaults); either marked as `chosen`
+    where not (a mark cut short never fits)."""
     def one(match: re.Match) -> str:
         cell, line, within, shown = _fields(match)
         whole = match.group(0).endswith(PLACE_END)
         return shown if whole and line.isdigit() and fits(cell, int(line), within) else chosen(shown)
 
     def declared_one(match: re.Match) -> str:
-        function, parameters, shown = _declared_fields(match)
-        whole = match.group(0).endswith(DECLARED_END) and declares is not None
-        return shown if whole and declares(function, tuple(filter(None, parameters.split(",")))) else chosen(shown)
+        function, tokens, shown = _declared_fields(match)
+        parameters = tuple(Parameter.of_token(token) for token in filter(None, tokens.split(",")))
+        whole = match.group(0).endswith(DECLARED_END) and declares is not None and None not in parameters
+        return shown if whole and declares(function, parameters) else chosen(shown)
     text = _DECLARED.sub(declared_one, text) if DECLARED_START in text else text
     return _PLACE.sub(one, text) if PLACE_START in text else text
 
@@ -166,9 +199,10 @@ class Raised:
     within: the student's function that line is in; "" at top level.
     unfit: the call's arguments did not bind to the function's own parameters (a renamed or missing one),
     so it raised before running. The worker's word, like the rest, used only to say what to do.
-    parameters: for an unfit call, the names of the function's parameters as the worker read them (None where it
-    could not), and missing: the first keyword the call passed that is none of them, as the grader reads it from
-    its own call (sandbox.replies.read_raised). Shown only `declared`.
+    parameters: for an unfit call, the function's parameters (`Parameter`: name, kind, whether it has a default) as
+    the worker read them (None where it could not), and missing: the first keyword the call passed that it does not
+    take by name (none of them, or one before `/`), as the grader reads it from its own call
+    (sandbox.replies.read_raised). Shown only `declared`.
     kinds: the built-in classes it is an instance of, its own first where it is one, as the worker read them: no
     more to be trusted than `type`. A student's own class named ValueError has the name, not the kind.
     own: raised by a `raise` statement in the student's file (True), or by a library the line called (False:
@@ -187,7 +221,7 @@ class Raised:
     kinds: tuple[str, ...] = ()  # the built-in exception classes it is an instance of
     own: bool | None = None
     module: str = ""
-    parameters: tuple[str, ...] | None = None
+    parameters: tuple[Parameter, ...] | None = None
     missing: str = ""
 
     def is_a(self, exception: str) -> bool:

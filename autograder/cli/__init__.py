@@ -28,6 +28,7 @@ from autograder.cli import (
     grading,
     options,
     outputs,
+    regrade,
     replay,
     retract,
     similarity,
@@ -130,6 +131,7 @@ def parser() -> argparse.ArgumentParser:
     top = options.Parser(prog="autograder", description="Grade programming assignments against hidden "
                                                         "checks, with student code sandboxed.")
     commands = top.add_subparsers(dest="command", required=True)
-    for module in (grading, doctor, replay, gradescope, outputs, course, retract, assignments, cluster, similarity):
+    for module in (grading, doctor, replay, gradescope, outputs, regrade, course, retract, assignments, cluster,
+                   similarity):
         module.add_commands(commands)
     return top

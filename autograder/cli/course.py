@@ -1,4 +1,4 @@
-"""Commands around the grade: regrade, history, and the LMS gradebook exports (export canvas|moodle|blackboard).
+"""Commands around the grade: history, and the LMS gradebook exports (export canvas|moodle|blackboard).
 
 `stored_grades` is what every command that writes grades out reads: the
 result each student's submissions policy counts (grading.attempts), with the
@@ -6,50 +6,28 @@ late rule beside it.
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from autograder.cli import options
-from autograder.cli.retract import blank_after_retraction, retracted_first
-from autograder.cli.workdir import command_workdir
+from autograder.cli.regrade import meant
+from autograder.cli.retract import blank_after_retraction
 from autograder.grading.attempts import counted_results
-from autograder.grading.batch import default_db, grade_batch
-from autograder.grading.class_imports import class_imports
+from autograder.grading.batch import default_db
 from autograder.grading.course import CourseError, find_course, load_course
-from autograder.grading.discover import find_submissions
 from autograder.grading.history import attempts
-from autograder.grading.ids import as_stored, near_ids
+from autograder.grading.ids import as_stored
 from autograder.grading.late import FILE_TIME, assess_result
-from autograder.grading.regrade import Collector, commit, hand_ins, held_back, kept_by_no_decrease, moves, regraded
-from autograder.grading.sole_writer import SoleWriter
-from autograder.grading.station import protect
+from autograder.grading.regrade import held_back, kept_by_no_decrease
 from autograder.grading.store import Store, StoreError, stored_history
-from autograder.grading.suite import load_suite, suite_version
+from autograder.grading.suite import suite_version
 from autograder.outputs import ExportError, lms, replaced_whole
-from autograder.outputs.attempts import format_history, format_moves, history_lines, move_lines
-from autograder.outputs.progress import Progress, starting
+from autograder.outputs.attempts import format_history, history_lines
 from autograder.outputs.roster import column_points, lms_columns, not_on_roster, read_roster, zeros_lost
 from autograder.text import counted, safe
 
 
 def add_commands(commands) -> None:
-    regrade = commands.add_parser("regrade", help="grade every stored hand-in again under the current suite; "
-                                                  "--preview shows whom that moves, committing nothing")
-    regrade.add_argument("assignment", help=options.ASSIGNMENT_HELP)
-    regrade.add_argument("paths", nargs="*", type=Path,
-                         help="class folders to find hand-ins in that the store did not keep (as `grade` takes)")
-    regrade.add_argument("--preview", action="store_true", help="grade, compare and print; store nothing")
-    regrade.add_argument("--json", action="store_true", help="one JSON object per moved student")
-    regrade.add_argument("--students", nargs="+", metavar="STUDENT", help="regrade only these students")
-    regrade.add_argument("--no-decrease", action="store_true",
-                         help="keep a student's earlier result where the new total is lower (their feedback says so)")
-    regrade.add_argument("--jobs", type=options.count, default=0, help="parallel graders (default: number of cores)")
-    options.results_db(regrade)
-    options.course(regrade)
-    options.sandbox(regrade)
-    regrade.set_defaults(run=_regrade)
-
     history = commands.add_parser("history", help="every result kept of one student's hand-ins: time, file hash, "
                                                   "suite version, score, which counts, and which are retracted")
     history.add_argument("assignment", help=options.ASSIGNMENT_HELP)
@@ -287,87 +265,6 @@ def _with_names(roster: dict, course, gradebook: str | None) -> dict:
     return roster
 
 
-def _regrade(args) -> int:
-    course = load_course(args.course or find_course())
-    settings = course.assignment(args.assignment)
-    db = (args.db or default_db(course)).resolve()
-    if not db.is_file():
-        raise StoreError(f"there is no results database at {db}; grade first, or pass --db with the database")
-    suite = load_suite(course, args.assignment)
-    with Store(db) as store, SoleWriter(db, "regrade", starting), command_workdir("regrade") as workdir:
-        stored = store.students(settings.name)
-        asked = args.students and [as_stored([s], stored).get(s, s) for s in args.students]  # case folded too
-        before = _chosen(attempts(store.history(settings.name, asked)), asked, db, settings.name, stored)
-        class_files = _class_files(args.paths, settings, workdir / "found")
-        todo, lost = hand_ins(store, before, workdir / "handins", settings.module, class_files)
-        for line in lost:
-            print(safe(f"autograder: not regraded: {line}", 2000), file=sys.stderr)
-        protections = protect(args.sandbox, suite.secret_paths(course) + [db] + [item.found.path for item in todo],
-                              sys.stderr)
-        starting(f"regrading {counted(len(todo), 'hand-in')} of {counted(len(before), 'student')} of {settings.name} "
-                 f"under suite {suite.version}" + (" (preview: nothing is stored)" if args.preview else ""))
-        found, jobs = [item.found for item in todo], args.jobs or os.cpu_count() or 1
-        imports = class_imports(found, min(jobs, len(found)), settings)
-        for note in imports.notes():
-            starting(note)
-        collector, progress = Collector(store), Progress(len(todo))
-        grade_batch(course, suite, protections, found, collector, jobs, progress.update,
-                    class_imports=imports.modules)
-        progress.finish()
-        after, failed = regraded(before, todo, collector.results)
-        for line in failed:
-            print(safe(f"autograder: not regraded (internal error in the grader, not in the student's code; the "
-                       f"earlier result stands): {line}", 2000), file=sys.stderr)
-        final, moved = moves(before, after, settings.submissions, settings.late, args.no_decrease)
-        if not args.preview:
-            added = commit(store, before, final)
-    lines = move_lines(moved) if args.json else [format_moves(moved)]
-    print("\n".join(safe(line) for line in lines))
-    if args.preview:
-        print(f"preview: {len(moved)} of {len(before)} students would move; nothing was stored. `autograder regrade "
-              f"{settings.name}` commits it (earlier results are kept)", file=sys.stderr)
-        # A TA who moved the due time asks this first: that change shows in every export at once, and not here.
-        print("preview: the totals before and after both apply course.yaml's due time, late rule, extensions and "
-              "policy as they are now, which every report and export applies to the stored results without a "
-              "regrade; to see what a change to those does, compare `autograder export csv` before and after it",
-              file=sys.stderr)
-    else:
-        print(f"regraded: {added} results added, {len(moved)} of {len(before)} students moved; earlier results are "
-              f"kept (`autograder history {settings.name} STUDENT`)", file=sys.stderr)
-    return 1 if lost or failed else 0
-
-
-def _chosen(by_student: dict, students: list[str] | None, db: Path, assignment: str, stored: set[str]) -> dict:
-    if not students:
-        if not by_student:
-            raise StoreError(f"{db} holds no results of {assignment} to regrade; grade the class first (`autograder "
-                             f"grade {assignment} PATH... --db {db}`), or pass --db with the database the grades went "
-                             "to")
-        return by_student
-    unknown = [s for s in students if s not in by_student]
-    if unknown:
-        raise CourseError(retracted_first(db, assignment, unknown, "regrade") or f"no stored hand-in of "
-                          f"{', '.join(unknown)}; {_meant(unknown, stored)}check the ids (`autograder export csv` "
-                          "lists the students graded)")
-    return {s: by_student[s] for s in students}
-
-
-def _meant(unknown: list[str], stored: set[str]) -> str:
-    """"did you mean …? " for the stored ids near those asked for, "" where there are none."""
-    near = sorted({s for student in unknown for s in near_ids(student, stored)})
-    return f"did you mean {', '.join(near)}? " if near else ""
-
-
-def _class_files(paths: list[Path], settings, workdir: Path) -> dict[str, list[Path]]:
-    if not paths:
-        return {}
-    workdir.mkdir()
-    found: dict[str, list[Path]] = {}
-    for item in find_submissions(paths, settings.name, settings.module, workdir):
-        found.setdefault(item.student, []).append(item.path)
-    return found
-
-
 def _history(args) -> int:
     course = load_course(args.course or find_course())
     settings = course.assignment(args.assignment)
@@ -384,7 +281,7 @@ def _history(args) -> int:
             mine = attempts(store.history(settings.name, [student], retracted=True)).get(student)
     if not mine:
         raise CourseError(f"{db} has no result of student {args.student!r} for {settings.name}; "
-                          f"{_meant([args.student], known)}check the id (`autograder export csv` lists the students "
+                          f"{meant([args.student], known)}check the id (`autograder export csv` lists the students "
                           "graded)")
     lines = history_lines(mine, settings.submissions, settings.late) if args.json else \
         [format_history(student, mine, settings.submissions, settings.late)]

@@ -8,15 +8,16 @@ Anything else is the code's choice, withheld from a hidden check's student messa
 (authoring.protocol.vouched, grading.results). A place that fits can still be picked among the unit's lines and
 names by code that wants to: a few bits, no more. Likewise the parameters the worker read from a function a call
 did not fit (authoring.protocol.declared) are shown only where the text has a `def` of that function with just
-those parameters.
+those parameters, of those kinds (before `/`, after `*`) and with defaults where they have them.
 """
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from dataclasses import dataclass, field
 
-from autograder.authoring.protocol import vouched
+from autograder.authoring.protocol import Parameter, vouched
 
 # The names Python gives code that has none of its own (a lambda, a comprehension): the grader's words, not the code's.
 NAMELESS = frozenset({"<lambda>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<module>"})
@@ -47,8 +48,9 @@ class SourceText:
         return 1 <= line <= lines and (not within or within in NAMELESS
                                        or within in set(_IDENTIFIER.findall(source)))
 
-    def declares(self, function: str, parameters: tuple[str, ...]) -> bool:
-        """Whether some unit has a `def function(...)` whose parameters are just `parameters`, in order."""
+    def declares(self, function: str, parameters: tuple[Parameter, ...]) -> bool:
+        """Whether some unit has a `def function(...)` whose parameters are just `parameters`, in order, each of its
+        kind and with a default where it has one."""
         return any(parameters == _parameters(node) for source in self.units.values() for node in _defs(source)
                    if node.name == function)
 
@@ -67,9 +69,15 @@ def _defs(source: str) -> list:
     return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-def _parameters(node) -> tuple[str, ...]:
-    """A definition's parameters in the order inspect.signature gives them."""
-    args = node.args
-    starred = [args.vararg] if args.vararg else []
-    return tuple(a.arg for a in (*args.posonlyargs, *args.args, *starred, *args.kwonlyargs,
-                                 *([args.kwarg] if args.kwarg else [])))
+def _parameters(node) -> tuple[Parameter, ...]:
+    """A definition's parameters in the order inspect.signature gives them, each with its kind and whether it has a
+    default."""
+    args, kind = node.args, inspect.Parameter
+    positional = [*args.posonlyargs, *args.args]
+    first_default = len(positional) - len(args.defaults)  # the defaults belong to the last positional parameters
+    found = [Parameter(a.arg, int(kind.POSITIONAL_ONLY if a in args.posonlyargs else kind.POSITIONAL_OR_KEYWORD),
+                       number >= first_default) for number, a in enumerate(positional)]
+    found += [Parameter(args.vararg.arg, int(kind.VAR_POSITIONAL))] if args.vararg else []
+    found += [Parameter(a.arg, int(kind.KEYWORD_ONLY), default is not None)
+              for a, default in zip(args.kwonlyargs, args.kw_defaults)]
+    return tuple(found + ([Parameter(args.kwarg.arg, int(kind.VAR_KEYWORD))] if args.kwarg else []))

@@ -213,6 +213,25 @@ def describe(error: BaseException, filename) -> dict:
     return described
 
 
+def unfit(function, args: list, kwargs: dict) -> dict:
+    """Where a call that raised TypeError does not fit `function`'s parameters: the reply's word for it, and each
+    parameter's name, kind (inspect.Parameter.kind's number) and whether it has a default, as the def line writes
+    them (authoring.protocol.Parameter); else {}."""
+    signature = None
+    try:
+        signature = inspect.signature(function)
+        signature.bind(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - no signature to read (a builtin), or one the student's code broke
+        if signature is None or not isinstance(error, TypeError):
+            return {}
+        try:
+            return {"unfit": True, "parameters": [[str(p.name), int(p.kind), p.default is not inspect.Parameter.empty]
+                                                  for p in signature.parameters.values()]}
+        except Exception:  # noqa: BLE001 - a signature object of the code's own making
+            return {"unfit": True}
+    return {}
+
+
 def builtin_kinds(error: BaseException) -> list[str]:
     """The built-in exception classes `error` is an instance of, its own first where it is one, nearest first (a
     student's `class MaskError(ValueError)` is a ValueError, as `except ValueError` would catch it; a class of their

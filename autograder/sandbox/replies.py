@@ -12,12 +12,13 @@ Used by the sandbox's Session and by the in-kernel runner alike.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
 
-from autograder.authoring.protocol import Call, Raised, Reply, TensorData
+from autograder.authoring.protocol import Call, Parameter, Raised, Reply, TensorData
 from autograder.sandbox import values, wire
 from autograder.text import safe
 
@@ -223,14 +224,15 @@ def _gradients(trees, buffers: list, call: Call, budget: values.Budget) -> tuple
 
 def read_raised(tree, keywords=()) -> Raised:
     """The worker's account of an exception (sandbox.loader.describe) as a Raised, whatever shape it came in.
-    keywords: those the call passed, the first of which the function's parameters (the worker's word) lack is
-    `missing`."""
+    keywords: those the call passed, the first of which the function's parameters (the worker's word) do not take
+    by name (none is so named, or the one so named comes before `/`) is `missing`."""
     if not isinstance(tree, dict):
         return Raised("Exception", "(no details)")
     line = tree.get("line")
     kinds = tree.get("kinds")
     parameters = _parameters(tree.get("parameters")) if tree.get("unfit") is True else None
-    missing = next((name for name in keywords if name not in parameters), "") if parameters is not None else ""
+    by_name = {p.name for p in parameters if p.kind != inspect.Parameter.POSITIONAL_ONLY} if parameters else set()
+    missing = next((name for name in keywords if name not in by_name), "") if parameters is not None else ""
     return Raised(safe(tree.get("type"), 80), safe(tree.get("message", ""), wire.MAX_TEXT),
                   line if type(line) is int else None, tree.get("unfit") is True,
                   cell=safe(tree.get("cell", ""), 40), within=safe(tree.get("in", ""), 80),
@@ -239,13 +241,20 @@ def read_raised(tree, keywords=()) -> Raised:
                   module=safe(tree.get("module", ""), 80), parameters=parameters, missing=missing)
 
 
-def _parameters(names) -> tuple[str, ...] | None:
-    """A function's parameter names as the worker sent them: identifiers, at most wire.MAX_KINDS of them; None for
-    anything else."""
-    if not (isinstance(names, list) and len(names) <= wire.MAX_KINDS and all(
-            isinstance(name, str) and name.isidentifier() and len(name) <= 80 for name in names)):
+def _parameters(sent) -> tuple[Parameter, ...] | None:
+    """A function's parameters as the worker sent them: at most wire.MAX_KINDS of [name, kind, has a default], each
+    name an identifier and each kind one of inspect.Parameter's; None for anything else."""
+    if not (isinstance(sent, list) and len(sent) <= wire.MAX_KINDS and all(map(_is_parameter, sent))):
         return None
-    return tuple(names)
+    return tuple(Parameter(name, kind, default) for name, kind, default in sent)
+
+
+_KINDS = frozenset(int(kind) for kind in type(inspect.Parameter.POSITIONAL_ONLY))  # 0 to 4, as inspect numbers them
+
+
+def _is_parameter(sent) -> bool:
+    return (isinstance(sent, list) and len(sent) == 3 and isinstance(sent[0], str) and sent[0].isidentifier()
+            and len(sent[0]) <= 80 and type(sent[1]) is int and sent[1] in _KINDS and type(sent[2]) is bool)
 
 
 def size_text(n: int) -> str:

@@ -352,19 +352,6 @@ def _mapping(mappings: list, number) -> memoryview | None:
     return mappings[number] if type(number) is int and 0 <= number < len(mappings) else None
 
 
-def _unfit(function, args: list, kwargs: dict) -> dict:
-    """Where the call does not fit `function`'s parameters: the reply's word for it and their names; else {}."""
-    import inspect  # only after a TypeError: most sessions never need it
-    signature = None
-    try:
-        signature = inspect.signature(function)
-        signature.bind(*args, **kwargs)
-    except Exception as error:  # noqa: BLE001 - no signature to read (a builtin), or one the student's code broke
-        unfit = signature is not None and isinstance(error, TypeError)
-        return {"unfit": True, "parameters": [str(name) for name in signature.parameters]} if unfit else {}
-    return {}
-
-
 def _call(request: dict, buffers: list, namespace: dict, started: str = "the code run before the call"):
     """Run one call on arrays decoded from `buffers`, in place; started: LibraryState.restore's word."""
     args = [values.decode(tree, buffers) for tree in request["args"]]
@@ -382,7 +369,7 @@ def _call(request: dict, buffers: list, namespace: dict, started: str = "the cod
     except BaseException as error:  # noqa: BLE001 - report every failure, including SystemExit
         reply["raised"] = loader.describe(error, namespace.get("__file__"))
         if isinstance(error, TypeError):
-            reply["raised"].update(_unfit(function, args, kwargs))
+            reply["raised"].update(loader.unfit(function, args, kwargs))
         return reply, out
     finally:
         _disarm_timers()

@@ -244,10 +244,19 @@ def score_matches_reference(t):
 
 def _in_stub_order(t, function: str) -> str:
     """What a message adds for a call that passes every parameter by position, as the stub orders them (the
-    reference's signature is the stub's: tests/test_release.py). Every other call passes the optional parameters
-    by keyword, where a signature in another order (`scale=None, allowed=None`) had kept its points."""
+    reference's signature is the stub's: tests/test_release.py), where the function returned a wrong value: every
+    other call passes the optional parameters by keyword, where a signature in another order (`scale=None,
+    allowed=None`) had kept its points."""
+    return f"{_called_in_stub_order(t, function)}; keep them in that order"
+
+
+def _called_in_stub_order(t, function: str) -> str:
+    """How a call that passes every parameter by position was made, for a message about what it raised: the
+    raise's own advice says what to change (for a call that did not fit, which of the stub's ways to take a
+    parameter the function lacks), which a plain "keep them in that order" contradicted where the order was the
+    stub's."""
     call = f"{function}({', '.join(inspect.signature(getattr(t.ref, function)).parameters)})"
-    return f"called as {call}: parameters in the stub's order; keep them in that order"
+    return f"called as {call}: parameters in the stub's order"
 
 
 def _returned_in_stub_order(t, function: str, *args):
@@ -255,7 +264,7 @@ def _returned_in_stub_order(t, function: str, *args):
     try:
         return t.returned(function, *args)
     except StudentError as error:
-        raise StudentError(f"{error}; {_in_stub_order(t, function)}") from None
+        raise StudentError(f"{error}; {_called_in_stub_order(t, function)}") from None
 
 
 ZERO_SCALE = "0.0 multiplies every score by 0, and only None means 1/√dk (`scale or 1/√dk` takes 0.0 for None)"
@@ -984,7 +993,7 @@ def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False, 
         try:
             raise_for("attention_torch", reply, given, t.stub("attention_torch"))
         except StudentError as error:
-            order = f"; {_in_stub_order(t, 'attention_torch')}" if by_position else ""
+            order = f"; {_called_in_stub_order(t, 'attention_torch')}" if by_position else ""
             raise StudentError(f"{error}{order}") from None
     C, A = expect_pair(reply.value, "attention_torch", PAIR)
     C = as_tensor(C, f"the context C of {what}", (*batch, nq, dv))
