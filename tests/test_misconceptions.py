@@ -808,3 +808,40 @@ def test_a_mask_handled_right_is_not_told_to_keep_its_axes(grade_once, tmp_path)
     inserted = grade_once(compose(tmp_path, bug, SUBMISSIONS / "narrow" / f"{bug}.py"))
     message = next(t.withheld or t.message for t in inserted.tests if t.name == "attention.agrees_with_sdpa")
     assert "a mask with fewer axes than the scores lines up with their last axes" in message, message
+
+
+HALF_PRECISION_FOR_FLOAT32 = '''
+def attention_torch(Q, K, V, allowed=None, scale=None):
+    # Half precision for float32 tensors, to save memory; float64 ones stay as they are.
+    given = Q.dtype
+    if given == torch.float32:
+        Q, K, V = Q.half(), K.half(), V.half()
+    if scale is None:
+        scale = 1.0 / math.sqrt(Q.shape[-1])
+    S = (Q @ K.transpose(-2, -1)) * scale
+    if allowed is not None:
+        S = S.masked_fill(~torch.as_tensor(allowed, dtype=torch.bool), float("-inf"))
+    A = torch.softmax(S.float(), dim=-1)
+    return (A @ V.float()).to(given), A.to(given)
+'''
+
+
+def test_only_weight_on_a_masked_key_is_told_to_hide_it_with_minus_infinity(grade_once, tmp_path):
+    """attention_torch's and attention's float32 case with a query far below 0 and one of its keys masked: a −1e4 fill
+    gives the masked key weight and is told to hide it with −∞. Code whose masked keys get none, wrong there for
+    another reason (float16, whose largest number is 65504), had been told the same: the message named the fill
+    whatever the weights were."""
+    case = "the second query's every key 100,000 below 0 and one of them masked"
+    advice = "hide masked keys with −∞ whatever the dtype"
+    for bug, check in (("torch_fills_minus_1e4_below_float64", "attention_torch.agrees_with_sdpa"),
+                       ("attention_fills_minus_1e4_in_float32", "attention.agrees_with_sdpa")):
+        filled = grade_once(compose(tmp_path, bug, SUBMISSIONS / "narrow" / f"{bug}.py"))
+        message = next(t.message for t in filled.tests if t.name == check)
+        assert case in message and advice in message, message
+    half = tmp_path / "half_snippet.py"
+    half.write_text(HALF_PRECISION_FOR_FLOAT32)
+    result = grade_once(compose(tmp_path, "half", half))
+    failed = {t.name: t for t in result.tests if t.status != "passed"}
+    named = failed["attention_torch.agrees_with_sdpa"]
+    assert case in named.message and advice not in named.message, named.message
+    assert named.misconception != "masked_with_a_finite_fill", named.misconception

@@ -89,16 +89,21 @@ def _products_rounding(Q, K, scale):
     return product_rounding(Q, np.swapaxes(K, -1, -2), 1 / np.sqrt(Q.shape[-1]) if scale is None else scale)
 
 
-def _score_rounding(Q, K, scale):
-    """How much a score of float64 inputs may err, relative, where it was computed in float32, as float64's
-    tolerance allows: the scores' own rounding (_products_rounding), and exp turns an error δ in a score into a
-    relative error δ in its weight. Per row, the largest: (..., Nq, 1). None for float32 inputs, whose scores are
-    rounded so anyway.
+def _score_rounding(Q, K, scale, A):
+    """How much a row's weights may err, relative, where its scores were computed in float32: exp turns an error δ in
+    a score (or in the row's log-sum-exp) into a relative error δ in its weight. Per row, the largest: (..., Nq, 1).
+    For float64 inputs, the scores' own rounding (_products_rounding), as float64's tolerance allows code that
+    computes in float32. For float32 inputs, the row's rounding at its own magnitude (_row_rounding, as softmax's
+    float32 rows are held to) over the keys that carry weight in A, the reference's weights (..., Nq, Nk): a masked
+    key's score is no part of the row's log-sum-exp. A float32 query 100,000 below 0 has its log-sum-exp rounded to
+    0.008 there, and right log-space code (torch.logsumexp) had lost attention_torch's points by the student's id.
 
     Q (..., Nq, dk), K (..., Nk, dk); scale None for 1/√dk."""
-    if Q.dtype != np.float64:
-        return None
-    return _products_rounding(Q, K, scale).max(axis=-1, keepdims=True)
+    if Q.dtype == np.float64:
+        return _products_rounding(Q, K, scale).max(axis=-1, keepdims=True)
+    scores = np.asarray(Q, dtype=np.float64) @ np.swapaxes(np.asarray(K, dtype=np.float64), -1, -2)
+    scores = scores * (1 / np.sqrt(Q.shape[-1]) if scale is None else scale)
+    return _row_rounding(np.where(np.asarray(A) > 0, scores, -np.inf))
 
 
 def _weight_terms(A, rounding, tol):
@@ -106,9 +111,8 @@ def _weight_terms(A, rounding, tol):
     tolerance they are held to): |A| (tol.rtol + rounding), `rounding` their scores' (_score_rounding): scores in the
     thousands, computed in float32, had passed or failed by where a student's values rounded. That part is in the
     weight's own units whatever tolerance applies: as a multiple of tol.rtol it had grown 200-fold under float32's
-    coarser tolerance, and weights 50 % off had passed where L is 100,000 (the query far below 0). None where
-    `rounding` is."""
-    return None if rounding is None else np.abs(A) * (1 + rounding / tol.rtol)
+    coarser tolerance, and weights 50 % off had passed where L is 100,000 (the query far below 0)."""
+    return np.abs(A) * (1 + rounding / tol.rtol)
 
 
 def _expect_attention(C, A, expected: tuple, inputs: tuple, scale, tol, what: str) -> None:
@@ -123,9 +127,8 @@ def _expect_weighted(C, A, expected: tuple, inputs: tuple, scale, tol, what: tup
     inputs: (Q, K, V); what: how the messages name C and A."""
     (C_exp, A_exp), (Q, K, V) = expected, inputs
     tol_C, tol_A = precision_of_factors(tol, A, C), precision_of_factors(tol, A)
-    rounding = _score_rounding(Q, K, scale)
-    rounded = _weight_terms(A_exp, rounding, tol_C)
-    expect_close(C, C_exp, tol_C, what[0], terms=_terms(A_exp if rounded is None else rounded, V))
+    rounding = _score_rounding(Q, K, scale, A_exp)
+    expect_close(C, C_exp, tol_C, what[0], terms=_terms(_weight_terms(A_exp, rounding, tol_C), V))
     expect_close(A, A_exp, tol_A, what[1], terms=_weight_terms(A_exp, rounding, tol_A))
 
 
@@ -153,6 +156,12 @@ FEWER_MASK_AXES_ADVICE = ("a mask with fewer axes than the scores lines up with 
                           "broadcast it: an (Nq, Nk) mask serves every batch entry, an (Nk,) mask every query; leave "
                           "its axes as they are (np.where(allowed, S, -np.inf) or masked_fill broadcast it) instead "
                           "of inserting one after its first (slides 20 and 21)")
+
+
+# For weight on a masked key where the query's visible scores all lie far below 0 (_far_below_float32).
+FINITE_FILL_ADVICE = ("hide masked keys with −∞ whatever the dtype (np.where(allowed, S, -np.inf), "
+                      "S.masked_fill(~allowed, float('-inf'))), not with a finite number such as −1e4: a query whose "
+                      "visible scores all lie below it gives the masked keys the weight (slide 20)")
 
 
 # For values with fewer leading axes than the weights: context's own code, not score's transpose.
@@ -192,12 +201,29 @@ def _mask_advice(A, allowed) -> str:
     """FEWER_MASK_AXES_ADVICE where the weights A hide other keys than `allowed` does, broadcast as NumPy broadcasts
     it (weight 0 exactly where the mask says False), else "": a wrong answer whose hidden keys are the right ones
     (a scale kept from an earlier call, say) had been told to leave the mask's axes alone, which it had done."""
+    seen = _weights_and_hidden(A, allowed)
+    if seen is None:  # weights of another shape or no numbers: the mask may well explain them
+        return FEWER_MASK_AXES_ADVICE
+    weights, hidden = seen
+    return FEWER_MASK_AXES_ADVICE if np.any((weights == 0) != hidden) else ""
+
+
+def _fill_advice(A, allowed) -> str:
+    """FINITE_FILL_ADVICE where the weights A give a key that `allowed` hides some weight, else "": what a finite
+    fill (−1e4) gives a query whose visible scores all lie below it. Right log-space code, whose weights were off by
+    float32's rounding alone, had been told to hide masked keys with −∞, which it did."""
+    seen = _weights_and_hidden(A, allowed)
+    return FINITE_FILL_ADVICE if seen is not None and np.any(seen[1] & (np.abs(seen[0]) > 0)) else ""
+
+
+def _weights_and_hidden(A, allowed):
+    """(A as float64, where `allowed` hides a key, broadcast to A's shape as NumPy broadcasts it), or None for weights
+    of another shape or of no numbers."""
     try:
         weights = np.asarray(A, dtype=np.float64)
-        hidden = ~np.broadcast_to(allowed, weights.shape)
-    except (TypeError, ValueError):  # weights of another shape or no numbers: the mask may well explain them
-        return FEWER_MASK_AXES_ADVICE
-    return FEWER_MASK_AXES_ADVICE if np.any((weights == 0) != hidden) else ""
+        return weights, ~np.broadcast_to(allowed, weights.shape)
+    except (TypeError, ValueError):
+        return None
 
 
 def _shared_by_heads(array):
@@ -788,7 +814,10 @@ def attention_agrees_with_sdpa(t):
     (slide 8's plain dot product, not "none given") and the int 2 (a scale above 1 multiplies the scores). The
     float64 call passes the mask and the scale by position, in the stub's order (every other call names them: a
     signature `scale=None, allowed=None` had full marks). Then 3-D inputs of B = Nq sequences with one causal mask
-    (Nq, Nk), one axis fewer than the scores (_fewer_mask_axes)."""
+    (Nq, Nk), one axis fewer than the scores (_fewer_mask_axes). Last, float32 inputs with one (Nq, Nk) mask whose
+    second query scores every key far below 0, one of them masked (_far_below_float32): a −1e4 fill kept for float32
+    alone, whose every far-below case was float64, had full marks. Its weights are held to float32's rounding at the
+    row's magnitude (_score_rounding), which right float32 and log-space code reaches."""
     d = t.sizes
     for dtype, rows, scale in ((np.float64, d["nq"], 1.0), (np.float32, 1, 2)):
         Q, K, V = _qkv(t, dtype)
@@ -806,6 +835,13 @@ def attention_agrees_with_sdpa(t):
                                      allowed=allowed)
         C, A = expect_pair(got, "attention", PAIR)
         _told(_mask_advice(A, allowed), _expect_sdpa, t, C, A, (Q, K, V), allowed, None, what)
+    if d["nq"] > 1 and d["nk"] > 1:  # last: the cases before it draw what they drew before it was added
+        Q, K, V = _qkv(t, np.float32)
+        allowed = mask_rows(t.rng, (d["nq"], d["nk"]))
+        Q, K = _far_below_float32(Q, K, allowed)
+        what = f"float32, one (Nq, Nk) mask broadcast over the batch axes, {FAR_BELOW_FLOAT32}"
+        C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed), "attention", PAIR)
+        _told(_fill_advice(A, allowed), _expect_sdpa, t, C, A, (Q, K, V), allowed, None, what)
 
 
 def _expect_sdpa(t, C, A, inputs: tuple, allowed, scale, what: str) -> None:
@@ -854,7 +890,7 @@ def attention_torch_agrees_with_sdpa(t):
     """attention_torch agrees with scaled_dot_product_attention (C and the gradients of C with respect to Q, K and V)
     and the reference (A), with a mask. The float32 tensors' mask is (Nq, Nk), one mask for every batch entry, as
     a causal mask is: it broadcasts, as scaled_dot_product_attention's attn_mask does; and their second query
-    scores every key far below 0 (_far_below) with one of them masked. Then keys and values shared by every head
+    scores every key far below 0 (_far_below_float32) with one of them masked. Then keys and values shared by every head
     (broadcast), and keys and values with no leading axes at all, as attention is asked them."""
     d = t.sizes
     for dtype, shape in ((np.float64, (*d["batch"], d["nq"], d["nk"])), (np.float32, (d["nq"], d["nk"]))):
@@ -864,9 +900,8 @@ def attention_torch_agrees_with_sdpa(t):
         q, k, what = Q, K, f"attention_torch for {_name(dtype)} tensors with {mask}"
         if dtype == np.float32 and d["nq"] > 1 and d["nk"] > 1:
             q, k = _far_below_float32(Q, K, allowed)
-            what += (f", the second query's every key {FAR:,.0f} below 0 and one of them masked (hide masked keys "
-                     "with −∞ whatever the dtype: slide 20)")
-        _torch_checked(t, q, k, V, allowed, None, what)
+            what += f", {FAR_BELOW_FLOAT32}"
+        _torch_checked(t, q, k, V, allowed, None, what, advise=_fill_advice)
     K, V = _shared_by_heads(K), _shared_by_heads(V)
     if K is not None:  # a reshape to (-1, N, d) for torch.bmm fails here, and indexing with a padding mask
         allowed = mask_rows(t.rng, (*d["batch"], 1, d["nk"]))
@@ -884,7 +919,7 @@ def attention_torch_agrees_with_sdpa(t):
             raise StudentError(f"{error}; {what}: {TORCH_FEWER_AXES_ADVICE}") from None
     for Q, K, V, allowed, what in _fewer_mask_axes(t):
         try:
-            _torch_checked(t, Q, K, V, allowed, None, f"attention_torch {what}", mask_advice=True)
+            _torch_checked(t, Q, K, V, allowed, None, f"attention_torch {what}", advise=_mask_advice)
         except StudentError as error:
             raise StudentError(f"{error}; attention_torch {what}: {FEWER_MASK_AXES_ADVICE}") from None
 
@@ -896,7 +931,9 @@ def _far_below_float32(Q, K, allowed):
     Not _far_below: float32 cannot tell apart scores 100,000 below 0 that differ by ordinary amounts (its step
     there is 0.008), so that query's scores are made all alike, its weights uniform over its visible keys. Every
     other query's last coordinate is made 0, so its scores stay as they were. The copies leave Q and K to the
-    cases after this one."""
+    cases after this one. That query's log-sum-exp, computed in float32, is rounded by 0.008 too, which changes its
+    weights by up to 0.4 %: _score_rounding allows it, and a fill's error, a whole weight, stays far past it. Used
+    by attention_torch.agrees_with_sdpa and attention.agrees_with_sdpa alike."""
     Q, K = Q.copy(), K.copy()
     Q[..., :, -1] = 0.0
     Q[..., 1, :] = 0.0
@@ -970,11 +1007,11 @@ def attention_torch_agrees_with_numpy(t):
                    "attention answers with the same C and A")
 
 
-def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False, mask_advice: bool = False):
+def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False, advise=None):
     """Call attention_torch with gradients asked for; C, A and the gradients must all be right. The mask and the
-    scale go by keyword, or `by_position` in the stub's order (a raise then says that order). With `mask_advice`
-    (a mask of fewer axes than the scores), wrong C or A whose hidden keys are not the mask's get
-    FEWER_MASK_AXES_ADVICE.
+    scale go by keyword, or `by_position` in the stub's order (a raise then says that order). `advise(A, allowed)`,
+    if given, says what wrong C or A should do, from the student's weights A (_mask_advice, _fill_advice): advice
+    given whatever the weights had blamed the mask for answers whose mask was right.
 
     Q (..., Nq, dk), K (..., Nk, dk), V (..., Nk, dv), allowed bool (..., Nq, Nk) or None.
     C is compared with scaled_dot_product_attention's, A with the reference's, and the gradients of
@@ -1000,13 +1037,13 @@ def _torch_checked(t, Q, K, V, allowed, scale, what, by_position: bool = False, 
     A = as_tensor(A, f"the weights A of {what}", (*batch, nq, nk))
     C_exp, grads = t.reused(_sdpa, Q, K, V, allowed, scale, upstream)
     A_exp = t.ref.attention(*_f64(Q, K, V), allowed=allowed, scale=scale)[1]
-    _told(_mask_advice(A.array, allowed) if mask_advice else "", _expect_attention, C.array, A.array,
+    _told(advise(A.array, allowed) if advise else "", _expect_attention, C.array, A.array,
           (C_exp, A_exp), (Q, K, V), scale, t.tol(Q.dtype), what)
     through_A = _weights_gradients(Q, K, A_exp, upstream_A, scale)
     shapes = {"Q": Q.shape, "K": K.shape, "V": V.shape}
     tol = precision_of_factors(t.tol(Q.dtype), A.array)
-    rounded = _weight_terms(A_exp, _score_rounding(Q, K, scale), tol)  # carried into every gradient
-    terms = _gradient_terms(Q, K, V, A_exp if rounded is None else rounded, upstream, scale, upstream_A)
+    rounded = _weight_terms(A_exp, _score_rounding(Q, K, scale, A_exp), tol)  # carried into every gradient
+    terms = _gradient_terms(Q, K, V, rounded, upstream, scale, upstream_A)
     expect_gradients(reply, {name: grad + _summed_to(through_A.get(name, 0.0), shapes[name])
                              for name, grad in zip("QKV", grads)}, tol, f"C and A in {what}",
                      terms={name: _summed_to(term, shapes[name]) for name, term in terms.items()})
@@ -1085,6 +1122,8 @@ BIG = 1000.0
 # past a finite fill added to masked scores (-1e4, an old Hugging Face constant; -65504, float16's largest), which
 # left such a key the whole weight. A fill of -1e9 or of the dtype's smallest number still hides it.
 FAR = 1e5
+# How messages name _far_below_float32's case.
+FAR_BELOW_FLOAT32 = f"the second query's every key {FAR:,.0f} below 0 and one of them masked"
 # Keys past a block of 128 and a multiple of no block size (a prime), for attention_torch.respects_scale and one case
 # of context: code that runs through the keys in blocks of 64 or 128 (common tiles) and forgets the last partial one
 # had full marks, every other case having a handful, or 512, a multiple of both (100 keys caught a tile of 64 only).
