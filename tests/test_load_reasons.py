@@ -3,6 +3,7 @@ sandbox: a .py that waits for input() or runs an exported notebook's magics, and
 cell failed, which leaves names undefined for every check that uses them."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -524,3 +525,31 @@ def test_a_py_whose_coding_line_is_the_fault_is_told_to_mend_that_line(grade_onc
     assert "asciidecl.py is saved as UTF-8, but line 1, its coding line, says it is ascii: line 2 holds the byte " \
         "0xc3" in notes and "Delete the coding line" in notes, notes
     assert "Latin-1 code" not in notes and "Save it as UTF-8" not in notes, notes
+
+
+def _logging_notebook(path, items: int, scratch: int):
+    """A correct released notebook whose graded functions each append to a call log of `items` numbers made after
+    the imports, with `scratch` cells `x0 = 0` ... at the end."""
+    notebook = nbformat.read(SUBMISSIONS / "notebooks" / "dict_changed_in_place_after_its_check.ipynb", as_version=4)
+    notebook.cells = [cell for cell in notebook.cells if not cell.source.startswith('CFG["axis"] = 0')]
+    for cell in notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id", "").startswith("answer_"):
+            cell.source = re.sub(r"^(def \w+\(.*\):\n)", r"\1    LOG.append(1.0)\n", cell.source, flags=re.M)
+    at = next(i for i, cell in enumerate(notebook.cells) if cell.metadata.get("nbgrader", {}).get("grade_id") ==
+              "imports")
+    notebook.cells.insert(at + 1, nbformat.v4.new_code_cell(f"LOG = [float(i) for i in range({items})]  # call log"))
+    notebook.cells += [nbformat.v4.new_code_cell(f"x{i} = {i}  # scratch") for i in range(scratch)]
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_the_graders_own_comparing_after_each_cell_is_not_the_notebooks_load_time(grade, tmp_path):
+    """A list near the 4 MB kept for each check cell (39,000 numbers) that every graded function appends to: the
+    grader compared it again for every function after every later cell, on the notebook's load clock. A correct
+    notebook took over a minute to grade, its trivial scratch cells were stopped at the load limit and named as
+    slow. Each global is now compared once a cell, by identity first, and the grader's work is off the clock."""
+    control = grade(_logging_notebook(tmp_path / "short_log.ipynb", 10, 30))
+    result = grade(_logging_notebook(tmp_path / "long_log.ipynb", 39_000, 30))
+    assert (control.score, result.score) == (100, 100), [t.message for t in result.tests if t.message]
+    assert not [note for note in result.notes if "load limit" in note or " ran for " in note], result.notes
+    assert result.seconds < 5 * control.seconds + 2, (result.seconds, control.seconds)

@@ -71,7 +71,9 @@ def _not_restored(name: str, unchanged: tuple, also: bool) -> str:
 SWITCHES = {"grad": ("switched autograd (torch.set_grad_enabled)", "`with torch.no_grad():`"),
             "errors": ("changed NumPy's error handling (np.seterr)", "`with np.errstate(...):`"),
             "dtype": ("changed PyTorch's default dtype (torch.set_default_dtype)",
-                      "a `try`/`finally` that sets it back")}
+                      "a `try`/`finally` that sets it back"),
+            "warnings": ("changed the warnings filters (warnings.filterwarnings)",
+                         "`with warnings.catch_warnings():`")}
 
 
 def _switch_note(switch: str, cell: str, users: tuple) -> str:

@@ -82,11 +82,13 @@ class KeptFunctions:
         """Keep the switches and plain data each graded function reads as its check cell, still to come, will see
         them; note the first cell after it that changed them."""
         now = self._state.now()
+        self._state.begin(label)
         for name in self._reads:
             if name in self._checked:
                 self._state.after_check(label, name, namespace, now)
             elif any(check > number for check in self._checks.get(name, ())):
                 self._state.before_check(name, self._closures[name], namespace, now)
+        self._state.end()
 
     def _watch(self, name: str, seen: dict, label: str, namespace: dict, follow: bool) -> bool:
         """Note what the global `name` holds now against what a graded function's check cell saw (`seen`); whether

@@ -27,6 +27,7 @@ from autograder.sandbox import processes, stopped_at, wire
 from autograder.sandbox.channel import Channel, Flooded, NoReply
 from autograder.sandbox.grace import OneTimeGrace
 from autograder.sandbox.limits import Limits
+from autograder.sandbox.load_clock import LoadClock
 from autograder.sandbox.load_report import LoadReport, load_failed, read_ready
 from autograder.sandbox.protections import SandboxError
 from autograder.sandbox.region import SharedRegion
@@ -91,8 +92,7 @@ class Session:
         self._skip: dict[int, tuple[str, str]] = {}  # unit index -> (its label, why it was stopped)
         self._stops: set[int] = set()  # the units a load was stopped at, skipped or trimmed
         self._pid = self._next_id = 0
-        self._unit: tuple[int, str] | None = None
-        self._unit_starts: list[tuple[int, str, float]] = []  # this load's cells as they began: (index, label, time)
+        self._clock = LoadClock(math.inf)  # this load's deadline, and its cells as they began (load_clock)
         # unit index -> (label, seconds it ran or None, its definitions' code, what it printed where its output, not
         # its time, was stopped: "printed more than 16 MB of output"; else "")
         self._trimmed: dict[int, tuple] = {}
@@ -265,12 +265,11 @@ class Session:
             self.region.close()  # each child gets a region of its own; the last one's arrays were read by now
             self.channel = Channel(sock, out, self.output, self.limits.max_output_mib << 20, self._death, stamps)
             self.channel.parser.limit_for = self._frame_limit
-            self._unit, self._unit_starts = None, []
             seconds = min(self.limits.load_seconds, self.deadline - time.monotonic())
             try:
                 header = self._load(seconds)
             except NoReply as stop:
-                unit, killed = self._unit, self.killed_processes
+                unit, killed = self._clock.unit, self.killed_processes
                 self.stop_child()
                 left, timed_out = self.killed_processes - killed, stop.how is Stopped.TIMEOUT
                 printed = stop.printed if isinstance(stop, Flooded) else ""  # stopped for its output, not its time
@@ -323,8 +322,9 @@ class Session:
 
     def _trim_slow_demos(self) -> None:
         """After a notebook's load ran past its limit, its slow cells run only their definitions (slow_cells)."""
-        starts, limit, graded = self._unit_starts, self.limits.load_seconds, self.spec.get("graded", ())
-        for index, label, took, code in slow_demo_cells(starts, time.monotonic(), self.spec["sources"], limit, graded):
+        starts, limit, graded = self._clock.starts, self.limits.load_seconds, self.spec.get("graded", ())
+        stopped = self._clock.cells_time(time.monotonic())  # the grader's own work between cells left out
+        for index, label, took, code in slow_demo_cells(starts, stopped, self.spec["sources"], limit, graded):
             if index not in self._skip and index not in self._trimmed:
                 self._trimmed[index] = (label, took, code, "")
 
@@ -351,7 +351,8 @@ class Session:
         """Send the submission and wait up to `seconds` for the child to be ready; its report's header. Raises
         NoReply at the deadline, and when the child dies or sends something malformed."""
         started = time.monotonic()
-        deadline = started + max(seconds, 0.0)
+        clock = self._clock = LoadClock(started + max(seconds, 0.0), self.limits.load_seconds,
+                                        len(self.spec["sources"]) if self.spec["kind"] != "py" else 0)
         # The time the load waited for a processor is given back, as a call's is (sandbox.waiting): a top level
         # that finishes within the limit on a quiet machine must not be stopped on a busy one.
         extensions = Extensions(WaitCredit(self.child_proc(), seconds, files=self.proc_files,
@@ -361,19 +362,16 @@ class Session:
         while True:
             # Looked at before the deadline is judged: a report (or a death) already here when a busy grader
             # wakes up late is not a timeout.
-            for header, _ in self.channel.wait(deadline - time.monotonic()):
-                if header.get("event") == "unit" and type(header.get("index")) is int:
-                    self._unit = (header["index"], safe(header.get("label"), 40))
-                    if self.spec["kind"] != "py" and 0 <= header["index"] < len(self.spec["sources"]):  # cells
-                        self._unit_starts.append((*self._unit, time.monotonic()))
-                elif header.get("event") == "ready":
+            for header, _ in self.channel.wait(clock.deadline - time.monotonic()):
+                clock.heard(header, time.monotonic())  # a unit begins, or the grader's own work after a cell
+                if header.get("event") == "ready":
                     self.channel.drain_output()
                     return header
-            if deadline - time.monotonic() <= 0:
-                later = extensions.extended(deadline, started)
+            if clock.deadline - time.monotonic() <= 0:
+                later = extensions.extended(clock.deadline, started)
                 if later is None:
                     raise NoReply(Stopped.TIMEOUT)
-                deadline = later
+                clock.deadline = later
 
     def _load_frame(self) -> list:
         """The submission itself, sent to the child over its own socket (never through the zygote)."""

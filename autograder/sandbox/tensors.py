@@ -5,11 +5,13 @@ student does not choose, so no call may see what an earlier call switched: each 
 PyTorch's default dtype and NumPy's error handling as the file's top-level code left them (a notebook's graded
 function: as they were when its check cell ran, which never saw the cells after it). A
 `torch.set_grad_enabled(False)` left on by one function would otherwise cost another, graded later, its
-gradient checks, and the feedback would blame that other one.
+gradient checks, and the feedback would blame that other one. The warnings filters count too: a debugging cell's
+`warnings.filterwarnings("error")` turns NumPy's divide-by-zero warning into an error for every call after it.
 """
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 
@@ -35,6 +37,7 @@ class LibraryState:
         """source: what left the switches so, for a message (`backward`)."""
         self.source = source
         self.errors = _GETERR()
+        self.warnings = _warnings_now()
         torch = sys.modules.get("torch")
         try:
             self.grad, self.dtype = (torch.is_grad_enabled(), torch.get_default_dtype()) if torch else (None, None)
@@ -42,14 +45,15 @@ class LibraryState:
             self.grad = self.dtype = None
 
     def changes(self, other: LibraryState) -> list[str]:
-        """The switches `other` holds otherwise: "grad", "dtype", "errors"."""
+        """The switches `other` holds otherwise: "grad", "dtype", "errors", "warnings"."""
         pairs = {"grad": (self.grad, other.grad), "dtype": (self.dtype, other.dtype),
-                 "errors": (self.errors, other.errors)}
-        return [switch for switch, (mine, theirs) in pairs.items() if mine != theirs]
+                 "errors": (self.errors, other.errors), "warnings": (self.warnings, other.warnings)}
+        return [switch for switch, (mine, theirs) in pairs.items() if _differ(mine, theirs)]
 
     def restore(self) -> str:
         """Set the switches back; what left them so (`source`)."""
         _SETERR(**self.errors)
+        _set_warnings(self.warnings)
         torch = sys.modules.get("torch")
         if torch is not None and self.grad is not None:
             try:
@@ -60,6 +64,34 @@ class LibraryState:
             except Exception:  # noqa: BLE001 - replaced by the file's own code
                 pass
         return self.source
+
+
+def _differ(mine, theirs) -> bool:
+    """Whether two states of a switch differ; a filter whose category's own `==` raises counts as a change."""
+    try:
+        return bool(mine != theirs)
+    except Exception:  # noqa: BLE001 - the file's own class in a warnings filter
+        return True
+
+
+def _warnings_now() -> list | None:
+    """A copy of the warnings filters (filterwarnings changes the list in place); None where the file broke it."""
+    try:
+        return list(warnings.filters)
+    except Exception:  # noqa: BLE001 - the file's own code replaced warnings.filters with something else
+        return None
+
+
+def _set_warnings(kept: list) -> None:
+    """Put the warnings filters back as `kept`, in the list Python reads them from now (a file may have replaced
+    warnings.filters); nothing where the file broke the module."""
+    if kept is None:
+        return
+    try:
+        warnings.filters[:] = kept
+        warnings._filters_mutated()  # Python caches which warnings were shown under the filters before
+    except Exception:  # noqa: BLE001 - the file's own code replaced warnings.filters with something else
+        pass
 
 
 def to_tensor(value, requires_grad: bool):
