@@ -57,6 +57,22 @@ def compose(directory: Path, name: str, snippet: Path | None = None, suffix: str
     return path
 
 
+# course.yaml of a course whose one assignment, tiny, asks `double(x)`: the tests/fixtures/tiny suite.
+TINY_COURSE = """\
+course: {name: Tiny, seed_salt: s}
+defaults:
+  tolerance:
+    float32: {rtol: 1.0e-5, atol: 1.0e-6}
+    float64: {rtol: 1.0e-9, atol: 1.0e-12}
+assignments:
+  tiny:
+    title: Doubling
+    module: tiny
+    preload: [numpy]
+    checks: {double.small: 1, double.matches_reference: 1}
+"""
+
+
 def tiny_class(folder: Path, students: dict[str, str], when: float) -> Path:
     """A flat class folder of the tiny assignment: student -> the expression `double(x)` returns, each file dated
     `when` (a flat folder's submission time)."""

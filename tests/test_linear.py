@@ -30,25 +30,12 @@ from autograder.grading.regrade import hand_ins
 from autograder.grading.store import Store
 from autograder.grading.suite import load_suite
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, TINY_COURSE
 
 sys.path.insert(0, str(ROOT / "bench"))
 from synthetic import fill_store  # noqa: E402
 
 SIZES = (10, 100)
-COURSE = """\
-course: {name: Tiny, seed_salt: s}
-defaults:
-  tolerance:
-    float32: {rtol: 1.0e-5, atol: 1.0e-6}
-    float64: {rtol: 1.0e-9, atol: 1.0e-12}
-assignments:
-  tiny:
-    title: Doubling
-    module: tiny
-    preload: [numpy]
-    checks: {double.small: 1, double.matches_reference: 1}
-"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +52,7 @@ class Class:
 def _write_class(root: Path, size: int) -> Class:
     for part in ("assignments", "solutions"):
         shutil.copytree(FIXTURES / "tiny" / part / "tiny", root / part / "tiny")
-    (root / "course.yaml").write_text(COURSE)
+    (root / "course.yaml").write_text(TINY_COURSE)
     folder = root / "class"
     folder.mkdir()
     lines = ["student,name,email,lms_id"]

@@ -11,29 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run_cli, tiny_class
+from conftest import FIXTURES, TINY_COURSE, run_cli, tiny_class
 
 pytestmark = pytest.mark.slow  # whole commands, each starting its sandbox: make test runs them
-COURSE = """\
-course: {name: Tiny, seed_salt: s}
-defaults:
-  tolerance:
-    float32: {rtol: 1.0e-5, atol: 1.0e-6}
-    float64: {rtol: 1.0e-9, atol: 1.0e-12}
-assignments:
-  tiny:
-    title: Doubling
-    module: tiny
-    preload: [numpy]
-    checks: {double.small: 1, double.matches_reference: 1}
-"""
 
 
 def _graded(root: Path, students: list[str]) -> Path:
     """The tiny course in `root`, `students` graded (full marks each); its course.yaml."""
     for part in ("assignments", "solutions"):
         shutil.copytree(FIXTURES / "tiny" / part / "tiny", root / part / "tiny")
-    (root / "course.yaml").write_text(COURSE)
+    (root / "course.yaml").write_text(TINY_COURSE)
     _cli(root, "grade", "tiny", tiny_class(root / "class", dict.fromkeys(students, "2 * x"), 1.70e9))
     return root / "course.yaml"
 
