@@ -115,6 +115,14 @@ def test_raising_on_one_more_hidden_key_earns_no_all_masked_point(grade, grade_o
     _assert_below_the_nan_baseline(grade, grade_once, tmp_path, "order/all_masked_by_direction.py")
 
 
+def test_raising_on_the_error_paths_values_and_dtype_earns_no_all_masked_point(grade, grade_once, tmp_path):
+    # softmax raises when its input is the previous call's with one entry that was 0.5 (an error path's neighbour's
+    # value) now −∞, attention for float64 inputs whose mask gains one False: the decoys had hidden a random score,
+    # and hidden attention's key in float32 only, so it never raised on one and had 96 to 100 for ten students. The
+    # decoys are now asked as the error paths ask (0.5, float64, the mask by name and no scale).
+    _assert_below_the_nan_baseline(grade, grade_once, tmp_path, "order/all_masked_by_value_and_dtype.py")
+
+
 def _assert_below_the_nan_baseline(grade, grade_once, tmp_path, snippet: str) -> None:
     """The NaN softmax (buggy/all_masked_nan.py) with `snippet` appended scores below the NaN softmax alone for
     each of six students, loses both decoy checks every time, no check but those and the all-masked ones, and

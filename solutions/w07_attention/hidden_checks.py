@@ -479,17 +479,18 @@ def softmax_matches_reference(t):
         for magnitude, shift, what in cases + ([(50.0, 0.0, "")] if dtype == np.float32 else []):
             scores = t.ref.score(*_f64(*_qkv(t)[:2]), scale=magnitude) + shift
             S = t.ref.apply_mask(scores, mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))).astype(dtype)
+            decoys = dtype == np.float64 and magnitude == 3.0 and what == ""
+            to_hide = _key_to_hide(np.isfinite(S)) if decoys else None
+            if to_hide is not None:
+                S[to_hide] = 0.5  # the value an error path's neighbour gives its key: see _one_key_hidden
             expected = t.ref.softmax(S.astype(np.float64))
             rounded = _weight_terms(expected, _row_rounding(S), t.tol(dtype)) if dtype == np.float32 else None
             expect_close(t.returned("softmax", S), expected, t.tol(dtype), f"softmax(S) for masked {_name(dtype)} "
                          f"scores of size up to {magnitude:g}{what}", terms=rounded)
-            # Right after a masked call, the same call one entry from it: one more key visible, then (after
-            # another) one more masked, so raising on a call one entry from the one before it in either direction
-            # costs this check.
-            if dtype == np.float64 and magnitude == 3.0 and what == "":
-                _one_key_shown(t, S)
-            if dtype == np.float64 and magnitude == 1000.0:
-                _one_key_hidden(t, S)
+            # Right after a masked call, the same call one entry from it: one more key visible, then one more
+            # masked, so raising on a call one entry from the one before it in either direction costs this check.
+            if decoys:
+                _one_key_hidden(t, _one_key_shown(t, S), to_hide)
     # A single key takes the whole weight, 1, whatever its score; alone this case cannot tell a right
     # softmax from an array of ones, so it only counts together with the cases above.
     for S in (np.array([[t.rng.normal() * 10]]), normal(t.rng, (3, 1, 1))):
@@ -500,21 +501,26 @@ def _one_key_shown(t, S):
     """softmax of `S` again with one masked key made visible, right after `S` itself: the two calls differ in one
     entry, as an all-masked row and its neighbour do, so code that raises whenever a call differs from the one
     before it in one entry, rather than looking for a row with every key masked, raises here and loses this check.
-    Nothing is drawn: the rest of the check's inputs stay as they were. S (..., Nq, Nk) float64."""
+    The key gets 0.5, as an error path's neighbour gives its key (softmax_all_masked_anywhere and the public
+    check), so that value tells neither apart. Nothing is drawn. Returns the scores asked (`S` where no key is
+    masked). S (..., Nq, Nk) float64."""
     hidden = np.argwhere(np.isneginf(S))
-    if len(hidden):
-        shown = S.copy()
-        shown[tuple(hidden[-1])] = 0.5
-        expect_close(t.returned("softmax", shown), t.ref.softmax(shown), t.tol(S.dtype),
-                     "softmax(S) for the same masked scores with one more key visible")
+    if not len(hidden):
+        return S
+    shown = S.copy()
+    shown[tuple(hidden[-1])] = 0.5
+    expect_close(t.returned("softmax", shown), t.ref.softmax(shown), t.tol(S.dtype),
+                 "softmax(S) for the same masked scores with one more key visible")
+    return shown
 
 
-def _one_key_hidden(t, S):
-    """softmax of `S` again with one more key masked, right after `S` itself: `_one_key_shown`'s other direction, so
-    code that raises whenever a call has one entry newly −∞ (never when one is newly visible), rather than looking
-    for a row with every key masked, raises here and loses this check. The key is in a row that keeps another
-    visible key, so a right softmax returns. Nothing is drawn. S (..., Nq, Nk) float64."""
-    where = _key_to_hide(np.isfinite(S))
+def _one_key_hidden(t, S, where):
+    """softmax of `S` again with the key at `where` masked, right after `S` itself: `_one_key_shown`'s other
+    direction, so code that raises whenever a call has one entry newly −∞ (never when one is newly visible),
+    rather than looking for a row with every key masked, raises here and loses this check. That key holds 0.5, as
+    an error path's visible key does before the row is masked whole, and its row keeps another visible key
+    (`_key_to_hide`), so a right softmax returns. Nothing is drawn. S (..., Nq, Nk) float64; nothing where `where`
+    is None."""
     if where is not None:
         hidden = S.copy()
         hidden[where] = -np.inf
@@ -641,11 +647,6 @@ def attention_matches_reference(t):
             C, A = expect_pair(t.returned("attention", Q, K, V, allowed=allowed,
                                                    scale=scale), what, PAIR)
             _expect_attention(C, A, (C_exp, A_exp), (Q, K, V), scale, t.tol(dtype), what)
-            # Right after a masked call, the same call one mask entry from it, one direction per dtype.
-            if allowed is not None and dtype == np.float64:
-                _one_key_shown_to_attention(t, Q, K, V, allowed, scale)
-            if allowed is not None and dtype == np.float32:
-                _one_key_hidden_from_attention(t, Q, K, V, allowed, scale)
     K, V = _shared_by_heads(K), _shared_by_heads(V)
     if K is not None:
         what = f"attention with keys and values of shapes {K.shape} and {V.shape}, shared by every head of queries " \
@@ -668,40 +669,39 @@ def attention_matches_reference(t):
     _expect_attention(C, A, t.ref.attention(Q, K, V), (Q, K, V), None, t.tol(Q.dtype), what)
     if d["nk"] > 1 and d["nq"] > 1:
         _attention_large_scores(t)
+    _decoy_masks(t)
 
 
-def _one_key_shown_to_attention(t, Q, K, V, allowed, scale):
-    """attention again with the same Q, K, V and scale and one more key visible, right after the call with `allowed`:
-    the two masks differ in one entry, as a fully masked query's mask and its neighbour do, so code that raises
-    whenever a call's mask differs from the one before it in one entry loses this check (see `_one_key_shown`).
-    Nothing is drawn. allowed (..., Nq, Nk) bool (mask_rows: a False entry wherever Nk > 1)."""
-    if allowed.all():
-        return
-    shown = allowed.copy()
-    shown[tuple(np.argwhere(~allowed)[-1])] = True
-    _expect_attention_for_mask(t, (Q, K, V), shown, scale, "one more key visible")
-
-
-def _one_key_hidden_from_attention(t, Q, K, V, allowed, scale):
-    """attention again with the same Q, K, V and scale and one more key masked, right after the call with `allowed`:
-    `_one_key_shown_to_attention`'s other direction, so code that raises whenever a call's mask has one more False
-    than the one before it (never one more True) loses this check. The key is in a row that keeps another visible
-    key (`_key_to_hide`), so a right attention returns. Nothing is drawn. allowed (..., Nq, Nk) bool."""
-    where = _key_to_hide(allowed)
-    if where is None:
+def _decoy_masks(t):
+    """A masked call asked as attention_all_masked_raises asks its pair (float64 inputs, the mask by name, no scale),
+    then the same call with one more key masked, then with one more visible: raising on a call whose mask is one
+    entry from the one before it, in either direction, rather than looking for a query with every key masked, costs
+    this check. Last in the check, so its draws leave the cases before it as they were. Nothing else is drawn: the
+    key masked is the last visible one in a row that keeps another (`_key_to_hide`), so a right attention returns,
+    and the key shown the last masked one other than that."""
+    Q, K, V = _qkv(t)
+    allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
+    _expect_attention_for_mask(t, (Q, K, V), allowed, "a mask")
+    hidden_key = _key_to_hide(allowed)
+    if hidden_key is None:
         return
     hidden = allowed.copy()
-    hidden[where] = False
-    _expect_attention_for_mask(t, (Q, K, V), hidden, scale, "one more key masked")
+    hidden[hidden_key] = False
+    _expect_attention_for_mask(t, (Q, K, V), hidden, "the same mask but one more key masked")
+    shown_key = next((tuple(i) for i in np.argwhere(~hidden)[::-1] if tuple(i) != hidden_key), None)
+    if shown_key is not None:
+        shown = hidden.copy()
+        shown[shown_key] = True
+        _expect_attention_for_mask(t, (Q, K, V), shown, "the same mask but one more key visible")
 
 
-def _expect_attention_for_mask(t, inputs: tuple, allowed, scale, change: str) -> None:
-    """attention's answer for `inputs` (Q, K, V) with `allowed` and `scale` against the reference's; `change` says how
-    the mask differs from the call's just before."""
-    what = _scaled(f"attention for {_name(inputs[0].dtype)} inputs with the same mask but {change}", scale)
-    C, A = expect_pair(t.returned("attention", *inputs, allowed=allowed, scale=scale), what, PAIR)
-    _expect_attention(C, A, t.ref.attention(*_f64(*inputs), allowed=allowed, scale=scale), inputs, scale,
-                      t.tol(inputs[0].dtype), what)
+def _expect_attention_for_mask(t, inputs: tuple, allowed, change: str) -> None:
+    """attention's answer for `inputs` (Q, K, V) with `allowed` and no scale against the reference's; `change` says
+    what the mask is."""
+    what = f"attention for {_name(inputs[0].dtype)} inputs with {change}"
+    C, A = expect_pair(t.returned("attention", *inputs, allowed=allowed), what, PAIR)
+    _expect_attention(C, A, t.ref.attention(*_f64(*inputs), allowed=allowed), inputs, None, t.tol(inputs[0].dtype),
+                      what)
 
 
 def _attention_large_scores(t):
