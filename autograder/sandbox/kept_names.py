@@ -70,12 +70,14 @@ class KeptFunctions:
                 self._lost.setdefault(name, (label, number))
         for name, seen in self._reads.items():
             follow = name not in self._checked
+            # A check cell of its still to come: whatever a name holds now is what that check will see.
+            pending = follow and any(check > number for check in self._checks.get(name, ()))
             reads = self._closures.get(name)
             # What the function reads is looked for again only where a name it reads took a new value it keeps.
-            if reads is None or any([self._watch(other, seen, label, namespace, follow) for other in reads]):
+            if reads is None or any([self._watch(other, seen, label, namespace, follow, pending) for other in reads]):
                 self._closures[name] = reads = self._read_by(self._kept[name][0], seen, namespace) - {name}
                 for other in reads:
-                    self._watch(other, seen, label, namespace, follow)
+                    self._watch(other, seen, label, namespace, follow, pending)
         self._keep_state(label, namespace, number)
 
     def _keep_state(self, label: str, namespace: dict, number: int) -> None:
@@ -90,10 +92,12 @@ class KeptFunctions:
                 self._state.before_check(name, self._closures[name], namespace, now)
         self._state.end()
 
-    def _watch(self, name: str, seen: dict, label: str, namespace: dict, follow: bool) -> bool:
+    def _watch(self, name: str, seen: dict, label: str, namespace: dict, follow: bool, pending: bool = False) -> bool:
         """Note what the global `name` holds now against what a graded function's check cell saw (`seen`); whether
         the value kept for it changed (a function then may read other names). follow: the check cell is still to
-        come, so a function of the notebook's replacing another is what it will see."""
+        come (or there is none), so a function of the notebook's replacing another is what it will see; pending:
+        a check cell of its is still to come, so any value bound again before it is (`AXIS = -1  # fixed` in a cell
+        between the answer and its check had been graded as the answer cell set it)."""
         # A name the globals lack is the built-in of that name, if any, as Python looks it up.
         value = namespace.get(name, getattr(builtins, name, _UNSET))
         if name not in seen:
@@ -105,11 +109,12 @@ class KeptFunctions:
         kept = seen[name][0]
         if value is kept or _same_value(value, kept):
             seen[name][1:] = [None, False]
+        elif pending or (follow and defined_in(value, self._filename) and (
+                defined_in(kept, self._filename) or kept is getattr(builtins, name, _UNSET))):
+            seen[name] = [value, None, False]  # what the check cell to come will see: the notebook's last word
+            return True
         elif defined_in(value, self._filename) and (defined_in(kept, self._filename)
                                                       or kept is getattr(builtins, name, _UNSET)):
-            if follow:
-                seen[name] = [value, None, False]  # the notebook's own function for its own: its last word
-                return True
             if seen[name][1] is None:
                 seen[name][1:] = [label, True]
         elif seen[name][1] is None:
@@ -179,7 +184,10 @@ class KeptFunctions:
             if taken or changed:
                 reads = self._read_by(function, seen, namespace, exactly=True)
                 changed = {other: value for other, value in changed.items() if other in reads - taken}
-                view = {**namespace, **changed, **{o: seen[o][0] for o in taken & reads}}
+                # A taken name's old object as the check cell saw it: a copy where it is kept plain data, which
+                # the cell that took the name (or a later one) may also have changed in place.
+                view = {**namespace, **changed,
+                        **{o: self._state.as_checked(name, o, seen[o][0]) for o in taken & reads}}
                 for other in [o for o in taken & reads if view[o] is _UNSET]:  # unbound for it, as at its check cell
                     del view[other]
                 checked = _as_checked(name, function, view, reads, self._filename) if taken & reads or changed \

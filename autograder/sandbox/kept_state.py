@@ -121,6 +121,13 @@ class KeptState:
                 if namespace.get(other) is entry.value and not _same_items(entry.copy, entry.value, grown=False)
                 and self._looked("whole", (entry.value,), _whole_fingerprint) != entry.fingerprint}
 
+    def as_checked(self, name: str, other: str, value):
+        """A copy of `value` as `name`'s check cell saw it, where `value` is the plain data kept under the global
+        `other` then (a later cell bound the name to something else, and may have changed the old object too);
+        `value` itself otherwise."""
+        entry = self._data.get(name, {}).get(other)
+        return entry.copy if entry is not None and entry.value is value else value
+
     def cells(self, name: str) -> dict:
         """{global or switch: the label of the first cell after `name`'s check cell that changed it}, for its note;
         data compared no more (MAX_WORK) is told as changed in a cell after the last one compared."""
@@ -202,9 +209,11 @@ def _fingerprint(value, budget: list):
     if kind in (int, float, complex, str, bytes, bool, type(None)):
         return (kind.__name__, repr(value))  # repr: NaN is NaN again
     if kind in (list, tuple, dict, set, frozenset):
-        items = [_fingerprint(part, budget) for part in (_pairs(value) if kind is dict else value)]
-        if None in items:
-            return None
+        items = []
+        for part in (_pairs(value) if kind is dict else value):  # stopped at the first that is not plain, or over
+            items.append(_fingerprint(part, budget))  # budget: a list of millions had each item visited in vain
+            if items[-1] is None:
+                return None
         return (kind.__name__, frozenset(items) if kind in (set, frozenset) else tuple(items))
     if kind.__name__ == "ndarray" and kind.__module__ == "numpy" and not value.dtype.hasobject:
         budget[0] -= value.nbytes
