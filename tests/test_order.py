@@ -123,6 +123,14 @@ def test_raising_on_the_error_paths_values_and_dtype_earns_no_all_masked_point(g
     _assert_below_the_nan_baseline(grade, grade_once, tmp_path, "order/all_masked_by_value_and_dtype.py")
 
 
+def test_raising_where_the_error_paths_change_an_entry_earns_no_all_masked_point(grade, grade_once, tmp_path):
+    # softmax raises on a call one entry newly −∞ from the one before it in the row the error path masks whole
+    # (n // 2 of every leading axis), attention on a mask with one more False in the first query: the decoys had
+    # changed the last visible key of the last row, and it had 95 to 99 for ten students. Their key is now where the
+    # error paths put theirs, drawn as they draw it.
+    _assert_below_the_nan_baseline(grade, grade_once, tmp_path, "order/all_masked_by_position.py")
+
+
 def _assert_below_the_nan_baseline(grade, grade_once, tmp_path, snippet: str) -> None:
     """The NaN softmax (buggy/all_masked_nan.py) with `snippet` appended scores below the NaN softmax alone for
     each of six students, loses both decoy checks every time, no check but those and the all-masked ones, and

@@ -479,60 +479,59 @@ def softmax_matches_reference(t):
         for magnitude, shift, what in cases + ([(50.0, 0.0, "")] if dtype == np.float32 else []):
             scores = t.ref.score(*_f64(*_qkv(t)[:2]), scale=magnitude) + shift
             S = t.ref.apply_mask(scores, mask_rows(t.rng, (*d["batch"], d["nq"], d["nk"]))).astype(dtype)
-            decoys = dtype == np.float64 and magnitude == 3.0 and what == ""
-            to_hide = _key_to_hide(np.isfinite(S)) if decoys else None
-            if to_hide is not None:
-                S[to_hide] = 0.5  # the value an error path's neighbour gives its key: see _one_key_hidden
+            decoys = dtype == np.float64 and magnitude == 3.0 and what == "" and d["nk"] > 1
+            if decoys:
+                key = _visible_beside(t, S, (*(n // 2 for n in d["batch"]), d["nq"] // 2))
             expected = t.ref.softmax(S.astype(np.float64))
             rounded = _weight_terms(expected, _row_rounding(S), t.tol(dtype)) if dtype == np.float32 else None
             expect_close(t.returned("softmax", S), expected, t.tol(dtype), f"softmax(S) for masked {_name(dtype)} "
                          f"scores of size up to {magnitude:g}{what}", terms=rounded)
-            # Right after a masked call, the same call one entry from it: one more key visible, then one more
-            # masked, so raising on a call one entry from the one before it in either direction costs this check.
+            # Right after a masked call, the same call one entry from it, as an error path's pair is: one more key
+            # masked, then one more visible, so raising on a call one entry from the one before it costs this check.
             if decoys:
-                _one_key_hidden(t, _one_key_shown(t, S), to_hide)
+                _one_key_shown(t, _one_key_hidden(t, S, key), key)
     # A single key takes the whole weight, 1, whatever its score; alone this case cannot tell a right
     # softmax from an array of ones, so it only counts together with the cases above.
     for S in (np.array([[t.rng.normal() * 10]]), normal(t.rng, (3, 1, 1))):
         expect_close(t.returned("softmax", S), t.ref.softmax(S), t.tol(S.dtype), f"softmax of shape {S.shape}")
 
 
-def _one_key_shown(t, S):
-    """softmax of `S` again with one masked key made visible, right after `S` itself: the two calls differ in one
-    entry, as an all-masked row and its neighbour do, so code that raises whenever a call differs from the one
-    before it in one entry, rather than looking for a row with every key masked, raises here and loses this check.
-    The key gets 0.5, as an error path's neighbour gives its key (softmax_all_masked_anywhere and the public
-    check), so that value tells neither apart. Nothing is drawn. Returns the scores asked (`S` where no key is
-    masked). S (..., Nq, Nk) float64."""
-    hidden = np.argwhere(np.isneginf(S))
-    if not len(hidden):
-        return S
-    shown = S.copy()
-    shown[tuple(hidden[-1])] = 0.5
-    expect_close(t.returned("softmax", shown), t.ref.softmax(shown), t.tol(S.dtype),
-                 "softmax(S) for the same masked scores with one more key visible")
-    return shown
+def _visible_beside(t, S, row: tuple) -> tuple:
+    """Make `S`'s `row` as softmax_all_masked_anywhere's valid neighbour has it, but for one more visible key: a key
+    drawn as that check draws its own, given 0.5 as it is there, and another visible key beside it. Returns the
+    drawn key's index. The decoys (`_one_key_hidden`, `_one_key_shown`) then change that key, so that neither its
+    row, its place, its value nor the call's dtype tells them from the error path's pair. S (..., Nq, Nk) float64,
+    Nk ≥ 2, changed in place."""
+    key = row + (int(t.rng.integers(S.shape[-1])),)
+    S[key] = 0.5
+    if np.isfinite(S[row]).sum() < 2:
+        S[row + ((key[-1] + 1) % S.shape[-1],)] = 0.0
+    return key
 
 
-def _one_key_hidden(t, S, where):
-    """softmax of `S` again with the key at `where` masked, right after `S` itself: `_one_key_shown`'s other
-    direction, so code that raises whenever a call has one entry newly −∞ (never when one is newly visible),
-    rather than looking for a row with every key masked, raises here and loses this check. That key holds 0.5, as
-    an error path's visible key does before the row is masked whole, and its row keeps another visible key
-    (`_key_to_hide`), so a right softmax returns. Nothing is drawn. S (..., Nq, Nk) float64; nothing where `where`
-    is None."""
-    if where is not None:
-        hidden = S.copy()
-        hidden[where] = -np.inf
-        expect_close(t.returned("softmax", hidden), t.ref.softmax(hidden), t.tol(S.dtype),
-                     "softmax(S) for the same masked scores with one more key masked")
+def _one_key_hidden(t, S, key: tuple):
+    """softmax of `S` again with the key at `key` masked, right after `S` itself: the two calls differ in one entry,
+    0.5 become −∞, as an error path's neighbour and its all-masked input do when the neighbour is asked first. Code
+    that raises on such a call, rather than looking for a row with every key masked, raises here and loses this
+    check; a right softmax returns, the row keeping another visible key (`_visible_beside`). Returns the scores
+    asked. S (..., Nq, Nk) float64."""
+    hidden = S.copy()
+    hidden[key] = -np.inf
+    expect_close(t.returned("softmax", hidden), t.ref.softmax(hidden), t.tol(S.dtype),
+                 "softmax(S) for the same masked scores with one more key masked")
+    return hidden
 
 
-def _key_to_hide(visible):
-    """The index of the last True entry of `visible` (..., Nq, Nk) in a row with another True one: hidden, it leaves
-    that row a visible key. None where no row has two."""
-    where = np.argwhere(visible & (visible.sum(axis=-1, keepdims=True) > 1))
-    return tuple(where[-1]) if len(where) else None
+def _one_key_shown(t, S, not_key: tuple):
+    """softmax of `S` again with one masked key other than `not_key` given 0.5, right after `S` itself: the other
+    direction of `_one_key_hidden`, as an error path's pair is when its all-masked input is asked first. Nothing is
+    drawn; nothing where no other key is masked. S (..., Nq, Nk) float64."""
+    hidden = [tuple(i) for i in np.argwhere(np.isneginf(S)) if tuple(i) != not_key]
+    if hidden:
+        shown = S.copy()
+        shown[hidden[-1]] = 0.5
+        expect_close(t.returned("softmax", shown), t.ref.softmax(shown), t.tol(S.dtype),
+                     "softmax(S) for the same masked scores with one more key visible")
 
 
 def _row_rounding(S):
@@ -673,22 +672,27 @@ def attention_matches_reference(t):
 
 
 def _decoy_masks(t):
-    """A masked call asked as attention_all_masked_raises asks its pair (float64 inputs, the mask by name, no scale),
-    then the same call with one more key masked, then with one more visible: raising on a call whose mask is one
-    entry from the one before it, in either direction, rather than looking for a query with every key masked, costs
-    this check. Last in the check, so its draws leave the cases before it as they were. Nothing else is drawn: the
-    key masked is the last visible one in a row that keeps another (`_key_to_hide`), so a right attention returns,
-    and the key shown the last masked one other than that."""
+    """A masked call asked as attention_all_masked_raises asks its pair (float64 inputs, the mask by name, no scale,
+    its first query with a key drawn as that check draws its own visible), then the same call with that key masked,
+    then one more key visible: the first change is the one from that check's neighbour to its all-masked input,
+    but the query keeps another visible key. Raising on a call whose mask is one entry from the one before it,
+    rather than looking for a query with every key masked, costs this check. Last in the check, so its draws leave
+    the cases before it as they were."""
     Q, K, V = _qkv(t)
-    allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], t.sizes["nk"]))
-    _expect_attention_for_mask(t, (Q, K, V), allowed, "a mask")
-    hidden_key = _key_to_hide(allowed)
-    if hidden_key is None:
+    nk = t.sizes["nk"]
+    if nk < 2:
         return
+    allowed = mask_rows(t.rng, (*t.sizes["batch"], t.sizes["nq"], nk))
+    query = (0,) * len(t.sizes["batch"]) + (0,)
+    key = query + (int(t.rng.integers(nk)),)
+    allowed[key] = True
+    if allowed[query].sum() < 2:
+        allowed[query + ((key[-1] + 1) % nk,)] = True
+    _expect_attention_for_mask(t, (Q, K, V), allowed, "a mask")
     hidden = allowed.copy()
-    hidden[hidden_key] = False
+    hidden[key] = False
     _expect_attention_for_mask(t, (Q, K, V), hidden, "the same mask but one more key masked")
-    shown_key = next((tuple(i) for i in np.argwhere(~hidden)[::-1] if tuple(i) != hidden_key), None)
+    shown_key = next((tuple(i) for i in np.argwhere(~hidden)[::-1] if tuple(i) != key), None)
     if shown_key is not None:
         shown = hidden.copy()
         shown[shown_key] = True
