@@ -381,3 +381,34 @@ def test_when_no_worker_can_import_the_preload_the_run_stops_with_the_reason(tmp
                      r"grade here: .*torch", done.stderr), done.stderr
     assert "run the same command again to grade the rest" in done.stderr and "Traceback" not in done.stderr
     assert _committed(tmp_path / "g.db") == 0
+
+
+def _slow_the_second_time(marker: Path) -> str:
+    if marker.exists():
+        time.sleep(3)  # the run again after the result was lost: long enough for the driver to see it lost
+    marker.touch()
+    return '{"result": "kept"}'
+
+
+def test_a_result_lost_with_its_worker_before_the_driver_read_it_is_waited_for_again(tmp_path):
+    """A task finished, then its worker died before the driver read the result (another task killed it): the
+    scheduler runs the task again, and the run waits for it instead of stopping as if the scheduler were lost."""
+    from autograder.cluster.driver import Cluster, _Run
+    from autograder.grading.found import Found
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client, Store(tmp_path / "g.db") as store:
+        future = client.submit(_slow_the_second_time, tmp_path / "ran", key="autograder-lost-s0001", pure=False)
+        future.result()
+        holder = next(iter(client.who_has([future])[future.key]))
+        client.sync(next(w for w in cluster.workers.values() if w.address == holder).close)  # its data with it
+        deadline = time.monotonic() + 30
+        while future.status == "finished" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert future.status in ("lost", "pending")
+        run = _Run(Cluster(client, cluster.scheduler_address, "auto", 10.0), "autograder-lost", store)
+        item = Found(student="s0001", path=tmp_path / "s0001.py", root=tmp_path)
+        run.runs[future] = object()
+        run._finish(future, item)  # it had stopped the run: "lost the Dask scheduler … its task was lost"
+        assert run.in_flight == {future: item}
+        assert future.result(timeout=60) == '{"result": "kept"}'  # run again on the worker left

@@ -195,6 +195,12 @@ class _Run:
 
     def _finish(self, future: Future, item: Found) -> None:
         run = self.runs.pop(future)
+        if future.status in ("lost", "pending"):
+            # It finished, then the worker holding its result died before the driver read it (another task killed
+            # the worker, or its machine went away): the scheduler runs it again, so it is waited for again.
+            self.in_flight[future] = item
+            self.runs[future] = run
+            return
         if future.status == "finished":
             refused = _refusal(future.result())
             if refused:
