@@ -381,3 +381,27 @@ def test_when_no_worker_can_import_the_preload_the_run_stops_with_the_reason(tmp
                      r"grade here: .*torch", done.stderr), done.stderr
     assert "run the same command again to grade the rest" in done.stderr and "Traceback" not in done.stderr
     assert _committed(tmp_path / "g.db") == 0
+
+
+def test_a_worker_whose_warm_up_fails_unforeseen_refuses_instead_of_leaving_its_tasks_waiting(tmp_path):
+    """Stored reference timings of the wrong shape make the worker's warm-up raise a ValueError, which no step of it
+    expects: its thread had ended, and every task sent there waited for ever for a grader."""
+    from autograder.cluster.warm import Orders, WarmGrader, grade_task
+    from autograder.grading.calibration import machine
+    from autograder.grading.course import load_course
+    from autograder.grading.coursefiles import grading_files
+    from autograder.grading.found import Found
+    from autograder.grading.suite import load_suite, suite_version
+
+    course = load_course(ROOT / "course.yaml")
+    suite = load_suite(course, ASSIGNMENT)
+    broken = {machine(): {entry.name: (0.001,) for entry in suite.checks}}  # (seconds,) where (seconds, calls) is
+    orders = Orders(ASSIGNMENT, suite_version(course, ASSIGNMENT), tuple(grading_files(course, ASSIGNMENT)), "auto",
+                    (), broken)
+    stub = ROOT / "assignments" / ASSIGNMENT / "attention.py"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        client.register_plugin(WarmGrader("autograder-broken", orders), name="autograder-broken")
+        reply = client.submit(grade_task, "autograder-broken", Found("s1", stub), None).result(timeout=120)
+    refused = json.loads(reply)["refused"]
+    assert "could not prepare to grade (ValueError:" in refused and "The worker's log has the traceback" in refused
