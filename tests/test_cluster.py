@@ -412,3 +412,27 @@ def test_a_result_lost_with_its_worker_before_the_driver_read_it_is_waited_for_a
         run._finish(future, item)  # it had stopped the run: "lost the Dask scheduler … its task was lost"
         assert run.in_flight == {future: item}
         assert future.result(timeout=60) == '{"result": "kept"}'  # run again on the worker left
+
+
+def test_a_worker_whose_warm_up_fails_unforeseen_refuses_instead_of_leaving_its_tasks_waiting(tmp_path):
+    """Stored reference timings of the wrong shape make the worker's warm-up raise a ValueError, which no step of it
+    expects: its thread had ended, and every task sent there waited for ever for a grader."""
+    from autograder.cluster.warm import Orders, WarmGrader, grade_task
+    from autograder.grading.calibration import machine
+    from autograder.grading.course import load_course
+    from autograder.grading.coursefiles import grading_files
+    from autograder.grading.found import Found
+    from autograder.grading.suite import load_suite, suite_version
+
+    course = load_course(ROOT / "course.yaml")
+    suite = load_suite(course, ASSIGNMENT)
+    broken = {machine(): {entry.name: (0.001,) for entry in suite.checks}}  # (seconds,) where (seconds, calls) is
+    orders = Orders(ASSIGNMENT, suite_version(course, ASSIGNMENT), tuple(grading_files(course, ASSIGNMENT)), "auto",
+                    (), broken)
+    stub = ROOT / "assignments" / ASSIGNMENT / "attention.py"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        client.register_plugin(WarmGrader("autograder-broken", orders), name="autograder-broken")
+        reply = client.submit(grade_task, "autograder-broken", Found("s1", stub), None).result(timeout=120)
+    refused = json.loads(reply)["refused"]
+    assert "could not prepare to grade (ValueError:" in refused and "The worker's log has the traceback" in refused

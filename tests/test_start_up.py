@@ -31,7 +31,7 @@ from autograder.grading.batch import processors_for
 from autograder.grading.boundary import GradingProcess, grade_submission
 from autograder.grading.course import load_course
 from autograder.grading.grader import Grader
-from autograder.grading.station import Setup, launch_sandbox, protections_for, refuse_secrets, warm_grader
+from autograder.grading.station import SandboxError, Setup, launch_sandbox, protections_for, refuse_secrets, warm_grader
 from autograder.grading.store import Store
 from autograder.grading.submission import read_submission
 from autograder.grading.suite import load_suite
@@ -399,3 +399,14 @@ def test_a_grading_process_collects_only_what_it_makes_and_a_students_process_st
                     "def double(x):\n    return 2 * x\n")
     result = grade_submission(setup, read_submission(path, "s1"))
     assert (result.problem, result.score, result.max_score) == ("", 2, 2), result
+
+
+@pytest.mark.slow  # a grading process and a sandbox of its own: make test runs it
+def test_a_grading_process_whose_sandbox_does_not_start_in_time_is_killed_and_the_command_told(tiny):
+    """A start that never ends (a library hanging at import, a swapping machine) had left `grade`, and every task of
+    a Dask worker, waiting for ever. Here the limit is shorter than any start, so the real start overruns it."""
+    course, suite = tiny
+    process = GradingProcess(Setup(course, suite, protections_for("auto")))
+    with pytest.raises(SandboxError, match=r"did not start its sandbox within 0\.001 s.*run the same command again"):
+        process.ready(seconds=0.001)
+    assert process.exitcode is not None and not process.alive()

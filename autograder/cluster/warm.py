@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import queue
 import shutil
 import tempfile
@@ -108,8 +109,8 @@ class WarmGrader(WorkerPlugin):
         self._loaded = threading.Event()  # set once the suite is ready here, or the warm-up failed
         self._prepared: _Prepared | None = None
         self._news: dict | None = None
-        threading.Thread(target=self._warm_up, args=(worker.state.nthreads,), name=f"{self.name}-warm-up",
-                         daemon=True).start()
+        threading.Thread(target=self._guarded, args=(self._warm_up, worker.state.nthreads),
+                         name=f"{self.name}-warm-up", daemon=True).start()
 
     def teardown(self, worker) -> None:
         self.close()
@@ -152,6 +153,17 @@ class WarmGrader(WorkerPlugin):
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
 
+    def _guarded(self, step, *args) -> None:
+        """`step(*args)` in this thread. A fault it did not foresee refuses the run on this worker: left alone, it
+        would end the thread and leave every task here waiting for a grader that never comes."""
+        try:
+            step(*args)
+        except Exception as error:  # noqa: BLE001 - whatever it is, the driver must hear of it
+            logging.getLogger(__name__).exception("autograder: %s could not prepare to grade", self.name)
+            self._fail(f"worker {self.address} could not prepare to grade ({type(error).__name__}: {error}). The "
+                       "worker's log has the traceback: fix what it names on that worker (or report it with the log), "
+                       "then run again")
+
     def _warm_up(self, threads: int) -> None:
         """Unpack and probe; then start the sandboxes while the suite loads and the reference is timed."""
         try:
@@ -160,7 +172,7 @@ class WarmGrader(WorkerPlugin):
             self._fail(f"worker {self.address} refused to grade: {error}")
             return
         for number in range(threads):
-            threading.Thread(target=self._keep, args=(unpacked,), name=f"{self.name}-sandbox-{number}",
+            threading.Thread(target=self._guarded, args=(self._keep, unpacked), name=f"{self.name}-sandbox-{number}",
                              daemon=True).start()
         try:
             self._prepared = self._load_and_time(unpacked)

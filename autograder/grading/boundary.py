@@ -36,6 +36,9 @@ from autograder.grading.submission import Submission
 from autograder.sandbox.kernel import PR_SET_PDEATHSIG, prctl
 
 RETRIES = 1  # work whose process died is tried this many more times, each in a fresh process
+# A sandbox starts in seconds (its zygote imports NumPy and PyTorch) even on a busy machine; one that has not
+# started by then never will (a library hanging at import, a machine swapping), and the command must say so.
+START_SECONDS = 300.0
 _READY = object()  # what `GradingProcess._next` returns for the process's "sandbox started"
 
 # How a signal that ended a grading process usually came about, for the instructor.
@@ -98,9 +101,17 @@ class GradingProcess:
         except OSError:
             pass  # it died already; receive() says how
 
-    def ready(self) -> None:
-        """Wait until the process's sandbox has started; SandboxError if it could not, or the process died."""
+    def ready(self, seconds: float = START_SECONDS) -> None:
+        """Wait until the process's sandbox has started; SandboxError if it could not, did not within `seconds`
+        (the process is then killed), or the process died."""
         if not self._started:
+            if not self.connection.poll(seconds):
+                self.busy = True  # so that end() kills it rather than asking it to finish
+                self.end()
+                raise SandboxError(f"the grading process (job {self.setup.slot}) did not start its sandbox within "
+                                   f"{seconds:g} s, where it takes seconds: this machine may be out of memory "
+                                   "or overloaded, or a library hangs at import. Check the machine's memory and load "
+                                   "(`free -h`, `uptime`), then run the same command again")
             outcome = self._next()
             if isinstance(outcome, Lost):
                 raise SandboxError(f"the sandbox could not start: {outcome.cause}")
