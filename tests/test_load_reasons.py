@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import nbformat
+import numpy
 import pytest
 
 from autograder.grading.statuses import PASSED
@@ -16,7 +17,7 @@ from autograder.grading.taken_names import SWITCHES
 from autograder.outputs import audience
 from autograder.text import joined
 
-from conftest import PLAIN, SUBMISSIONS, manifest
+from conftest import PLAIN, SUBMISSIONS, compose, manifest
 
 PLAIN_LINES = PLAIN.read_text().splitlines()
 FIRST_DEF = next(i for i, line in enumerate(PLAIN_LINES) if line.startswith("def "))
@@ -34,6 +35,18 @@ def test_a_py_that_calls_input_at_its_top_level_is_told_to_guard_it(grade_once, 
     # No check called the file: what its top level printed is the student's to see, with no note about hidden checks.
     assert "demo" in audience.submission_output(result, audience.STUDENT)
     assert audience.submission_output_note(result, audience.STUDENT) == ""
+
+
+@pytest.mark.parametrize("name", sorted(manifest("numpy_versions")))
+def test_a_py_that_uses_a_name_this_numpy_lacks_is_told_which_numpy_grades_it(grade_once, tmp_path, name):
+    """`NEG_INF = -np.infty` at the top level: NumPy 2 raises AttributeError, NumPy 1.x does not, so "Run `python
+    file.py` to see the error" alone sent a student on NumPy 1.x to a command that shows nothing."""
+    result = grade_once(compose(tmp_path, name, SUBMISSIONS / "numpy_versions" / f"{name}.py"))
+    assert result.did_not_load and "raised AttributeError" in result.problem, result.problem
+    assert f"Run `python {name}.py` to see the error, fix it and hand the file in again" in result.problem
+    assert f"The grader runs NumPy {numpy.__version__}, which has no {manifest('numpy_versions')[name]['name']}: if " \
+        "your own `python` runs this line without an error, your NumPy is another version" in result.problem, \
+        result.problem
 
 
 def test_a_py_exported_with_magics_is_told_what_get_ipython_is(grade_once, tmp_path):
