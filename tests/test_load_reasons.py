@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import nbformat
+import numpy
 import pytest
 
 from autograder.grading.statuses import PASSED
@@ -16,7 +17,7 @@ from autograder.grading.taken_names import SWITCHES
 from autograder.outputs import audience
 from autograder.text import joined
 
-from conftest import PLAIN, SUBMISSIONS, manifest
+from conftest import PLAIN, SUBMISSIONS, compose, manifest
 
 PLAIN_LINES = PLAIN.read_text().splitlines()
 FIRST_DEF = next(i for i, line in enumerate(PLAIN_LINES) if line.startswith("def "))
@@ -34,6 +35,18 @@ def test_a_py_that_calls_input_at_its_top_level_is_told_to_guard_it(grade_once, 
     # No check called the file: what its top level printed is the student's to see, with no note about hidden checks.
     assert "demo" in audience.submission_output(result, audience.STUDENT)
     assert audience.submission_output_note(result, audience.STUDENT) == ""
+
+
+@pytest.mark.parametrize("name", sorted(manifest("numpy_versions")))
+def test_a_py_that_uses_a_name_this_numpy_lacks_is_told_which_numpy_grades_it(grade_once, tmp_path, name):
+    """`NEG_INF = -np.infty` at the top level: NumPy 2 raises AttributeError, NumPy 1.x does not, so "Run `python
+    file.py` to see the error" alone sent a student on NumPy 1.x to a command that shows nothing."""
+    result = grade_once(compose(tmp_path, name, SUBMISSIONS / "numpy_versions" / f"{name}.py"))
+    assert result.did_not_load and "raised AttributeError" in result.problem, result.problem
+    assert f"Run `python {name}.py` to see the error, fix it and hand the file in again" in result.problem
+    assert f"The grader runs NumPy {numpy.__version__}, which has no {manifest('numpy_versions')[name]['name']}: if " \
+        "your own `python` runs this line without an error, your NumPy is another version" in result.problem, \
+        result.problem
 
 
 def test_a_py_exported_with_magics_is_told_what_get_ipython_is(grade_once, tmp_path):
@@ -168,6 +181,11 @@ def test_a_notebook_whose_later_cell_takes_a_name_its_functions_read_scores_as_n
                 f"check before it, where {other} was not defined yet, and so did the grader: define {other} in the " \
                 "answer cell or above" in notes, notes
             continue
+        if where.get("defined") and not users:  # the graded function itself, defined again after its check cell
+            assert any(note.startswith(f"{where['cell']} defined {other}() again, after the check cell of {other}() "
+                                       f"had run: {other}() was graded as that check cell ran it") for note in notes)
+            assert not [note for note in result.notes if note.startswith(f"{other}() is defined ")], result.notes
+            continue
         graded = f"{joined(users)}, which read{'s' if len(users) == 1 else ''} it, " \
             f"{'was' if len(users) == 1 else 'were'} graded with {other} as it was before that cell, as the check " \
             "cells in Jupyter and nbgrader saw it"
@@ -195,6 +213,22 @@ def test_a_notebook_is_graded_with_the_cells_nbgrader_puts_back_and_told_of_thos
     said = [note for note in result.notes if "nbgrader's autograde" in note]
     assert len(said) == len(entry["notes"]) and all(any(words in note for note in said) for words in entry["notes"]), \
         said
+
+
+def test_a_fix_above_the_check_cell_is_graded_and_the_definitions_note_still_names_it(grade_once, tmp_path):
+    """graded_function_fixed_below_its_check with its fix moved above softmax's check cell: that check ran the fix,
+    so the fix is graded (100, as nbgrader gives), and the note that only the last def that ran was graded, true
+    here, is still given; a fix below the check gets the note that it was not (the manifest's fixture)."""
+    notebook = nbformat.read(SUBMISSIONS / "notebooks" / "graded_function_fixed_below_its_check.ipynb", as_version=4)
+    check = next(i for i, c in enumerate(notebook.cells) if c.metadata.get("nbgrader", {}).get("grade_id") ==
+                 "test_softmax")
+    notebook.cells.insert(check, notebook.cells.pop(check + 1))
+    path = tmp_path / "fixed_above.ipynb"
+    nbformat.write(notebook, path)
+    result = grade_once(path)
+    assert result.score == result.max_score == 100, [t.message for t in result.tests if t.message]
+    assert [note.split(":")[0] for note in result.notes if "softmax()" in note] == [
+        "softmax() is defined 2 times (code cell 14, line 1; code cell 15, line 2)"], result.notes
 
 
 def test_a_released_markdown_cell_made_code_is_not_run_as_nbgrader_makes_it_markdown_again(tmp_path):

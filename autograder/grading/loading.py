@@ -7,12 +7,10 @@ that raises (an ImportError, a NameError, sys.exit()), kills the worker
 graded. That is what `import` and `python file.py` do, which the student can
 try themselves.
 
-A notebook is run as Jupyter's Restart & Run All would (with errors
-allowed): a failing cell is skipped and the others still run, so a notebook
-with one failing demo cell is graded, with that cell named in its notes. It
-does not load when a cell failed and, as a result, none of the functions
-the checks grade is defined: then there is nothing to grade, and the failing
-cell is what the student needs to read first.
+A notebook is run as Jupyter's Restart & Run All would (with errors allowed): a failing cell is skipped and the
+others still run, so a notebook with one failing demo cell is graded, with that cell named in its notes. It does not
+load when a cell failed and, as a result, none of the functions the checks grade is defined: then there is nothing to
+grade, and the failing cell is what the student needs to read first.
 """
 from __future__ import annotations
 
@@ -81,7 +79,8 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
     than once (graded: the functions the suite's checks call)."""
     if not loaded:
         return []  # the reason is the result's problem, shown first
-    notes, parts = _redefinitions(submission, graded), {c.label: f" ({c.part})" for c in submission.cells if c.part}
+    notes = _redefinitions(submission, graded - load.graded_at_check)  # those have a note of their own (taken_note)
+    parts = {c.label: f" ({c.part})" for c in submission.cells if c.part}
     notes += [f"{unit}{parts.get(unit, '')} {_what_it_did(unit, raised)}{environment_hint(raised)}; the rest of the "
               "notebook still ran" for unit, raised in load.problems]
     notes += [f"{unit} {reason}; it was skipped and the rest of the notebook was graded"

@@ -14,7 +14,8 @@ def taken_note(name: str, cell: str, users: tuple, defined: bool = False, unchan
                first: bool = False, changed: str = "") -> str:
     """The note for `name`, which `cell` took: a graded function's own (no users), or a global the graded functions
     `users` read (they, or a function of the notebook's they call), each graded with it as its check cell saw it.
-    defined: `cell` defined a function of the notebook's under the name after their check cells ran. unchanged: the
+    defined: `cell` defined a function of the notebook's under the name after their check cells ran (or, with no
+    users, after its own check cell: the graded function itself, graded as that check ran it). unchanged: the
     graded functions that read it but could not be graded so (a decorator the grader cannot re-point wraps them).
     first: `cell` bound the name first, after their check cells ran, so they were graded with it unbound. changed:
     "data" where `cell` changed the dict, list, set or array under the name in place, "switch" where it changed the
@@ -33,6 +34,8 @@ def taken_note(name: str, cell: str, users: tuple, defined: bool = False, unchan
         return (f"{cell} first defines {name} after {checks} check cell; Jupyter and nbgrader ran the check before "
                 f"it, where {name} was not defined yet, and so did the grader: define {name} in the answer cell or "
                 f"above{'. ' + _not_restored(name, unchanged, False) if unchanged else ''}")
+    if defined and not (users or unchanged):
+        return _defined_again_note(name, cell)
     if defined:
         return (f"{cell} defined {name} again, after the check cell of {joined(calls)} had run: "
                 f"{_graded_with(name, users)}{_not_restored(name, unchanged, bool(users))}. Jupyter and nbgrader "
@@ -43,6 +46,15 @@ def taken_note(name: str, cell: str, users: tuple, defined: bool = False, unchan
     return (f"{cell} took the name {name} for something else (`{name} = ...`, an import of that name, or `del "
             f"{name}`); {graded}, but in Jupyter every cell after that one that calls {' or '.join(calls)} gets the "
             "other thing. Give the other thing a name of its own")
+
+
+def _defined_again_note(name: str, cell: str) -> str:
+    """The note for the graded function `name`, which `cell` defined again after its check cell had run: graded as
+    that check cell ran it, as nbgrader grades it, while the cells after `cell` get the new one."""
+    return (f"{cell} defined {name}() again, after the check cell of {name}() had run: {name}() was graded as that "
+            f"check cell ran it, with the definition above the check, as nbgrader grades it; only the cells after "
+            f"{cell} get the new one. If the new {name}() is a fix, put it in the answer cell above the check cell "
+            f"and run the notebook again; if it is a trial version, give it a name of its own (`{name}_try`)")
 
 
 def _graded_with(name: str, users: tuple) -> str:

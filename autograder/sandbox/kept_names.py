@@ -21,7 +21,9 @@ class KeptFunctions:
     held. Where the name ends holding a value, or nothing, the function is put back under it. Where it ends
     holding a library's function (imported over a graded name, for a later function's use), the name keeps
     that, as the later cells' code calls it; the grader's calls get the notebook's function. A name that ends
-    holding another function of the notebook's is graded as that one, the notebook's last word.
+    holding another function of the notebook's is graded as that one where no check cell of it ran in between
+    (below); after its check cell, the other function is kept for the later cells, and the grader's calls get
+    the one the check cell ran.
 
     The same holds for each global a graded function, or a function of the notebook's it calls, reads (a
     helper `masked()` that a later cell reuses as `masked = mask.sum(-1)`, a constant, a built-in such as `min`
@@ -29,8 +31,10 @@ class KeptFunctions:
     from the function's cell on, which is what its check cell saw, as nbgrader runs it. A function of the
     notebook's that replaces another under the name before the graded function's check cell (the course's test
     cell that names it, `checks`) is followed, as the check cell saw it; one defined after that check cell is
-    not (another answer's helper of the same name, a fix the check never ran), unless the graded function
-    itself is defined again after it; a name first bound after that check cell is unbound for the function.
+    not (another answer's helper of the same name, a fix the check never ran), and neither is a def of the graded
+    function itself after its check cell (a scratch version at the end, a fix written below the check): nbgrader
+    grades the function its check cell ran, while the later cells, and the checks of functions that call it
+    there, get the new one. A name first bound after that check cell is unbound for the function.
     Without a check cell, the notebook's last word is followed. Anything else
     that a later cell binds there, or `del`, is what the check cell never saw; the same value bound again is no
     change.
@@ -42,7 +46,9 @@ class KeptFunctions:
         self._state = state or KeptState()
         self._graded, self._filename, self._checks = sorted(graded), filename, checks or {}
         self._kept: dict = {}  # name -> (its last function of the notebook's own, the code cell's number then)
-        self._lost: dict = {}  # name -> (the label of the cell after which it held another thing, its number)
+        # name -> (the label of the cell after which it held another thing, whether that was a def of the notebook's
+        # after the function's check cell, which is not followed)
+        self._lost: dict = {}
         # graded name -> {global it reads: [its value as the function's check cell saw it (_UNSET: unbound), the
         # label of the cell that took the name for something else or None, whether that was a def of the notebook's
         # after the check (True), or the name's first binding, after the check (FIRST)]}
@@ -58,16 +64,16 @@ class KeptFunctions:
                 self._checked.add(name)
         for name in self._graded:
             value = namespace.get(name)
-            if defined_in(value, self._filename):
-                if self._kept.get(name, (None,))[0] is not value:
-                    self._kept[name] = (value, number)
-                    self._reads[name] = {}  # a new definition, whose check cells come after this one
-                    self._state.forget(name)
-                    self._closures.pop(name, None)
-                    self._checked.discard(name)
+            if value is self._kept.get(name, (None,))[0]:
                 self._lost.pop(name, None)
-            elif name in self._kept:
-                self._lost.setdefault(name, (label, number))
+            elif defined_in(value, self._filename) and name not in self._checked:
+                self._kept[name] = (value, number)
+                self._reads[name] = {}  # a new definition, whose check cells come after this one
+                self._state.forget(name)
+                self._closures.pop(name, None)
+                self._lost.pop(name, None)
+            elif name in self._kept:  # a def after its check cell is another thing, as a helper's is
+                self._lost.setdefault(name, (label, defined_in(value, self._filename)))
         for name, seen in self._reads.items():
             follow = name not in self._checked
             # A check cell of its still to come: whatever a name holds now is what that check will see.
@@ -171,12 +177,12 @@ class KeptFunctions:
         function} for the grader's calls where they differ from `namespace`. Graded functions whose name ends holding
         a value are put back in `namespace`."""
         graded_as, lost, by = {}, [], {}
-        for name, (label, _) in self._lost.items():
+        for name, (label, defined) in self._lost.items():
             if callable(namespace.get(name)):
                 graded_as[name] = self._kept[name][0]
             else:
                 namespace[name] = self._kept[name][0]
-            lost.append({"name": name, "cell": label, "by": [], "defined": False, "unchanged": [], "first": False})
+            lost.append({"name": name, "cell": label, "by": [], "defined": defined, "unchanged": [], "first": False})
         for name, seen in self._reads.items():
             function = self._kept[name][0]
             taken = {other for other, (_, cell, _) in seen.items() if cell is not None}
@@ -186,7 +192,7 @@ class KeptFunctions:
                 changed = {other: value for other, value in changed.items() if other in reads - taken}
                 # A taken name's old object as the check cell saw it: a copy where it is kept plain data, which
                 # the cell that took the name (or a later one) may also have changed in place.
-                view = {**namespace, **changed,
+                view = {**namespace, **changed, name: function,  # the function itself, not a later def of it
                         **{o: self._state.as_checked(name, o, seen[o][0]) for o in taken & reads}}
                 for other in [o for o in taken & reads if view[o] is _UNSET]:  # unbound for it, as at its check cell
                     del view[other]

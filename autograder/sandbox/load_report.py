@@ -39,6 +39,12 @@ class LoadReport:
     # one was not ready in a load limit the file had not used): never the file's doing. The session's word only.
     started: bool = True
 
+    @property
+    def graded_at_check(self) -> frozenset:
+        """The graded functions a cell of the notebook defined again after their check cells had run, each graded as
+        its check cell ran it (its `restored` entry: no users, defined)."""
+        return frozenset(name for name, _, users, defined, *_ in self.restored if defined and not users)
+
 
 def load_failed(why: str, sandbox_to_blame: bool = True) -> LoadReport:
     """The report of a load no child began, with why: through the sandbox's failure (`started` False), or the file's
