@@ -436,3 +436,52 @@ def test_a_worker_whose_warm_up_fails_unforeseen_refuses_instead_of_leaving_its_
         reply = client.submit(grade_task, "autograder-broken", Found("s1", stub), None).result(timeout=120)
     refused = json.loads(reply)["refused"]
     assert "could not prepare to grade (ValueError:" in refused and "The worker's log has the traceback" in refused
+
+
+def _held(worker: subprocess.Popen, scratch: Path) -> tuple[int, list[str]]:
+    """What a `dask worker` process holds for runs: its sandboxes (bwrap processes under it) and course copies."""
+    import psutil
+
+    sandboxes = [child for child in psutil.Process(worker.pid).children(recursive=True) if child.name() == "bwrap"]
+    return len(sandboxes), sorted(path.name for path in scratch.rglob("autograder-course-*"))
+
+
+def _plugins(address: str) -> dict:
+    """Each worker's plugins of grading runs."""
+    with Client(address, timeout=30, set_as_default=False) as client:
+        return client.run(lambda dask_worker: sorted(name for name in dask_worker.plugins
+                                                     if name.startswith("autograder-") and "interrupts" not in name))
+
+
+def test_a_driver_killed_with_sigkill_leaves_no_sandbox_course_or_plugin_on_the_workers(tmp_path, dask):
+    """kill -9 of the driver cannot take its plugin off the workers: its lease lapses, and the plugin closes itself."""
+    write_class(tmp_path / "course", 12, "nbgrader", (), 0)
+    address = dask.scheduler(worker_saturation=1.0)
+    scratch = tmp_path / "scratch"
+    worker = dask.worker(address, extra=["--nworkers", "2", "--local-directory", str(scratch)])
+    dask.wait_for_workers(address, 2)
+    db = tmp_path / "g.db"
+    driver = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(tmp_path / "course"),
+                               "--db", str(db), "--cluster", address], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=repository_env())
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and _committed(db) < 2:
+        time.sleep(0.05)
+    assert _committed(db) >= 2, "the cluster graded nothing"
+    sandboxes, courses = _held(worker, scratch)
+    assert len(courses) == 2 and _plugins(address), "the workers were not grading for the run"
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    killed = time.monotonic()
+    while time.monotonic() - killed < 75 and _held(worker, scratch) != (0, []):
+        time.sleep(1)
+    assert _held(worker, scratch) == (0, []), f"still held {time.monotonic() - killed:.0f} s after the kill"
+    assert time.monotonic() - killed < 60
+    assert not any(_plugins(address).values())
+    # A worker that joins afterwards is not given the dead run's plugin.
+    late_scratch = tmp_path / "late-scratch"
+    late = dask.worker(address, extra=["--local-directory", str(late_scratch)])
+    dask.wait_for_workers(address, 3)
+    time.sleep(3)
+    assert _plugins(address) and not any(_plugins(address).values())
+    assert _held(late, late_scratch) == (0, [])

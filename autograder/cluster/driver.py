@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import threading
 import time
 import uuid
 from collections import deque
@@ -35,7 +36,7 @@ from distributed.scheduler import KilledWorker
 from autograder.cluster import ClusterError, installed_version
 from autograder.cluster.connect import scheduler_identity
 from autograder.cluster.retries import Retries, Run
-from autograder.cluster.warm import Orders, WarmGrader, grade_task
+from autograder.cluster.warm import ENDED, LEASES, RENEW_SECONDS, Orders, WarmGrader, grade_task
 from autograder.grading.batch import deliver
 from autograder.grading.course import Course
 from autograder.grading.coursefiles import grading_files
@@ -79,11 +80,42 @@ def warm_graders(cluster: Cluster, course: Course, assignment: str, store: Store
                     sandbox=cluster.sandbox, secrets=tuple(map(str, secrets)),
                     reference_times=store.reference_times_by_machine(version), class_imports=class_imports)
     run = _Run(cluster, f"autograder-{uuid.uuid4().hex[:12]}", store)
+    lease = Lease(cluster.client, run.plugin)
     try:
+        lease.start()  # before the plugin: its watchdog finds the lease from its first look
         cluster.client.register_plugin(WarmGrader(run.plugin, orders), name=run.plugin)
         yield run
     finally:
         run.stop()
+        lease.end()
+
+
+class Lease:
+    """This run's lease on the scheduler, renewed every few seconds while the driver lives: a driver killed
+    without a word stops renewing it, and each worker's plugin then closes itself (warm.WarmGrader._watch)."""
+
+    def __init__(self, client: Client, plugin: str):
+        self.client, self.plugin = client, plugin
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._renew, name=f"{plugin}-lease", daemon=True)
+
+    def start(self) -> None:
+        """Take the lease, and keep renewing it in a thread of its own (the grading loop may wait on Dask)."""
+        self.client.set_metadata([LEASES, self.plugin], 0)
+        self.thread.start()
+
+    def end(self) -> None:
+        """Stop renewing, and mark the lease ended: a worker still holding the plugin closes it at once."""
+        self.stopped.set()
+        with contextlib.suppress(Exception):  # the scheduler may be gone: then so is the plugin
+            self.client.set_metadata([LEASES, self.plugin], ENDED)
+
+    def _renew(self) -> None:
+        count = 0
+        while not self.stopped.wait(RENEW_SECONDS):
+            count += 1
+            with contextlib.suppress(Exception):  # a lost scheduler is the grading loop's to report
+                self.client.set_metadata([LEASES, self.plugin], count)
 
 
 @dataclass
