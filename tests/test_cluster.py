@@ -485,3 +485,24 @@ def test_a_driver_killed_with_sigkill_leaves_no_sandbox_course_or_plugin_on_the_
     time.sleep(3)
     assert _plugins(address) and not any(_plugins(address).values())
     assert _held(late, late_scratch) == (0, [])
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_losing_the_scheduler_mid_run_ends_with_one_line_and_keeps_the_results(tmp_path, dask, how):
+    write_class(tmp_path / "course", 12, "nbgrader", (), 0)
+    address = dask.scheduler(worker_saturation=1.0)
+    dask.worker(address, extra=["--nworkers", "2"])
+    db = tmp_path / "g.db"
+    driver = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(tmp_path / "course"),
+                               "--db", str(db), "--cluster", address], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, env=repository_env())
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and _committed(db) < 2:
+        time.sleep(0.05)
+    dask.processes[0].send_signal(how)  # the scheduler
+    _, stderr = driver.communicate(timeout=300)
+    assert driver.returncode == 2, stderr
+    assert f"autograder: lost the Dask scheduler at {address} (" in stderr
+    assert "results stored so far are kept: restart the scheduler and workers, then run the same command" in stderr
+    assert "Traceback" not in stderr and "FuturesCancelledError" not in stderr
+    assert 2 <= _committed(db) < 12

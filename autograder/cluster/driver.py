@@ -32,6 +32,7 @@ from pathlib import Path
 
 from distributed import Client, Future, wait
 from distributed.scheduler import KilledWorker
+from distributed.utils import CancelledError
 
 from autograder.cluster import ClusterError, installed_version
 from autograder.cluster.connect import scheduler_identity
@@ -146,22 +147,28 @@ class _Run:
         """Grade `todo` on the workers, saving and reporting each result as it arrives."""
         self.suite, self.on_result, self.say, self.pending = suite, on_result, say, deque(todo)
         with self.cluster.client.as_current():  # distributed.wait asks for the current client
-            self._look()
-            self._top_up()
-            while self.in_flight or self.waiting:
-                if not self.in_flight:  # only runs waiting for a worker to warm up
-                    time.sleep(POLL_SECONDS)
-                    self._look()
-                    self._top_up()
-                    continue
-                try:
-                    done = wait(list(self.in_flight), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
-                except TimeoutError:
-                    self._look()
-                    continue
-                for future in done:
-                    self._finish(future, self.in_flight.pop(future))
+            try:
+                self._loop()
+            except CancelledError as error:  # Dask cancels every task in flight when it loses the scheduler
+                raise self._lost(_reason(error)) from None
+
+    def _loop(self) -> None:
+        self._look()
+        self._top_up()
+        while self.in_flight or self.waiting:
+            if not self.in_flight:  # only runs waiting for a worker to warm up
+                time.sleep(POLL_SECONDS)
+                self._look()
                 self._top_up()
+                continue
+            try:
+                done = wait(list(self.in_flight), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                self._look()
+                continue
+            for future in done:
+                self._finish(future, self.in_flight.pop(future))
+            self._top_up()
 
     def stop(self) -> None:
         """Cancel what is still queued or running, and take the plugin (and its private course) off the workers."""
@@ -253,9 +260,7 @@ class _Run:
         elif future.status == "error":
             result = self._internal_error(item, _why(item, future.exception()))
         else:
-            raise ClusterError(f"lost the Dask scheduler at {self.cluster.address} (its task for {item.student} was "
-                               f"{future.status}). Results stored so far are kept: check the scheduler, then run the "
-                               "same command again to grade the rest")
+            raise self._lost(f"its task for {item.student} was {future.status}")
         future.release()
         deliver(result, self.suite, self.store, self.on_result)
 
@@ -315,8 +320,13 @@ class _Run:
         try:
             return scheduler_identity(self.cluster.client, n_workers)
         except OSError as error:
-            raise ClusterError(f"lost the Dask scheduler at {self.cluster.address} ({error}). Results stored so far "
-                               "are kept: check the scheduler, then run the same command again") from None
+            raise self._lost(str(error)) from None
+
+    def _lost(self, why: str) -> ClusterError:
+        """The run cannot go on: the scheduler is gone (stopped, killed, its machine or network gone)."""
+        return ClusterError(f"lost the Dask scheduler at {self.cluster.address} ({why}); results stored so far are "
+                            "kept: restart the scheduler and workers, then run the same command again to grade the "
+                            "rest")
 
     def _workers(self) -> list[str]:
         """The workers' addresses, as the scheduler lists them now (and their machines, for `retries`)."""
@@ -333,6 +343,12 @@ def _refusal(text) -> str:
     except (ValueError, TypeError, AttributeError):
         return ""
     return reason if isinstance(reason, str) else "a worker refused to grade"
+
+
+def _reason(error: CancelledError) -> str:
+    """Dask's reason for cancelling the tasks (e.g. "scheduler-connection-lost"), without its advice to rerun."""
+    reasons = {group.reason for group in getattr(error, "error_groups", ())}
+    return f"Dask cancelled the tasks in flight: {', '.join(sorted(reasons)) or 'no reason given'}"
 
 
 def _timed_out(result: SubmissionResult) -> bool:
