@@ -506,3 +506,29 @@ def test_losing_the_scheduler_mid_run_ends_with_one_line_and_keeps_the_results(t
     assert "results stored so far are kept: restart the scheduler and workers, then run the same command" in stderr
     assert "Traceback" not in stderr and "FuturesCancelledError" not in stderr
     assert 2 <= _committed(db) < 12
+
+
+def test_tls_mistakes_are_named_as_certificate_problems_not_network_ones(tmp_path, dask):
+    (tmp_path / "other").mkdir()
+    ours, theirs = _tls_files(tmp_path), _tls_files(tmp_path / "other")
+    address = dask.scheduler(tls=ours)
+
+    def grade(cluster: str, ca: Path, cert: Path, key: Path) -> str:
+        started = time.monotonic()
+        done = run_cli("grade", ASSIGNMENT, ROOT / "examples" / "w07_class", "--db", tmp_path / "g.db", "--cluster",
+                       cluster, "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key, timeout=120)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "firewall" not in done.stderr and "within" not in done.stderr, done.stderr
+        assert time.monotonic() - started < 30, done.stderr  # no wait for a timeout, nor for Dask to close a client
+        return done.stderr
+
+    plain = address.replace("tls://", "tcp://")
+    assert f"--cluster {plain} is not a tls:// address" in grade(plain, ours["ca_file"], ours["cert"], ours["key"])
+    assert (f"was not signed by --tls-ca-file {theirs['ca_file']}"
+            in grade(address, theirs["ca_file"], theirs["cert"], theirs["key"]))
+    assert (f"refused this client's certificate --tls-cert {theirs['cert']}"
+            in grade(address, ours["ca_file"], theirs["cert"], theirs["key"]))
+    assert (f"--tls-key {theirs['key']} is not the key of the certificate --tls-cert {ours['cert']}"
+            in grade(address, ours["ca_file"], ours["cert"], theirs["key"]))
+    missing = tmp_path / "missing-key.pem"
+    assert f"--tls-key {missing}: no such file" in grade(address, ours["ca_file"], ours["cert"], missing)
