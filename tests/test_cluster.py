@@ -436,3 +436,99 @@ def test_a_worker_whose_warm_up_fails_unforeseen_refuses_instead_of_leaving_its_
         reply = client.submit(grade_task, "autograder-broken", Found("s1", stub), None).result(timeout=120)
     refused = json.loads(reply)["refused"]
     assert "could not prepare to grade (ValueError:" in refused and "The worker's log has the traceback" in refused
+
+
+def _held(worker: subprocess.Popen, scratch: Path) -> tuple[int, list[str]]:
+    """What a `dask worker` process holds for runs: its sandboxes (bwrap processes under it) and course copies."""
+    import psutil
+
+    sandboxes = [child for child in psutil.Process(worker.pid).children(recursive=True) if child.name() == "bwrap"]
+    return len(sandboxes), sorted(path.name for path in scratch.rglob("autograder-course-*"))
+
+
+def _plugins(address: str) -> dict:
+    """Each worker's plugins of grading runs."""
+    with Client(address, timeout=30, set_as_default=False) as client:
+        return client.run(lambda dask_worker: sorted(name for name in dask_worker.plugins
+                                                     if name.startswith("autograder-") and "interrupts" not in name))
+
+
+def test_a_driver_killed_with_sigkill_leaves_no_sandbox_course_or_plugin_on_the_workers(tmp_path, dask):
+    """kill -9 of the driver cannot take its plugin off the workers: its lease lapses, and the plugin closes itself."""
+    write_class(tmp_path / "course", 12, "nbgrader", (), 0)
+    address = dask.scheduler(worker_saturation=1.0)
+    scratch = tmp_path / "scratch"
+    worker = dask.worker(address, extra=["--nworkers", "2", "--local-directory", str(scratch)])
+    dask.wait_for_workers(address, 2)
+    db = tmp_path / "g.db"
+    driver = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(tmp_path / "course"),
+                               "--db", str(db), "--cluster", address], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=repository_env())
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and _committed(db) < 2:
+        time.sleep(0.05)
+    assert _committed(db) >= 2, "the cluster graded nothing"
+    sandboxes, courses = _held(worker, scratch)
+    assert len(courses) == 2 and _plugins(address), "the workers were not grading for the run"
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    killed = time.monotonic()
+    while time.monotonic() - killed < 75 and _held(worker, scratch) != (0, []):
+        time.sleep(1)
+    assert _held(worker, scratch) == (0, []), f"still held {time.monotonic() - killed:.0f} s after the kill"
+    assert time.monotonic() - killed < 60
+    assert not any(_plugins(address).values())
+    # A worker that joins afterwards is not given the dead run's plugin.
+    late_scratch = tmp_path / "late-scratch"
+    late = dask.worker(address, extra=["--local-directory", str(late_scratch)])
+    dask.wait_for_workers(address, 3)
+    time.sleep(3)
+    assert _plugins(address) and not any(_plugins(address).values())
+    assert _held(late, late_scratch) == (0, [])
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_losing_the_scheduler_mid_run_ends_with_one_line_and_keeps_the_results(tmp_path, dask, how):
+    write_class(tmp_path / "course", 12, "nbgrader", (), 0)
+    address = dask.scheduler(worker_saturation=1.0)
+    dask.worker(address, extra=["--nworkers", "2"])
+    db = tmp_path / "g.db"
+    driver = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, str(tmp_path / "course"),
+                               "--db", str(db), "--cluster", address], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, env=repository_env())
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and _committed(db) < 2:
+        time.sleep(0.05)
+    dask.processes[0].send_signal(how)  # the scheduler
+    _, stderr = driver.communicate(timeout=300)
+    assert driver.returncode == 2, stderr
+    assert f"autograder: lost the Dask scheduler at {address} (" in stderr
+    assert "results stored so far are kept: restart the scheduler and workers, then run the same command" in stderr
+    assert "Traceback" not in stderr and "FuturesCancelledError" not in stderr
+    assert 2 <= _committed(db) < 12
+
+
+def test_tls_mistakes_are_named_as_certificate_problems_not_network_ones(tmp_path, dask):
+    (tmp_path / "other").mkdir()
+    ours, theirs = _tls_files(tmp_path), _tls_files(tmp_path / "other")
+    address = dask.scheduler(tls=ours)
+
+    def grade(cluster: str, ca: Path, cert: Path, key: Path) -> str:
+        started = time.monotonic()
+        done = run_cli("grade", ASSIGNMENT, ROOT / "examples" / "w07_class", "--db", tmp_path / "g.db", "--cluster",
+                       cluster, "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key, timeout=120)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "firewall" not in done.stderr and "within" not in done.stderr, done.stderr
+        assert time.monotonic() - started < 30, done.stderr  # no wait for a timeout, nor for Dask to close a client
+        return done.stderr
+
+    plain = address.replace("tls://", "tcp://")
+    assert f"--cluster {plain} is not a tls:// address" in grade(plain, ours["ca_file"], ours["cert"], ours["key"])
+    assert (f"was not signed by --tls-ca-file {theirs['ca_file']}"
+            in grade(address, theirs["ca_file"], theirs["cert"], theirs["key"]))
+    assert (f"refused this client's certificate --tls-cert {theirs['cert']}"
+            in grade(address, ours["ca_file"], theirs["cert"], theirs["key"]))
+    assert (f"--tls-key {theirs['key']} is not the key of the certificate --tls-cert {ours['cert']}"
+            in grade(address, ours["ca_file"], ours["cert"], theirs["key"]))
+    missing = tmp_path / "missing-key.pem"
+    assert f"--tls-key {missing}: no such file" in grade(address, ours["ca_file"], ours["cert"], missing)

@@ -14,13 +14,19 @@ import contextlib
 import logging
 import re
 import signal
+import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import dask
 import dask.utils
 from distributed import Client, LocalCluster, WorkerPlugin
+from distributed.comm.addressing import parse_address as dask_address
+from distributed.comm.addressing import parse_host_port
+from distributed.comm.core import FatalCommClosedError
 from distributed.security import Security
 
 from autograder.cluster import ClusterError
@@ -75,6 +81,35 @@ class Credentials:
         return Security(tls_ca_file=self.ca_file, tls_client_cert=self.cert, tls_client_key=self.key or None,
                         require_encryption=True)
 
+    def context(self) -> ssl.SSLContext:
+        """The files as a TLS client context; a ClusterError naming the option (and file) at fault.
+
+        Checked before any connection: Dask reports a missing file or a key that is not the certificate's as
+        a scheduler it could not reach."""
+        for option, path in (("--tls-ca-file", self.ca_file), ("--tls-cert", self.cert), ("--tls-key", self.key)):
+            if path and not Path(path).is_file():
+                raise ClusterError(f"{option} {path}: no such file. Pass the path of the file the scheduler and "
+                                   "workers were given (README: Grading on a cluster), then run again. Nothing was "
+                                   "graded")
+        try:
+            context = ssl.create_default_context(cafile=self.ca_file)
+        except (ssl.SSLError, OSError) as error:
+            raise ClusterError(f"--tls-ca-file {self.ca_file} holds no certificate authority's certificate "
+                               f"({error}); pass the CA file the scheduler was started with, then run again. Nothing "
+                               "was graded") from None
+        context.check_hostname = False  # as Dask's own client: the certificate authority is the course's own
+        try:
+            context.load_cert_chain(self.cert, self.key or None, password=lambda: "")  # never a prompt
+        except (ssl.SSLError, OSError) as error:
+            if getattr(error, "reason", "") == "KEY_VALUES_MISMATCH":  # OpenSSL's code for it
+                raise ClusterError(f"--tls-key {self.key} is not the key of the certificate --tls-cert {self.cert}: "
+                                   "pass the key made with that certificate, then run again. Nothing was graded"
+                                   ) from None
+            raise ClusterError(f"--tls-cert {self.cert} and its key ({self.key or 'in the same file'}) could not be "
+                               f"read as a certificate and its unencrypted key ({error}); pass the files made for "
+                               "the scheduler's authority, then run again. Nothing was graded") from None
+        return context
+
 
 def parse_address(text: str) -> Address:
     """`local:N` or a scheduler's address; an error saying what is expected otherwise."""
@@ -103,7 +138,7 @@ def connect(address: Address, wait_seconds: float, say: Callable[[str], None],
                 client = Client(cluster, set_as_default=False)
                 client.register_plugin(DriverOwnsInterrupts(), name=DriverOwnsInterrupts.name)
             else:
-                client = _reach(address.scheduler, credentials.security())
+                client = _reach(address.scheduler, credentials)
             stack.callback(client.close, timeout=CLOSE_SECONDS)
             _wait_for_a_worker(client, address, wait_seconds, say)
             yield client
@@ -156,7 +191,16 @@ def _start_local(workers: int) -> LocalCluster:
                            ) from None
 
 
-def _reach(scheduler: str, security: Security | None) -> Client:
+def _reach(scheduler: str, credentials: Credentials) -> Client:
+    security = credentials.security()
+    if security is not None and not scheduler.startswith("tls://"):
+        # Dask would refuse the plain connection with a traceback, then hang for a minute closing its client.
+        raise ClusterError(f"--tls-ca-file, --tls-cert and --tls-key are for a scheduler that speaks TLS, but "
+                           f"--cluster {scheduler} is not a tls:// address: give the scheduler's tls://HOST:PORT "
+                           "address (what `dask scheduler --protocol tls` prints), or leave the --tls-* options out "
+                           "for a scheduler without TLS; then run again. Nothing was graded")
+    if security is not None:
+        _shake_hands(scheduler, credentials)
     if scheduler.startswith("tls://") and security is None and not dask.config.get("distributed.comm.tls.client.cert",
                                                                                     None):
         raise ClusterError(f"the scheduler at {scheduler} speaks TLS, and this command has no certificate to show "
@@ -168,11 +212,55 @@ def _reach(scheduler: str, security: Security | None) -> Client:
     try:
         return Client(scheduler, timeout=seconds, set_as_default=False, security=security)
     except (OSError, ValueError, TypeError) as error:
+        if _tls_refused(error):
+            raise ClusterError(f"the TLS handshake with the scheduler at {scheduler} failed ({error}): a certificate "
+                               "problem, not the network. Check that the certificate authority given signed the "
+                               "scheduler's certificate and that the scheduler's authority signed this client's "
+                               "certificate; then run again. Nothing was graded") from None
         raise ClusterError(
             f"could not reach the Dask scheduler at {scheduler} within {seconds:g} s ({error}). Check that "
             "the scheduler runs (`dask scheduler` prints the address it listens on), that the address and port "
             "are right, and that this machine can reach it (a firewall or VPN may block the port); then run "
             "again. Nothing was graded") from None
+
+
+def _shake_hands(scheduler: str, credentials: Credentials) -> None:
+    """A TLS handshake with the scheduler, as Dask's would be: a ClusterError saying which certificate is at fault
+    when one is refused. A scheduler that cannot be reached at all is left to Dask's own attempt to report."""
+    context = credentials.context()
+    try:
+        host, port = parse_host_port(dask_address(scheduler)[1])
+        with socket.create_connection((host, port), timeout=10) as raw, \
+                context.wrap_socket(raw, server_hostname=host) as tls:
+            tls.settimeout(5)
+            refused = tls.recv(1) == b""  # a scheduler that accepts the client speaks first
+    except ssl.SSLCertVerificationError as error:
+        raise ClusterError(f"the certificate of the scheduler at {scheduler} was not signed by --tls-ca-file "
+                           f"{credentials.ca_file} ({error.verify_message}): pass the certificate authority the "
+                           "scheduler was started with (and check that the address is your scheduler's); then run "
+                           "again. Nothing was graded") from None
+    except ssl.SSLError as error:
+        refused, cause = True, error.reason or str(error)
+    except (OSError, ValueError):
+        return
+    else:
+        cause = "it closed the connection"
+    if refused:
+        raise ClusterError(f"the scheduler at {scheduler} refused this client's certificate --tls-cert "
+                           f"{credentials.cert} ({cause}): it lets in only certificates signed by the authority it "
+                           "was started with. Pass a certificate (and key) signed by that authority, then run again. "
+                           "Nothing was graded")
+
+
+def _tls_refused(error: BaseException) -> bool:
+    """Whether Dask's failure to connect was a TLS handshake's, and not the network's."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, (ssl.SSLError, FatalCommClosedError)):  # Dask's, for a TLS handshake that failed
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def scheduler_identity(client: Client, n_workers: int = -1) -> dict:

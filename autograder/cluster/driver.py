@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import threading
 import time
 import uuid
 from collections import deque
@@ -31,11 +32,12 @@ from pathlib import Path
 
 from distributed import Client, Future, wait
 from distributed.scheduler import KilledWorker
+from distributed.utils import CancelledError
 
 from autograder.cluster import ClusterError, installed_version
 from autograder.cluster.connect import scheduler_identity
 from autograder.cluster.retries import Retries, Run
-from autograder.cluster.warm import Orders, WarmGrader, grade_task
+from autograder.cluster.warm import ENDED, LEASES, RENEW_SECONDS, Orders, WarmGrader, grade_task
 from autograder.grading.batch import deliver
 from autograder.grading.course import Course
 from autograder.grading.coursefiles import grading_files
@@ -79,11 +81,42 @@ def warm_graders(cluster: Cluster, course: Course, assignment: str, store: Store
                     sandbox=cluster.sandbox, secrets=tuple(map(str, secrets)),
                     reference_times=store.reference_times_by_machine(version), class_imports=class_imports)
     run = _Run(cluster, f"autograder-{uuid.uuid4().hex[:12]}", store)
+    lease = Lease(cluster.client, run.plugin)
     try:
+        lease.start()  # before the plugin: its watchdog finds the lease from its first look
         cluster.client.register_plugin(WarmGrader(run.plugin, orders), name=run.plugin)
         yield run
     finally:
         run.stop()
+        lease.end()
+
+
+class Lease:
+    """This run's lease on the scheduler, renewed every few seconds while the driver lives: a driver killed
+    without a word stops renewing it, and each worker's plugin then closes itself (warm.WarmGrader._watch)."""
+
+    def __init__(self, client: Client, plugin: str):
+        self.client, self.plugin = client, plugin
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._renew, name=f"{plugin}-lease", daemon=True)
+
+    def start(self) -> None:
+        """Take the lease, and keep renewing it in a thread of its own (the grading loop may wait on Dask)."""
+        self.client.set_metadata([LEASES, self.plugin], 0)
+        self.thread.start()
+
+    def end(self) -> None:
+        """Stop renewing, and mark the lease ended: a worker still holding the plugin closes it at once."""
+        self.stopped.set()
+        with contextlib.suppress(Exception):  # the scheduler may be gone: then so is the plugin
+            self.client.set_metadata([LEASES, self.plugin], ENDED)
+
+    def _renew(self) -> None:
+        count = 0
+        while not self.stopped.wait(RENEW_SECONDS):
+            count += 1
+            with contextlib.suppress(Exception):  # a lost scheduler is the grading loop's to report
+                self.client.set_metadata([LEASES, self.plugin], count)
 
 
 @dataclass
@@ -114,22 +147,28 @@ class _Run:
         """Grade `todo` on the workers, saving and reporting each result as it arrives."""
         self.suite, self.on_result, self.say, self.pending = suite, on_result, say, deque(todo)
         with self.cluster.client.as_current():  # distributed.wait asks for the current client
-            self._look()
-            self._top_up()
-            while self.in_flight or self.waiting:
-                if not self.in_flight:  # only runs waiting for a worker to warm up
-                    time.sleep(POLL_SECONDS)
-                    self._look()
-                    self._top_up()
-                    continue
-                try:
-                    done = wait(list(self.in_flight), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
-                except TimeoutError:
-                    self._look()
-                    continue
-                for future in done:
-                    self._finish(future, self.in_flight.pop(future))
+            try:
+                self._loop()
+            except CancelledError as error:  # Dask cancels every task in flight when it loses the scheduler
+                raise self._lost(_reason(error)) from None
+
+    def _loop(self) -> None:
+        self._look()
+        self._top_up()
+        while self.in_flight or self.waiting:
+            if not self.in_flight:  # only runs waiting for a worker to warm up
+                time.sleep(POLL_SECONDS)
+                self._look()
                 self._top_up()
+                continue
+            try:
+                done = wait(list(self.in_flight), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                self._look()
+                continue
+            for future in done:
+                self._finish(future, self.in_flight.pop(future))
+            self._top_up()
 
     def stop(self) -> None:
         """Cancel what is still queued or running, and take the plugin (and its private course) off the workers."""
@@ -221,9 +260,7 @@ class _Run:
         elif future.status == "error":
             result = self._internal_error(item, _why(item, future.exception()))
         else:
-            raise ClusterError(f"lost the Dask scheduler at {self.cluster.address} (its task for {item.student} was "
-                               f"{future.status}). Results stored so far are kept: check the scheduler, then run the "
-                               "same command again to grade the rest")
+            raise self._lost(f"its task for {item.student} was {future.status}")
         future.release()
         deliver(result, self.suite, self.store, self.on_result)
 
@@ -283,8 +320,13 @@ class _Run:
         try:
             return scheduler_identity(self.cluster.client, n_workers)
         except OSError as error:
-            raise ClusterError(f"lost the Dask scheduler at {self.cluster.address} ({error}). Results stored so far "
-                               "are kept: check the scheduler, then run the same command again") from None
+            raise self._lost(str(error)) from None
+
+    def _lost(self, why: str) -> ClusterError:
+        """The run cannot go on: the scheduler is gone (stopped, killed, its machine or network gone)."""
+        return ClusterError(f"lost the Dask scheduler at {self.cluster.address} ({why}); results stored so far are "
+                            "kept: restart the scheduler and workers, then run the same command again to grade the "
+                            "rest")
 
     def _workers(self) -> list[str]:
         """The workers' addresses, as the scheduler lists them now (and their machines, for `retries`)."""
@@ -301,6 +343,12 @@ def _refusal(text) -> str:
     except (ValueError, TypeError, AttributeError):
         return ""
     return reason if isinstance(reason, str) else "a worker refused to grade"
+
+
+def _reason(error: CancelledError) -> str:
+    """Dask's reason for cancelling the tasks (e.g. "scheduler-connection-lost"), without its advice to rerun."""
+    reasons = {group.reason for group in getattr(error, "error_groups", ())}
+    return f"Dask cancelled the tasks in flight: {', '.join(sorted(reasons)) or 'no reason given'}"
 
 
 def _timed_out(result: SubmissionResult) -> bool:

@@ -15,6 +15,12 @@ kept for every task; no grading runs in the worker process itself, so a
 submission that kills its grading process costs a fresh process, not the
 worker.
 
+The run's driver keeps a lease on the scheduler (`Lease`), renewed every few
+seconds while it runs. Should the driver die without taking the plugin off
+(kill -9, its machine gone), a watchdog in the plugin sees the lease go
+stale, closes the run here (sandboxes stopped, course removed) and takes the
+plugin off the scheduler, so that no worker joining later sets it up again.
+
 Tasks (`grade_task`) carry one submission's bytes, since workers share no
 file system with the driver, and return plain data: JSON text.
 """
@@ -27,11 +33,13 @@ import queue
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from distributed import WorkerPlugin, get_worker
+from distributed.utils import sync
 
 import autograder
 from autograder.cluster import installed_version
@@ -45,6 +53,14 @@ from autograder.grading.results import result_to_plain
 from autograder.grading.station import Protections, SandboxError, Setup, protect
 from autograder.grading.submission import FileBytes
 from autograder.grading.suite import Suite, load_suite, secret_places
+
+# The scheduler's metadata entry that holds every run's lease: plugin name -> a counter, or ENDED.
+LEASES = "autograder-leases"
+ENDED = "ended"
+RENEW_SECONDS = 5.0  # how often the driver renews its lease, and the watchdog reads it
+# A lease not renewed for this long means the driver is gone: long enough for a driver busy loading the suite or
+# writing its store, short enough that a dead run's sandboxes (~550 MB each) and course copy do not linger.
+GRACE_SECONDS = 30.0
 
 
 class Refused(Exception):
@@ -111,6 +127,7 @@ class WarmGrader(WorkerPlugin):
         self._news: dict | None = None
         threading.Thread(target=self._guarded, args=(self._warm_up, worker.state.nthreads),
                          name=f"{self.name}-warm-up", daemon=True).start()
+        threading.Thread(target=self._watch, args=(worker,), name=f"{self.name}-watchdog", daemon=True).start()
 
     def teardown(self, worker) -> None:
         self.close()
@@ -152,6 +169,33 @@ class WarmGrader(WorkerPlugin):
             warm.done.set()
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
+
+    def _watch(self, worker) -> None:
+        """Close this run here, and take its plugin off the scheduler, once its driver stops renewing the lease.
+
+        Without this, a driver killed with kill -9 left its sandboxes, its worker uids and its course copy
+        (solutions included) on every worker until the scheduler restarted, and the scheduler gave the plugin to
+        every worker that joined later. An unreadable lease counts as not renewed: a driver that lost the
+        scheduler has stopped too.
+        """
+        seen, since = None, time.monotonic()
+        while not self._stop.wait(RENEW_SECONDS):
+            try:
+                lease = sync(worker.loop, worker.scheduler.get_metadata, keys=[LEASES, self.name], default=None)
+            except Exception:  # noqa: BLE001 - the scheduler is unreachable or closing: the lease is not renewed
+                lease = seen
+            now = time.monotonic()
+            if lease != seen:
+                seen, since = lease, now
+            if lease == ENDED or now - since > GRACE_SECONDS:
+                break
+        else:
+            return  # the run ended here in the ordinary way (the driver took the plugin off)
+        logging.getLogger(__name__).warning("autograder: the driver of %s is gone (its lease was not renewed for "
+                                            "%g s); closing its graders here", self.name, GRACE_SECONDS)
+        self.close()
+        with contextlib.suppress(Exception):  # another worker may have taken it off first, or the scheduler is gone
+            sync(worker.loop, worker.scheduler.unregister_worker_plugin, name=self.name)
 
     def _guarded(self, step, *args) -> None:
         """`step(*args)` in this thread. A fault it did not foresee refuses the run on this worker: left alone, it
