@@ -532,3 +532,29 @@ def test_tls_mistakes_are_named_as_certificate_problems_not_network_ones(tmp_pat
             in grade(address, ours["ca_file"], ours["cert"], theirs["key"]))
     missing = tmp_path / "missing-key.pem"
     assert f"--tls-key {missing}: no such file" in grade(address, ours["ca_file"], ours["cert"], missing)
+
+
+def test_a_worker_tries_a_grading_process_that_does_not_start_again_then_refuses_with_the_reason(tmp_path,
+                                                                                                 monkeypatch):
+    """A fork of a worker's many threads can inherit a lock another thread held and never start (seen on a loaded
+    machine: a grading process spinning in the reference for minutes, and the run waiting for ever). Each start is
+    limited; one that overruns is killed and another started, and a worker whose starts keep overrunning refuses.
+    Here the limit is shorter than any start, in a worker of this process (so that the limit can be set)."""
+    from autograder.cluster.warm import START_TRIES, Orders, WarmGrader, grade_task
+    from autograder.grading import boundary
+    from autograder.grading.course import load_course
+    from autograder.grading.coursefiles import grading_files
+    from autograder.grading.found import Found
+    from autograder.grading.suite import suite_version
+
+    monkeypatch.setattr(boundary, "START_SECONDS", 0.001)
+    course = load_course(ROOT / "course.yaml")
+    orders = Orders(ASSIGNMENT, suite_version(course, ASSIGNMENT), tuple(grading_files(course, ASSIGNMENT)), "auto",
+                    (), {})
+    stub = ROOT / "assignments" / ASSIGNMENT / "attention.py"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        client.register_plugin(WarmGrader("autograder-stuck", orders), name="autograder-stuck")
+        reply = client.submit(grade_task, "autograder-stuck", Found("s1", stub), None).result(timeout=300)
+    refused = json.loads(reply)["refused"]
+    assert "did not start its sandbox within 0.001 s" in refused and f"({START_TRIES} times)" in refused, refused

@@ -44,7 +44,7 @@ from distributed.utils import sync
 import autograder
 from autograder.cluster import installed_version
 from autograder.grading.batch import grade_one, lost_result
-from autograder.grading.boundary import RETRIES, GradingProcess, Lost, one_thread, tried
+from autograder.grading.boundary import RETRIES, GradingProcess, Lost, StartTimedOut, one_thread, tried
 from autograder.grading.calibration import ReferenceTime, machine, stored_or_timed
 from autograder.grading.course import COURSE_FILE, Course, CourseError, load_course
 from autograder.grading.coursefiles import CourseFile, write_files
@@ -61,6 +61,7 @@ RENEW_SECONDS = 5.0  # how often the driver renews its lease, and the watchdog r
 # A lease not renewed for this long means the driver is gone: long enough for a driver busy loading the suite or
 # writing its store, short enough that a dead run's sandboxes (~550 MB each) and course copy do not linger.
 GRACE_SECONDS = 30.0
+START_TRIES = 3  # grading processes that did not start in time, one after another, before the worker refuses
 
 
 class Refused(Exception):
@@ -235,12 +236,22 @@ class WarmGrader(WorkerPlugin):
         Forked from this thread, which outlives each: a grading process dies with the thread that started it.
         Its sandbox leases a worker uid no other sandbox on this machine holds (sandbox.uids)."""
         self._loaded.wait()
-        prepared = self._prepared
+        prepared, stuck = self._prepared, 0
         while not self._failure and not self._stop.is_set():
             warm = _Warm(GradingProcess(Setup(unpacked.course, prepared.suite, unpacked.protections,
                                               prepared.reference, class_imports=self.orders.class_imports)))
             try:
                 warm.process.ready()
+            except StartTimedOut as error:
+                # Forked from a worker's many threads, a grading process can inherit a lock another thread held and
+                # never start; a fresh fork rarely meets it again. A start that keeps failing refuses, as below.
+                stuck += 1
+                logging.getLogger(__name__).warning("autograder: %s; starting another (%d of %d)", error, stuck,
+                                                    START_TRIES)
+                if stuck < START_TRIES:
+                    continue
+                self._fail(f"worker {self.address} cannot grade here: {error} ({START_TRIES} times)")
+                return
             except SandboxError as error:  # its sandbox did not start, or could not grade the reference
                 warm.process.end()
                 self._fail(f"worker {self.address} cannot grade here: {error}")

@@ -50,6 +50,10 @@ _SIGNAL_CAUSES = {
 }
 
 
+class StartTimedOut(SandboxError):
+    """The grading process had not started its sandbox within its limit, and was killed."""
+
+
 @dataclass(frozen=True)
 class Lost:
     """Work that gave no result: its process died (`died`), or the work raised. `cause` is for the instructor."""
@@ -101,14 +105,15 @@ class GradingProcess:
         except OSError:
             pass  # it died already; receive() says how
 
-    def ready(self, seconds: float = START_SECONDS) -> None:
-        """Wait until the process's sandbox has started; SandboxError if it could not, did not within `seconds`
-        (the process is then killed), or the process died."""
+    def ready(self, seconds: float | None = None) -> None:
+        """Wait until the process's sandbox has started; SandboxError if it could not, StartTimedOut if it did not
+        within `seconds` (START_SECONDS by default; the process is then killed), or the process died."""
+        seconds = START_SECONDS if seconds is None else seconds
         if not self._started:
             if not self.connection.poll(seconds):
                 self.busy = True  # so that end() kills it rather than asking it to finish
                 self.end()
-                raise SandboxError(f"the grading process (job {self.setup.slot}) did not start its sandbox within "
+                raise StartTimedOut(f"the grading process (job {self.setup.slot}) did not start its sandbox within "
                                    f"{seconds:g} s, where it takes seconds: this machine may be out of memory "
                                    "or overloaded, or a library hangs at import. Check the machine's memory and load "
                                    "(`free -h`, `uptime`), then run the same command again")
