@@ -417,6 +417,7 @@ def test_a_result_lost_with_its_worker_before_the_driver_read_it_is_waited_for_a
 def test_a_worker_whose_warm_up_fails_unforeseen_refuses_instead_of_leaving_its_tasks_waiting(tmp_path):
     """Stored reference timings of the wrong shape make the worker's warm-up raise a ValueError, which no step of it
     expects: its thread had ended, and every task sent there waited for ever for a grader."""
+    from autograder.cluster.driver import Lease
     from autograder.cluster.warm import Orders, WarmGrader, grade_task
     from autograder.grading.calibration import machine
     from autograder.grading.course import load_course
@@ -432,8 +433,11 @@ def test_a_worker_whose_warm_up_fails_unforeseen_refuses_instead_of_leaving_its_
     stub = ROOT / "assignments" / ASSIGNMENT / "attention.py"
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
+        lease = Lease(client, "autograder-broken")  # as the driver keeps it: without it the plugin closes after 30 s
+        lease.start()
         client.register_plugin(WarmGrader("autograder-broken", orders), name="autograder-broken")
         reply = client.submit(grade_task, "autograder-broken", Found("s1", stub), None).result(timeout=120)
+        lease.end()
     refused = json.loads(reply)["refused"]
     assert "could not prepare to grade (ValueError:" in refused and "The worker's log has the traceback" in refused
 
@@ -540,6 +544,7 @@ def test_a_worker_tries_a_grading_process_that_does_not_start_again_then_refuses
     machine: a grading process spinning in the reference for minutes, and the run waiting for ever). Each start is
     limited; one that overruns is killed and another started, and a worker whose starts keep overrunning refuses.
     Here the limit is shorter than any start, in a worker of this process (so that the limit can be set)."""
+    from autograder.cluster.driver import Lease
     from autograder.cluster.warm import START_TRIES, Orders, WarmGrader, grade_task
     from autograder.grading import boundary
     from autograder.grading.course import load_course
@@ -554,7 +559,10 @@ def test_a_worker_tries_a_grading_process_that_does_not_start_again_then_refuses
     stub = ROOT / "assignments" / ASSIGNMENT / "attention.py"
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:
+        lease = Lease(client, "autograder-stuck")  # as the driver keeps it: without it the plugin closes after 30 s
+        lease.start()
         client.register_plugin(WarmGrader("autograder-stuck", orders), name="autograder-stuck")
         reply = client.submit(grade_task, "autograder-stuck", Found("s1", stub), None).result(timeout=300)
+        lease.end()
     refused = json.loads(reply)["refused"]
     assert "did not start its sandbox within 0.001 s" in refused and f"({START_TRIES} times)" in refused, refused

@@ -114,9 +114,9 @@ class GradingProcess:
                 self.busy = True  # so that end() kills it rather than asking it to finish
                 self.end()
                 raise StartTimedOut(f"the grading process (job {self.setup.slot}) did not start its sandbox within "
-                                   f"{seconds:g} s, where it takes seconds: this machine may be out of memory "
-                                   "or overloaded, or a library hangs at import. Check the machine's memory and load "
-                                   "(`free -h`, `uptime`), then run the same command again")
+                                    f"{seconds:g} s, where it takes seconds: this machine may be out of memory "
+                                    "or overloaded, or a library hangs at import. Check the machine's memory and load "
+                                    "(`free -h`, `uptime`), then run the same command again")
             outcome = self._next()
             if isinstance(outcome, Lost):
                 raise SandboxError(f"the sandbox could not start: {outcome.cause}")
