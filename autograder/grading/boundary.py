@@ -153,7 +153,10 @@ class GradingProcess:
         return not self._join(0)
 
     def end(self) -> None:
-        """Let an idle process finish (its sandbox closes with it); kill a busy one, or one that does not finish."""
+        """Let an idle process finish (its sandbox closes with it); kill a busy one, or one that does not finish.
+        Once ended (here, or by `ready` on a start that overran), nothing more."""
+        if self.connection.closed:
+            return
         if not self.busy:
             try:
                 self.connection.send(None)
