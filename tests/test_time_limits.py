@@ -235,3 +235,27 @@ def test_a_call_is_timed_on_its_own_thread_not_the_processs_other_threads(suite)
         stop.set()
         spinner.join()
     assert session.seconds[0] < 0.05, session.seconds
+
+
+TOP_LEVEL_TABLE = '''
+import gc as _gc
+
+_TABLE = [float(i) for i in range(1000)]
+_softmax = softmax
+
+
+def softmax(S, *args, **kwargs):
+    print("the table is walked by collections:", any(o is _TABLE for o in _gc.get_objects()))
+    return _softmax(S, *args, **kwargs)
+'''
+
+
+def test_what_a_files_top_level_made_is_no_calls_garbage_to_walk(grade, tmp_path):
+    # The first collections after the load walked every object the load made, in whichever call allocated next: a
+    # top-level table of 19 million numbers cost that call 0.1 s, and slow/set_up_8s_then_grid_loop lost a check of
+    # another function on a loaded machine.
+    path = tmp_path / "s0001.py"
+    path.write_text(PLAIN.read_text() + TOP_LEVEL_TABLE)
+    result = grade(path)
+    assert result.score == result.max_score, [(t.name, t.message) for t in result.tests if t.status != "passed"]
+    assert set(result.printed.splitlines()) == {"the table is walked by collections: False"}, result.printed
