@@ -4,7 +4,13 @@ told too what the operating system counted of it, read from outside the sandbox:
 a processor added to its limit."""
 from __future__ import annotations
 
+import functools
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import nbformat
 import pytest
@@ -13,7 +19,8 @@ from autograder.authoring.checks import UNENDING_HINT
 from autograder.grading.explain import not_computing, stopped_advice
 from autograder.grading.statuses import PASSED, TIMEOUT
 from autograder.sandbox.replies import CallTimedOut
-from autograder.sandbox.stopped_at import place_text
+from autograder.sandbox.stopped_at import MAX_WAIT_SECONDS, RUN_SECONDS, AnswerWait, place_text
+from autograder.sandbox.waiting import processor_use
 
 from conftest import PLAIN, SUBMISSIONS, compose, manifest
 
@@ -264,18 +271,18 @@ def softmax(S):
         ax.imshow(np.asarray(S).reshape(-1, np.shape(S)[-1]))
         fig.savefig(io.BytesIO())
 '''
-ONE_LONG_PRODUCT = '''
+ONE_LONG_CALL = '''
 
 def softmax(S):
-    big = np.full((3000, 3000), 1e-9)
-    for _ in range(100):  # a loop of its own, but each turn one product of seconds: it answers in none of them
-        big = np.linalg.matrix_power(big, 64)
+    big = np.random.default_rng(0).random((3500, 3500))
+    for _ in range(100):  # a loop of its own, but each turn one library call of many seconds with no Python code
+        big = np.linalg.svd(big)[0]  # inside it (matrix_power's products had some): it answers in none of them
 '''
 
 
 @pytest.mark.slow  # each stopped call waits out the 5 s limit these tests grade with
 @pytest.mark.parametrize("code, advice", [(PLOTS_FOREVER, "it was plotting when it was stopped"),
-                                          (ONE_LONG_PRODUCT, "the code is vectorised but still too slow")])
+                                          (ONE_LONG_CALL, "the code is vectorised but still too slow")])
 def test_a_real_call_stopped_plotting_or_in_one_long_array_operation_is_not_told_about_loops(grade, tmp_path, code,
                                                                                               advice):
     path = tmp_path / "s0004.py"
@@ -349,3 +356,27 @@ def test_where_a_stopped_call_was_looping_is_read_from_its_frames_not_the_look_o
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert len(places) == 1 and places[0] is not None and places[0]["loop"] == loop, places
+
+
+def test_the_grader_waits_for_the_childs_answer_in_the_childs_own_running_not_the_wall_clocks():
+    # A child the machine gives no processor (here: stopped) is waited for beyond RUN_SECONDS of wall time, up to
+    # MAX_WAIT_SECONDS; once it runs, RUN_SECONDS of its running ends the wait. Read from /proc, as the grader does.
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.kill(child.pid, signal.SIGSTOP)
+        time.sleep(0.05)  # let the stop take hold
+        wait = AnswerWait.begin(functools.partial(processor_use, f"/proc/{child.pid}"))
+        time.sleep(3 * RUN_SECONDS)
+        assert wait.left() > 0
+        time.sleep(MAX_WAIT_SECONDS)
+        assert wait.left() == 0.0
+        wait = AnswerWait.begin(functools.partial(processor_use, f"/proc/{child.pid}"))
+        os.kill(child.pid, signal.SIGCONT)
+        give_up = time.monotonic() + 30
+        while wait.left() > 0 and time.monotonic() < give_up:
+            wait = AnswerWait(wait.read, wait.asked_ran, time.monotonic())  # the wall-clock cap never ends it here
+            time.sleep(0.002)
+        assert processor_use(f"/proc/{child.pid}").ran - wait.asked_ran >= RUN_SECONDS
+    finally:
+        child.kill()
+        child.wait()

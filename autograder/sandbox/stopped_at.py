@@ -1,11 +1,11 @@
 """Where a call's code was when the grader stopped it at its limit: the line a student's timeout names.
 
 Just before it ends a child whose call ran past its limit, the grader sends the child WHERE_SIGNAL and
-reads for at most WAIT_SECONDS. Python runs the child's handler in its main thread at the next
-bytecode: at once in a Python loop, in `time.sleep` or in a wait on a lock; only once it returns to
-Python from a long NumPy or PyTorch operation (too late: the timeout then says nothing of a place). The
-handler sends the place of the deepest frame of the student's own file: its notebook cell, line,
-function and the line's text.
+reads until the child has had RUN_SECONDS on a processor since (`AnswerWait`). Python runs the child's
+handler in its main thread at the next bytecode: at once in a Python loop, in `time.sleep` or in a wait
+on a lock; only once it returns to Python from a long NumPy or PyTorch operation (too late: the timeout
+then says nothing of a place). The handler sends the place of the deepest frame of the student's own
+file: its notebook cell, line, function and the line's text.
 
 The place is the child's word, like every reply: it is only shown to the student, sanitized, as where
 to look, and decides nothing. The handler sends only while a call is under way and the worker itself
@@ -18,14 +18,21 @@ import os
 import re
 import signal
 import socket
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from autograder.authoring.protocol import place
 from autograder.sandbox import loader, wire
 from autograder.text import safe
 
 WHERE_SIGNAL = signal.SIGUSR2
-WAIT_SECONDS = 0.02  # per stopped call; a child that answers at all answers within microseconds of running
+# Per stopped call, of the child's main thread's own running since it was asked: one that answers at all answers
+# within microseconds of running. Counted in its running, not the wall clock's: on a loaded machine 20 ms of wall
+# time may give it no processor at all, and its silence was then taken for one long library operation.
+RUN_SECONDS = 0.02
+MAX_WAIT_SECONDS = 0.5  # wall clock: a child kept from a processor this long is not waited for further
+POLL_SECONDS = 0.005  # how often its running is read meanwhile
 # What starts a loop's first line, and a comprehension's `for` inside brackets: a line inside either was repeating.
 LOOP_STARTS = ("for ", "while ", "async for ", "for(", "while(")
 COMPREHENSION = re.compile(r"[\[{(][^\]})]*\bfor\b[^\]})]*\bin\b")
@@ -131,6 +138,32 @@ def ask(pid: int) -> bool:
     except OSError:  # gone already, or not ours to signal
         return False
     return True
+
+
+@dataclass
+class AnswerWait:
+    """How long the grader reads for the answer of a child it asked: until the child's main thread has run
+    RUN_SECONDS since (read from outside, by the kernel's count), or MAX_WAIT_SECONDS have passed."""
+
+    read: Callable  # () -> the child's sandbox.waiting.ProcessorUse now, or None (gone, or no statistics kept)
+    asked_ran: float | None  # its main thread's processor seconds when asked; None: unknown, the wall clock counts
+    began: float  # time.monotonic() when asked
+
+    @classmethod
+    def begin(cls, read: Callable) -> AnswerWait:
+        """Start waiting now, just after the signal was sent; `read` as the field says."""
+        use = read()
+        return cls(read, None if use is None else use.ran, time.monotonic())
+
+    def left(self) -> float:
+        """Seconds to read for next; 0.0: wait no more."""
+        waited = time.monotonic() - self.began
+        if self.asked_ran is None:
+            return max(RUN_SECONDS - waited, 0.0)
+        use = self.read()
+        if use is None or use.ran - self.asked_ran >= RUN_SECONDS or waited >= MAX_WAIT_SECONDS:
+            return 0.0
+        return min(POLL_SECONDS, MAX_WAIT_SECONDS - waited)
 
 
 def place_text(header: dict, function: str) -> str:

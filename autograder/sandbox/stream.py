@@ -383,9 +383,9 @@ class CallStream:
         """Ask the child where the head call's code is, and read its answer for a moment (sandbox.stopped_at)."""
         if not self.session.ask_where():
             return
-        until = time.monotonic() + stopped_at.WAIT_SECONDS
-        while not head.where and self._ended is None and self._arrived is None and time.monotonic() < until:
-            self._take(until - time.monotonic())
+        wait = stopped_at.AnswerWait.begin(self._child_use)
+        while not head.where and self._ended is None and self._arrived is None and (left := wait.left()) > 0:
+            self._take(left)
 
     def _failure(self, head: InFlight, stop: NoReply, seconds: float, budget_left: float) -> CallFailed:
         """The failure of the head call, which gave no reply, with the one-time grace's rules applied."""
