@@ -43,10 +43,31 @@ def test_a_py_that_uses_a_name_this_numpy_lacks_is_told_which_numpy_grades_it(gr
     file.py` to see the error" alone sent a student on NumPy 1.x to a command that shows nothing."""
     result = grade_once(compose(tmp_path, name, SUBMISSIONS / "numpy_versions" / f"{name}.py"))
     assert result.did_not_load and "raised AttributeError" in result.problem, result.problem
-    assert f"Run `python {name}.py` to see the error, fix it and hand the file in again" in result.problem
-    assert f"The grader runs NumPy {numpy.__version__}, which has no {manifest('numpy_versions')[name]['name']}: if " \
-        "your own `python` runs this line without an error, your NumPy is another version" in result.problem, \
-        result.problem
+    assert "Write that name as the grader's NumPy has it (see above), and hand the file in again" in result.problem
+    assert "Run `python" not in result.problem, result.problem
+    assert _numpy_hint(manifest("numpy_versions")[name]["name"]) in result.problem, result.problem
+
+
+def _numpy_hint(name: str) -> str:
+    return (f"(the grader runs NumPy {numpy.__version__}, which has no {name}: if your own `python` runs this line "
+            "without an error, your NumPy is another version, where it still exists. Write it as NumPy")
+
+
+def test_a_name_this_numpy_lacks_in_a_cell_or_a_call_is_told_which_numpy_grades_it(grade_once, tmp_path):
+    """Not only a .py's top level: a notebook cell's note, and a check whose call raised it (here a function that
+    reads np.infty when called), say which NumPy grades the file too."""
+    uses_it = (SUBMISSIONS / "numpy_versions" / "removed_in_numpy_2.py").read_text().replace(
+        "NEG_INF = -np.infty\n", "").replace("= NEG_INF", "= -np.infty")
+    path = tmp_path / "in_a_call.py"
+    path.write_text(PLAIN.read_text() + "\n\n" + uses_it)
+    failed = [t.message for t in grade_once(path).tests if t.name.startswith("apply_mask.") and t.status != PASSED]
+    assert failed and all(_numpy_hint("np.infty") in message for message in failed), failed
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(PLAIN.read_text()), nbformat.v4.new_code_cell("LIMIT = -np.infty")]
+    path = tmp_path / "cell.ipynb"
+    nbformat.write(notebook, path)
+    notes = grade_once(path).notes
+    assert any("code cell 2" in note and _numpy_hint("np.infty") in note for note in notes), notes
 
 
 def test_a_py_exported_with_magics_is_told_what_get_ipython_is(grade_once, tmp_path):

@@ -32,6 +32,7 @@ from autograder.authoring.arguments_after import (
     holds_returned_mark,
     returned_message,
 )
+from autograder.authoring.environment import environment_hint
 from autograder.authoring.protocol import Call, Parameter, Reply
 from autograder.authoring.seeds import check_rng
 from autograder.authoring.unfit import missing_keyword, signature_hint, stub_parameters, stub_signature
@@ -341,34 +342,3 @@ def _kind_of(value, as_tensor: bool = False) -> str:
 def _a(name: str) -> str:
     """"an int64", "a float64": the article a name takes as the feedback reads it."""
     return f"an {name}" if name[:1] in ("a", "e", "i", "o", "u") else f"a {name}"
-
-
-def environment_hint(raised) -> str:
-    """What to do about an exception that comes from where graded code runs, not from the code itself, and that
-    the student's own machine would not show: a module the sandbox's Python lacks, an operation it refuses."""
-    if raised.type == "ModuleNotFoundError":
-        return (" (the grader has no such module: import only the libraries the assignment names, and keep your own "
-                "code in this one file)")
-    if _no_network(raised):
-        return " (graded code runs without a network: download nothing, and read only what the function is given)"
-    if raised.type == "PermissionError":
-        return (" (the sandbox refused it: graded code has no network, no multiprocessing and no writing outside "
-                "its working folder; do the work in the function itself)")
-    if raised.type == "EOFError" and "when reading a line" in raised.message:  # input()'s
-        return " (input() waits for someone to type, and the grader types nothing)"
-    if raised.type == "FileNotFoundError":
-        return (" (graded code runs in an empty folder with your file alone: no data or other files of yours are "
-                "there, so compute from what the function is given)")
-    return ""
-
-
-def _no_network(raised) -> bool:
-    """Whether it is what a download or a connection raises in grading: no route, no name lookup, and no socket
-    but a Unix one (the sandbox refuses the rest with EPERM, which socket.socket() raises as PermissionError)."""
-    return (raised.type in _NO_NETWORK or (raised.type == "OSError" and "Network is unreachable" in raised.message)
-            or (raised.type == "PermissionError" and raised.module == "socket"))
-
-
-# What Python raises for a connection or a name lookup on a machine without a network (urllib, socket, requests).
-_NO_NETWORK = ("URLError", "gaierror", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
-               "ConnectionAbortedError", "NewConnectionError", "MaxRetryError")

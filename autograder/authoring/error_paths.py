@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autograder.authoring.checks import CheckFailed, Trial, environment_hint, raise_for
+from autograder.authoring.checks import CheckFailed, Trial, raise_for
+from autograder.authoring.environment import environment_hint
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sys
 
-from autograder.authoring.checks import environment_hint
+from autograder.authoring.environment import environment_hint, numpy_lacks
 from autograder.authoring.protocol import Raised
 from autograder.grading.submission import Submission
 from autograder.sandbox.load_report import LoadReport
@@ -20,10 +20,6 @@ from autograder.text import safe
 GRADER_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 # A line only Jupyter runs: a shell line or a magic, as a .py downloaded from Colab keeps them.
 _NOTEBOOK_LINE = re.compile(r"[ \t]*[!%]")
-# NumPy's words for a name it no longer has: "`np.infty` was removed in the NumPy 2.0 release", and "module 'numpy'
-# has no attribute 'float'" (and its submodules': 'numpy.linalg').
-_NUMPY_REMOVED = re.compile(r"`(?P<name>np(?:\.\w+)+)` was removed in the NumPy")
-_NUMPY_LACKS = re.compile(r"module '(?P<module>numpy(?:\.\w+)*)' has no attribute '(?P<attribute>\w+)'")
 # The statements newer Pythons added that this one reads as "invalid syntax": `type X = ...`, `def f[T](...)`,
 # `class C[T]:`, `except A, B:`.
 _NEWER_STATEMENT = re.compile(r"[ \t]*(?:type[ \t]+\w+.*=|(?:async[ \t]+)?def[ \t]+\w+[ \t]*\[|class[ \t]+\w+[ \t]*\[|"
@@ -66,30 +62,15 @@ def py_advice(name: str, load: LoadReport, raised: Raised | None, unparsed: bool
     elif raised is not None and raised.type == "ModuleNotFoundError":
         todo = ("Remove that import, or move it into the function that needs it so that the others can be "
                 "graded, and hand the file in again")
+    elif raised is not None and numpy_lacks(raised):
+        todo = "Write that name as the grader's NumPy has it (see above), and hand the file in again"
     elif raised is not None and environment_hint(raised):
         todo = ("Your own `python` may not show this error: remove that line from the file's top level "
                 "(top-level code should only import and define) and hand the file in again")
     else:
         todo = (f"Run `python {name}` to see the error, fix it and hand the file in again (top-level code "
                 "should only import and define)")
-    return ran, todo + newer_python_hint(raised, line) + numpy_hint(raised)
-
-
-def numpy_hint(raised: Raised | None) -> str:
-    """For an AttributeError on a name this NumPy lacks (`np.infty`, which NumPy 2.0 removed; `np.float`, which 1.24
-    did), which NumPy grades the file: the student's own may be another, where the name still exists and their
-    `python` shows no error."""
-    if raised is None or raised.type != "AttributeError":
-        return ""
-    removed, lacks = _NUMPY_REMOVED.search(raised.message), _NUMPY_LACKS.search(raised.message)
-    if removed is None and lacks is None:
-        return ""
-    import numpy  # the grader's, which the workers run too (as GRADER_PYTHON); loaded already by then
-
-    name = removed.group("name") if removed else f"np{lacks.group('module')[5:]}.{lacks.group('attribute')}"
-    return (f". The grader runs NumPy {numpy.__version__}, which has no {name}: if your own `python` runs this line "
-            "without an error, your NumPy is another version, where it still exists. Write it as NumPy "
-            f"{numpy.__version__} has it (the error's own words may say how)")
+    return ran, todo + newer_python_hint(raised, line)
 
 
 def syntax_hint(submission: Submission, raised: Raised | None) -> str:

@@ -19,7 +19,7 @@ import dataclasses
 import difflib
 import re
 
-from autograder.authoring.checks import environment_hint
+from autograder.authoring.environment import environment_hint
 from autograder.authoring.misconceptions import Misconception
 from autograder.authoring.protocol import Raised, unmarked
 from autograder.code_names import MAX_PARSED, globals_read, names_set
