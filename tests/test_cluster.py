@@ -24,6 +24,7 @@ from conftest import ROOT, repository_env, run_cli
 
 pytest.importorskip("distributed", reason="grading on a cluster needs the [dask] extra (make test installs it)")
 
+from cryptography.hazmat.primitives import serialization  # noqa: E402 - a dependency of distributed's TLS
 from dask import config as dask_settings  # noqa: E402 - the fixture `dask` takes the module's name
 from distributed import Client, LocalCluster  # noqa: E402
 
@@ -534,6 +535,12 @@ def test_tls_mistakes_are_named_as_certificate_problems_not_network_ones(tmp_pat
             in grade(address, ours["ca_file"], theirs["cert"], theirs["key"]))
     assert (f"--tls-key {theirs['key']} is not the key of the certificate --tls-cert {ours['cert']}"
             in grade(address, ours["ca_file"], ours["cert"], theirs["key"]))
+    key = serialization.load_pem_private_key(ours["key"].read_bytes(), None)
+    locked = tmp_path / "locked-key.pem"
+    locked.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                         serialization.BestAvailableEncryption(b"a passphrase")))
+    assert (f"--tls-key {locked}: its key is protected by a passphrase, which Dask cannot ask for"
+            in grade(address, ours["ca_file"], ours["cert"], locked))
     missing = tmp_path / "missing-key.pem"
     assert f"--tls-key {missing}: no such file" in grade(address, ours["ca_file"], ours["cert"], missing)
 

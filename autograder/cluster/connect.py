@@ -105,10 +105,25 @@ class Credentials:
                 raise ClusterError(f"--tls-key {self.key} is not the key of the certificate --tls-cert {self.cert}: "
                                    "pass the key made with that certificate, then run again. Nothing was graded"
                                    ) from None
+            option, key = ("--tls-key", self.key) if self.key else ("--tls-cert", self.cert)
+            if _passphrase_protected(key):
+                raise ClusterError(f"{option} {key}: its key is protected by a passphrase, which Dask cannot ask for. "
+                                   f"Write a copy without one that only you can read (`openssl pkey -in {key} -out "
+                                   "client-key.pem && chmod 600 client-key.pem`), pass it as --tls-key, then run "
+                                   "again. Nothing was graded") from None
             raise ClusterError(f"--tls-cert {self.cert} and its key ({self.key or 'in the same file'}) could not be "
                                f"read as a certificate and its unencrypted key ({error}); pass the files made for "
                                "the scheduler's authority, then run again. Nothing was graded") from None
         return context
+
+
+def _passphrase_protected(path: str) -> bool:
+    """Whether the PEM file at `path` holds an encrypted private key (PKCS#8's header, or OpenSSL's older one)."""
+    try:
+        pem = Path(path).read_bytes()
+    except OSError:
+        return False
+    return b"-----BEGIN ENCRYPTED PRIVATE KEY-----" in pem or b"Proc-Type: 4,ENCRYPTED" in pem
 
 
 def parse_address(text: str) -> Address:
