@@ -355,3 +355,33 @@ def test_a_top_level_that_loads_within_its_limit_on_a_quiet_machine_loads_on_a_l
             with Session(sandbox, spec, Limits(load_seconds=0.5)) as session:
                 load = session.open()
                 assert load.hung and load.stopped, load
+
+
+# A top level that computes in a thread of its own for 0.4 s of processor time, then a call that spins.
+THREADS_AT_THE_TOP_LEVEL = """
+import hashlib, threading
+data = b"x" * 1_000_000
+def hash_for_a_while():
+    started = time.thread_time()
+    while time.thread_time() - started < 0.4:
+        hashlib.sha256(data).digest()
+worker = threading.Thread(target=hash_for_a_while)
+worker.start()
+worker.join()
+print("loaded", flush=True)
+while True:
+    pass
+"""
+
+
+def test_threads_the_load_ran_before_the_call_take_none_of_its_credit():
+    # Counted over the child's life, their 0.4 s were taken for the call's own threads: every call of such a file
+    # had had its limit (0.3 s here) already, and a loaded machine could time it out.
+    with _processes(SPIN), _processes("import time\n" + THREADS_AT_THE_TOP_LEVEL) as (process,):
+        assert process.stdout.readline() == b"loaded\n"
+        proc = f"/proc/{process.pid}"
+        start = processor_use(proc)
+        credit = WaitCredit(proc, 0.3, start=start)
+        time.sleep(0.45)
+        assert start.all_threads - start.ran >= 0.35  # the load's thread had computed, before the call
+        assert credit.more() > 0.1  # beside one spinner, the call waited about as long as it ran

@@ -23,7 +23,8 @@ or stopped, not asleep in a timer.
 Nothing here is the submission's own account: the kernel keeps these figures,
 and they are read from outside the sandbox. What a submission can do is crowd
 its own thread out with threads of its own; so the credit stops once the
-process as a whole has used its limit in processor time, and it never exceeds
+process as a whole has used its limit in processor time during the call (what
+threads of its load computed before is no call's), and it never exceeds
 `MAX_FACTOR` times the limit in all. Or with processes of its own, whose time
 is not the child's: a helper computing on the child's processor while the
 child waits would earn the child credit for its own work. So a call gets none
@@ -206,7 +207,9 @@ class WaitCredit:
             return 0.0
         own = now.ran - self._start.ran
         self._waited = now.waited - self._start.waited
-        others = now.all_threads - now.ran  # every other thread's time, since the child began
+        # Its other threads' time during the call, less a clock tick (the whole process's is counted in ticks). Not
+        # since the child began: threads of the load's, ended before the call, had taken every call's credit.
+        others = now.all_threads - self._start.all_threads - own - 1 / TICK
         self._used = own + max(others, 0.0)
         self._in_kernel = now.in_kernel - self._start.in_kernel
         self._resting = now.resting and self.idle()
