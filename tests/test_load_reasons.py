@@ -15,6 +15,7 @@ from autograder.grading.statuses import PASSED
 from autograder.grading.submission import read_submission
 from autograder.grading.taken_names import SWITCHES
 from autograder.outputs import audience
+from autograder.sandbox.kept_names import same_function
 from autograder.text import joined
 
 from conftest import PLAIN, SUBMISSIONS, compose, manifest
@@ -219,6 +220,47 @@ def test_a_notebook_whose_later_cell_takes_a_name_its_functions_read_scores_as_n
             assert f"{where['cell']} took the name {other} for something else (`{other} = ...`, an import of that " \
                 f"name, or `del {other}`); {graded}, but in Jupyter every cell after that one that calls " \
                 f"{' or '.join(users)} gets the other thing. Give the other thing a name of its own" in notes, notes
+
+
+def test_a_graded_function_copied_word_for_word_after_its_check_is_no_news(grade_once, tmp_path):
+    copied = SUBMISSIONS / "notebooks" / "graded_function_copied_after_the_checks.ipynb"
+    result = grade_once(copied)
+    assert result.score == result.max_score
+    assert [note for note in result.notes if "softmax" in note] == [], result.notes
+    # A cell after the copy that defines another softmax is news: the note names that cell.
+    notebook = nbformat.read(copied, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell("def softmax(x):\n    return np.exp(x) / np.exp(x).sum()\n"))
+    nbformat.write(notebook, tmp_path / "then_another.ipynb")
+    result = grade_once(tmp_path / "then_another.ipynb")
+    assert result.score == result.max_score
+    assert [note.split(":")[0] for note in result.notes if "softmax" in note] == [
+        "code cell 28 defined softmax() again, after the check cell of softmax() had run"], result.notes
+
+
+def _compiled(source: str, cell: str, blank_lines: int):
+    """The function `source` defines, compiled as a notebook's cell `cell` with `blank_lines` above it."""
+    namespace = {}
+    exec(compile("\n" * blank_lines + source, f"<notebook {cell}>", "exec"), namespace)
+    return next(value for name, value in namespace.items() if name != "__builtins__")
+
+
+ANSWER = """def softmax(S, axis=-1, *, eps=0.0):
+    \"\"\"Softmax over `axis`.\"\"\"
+    e = np.exp(S - S.max(axis=axis, keepdims=True))
+    return e / (e.sum(axis=axis, keepdims=True) + eps) if [i for i in range(2)] else None
+"""
+
+
+@pytest.mark.parametrize("changed, same", [
+    ("", True), ("keepdims=True))\n    return", False), ("axis=-1, *", False), ("eps=0.0", False), ("range(2)", False),
+    ("Softmax over", False)])
+def test_a_word_for_word_copy_is_told_from_a_changed_one_wherever_it_stands(changed, same):
+    copy = ANSWER
+    if changed:  # one small change: a statement, a default, a keyword default's sign, a nested constant, the docstring
+        copy = ANSWER.replace(changed, {"keepdims=True))\n    return": "keepdims=True)) * 1\n    return",
+                                        "axis=-1, *": "axis=1, *", "eps=0.0": "eps=-0.0", "range(2)": "range(3)",
+                                        "Softmax over": "Soft max over"}[changed], 1)
+    assert same_function(_compiled(copy, "27", 40), _compiled(ANSWER, "14", 3)) is same
 
 
 @pytest.mark.parametrize("name", sorted(name for name, entry in manifest("notebooks").items() if "notes" in entry))

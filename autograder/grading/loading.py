@@ -94,7 +94,7 @@ def load_notes(load: LoadReport, loaded: bool, submission: Submission, graded: s
     notes += [_top_level_trimmed(unit, printed, f"{PRINT_LESS}. ") if submission.kind == "py" else f"{unit} {printed} "
               f"and was stopped; so that its functions could be graded, {DEFINITIONS_ONLY}. {PRINT_LESS}, or put the "
               "demo in a function you call when you want it" for unit, printed in load.flooded]
-    notes += [taken_note(*restored) for restored in load.restored]
+    notes += [taken_note(*restored) for restored in load.restored if restored[6] != "copy"]  # the same code again
     notes += [f"the file's top-level code left {counted(load.threads, 'thread')} running after loading; threads "
               "share the processor with every call the grader times, so a call may be stopped at its limit for their "
               "work: start no thread at the top level, or join it before the code ends"] if load.threads else []

@@ -47,7 +47,7 @@ class KeptFunctions:
         self._graded, self._filename, self._checks = sorted(graded), filename, checks or {}
         self._kept: dict = {}  # name -> (its last function of the notebook's own, the code cell's number then)
         # name -> (the label of the cell after which it held another thing, whether that was a def of the notebook's
-        # after the function's check cell, which is not followed)
+        # after the function's check cell, which is not followed: True, or "copy" for the same def word for word)
         self._lost: dict = {}
         # graded name -> {global it reads: [its value as the function's check cell saw it (_UNSET: unbound), the
         # label of the cell that took the name for something else or None, whether that was a def of the notebook's
@@ -73,7 +73,9 @@ class KeptFunctions:
                 self._closures.pop(name, None)
                 self._lost.pop(name, None)
             elif name in self._kept:  # a def after its check cell is another thing, as a helper's is
-                self._lost.setdefault(name, (label, defined_in(value, self._filename)))
+                kind = "copy" if same_function(value, self._kept[name][0]) else defined_in(value, self._filename)
+                if self._lost.get(name, (None, "copy"))[1] == "copy":  # the first cell that changed it is named
+                    self._lost[name] = (label, kind)
         for name, seen in self._reads.items():
             follow = name not in self._checked
             # A check cell of its still to come: whatever a name holds now is what that check will see.
@@ -182,7 +184,8 @@ class KeptFunctions:
                 graded_as[name] = self._kept[name][0]
             else:
                 namespace[name] = self._kept[name][0]
-            lost.append({"name": name, "cell": label, "by": [], "defined": defined, "unchanged": [], "first": False})
+            lost.append({"name": name, "cell": label, "by": [], "defined": bool(defined), "unchanged": [],
+                         "first": False, "changed": "copy" if defined == "copy" else ""})
         for name, seen in self._reads.items():
             function = self._kept[name][0]
             taken = {other for other, (_, cell, _) in seen.items() if cell is not None}
@@ -337,6 +340,47 @@ def defined_in(value, filename) -> bool:
     code = getattr(_unwrapped(value), "__code__", None)
     return isinstance(getattr(code, "co_filename", None), str) and code.co_filename.startswith(str(filename))
 
+
+
+def same_function(new, old) -> bool:
+    """Whether `new` is a word-for-word copy of the plain function `old` (a cell that copied an answer to try it
+    out): the same code but for where it stands, the same plain defaults, and no closure. Either gives the same
+    answers, so grading one rather than the other needs no note."""
+    return (type(new) is type(old) is types.FunctionType and new.__closure__ is None and old.__closure__ is None
+            and _same_code(new.__code__, old.__code__) and _same_values(new.__defaults__ or (), old.__defaults__ or ())
+            and _same_values(tuple(sorted((new.__kwdefaults__ or {}).items())),
+                             tuple(sorted((old.__kwdefaults__ or {}).items()))))
+
+
+# What a code object does, apart from its constants and where it stands (its file, lines and line table).
+_CODE_PARTS = ("co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_argcount", "co_posonlyargcount",
+               "co_kwonlyargcount", "co_flags", "co_name", "co_exceptiontable")
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    return all(getattr(a, part) == getattr(b, part) for part in _CODE_PARTS) and _same_values(a.co_consts, b.co_consts)
+
+
+def _same_values(a: tuple, b: tuple) -> bool:
+    """Constants or defaults, pairwise: code as code, tuples item by item, plain values of the same type and repr
+    (1, 1.0 and True differ; so do 0.0 and -0.0), frozensets by their items' reprs; anything else only itself."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, types.CodeType):
+            same = _same_code(x, y)
+        elif type(x) is tuple:
+            same = _same_values(x, y)
+        elif type(x) is frozenset:
+            same = sorted(map(repr, x)) == sorted(map(repr, y))
+        else:
+            same = x is y or (type(x) in _PLAIN and repr(x) == repr(y))
+        if not same:
+            return False
+    return True
 
 
 def _unwrapped(value):

@@ -27,8 +27,9 @@ class LoadReport:
     # graded function's own (users empty), or a global that the graded functions in users read, which were graded
     # with it as before that cell; defined: that cell defined a function of the notebook's there after their check
     # cells; unchanged: the graded functions that read it that could not be graded so (a library's decorator); first:
-    # the name was first bound after their check cells; changed: "data" (changed in place there) or "switch" (the name
-    # is a library switch, sandbox.tensors.LibraryState.changes, changed there)
+    # the name was first bound after their check cells; changed: "data" (changed in place there), "switch" (the name
+    # is a library switch, sandbox.tensors.LibraryState.changes, changed there) or "copy" (a graded function defined
+    # again word for word, kept_names.same_function: graded as its check ran it, with no note)
     restored: tuple = ()
     trimmed: tuple = ()  # (cell, seconds it ran or None) of slow cells that ran only their definitions (slow_cells)
     # (cell, what it printed: "printed more than 16 MB of output") of cells, or a .py's statement, stopped for their
@@ -65,7 +66,7 @@ def read_ready(header: dict, **session) -> LoadReport:
                        if isinstance(p, dict)),
         restored=tuple((safe(r.get("name"), 100), safe(r.get("cell"), 40), _names(r.get("by")),
                         r.get("defined") is True, _names(r.get("unchanged")), r.get("first") is True,
-                        r.get("changed") if r.get("changed") in ("data", "switch") else "")
+                        r.get("changed") if r.get("changed") in ("data", "switch", "copy") else "")
                        for r in restored[:20] if isinstance(r, dict)),
         threads=min(max(threads, 0), 10_000), **session)
 
