@@ -73,9 +73,10 @@ class KeptFunctions:
                 self._closures.pop(name, None)
                 self._lost.pop(name, None)
             elif name in self._kept:  # a def after its check cell is another thing, as a helper's is
-                kind = "copy" if same_function(value, self._kept[name][0]) else defined_in(value, self._filename)
-                if self._lost.get(name, (None, "copy"))[1] == "copy":  # the first cell that changed it is named
-                    self._lost[name] = (label, kind)
+                earlier = self._lost.get(name)
+                if earlier is None or earlier[1] == "copy":  # the first cell that changed it is named
+                    copied = same_function(value, self._kept[name][0])
+                    self._lost[name] = (label, "copy" if copied else defined_in(value, self._filename))
         for name, seen in self._reads.items():
             follow = name not in self._checked
             # A check cell of its still to come: whatever a name holds now is what that check will see.
